@@ -1,0 +1,41 @@
+package dag
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Failure describes why a run failed. It is what a workflow's onfailure
+// handler receives alongside the run's input.
+type Failure struct {
+	RunID   RunID  // the failed run
+	Step    string // stored name of the step that failed for good
+	Attempt int    // the attempt that failed (1-based)
+	Message string // the step's error text
+}
+
+// Error returns the failure as an error message.
+func (f Failure) Error() string {
+	return fmt.Sprintf("step %s failed on attempt %d: %s", f.Step, f.Attempt, f.Message)
+}
+
+// terminalError marks an error as not worth retrying.
+type terminalError struct{ err error }
+
+func (e *terminalError) Error() string { return e.err.Error() }
+func (e *terminalError) Unwrap() error { return e.err }
+
+// Terminal wraps err so the engine fails the step at once instead of
+// retrying it. Terminal(nil) returns nil.
+func Terminal(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &terminalError{err: err}
+}
+
+// IsTerminal reports whether err, or any error it wraps, came from [Terminal].
+func IsTerminal(err error) bool {
+	var t *terminalError
+	return errors.As(err, &t)
+}

@@ -1,0 +1,102 @@
+package dag
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// RunID identifies a workflow run. It is a 16-byte UUID (version 7: time
+// ordered), stored as uuid in Postgres.
+type RunID [16]byte
+
+// NewRunID returns a new time-ordered UUIDv7 run id.
+func NewRunID() RunID {
+	var id RunID
+	_, _ = rand.Read(id[:]) // crypto/rand.Read never returns an error
+	ms := uint64(time.Now().UnixMilli())
+	id[0], id[1], id[2] = byte(ms>>40), byte(ms>>32), byte(ms>>24)
+	id[3], id[4], id[5] = byte(ms>>16), byte(ms>>8), byte(ms)
+	id[6] = id[6]&0x0f | 0x70 // version 7
+	id[8] = id[8]&0x3f | 0x80 // RFC 4122 variant
+	return id
+}
+
+// String returns the canonical 8-4-4-4-12 form.
+func (id RunID) String() string {
+	var b [36]byte
+	hex.Encode(b[0:8], id[0:4])
+	b[8] = '-'
+	hex.Encode(b[9:13], id[4:6])
+	b[13] = '-'
+	hex.Encode(b[14:18], id[6:8])
+	b[18] = '-'
+	hex.Encode(b[19:23], id[8:10])
+	b[23] = '-'
+	hex.Encode(b[24:], id[10:])
+	return string(b[:])
+}
+
+// IsZero reports whether id is the zero id.
+func (id RunID) IsZero() bool { return id == RunID{} }
+
+// MarshalText encodes the id in its canonical form.
+func (id RunID) MarshalText() ([]byte, error) { return []byte(id.String()), nil }
+
+// UnmarshalText parses the canonical form.
+func (id *RunID) UnmarshalText(b []byte) error {
+	parsed, err := ParseRunID(string(b))
+	if err != nil {
+		return err
+	}
+	*id = parsed
+	return nil
+}
+
+// ErrBadRunID is returned by [ParseRunID] for text that is not a UUID.
+var ErrBadRunID = errors.New("dag: malformed run id")
+
+// ParseRunID parses the canonical 8-4-4-4-12 form of a run id.
+func ParseRunID(s string) (RunID, error) {
+	var id RunID
+	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
+		return id, fmt.Errorf("%w: %q", ErrBadRunID, s)
+	}
+	hexPart := s[0:8] + s[9:13] + s[14:18] + s[19:23] + s[24:]
+	if _, err := hex.Decode(id[:], []byte(hexPart)); err != nil {
+		return RunID{}, fmt.Errorf("%w: %q", ErrBadRunID, s)
+	}
+	return id, nil
+}
+
+// StepInfo tells a running step where it is: which run, tenant and
+// attempt. The engine puts it in every step's context.
+type StepInfo struct {
+	RunID    RunID
+	Workflow string // stored workflow name
+	Step     string // stored step name
+	Tenant   string
+	Attempt  int // 1 for the first attempt
+}
+
+// IdempotencyKey is stable across the attempts of one step in one run: use
+// it to make side effects (charges, emails) happen once even though steps
+// are delivered at least once.
+func (s StepInfo) IdempotencyKey() string { return s.RunID.String() + "/" + s.Step }
+
+type stepInfoKey struct{}
+
+// WithInfo returns a context carrying info. The engine calls it for every
+// step; tests of step functions can call it too.
+func WithInfo(ctx context.Context, info StepInfo) context.Context {
+	return context.WithValue(ctx, stepInfoKey{}, info)
+}
+
+// Info returns the step information in ctx, and false outside a step.
+func Info(ctx context.Context) (StepInfo, bool) {
+	info, ok := ctx.Value(stepInfoKey{}).(StepInfo)
+	return info, ok
+}

@@ -1,0 +1,292 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/dagenhq/dagen/dag"
+	"github.com/dagenhq/dagen/store"
+)
+
+// Definition is a workflow the engine can run: its steps, their edges and
+// what to call. Generated code builds one per workflow; it can also be built
+// by hand.
+type Definition struct {
+	// Name is the stored workflow name. Runs in storage refer to it, so it
+	// must stay the same across deploys.
+	Name string
+	// Steps in any order; the edges come from each step's Parents.
+	Steps []Step
+	// OnFailure, if set, is called once when a run fails for good.
+	OnFailure func(ctx context.Context, in StepInput, f dag.Failure) error
+}
+
+// StepKind says what a step does.
+type StepKind int
+
+// Step kinds.
+const (
+	// KindStep runs Step.Run and stores its output.
+	KindStep StepKind = iota
+	// KindSleep computes a wake time with Step.Sleep and sleeps until then,
+	// durably: no worker holds it while it sleeps.
+	KindSleep
+)
+
+// Step is one node of a workflow.
+type Step struct {
+	// Name is the stored step name, unique in the workflow.
+	Name string
+	// Kind is KindStep (the default) or KindSleep.
+	Kind StepKind
+	// Parents must finish (complete or be skipped) before this step is
+	// looked at. Their outputs reach Run in this order.
+	Parents []Parent
+	// Skip predicates, evaluated in order once the parents are resolved;
+	// the first that returns true skips the step.
+	Skip []Predicate
+	// Run executes a KindStep step and returns its encoded output (nil for
+	// a step without output).
+	Run func(ctx context.Context, in StepInput) ([]byte, error)
+	// Sleep computes how long a KindSleep step sleeps.
+	Sleep func(ctx context.Context, in StepInput) (Wake, error)
+	// Retry says how often and how soon a failed attempt is retried.
+	Retry RetryPolicy
+	// Timeout bounds one attempt; zero means the engine's default.
+	Timeout time.Duration
+}
+
+// Parent is an edge into a step.
+type Parent struct {
+	Name string
+	// Optional parents may be skipped without skipping the child; the child
+	// then sees an empty dag.Maybe. A skipped required parent skips the
+	// child (cascade).
+	Optional bool
+}
+
+// Predicate is a named skip condition.
+type Predicate struct {
+	Name string
+	Eval func(ctx context.Context, in StepInput) (bool, error)
+}
+
+// Wake is when a sleep step wakes: at At when it is set, otherwise Delay
+// after the store's now.
+type Wake struct {
+	Delay time.Duration
+	At    time.Time
+}
+
+// RetryPolicy is retry=N backoff=B maxbackoff=M: up to MaxRetries more
+// attempts after the first, the k-th retry waiting Backoff*2^(k-1), capped
+// at MaxBackoff when that is set.
+type RetryPolicy struct {
+	MaxRetries int
+	Backoff    time.Duration
+	MaxBackoff time.Duration
+}
+
+// Delay returns how long to wait before retry number k (1 for the first
+// retry).
+func (p RetryPolicy) Delay(k int) time.Duration {
+	if k < 1 {
+		k = 1
+	}
+	d := p.Backoff
+	for i := 1; i < k; i++ {
+		if p.MaxBackoff > 0 && d >= p.MaxBackoff {
+			break
+		}
+		if d > time.Duration(1<<62) {
+			break
+		}
+		d *= 2
+	}
+	if p.MaxBackoff > 0 && d > p.MaxBackoff {
+		d = p.MaxBackoff
+	}
+	return d
+}
+
+// OnFailureStep is the stored name of a workflow's onfailure task. Step names
+// cannot collide with it because they may not start with '@'.
+const OnFailureStep = "@onfailure"
+
+// ErrInvalidDefinition is wrapped by every error [Definition.Validate]
+// returns.
+var ErrInvalidDefinition = errors.New("invalid workflow definition")
+
+// Validate checks that the definition is a well-formed DAG: a name, unique
+// non-empty step names, known parents, no self edges or cycles, the
+// function each kind needs, and sane retry settings. It reports every
+// problem it finds, joined.
+func (d *Definition) Validate() error {
+	if d == nil {
+		return fmt.Errorf("%w: nil definition", ErrInvalidDefinition)
+	}
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: workflow %q: %s", ErrInvalidDefinition, d.Name, fmt.Sprintf(format, args...)))
+	}
+	if d.Name == "" {
+		bad("empty workflow name")
+	}
+	if len(d.Steps) == 0 {
+		bad("no steps")
+	}
+	index := make(map[string]int, len(d.Steps))
+	for i, s := range d.Steps {
+		switch {
+		case s.Name == "":
+			bad("step %d has no name", i)
+		case strings.HasPrefix(s.Name, "@"):
+			bad("step name %q may not start with '@'", s.Name)
+		default:
+			if _, dup := index[s.Name]; dup {
+				bad("duplicate step %q", s.Name)
+			}
+			index[s.Name] = i
+		}
+	}
+	for _, s := range d.Steps {
+		seen := map[string]bool{}
+		for _, p := range s.Parents {
+			switch {
+			case p.Name == s.Name:
+				bad("step %q lists itself as a parent", s.Name)
+			case seen[p.Name]:
+				bad("step %q lists parent %q twice", s.Name, p.Name)
+			default:
+				if _, ok := index[p.Name]; !ok {
+					bad("step %q has unknown parent %q", s.Name, p.Name)
+				}
+			}
+			seen[p.Name] = true
+		}
+		switch s.Kind {
+		case KindStep:
+			if s.Run == nil {
+				bad("step %q has no Run func", s.Name)
+			}
+		case KindSleep:
+			if s.Sleep == nil {
+				bad("sleep step %q has no Sleep func", s.Name)
+			}
+		default:
+			bad("step %q has unknown kind %d", s.Name, s.Kind)
+		}
+		for _, p := range s.Skip {
+			if p.Eval == nil {
+				bad("step %q: skip predicate %q has no Eval func", s.Name, p.Name)
+			}
+		}
+		if s.Retry.MaxRetries < 0 || s.Retry.Backoff < 0 || s.Retry.MaxBackoff < 0 || s.Timeout < 0 {
+			bad("step %q has negative retry or timeout settings", s.Name)
+		}
+	}
+	if len(errs) == 0 {
+		if cycle := d.findCycle(index); cycle != nil {
+			bad("cycle: %s", strings.Join(cycle, " -> "))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// findCycle returns a cycle as a path of step names that starts and ends at
+// the same step, or nil. It visits steps in definition order so the answer
+// is deterministic.
+func (d *Definition) findCycle(index map[string]int) []string {
+	const (
+		unvisited = iota
+		onPath
+		done
+	)
+	state := make([]int, len(d.Steps))
+	var path []int
+	var visit func(i int) []string
+	visit = func(i int) []string {
+		state[i] = onPath
+		path = append(path, i)
+		for _, p := range d.Steps[i].Parents {
+			j := index[p.Name]
+			switch state[j] {
+			case onPath:
+				var cycle []string
+				for k := len(path) - 1; k >= 0; k-- {
+					cycle = append(cycle, d.Steps[path[k]].Name)
+					if path[k] == j {
+						break
+					}
+				}
+				return append(cycle, d.Steps[i].Name)
+			case unvisited:
+				if c := visit(j); c != nil {
+					return c
+				}
+			}
+		}
+		path = path[:len(path)-1]
+		state[i] = done
+		return nil
+	}
+	for i := range d.Steps {
+		if state[i] == unvisited {
+			if c := visit(i); c != nil {
+				return c
+			}
+		}
+	}
+	return nil
+}
+
+// Fingerprint is a short hash of the DAG shape: step names, kinds and
+// edges, and whether an onfailure handler exists. Runs record it, so a
+// deploy that changes the shape of a workflow with runs in flight can be
+// told apart from one that does not.
+func (d *Definition) Fingerprint() string {
+	steps := make([]string, 0, len(d.Steps)+1)
+	for _, s := range d.Steps {
+		parents := make([]string, len(s.Parents))
+		for i, p := range s.Parents {
+			opt := ""
+			if p.Optional {
+				opt = "?"
+			}
+			parents[i] = p.Name + opt
+		}
+		steps = append(steps, fmt.Sprintf("%s/%d<%s", s.Name, s.Kind, strings.Join(parents, ",")))
+	}
+	sort.Strings(steps)
+	if d.OnFailure != nil {
+		steps = append(steps, OnFailureStep)
+	}
+	sum := sha256.Sum256([]byte(d.Name + "\n" + strings.Join(steps, "\n")))
+	return hex.EncodeToString(sum[:8])
+}
+
+// newTasks returns the tasks a run of d starts with.
+func (d *Definition) newTasks() []store.NewTask {
+	tasks := make([]store.NewTask, 0, len(d.Steps)+1)
+	for _, s := range d.Steps {
+		kind := store.KindStep
+		if s.Kind == KindSleep {
+			kind = store.KindSleep
+		}
+		parents := make([]string, len(s.Parents))
+		for i, p := range s.Parents {
+			parents[i] = p.Name
+		}
+		tasks = append(tasks, store.NewTask{Name: s.Name, Kind: kind, Parents: parents, MaxAttempts: s.Retry.MaxRetries + 1})
+	}
+	if d.OnFailure != nil {
+		tasks = append(tasks, store.NewTask{Name: OnFailureStep, Kind: store.KindOnFailure, MaxAttempts: 1})
+	}
+	return tasks
+}

@@ -1,0 +1,72 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/dagenhq/dagen/dag"
+	"github.com/dagenhq/dagen/store"
+)
+
+// StepInput is what a step's adapter gets: the encoded run input and the
+// results of its parents, in the order the step lists them.
+type StepInput struct {
+	Info    dag.StepInfo
+	Input   []byte
+	Parents []store.ParentResult
+}
+
+// Encode encodes a step output or workflow input. Values are stored as
+// JSON.
+func Encode(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, dag.Terminal(fmt.Errorf("encode %T: %w", v, err))
+	}
+	return b, nil
+}
+
+// decode decodes b into a T, naming what it decodes in the error. A decode
+// error is terminal: retrying cannot make stored bytes decode.
+func decode[T any](b []byte, what string) (T, error) {
+	var v T
+	if len(b) == 0 {
+		return v, dag.Terminal(fmt.Errorf("decode %s as %T: no value stored", what, v))
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return v, dag.Terminal(fmt.Errorf("decode %s as %T: %w", what, v, err))
+	}
+	return v, nil
+}
+
+// Input decodes the workflow input.
+func Input[T any](in StepInput) (T, error) {
+	return decode[T](in.Input, "workflow input")
+}
+
+// ParentOutput decodes the output of the i-th parent, which must have
+// completed.
+func ParentOutput[T any](in StepInput, i int) (T, error) {
+	var zero T
+	if i < 0 || i >= len(in.Parents) {
+		return zero, dag.Terminal(fmt.Errorf("step %s has no parent %d", in.Info.Step, i))
+	}
+	p := in.Parents[i]
+	if p.Status != store.TaskCompleted {
+		return zero, dag.Terminal(fmt.Errorf("parent %s of step %s is %s, not COMPLETED", p.Step, in.Info.Step, p.Status))
+	}
+	return decode[T](p.Output, "output of "+p.Step)
+}
+
+// ParentMaybe decodes the output of the i-th parent, or returns an empty
+// Maybe when that parent was skipped.
+func ParentMaybe[T any](in StepInput, i int) (dag.Maybe[T], error) {
+	if i >= 0 && i < len(in.Parents) && in.Parents[i].Status == store.TaskSkipped {
+		return dag.None[T](), nil
+	}
+	v, err := ParentOutput[T](in, i)
+	if err != nil {
+		return dag.None[T](), err
+	}
+	return dag.Some(v), nil
+}

@@ -1,0 +1,20 @@
+// Package store defines the one seam between the dagen engine and storage:
+// the [Store] interface and the records that cross it.
+//
+// The interface is shaped for batches. A worker claims N ready tasks in one
+// call and completes N results in one unit; a trigger creates a run with all
+// of its tasks and enqueues its roots in one unit. Every change to a running
+// task is a compare-and-set on its attempt number, so a worker whose lease
+// expired cannot overwrite a newer attempt. Wake times of sleeps and retry
+// delays are absolute times on the store's clock, kept in a timer table that
+// any worker may fire.
+//
+// The store knows the graph only as names: each task lists its parents, and
+// the store counts pending parents down as they finish. What a finished
+// parent means for its child (run it, skip it) is decided by the engine when
+// it claims the child, so every store shares one implementation of the
+// semantics.
+//
+// Two implementations exist: memstore (in memory, the embedded default) and
+// pgstore (Postgres). Package storetest is the conformance suite both pass.
+package store

@@ -1,0 +1,280 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/dagenhq/dagen/dag"
+)
+
+// BlockLength is the width of one block of the fair ready queue. A queue
+// entry's id is groupID + BlockLength*block, where every tenant has a
+// sequential group id and its own block pointer, moved up to the
+// consumption frontier when it enqueues. Claiming in id order then serves
+// tenants round-robin, one entry per tenant per block.
+const BlockLength = 1 << 20
+
+// Store is what the engine needs from storage. Implementations must be safe
+// for concurrent use by many goroutines and, for shared stores, by many
+// processes.
+type Store interface {
+	// CreateRuns creates the runs with all their tasks and enqueues each
+	// run's root tasks (those without parents), all in one unit: either
+	// every run is created or none is. A run id that exists already is
+	// an error wrapping [ErrRunExists].
+	CreateRuns(ctx context.Context, runs []NewRun) error
+
+	// ClaimTasks claims up to p.Limit ready tasks of the workflows named in
+	// p.Workflows, in fair queue order. Each claimed task is RUNNING with
+	// its attempt incremented and a lease of p.Lease, and carries what the
+	// step needs: the run input and its parents' outputs.
+	ClaimTasks(ctx context.Context, p ClaimParams) ([]ClaimedTask, error)
+
+	// CompleteTasks applies a batch of attempt results in one unit. A result
+	// whose task is no longer RUNNING at that attempt is not applied (its
+	// Outcome is Stale); the others are. Completing or skipping a task counts
+	// its children's pending parents down and enqueues the children that
+	// reach zero, exactly once; the run finishes when its last task does.
+	// Failing a task fails its run, cancels the run's pending work and
+	// enqueues the run's onfailure task, if it has one. The returned slice
+	// has one entry per result, in order.
+	CompleteTasks(ctx context.Context, results []TaskResult) ([]CompletionOutcome, error)
+
+	// FireTimers fires up to limit timers that are due on the store's clock:
+	// a sleeping task completes (and its children are resolved), a task
+	// waiting out a retry delay is enqueued again. It returns how many fired.
+	FireTimers(ctx context.Context, limit int) (int, error)
+
+	// NextTimer returns the earliest pending wake time, and false if no timer
+	// is pending.
+	NextTimer(ctx context.Context) (time.Time, bool, error)
+
+	// RescueExpired re-enqueues up to limit RUNNING tasks whose lease ended,
+	// with a new attempt, or fails them (and their run) when they have no
+	// attempts left. It returns how many it rescued or failed.
+	RescueExpired(ctx context.Context, limit int) (int, error)
+
+	// CancelRun cancels a RUNNING run: its tasks that are not finished
+	// become CANCELLED (so completions of running attempts are stale), its
+	// queue entries and timers are removed. Cancelling a finished run is a
+	// no-op that reports false.
+	CancelRun(ctx context.Context, id dag.RunID) (bool, error)
+
+	// GetRun returns a run. An unknown id is an error wrapping
+	// [ErrRunNotFound].
+	GetRun(ctx context.Context, id dag.RunID) (Run, error)
+
+	// ListTasks returns every task of a run, in the order they were
+	// created. An unknown id is an error wrapping [ErrRunNotFound].
+	ListTasks(ctx context.Context, id dag.RunID) ([]Task, error)
+
+	// ListEvents returns the event log of a run, oldest first.
+	ListEvents(ctx context.Context, id dag.RunID) ([]Event, error)
+}
+
+// Errors callers branch on.
+var (
+	// ErrRunNotFound is returned for a run id the store does not know.
+	ErrRunNotFound = errors.New("run not found")
+	// ErrRunExists is returned when a run is created twice.
+	ErrRunExists = errors.New("run already exists")
+	// ErrInvalidRun is returned for a run whose tasks do not form a DAG
+	// (duplicate names, unknown parents, cycles) or lack required fields.
+	ErrInvalidRun = errors.New("invalid run")
+)
+
+// RunStatus is the state of a run.
+type RunStatus string
+
+// Run states. RUNNING is the only non-terminal state.
+const (
+	RunRunning   RunStatus = "RUNNING"
+	RunCompleted RunStatus = "COMPLETED"
+	RunFailed    RunStatus = "FAILED"
+	RunCancelled RunStatus = "CANCELLED"
+)
+
+// Terminal reports whether the run has finished.
+func (s RunStatus) Terminal() bool { return s != RunRunning && s != "" }
+
+// TaskStatus is the state of one step of one run.
+type TaskStatus string
+
+// Task states. COMPLETED, SKIPPED, FAILED and CANCELLED are terminal.
+const (
+	TaskPending   TaskStatus = "PENDING"   // waiting for parents
+	TaskQueued    TaskStatus = "QUEUED"    // in the ready queue
+	TaskRunning   TaskStatus = "RUNNING"   // claimed by a worker
+	TaskSleeping  TaskStatus = "SLEEPING"  // a sleep step waiting for its timer
+	TaskBackoff   TaskStatus = "BACKOFF"   // waiting out a retry delay
+	TaskCompleted TaskStatus = "COMPLETED" // ran and stored its output
+	TaskSkipped   TaskStatus = "SKIPPED"   // not run (cascade or predicate)
+	TaskFailed    TaskStatus = "FAILED"    // failed for good
+	TaskCancelled TaskStatus = "CANCELLED" // its run was cancelled or failed first
+)
+
+// Terminal reports whether the task has finished.
+func (s TaskStatus) Terminal() bool {
+	switch s {
+	case TaskCompleted, TaskSkipped, TaskFailed, TaskCancelled:
+		return true
+	}
+	return false
+}
+
+// Resolved reports whether a child may count this parent as done.
+func (s TaskStatus) Resolved() bool { return s == TaskCompleted || s == TaskSkipped }
+
+// TaskKind says how the engine executes a task.
+type TaskKind string
+
+// Task kinds.
+const (
+	KindStep      TaskKind = "step"      // a function with an output
+	KindSleep     TaskKind = "sleep"     // computes a wake time, then sleeps
+	KindOnFailure TaskKind = "onfailure" // runs once when the run fails
+)
+
+// NewRun is a run to create.
+type NewRun struct {
+	ID          dag.RunID
+	Workflow    string // stored workflow name
+	Fingerprint string // DAG shape of the definition that created it
+	Tenant      string
+	Input       []byte // encoded workflow input
+	Tasks       []NewTask
+}
+
+// NewTask is one task of a new run. Parents name other tasks of the same
+// run. An onfailure task has no parents and is not enqueued until the run
+// fails; it does not count toward the run's completion.
+type NewTask struct {
+	Name        string
+	Kind        TaskKind
+	Parents     []string
+	MaxAttempts int // attempts allowed before a rescued task fails for good; 0 means 1
+}
+
+// ClaimParams says what a worker claims.
+type ClaimParams struct {
+	Worker    string        // worker id, recorded on the task
+	Workflows []string      // only tasks of these workflows
+	Limit     int           // at most this many tasks
+	Lease     time.Duration // how long the claim holds without renewal
+}
+
+// ClaimedTask is a RUNNING task and everything its step needs.
+type ClaimedTask struct {
+	RunID    dag.RunID
+	Workflow string
+	Tenant   string
+	Step     string
+	Kind     TaskKind
+	Attempt  int // the new attempt, 1 for the first
+	Input    []byte
+	// Parents has one entry per parent, in the order the task lists them.
+	Parents []ParentResult
+	// Failure is set for an onfailure task: what failed the run.
+	Failure *dag.Failure
+}
+
+// ParentResult is a finished parent as a child sees it.
+type ParentResult struct {
+	Step   string
+	Status TaskStatus // COMPLETED or SKIPPED
+	Output []byte     // nil when skipped or when the step has no output
+}
+
+// Outcome is what an attempt came to, or what the store made of it.
+type Outcome string
+
+// Outcomes of an attempt. Stale is only ever returned by the store.
+const (
+	OutcomeCompleted Outcome = "completed" // store Output; resolve children
+	OutcomeSkipped   Outcome = "skipped"   // store Reason; resolve children
+	OutcomeFailed    Outcome = "failed"    // failed for good; fail the run
+	OutcomeRetry     Outcome = "retry"     // wait in BACKOFF until the wake time, then enqueue again
+	OutcomeSleep     Outcome = "sleep"     // sleep step: SLEEPING until the wake time, then complete
+	OutcomeStale     Outcome = "stale"     // not applied: the attempt is no longer current
+)
+
+// TaskResult is the result of one attempt, fenced on (RunID, Step, Attempt).
+type TaskResult struct {
+	RunID   dag.RunID
+	Step    string
+	Attempt int
+	Outcome Outcome
+	Output  []byte // OutcomeCompleted
+	Error   string // OutcomeFailed, OutcomeRetry: the step's error text
+	Reason  string // OutcomeSkipped: why
+	// Wake time for OutcomeRetry and OutcomeSleep: WakeAt when set,
+	// otherwise the store's now plus Delay.
+	WakeAt time.Time
+	Delay  time.Duration
+}
+
+// CompletionOutcome reports what the store did with one TaskResult.
+type CompletionOutcome struct {
+	Outcome Outcome // the result's outcome, or OutcomeStale if not applied
+	// RunStatus is the run's status after the result was applied; a terminal
+	// status here means this result finished the run.
+	RunStatus RunStatus
+	// Enqueued counts the tasks this result made ready (children, or the
+	// onfailure task).
+	Enqueued int
+}
+
+// Run is a stored run.
+type Run struct {
+	ID          dag.RunID
+	Workflow    string
+	Fingerprint string
+	Tenant      string
+	Status      RunStatus
+	Input       []byte
+	Failure     *dag.Failure // set when Status is FAILED
+	CreatedAt   time.Time
+	FinishedAt  time.Time // zero while RUNNING
+}
+
+// Task is a stored task.
+type Task struct {
+	Name     string
+	Kind     TaskKind
+	Parents  []string
+	Status   TaskStatus
+	Attempt  int    // attempts started so far
+	Output   []byte // COMPLETED only
+	Error    string // last error
+	Reason   string // SKIPPED only
+	WakeAt   time.Time
+	Worker   string // worker that claimed the last attempt
+	Finished time.Time
+}
+
+// EventType names a task transition in the event log.
+type EventType string
+
+// Event types.
+const (
+	EventQueued    EventType = "QUEUED"
+	EventStarted   EventType = "STARTED"
+	EventCompleted EventType = "COMPLETED"
+	EventSkipped   EventType = "SKIPPED"
+	EventRetrying  EventType = "RETRYING"
+	EventSleeping  EventType = "SLEEPING"
+	EventWoken     EventType = "WOKEN"
+	EventFailed    EventType = "FAILED"
+	EventRescued   EventType = "RESCUED"
+	EventCancelled EventType = "CANCELLED"
+)
+
+// Event is one entry of a run's append-only event log.
+type Event struct {
+	At      time.Time
+	Step    string
+	Type    EventType
+	Attempt int
+	Detail  string // error text, skip reason or wake time
+}
