@@ -1,0 +1,23 @@
+// Package engine runs dagen workflows: it registers definitions, triggers
+// runs, and works their tasks through a [store.Store].
+//
+// Generated code (see cmd/dagen) builds a [Definition] per workflow and a
+// typed handle around an [Engine]; the engine itself deals in encoded bytes.
+// Each worker loop claims a batch of ready tasks, executes them on a bounded
+// pool, and completes the batch in one store call:
+//
+//	claim N ready tasks  ->  for each: skip check, then the step, with a ctx
+//	                          carrying deadline, cancellation and attempt
+//	                     ->  complete the N results in one unit
+//
+// A task is looked at once all its parents are resolved. The rules (DESIGN
+// §3): a skipped required parent skips the child; all parents skipped skips
+// it; otherwise any skip predicate that holds skips it; otherwise it runs,
+// and a skipped optional parent arrives as an empty dag.Maybe. A step that
+// fails for good (retries spent, or dag.Terminal) fails the run, and the
+// workflow's onfailure handler runs once.
+//
+// For tests, Config.Manual gives an engine without background goroutines
+// that [Engine.Poll] drives step by step; package dagtest builds on it with
+// a fake clock.
+package engine

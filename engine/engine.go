@@ -1,0 +1,467 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"reflect"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/dagenhq/dagen/dag"
+	"github.com/dagenhq/dagen/store"
+)
+
+// Config configures an Engine. The zero value gives sensible defaults.
+type Config struct {
+	// WorkerID names this worker in storage. Default: host-pid-random.
+	WorkerID string
+	// Concurrency bounds how many steps execute at once. Default 100.
+	Concurrency int
+	// BatchSize bounds how many tasks one claim or one completion carries.
+	// Default: Concurrency.
+	BatchSize int
+	// PollInterval is how often an idle worker looks for work and fires due
+	// timers. Default 50ms.
+	PollInterval time.Duration
+	// Lease is how long a claimed task stays with this worker before another
+	// may rescue it. Default 10 minutes.
+	Lease time.Duration
+	// StepTimeout bounds an attempt of a step that sets no timeout of its
+	// own. Zero means no bound.
+	StepTimeout time.Duration
+	// Logger receives the engine's log. Default slog.Default().
+	Logger *slog.Logger
+	// Manual makes an engine without background goroutines: Start is an
+	// error, Poll does the work and Wait drives Poll itself. For
+	// deterministic tests; see package dagtest.
+	Manual bool
+}
+
+func (c *Config) withDefaults() Config {
+	var cfg Config
+	if c != nil {
+		cfg = *c
+	}
+	if cfg.WorkerID == "" {
+		host, _ := os.Hostname()
+		var b [3]byte
+		_, _ = rand.Read(b[:])
+		cfg.WorkerID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 100
+	}
+	if cfg.BatchSize <= 0 {
+		cfg.BatchSize = cfg.Concurrency
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = 50 * time.Millisecond
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = 10 * time.Minute
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return cfg
+}
+
+// Errors callers branch on.
+var (
+	ErrUnknownWorkflow   = errors.New("unknown workflow")
+	ErrDuplicateWorkflow = errors.New("workflow already registered")
+	ErrNilInput          = errors.New("nil workflow input")
+	ErrRunFailed         = errors.New("run failed")
+	ErrRunCancelled      = errors.New("run cancelled")
+	ErrRunBlocked        = errors.New("run blocked: nothing is ready until a timer fires")
+	ErrNotStarted        = errors.New("engine not started")
+	ErrAlreadyStarted    = errors.New("engine already started")
+	ErrManual            = errors.New("engine is manual: drive it with Poll")
+	ErrNoOutput          = errors.New("step has no output")
+)
+
+// RunError is returned by Wait and Run when a run ends FAILED or CANCELLED.
+// It matches ErrRunFailed or ErrRunCancelled with errors.Is.
+type RunError struct {
+	RunID   dag.RunID
+	Status  store.RunStatus
+	Failure *dag.Failure // set when FAILED
+}
+
+func (e *RunError) Error() string {
+	if e.Failure != nil {
+		return fmt.Sprintf("run %s %s: %v", e.RunID, e.Status, *e.Failure)
+	}
+	return fmt.Sprintf("run %s %s", e.RunID, e.Status)
+}
+
+// Is matches ErrRunFailed or ErrRunCancelled by status.
+func (e *RunError) Is(target error) bool {
+	return (target == ErrRunFailed && e.Status == store.RunFailed) ||
+		(target == ErrRunCancelled && e.Status == store.RunCancelled)
+}
+
+// RunResult is a finished (or, from Result, possibly unfinished) run with
+// its tasks.
+type RunResult struct {
+	ID       dag.RunID
+	Workflow string
+	Tenant   string
+	Status   store.RunStatus
+	Failure  *dag.Failure
+	Tasks    map[string]store.Task
+}
+
+// Output decodes the output of a COMPLETED step of a run.
+func Output[T any](res *RunResult, step string) (T, error) {
+	var zero T
+	if res == nil {
+		return zero, fmt.Errorf("output of %s: nil result", step)
+	}
+	t, ok := res.Tasks[step]
+	if !ok {
+		return zero, fmt.Errorf("output of %s: run %s has no such step: %w", step, res.ID, ErrNoOutput)
+	}
+	if t.Status != store.TaskCompleted {
+		return zero, fmt.Errorf("output of %s: step is %s: %w", step, t.Status, ErrNoOutput)
+	}
+	v, err := decode[T](t.Output, "output of "+step)
+	if err != nil {
+		return zero, errors.Unwrap(err) // not a step error: drop the Terminal marker
+	}
+	return v, nil
+}
+
+// OutputMaybe decodes the output of a step, or returns an empty Maybe when
+// the step did not complete (it was skipped, or the run ended first).
+func OutputMaybe[T any](res *RunResult, step string) (dag.Maybe[T], error) {
+	if res == nil {
+		return dag.None[T](), fmt.Errorf("output of %s: nil result", step)
+	}
+	if t, ok := res.Tasks[step]; !ok || t.Status != store.TaskCompleted {
+		return dag.None[T](), nil
+	}
+	v, err := Output[T](res, step)
+	if err != nil {
+		return dag.None[T](), err
+	}
+	return dag.Some(v), nil
+}
+
+// Engine registers workflows, triggers runs and works their tasks. Create
+// one with New; it is safe for concurrent use.
+type Engine struct {
+	store store.Store
+	cfg   Config
+	log   *slog.Logger
+
+	mu        sync.RWMutex
+	defs      map[string]*registered
+	workflows []string // registered names, sorted, for claims
+
+	waitMu  sync.Mutex
+	waiters map[dag.RunID][]chan struct{}
+
+	runMu sync.Mutex
+	runs  map[dag.RunID]*runScope // runs with steps executing here
+
+	loopMu   sync.Mutex
+	loop     *loop // nil unless started
+	stopping bool
+}
+
+// registered is a definition with its steps indexed by name.
+type registered struct {
+	def   *Definition
+	steps map[string]*Step
+	fp    string
+	tasks []store.NewTask
+}
+
+// runScope lets Cancel reach the steps of a run executing here.
+type runScope struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	refs   int
+}
+
+// New returns an engine over st. cfg may be nil.
+func New(st store.Store, cfg *Config) (*Engine, error) {
+	if st == nil {
+		return nil, errors.New("engine: nil store")
+	}
+	c := cfg.withDefaults()
+	return &Engine{
+		store:   st,
+		cfg:     c,
+		log:     c.Logger,
+		defs:    make(map[string]*registered),
+		waiters: make(map[dag.RunID][]chan struct{}),
+		runs:    make(map[dag.RunID]*runScope),
+	}, nil
+}
+
+// Store returns the engine's store.
+func (e *Engine) Store() store.Store { return e.store }
+
+// WorkerID returns the id this engine claims tasks under.
+func (e *Engine) WorkerID() string { return e.cfg.WorkerID }
+
+// Register validates def and makes its workflow runnable on this engine.
+// Register workflows before Start: a running worker claims only the
+// workflows it knew when it last polled.
+func (e *Engine) Register(def *Definition) error {
+	if err := def.Validate(); err != nil {
+		return err
+	}
+	reg := &registered{def: def, steps: make(map[string]*Step, len(def.Steps)), fp: def.Fingerprint(), tasks: def.newTasks()}
+	for i := range def.Steps {
+		reg.steps[def.Steps[i].Name] = &def.Steps[i]
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, dup := e.defs[def.Name]; dup {
+		return fmt.Errorf("register %q: %w", def.Name, ErrDuplicateWorkflow)
+	}
+	e.defs[def.Name] = reg
+	e.workflows = append(e.workflows, def.Name)
+	sort.Strings(e.workflows)
+	return nil
+}
+
+func (e *Engine) lookup(workflow string) *registered {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.defs[workflow]
+}
+
+func (e *Engine) registeredNames() []string {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.workflows
+}
+
+// TriggerRequest is one run to start with TriggerMany.
+type TriggerRequest struct {
+	Workflow string
+	Tenant   string
+	Input    any
+}
+
+// Trigger starts a run of workflow for tenant and returns its id at once.
+func (e *Engine) Trigger(ctx context.Context, workflow, tenant string, input any) (dag.RunID, error) {
+	ids, err := e.TriggerMany(ctx, []TriggerRequest{{Workflow: workflow, Tenant: tenant, Input: input}})
+	if err != nil {
+		return dag.RunID{}, err
+	}
+	return ids[0], nil
+}
+
+// TriggerMany starts many runs in one store call: all are created or none.
+func (e *Engine) TriggerMany(ctx context.Context, reqs []TriggerRequest) ([]dag.RunID, error) {
+	runs := make([]store.NewRun, len(reqs))
+	ids := make([]dag.RunID, len(reqs))
+	for i, req := range reqs {
+		reg := e.lookup(req.Workflow)
+		if reg == nil {
+			return nil, fmt.Errorf("trigger %q: %w", req.Workflow, ErrUnknownWorkflow)
+		}
+		if isNil(req.Input) {
+			return nil, fmt.Errorf("trigger %q: %w", req.Workflow, ErrNilInput)
+		}
+		in, err := Encode(req.Input)
+		if err != nil {
+			return nil, fmt.Errorf("trigger %q: %w", req.Workflow, errors.Unwrap(err))
+		}
+		ids[i] = dag.NewRunID()
+		runs[i] = store.NewRun{ID: ids[i], Workflow: req.Workflow, Fingerprint: reg.fp, Tenant: req.Tenant, Input: in, Tasks: reg.tasks}
+	}
+	if err := e.store.CreateRuns(ctx, runs); err != nil {
+		return nil, fmt.Errorf("trigger: %w", err)
+	}
+	e.wakeLoop()
+	return ids, nil
+}
+
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Interface, reflect.Func, reflect.Chan:
+		return rv.IsNil()
+	}
+	return false
+}
+
+// Run triggers a run and waits for it to finish.
+func (e *Engine) Run(ctx context.Context, workflow, tenant string, input any) (*RunResult, error) {
+	id, err := e.Trigger(ctx, workflow, tenant, input)
+	if err != nil {
+		return nil, err
+	}
+	return e.Wait(ctx, id)
+}
+
+// Wait blocks until the run finishes and returns its result. When the run
+// ends FAILED or CANCELLED the result comes with a *RunError. A manual
+// engine drives Poll itself and returns ErrRunBlocked when only a timer
+// could move the run on.
+func (e *Engine) Wait(ctx context.Context, id dag.RunID) (*RunResult, error) {
+	for {
+		run, err := e.store.GetRun(ctx, id)
+		if err != nil {
+			return nil, fmt.Errorf("wait for run %s: %w", id, err)
+		}
+		if run.Status.Terminal() {
+			return e.result(ctx, run)
+		}
+		if e.cfg.Manual {
+			n, err := e.Poll(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("wait for run %s: %w", id, err)
+			}
+			if n == 0 {
+				if run, err = e.store.GetRun(ctx, id); err == nil && !run.Status.Terminal() {
+					return nil, fmt.Errorf("wait for run %s: %w", id, ErrRunBlocked)
+				}
+			}
+			continue
+		}
+		ch := e.addWaiter(id)
+		if run, err = e.store.GetRun(ctx, id); err == nil && run.Status.Terminal() {
+			e.dropWaiter(id, ch)
+			return e.result(ctx, run)
+		}
+		t := time.NewTimer(e.cfg.PollInterval * 4)
+		select {
+		case <-ch:
+		case <-t.C:
+			e.dropWaiter(id, ch)
+		case <-ctx.Done():
+			t.Stop()
+			e.dropWaiter(id, ch)
+			return nil, fmt.Errorf("wait for run %s: %w", id, ctx.Err())
+		}
+		t.Stop()
+	}
+}
+
+// Result returns a run's current status and tasks, finished or not.
+func (e *Engine) Result(ctx context.Context, id dag.RunID) (*RunResult, error) {
+	run, err := e.store.GetRun(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	res, err := e.result(ctx, run)
+	var runErr *RunError
+	if errors.As(err, &runErr) {
+		err = nil
+	}
+	return res, err
+}
+
+func (e *Engine) result(ctx context.Context, run store.Run) (*RunResult, error) {
+	tasks, err := e.store.ListTasks(ctx, run.ID)
+	if err != nil {
+		return nil, err
+	}
+	res := &RunResult{ID: run.ID, Workflow: run.Workflow, Tenant: run.Tenant, Status: run.Status, Failure: run.Failure, Tasks: make(map[string]store.Task, len(tasks))}
+	for _, t := range tasks {
+		res.Tasks[t.Name] = t
+	}
+	switch run.Status {
+	case store.RunFailed, store.RunCancelled:
+		return res, &RunError{RunID: run.ID, Status: run.Status, Failure: run.Failure}
+	}
+	return res, nil
+}
+
+// Events returns a run's event log, oldest first.
+func (e *Engine) Events(ctx context.Context, id dag.RunID) ([]store.Event, error) {
+	return e.store.ListEvents(ctx, id)
+}
+
+// Cancel cancels a running run: nothing more of it is scheduled, and steps
+// of it executing on this engine see their ctx done. It reports whether the
+// run was running.
+func (e *Engine) Cancel(ctx context.Context, id dag.RunID) (bool, error) {
+	ok, err := e.store.CancelRun(ctx, id)
+	if err != nil {
+		return false, fmt.Errorf("cancel run %s: %w", id, err)
+	}
+	e.runMu.Lock()
+	if sc := e.runs[id]; sc != nil {
+		sc.cancel()
+	}
+	e.runMu.Unlock()
+	e.notify(id)
+	return ok, nil
+}
+
+func (e *Engine) addWaiter(id dag.RunID) chan struct{} {
+	ch := make(chan struct{})
+	e.waitMu.Lock()
+	e.waiters[id] = append(e.waiters[id], ch)
+	e.waitMu.Unlock()
+	return ch
+}
+
+func (e *Engine) dropWaiter(id dag.RunID, ch chan struct{}) {
+	e.waitMu.Lock()
+	defer e.waitMu.Unlock()
+	ws := e.waiters[id]
+	for i, w := range ws {
+		if w == ch {
+			ws = append(ws[:i], ws[i+1:]...)
+			break
+		}
+	}
+	if len(ws) == 0 {
+		delete(e.waiters, id)
+	} else {
+		e.waiters[id] = ws
+	}
+}
+
+func (e *Engine) notify(id dag.RunID) {
+	e.waitMu.Lock()
+	ws := e.waiters[id]
+	delete(e.waiters, id)
+	e.waitMu.Unlock()
+	for _, ch := range ws {
+		close(ch)
+	}
+}
+
+// enterRun returns a context for a step of run id that Cancel can reach.
+func (e *Engine) enterRun(parent context.Context, id dag.RunID) context.Context {
+	e.runMu.Lock()
+	defer e.runMu.Unlock()
+	sc := e.runs[id]
+	if sc == nil {
+		ctx, cancel := context.WithCancel(parent)
+		sc = &runScope{ctx: ctx, cancel: cancel}
+		e.runs[id] = sc
+	}
+	sc.refs++
+	return sc.ctx
+}
+
+func (e *Engine) leaveRun(id dag.RunID) {
+	e.runMu.Lock()
+	defer e.runMu.Unlock()
+	if sc := e.runs[id]; sc != nil {
+		if sc.refs--; sc.refs == 0 {
+			sc.cancel()
+			delete(e.runs, id)
+		}
+	}
+}

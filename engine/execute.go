@@ -1,0 +1,152 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/dagenhq/dagen/dag"
+	"github.com/dagenhq/dagen/store"
+)
+
+// execute runs one claimed task and returns the result to store. It never
+// panics: a panicking step is a failed attempt.
+func (e *Engine) execute(ctx context.Context, ct *store.ClaimedTask) store.TaskResult {
+	res := store.TaskResult{RunID: ct.RunID, Step: ct.Step, Attempt: ct.Attempt}
+	fail := func(err error) store.TaskResult {
+		res.Outcome, res.Error = store.OutcomeFailed, err.Error()
+		return res
+	}
+	reg := e.lookup(ct.Workflow)
+	if reg == nil {
+		return fail(fmt.Errorf("workflow %q is not registered on worker %s", ct.Workflow, e.cfg.WorkerID))
+	}
+	ctx = e.enterRun(ctx, ct.RunID)
+	defer e.leaveRun(ct.RunID)
+
+	in := StepInput{
+		Info:    dag.StepInfo{RunID: ct.RunID, Workflow: ct.Workflow, Step: ct.Step, Tenant: ct.Tenant, Attempt: ct.Attempt},
+		Input:   ct.Input,
+		Parents: ct.Parents,
+	}
+	ctx = dag.WithInfo(ctx, in.Info)
+
+	if ct.Kind == store.KindOnFailure {
+		if reg.def.OnFailure == nil || ct.Failure == nil {
+			return fail(errors.New("onfailure task without handler or failure"))
+		}
+		if err := protect(func() error { return reg.def.OnFailure(ctx, in, *ct.Failure) }); err != nil {
+			return fail(fmt.Errorf("onfailure: %w", err))
+		}
+		res.Outcome = store.OutcomeCompleted
+		return res
+	}
+
+	step := reg.steps[ct.Step]
+	if step == nil || len(step.Parents) != len(ct.Parents) {
+		return fail(fmt.Errorf("step %q of run %s does not match workflow %q as registered here (fingerprint %s): was the DAG changed while the run was in flight?",
+			ct.Step, ct.RunID, ct.Workflow, reg.fp))
+	}
+	if reason, skip := cascade(step, ct.Parents); skip {
+		res.Outcome, res.Reason = store.OutcomeSkipped, reason
+		return res
+	}
+	for _, p := range step.Skip {
+		var skip bool
+		err := protect(func() (err error) { skip, err = p.Eval(ctx, in); return err })
+		if err != nil {
+			return e.failed(step, res, fmt.Errorf("skip predicate %s: %w", p.Name, err))
+		}
+		if skip {
+			res.Outcome, res.Reason = store.OutcomeSkipped, "skip="+p.Name
+			return res
+		}
+	}
+
+	timeout := step.Timeout
+	if timeout == 0 {
+		timeout = e.cfg.StepTimeout
+	}
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	var err error
+	switch step.Kind {
+	case KindSleep:
+		var w Wake
+		err = protect(func() (err error) { w, err = step.Sleep(ctx, in); return err })
+		if err == nil {
+			res.Outcome, res.WakeAt, res.Delay = store.OutcomeSleep, w.At, w.Delay
+			return res
+		}
+	default:
+		var out []byte
+		err = protect(func() (err error) { out, err = step.Run(ctx, in); return err })
+		if err == nil {
+			res.Outcome, res.Output = store.OutcomeCompleted, out
+			return res
+		}
+	}
+	if timeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("timed out after %s: %w", timeout, err)
+	}
+	return e.failed(step, res, err)
+}
+
+// failed turns an attempt's error into a retry or a failure for good.
+func (e *Engine) failed(step *Step, res store.TaskResult, err error) store.TaskResult {
+	res.Error = err.Error()
+	if dag.IsTerminal(err) || res.Attempt > step.Retry.MaxRetries {
+		res.Outcome = store.OutcomeFailed
+		return res
+	}
+	res.Outcome, res.Delay = store.OutcomeRetry, step.Retry.Delay(res.Attempt)
+	return res
+}
+
+// cascade applies the first two rows of the truth table: a skipped required
+// parent, or every parent skipped, skips the step.
+func cascade(step *Step, parents []store.ParentResult) (reason string, skip bool) {
+	if len(parents) == 0 {
+		return "", false
+	}
+	all := true
+	for i, p := range parents {
+		if p.Status != store.TaskSkipped {
+			all = false
+			continue
+		}
+		if !step.Parents[i].Optional {
+			return "parent " + p.Step + " skipped", true
+		}
+	}
+	if all {
+		return "all parents skipped", true
+	}
+	return "", false
+}
+
+// protect calls f, turning a panic into an error with its stack.
+func protect(f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic: %v\n%s", r, debug.Stack())
+		}
+	}()
+	return f()
+}
+
+// sleepFor is how a manual or stopped loop waits without a timer leak.
+func sleepFor(ctx context.Context, d time.Duration, wake <-chan struct{}) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	case <-wake:
+	}
+}

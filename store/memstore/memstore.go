@@ -1,0 +1,749 @@
+package memstore
+
+import (
+	"container/heap"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/dagenhq/dagen/dag"
+	"github.com/dagenhq/dagen/store"
+)
+
+// Config configures a Store. The zero value is ready to use.
+type Config struct {
+	// Now is the store's clock: wake times, leases and timestamps are read
+	// from it. Nil means time.Now. dagtest passes a fake clock.
+	Now func() time.Time
+}
+
+// Store is an in-memory store.Store. It is safe for concurrent use.
+type Store struct {
+	now func() time.Time
+
+	mu        sync.Mutex
+	runs      map[dag.RunID]*run
+	queues    map[string]*readyQueue // by workflow
+	groups    map[string]*tenantGroup
+	nextGroup int64
+	frontier  int64 // highest block claimed so far
+	timers    timerHeap
+	leases    leaseHeap
+	shapes    map[string]*shape
+}
+
+var _ store.Store = (*Store)(nil)
+
+// New returns an empty store. cfg may be nil.
+func New(cfg *Config) *Store {
+	s := &Store{
+		now:    time.Now,
+		runs:   make(map[dag.RunID]*run),
+		queues: make(map[string]*readyQueue),
+		groups: make(map[string]*tenantGroup),
+		shapes: make(map[string]*shape),
+	}
+	if cfg != nil && cfg.Now != nil {
+		s.now = cfg.Now
+	}
+	return s
+}
+
+// shape is the graph of a run's tasks, shared by every run created with the
+// same workflow, fingerprint and tasks.
+type shape struct {
+	tasks     []store.NewTask
+	index     map[string]int
+	parents   [][]int
+	children  [][]int
+	roots     []int
+	onFailure int // index of the onfailure task, or -1
+	counted   int // tasks that count toward completion
+}
+
+type run struct {
+	rec     store.Run
+	shape   *shape
+	tasks   []task
+	pending int // unfinished tasks that count toward completion
+	events  []store.Event
+}
+
+type task struct {
+	status         store.TaskStatus
+	attempt        int
+	pendingParents int
+	output         []byte
+	err            string
+	reason         string
+	wakeAt         time.Time
+	worker         string
+	leaseUntil     time.Time
+	finished       time.Time
+	queueID        int64
+}
+
+type tenantGroup struct {
+	id  int64
+	ptr int64 // next free block
+}
+
+// ---- runs ----
+
+// CreateRuns implements store.Store.
+func (s *Store) CreateRuns(ctx context.Context, runs []store.NewRun) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	shapes := make([]*shape, len(runs))
+	for i := range runs {
+		sh, err := s.shapeFor(&runs[i])
+		if err != nil {
+			return err
+		}
+		shapes[i] = sh
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	seen := make(map[dag.RunID]bool, len(runs))
+	for _, nr := range runs {
+		if _, ok := s.runs[nr.ID]; ok || seen[nr.ID] {
+			return fmt.Errorf("create run %s: %w", nr.ID, store.ErrRunExists)
+		}
+		seen[nr.ID] = true
+	}
+	for _, nr := range runs {
+		if _, ok := s.groups[nr.Tenant]; !ok && s.nextGroup >= store.BlockLength {
+			return fmt.Errorf("create run %s: more than %d tenants", nr.ID, store.BlockLength)
+		}
+	}
+	now := s.now()
+	for i, nr := range runs {
+		sh := shapes[i]
+		r := &run{
+			rec: store.Run{
+				ID: nr.ID, Workflow: nr.Workflow, Fingerprint: nr.Fingerprint, Tenant: nr.Tenant,
+				Status: store.RunRunning, Input: nr.Input, CreatedAt: now,
+			},
+			shape:   sh,
+			tasks:   make([]task, len(sh.tasks)),
+			pending: sh.counted,
+		}
+		for ti := range r.tasks {
+			r.tasks[ti] = task{status: store.TaskPending, pendingParents: len(sh.parents[ti])}
+		}
+		s.runs[nr.ID] = r
+		for _, ti := range sh.roots {
+			s.enqueue(r, ti, now)
+		}
+	}
+	return nil
+}
+
+// shapeFor validates a new run's tasks and returns their shape, from the
+// cache when the same workflow and fingerprint were seen with the same
+// tasks before.
+func (s *Store) shapeFor(nr *store.NewRun) (*shape, error) {
+	key := nr.Workflow + "\x00" + nr.Fingerprint
+	s.mu.Lock()
+	sh := s.shapes[key]
+	s.mu.Unlock()
+	if sh != nil && nr.Fingerprint != "" && sameTasks(sh.tasks, nr.Tasks) {
+		return sh, nil
+	}
+	sh, err := buildShape(nr)
+	if err != nil {
+		return nil, err
+	}
+	if nr.Fingerprint != "" {
+		s.mu.Lock()
+		s.shapes[key] = sh
+		s.mu.Unlock()
+	}
+	return sh, nil
+}
+
+func sameTasks(a, b []store.NewTask) bool {
+	return slices.EqualFunc(a, b, func(x, y store.NewTask) bool {
+		return x.Name == y.Name && x.Kind == y.Kind && x.MaxAttempts == y.MaxAttempts && slices.Equal(x.Parents, y.Parents)
+	})
+}
+
+func buildShape(nr *store.NewRun) (*shape, error) {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("create run %s: %w: %s", nr.ID, store.ErrInvalidRun, fmt.Sprintf(format, args...))
+	}
+	if nr.ID.IsZero() {
+		return nil, bad("zero run id")
+	}
+	if nr.Workflow == "" {
+		return nil, bad("empty workflow name")
+	}
+	if len(nr.Tasks) == 0 {
+		return nil, bad("no tasks")
+	}
+	n := len(nr.Tasks)
+	sh := &shape{
+		tasks:     slices.Clone(nr.Tasks),
+		index:     make(map[string]int, n),
+		parents:   make([][]int, n),
+		children:  make([][]int, n),
+		onFailure: -1,
+	}
+	for i, t := range nr.Tasks {
+		if t.Name == "" {
+			return nil, bad("task %d has no name", i)
+		}
+		if _, dup := sh.index[t.Name]; dup {
+			return nil, bad("duplicate task %q", t.Name)
+		}
+		sh.index[t.Name] = i
+		switch t.Kind {
+		case store.KindStep, store.KindSleep:
+			sh.counted++
+		case store.KindOnFailure:
+			if sh.onFailure >= 0 {
+				return nil, bad("more than one onfailure task")
+			}
+			if len(t.Parents) > 0 {
+				return nil, bad("onfailure task %q has parents", t.Name)
+			}
+			sh.onFailure = i
+		default:
+			return nil, bad("task %q has unknown kind %q", t.Name, t.Kind)
+		}
+	}
+	if sh.counted == 0 {
+		return nil, bad("no step tasks")
+	}
+	for i, t := range nr.Tasks {
+		for _, p := range t.Parents {
+			j, ok := sh.index[p]
+			if !ok || j == i || sh.tasks[j].Kind == store.KindOnFailure || slices.Contains(sh.parents[i], j) {
+				return nil, bad("task %q has bad parent %q (unknown, itself, onfailure or repeated)", t.Name, p)
+			}
+			sh.parents[i] = append(sh.parents[i], j)
+			sh.children[j] = append(sh.children[j], i)
+		}
+		if len(t.Parents) == 0 && t.Kind != store.KindOnFailure {
+			sh.roots = append(sh.roots, i)
+		}
+	}
+	// Kahn's algorithm: every task must be reachable in topological order.
+	indeg := make([]int, n)
+	var queue []int
+	for i := range nr.Tasks {
+		indeg[i] = len(sh.parents[i])
+		if indeg[i] == 0 {
+			queue = append(queue, i)
+		}
+	}
+	for seen := 0; len(queue) > 0; seen++ {
+		i := queue[0]
+		queue = queue[1:]
+		for _, c := range sh.children[i] {
+			if indeg[c]--; indeg[c] == 0 {
+				queue = append(queue, c)
+			}
+		}
+	}
+	for i := range indeg {
+		if indeg[i] > 0 {
+			return nil, bad("tasks form a cycle through %q", nr.Tasks[i].Name)
+		}
+	}
+	return sh, nil
+}
+
+// ---- the fair ready queue ----
+
+type queueEntry struct {
+	id   int64
+	run  *run
+	task int
+}
+
+type readyQueue []queueEntry
+
+func (q readyQueue) Len() int           { return len(q) }
+func (q readyQueue) Less(i, j int) bool { return q[i].id < q[j].id }
+func (q readyQueue) Swap(i, j int)      { q[i], q[j] = q[j], q[i] }
+func (q *readyQueue) Push(x any)        { *q = append(*q, x.(queueEntry)) }
+func (q *readyQueue) Pop() any {
+	old := *q
+	e := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return e
+}
+
+// live reports whether a queue entry still stands for a queued task:
+// entries of cancelled runs are dropped lazily.
+func (e queueEntry) live() bool {
+	t := &e.run.tasks[e.task]
+	return t.status == store.TaskQueued && t.queueID == e.id
+}
+
+// peek drops dead entries and returns the head.
+func (q *readyQueue) peek() (queueEntry, bool) {
+	for q.Len() > 0 {
+		if e := (*q)[0]; e.live() {
+			return e, true
+		}
+		heap.Pop(q)
+	}
+	return queueEntry{}, false
+}
+
+// enqueue puts a task in the ready queue with its tenant's next fair id.
+func (s *Store) enqueue(r *run, ti int, now time.Time) {
+	g := s.groups[r.rec.Tenant]
+	if g == nil {
+		g = &tenantGroup{id: s.nextGroup}
+		s.nextGroup++
+		s.groups[r.rec.Tenant] = g
+	}
+	block := max(g.ptr, s.frontier)
+	g.ptr = block + 1
+	id := g.id + store.BlockLength*block
+	t := &r.tasks[ti]
+	t.status = store.TaskQueued
+	t.queueID = id
+	q := s.queues[r.rec.Workflow]
+	if q == nil {
+		q = &readyQueue{}
+		s.queues[r.rec.Workflow] = q
+	}
+	heap.Push(q, queueEntry{id: id, run: r, task: ti})
+	r.event(now, ti, store.EventQueued, t.attempt, "")
+}
+
+// ClaimTasks implements store.Store.
+func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.ClaimedTask, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if p.Limit <= 0 {
+		return nil, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var queues []*readyQueue
+	if len(p.Workflows) == 0 {
+		for _, q := range s.queues {
+			queues = append(queues, q)
+		}
+	} else {
+		for _, w := range p.Workflows {
+			if q := s.queues[w]; q != nil {
+				queues = append(queues, q)
+			}
+		}
+	}
+	now := s.now()
+	var claimed []store.ClaimedTask
+	for len(claimed) < p.Limit {
+		var best *readyQueue
+		var head queueEntry
+		for _, q := range queues {
+			if e, ok := q.peek(); ok && (best == nil || e.id < head.id) {
+				best, head = q, e
+			}
+		}
+		if best == nil {
+			break
+		}
+		heap.Pop(best)
+		s.frontier = max(s.frontier, head.id/store.BlockLength)
+		claimed = append(claimed, s.claim(head.run, head.task, p, now))
+	}
+	return claimed, nil
+}
+
+func (s *Store) claim(r *run, ti int, p store.ClaimParams, now time.Time) store.ClaimedTask {
+	t := &r.tasks[ti]
+	t.status = store.TaskRunning
+	t.attempt++
+	t.worker = p.Worker
+	t.leaseUntil = now.Add(p.Lease)
+	heap.Push(&s.leases, leaseEntry{until: t.leaseUntil, run: r, task: ti, attempt: t.attempt})
+	r.event(now, ti, store.EventStarted, t.attempt, "")
+	nt := &r.shape.tasks[ti]
+	c := store.ClaimedTask{
+		RunID: r.rec.ID, Workflow: r.rec.Workflow, Tenant: r.rec.Tenant,
+		Step: nt.Name, Kind: nt.Kind, Attempt: t.attempt, Input: r.rec.Input,
+	}
+	if ps := r.shape.parents[ti]; len(ps) > 0 {
+		c.Parents = make([]store.ParentResult, len(ps))
+		for i, pi := range ps {
+			pt := &r.tasks[pi]
+			c.Parents[i] = store.ParentResult{Step: r.shape.tasks[pi].Name, Status: pt.status, Output: pt.output}
+		}
+	}
+	if nt.Kind == store.KindOnFailure && r.rec.Failure != nil {
+		f := *r.rec.Failure
+		c.Failure = &f
+	}
+	return c
+}
+
+// ---- completion ----
+
+// CompleteTasks implements store.Store.
+func (s *Store) CompleteTasks(ctx context.Context, results []store.TaskResult) ([]store.CompletionOutcome, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]store.CompletionOutcome, len(results))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	for i := range results {
+		out[i] = s.complete(&results[i], now)
+	}
+	return out, nil
+}
+
+func (s *Store) complete(res *store.TaskResult, now time.Time) store.CompletionOutcome {
+	stale := store.CompletionOutcome{Outcome: store.OutcomeStale}
+	r := s.runs[res.RunID]
+	if r == nil {
+		return stale
+	}
+	ti, ok := r.shape.index[res.Step]
+	if !ok {
+		return stale
+	}
+	stale.RunStatus = r.rec.Status
+	t := &r.tasks[ti]
+	if t.status != store.TaskRunning || t.attempt != res.Attempt {
+		return stale
+	}
+	out := store.CompletionOutcome{Outcome: res.Outcome}
+	switch res.Outcome {
+	case store.OutcomeCompleted:
+		t.output = res.Output
+		r.event(now, ti, store.EventCompleted, t.attempt, "")
+		out.Enqueued = s.resolve(r, ti, store.TaskCompleted, now)
+	case store.OutcomeSkipped:
+		t.reason = res.Reason
+		r.event(now, ti, store.EventSkipped, t.attempt, res.Reason)
+		out.Enqueued = s.resolve(r, ti, store.TaskSkipped, now)
+	case store.OutcomeFailed:
+		t.status = store.TaskFailed
+		t.err = res.Error
+		t.finished = now
+		r.event(now, ti, store.EventFailed, t.attempt, res.Error)
+		if r.shape.tasks[ti].Kind != store.KindOnFailure {
+			r.pending--
+			if r.rec.Status == store.RunRunning {
+				out.Enqueued = s.failRun(r, ti, res.Error, now)
+			}
+		}
+	case store.OutcomeRetry, store.OutcomeSleep:
+		if r.rec.Status != store.RunRunning && r.shape.tasks[ti].Kind != store.KindOnFailure {
+			s.cancelTask(r, ti, now)
+			out.Outcome = store.OutcomeStale
+			break
+		}
+		t.err = res.Error
+		t.wakeAt = res.WakeAt
+		if t.wakeAt.IsZero() {
+			t.wakeAt = now.Add(res.Delay)
+		}
+		if res.Outcome == store.OutcomeRetry {
+			t.status = store.TaskBackoff
+			r.event(now, ti, store.EventRetrying, t.attempt, res.Error)
+		} else {
+			t.status = store.TaskSleeping
+			r.event(now, ti, store.EventSleeping, t.attempt, t.wakeAt.UTC().Format(time.RFC3339Nano))
+		}
+		heap.Push(&s.timers, timerEntry{wake: t.wakeAt, run: r, task: ti, attempt: t.attempt})
+	default:
+		return stale
+	}
+	out.RunStatus = r.rec.Status
+	return out
+}
+
+// resolve finishes a task as COMPLETED or SKIPPED, counts its children's
+// pending parents down and enqueues those that reach zero. It returns how
+// many it enqueued.
+func (s *Store) resolve(r *run, ti int, status store.TaskStatus, now time.Time) int {
+	t := &r.tasks[ti]
+	t.status = status
+	t.finished = now
+	if r.shape.tasks[ti].Kind == store.KindOnFailure {
+		return 0
+	}
+	r.pending--
+	if r.rec.Status != store.RunRunning {
+		return 0
+	}
+	enqueued := 0
+	for _, c := range r.shape.children[ti] {
+		ct := &r.tasks[c]
+		if ct.pendingParents--; ct.pendingParents == 0 && ct.status == store.TaskPending {
+			s.enqueue(r, c, now)
+			enqueued++
+		}
+	}
+	if r.pending == 0 {
+		r.rec.Status = store.RunCompleted
+		r.rec.FinishedAt = now
+	}
+	return enqueued
+}
+
+// failRun fails a RUNNING run because task ti failed for good: its waiting
+// tasks are cancelled and its onfailure task, if any, is enqueued.
+func (s *Store) failRun(r *run, ti int, msg string, now time.Time) int {
+	r.rec.Status = store.RunFailed
+	r.rec.FinishedAt = now
+	r.rec.Failure = &dag.Failure{RunID: r.rec.ID, Step: r.shape.tasks[ti].Name, Attempt: r.tasks[ti].attempt, Message: msg}
+	for i := range r.tasks {
+		switch r.tasks[i].status {
+		case store.TaskPending, store.TaskQueued, store.TaskSleeping, store.TaskBackoff:
+			if i != r.shape.onFailure {
+				s.cancelTask(r, i, now)
+			}
+		}
+	}
+	if of := r.shape.onFailure; of >= 0 && r.tasks[of].status == store.TaskPending {
+		s.enqueue(r, of, now)
+		return 1
+	}
+	return 0
+}
+
+func (s *Store) cancelTask(r *run, ti int, now time.Time) {
+	t := &r.tasks[ti]
+	t.status = store.TaskCancelled
+	t.finished = now
+	r.event(now, ti, store.EventCancelled, t.attempt, "")
+}
+
+// ---- timers and leases ----
+
+type timerEntry struct {
+	wake    time.Time
+	run     *run
+	task    int
+	attempt int
+}
+
+func (e timerEntry) live() bool {
+	t := &e.run.tasks[e.task]
+	return (t.status == store.TaskSleeping || t.status == store.TaskBackoff) && t.attempt == e.attempt && t.wakeAt.Equal(e.wake)
+}
+
+type timerHeap []timerEntry
+
+func (h timerHeap) Len() int           { return len(h) }
+func (h timerHeap) Less(i, j int) bool { return h[i].wake.Before(h[j].wake) }
+func (h timerHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *timerHeap) Push(x any)        { *h = append(*h, x.(timerEntry)) }
+func (h *timerHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+
+func (h *timerHeap) peek() (timerEntry, bool) {
+	for h.Len() > 0 {
+		if e := (*h)[0]; e.live() {
+			return e, true
+		}
+		heap.Pop(h)
+	}
+	return timerEntry{}, false
+}
+
+// FireTimers implements store.Store.
+func (s *Store) FireTimers(ctx context.Context, limit int) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	fired := 0
+	for fired < limit {
+		e, ok := s.timers.peek()
+		if !ok || e.wake.After(now) {
+			break
+		}
+		heap.Pop(&s.timers)
+		fired++
+		t := &e.run.tasks[e.task]
+		if t.status == store.TaskSleeping {
+			e.run.event(now, e.task, store.EventWoken, t.attempt, "")
+			e.run.event(now, e.task, store.EventCompleted, t.attempt, "")
+			s.resolve(e.run, e.task, store.TaskCompleted, now)
+		} else {
+			s.enqueue(e.run, e.task, now)
+		}
+	}
+	return fired, nil
+}
+
+// NextTimer implements store.Store.
+func (s *Store) NextTimer(ctx context.Context) (time.Time, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return time.Time{}, false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.timers.peek()
+	return e.wake, ok, nil
+}
+
+type leaseEntry struct {
+	until   time.Time
+	run     *run
+	task    int
+	attempt int
+}
+
+func (e leaseEntry) live() bool {
+	t := &e.run.tasks[e.task]
+	return t.status == store.TaskRunning && t.attempt == e.attempt && t.leaseUntil.Equal(e.until)
+}
+
+type leaseHeap []leaseEntry
+
+func (h leaseHeap) Len() int           { return len(h) }
+func (h leaseHeap) Less(i, j int) bool { return h[i].until.Before(h[j].until) }
+func (h leaseHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *leaseHeap) Push(x any)        { *h = append(*h, x.(leaseEntry)) }
+func (h *leaseHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+
+// RescueExpired implements store.Store.
+func (s *Store) RescueExpired(ctx context.Context, limit int) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	n := 0
+	for n < limit && s.leases.Len() > 0 {
+		e := s.leases[0]
+		if !e.live() {
+			heap.Pop(&s.leases)
+			continue
+		}
+		if e.until.After(now) {
+			break
+		}
+		heap.Pop(&s.leases)
+		n++
+		r, ti := e.run, e.task
+		t := &r.tasks[ti]
+		nt := &r.shape.tasks[ti]
+		if t.attempt < max(nt.MaxAttempts, 1) {
+			r.event(now, ti, store.EventRescued, t.attempt, "lease expired")
+			s.enqueue(r, ti, now)
+			continue
+		}
+		s.complete(&store.TaskResult{
+			RunID: r.rec.ID, Step: nt.Name, Attempt: t.attempt,
+			Outcome: store.OutcomeFailed, Error: "lease expired",
+		}, now)
+	}
+	return n, nil
+}
+
+// ---- cancellation and reads ----
+
+// CancelRun implements store.Store.
+func (s *Store) CancelRun(ctx context.Context, id dag.RunID) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.runs[id]
+	if r == nil {
+		return false, fmt.Errorf("cancel run %s: %w", id, store.ErrRunNotFound)
+	}
+	if r.rec.Status != store.RunRunning {
+		return false, nil
+	}
+	now := s.now()
+	r.rec.Status = store.RunCancelled
+	r.rec.FinishedAt = now
+	for i := range r.tasks {
+		if !r.tasks[i].status.Terminal() {
+			s.cancelTask(r, i, now)
+		}
+	}
+	return true, nil
+}
+
+// GetRun implements store.Store.
+func (s *Store) GetRun(ctx context.Context, id dag.RunID) (store.Run, error) {
+	if err := ctx.Err(); err != nil {
+		return store.Run{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.runs[id]
+	if r == nil {
+		return store.Run{}, fmt.Errorf("get run %s: %w", id, store.ErrRunNotFound)
+	}
+	rec := r.rec
+	if rec.Failure != nil {
+		f := *rec.Failure
+		rec.Failure = &f
+	}
+	return rec, nil
+}
+
+// ListTasks implements store.Store.
+func (s *Store) ListTasks(ctx context.Context, id dag.RunID) ([]store.Task, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.runs[id]
+	if r == nil {
+		return nil, fmt.Errorf("list tasks of run %s: %w", id, store.ErrRunNotFound)
+	}
+	tasks := make([]store.Task, len(r.tasks))
+	for i, t := range r.tasks {
+		nt := r.shape.tasks[i]
+		tasks[i] = store.Task{
+			Name: nt.Name, Kind: nt.Kind, Parents: slices.Clone(nt.Parents),
+			Status: t.status, Attempt: t.attempt, Output: t.output, Error: t.err, Reason: t.reason,
+			WakeAt: t.wakeAt, Worker: t.worker, Finished: t.finished,
+		}
+	}
+	return tasks, nil
+}
+
+// ListEvents implements store.Store.
+func (s *Store) ListEvents(ctx context.Context, id dag.RunID) ([]store.Event, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.runs[id]
+	if r == nil {
+		return nil, fmt.Errorf("list events of run %s: %w", id, store.ErrRunNotFound)
+	}
+	return slices.Clone(r.events), nil
+}
+
+func (r *run) event(at time.Time, ti int, typ store.EventType, attempt int, detail string) {
+	r.events = append(r.events, store.Event{At: at, Step: r.shape.tasks[ti].Name, Type: typ, Attempt: attempt, Detail: detail})
+}
