@@ -1,0 +1,118 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dagenhq/dagen/engine"
+	"github.com/dagenhq/dagen/store"
+)
+
+// concat is a step that records it ran and joins its input and parents.
+type recorder struct {
+	mu    sync.Mutex
+	order []string
+}
+
+func (r *recorder) step(name string) func(context.Context, engine.StepInput) ([]byte, error) {
+	return fn(func(_ context.Context, in int, parents []string) (string, error) {
+		r.mu.Lock()
+		r.order = append(r.order, name)
+		r.mu.Unlock()
+		return fmt.Sprintf("%s(%d;%s)", name, in, strings.Join(parents, ",")), nil
+	})
+}
+
+func (r *recorder) ran() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.order...)
+}
+
+func (r *recorder) index(name string) int {
+	for i, n := range r.ran() {
+		if n == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func TestLinear(t *testing.T) {
+	rec := &recorder{}
+	def := &engine.Definition{Name: "linear", Steps: []engine.Step{
+		{Name: "a", Run: rec.step("a")},
+		{Name: "b", Parents: req("a"), Run: rec.step("b")},
+		{Name: "c", Parents: req("b"), Run: rec.step("c")},
+	}}
+	_, res, err := runDef(t, def, 7)
+	require.NoError(t, err)
+	require.Equal(t, store.RunCompleted, res.Status)
+	require.Equal(t, []string{"a", "b", "c"}, rec.ran())
+	require.Equal(t, "c(7;b(7;a(7;)))", output(t, res, "c"))
+}
+
+func TestDiamond(t *testing.T) {
+	rec := &recorder{}
+	def := &engine.Definition{Name: "diamond", Steps: []engine.Step{
+		{Name: "a", Run: rec.step("a")},
+		{Name: "b", Parents: req("a"), Run: rec.step("b")},
+		{Name: "c", Parents: req("a"), Run: rec.step("c")},
+		{Name: "d", Parents: req("b", "c"), Run: rec.step("d")},
+	}}
+	_, res, err := runDef(t, def, 1)
+	require.NoError(t, err)
+	require.Equal(t, "d(1;b(1;a(1;)),c(1;a(1;)))", output(t, res, "d"))
+	require.Equal(t, 4, len(rec.ran()), "every step exactly once: %v", rec.ran())
+	require.Equal(t, 3, rec.index("d"), "the join runs last")
+}
+
+func TestWideFanOutFanIn(t *testing.T) {
+	const width = 50
+	rec := &recorder{}
+	steps := []engine.Step{{Name: "root", Run: rec.step("root")}}
+	var mids []string
+	for i := range width {
+		name := fmt.Sprintf("m%02d", i)
+		mids = append(mids, name)
+		steps = append(steps, engine.Step{Name: name, Parents: req("root"), Run: rec.step(name)})
+	}
+	steps = append(steps, engine.Step{Name: "join", Parents: req(mids...), Run: rec.step("join")})
+	_, res, err := runDef(t, &engine.Definition{Name: "wide", Steps: steps}, 2)
+	require.NoError(t, err)
+	ran := rec.ran()
+	require.Len(t, ran, width+2)
+	require.Equal(t, "join", ran[len(ran)-1], "the join runs once, after all its parents")
+	var want []string
+	for _, m := range mids {
+		want = append(want, fmt.Sprintf("%s(2;root(2;))", m))
+	}
+	require.Equal(t, fmt.Sprintf("join(2;%s)", strings.Join(want, ",")), output(t, res, "join"))
+}
+
+func TestTwoIndependentRoots(t *testing.T) {
+	rec := &recorder{}
+	def := &engine.Definition{Name: "roots", Steps: []engine.Step{
+		{Name: "a", Run: rec.step("a")},
+		{Name: "b", Run: rec.step("b")},
+		{Name: "c", Parents: req("a", "b"), Run: rec.step("c")},
+	}}
+	h := newHarness(t, def)
+	ctx := context.Background()
+	id, err := h.Engine.Trigger(ctx, "roots", "t", 3)
+	require.NoError(t, err)
+	// Both roots are ready at once: one claim gets both.
+	tasks, err := h.Store.ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: 10, Lease: 60e9})
+	require.NoError(t, err)
+	var names []string
+	for _, ct := range tasks {
+		names = append(names, ct.Step)
+	}
+	require.ElementsMatch(t, []string{"a", "b"}, names)
+	_ = id
+}
