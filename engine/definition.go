@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -199,9 +200,9 @@ func (d *Definition) Validate() error {
 	return errors.Join(errs...)
 }
 
-// findCycle returns a cycle as a path of step names that starts and ends at
-// the same step, or nil. It visits steps in definition order so the answer
-// is deterministic.
+// findCycle returns a cycle as a path of step names in execution order
+// that starts and ends at the cycle's first step in definition order, or
+// nil. It visits steps in definition order so the answer is deterministic.
 func (d *Definition) findCycle(index map[string]int) []string {
 	const (
 		unvisited = iota
@@ -218,14 +219,22 @@ func (d *Definition) findCycle(index map[string]int) []string {
 			j := index[p.Name]
 			switch state[j] {
 			case onPath:
-				var cycle []string
-				for k := len(path) - 1; k >= 0; k-- {
-					cycle = append(cycle, d.Steps[path[k]].Name)
-					if path[k] == j {
-						break
-					}
+				// path[k:] walks parent edges from j back to j; reverse it
+				// to read in execution order, then rotate it to start at
+				// the step defined first.
+				k := len(path) - 1
+				for path[k] != j {
+					k--
 				}
-				return append(cycle, d.Steps[i].Name)
+				nodes := slices.Clone(path[k:])
+				slices.Reverse(nodes)
+				first := slices.Index(nodes, slices.Min(nodes))
+				nodes = append(nodes[first:], nodes[:first]...)
+				cycle := make([]string, 0, len(nodes)+1)
+				for _, n := range nodes {
+					cycle = append(cycle, d.Steps[n].Name)
+				}
+				return append(cycle, cycle[0])
 			case unvisited:
 				if c := visit(j); c != nil {
 					return c

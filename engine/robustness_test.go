@@ -1,0 +1,329 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dagenhq/dagen/dag"
+	"github.com/dagenhq/dagen/dagtest"
+	"github.com/dagenhq/dagen/engine"
+	"github.com/dagenhq/dagen/store"
+	"github.com/dagenhq/dagen/store/memstore"
+)
+
+func TestStaleAttemptIsRejected(t *testing.T) {
+	ctx := context.Background()
+	rec := &recorder{}
+	def := &engine.Definition{Name: "fence", Steps: []engine.Step{
+		{Name: "s", Run: rec.step("s"), Retry: engine.RetryPolicy{MaxRetries: 3}},
+	}}
+	h := newHarness(t, def)
+	id, err := h.Engine.Trigger(ctx, "fence", "t", 0)
+	require.NoError(t, err)
+
+	// Worker A claims attempt 1 with a short lease, and goes quiet.
+	first, err := h.Store.ClaimTasks(ctx, store.ClaimParams{Worker: "A", Limit: 1, Lease: time.Second})
+	require.NoError(t, err)
+	require.Len(t, first, 1)
+	require.Equal(t, 1, first[0].Attempt)
+
+	// The lease ends; the task is rescued and worker B runs attempt 2.
+	h.Clock.Advance(2 * time.Second)
+	h.RunUntilIdle(ctx)
+	res, err := h.Engine.Wait(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, 2, res.Tasks["s"].Attempt)
+
+	// A wakes up and reports attempt 1: the store refuses it.
+	outs, err := h.Store.CompleteTasks(ctx, []store.TaskResult{{
+		RunID: id, Step: "s", Attempt: 1, Outcome: store.OutcomeFailed, Error: "late",
+	}})
+	require.NoError(t, err)
+	require.Equal(t, store.OutcomeStale, outs[0].Outcome)
+	after, err := h.Engine.Wait(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, store.TaskCompleted, after.Tasks["s"].Status)
+	require.Equal(t, "s(0;)", output(t, after, "s"))
+}
+
+// startEngine returns a started engine over st, stopped at cleanup.
+func startEngine(t *testing.T, st store.Store, defs ...*engine.Definition) *engine.Engine {
+	t.Helper()
+	e, err := engine.New(st, &engine.Config{Concurrency: 8, PollInterval: 5 * time.Millisecond})
+	require.NoError(t, err)
+	for _, d := range defs {
+		require.NoError(t, e.Register(d))
+	}
+	require.NoError(t, e.Start(context.Background()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = e.Stop(ctx)
+	})
+	return e
+}
+
+func TestCancelReachesRunningStep(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	started := make(chan struct{})
+	sawCancel := make(chan error, 1)
+	rec := &recorder{}
+	def := &engine.Definition{Name: "cancel", Steps: []engine.Step{
+		{Name: "block", Run: func(ctx context.Context, _ engine.StepInput) ([]byte, error) {
+			close(started)
+			<-ctx.Done()
+			sawCancel <- ctx.Err()
+			return nil, ctx.Err()
+		}},
+		{Name: "after", Parents: req("block"), Run: rec.step("after")},
+	}}
+	e := startEngine(t, memstore.New(nil), def)
+	id, err := e.Trigger(ctx, "cancel", "t", 0)
+	require.NoError(t, err)
+	<-started
+	ok, err := e.Cancel(ctx, id)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.ErrorIs(t, <-sawCancel, context.Canceled)
+	res, err := e.Wait(ctx, id)
+	require.ErrorIs(t, err, engine.ErrRunCancelled)
+	require.Equal(t, store.RunCancelled, res.Status)
+	require.Equal(t, store.TaskCancelled, res.Tasks["block"].Status)
+	require.Equal(t, store.TaskCancelled, res.Tasks["after"].Status)
+	require.Empty(t, rec.ran())
+
+	ok, err = e.Cancel(ctx, id)
+	require.NoError(t, err)
+	require.False(t, ok, "cancelling a finished run reports false")
+}
+
+func TestSleepSurvivesEngineRestart(t *testing.T) {
+	ctx := context.Background()
+	clock := dagtest.NewClock(dagtest.Epoch)
+	st := memstore.New(&memstore.Config{Now: clock.Now})
+	var ran []string
+
+	first, err := engine.New(st, &engine.Config{Manual: true})
+	require.NoError(t, err)
+	require.NoError(t, first.Register(orderDefinition(&ran)))
+	id, err := first.Trigger(ctx, "order", "t", order{ID: "o", Amount: 5})
+	require.NoError(t, err)
+	_, err = first.Wait(ctx, id)
+	require.ErrorIs(t, err, engine.ErrRunBlocked)
+	require.Equal(t, []string{"Validate", "Charge", "FraudWindow"}, ran)
+
+	// The first engine is gone; a day later a new one takes over the store.
+	clock.Advance(24 * time.Hour)
+	second, err := engine.New(st, &engine.Config{Manual: true})
+	require.NoError(t, err)
+	require.NoError(t, second.Register(orderDefinition(&ran)))
+	res, err := second.Wait(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, []string{"Validate", "Charge", "FraudWindow", "Ship", "Finalize"}, ran)
+	require.Equal(t, store.RunCompleted, res.Status)
+}
+
+func TestStartedEngineRunsManyRuns(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var joins atomic.Int64
+	def := &engine.Definition{Name: "many", Steps: []engine.Step{
+		{Name: "a", Run: fn(func(_ context.Context, in int, _ []string) (string, error) { return "a", nil })},
+		{Name: "b", Parents: req("a"), Run: fn(func(_ context.Context, in int, _ []string) (string, error) { return "b", nil })},
+		{Name: "c", Parents: req("a"), Run: fn(func(_ context.Context, in int, _ []string) (string, error) { return "c", nil })},
+		{Name: "d", Parents: req("b", "c"), Run: fn(func(_ context.Context, in int, ps []string) (string, error) {
+			joins.Add(1)
+			return ps[0] + ps[1], nil
+		})},
+	}}
+	e := startEngine(t, memstore.New(nil), def)
+	var reqs []engine.TriggerRequest
+	for i := range 500 {
+		reqs = append(reqs, engine.TriggerRequest{Workflow: "many", Tenant: []string{"x", "y"}[i%2], Input: i})
+	}
+	ids, err := e.TriggerMany(ctx, reqs)
+	require.NoError(t, err)
+	for _, id := range ids {
+		res, err := e.Wait(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, "bc", output(t, res, "d"))
+	}
+	require.Equal(t, int64(500), joins.Load(), "every join exactly once")
+}
+
+func TestStopDrainsInFlightSteps(t *testing.T) {
+	ctx := context.Background()
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	def := &engine.Definition{Name: "drain", Steps: []engine.Step{
+		{Name: "s", Run: func(ctx context.Context, _ engine.StepInput) ([]byte, error) {
+			started <- struct{}{}
+			<-release
+			return engine.Encode("done")
+		}},
+	}}
+	st := memstore.New(nil)
+	e, err := engine.New(st, &engine.Config{PollInterval: 5 * time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, e.Register(def))
+	require.NoError(t, e.Start(ctx))
+	id, err := e.Trigger(ctx, "drain", "t", 0)
+	require.NoError(t, err)
+	<-started
+	stopped := make(chan error)
+	go func() { stopped <- e.Stop(ctx) }()
+	close(release)
+	require.NoError(t, <-stopped)
+	run, err := st.GetRun(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, store.RunCompleted, run.Status, "the in-flight step finished and was stored")
+	require.ErrorIs(t, e.Stop(ctx), engine.ErrNotStarted)
+}
+
+func TestStopDeadlineCancelsStuckSteps(t *testing.T) {
+	ctx := context.Background()
+	started := make(chan struct{}, 1)
+	def := &engine.Definition{Name: "stuck", Steps: []engine.Step{
+		{Name: "s", Run: func(ctx context.Context, _ engine.StepInput) ([]byte, error) {
+			started <- struct{}{}
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}},
+	}}
+	e, err := engine.New(memstore.New(nil), &engine.Config{PollInterval: 5 * time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, e.Register(def))
+	require.NoError(t, e.Start(ctx))
+	_, err = e.Trigger(ctx, "stuck", "t", 0)
+	require.NoError(t, err)
+	<-started
+	stopCtx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	require.ErrorIs(t, e.Stop(stopCtx), context.DeadlineExceeded)
+}
+
+func TestBadInput(t *testing.T) {
+	ctx := context.Background()
+	good := func() *engine.Definition {
+		return &engine.Definition{Name: "good", Steps: []engine.Step{{Name: "a", Run: (&recorder{}).step("a")}}}
+	}
+	h := dagtest.New(t)
+	require.NoError(t, h.Engine.Register(good()))
+
+	t.Run("unknown workflow", func(t *testing.T) {
+		_, err := h.Engine.Trigger(ctx, "nope", "t", 1)
+		require.ErrorIs(t, err, engine.ErrUnknownWorkflow)
+		require.EqualError(t, err, `trigger "nope": unknown workflow`)
+	})
+	t.Run("duplicate registration", func(t *testing.T) {
+		err := h.Engine.Register(good())
+		require.ErrorIs(t, err, engine.ErrDuplicateWorkflow)
+	})
+	t.Run("nil input", func(t *testing.T) {
+		_, err := h.Engine.Trigger(ctx, "good", "t", nil)
+		require.ErrorIs(t, err, engine.ErrNilInput)
+		var p *order
+		_, err = h.Engine.Trigger(ctx, "good", "t", p)
+		require.ErrorIs(t, err, engine.ErrNilInput)
+	})
+	t.Run("unencodable input", func(t *testing.T) {
+		_, err := h.Engine.Trigger(ctx, "good", "t", make(chan int))
+		require.ErrorContains(t, err, "encode chan int")
+	})
+	t.Run("unknown run", func(t *testing.T) {
+		_, err := h.Engine.Wait(ctx, dag.NewRunID())
+		require.ErrorIs(t, err, store.ErrRunNotFound)
+		_, err = h.Engine.Cancel(ctx, dag.NewRunID())
+		require.ErrorIs(t, err, store.ErrRunNotFound)
+	})
+	t.Run("nil store and manual start", func(t *testing.T) {
+		_, err := engine.New(nil, nil)
+		require.Error(t, err)
+		require.ErrorIs(t, h.Engine.Start(ctx), engine.ErrManual)
+	})
+
+	run := func(context.Context, engine.StepInput) ([]byte, error) { return nil, nil }
+	for _, tc := range []struct {
+		name string
+		def  *engine.Definition
+		want string
+	}{
+		{"nil", nil, "nil definition"},
+		{"no name", &engine.Definition{Steps: []engine.Step{{Name: "a", Run: run}}}, "empty workflow name"},
+		{"no steps", &engine.Definition{Name: "w"}, "no steps"},
+		{"unknown parent", &engine.Definition{Name: "w", Steps: []engine.Step{{Name: "a", Parents: req("ghost"), Run: run}}}, `step "a" has unknown parent "ghost"`},
+		{"self edge", &engine.Definition{Name: "w", Steps: []engine.Step{{Name: "a", Parents: req("a"), Run: run}}}, `step "a" lists itself as a parent`},
+		{"duplicate step", &engine.Definition{Name: "w", Steps: []engine.Step{{Name: "a", Run: run}, {Name: "a", Run: run}}}, `duplicate step "a"`},
+		{"no run func", &engine.Definition{Name: "w", Steps: []engine.Step{{Name: "a"}}}, `step "a" has no Run func`},
+		{"cycle", &engine.Definition{Name: "w", Steps: []engine.Step{
+			{Name: "a", Run: run}, {Name: "b", Parents: req("a", "d"), Run: run},
+			{Name: "c", Parents: req("b"), Run: run}, {Name: "d", Parents: req("c"), Run: run},
+		}}, "cycle: b -> c -> d -> b"},
+	} {
+		t.Run("definition "+tc.name, func(t *testing.T) {
+			err := h.Engine.Register(tc.def)
+			require.ErrorIs(t, err, engine.ErrInvalidDefinition)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+
+	t.Run("undecodable output", func(t *testing.T) {
+		def := &engine.Definition{Name: "decode", Steps: []engine.Step{
+			{Name: "a", Run: func(context.Context, engine.StepInput) ([]byte, error) { return engine.Encode("text") }},
+			{Name: "b", Parents: req("a"), Retry: engine.RetryPolicy{MaxRetries: 5}, Run: func(_ context.Context, in engine.StepInput) ([]byte, error) {
+				_, err := engine.ParentOutput[int](in, 0)
+				return nil, err
+			}},
+		}}
+		require.NoError(t, h.Engine.Register(def))
+		res, err := h.Engine.Run(ctx, "decode", "t", 0)
+		require.ErrorIs(t, err, engine.ErrRunFailed)
+		require.Equal(t, 1, res.Tasks["b"].Attempt, "a decode error is terminal: no retry")
+		require.Contains(t, res.Failure.Message, "decode output of a as int")
+		_, err = engine.Output[int](res, "a")
+		require.ErrorContains(t, err, "decode output of a as int")
+		_, err = engine.Output[string](res, "b")
+		require.ErrorIs(t, err, engine.ErrNoOutput)
+	})
+	t.Run("step returns error", func(t *testing.T) {
+		def := &engine.Definition{Name: "err", Steps: []engine.Step{
+			{Name: "a", Run: func(context.Context, engine.StepInput) ([]byte, error) { return nil, errors.New("no") }},
+		}}
+		require.NoError(t, h.Engine.Register(def))
+		_, err := h.Engine.Run(ctx, "err", "t", 0)
+		require.EqualError(t, err, "run "+errRunID(err)+" FAILED: step a failed on attempt 1: no")
+	})
+}
+
+func errRunID(err error) string {
+	var re *engine.RunError
+	if errors.As(err, &re) {
+		return re.RunID.String()
+	}
+	return "?"
+}
+
+func TestFairnessAcrossTenants(t *testing.T) {
+	ctx := context.Background()
+	def := &engine.Definition{Name: "fair", Steps: []engine.Step{{Name: "a", Run: (&recorder{}).step("a")}}}
+	h := newHarness(t, def)
+	var bulk []engine.TriggerRequest
+	for i := range 10_000 {
+		bulk = append(bulk, engine.TriggerRequest{Workflow: "fair", Tenant: "B", Input: i})
+	}
+	_, err := h.Engine.TriggerMany(ctx, bulk)
+	require.NoError(t, err)
+	_, err = h.Engine.Trigger(ctx, "fair", "A", -1)
+	require.NoError(t, err)
+	claimed, err := h.Store.ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: 2, Lease: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, claimed, 2)
+	tenants := []string{claimed[0].Tenant, claimed[1].Tenant}
+	require.Contains(t, tenants, "A", "A's one task is among the first 2 claimed behind B's 10,000")
+}
