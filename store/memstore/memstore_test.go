@@ -1,0 +1,16 @@
+package memstore_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/dagenhq/dagen/store"
+	"github.com/dagenhq/dagen/store/memstore"
+	"github.com/dagenhq/dagen/store/storetest"
+)
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, now func() time.Time) store.Store {
+		return memstore.New(&memstore.Config{Now: now})
+	})
+}
