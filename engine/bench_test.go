@@ -1,0 +1,81 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dagenhq/dagen/engine"
+	"github.com/dagenhq/dagen/store/memstore"
+)
+
+// BenchmarkEngineMemstore measures whole-engine throughput on the in-memory
+// store: runs are triggered up front, then the started engine drains them.
+// It reports steps/s; b.N counts steps.
+//
+//	go test -run '^$' -bench EngineMemstore -benchtime 1000000x ./engine
+func BenchmarkEngineMemstore(b *testing.B) {
+	for _, chain := range []int{1, 10} {
+		b.Run(fmt.Sprintf("chain=%d", chain), func(b *testing.B) {
+			benchChain(b, chain)
+		})
+	}
+}
+
+func benchChain(b *testing.B, chain int) {
+	ctx := context.Background()
+	runs := max(b.N/chain, 1)
+	var finished atomic.Int64
+	allDone := make(chan struct{})
+	noop := func(context.Context, engine.StepInput) ([]byte, error) { return nil, nil }
+	last := func(context.Context, engine.StepInput) ([]byte, error) {
+		if finished.Add(1) == int64(runs) {
+			close(allDone)
+		}
+		return nil, nil
+	}
+	def := &engine.Definition{Name: "bench"}
+	for i := range chain {
+		s := engine.Step{Name: fmt.Sprintf("s%d", i), Run: noop}
+		if i > 0 {
+			s.Parents = req(fmt.Sprintf("s%d", i-1))
+		}
+		if i == chain-1 {
+			s.Run = last
+		}
+		def.Steps = append(def.Steps, s)
+	}
+	e, err := engine.New(memstore.New(nil), &engine.Config{Concurrency: 256, PollInterval: time.Millisecond})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := e.Register(def); err != nil {
+		b.Fatal(err)
+	}
+	reqs := make([]engine.TriggerRequest, 0, 1000)
+	for i := 0; i < runs; i += cap(reqs) {
+		reqs = reqs[:0]
+		for j := i; j < min(i+cap(reqs), runs); j++ {
+			reqs = append(reqs, engine.TriggerRequest{Workflow: "bench", Tenant: fmt.Sprintf("t%d", j%8), Input: j})
+		}
+		if _, err := e.TriggerMany(ctx, reqs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	start := time.Now()
+	if err := e.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	<-allDone
+	elapsed := time.Since(start)
+	b.StopTimer()
+	stopCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := e.Stop(stopCtx); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(runs*chain)/elapsed.Seconds(), "steps/s")
+}
