@@ -32,18 +32,27 @@ type Store struct {
 	timers    timerHeap
 	leases    leaseHeap
 	shapes    map[string]*shape
+	workers   map[string]time.Time // worker -> alive until
+	subs      map[chan struct{}]struct{}
+	enqueued  bool // set by enqueue; cleared by notifyIfEnqueued
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store    = (*Store)(nil)
+	_ store.Workers  = (*Store)(nil)
+	_ store.Notifier = (*Store)(nil)
+)
 
 // New returns an empty store. cfg may be nil.
 func New(cfg *Config) *Store {
 	s := &Store{
-		now:    time.Now,
-		runs:   make(map[dag.RunID]*run),
-		queues: make(map[string]*readyQueue),
-		groups: make(map[string]*tenantGroup),
-		shapes: make(map[string]*shape),
+		now:     time.Now,
+		runs:    make(map[dag.RunID]*run),
+		queues:  make(map[string]*readyQueue),
+		groups:  make(map[string]*tenantGroup),
+		shapes:  make(map[string]*shape),
+		workers: make(map[string]time.Time),
+		subs:    make(map[chan struct{}]struct{}),
 	}
 	if cfg != nil && cfg.Now != nil {
 		s.now = cfg.Now
@@ -105,8 +114,8 @@ func (s *Store) CreateRuns(ctx context.Context, runs []store.NewRun) error {
 		}
 		shapes[i] = sh
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.lock()
+	defer s.unlock()
 	seen := make(map[dag.RunID]bool, len(runs))
 	for _, nr := range runs {
 		if _, ok := s.runs[nr.ID]; ok || seen[nr.ID] {
@@ -317,6 +326,7 @@ func (s *Store) enqueue(r *run, ti int, now time.Time) {
 	}
 	heap.Push(q, queueEntry{id: id, run: r, task: ti})
 	r.event(now, ti, store.EventQueued, t.attempt, "")
+	s.enqueued = true
 }
 
 // ClaimTasks implements store.Store.
@@ -327,8 +337,8 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.Cl
 	if p.Limit <= 0 {
 		return nil, nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.lock()
+	defer s.unlock()
 	var queues []*readyQueue
 	if len(p.Workflows) == 0 {
 		for _, q := range s.queues {
@@ -396,8 +406,8 @@ func (s *Store) CompleteTasks(ctx context.Context, results []store.TaskResult) (
 		return nil, err
 	}
 	out := make([]store.CompletionOutcome, len(results))
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.lock()
+	defer s.unlock()
 	now := s.now()
 	for i := range results {
 		out[i] = s.complete(&results[i], now)
@@ -566,8 +576,8 @@ func (s *Store) FireTimers(ctx context.Context, limit int) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.lock()
+	defer s.unlock()
 	now := s.now()
 	fired := 0
 	for fired < limit {
@@ -594,8 +604,8 @@ func (s *Store) NextTimer(ctx context.Context) (time.Time, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return time.Time{}, false, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.lock()
+	defer s.unlock()
 	e, ok := s.timers.peek()
 	return e.wake, ok, nil
 }
@@ -630,8 +640,8 @@ func (s *Store) RescueExpired(ctx context.Context, limit int) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.lock()
+	defer s.unlock()
 	now := s.now()
 	n := 0
 	for n < limit && s.leases.Len() > 0 {
@@ -644,21 +654,33 @@ func (s *Store) RescueExpired(ctx context.Context, limit int) (int, error) {
 			break
 		}
 		heap.Pop(&s.leases)
-		n++
-		r, ti := e.run, e.task
-		t := &r.tasks[ti]
-		nt := &r.shape.tasks[ti]
-		if t.attempt < max(nt.MaxAttempts, 1) {
-			r.event(now, ti, store.EventRescued, t.attempt, "lease expired")
-			s.enqueue(r, ti, now)
+		t := &e.run.tasks[e.task]
+		if alive := s.workers[t.worker]; alive.After(now) {
+			// The worker is heartbeating: extend the lease to its heartbeat.
+			t.leaseUntil = alive
+			heap.Push(&s.leases, leaseEntry{until: alive, run: e.run, task: e.task, attempt: e.attempt})
 			continue
 		}
-		s.complete(&store.TaskResult{
-			RunID: r.rec.ID, Step: nt.Name, Attempt: t.attempt,
-			Outcome: store.OutcomeFailed, Error: "lease expired",
-		}, now)
+		n++
+		s.rescue(e.run, e.task, now)
 	}
 	return n, nil
+}
+
+// rescue re-enqueues a RUNNING task whose worker is gone, with a new
+// attempt, or fails it when it has no attempts left.
+func (s *Store) rescue(r *run, ti int, now time.Time) {
+	t := &r.tasks[ti]
+	nt := &r.shape.tasks[ti]
+	if t.attempt < max(nt.MaxAttempts, 1) {
+		r.event(now, ti, store.EventRescued, t.attempt, "lease expired")
+		s.enqueue(r, ti, now)
+		return
+	}
+	s.complete(&store.TaskResult{
+		RunID: r.rec.ID, Step: nt.Name, Attempt: t.attempt,
+		Outcome: store.OutcomeFailed, Error: "lease expired",
+	}, now)
 }
 
 // ---- cancellation and reads ----
@@ -668,8 +690,8 @@ func (s *Store) CancelRun(ctx context.Context, id dag.RunID) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.lock()
+	defer s.unlock()
 	r := s.runs[id]
 	if r == nil {
 		return false, fmt.Errorf("cancel run %s: %w", id, store.ErrRunNotFound)
@@ -693,8 +715,8 @@ func (s *Store) GetRun(ctx context.Context, id dag.RunID) (store.Run, error) {
 	if err := ctx.Err(); err != nil {
 		return store.Run{}, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.lock()
+	defer s.unlock()
 	r := s.runs[id]
 	if r == nil {
 		return store.Run{}, fmt.Errorf("get run %s: %w", id, store.ErrRunNotFound)
@@ -712,8 +734,8 @@ func (s *Store) ListTasks(ctx context.Context, id dag.RunID) ([]store.Task, erro
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.lock()
+	defer s.unlock()
 	r := s.runs[id]
 	if r == nil {
 		return nil, fmt.Errorf("list tasks of run %s: %w", id, store.ErrRunNotFound)
@@ -735,8 +757,8 @@ func (s *Store) ListEvents(ctx context.Context, id dag.RunID) ([]store.Event, er
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.lock()
+	defer s.unlock()
 	r := s.runs[id]
 	if r == nil {
 		return nil, fmt.Errorf("list events of run %s: %w", id, store.ErrRunNotFound)

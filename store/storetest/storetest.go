@@ -71,6 +71,13 @@ func Run(t *testing.T, newStore NewStore) {
 		{"FairnessAfterRetries", testFairnessAfterRetries},
 		{"EventLog", testEventLog},
 		{"ConcurrentWorkers", testConcurrentWorkers},
+		{"Notifier", testNotifier},
+	}
+	for _, wt := range workersTests {
+		tests = append(tests, struct {
+			name string
+			fn   func(f *fixture)
+		}{"Workers/" + wt.name, func(f *fixture) { wt.fn(f, f.workers()) }})
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

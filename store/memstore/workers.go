@@ -1,0 +1,115 @@
+package memstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/dagenhq/dagen/dag"
+	"github.com/dagenhq/dagen/store"
+)
+
+// lock and unlock guard the store; unlock also wakes subscribers when the
+// critical section enqueued work.
+func (s *Store) lock() { s.mu.Lock() }
+
+func (s *Store) unlock() {
+	if s.enqueued {
+		s.enqueued = false
+		for ch := range s.subs {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+	}
+	s.mu.Unlock()
+}
+
+// Heartbeat implements store.Workers.
+func (s *Store) Heartbeat(ctx context.Context, worker string, ttl time.Duration, runs []dag.RunID) ([]dag.RunID, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.lock()
+	defer s.unlock()
+	s.workers[worker] = s.now().Add(ttl)
+	var cancelled []dag.RunID
+	for _, id := range runs {
+		if r := s.runs[id]; r == nil || r.rec.Status == store.RunCancelled {
+			cancelled = append(cancelled, id)
+		}
+	}
+	return cancelled, nil
+}
+
+// RetireWorker implements store.Workers.
+func (s *Store) RetireWorker(ctx context.Context, worker string, release bool) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	s.lock()
+	defer s.unlock()
+	delete(s.workers, worker)
+	if !release {
+		return 0, nil
+	}
+	now := s.now()
+	n := 0
+	for _, r := range s.runs {
+		for ti := range r.tasks {
+			if t := &r.tasks[ti]; t.status == store.TaskRunning && t.worker == worker {
+				s.rescue(r, ti, now)
+				n++
+			}
+		}
+	}
+	return n, nil
+}
+
+// PruneRuns implements store.Workers.
+func (s *Store) PruneRuns(ctx context.Context, cutoff time.Time, limit int) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	s.lock()
+	defer s.unlock()
+	n := 0
+	for id, r := range s.runs {
+		if n >= limit {
+			break
+		}
+		if r.rec.Status.Terminal() && r.rec.FinishedAt.Before(cutoff) && !r.busy() {
+			delete(s.runs, id)
+			n++
+		}
+	}
+	return n, nil
+}
+
+// busy reports whether a finished run still has a task that may change: a
+// running step of a failed run, or its onfailure task.
+func (r *run) busy() bool {
+	for i := range r.tasks {
+		switch r.tasks[i].status {
+		case store.TaskQueued, store.TaskRunning, store.TaskBackoff:
+			return true
+		}
+	}
+	return false
+}
+
+// Subscribe implements store.Notifier: the channel receives a value after
+// every change that enqueued work.
+func (s *Store) Subscribe(ctx context.Context) (<-chan struct{}, error) {
+	ch := make(chan struct{}, 1)
+	s.lock()
+	s.subs[ch] = struct{}{}
+	s.unlock()
+	go func() {
+		<-ctx.Done()
+		s.lock()
+		delete(s.subs, ch)
+		s.unlock()
+	}()
+	return ch, nil
+}

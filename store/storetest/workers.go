@@ -1,0 +1,164 @@
+package storetest
+
+import (
+	"context"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dagenhq/dagen/dag"
+	"github.com/dagenhq/dagen/store"
+)
+
+// workersTests run against stores that implement store.Workers.
+var workersTests = []struct {
+	name string
+	fn   func(f *fixture, ws store.Workers)
+}{
+	{"HeartbeatKeepsTasks", testHeartbeatKeepsTasks},
+	{"HeartbeatReportsCancelledRuns", testHeartbeatReportsCancelledRuns},
+	{"RetireWorkerReleasesTasks", testRetireWorker},
+	{"PruneFinishedRuns", testPruneRuns},
+}
+
+func (f *fixture) workers() store.Workers {
+	ws, ok := f.st.(store.Workers)
+	if !ok {
+		f.t.Skipf("%T does not implement store.Workers", f.st)
+	}
+	return ws
+}
+
+func testHeartbeatKeepsTasks(f *fixture, ws store.Workers) {
+	t := f.t
+	r := newRun("wf", "t", task("long"), task("orphan"))
+	f.create(r)
+	long, err := f.st.ClaimTasks(f.ctx, store.ClaimParams{Worker: "alive", Limit: 1, Lease: time.Minute})
+	require.NoError(t, err)
+	orphan, err := f.st.ClaimTasks(f.ctx, store.ClaimParams{Worker: "dead", Limit: 1, Lease: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, long, 1)
+	require.Len(t, orphan, 1)
+
+	// "alive" heartbeats past its claim lease; "dead" never does.
+	for range 5 {
+		f.clock.advance(30 * time.Second)
+		_, err := ws.Heartbeat(f.ctx, "alive", time.Minute, []dag.RunID{r.ID})
+		require.NoError(t, err)
+		_, err = f.st.RescueExpired(f.ctx, 100)
+		require.NoError(t, err)
+	}
+	tasks := f.tasks(r.ID)
+	require.Equal(t, store.TaskRunning, tasks[long[0].Step].Status, "a heartbeating worker keeps its task past the claim lease")
+	require.Equal(t, 1, tasks[long[0].Step].Attempt)
+	require.Equal(t, store.TaskQueued, tasks[orphan[0].Step].Status, "a silent worker's task is rescued")
+	require.Equal(t, store.OutcomeCompleted, f.complete(done(long[0], `1`))[0].Outcome)
+
+	// Once "alive" stops heartbeating, its next task is rescued after the TTL.
+	next := f.claimOne()
+	require.Equal(t, orphan[0].Step, next.Step)
+	f.clock.advance(2 * time.Minute)
+	n, err := f.st.RescueExpired(f.ctx, 100)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+}
+
+func testHeartbeatReportsCancelledRuns(f *fixture, ws store.Workers) {
+	t := f.t
+	keep := newRun("wf", "t", task("a"))
+	stop := newRun("wf", "t", task("a"))
+	fail := newRun("wf", "t", task("a"), task("b"))
+	f.create(keep, stop, fail)
+	claimed := f.claim(10)
+	require.Len(t, claimed, 4)
+	_, err := f.st.CancelRun(f.ctx, stop.ID)
+	require.NoError(t, err)
+	f.complete(store.TaskResult{RunID: fail.ID, Step: "a", Attempt: 1, Outcome: store.OutcomeFailed, Error: "x"})
+	gone := dag.NewRunID()
+	cancelled, err := ws.Heartbeat(f.ctx, "w1", time.Minute, []dag.RunID{keep.ID, stop.ID, fail.ID, gone})
+	require.NoError(t, err)
+	require.ElementsMatch(t, []dag.RunID{stop.ID, gone}, cancelled,
+		"cancelled and vanished runs are reported; a failed run's running steps may finish")
+}
+
+func testRetireWorker(f *fixture, ws store.Workers) {
+	t := f.t
+	r := newRun("wf", "t", task("a"), task("b"))
+	last := newRun("wf", "t", store.NewTask{Name: "a", Kind: store.KindStep, MaxAttempts: 1})
+	f.create(r, last)
+	_, err := ws.Heartbeat(f.ctx, "w1", time.Hour, nil)
+	require.NoError(t, err)
+	claimed := f.claim(10)
+	require.Len(t, claimed, 3)
+	n, err := ws.RetireWorker(f.ctx, "w1", false)
+	require.NoError(t, err)
+	require.Equal(t, 0, n)
+	require.Equal(t, store.TaskRunning, f.status(r.ID, "a"), "retiring without release leaves tasks to their lease")
+
+	n, err = ws.RetireWorker(f.ctx, "w1", true)
+	require.NoError(t, err)
+	require.Equal(t, 3, n)
+	require.Equal(t, store.TaskQueued, f.status(r.ID, "a"))
+	require.Equal(t, store.TaskQueued, f.status(r.ID, "b"))
+	require.Equal(t, store.RunFailed, f.run(last.ID).Status, "a released task without attempts left fails")
+	again := f.claim(10)
+	require.Len(t, again, 2)
+	for _, ct := range again {
+		require.Equal(t, 2, ct.Attempt)
+	}
+	for _, ct := range claimed {
+		require.Equal(t, store.OutcomeStale, f.complete(done(ct, `0`))[0].Outcome)
+	}
+}
+
+func testPruneRuns(f *fixture, ws store.Workers) {
+	t := f.t
+	old := newRun("wf", "t", task("a"))
+	running := newRun("wf", "t", task("a"))
+	f.create(old, running)
+	for _, ct := range f.claim(10) {
+		if ct.RunID == old.ID {
+			f.complete(done(ct, `1`))
+		}
+	}
+	f.clock.advance(time.Hour)
+	recent := newRun("wf", "t", task("a"))
+	f.create(recent)
+	f.complete(done(f.claimOne(), `1`))
+
+	n, err := ws.PruneRuns(f.ctx, f.clock.Now().Add(-30*time.Minute), 100)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	_, err = f.st.GetRun(f.ctx, old.ID)
+	require.ErrorIs(t, err, store.ErrRunNotFound)
+	ev, err := f.st.ListEvents(f.ctx, old.ID)
+	if err == nil {
+		require.Empty(t, ev, "a pruned run leaves no events")
+	}
+	require.Equal(t, store.RunRunning, f.run(running.ID).Status)
+	require.Equal(t, store.RunCompleted, f.run(recent.ID).Status)
+}
+
+// testNotifier checks that enqueuing work notifies a subscriber.
+func testNotifier(f *fixture) {
+	t := f.t
+	n, ok := f.st.(store.Notifier)
+	if !ok {
+		t.Skipf("%T does not implement store.Notifier", f.st)
+	}
+	ctx, cancel := context.WithCancel(f.ctx)
+	defer cancel()
+	ch, err := n.Subscribe(ctx)
+	require.NoError(t, err)
+	f.create(newRun("wf", "t", task("a"), task("b", "a")))
+	wait := func(what string) {
+		select {
+		case <-ch:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no notification after %s", what)
+		}
+	}
+	wait("creating a run")
+	f.complete(done(f.claimOne(), `1`))
+	wait("enqueuing a child")
+}
