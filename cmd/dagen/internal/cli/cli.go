@@ -1,0 +1,215 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/dagenhq/dagen/gen"
+	"github.com/dagenhq/dagen/internal/analysis"
+)
+
+// Exit codes.
+const (
+	ExitOK      = 0 // success; for diff: no file would change
+	ExitFailure = 1 // diagnostics with errors; for diff: a file would change
+	ExitError   = 2 // bad usage, or diff could not compare
+)
+
+const usage = `dagen checks the //dag: directives of Go packages and writes dag_gen.go,
+the typed wiring of their workflows.
+
+Usage:
+
+	dagen [generate] [flags] [packages]
+	dagen check [flags] [packages]
+	dagen diff [flags] [packages]
+	dagen graph [-format mermaid|dot] [-workflow name] [flags] [packages]
+
+Commands:
+
+	generate  check the packages and write dag_gen.go into each package that
+	          has workflows (the default command)
+	check     check the packages and print diagnostics only; exit 1 on errors
+	diff      print how dag_gen.go would change; exit 0 when nothing would,
+	          1 when a file is stale or missing, 2 on errors
+	graph     print a workflow as a Mermaid flowchart or a Graphviz digraph
+
+Packages are go list patterns; the default is the current directory, which
+is the package being generated when dagen runs from go generate.
+
+Flags:
+
+	-tags list    build tags to load the packages with
+	-format f     graph: mermaid (default) or dot
+	-workflow w   graph: the workflow to draw, by type or stored name
+	              (needed when the packages hold more than one)
+
+Examples:
+
+	//go:generate go run github.com/dagenhq/dagen/cmd/dagen
+
+	go generate ./...                    # regenerate every package
+	go run github.com/dagenhq/dagen/cmd/dagen ./...
+	dagen check ./orders                 # CI: fail on graph errors
+	dagen diff ./...                     # CI: fail when dag_gen.go is stale
+	dagen graph -workflow Order ./orders > order.mmd
+	dagen graph -format dot ./orders | dot -Tsvg > order.svg
+`
+
+// Main runs dagen with args (without the program name) and returns the
+// process exit code.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cmd := "generate"
+	if len(args) > 0 {
+		switch args[0] {
+		case "generate", "check", "diff", "graph":
+			cmd, args = args[0], args[1:]
+		case "help", "-h", "-help", "--help":
+			fmt.Fprint(stdout, usage)
+			return ExitOK
+		}
+	}
+	fs := flag.NewFlagSet("dagen "+cmd, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	tags := fs.String("tags", "", "build tags")
+	format := fs.String("format", "mermaid", "graph format: mermaid or dot")
+	workflow := fs.String("workflow", "", "workflow to draw")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, usage)
+			return ExitOK
+		}
+		fmt.Fprintf(stderr, "dagen: %v\nRun 'dagen --help' for usage.\n", err)
+		return ExitError
+	}
+	cfg := gen.Config{}
+	if *tags != "" {
+		cfg.BuildFlags = []string{"-tags=" + *tags}
+	}
+	patterns := fs.Args()
+	if cmd != "graph" && (*format != "mermaid" || *workflow != "") {
+		fmt.Fprintf(stderr, "dagen: -format and -workflow are flags of dagen graph\n")
+		return ExitError
+	}
+	switch cmd {
+	case "check":
+		_, diags := analysis.Run(ctx, cfg, patterns...)
+		return report(stderr, diags)
+	case "diff":
+		return diff(ctx, cfg, patterns, stdout, stderr)
+	case "graph":
+		return graph(ctx, cfg, patterns, *format, *workflow, stdout, stderr)
+	}
+	return generate(ctx, cfg, patterns, stderr)
+}
+
+// report prints diagnostics and returns ExitFailure when one is an error.
+func report(w io.Writer, diags []gen.Diagnostic) int {
+	_ = analysis.Print(w, diags) // nowhere to report a failing stderr
+	if analysis.HasErrors(diags) {
+		return ExitFailure
+	}
+	return ExitOK
+}
+
+func generate(ctx context.Context, cfg gen.Config, patterns []string, stderr io.Writer) int {
+	files, diags := gen.Generate(ctx, cfg, patterns...)
+	code := report(stderr, diags)
+	wrote, err := gen.Write(files)
+	for _, path := range wrote {
+		fmt.Fprintf(stderr, "dagen: wrote %s\n", relative(path))
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "dagen: %v\n", err)
+		return ExitFailure
+	}
+	return code
+}
+
+func diff(ctx context.Context, cfg gen.Config, patterns []string, stdout, stderr io.Writer) int {
+	files, diags := gen.Generate(ctx, cfg, patterns...)
+	if report(stderr, diags) != ExitOK {
+		return ExitError
+	}
+	diffs, err := gen.Diff(files)
+	if err != nil {
+		fmt.Fprintf(stderr, "dagen: %v\n", err)
+		return ExitError
+	}
+	for _, d := range diffs {
+		fmt.Fprint(stdout, d.Text)
+	}
+	if len(diffs) > 0 {
+		fmt.Fprintf(stderr, "dagen: %d generated file(s) out of date: run go generate\n", len(diffs))
+		return ExitFailure
+	}
+	return ExitOK
+}
+
+func graph(ctx context.Context, cfg gen.Config, patterns []string, format, name string, stdout, stderr io.Writer) int {
+	render := gen.Mermaid
+	switch format {
+	case "mermaid":
+	case "dot":
+		render = gen.DOT
+	default:
+		fmt.Fprintf(stderr, "dagen: unknown graph format %q: want mermaid or dot\n", format)
+		return ExitError
+	}
+	pkgs, diags := analysis.Run(ctx, cfg, patterns...)
+	if report(stderr, diags) != ExitOK {
+		return ExitFailure
+	}
+	var all, match []*analysis.Workflow
+	for _, p := range pkgs {
+		for _, w := range p.Workflows {
+			all = append(all, w)
+			if name == "" || w.Name == name || w.TypeName == name {
+				match = append(match, w)
+			}
+		}
+	}
+	names := make([]string, len(all))
+	for i, w := range all {
+		names[i] = w.TypeName
+	}
+	switch {
+	case len(all) == 0:
+		fmt.Fprintf(stderr, "dagen: no workflows in %s\n", strings.Join(orDot(patterns), " "))
+		return ExitFailure
+	case len(match) == 0:
+		fmt.Fprintf(stderr, "dagen: no workflow %q (have %s)\n", name, strings.Join(names, ", "))
+		return ExitFailure
+	case len(match) > 1:
+		fmt.Fprintf(stderr, "dagen: several workflows (%s): choose one with -workflow\n", strings.Join(names, ", "))
+		return ExitError
+	}
+	fmt.Fprint(stdout, render(match[0]))
+	return ExitOK
+}
+
+func orDot(patterns []string) []string {
+	if len(patterns) == 0 {
+		return []string{"."}
+	}
+	return patterns
+}
+
+// relative shortens path for messages when it is under the working
+// directory.
+func relative(path string) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return path
+	}
+	if rel, err := filepath.Rel(wd, path); err == nil && !strings.HasPrefix(rel, "..") {
+		return rel
+	}
+	return path
+}

@@ -1,0 +1,25 @@
+// Command dagen checks the //dag: directives of Go packages and writes the
+// typed workflow wiring, dag_gen.go, next to them.
+//
+// Run it from go generate:
+//
+//	//go:generate go run github.com/dagenhq/dagen/cmd/dagen
+//
+// or by hand with package patterns; see dagen --help. All the logic lives
+// in package cli.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+
+	"github.com/dagenhq/dagen/cmd/dagen/internal/cli"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := cli.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}

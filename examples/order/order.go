@@ -1,0 +1,130 @@
+package order
+
+//go:generate go run github.com/dagenhq/dagen/cmd/dagen
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/dagenhq/dagen/dag"
+)
+
+// DefaultFraudHold is how long a charged order waits before it ships.
+const DefaultFraudHold = 24 * time.Hour
+
+// Order is the input of the Order workflow. Its type name names the
+// workflow.
+//
+//dag:workflow
+type Order struct {
+	ID     string
+	Amount int64 // in cents
+	Card   string
+	// FraudHold overrides DefaultFraudHold when positive, so demos need not
+	// wait a day.
+	FraudHold time.Duration
+}
+
+// Validation is the verdict of Validate.
+type Validation struct {
+	OK     bool
+	Reason string // why not, when !OK
+}
+
+// Receipt is the output of Charge.
+type Receipt struct {
+	ChargeID string
+	Amount   int64
+}
+
+// Rejection is the output of Reject.
+type Rejection struct {
+	Reason string
+}
+
+// Shipment is the output of Ship.
+type Shipment struct {
+	Tracking string
+}
+
+// Summary is the output of Finalize: what happened to the order.
+type Summary struct {
+	OrderID string
+	Status  string // "shipped" or "rejected"
+	Detail  string
+}
+
+// Validate checks the order.
+//
+//dag:step
+func Validate(ctx context.Context, o Order) (Validation, error) {
+	switch {
+	case o.Amount <= 0:
+		return Validation{Reason: "amount must be positive"}, nil
+	case o.Card == "":
+		return Validation{Reason: "no card"}, nil
+	}
+	return Validation{OK: true}, nil
+}
+
+// Charge charges the card of a valid order. The engine retries it up to
+// three times, one second apart and doubling.
+//
+//dag:step after=Validate skip=invalid retry=3 backoff=1s timeout=30s
+func Charge(ctx context.Context, o Order, v Validation) (Receipt, error) {
+	return Receipt{ChargeID: "ch-" + o.ID, Amount: o.Amount}, nil
+}
+
+// Reject records why an invalid order is not going anywhere.
+//
+//dag:step after=Validate skip=valid
+func Reject(ctx context.Context, o Order, v Validation) (Rejection, error) {
+	return Rejection{Reason: v.Reason}, nil
+}
+
+// FraudWindow holds a charged order before it ships. A sleep step returns
+// how long (time.Duration) or until when (time.Time) to sleep; no worker
+// is held meanwhile.
+//
+//dag:sleep after=Charge
+func FraudWindow(ctx context.Context, o Order, r Receipt) (time.Duration, error) {
+	if o.FraudHold > 0 {
+		return o.FraudHold, nil
+	}
+	return DefaultFraudHold, nil
+}
+
+// Ship ships a charged order once its fraud window has passed.
+//
+//dag:step after=Charge,FraudWindow
+func Ship(ctx context.Context, o Order, r Receipt) (Shipment, error) {
+	return Shipment{Tracking: "trk-" + o.ID}, nil
+}
+
+// Finalize is the merge point: each parent may have been skipped, so it
+// takes dag.Maybe.
+//
+//dag:step after=Ship,Reject
+func Finalize(ctx context.Context, o Order, s dag.Maybe[Shipment], r dag.Maybe[Rejection]) (Summary, error) {
+	if sh, ok := s.Get(); ok {
+		return Summary{OrderID: o.ID, Status: "shipped", Detail: sh.Tracking}, nil
+	}
+	if rej, ok := r.Get(); ok {
+		return Summary{OrderID: o.ID, Status: "rejected", Detail: rej.Reason}, nil
+	}
+	return Summary{}, fmt.Errorf("order %s was neither shipped nor rejected", o.ID)
+}
+
+// Alert runs once when a run of the workflow fails for good.
+//
+//dag:onfailure
+func Alert(ctx context.Context, o Order, f dag.Failure) error {
+	slog.ErrorContext(ctx, "order workflow failed", "order", o.ID, "step", f.Step, "attempt", f.Attempt, "error", f.Message)
+	return nil
+}
+
+func invalid(v Validation) bool { return !v.OK }
+
+func valid(v Validation) bool { return v.OK }

@@ -1,0 +1,26 @@
+// Package gen turns checked workflows into Go code: one dag_gen.go per
+// package, written with github.com/dave/jennifer.
+//
+// [Generate] is pure. It loads and analyses the packages (package
+// internal/analysis), and returns the files it would write together with
+// every diagnostic, without touching the disk; [Write] writes them and
+// [Diff] compares them with what is on disk. That split is what makes
+// `dagen check` and `dagen diff` one-liners.
+//
+// For a workflow whose input type is Order, the generated file holds:
+//
+//   - OrderFingerprint, the DAG shape as engine.Definition.Fingerprint
+//     computes it;
+//   - OrderDefinition, the engine.Definition with one adapter per step that
+//     decodes the input and the parents' outputs into their Go types and
+//     calls the user's func;
+//   - OrderWorkflow (NewOrderWorkflow registers the definition), with Run and
+//     Start, and OrderRun with ID and Wait;
+//   - OrderResult, one field per step with an output: dag.Maybe[T] for a
+//     step that can be skipped, T otherwise;
+//   - compile-time guards, one per user func, so a signature changed after
+//     generation breaks the build with a message that says to run go
+//     generate.
+//
+// Output is gofmt'ed and deterministic: the same input gives the same bytes.
+package gen

@@ -1,0 +1,101 @@
+package gen
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/dagenhq/dagen/internal/analysis"
+)
+
+// Mermaid renders a workflow as a Mermaid flowchart, top to bottom. Edges
+// point from a parent to its child; an optional parent (taken as
+// dag.Maybe) is a dotted edge; a sleep is a rounded node; skip predicates
+// and retries are part of a node's label.
+func Mermaid(w *analysis.Workflow) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "---\ntitle: %s\n---\nflowchart TD\n", w.Name)
+	for _, s := range w.Steps {
+		label := strings.Join(nodeLabel(s), "<br/>")
+		if s.Kind == analysis.KindSleep {
+			fmt.Fprintf(&b, "    %s([\"%s\"])\n", mermaidID(s.Func), label)
+		} else {
+			fmt.Fprintf(&b, "    %s[\"%s\"]\n", mermaidID(s.Func), label)
+		}
+	}
+	for _, s := range w.Steps {
+		for _, e := range s.Parents {
+			arrow := "-->"
+			if e.Optional {
+				arrow = "-.->"
+			}
+			fmt.Fprintf(&b, "    %s %s %s\n", mermaidID(e.Parent.Func), arrow, mermaidID(s.Func))
+		}
+	}
+	if w.OnFailure != "" {
+		fmt.Fprintf(&b, "    %s{{\"%s<br/>onfailure\"}}\n", mermaidID(w.OnFailure), w.OnFailure)
+	}
+	return b.String()
+}
+
+// mermaidID returns a node id for a func name: the name itself, except
+// that Mermaid reads "end" as a keyword in any case.
+func mermaidID(name string) string {
+	if strings.EqualFold(name, "end") {
+		return name + "_"
+	}
+	return name
+}
+
+// DOT renders a workflow as a Graphviz digraph, with the same conventions
+// as [Mermaid]: dashed edges for optional parents, rounded sleeps.
+func DOT(w *analysis.Workflow) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "digraph %q {\n    rankdir=TB;\n    node [shape=box];\n", w.Name)
+	for _, s := range w.Steps {
+		attrs := []string{fmt.Sprintf("label=%q", strings.Join(nodeLabel(s), "\n"))}
+		if s.Kind == analysis.KindSleep {
+			attrs = append(attrs, "shape=box", "style=rounded")
+		}
+		fmt.Fprintf(&b, "    %q [%s];\n", s.Func, strings.Join(attrs, ", "))
+	}
+	for _, s := range w.Steps {
+		for _, e := range s.Parents {
+			if e.Optional {
+				fmt.Fprintf(&b, "    %q -> %q [style=dashed];\n", e.Parent.Func, s.Func)
+			} else {
+				fmt.Fprintf(&b, "    %q -> %q;\n", e.Parent.Func, s.Func)
+			}
+		}
+	}
+	if w.OnFailure != "" {
+		fmt.Fprintf(&b, "    %q [label=%q, shape=hexagon];\n", w.OnFailure, w.OnFailure+"\nonfailure")
+	}
+	b.WriteString("}\n")
+	return b.String()
+}
+
+// nodeLabel is a step's name followed by what is special about it.
+func nodeLabel(s *analysis.Step) []string {
+	lines := []string{s.Func}
+	if s.Name != s.Func {
+		lines[0] += fmt.Sprintf(" (%s)", s.Name)
+	}
+	if s.Kind == analysis.KindSleep {
+		lines = append(lines, "sleep")
+	}
+	if len(s.Skip) > 0 {
+		names := make([]string, len(s.Skip))
+		for i, p := range s.Skip {
+			names[i] = p.Func
+		}
+		lines = append(lines, "skip: "+strings.Join(names, ", "))
+	}
+	if s.MaxRetries > 0 {
+		r := fmt.Sprintf("retry=%d", s.MaxRetries)
+		if s.Backoff > 0 {
+			r += fmt.Sprintf(" backoff=%s", s.Backoff)
+		}
+		lines = append(lines, r)
+	}
+	return lines
+}

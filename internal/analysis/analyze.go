@@ -1,0 +1,1108 @@
+package analysis
+
+import (
+	"context"
+	"fmt"
+	"go/ast"
+	"go/token"
+	"go/types"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/tools/go/packages"
+)
+
+// Run loads the packages matching patterns and analyses them: [Load]
+// followed by [Analyze]. Load diagnostics come first in the result only by
+// position; all diagnostics are sorted together.
+func Run(ctx context.Context, cfg Config, patterns ...string) ([]*Package, []Diagnostic) {
+	prog, diags := Load(ctx, cfg, patterns...)
+	if prog == nil {
+		return nil, diags
+	}
+	pkgs, more := Analyze(prog)
+	diags = append(diags, more...)
+	SortDiagnostics(diags)
+	return pkgs, diags
+}
+
+// Analyze finds the workflows of every package in prog and checks them. It
+// returns the packages that have at least one workflow and no error, and
+// every diagnostic found, sorted by position.
+func Analyze(prog *Program) ([]*Package, []Diagnostic) {
+	var out []*Package
+	var diags []Diagnostic
+	for _, p := range prog.Packages {
+		a := &analyzer{fset: prog.Fset, pkg: p, funcs: map[*types.Func]*Step{}, wfOf: map[*Step]*Workflow{}}
+		res := a.run()
+		diags = append(diags, a.diags...)
+		if res != nil && len(res.Workflows) > 0 && !HasErrors(a.diags) {
+			out = append(out, res)
+		}
+	}
+	SortDiagnostics(diags)
+	return out, diags
+}
+
+// analyzer checks one package.
+type analyzer struct {
+	fset  *token.FileSet
+	pkg   *packages.Package
+	diags []Diagnostic
+
+	workflows []*Workflow
+	wfTypes   []*types.TypeName // parallel to workflows
+	funcs     map[*types.Func]*Step
+	wfOf      map[*Step]*Workflow
+	afters    map[*Step]arg // the after= argument, when given
+	skips     map[*Step]arg // the skip= argument, when given
+	paramPos  map[*Step][]token.Position
+	inCycle   map[*Step]bool
+}
+
+// found is a directive together with the declaration it sits on.
+type found struct {
+	dir  *directive
+	fn   *ast.FuncDecl // set for a directive on a func
+	spec *ast.TypeSpec // set for a directive on a type
+	args map[string]arg
+}
+
+func (a *analyzer) position(p token.Pos) token.Position { return a.fset.Position(p) }
+
+func (a *analyzer) report(pos, end token.Pos, code Code, sev Severity, msg string, related ...Related) {
+	d := Diagnostic{Pos: a.position(pos), Code: code, Severity: sev, Message: msg, Related: related}
+	if end.IsValid() {
+		d.End = a.position(end)
+	}
+	a.diags = append(a.diags, d)
+}
+
+func (a *analyzer) errorf(pos, end token.Pos, code Code, format string, args ...any) {
+	a.report(pos, end, code, Error, fmt.Sprintf(format, args...))
+}
+
+func (a *analyzer) errorAt(pos token.Position, code Code, msg string, related ...Related) {
+	a.diags = append(a.diags, Diagnostic{Pos: pos, Code: code, Severity: Error, Message: msg, Related: related})
+}
+
+func (a *analyzer) qualifier(p *types.Package) string {
+	if p == a.pkg.Types {
+		return ""
+	}
+	return p.Name()
+}
+
+func (a *analyzer) typeString(t types.Type) string { return types.TypeString(t, a.qualifier) }
+
+func (a *analyzer) run() *Package {
+	decls := a.collect()
+	res := &Package{Path: a.pkg.PkgPath, Name: a.pkg.Name, Types: a.pkg.Types}
+	if len(a.pkg.GoFiles) > 0 {
+		res.Dir = filepath.Dir(a.pkg.GoFiles[0])
+	}
+	if len(decls) == 0 {
+		return res
+	}
+	a.afters = map[*Step]arg{}
+	a.skips = map[*Step]arg{}
+	a.paramPos = map[*Step][]token.Position{}
+	a.inCycle = map[*Step]bool{}
+
+	for _, f := range decls {
+		if f.dir.Name == dirWorkflow {
+			a.addWorkflow(f)
+		}
+	}
+	var onFailures []*found
+	for _, f := range decls {
+		switch f.dir.Name {
+		case dirStep, dirSleep:
+			a.addStep(f)
+		case dirOnFailure:
+			onFailures = append(onFailures, f)
+		}
+	}
+	for _, f := range onFailures {
+		a.addOnFailure(f)
+	}
+	for _, w := range a.workflows {
+		a.checkWorkflow(w)
+	}
+	a.checkNames()
+	res.Workflows = a.workflows
+	return res
+}
+
+// collect reads every directive in the package, checks its syntax and
+// placement, and returns one found per declaration that carries a known
+// directive, in source order.
+func (a *analyzer) collect() []*found {
+	files := slices.Clone(a.pkg.Syntax)
+	slices.SortFunc(files, func(x, y *ast.File) int {
+		return strings.Compare(a.fset.File(x.Pos()).Name(), a.fset.File(y.Pos()).Name())
+	})
+	var out []*found
+	for _, file := range files {
+		if filepath.Base(a.fset.File(file.Pos()).Name()) == GeneratedFile {
+			continue
+		}
+		out = append(out, a.collectFile(file)...)
+	}
+	return out
+}
+
+func (a *analyzer) collectFile(file *ast.File) []*found {
+	funcDocs := map[*ast.CommentGroup]*ast.FuncDecl{}
+	typeDocs := map[*ast.CommentGroup]*ast.TypeSpec{}
+	otherDocs := map[*ast.CommentGroup]string{}
+	for _, d := range file.Decls {
+		switch d := d.(type) {
+		case *ast.FuncDecl:
+			if d.Doc != nil {
+				funcDocs[d.Doc] = d
+			}
+		case *ast.GenDecl:
+			if d.Tok == token.TYPE {
+				if d.Doc != nil && len(d.Specs) == 1 {
+					typeDocs[d.Doc] = d.Specs[0].(*ast.TypeSpec)
+				} else if d.Doc != nil {
+					otherDocs[d.Doc] = "a group of types"
+				}
+				for _, s := range d.Specs {
+					if ts := s.(*ast.TypeSpec); ts.Doc != nil {
+						typeDocs[ts.Doc] = ts
+					}
+				}
+			} else if d.Doc != nil {
+				otherDocs[d.Doc] = "a " + d.Tok.String() + " declaration"
+			}
+		}
+	}
+	var out []*found
+	byDecl := map[ast.Node]*found{}
+	for _, group := range file.Comments {
+		for _, c := range group.List {
+			if !strings.HasPrefix(c.Text, directivePrefix) {
+				if name, ok := nearMiss(c.Text); ok {
+					a.report(c.Slash, c.End(), SpacedDirective, Warning,
+						fmt.Sprintf("this comment is not a directive because of the space: write //dag:%s", name))
+				}
+				continue
+			}
+			d, errs := parseDirective(c)
+			for _, e := range errs {
+				a.errorf(e.Pos, e.End, e.Code, "%s", e.Msg)
+			}
+			keys, known := directiveKeys(d.Name)
+			if !known {
+				if d.Name == "" {
+					a.errorf(d.Pos, d.NameEnd, UnknownDirective, "missing directive name after //dag: (one of %s)", strings.Join(directiveNames(), ", "))
+				} else {
+					a.errorf(d.Pos, d.NameEnd, UnknownDirective, "unknown directive //dag:%s%s", d.Name, didYouMean(d.Name, directiveNames()))
+				}
+				continue
+			}
+			f := &found{dir: d, args: a.checkKeys(d, keys)}
+			switch {
+			case funcDocs[group] != nil:
+				f.fn = funcDocs[group]
+			case typeDocs[group] != nil:
+				f.spec = typeDocs[group]
+			}
+			if !a.checkPlacement(f, otherDocs[group]) {
+				continue
+			}
+			var node ast.Node = f.spec
+			if f.fn != nil {
+				node = f.fn
+			}
+			if first := byDecl[node]; first != nil {
+				a.report(d.Pos, d.NameEnd, DuplicateDirective, Error,
+					fmt.Sprintf("second dagen directive on %s: a declaration takes one of //dag:%s", declName(f), strings.Join(directiveNames(), ", //dag:")),
+					Related{Pos: a.position(first.dir.Pos), Message: "first directive: //dag:" + first.dir.Name})
+				continue
+			}
+			byDecl[node] = f
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func declName(f *found) string {
+	if f.fn != nil {
+		return "func " + f.fn.Name.Name
+	}
+	return "type " + f.spec.Name.Name
+}
+
+// checkKeys reports unknown, repeated and empty keys and returns the
+// arguments that are fine, by key.
+func (a *analyzer) checkKeys(d *directive, keys []string) map[string]arg {
+	args := map[string]arg{}
+	for _, ar := range d.Args {
+		if !slices.Contains(keys, ar.Key) {
+			msg := fmt.Sprintf("unknown key %s in //dag:%s", ar.Key, d.Name)
+			if len(keys) == 0 {
+				msg = fmt.Sprintf("//dag:%s takes no arguments", d.Name)
+			} else if s := suggest(ar.Key, keys); s != "" {
+				msg += ": did you mean " + s + "?"
+			} else {
+				msg += " (it accepts " + strings.Join(keys, ", ") + ")"
+			}
+			a.errorf(ar.KeyPos, ar.ValuePos-1, UnknownKey, "%s", msg)
+			continue
+		}
+		if first, dup := args[ar.Key]; dup {
+			a.report(ar.KeyPos, ar.End, DuplicateKey, Error, fmt.Sprintf("key %s given twice in //dag:%s", ar.Key, d.Name),
+				Related{Pos: a.position(first.KeyPos), Message: "first " + ar.Key + "=" + first.Value})
+			continue
+		}
+		if ar.Value == "" {
+			a.errorf(ar.KeyPos, ar.End, EmptyValue, "key %s has an empty value", ar.Key)
+			continue
+		}
+		args[ar.Key] = ar
+	}
+	return args
+}
+
+// checkPlacement reports a directive that is not on a declaration it can
+// describe. other names the declaration it is on, if any.
+func (a *analyzer) checkPlacement(f *found, other string) bool {
+	d := f.dir
+	wantType := d.Name == dirWorkflow
+	switch {
+	case wantType && f.spec != nil:
+		if f.spec.TypeParams != nil {
+			a.errorf(d.Pos, d.NameEnd, GenericDecl, "//dag:workflow on generic type %s: a workflow input must be a plain type", f.spec.Name.Name)
+			return false
+		}
+		return true
+	case !wantType && f.fn != nil:
+		if f.fn.Recv != nil {
+			a.errorf(d.Pos, d.NameEnd, MethodStep, "//dag:%s on method %s: use a top-level func", d.Name, f.fn.Name.Name)
+			return false
+		}
+		if f.fn.Type.TypeParams != nil {
+			a.errorf(d.Pos, d.NameEnd, GenericDecl, "//dag:%s on generic func %s: steps cannot have type parameters", d.Name, f.fn.Name.Name)
+			return false
+		}
+		return true
+	}
+	want := "a top-level func"
+	if wantType {
+		want = "a top-level type (the workflow's input)"
+	}
+	on := "nothing: it must sit directly above the declaration, with no blank line between"
+	switch {
+	case f.fn != nil && f.fn.Recv != nil:
+		on = "method " + f.fn.Name.Name
+	case f.fn != nil:
+		on = "func " + f.fn.Name.Name
+	case f.spec != nil:
+		on = "type " + f.spec.Name.Name
+	case other != "":
+		on = other
+	}
+	a.errorf(d.Pos, d.NameEnd, MisplacedDirective, "//dag:%s must be directly above %s, but it is on %s", d.Name, want, on)
+	return false
+}
+
+// storedName returns the name= value, or def, and checks it.
+func (a *analyzer) storedName(f *found, def string) string {
+	ar, ok := f.args["name"]
+	if !ok {
+		return def
+	}
+	if strings.HasPrefix(ar.Value, "@") {
+		a.errorf(ar.ValuePos, ar.End, BadName, "stored name %q may not start with @", ar.Value)
+	}
+	return ar.Value
+}
+
+func (a *analyzer) addWorkflow(f *found) {
+	obj, _ := a.pkg.TypesInfo.Defs[f.spec.Name].(*types.TypeName)
+	if obj == nil {
+		return
+	}
+	w := &Workflow{
+		Name:     a.storedName(f, obj.Name()),
+		TypeName: obj.Name(),
+		Input:    obj.Type(),
+		Pos:      a.position(f.spec.Name.Pos()),
+	}
+	for _, other := range a.workflows {
+		if other.Name == w.Name {
+			a.errorAt(w.Pos, DuplicateName, fmt.Sprintf("workflow name %q is already used by %s", w.Name, other.TypeName),
+				Related{Pos: other.Pos, Message: "other workflow " + other.TypeName})
+		}
+	}
+	if why := unencodable(w.Input, a.typeString); why != "" {
+		a.errorAt(w.Pos, Unencodable, fmt.Sprintf("workflow input %s cannot be stored as JSON: %s", w.TypeName, why))
+	}
+	a.workflows = append(a.workflows, w)
+	a.wfTypes = append(a.wfTypes, obj)
+}
+
+// workflowFor returns the workflow whose input type is t, or nil.
+func (a *analyzer) workflowFor(t types.Type) *Workflow {
+	for i, tn := range a.wfTypes {
+		if types.Identical(t, tn.Type()) {
+			return a.workflows[i]
+		}
+	}
+	return nil
+}
+
+func (a *analyzer) workflowNames() []string {
+	names := make([]string, len(a.workflows))
+	for i, w := range a.workflows {
+		names[i] = w.TypeName
+	}
+	return names
+}
+
+// shape describes the signature a directive wants, for messages.
+func shape(dir string) string {
+	switch dir {
+	case dirSleep:
+		return "func(ctx context.Context, in In, parents...) (time.Duration or time.Time, error)"
+	case dirOnFailure:
+		return "func(ctx context.Context, in In, f dag.Failure) error"
+	}
+	return "func(ctx context.Context, in In, parents...) (T, error) or error"
+}
+
+// signatureWorkflow checks the context and input parameters shared by
+// steps, sleeps and onfailure funcs and returns the workflow the func
+// belongs to, or nil.
+func (a *analyzer) signatureWorkflow(f *found, fn *types.Func, sig *types.Signature) *Workflow {
+	params := sig.Params()
+	name := fn.Name()
+	if sig.Variadic() {
+		last := params.At(params.Len() - 1)
+		a.errorf(last.Pos(), token.NoPos, Variadic, "%s is variadic: a %s cannot take ...%s", name, f.dir.Name, a.typeString(last.Type().(*types.Slice).Elem()))
+	}
+	if params.Len() == 0 {
+		a.errorf(f.fn.Name.Pos(), token.NoPos, BadContext, "%s takes no parameters: a %s is %s", name, f.dir.Name, shape(f.dir.Name))
+		return nil
+	}
+	first := params.At(0)
+	if !isContext(first.Type()) {
+		if w := a.workflowFor(first.Type()); w != nil {
+			a.errorf(first.Pos(), token.NoPos, BadContext, "first parameter of %s must be context.Context, with the workflow input %s second", name, w.TypeName)
+			return w
+		}
+		a.errorf(first.Pos(), token.NoPos, BadContext, "first parameter of %s must be context.Context, not %s", name, a.typeString(first.Type()))
+	}
+	if params.Len() < 2 {
+		msg := fmt.Sprintf("%s has no workflow input parameter: a %s is %s", name, f.dir.Name, shape(f.dir.Name))
+		if len(a.workflows) == 1 {
+			msg += fmt.Sprintf("; add in %s after the context", a.workflows[0].TypeName)
+		}
+		a.errorf(f.fn.Name.Pos(), token.NoPos, UnknownWorkflow, "%s", msg)
+		return nil
+	}
+	in := params.At(1)
+	if w := a.workflowFor(in.Type()); w != nil {
+		return w
+	}
+	msg := fmt.Sprintf("second parameter of %s has type %s, which is not a //dag:workflow type of this package", name, a.typeString(in.Type()))
+	if p, ok := in.Type().(*types.Pointer); ok && a.workflowFor(p.Elem()) != nil {
+		msg += fmt.Sprintf(": take %s, not a pointer", a.typeString(p.Elem()))
+	} else if len(a.workflows) == 0 {
+		msg += ": mark the input type with //dag:workflow"
+	} else {
+		msg += " (workflows: " + strings.Join(a.workflowNames(), ", ") + ")"
+	}
+	a.errorf(in.Pos(), token.NoPos, UnknownWorkflow, "%s", msg)
+	return nil
+}
+
+func (a *analyzer) addStep(f *found) {
+	fn, _ := a.pkg.TypesInfo.Defs[f.fn.Name].(*types.Func)
+	if fn == nil {
+		return
+	}
+	sig := fn.Type().(*types.Signature)
+	s := &Step{
+		Func: fn.Name(),
+		Name: a.storedName(f, fn.Name()),
+		Pos:  a.position(f.fn.Name.Pos()),
+		Sig:  sig,
+	}
+	if f.dir.Name == dirSleep {
+		s.Kind = KindSleep
+	}
+	a.funcs[fn] = s
+	if ar, ok := f.args["after"]; ok {
+		a.afters[s] = ar
+	}
+	if ar, ok := f.args["skip"]; ok {
+		a.skips[s] = ar
+	}
+	a.readPolicy(f, s)
+	w := a.signatureWorkflow(f, fn, sig)
+	s.valid = a.checkResults(f, s) && w != nil && !sig.Variadic()
+	if w == nil {
+		return
+	}
+	a.wfOf[s] = w
+	w.Steps = append(w.Steps, s)
+}
+
+// readPolicy reads retry=, backoff=, maxbackoff= and timeout=.
+func (a *analyzer) readPolicy(f *found, s *Step) {
+	if ar, ok := f.args["retry"]; ok {
+		n, err := strconv.Atoi(ar.Value)
+		if err != nil || n < 0 {
+			a.errorf(ar.ValuePos, ar.End, MalformedDirective, "retry=%s: want a number of retries, such as retry=3", ar.Value)
+		}
+		s.MaxRetries = n
+	}
+	dur := func(key string, dst *time.Duration) {
+		ar, ok := f.args[key]
+		if !ok {
+			return
+		}
+		d, err := time.ParseDuration(ar.Value)
+		if err != nil || d < 0 {
+			a.errorf(ar.ValuePos, ar.End, MalformedDirective, "%s=%s: want a duration such as %s=1s", key, ar.Value, key)
+			return
+		}
+		*dst = d
+	}
+	dur("backoff", &s.Backoff)
+	dur("maxbackoff", &s.MaxBackoff)
+	dur("timeout", &s.Timeout)
+	if s.MaxBackoff > 0 && s.MaxBackoff < s.Backoff {
+		ar := f.args["maxbackoff"]
+		a.errorf(ar.ValuePos, ar.End, MalformedDirective, "maxbackoff=%s is less than backoff=%s", s.MaxBackoff, s.Backoff)
+	}
+}
+
+// checkResults checks a step's or sleep's results and sets its Output.
+func (a *analyzer) checkResults(f *found, s *Step) bool {
+	res := s.Sig.Results()
+	pos := f.fn.Name.Pos()
+	if res.Len() > 0 {
+		pos = res.At(0).Pos()
+	}
+	got := a.typeString(res)
+	if s.Kind == KindSleep {
+		if res.Len() == 2 && isError(res.At(1).Type()) {
+			switch {
+			case isNamed(res.At(0).Type(), "time", "Duration"):
+				return true
+			case isNamed(res.At(0).Type(), "time", "Time"):
+				s.SleepUntil = true
+				return true
+			}
+		}
+		a.errorf(pos, token.NoPos, BadSleep, "sleep %s must return (time.Duration, error) or (time.Time, error), not %s", s.Func, got)
+		return false
+	}
+	switch {
+	case res.Len() == 1 && isError(res.At(0).Type()):
+		return true
+	case res.Len() == 2 && isError(res.At(1).Type()):
+		s.Output = res.At(0).Type()
+		if isError(s.Output) {
+			a.errorf(pos, token.NoPos, BadResults, "step %s returns (error, error): return (T, error) or error", s.Func)
+			return false
+		}
+		if why := unencodable(s.Output, a.typeString); why != "" {
+			a.errorf(pos, token.NoPos, Unencodable, "output of step %s cannot be stored as JSON: %s", s.Func, why)
+		}
+		return true
+	case res.Len() == 1:
+		a.errorf(pos, token.NoPos, BadResults, "step %s must return (T, error) or error, not %s: add an error result", s.Func, got)
+	default:
+		a.errorf(pos, token.NoPos, BadResults, "step %s must return (T, error) or error, not %s", s.Func, got)
+	}
+	return false
+}
+
+func (a *analyzer) addOnFailure(f *found) {
+	fn, _ := a.pkg.TypesInfo.Defs[f.fn.Name].(*types.Func)
+	if fn == nil {
+		return
+	}
+	sig := fn.Type().(*types.Signature)
+	w := a.signatureWorkflow(f, fn, sig)
+	params, res := sig.Params(), sig.Results()
+	ok := params.Len() == 3 && isNamed(params.At(2).Type(), dagPkgPath, "Failure") && res.Len() == 1 && isError(res.At(0).Type())
+	if !ok {
+		a.errorf(f.fn.Name.Pos(), token.NoPos, BadOnFailure, "onfailure %s must be %s, not %s", fn.Name(), shape(dirOnFailure), a.typeString(sig))
+	}
+	if w == nil {
+		return
+	}
+	pos := a.position(f.fn.Name.Pos())
+	if w.OnFailure != "" {
+		a.errorAt(pos, DuplicateOnFailure, fmt.Sprintf("workflow %s already has onfailure func %s", w.TypeName, w.OnFailure),
+			Related{Pos: w.OnFailurePos, Message: "first onfailure " + w.OnFailure})
+		return
+	}
+	w.OnFailure, w.OnFailurePos, w.OnFailureSig = fn.Name(), pos, sig
+}
+
+// checkWorkflow resolves parents and predicates and checks the graph of one
+// workflow.
+func (a *analyzer) checkWorkflow(w *Workflow) {
+	if len(w.Steps) == 0 {
+		a.errorAt(w.Pos, NoSteps, fmt.Sprintf("workflow %s has no steps: a step takes (ctx context.Context, in %s, …)", w.TypeName, w.TypeName))
+		return
+	}
+	names := map[string]*Step{}
+	for _, s := range w.Steps {
+		if other := names[s.Name]; other != nil {
+			a.errorAt(s.Pos, DuplicateName, fmt.Sprintf("step name %q of %s is already used by %s in workflow %s", s.Name, s.Func, other.Func, w.TypeName),
+				Related{Pos: other.Pos, Message: "other step " + other.Func})
+			continue
+		}
+		names[s.Name] = s
+	}
+	for _, s := range w.Steps {
+		a.resolveParents(w, s)
+	}
+	a.checkCycles(w)
+	for _, s := range w.Steps {
+		a.bindParams(w, s)
+	}
+	a.computeSkippable(w)
+	for _, s := range w.Steps {
+		for _, e := range s.Parents {
+			if e.Optional && !e.Parent.Skippable {
+				p := s.Sig.Params().At(e.Param)
+				a.report(p.Pos(), token.NoPos, NeedlessMaybe, Warning,
+					fmt.Sprintf("%s takes dag.Maybe[%s] for %s, which is never skipped: take %s instead",
+						s.Func, a.typeString(e.Parent.Output), e.Parent.Func, a.typeString(e.Parent.Output)))
+			}
+		}
+		a.resolvePredicates(w, s)
+	}
+}
+
+func (a *analyzer) stepFuncs(w *Workflow) []string {
+	out := make([]string, len(w.Steps))
+	for i, s := range w.Steps {
+		out[i] = s.Func
+	}
+	return out
+}
+
+func (a *analyzer) resolveParents(w *Workflow, s *Step) {
+	ar, ok := a.afters[s]
+	if !ok {
+		return
+	}
+	scope := a.pkg.Types.Scope()
+	seen := map[*Step]token.Position{}
+	for _, it := range ar.items() {
+		if it.Text == "" {
+			a.errorf(it.Pos, it.End, EmptyValue, "empty name in after= of %s", s.Func)
+			continue
+		}
+		pos := a.position(it.Pos)
+		obj := scope.Lookup(it.Text)
+		fn, _ := obj.(*types.Func)
+		parent := a.funcs[fn]
+		if parent == nil {
+			a.unknownParent(w, s, it, obj)
+			continue
+		}
+		pw := a.wfOf[parent]
+		switch {
+		case pw == nil:
+			continue // the parent's own error says why it has no workflow
+		case pw != w:
+			a.errorAt(pos, ForeignParent, fmt.Sprintf("parent %s of %s belongs to workflow %s, not %s", parent.Func, s.Func, pw.TypeName, w.TypeName),
+				Related{Pos: parent.Pos, Message: parent.Func + " takes " + pw.TypeName})
+			continue
+		case parent == s:
+			a.errorAt(pos, SelfParent, fmt.Sprintf("step %s lists itself in after=", s.Func))
+			continue
+		}
+		if first, dup := seen[parent]; dup {
+			a.errorAt(pos, RepeatedParent, fmt.Sprintf("parent %s listed twice in after= of %s", parent.Func, s.Func),
+				Related{Pos: first, Message: "first " + parent.Func})
+			continue
+		}
+		seen[parent] = pos
+		s.Parents = append(s.Parents, &Edge{Parent: parent, Param: -1, Pos: pos})
+	}
+}
+
+func (a *analyzer) unknownParent(w *Workflow, s *Step, it item, obj types.Object) {
+	steps := a.stepFuncs(w)
+	switch {
+	case obj == nil:
+		msg := fmt.Sprintf("unknown parent %s in after= of %s", it.Text, s.Func)
+		if hint := didYouMean(it.Text, steps); hint != "" {
+			msg += hint
+		} else {
+			for _, other := range w.Steps {
+				if other.Name == it.Text {
+					msg += fmt.Sprintf(": after= takes func names; step %q is func %s", other.Name, other.Func)
+					break
+				}
+			}
+		}
+		a.errorf(it.Pos, it.End, UnknownParent, "%s", msg)
+	default:
+		kind := "a func without //dag:step or //dag:sleep"
+		if _, isFunc := obj.(*types.Func); !isFunc {
+			kind = "not a func"
+		}
+		a.errorf(it.Pos, it.End, UnknownParent, "parent %s of %s is not a step: %s is %s", it.Text, s.Func, it.Text, kind)
+	}
+}
+
+// checkCycles reports each strongly connected component of the graph as one
+// cycle, printed like go/types prints a recursive type: starting at the step
+// first in source order, one "A refers to B" line per hop.
+func (a *analyzer) checkCycles(w *Workflow) {
+	index := make(map[*Step]int, len(w.Steps))
+	for i, s := range w.Steps {
+		index[s] = i
+	}
+	for _, comp := range stronglyConnected(w.Steps, index) {
+		if len(comp) < 2 {
+			continue
+		}
+		in := map[*Step]bool{}
+		start := comp[0]
+		for _, s := range comp {
+			in[s] = true
+			a.inCycle[s] = true
+			if index[s] < index[start] {
+				start = s
+			}
+		}
+		path := shortestCycle(start, in)
+		names := make([]string, 0, len(path)+1)
+		var related []Related
+		for _, e := range path {
+			names = append(names, e.from.Func)
+			related = append(related, Related{Pos: e.edge.Pos, Message: e.from.Func + " refers to " + e.edge.Parent.Func})
+		}
+		names = append(names, start.Func)
+		a.errorAt(start.Pos, Cycle, fmt.Sprintf("cycle in workflow %s: %s", w.TypeName, strings.Join(names, " → ")), related...)
+	}
+}
+
+type hop struct {
+	from *Step
+	edge *Edge
+}
+
+// shortestCycle finds the shortest path from start back to itself within
+// the component, trying parents in after= order so the answer is stable.
+func shortestCycle(start *Step, in map[*Step]bool) []hop {
+	prev := map[*Step]hop{}
+	queue := []*Step{start}
+	visited := map[*Step]bool{start: true}
+	for len(queue) > 0 {
+		s := queue[0]
+		queue = queue[1:]
+		for _, e := range s.Parents {
+			p := e.Parent
+			if !in[p] {
+				continue
+			}
+			if p == start {
+				path := []hop{{from: s, edge: e}}
+				for cur := s; cur != start; {
+					h := prev[cur]
+					path = append(path, h)
+					cur = h.from
+				}
+				slices.Reverse(path)
+				return path
+			}
+			if !visited[p] {
+				visited[p] = true
+				prev[p] = hop{from: s, edge: e}
+				queue = append(queue, p)
+			}
+		}
+	}
+	return nil
+}
+
+// stronglyConnected returns the strongly connected components of the graph
+// whose edges run from a step to its parents (Tarjan's algorithm).
+func stronglyConnected(steps []*Step, index map[*Step]int) [][]*Step {
+	n := len(steps)
+	low := make([]int, n)
+	order := make([]int, n)
+	onStack := make([]bool, n)
+	for i := range order {
+		order[i] = -1
+	}
+	var stack []int
+	var comps [][]*Step
+	counter := 0
+	var visit func(v int)
+	visit = func(v int) {
+		order[v], low[v] = counter, counter
+		counter++
+		stack = append(stack, v)
+		onStack[v] = true
+		for _, e := range steps[v].Parents {
+			u := index[e.Parent]
+			if order[u] < 0 {
+				visit(u)
+				low[v] = min(low[v], low[u])
+			} else if onStack[u] {
+				low[v] = min(low[v], order[u])
+			}
+		}
+		if low[v] == order[v] {
+			var comp []*Step
+			for {
+				u := stack[len(stack)-1]
+				stack = stack[:len(stack)-1]
+				onStack[u] = false
+				comp = append(comp, steps[u])
+				if u == v {
+					break
+				}
+			}
+			comps = append(comps, comp)
+		}
+	}
+	for v := range steps {
+		if order[v] < 0 {
+			visit(v)
+		}
+	}
+	return comps
+}
+
+// bindParams matches the step's parameters after the input with the
+// outputs of its parents, in after= order.
+func (a *analyzer) bindParams(w *Workflow, s *Step) {
+	if !s.valid {
+		return
+	}
+	var values []*Edge
+	for _, e := range s.Parents {
+		if !e.Parent.valid {
+			return // the parent's own error comes first; binding would only guess
+		}
+		if e.Parent.Output != nil {
+			values = append(values, e)
+		}
+	}
+	params := s.Sig.Params()
+	extra := params.Len() - 2
+	for i, e := range values {
+		if i >= extra {
+			break
+		}
+		e.Param = 2 + i
+		p := params.At(e.Param)
+		t := p.Type()
+		if inner, ok := maybeOf(t); ok {
+			e.Optional = true
+			t = inner
+		}
+		if !types.Identical(t, e.Parent.Output) {
+			msg := fmt.Sprintf("parameter %s of %s has type %s, but its parent %s returns %s",
+				paramName(p, e.Param), s.Func, a.typeString(p.Type()), e.Parent.Func, a.typeString(e.Parent.Output))
+			for _, other := range values {
+				if other != e && types.Identical(t, other.Parent.Output) {
+					msg += fmt.Sprintf(": parameters bind parents in after= order (%s)", strings.Join(funcsOf(values), ", "))
+					break
+				}
+			}
+			a.errorf(p.Pos(), token.NoPos, ParamType, "%s", msg)
+		}
+	}
+	switch {
+	case extra > len(values):
+		p := params.At(2 + len(values))
+		msg := fmt.Sprintf("%s takes %d parent parameters, but its parents give %d values", s.Func, extra, len(values))
+		if len(values) > 0 {
+			msg += " (" + a.describeValues(values) + ")"
+		}
+		msg += fmt.Sprintf(": parameter %s has no parent; add its step to after=", paramName(p, 2+len(values)))
+		a.errorf(p.Pos(), token.NoPos, ParamCount, "%s", msg)
+	case extra < len(values):
+		for _, e := range values[extra:] {
+			out := a.typeString(e.Parent.Output)
+			a.errorAt(e.Pos, ParamCount, fmt.Sprintf("parent %s of %s returns %s, but %s has no parameter for it: add a parameter of type %s or dag.Maybe[%s]",
+				e.Parent.Func, s.Func, out, s.Func, out, out))
+		}
+	}
+}
+
+func (a *analyzer) describeValues(values []*Edge) string {
+	parts := make([]string, len(values))
+	for i, e := range values {
+		parts[i] = e.Parent.Func + " " + a.typeString(e.Parent.Output)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func funcsOf(edges []*Edge) []string {
+	out := make([]string, len(edges))
+	for i, e := range edges {
+		out[i] = e.Parent.Func
+	}
+	return out
+}
+
+func paramName(p *types.Var, i int) string {
+	if p.Name() != "" && p.Name() != "_" {
+		return p.Name()
+	}
+	return "#" + strconv.Itoa(i+1)
+}
+
+// computeSkippable marks the steps that can end SKIPPED, following the
+// truth table of the engine: a step is skipped when a skip predicate holds,
+// when a required parent is skipped, or when all its parents are skipped.
+func (a *analyzer) computeSkippable(w *Workflow) {
+	const (
+		unknown = iota
+		visiting
+		done
+	)
+	state := map[*Step]int{}
+	var visit func(s *Step) bool
+	visit = func(s *Step) bool {
+		switch state[s] {
+		case visiting:
+			return false // a cycle, already reported
+		case done:
+			return s.Skippable
+		}
+		state[s] = visiting
+		skippable := false
+		if _, ok := a.skips[s]; ok {
+			skippable = true
+		}
+		all := len(s.Parents) > 0
+		for _, e := range s.Parents {
+			ps := visit(e.Parent)
+			if ps && !e.Optional {
+				skippable = true
+			}
+			all = all && ps
+		}
+		s.Skippable = skippable || all
+		state[s] = done
+		return s.Skippable
+	}
+	for _, s := range w.Steps {
+		visit(s)
+	}
+}
+
+// resolvePredicates reads skip= and works out what each predicate
+// parameter is given.
+func (a *analyzer) resolvePredicates(w *Workflow, s *Step) {
+	ar, ok := a.skips[s]
+	if !ok {
+		return
+	}
+	scope := a.pkg.Types.Scope()
+	for _, it := range ar.items() {
+		if it.Text == "" {
+			a.errorf(it.Pos, it.End, EmptyValue, "empty name in skip= of %s", s.Func)
+			continue
+		}
+		obj := scope.Lookup(it.Text)
+		fn, isFunc := obj.(*types.Func)
+		if !isFunc {
+			msg := fmt.Sprintf("undefined skip predicate %s of %s", it.Text, s.Func)
+			if obj != nil {
+				msg = fmt.Sprintf("skip predicate %s of %s is not a func", it.Text, s.Func)
+			} else {
+				msg += didYouMean(it.Text, a.packageFuncs())
+			}
+			a.errorf(it.Pos, it.End, UndefinedPredicate, "%s", msg)
+			continue
+		}
+		p := &Predicate{Func: fn.Name(), Sig: fn.Type().(*types.Signature), Pos: a.position(it.Pos), DeclaredPos: a.position(fn.Pos())}
+		if a.checkPredicate(w, s, p, it) {
+			s.Skip = append(s.Skip, p)
+		}
+	}
+}
+
+func (a *analyzer) packageFuncs() []string {
+	var out []string
+	scope := a.pkg.Types.Scope()
+	for _, name := range scope.Names() {
+		if _, ok := scope.Lookup(name).(*types.Func); ok {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// predicateSource is something a predicate parameter can be given.
+type predicateSource struct {
+	arg  PredicateArg
+	what string
+}
+
+func (a *analyzer) checkPredicate(w *Workflow, s *Step, p *Predicate, it item) bool {
+	related := Related{Pos: p.DeclaredPos, Message: "predicate " + p.Func + " declared here"}
+	sig := p.Sig
+	if sig.TypeParams().Len() > 0 {
+		a.report(it.Pos, it.End, BadPredicate, Error, fmt.Sprintf("skip predicate %s is generic: it must be a plain func", p.Func), related)
+		return false
+	}
+	if sig.Variadic() {
+		a.report(it.Pos, it.End, Variadic, Error, fmt.Sprintf("skip predicate %s is variadic", p.Func), related)
+		return false
+	}
+	if sig.Recv() != nil {
+		return false // package-scope funcs have no receiver; be safe
+	}
+	res := sig.Results()
+	switch {
+	case res.Len() == 1 && isBool(res.At(0).Type()):
+	case res.Len() == 2 && isBool(res.At(0).Type()) && isError(res.At(1).Type()):
+		p.ReturnsErr = true
+	default:
+		a.report(it.Pos, it.End, BadPredicate, Error,
+			fmt.Sprintf("skip predicate %s must return bool or (bool, error), not %s", p.Func, a.typeString(res)), related)
+		return false
+	}
+	sources := []predicateSource{{arg: PredicateArg{Source: ArgInput, Type: w.Input}, what: "the input " + w.TypeName}}
+	var optional []*Edge
+	if s.valid {
+		for i, e := range s.Parents {
+			if e.Param < 0 {
+				continue
+			}
+			if e.Optional {
+				optional = append(optional, e)
+				continue
+			}
+			sources = append(sources, predicateSource{
+				arg:  PredicateArg{Source: ArgParent, Parent: i, Type: e.Parent.Output},
+				what: "parent " + e.Parent.Func,
+			})
+		}
+	}
+	ok := true
+	params := sig.Params()
+	for i := range params.Len() {
+		param := params.At(i)
+		t := param.Type()
+		if isContext(t) {
+			p.Args = append(p.Args, PredicateArg{Source: ArgContext, Type: t})
+			continue
+		}
+		var matches []predicateSource
+		for _, src := range sources {
+			if types.Identical(t, src.arg.Type) {
+				matches = append(matches, src)
+			}
+		}
+		switch len(matches) {
+		case 1:
+			p.Args = append(p.Args, matches[0].arg)
+		case 0:
+			ok = false
+			if !s.valid {
+				continue // the step's own signature error makes its parents unknown
+			}
+			var can []string
+			for _, src := range sources {
+				can = append(can, a.typeString(src.arg.Type)+" ("+src.what+")")
+			}
+			msg := fmt.Sprintf("parameter %s of skip predicate %s has type %s, which step %s cannot give it; it can take context.Context, %s",
+				paramName(param, i), p.Func, a.typeString(t), s.Func, strings.Join(can, ", "))
+			for _, e := range optional {
+				if types.Identical(t, e.Parent.Output) {
+					msg += fmt.Sprintf(" (parent %s is optional, taken as dag.Maybe, so its output may be missing)", e.Parent.Func)
+				}
+			}
+			a.report(param.Pos(), token.NoPos, BadPredicateParam, Error, msg,
+				Related{Pos: p.Pos, Message: "used by " + s.Func + " here"})
+		default:
+			ok = false
+			whats := make([]string, len(matches))
+			for k, m := range matches {
+				whats[k] = m.what
+			}
+			a.report(param.Pos(), token.NoPos, AmbiguousPredicateParam, Error,
+				fmt.Sprintf("parameter %s of skip predicate %s has type %s, which step %s gets from %s: dagen cannot tell which to pass; give them distinct types",
+					paramName(param, i), p.Func, a.typeString(t), s.Func, strings.Join(whats, " and ")),
+				Related{Pos: p.Pos, Message: "used by " + s.Func + " here"})
+		}
+	}
+	return ok
+}
+
+// GoName returns the exported name generated identifiers of a workflow are
+// built from: the input type's name with its first letter upper-cased.
+func GoName(w *Workflow) string { return exported(w.TypeName) }
+
+// ResultField returns the name of a step's field in the generated result
+// struct.
+func ResultField(s *Step) string { return exported(s.Func) }
+
+func exported(name string) string {
+	if name == "" {
+		return name
+	}
+	return strings.ToUpper(name[:1]) + name[1:]
+}
+
+// GeneratedNames returns the package-level names generated for a workflow.
+func GeneratedNames(w *Workflow) []string {
+	n := GoName(w)
+	return []string{n + "Fingerprint", n + "Definition", n + "Workflow", "New" + n + "Workflow", n + "Run", n + "Result"}
+}
+
+// checkNames reports generated names that the package already declares
+// outside dag_gen.go, and result fields that would clash.
+func (a *analyzer) checkNames() {
+	scope := a.pkg.Types.Scope()
+	owner := map[string]*Workflow{}
+	for _, w := range a.workflows {
+		for _, name := range GeneratedNames(w) {
+			if other := owner[name]; other != nil {
+				a.errorAt(w.Pos, NameCollision, fmt.Sprintf("workflows %s and %s would both generate %s: rename one of the types", other.TypeName, w.TypeName, name))
+				continue
+			}
+			owner[name] = w
+			obj := scope.Lookup(name)
+			if obj == nil || !obj.Pos().IsValid() {
+				continue
+			}
+			pos := a.position(obj.Pos())
+			if filepath.Base(pos.Filename) == GeneratedFile {
+				continue
+			}
+			a.errorAt(pos, NameCollision, fmt.Sprintf("%s is generated for workflow %s: rename this declaration", name, w.TypeName),
+				Related{Pos: w.Pos, Message: "workflow " + w.TypeName})
+		}
+		fields := map[string]*Step{}
+		for _, s := range w.Steps {
+			if s.Output == nil {
+				continue
+			}
+			f := ResultField(s)
+			if other := fields[f]; other != nil {
+				a.errorAt(s.Pos, NameCollision, fmt.Sprintf("steps %s and %s would both be field %s of %sResult: rename one", other.Func, s.Func, f, GoName(w)))
+				continue
+			}
+			fields[f] = s
+		}
+	}
+}

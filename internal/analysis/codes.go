@@ -1,0 +1,285 @@
+package analysis
+
+import "strconv"
+
+// Code classifies a diagnostic. Each code is documented with an example of
+// source that produces it. Codes are stable identifiers for tests and
+// tools; their numeric values are not.
+type Code int
+
+// Diagnostic codes.
+const (
+	_ Code = iota
+
+	// LoadError is a problem reported by the go command or the type
+	// checker while loading a package, outside dag_gen.go.
+	//
+	//	var x int = "s" // cannot use "s" (untyped string constant) as int value
+	LoadError
+
+	// MalformedDirective is a directive whose arguments cannot be read: an
+	// argument that is not key=value, a bad quoted string, a value of the
+	// wrong form.
+	//
+	//	//dag:step after Validate
+	//	//dag:step retry=three
+	MalformedDirective
+
+	// UnknownDirective is //dag:NAME with a NAME dagen does not know.
+	//
+	//	//dag:stpe
+	UnknownDirective
+
+	// UnknownKey is a key a directive does not accept.
+	//
+	//	//dag:step afterr=Validate
+	UnknownKey
+
+	// DuplicateKey is a key given twice in one directive.
+	//
+	//	//dag:step retry=1 retry=2
+	DuplicateKey
+
+	// EmptyValue is a key without a value, or an empty list element.
+	//
+	//	//dag:step after=
+	//	//dag:step after=A,,B
+	EmptyValue
+
+	// MisplacedDirective is a directive that is not directly above a
+	// top-level declaration of the kind it applies to.
+	//
+	//	//dag:workflow
+	//	func Order() {}
+	MisplacedDirective
+
+	// MethodStep is a step, sleep or onfailure directive on a method.
+	//
+	//	//dag:step
+	//	func (s *Service) Validate(ctx context.Context, o Order) error
+	MethodStep
+
+	// GenericDecl is a directive on a generic function or type.
+	//
+	//	//dag:step
+	//	func Validate[T any](ctx context.Context, o Order) error
+	GenericDecl
+
+	// DuplicateDirective is a second dagen directive on one declaration.
+	//
+	//	//dag:step
+	//	//dag:sleep
+	//	func Wait(ctx context.Context, o Order) (time.Duration, error)
+	DuplicateDirective
+
+	// SpacedDirective (a warning) is a comment that looks like a directive
+	// but has a space after //, so it is only a comment.
+	//
+	//	// dag:step
+	SpacedDirective
+
+	// UnknownWorkflow is a step whose second parameter is not a
+	// //dag:workflow type of the same package.
+	//
+	//	//dag:step
+	//	func Validate(ctx context.Context, o string) error
+	UnknownWorkflow
+
+	// UnknownParent is an after= name that is not a step.
+	//
+	//	//dag:step after=Validat
+	UnknownParent
+
+	// ForeignParent is an after= name that is a step of another workflow.
+	//
+	//	//dag:step after=RefundValidate
+	ForeignParent
+
+	// SelfParent is a step that lists itself in after=.
+	//
+	//	//dag:step after=Charge
+	//	func Charge(...)
+	SelfParent
+
+	// RepeatedParent is a parent listed twice in after=.
+	//
+	//	//dag:step after=Validate,Validate
+	RepeatedParent
+
+	// Cycle is a set of steps that wait for each other.
+	//
+	//	//dag:step after=Beta
+	//	func Alpha(...)
+	//	//dag:step after=Alpha
+	//	func Beta(...)
+	Cycle
+
+	// DuplicateName is a stored name (of a step or a workflow) used twice.
+	//
+	//	//dag:step name="charge"
+	//	func Charge(...)
+	//	//dag:step name="charge"
+	//	func ChargeAgain(...)
+	DuplicateName
+
+	// BadName is a stored name the engine cannot store.
+	//
+	//	//dag:step name="@charge"
+	BadName
+
+	// NoSteps is a workflow that no step belongs to.
+	//
+	//	//dag:workflow
+	//	type Order struct{}
+	NoSteps
+
+	// BadContext is a step, sleep, onfailure or predicate whose first
+	// parameter should be context.Context and is not.
+	//
+	//	//dag:step
+	//	func Validate(o Order) error
+	BadContext
+
+	// BadResults is a step that does not return (T, error) or error.
+	//
+	//	//dag:step
+	//	func Validate(ctx context.Context, o Order) Validation
+	BadResults
+
+	// Variadic is a variadic step, sleep, onfailure or predicate.
+	//
+	//	//dag:step after=A
+	//	func B(ctx context.Context, o Order, xs ...int) error
+	Variadic
+
+	// ParamCount is a step whose parameters after the input do not match
+	// its parents that produce a value, one for one.
+	//
+	//	//dag:step after=Validate
+	//	func Charge(ctx context.Context, o Order) error // no parameter for Validation
+	ParamCount
+
+	// ParamType is a parameter whose type is not its parent's output type.
+	//
+	//	//dag:step after=Validate
+	//	func Charge(ctx context.Context, o Order, r Receipt) error // Validate returns Validation
+	ParamType
+
+	// NeedlessMaybe (a warning) is a dag.Maybe[T] parameter for a parent
+	// that can never be skipped: a plain T says the same more simply.
+	//
+	//	//dag:step after=Validate // Validate has no skip= and no parents
+	//	func Charge(ctx context.Context, o Order, v dag.Maybe[Validation]) error
+	NeedlessMaybe
+
+	// BadSleep is a sleep func that does not return (time.Duration, error)
+	// or (time.Time, error).
+	//
+	//	//dag:sleep
+	//	func Wait(ctx context.Context, o Order) time.Duration
+	BadSleep
+
+	// BadOnFailure is an onfailure func that is not
+	// func(context.Context, In, dag.Failure) error.
+	//
+	//	//dag:onfailure
+	//	func Alert(ctx context.Context, o Order) error
+	BadOnFailure
+
+	// DuplicateOnFailure is a second onfailure func for one workflow.
+	DuplicateOnFailure
+
+	// Unencodable is a workflow input or step output that cannot be
+	// stored as JSON: it holds a chan, a func, an unsafe.Pointer or a
+	// complex number.
+	//
+	//	//dag:step
+	//	func Open(ctx context.Context, o Order) (chan int, error)
+	Unencodable
+
+	// UndefinedPredicate is a skip= name that is not a package-level func.
+	//
+	//	//dag:step after=Validate skip=invlid
+	UndefinedPredicate
+
+	// BadPredicate is a skip predicate that is generic, variadic or does
+	// not return bool or (bool, error).
+	//
+	//	func invalid(v Validation) string
+	BadPredicate
+
+	// BadPredicateParam is a predicate parameter that is neither the
+	// workflow input, a context.Context nor the output of a required parent
+	// of the step.
+	//
+	//	func invalid(r Receipt) bool // the step has no Receipt parent
+	BadPredicateParam
+
+	// AmbiguousPredicateParam is a predicate parameter whose type is
+	// produced by more than one source (the input and a parent, or two
+	// parents), so dagen cannot tell which to pass.
+	//
+	//	//dag:step after=A,B skip=p // A and B both return Score
+	//	func p(s Score) bool
+	AmbiguousPredicateParam
+
+	// NameCollision is a package-level name that dagen wants to generate
+	// (OrderWorkflow, OrderResult, …) and the package already declares, or
+	// two steps whose result fields would have the same name.
+	//
+	//	type OrderResult struct{}
+	NameCollision
+
+	// Internal is a failure of dagen itself, such as generated code that
+	// does not format.
+	Internal
+
+	numCodes
+)
+
+var codeNames = [...]string{
+	LoadError:               "LoadError",
+	MalformedDirective:      "MalformedDirective",
+	UnknownDirective:        "UnknownDirective",
+	UnknownKey:              "UnknownKey",
+	DuplicateKey:            "DuplicateKey",
+	EmptyValue:              "EmptyValue",
+	MisplacedDirective:      "MisplacedDirective",
+	MethodStep:              "MethodStep",
+	GenericDecl:             "GenericDecl",
+	DuplicateDirective:      "DuplicateDirective",
+	SpacedDirective:         "SpacedDirective",
+	UnknownWorkflow:         "UnknownWorkflow",
+	UnknownParent:           "UnknownParent",
+	ForeignParent:           "ForeignParent",
+	SelfParent:              "SelfParent",
+	RepeatedParent:          "RepeatedParent",
+	Cycle:                   "Cycle",
+	DuplicateName:           "DuplicateName",
+	BadName:                 "BadName",
+	NoSteps:                 "NoSteps",
+	BadContext:              "BadContext",
+	BadResults:              "BadResults",
+	Variadic:                "Variadic",
+	ParamCount:              "ParamCount",
+	ParamType:               "ParamType",
+	NeedlessMaybe:           "NeedlessMaybe",
+	BadSleep:                "BadSleep",
+	BadOnFailure:            "BadOnFailure",
+	DuplicateOnFailure:      "DuplicateOnFailure",
+	Unencodable:             "Unencodable",
+	UndefinedPredicate:      "UndefinedPredicate",
+	BadPredicate:            "BadPredicate",
+	BadPredicateParam:       "BadPredicateParam",
+	AmbiguousPredicateParam: "AmbiguousPredicateParam",
+	NameCollision:           "NameCollision",
+	Internal:                "Internal",
+}
+
+// String returns the code's name, such as "UnknownParent".
+func (c Code) String() string {
+	if c > 0 && c < numCodes {
+		return codeNames[c]
+	}
+	return "Code(" + strconv.Itoa(int(c)) + ")"
+}

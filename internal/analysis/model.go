@@ -1,0 +1,133 @@
+package analysis
+
+import (
+	"go/token"
+	"go/types"
+	"time"
+)
+
+// Package is a package with at least one checked workflow.
+type Package struct {
+	Path  string // import path
+	Name  string // package name
+	Dir   string // directory holding the package's files
+	Types *types.Package
+	// Workflows in source order.
+	Workflows []*Workflow
+}
+
+// Workflow is one //dag:workflow type and the steps that take it as their
+// input.
+type Workflow struct {
+	Name     string // stored name: name= or the type name
+	TypeName string // the Go type's name
+	Input    types.Type
+	Pos      token.Position // the type's name
+	// Steps in source order.
+	Steps []*Step
+	// OnFailure is the name of the onfailure func, or "".
+	OnFailure    string
+	OnFailurePos token.Position
+	OnFailureSig *types.Signature
+}
+
+// Step returns the step whose Go func is named fn, or nil.
+func (w *Workflow) Step(fn string) *Step {
+	for _, s := range w.Steps {
+		if s.Func == fn {
+			return s
+		}
+	}
+	return nil
+}
+
+// StepKind says whether a step runs code or sleeps.
+type StepKind int
+
+// Step kinds.
+const (
+	KindStep  StepKind = iota // //dag:step
+	KindSleep                 // //dag:sleep
+)
+
+// Step is one //dag:step or //dag:sleep func.
+type Step struct {
+	Func string // the Go func's name
+	Name string // stored name: name= or Func
+	Kind StepKind
+	Pos  token.Position // the func's name
+	Sig  *types.Signature
+	// Output is the type of the value the step produces, or nil for a step
+	// returning only error and for sleeps.
+	Output types.Type
+	// SleepUntil is set for a sleep returning time.Time rather than
+	// time.Duration.
+	SleepUntil bool
+	// Parents in after= order.
+	Parents []*Edge
+	// Skip predicates in skip= order.
+	Skip []*Predicate
+
+	MaxRetries int
+	Backoff    time.Duration
+	MaxBackoff time.Duration
+	Timeout    time.Duration
+
+	// Skippable reports whether the step can end SKIPPED: it has skip
+	// predicates, a required parent that can be skipped, or only parents
+	// that can be skipped.
+	Skippable bool
+
+	valid bool // the signature was read; Output is meaningful
+}
+
+// ValueParents returns the parents that bind a parameter, in order.
+func (s *Step) ValueParents() []*Edge {
+	var out []*Edge
+	for _, e := range s.Parents {
+		if e.Param >= 0 {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Edge is a parent of a step.
+type Edge struct {
+	Parent *Step
+	// Optional is set when the step takes the parent's output as
+	// dag.Maybe[T]: the step runs even when the parent was skipped.
+	Optional bool
+	// Param is the index, in the step's signature, of the parameter the
+	// parent's output binds, or -1 when the parent produces no value.
+	Param int
+	Pos   token.Position // the name in after=
+}
+
+// Predicate is a skip= func.
+type Predicate struct {
+	Func        string
+	Sig         *types.Signature
+	ReturnsErr  bool // returns (bool, error) rather than bool
+	Args        []PredicateArg
+	Pos         token.Position // the name in skip=
+	DeclaredPos token.Position
+}
+
+// ArgSource says where a predicate argument comes from.
+type ArgSource int
+
+// Argument sources.
+const (
+	ArgContext ArgSource = iota // the step's context
+	ArgInput                    // the workflow input
+	ArgParent                   // a required parent's output
+)
+
+// PredicateArg is what one predicate parameter is given.
+type PredicateArg struct {
+	Source ArgSource
+	// Parent is the index in Step.Parents for ArgParent.
+	Parent int
+	Type   types.Type
+}

@@ -1,0 +1,131 @@
+package analysis
+
+import (
+	"go/types"
+	"reflect"
+)
+
+// DagPkgPath is the import path of the package holding dag.Maybe and
+// dag.Failure.
+const DagPkgPath = "github.com/dagenhq/dagen/dag"
+
+const dagPkgPath = DagPkgPath
+
+// isNamed reports whether t is the named type path.name.
+func isNamed(t types.Type, path, name string) bool {
+	n, ok := types.Unalias(t).(*types.Named)
+	if !ok {
+		return false
+	}
+	obj := n.Origin().Obj()
+	return obj.Pkg() != nil && obj.Pkg().Path() == path && obj.Name() == name
+}
+
+func isContext(t types.Type) bool { return isNamed(t, "context", "Context") }
+
+func isError(t types.Type) bool { return types.Identical(t, types.Universe.Lookup("error").Type()) }
+
+func isBool(t types.Type) bool {
+	b, ok := types.Unalias(t).(*types.Basic)
+	return ok && b.Kind() == types.Bool
+}
+
+// MaybeOf reports whether t is dag.Maybe[T] and returns T.
+func MaybeOf(t types.Type) (types.Type, bool) { return maybeOf(t) }
+
+func maybeOf(t types.Type) (types.Type, bool) {
+	if !isNamed(t, dagPkgPath, "Maybe") {
+		return nil, false
+	}
+	args := types.Unalias(t).(*types.Named).TypeArgs()
+	if args.Len() != 1 {
+		return nil, false
+	}
+	return args.At(0), true
+}
+
+// unencodable explains why values of t cannot be stored as JSON, or
+// returns "". It looks for the kinds encoding/json rejects: channels, funcs,
+// unsafe pointers, complex numbers and maps with such keys. Types with their
+// own MarshalJSON or MarshalText are trusted.
+func unencodable(t types.Type, str func(types.Type) string) string {
+	seen := map[types.Type]bool{}
+	var walk func(t types.Type, path string) string
+	walk = func(t types.Type, path string) string {
+		t = types.Unalias(t)
+		if seen[t] {
+			return ""
+		}
+		if n, ok := t.(*types.Named); ok {
+			seen[t] = true
+			if hasMethod(n, "MarshalJSON") || hasMethod(n, "MarshalText") {
+				return ""
+			}
+			return walk(n.Underlying(), path)
+		}
+		where := func(what string) string {
+			if path == "" {
+				return "it is " + what
+			}
+			return path + " is " + what
+		}
+		switch t := t.(type) {
+		case *types.Basic:
+			switch t.Kind() {
+			case types.Complex64, types.Complex128:
+				return where("a complex number (" + t.Name() + ")")
+			case types.UnsafePointer:
+				return where("an unsafe.Pointer")
+			}
+		case *types.Chan:
+			return where("a channel (" + str(t) + ")")
+		case *types.Signature:
+			return where("a func (" + str(t) + ")")
+		case *types.Pointer:
+			return walk(t.Elem(), path)
+		case *types.Slice:
+			return walk(t.Elem(), path+"[i]")
+		case *types.Array:
+			return walk(t.Elem(), path+"[i]")
+		case *types.Map:
+			if !validMapKey(t.Key()) {
+				return where("a map with key type " + str(t.Key()) + ", which JSON cannot encode")
+			}
+			return walk(t.Elem(), path+"[k]")
+		case *types.Struct:
+			for i := range t.NumFields() {
+				f := t.Field(i)
+				if !f.Exported() && !f.Embedded() {
+					continue
+				}
+				if reflect.StructTag(t.Tag(i)).Get("json") == "-" {
+					continue
+				}
+				p := f.Name()
+				if path != "" {
+					p = path + "." + p
+				} else {
+					p = "field " + p
+				}
+				if why := walk(f.Type(), p); why != "" {
+					return why
+				}
+			}
+		}
+		return ""
+	}
+	return walk(t, "")
+}
+
+func hasMethod(n *types.Named, name string) bool {
+	ms := types.NewMethodSet(types.NewPointer(n))
+	return ms.Lookup(nil, name) != nil
+}
+
+func validMapKey(t types.Type) bool {
+	if n, ok := types.Unalias(t).(*types.Named); ok && hasMethod(n, "MarshalText") {
+		return true
+	}
+	b, ok := t.Underlying().(*types.Basic)
+	return ok && b.Info()&(types.IsString|types.IsInteger) != 0
+}
