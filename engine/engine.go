@@ -29,9 +29,19 @@ type Config struct {
 	// PollInterval is how often an idle worker looks for work and fires due
 	// timers. Default 50ms.
 	PollInterval time.Duration
-	// Lease is how long a claimed task stays with this worker before another
-	// may rescue it. Default 10 minutes.
+	// Lease is how long a claimed task stays with this worker without a
+	// heartbeat before another may rescue it; it is also the TTL of the
+	// worker's heartbeat on stores that implement store.Workers. Default 30s.
 	Lease time.Duration
+	// HeartbeatInterval is how often the worker proves it is alive, and how
+	// often the leader looks for tasks to rescue. Default Lease/3.
+	HeartbeatInterval time.Duration
+	// Retention is how long finished runs are kept before the leader prunes
+	// them. Default 7 days; negative keeps them forever.
+	Retention time.Duration
+	// DisableNotify ignores the store's notifications (LISTEN/NOTIFY on
+	// Postgres) and relies on polling alone.
+	DisableNotify bool
 	// StepTimeout bounds an attempt of a step that sets no timeout of its
 	// own. Zero means no bound.
 	StepTimeout time.Duration
@@ -64,7 +74,13 @@ func (c *Config) withDefaults() Config {
 		cfg.PollInterval = 50 * time.Millisecond
 	}
 	if cfg.Lease <= 0 {
-		cfg.Lease = 10 * time.Minute
+		cfg.Lease = 30 * time.Second
+	}
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = cfg.Lease / 3
+	}
+	if cfg.Retention == 0 {
+		cfg.Retention = 7 * 24 * time.Hour
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

@@ -2,26 +2,34 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/dagenhq/dagen/dag"
 	"github.com/dagenhq/dagen/store"
 )
 
 // loop is the running worker: one poller claiming tasks, a pool of
-// executors, one completer batching results back to the store.
+// executors, one completer batching results back to the store, and a
+// keeper that heartbeats and, while leading, does housekeeping.
 type loop struct {
 	ctx      context.Context    // cancelled at the end of Stop: steps see it
 	cancel   context.CancelFunc // cancels ctx
 	stopPoll chan struct{}      // closed by Stop: claim no more
 	wake     chan struct{}      // a hint that work may be ready or slots free
+	notify   <-chan struct{}    // the store's notifications, or nil
 	work     chan *store.ClaimedTask
 	results  chan store.TaskResult
 	inflight atomic.Int64
 	execWG   sync.WaitGroup
 	done     chan struct{} // closed when poller, executors and completer are gone
+	keeper   chan struct{} // closed when the keeper is gone
+
+	timerMu   sync.Mutex
+	nextTimer time.Time // earliest known pending wake time, zero if none
 }
 
 // Start starts working the registered workflows in the background until
@@ -44,7 +52,16 @@ func (e *Engine) Start(ctx context.Context) error {
 		work:     make(chan *store.ClaimedTask, e.cfg.Concurrency),
 		results:  make(chan store.TaskResult, e.cfg.Concurrency),
 		done:     make(chan struct{}),
+		keeper:   make(chan struct{}),
 	}
+	if n, ok := e.store.(store.Notifier); ok && !e.cfg.DisableNotify {
+		ch, err := n.Subscribe(lctx)
+		if err != nil {
+			e.log.Warn("dagen: store notifications unavailable; polling only", "worker", e.cfg.WorkerID, "err", err)
+		}
+		l.notify = ch
+	}
+	e.heartbeat(l) // register before claiming, so the first claims are covered
 	e.loop = l
 	e.stopping = false
 	for range e.cfg.Concurrency {
@@ -55,6 +72,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	go func() { defer close(pollDone); e.poller(l) }()
 	completeDone := make(chan struct{})
 	go func() { defer close(completeDone); e.completer(l) }()
+	go func() { defer close(l.keeper); e.keep(l) }()
 	go func() {
 		<-pollDone
 		close(l.work)
@@ -67,9 +85,10 @@ func (e *Engine) Start(ctx context.Context) error {
 }
 
 // Stop stops claiming, lets the steps in flight finish and stores their
-// results. When ctx ends first, the steps' contexts are cancelled and Stop
-// returns at once; tasks whose results were not stored are rescued by
-// another worker when their lease ends.
+// results, then retires the worker and gives up leadership. When ctx ends
+// first, the steps' contexts are cancelled and Stop returns without waiting
+// for them: their tasks are released to other workers at once, and a late
+// result of theirs is fenced off.
 func (e *Engine) Stop(ctx context.Context) error {
 	e.loopMu.Lock()
 	l := e.loop
@@ -85,10 +104,25 @@ func (e *Engine) Stop(ctx context.Context) error {
 	select {
 	case <-l.done:
 	case <-ctx.Done():
-		l.cancel()
 		err = fmt.Errorf("stop: %d steps still running when the deadline passed: %w", l.inflight.Load(), ctx.Err())
 	}
 	l.cancel()
+	<-l.keeper
+	// Use a short context of our own: ctx may be done already.
+	cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if ws, ok := e.store.(store.Workers); ok {
+		if n, rerr := ws.RetireWorker(cleanup, e.cfg.WorkerID, true); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("stop: retire worker: %w", rerr))
+		} else if n > 0 {
+			e.log.Warn("dagen: released unfinished tasks to other workers", "worker", e.cfg.WorkerID, "tasks", n)
+		}
+	}
+	if el, ok := e.store.(store.Elector); ok {
+		if rerr := el.Resign(cleanup); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("stop: resign leadership: %w", rerr))
+		}
+	}
 	e.loopMu.Lock()
 	e.loop = nil
 	e.loopMu.Unlock()
@@ -112,8 +146,27 @@ func (l *loop) signal() {
 	}
 }
 
+// noteTimer records a wake time the poller should not sleep past.
+func (l *loop) noteTimer(at time.Time) {
+	l.timerMu.Lock()
+	earlier := l.nextTimer.IsZero() || at.Before(l.nextTimer)
+	if earlier {
+		l.nextTimer = at
+	}
+	l.timerMu.Unlock()
+	if earlier {
+		l.signal()
+	}
+}
+
+func (l *loop) timerDue(now time.Time) (due bool, next time.Time) {
+	l.timerMu.Lock()
+	defer l.timerMu.Unlock()
+	return !l.nextTimer.IsZero() && !now.Before(l.nextTimer), l.nextTimer
+}
+
 func (e *Engine) poller(l *loop) {
-	var lastTimers, lastRescue time.Time
+	var lastTimers time.Time
 	backoff := e.cfg.PollInterval
 	for {
 		select {
@@ -122,48 +175,71 @@ func (e *Engine) poller(l *loop) {
 		default:
 		}
 		now := time.Now()
-		if now.Sub(lastTimers) >= e.cfg.PollInterval {
+		if due, _ := l.timerDue(now); due || now.Sub(lastTimers) >= e.cfg.PollInterval {
 			lastTimers = now
-			if _, err := e.store.FireTimers(l.ctx, e.cfg.BatchSize); err != nil {
-				e.log.Error("dagen: fire timers", "worker", e.cfg.WorkerID, "err", err)
-			}
-		}
-		if now.Sub(lastRescue) >= e.cfg.Lease/4 {
-			lastRescue = now
-			if _, err := e.store.RescueExpired(l.ctx, e.cfg.BatchSize); err != nil {
-				e.log.Error("dagen: rescue expired tasks", "worker", e.cfg.WorkerID, "err", err)
-			}
+			e.fireTimers(l)
 		}
 		free := e.cfg.Concurrency - int(l.inflight.Load())
 		limit := min(free, e.cfg.BatchSize)
-		claimed := 0
 		if limit > 0 {
 			tasks, err := e.store.ClaimTasks(l.ctx, store.ClaimParams{
 				Worker: e.cfg.WorkerID, Workflows: e.registeredNames(), Limit: limit, Lease: e.cfg.Lease,
 			})
 			if err != nil {
-				e.log.Error("dagen: claim tasks", "worker", e.cfg.WorkerID, "err", err, "retry_in", backoff)
+				e.log.Error("dagen: claim tasks failed; retrying", "worker", e.cfg.WorkerID, "err", err, "retry_in", backoff)
 				sleepFor(l.ctx, backoff, l.stopPoll)
 				backoff = min(backoff*2, 5*time.Second)
 				continue
 			}
 			backoff = e.cfg.PollInterval
-			claimed = len(tasks)
-			l.inflight.Add(int64(claimed))
+			l.inflight.Add(int64(len(tasks)))
 			for i := range tasks {
 				l.work <- &tasks[i]
 			}
-			if claimed == limit {
+			if len(tasks) == limit {
 				continue // a full batch: there may be more
 			}
 		}
+		wait := e.cfg.PollInterval
+		if _, next := l.timerDue(now); !next.IsZero() {
+			wait = max(min(wait, time.Until(next)), 0)
+		}
+		t := time.NewTimer(wait)
 		select {
 		case <-l.stopPoll:
+			t.Stop()
 			return
 		case <-l.wake:
-		case <-time.After(e.cfg.PollInterval):
+		case <-l.notify:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// fireTimers fires due timers and learns when the next one is due.
+func (e *Engine) fireTimers(l *loop) {
+	for {
+		n, err := e.store.FireTimers(l.ctx, e.cfg.BatchSize)
+		if err != nil {
+			e.log.Error("dagen: fire timers failed", "worker", e.cfg.WorkerID, "err", err)
+			return
+		}
+		if n < e.cfg.BatchSize {
+			break
 		}
 	}
+	at, ok, err := e.store.NextTimer(l.ctx)
+	if err != nil {
+		e.log.Error("dagen: read next timer failed", "worker", e.cfg.WorkerID, "err", err)
+		return
+	}
+	l.timerMu.Lock()
+	l.nextTimer = time.Time{}
+	if ok {
+		l.nextTimer = at
+	}
+	l.timerMu.Unlock()
 }
 
 func (e *Engine) executor(l *loop) {
@@ -196,17 +272,26 @@ func (e *Engine) completer(l *loop) {
 }
 
 // completeBatch stores a batch of results, retrying while the store is
-// unreachable. Results that cannot be stored before the engine is told to
-// give up are left to lease expiry: another worker re-runs those attempts.
+// unreachable. Results that cannot be stored before the engine gives up are
+// left to lease expiry: another worker re-runs those attempts.
 func (e *Engine) completeBatch(l *loop, batch []store.TaskResult) {
 	backoff := 10 * time.Millisecond
 	for {
 		outs, err := e.store.CompleteTasks(context.WithoutCancel(l.ctx), batch)
 		if err == nil {
 			e.afterComplete(batch, outs)
+			for _, r := range batch {
+				if r.Outcome == store.OutcomeRetry || r.Outcome == store.OutcomeSleep {
+					at := r.WakeAt
+					if at.IsZero() {
+						at = time.Now().Add(r.Delay)
+					}
+					l.noteTimer(at)
+				}
+			}
 			return
 		}
-		e.log.Error("dagen: complete tasks", "worker", e.cfg.WorkerID, "tasks", len(batch), "err", err, "retry_in", backoff)
+		e.log.Error("dagen: complete tasks failed; retrying", "worker", e.cfg.WorkerID, "tasks", len(batch), "err", err, "retry_in", backoff)
 		select {
 		case <-l.ctx.Done():
 			return
@@ -227,6 +312,91 @@ func (e *Engine) afterComplete(batch []store.TaskResult, outs []store.Completion
 			e.notify(batch[i].RunID)
 		}
 	}
+}
+
+// keep heartbeats and, while this worker leads, rescues expired tasks and
+// prunes old runs, until the loop's context ends.
+func (e *Engine) keep(l *loop) {
+	t := time.NewTicker(e.cfg.HeartbeatInterval)
+	defer t.Stop()
+	var lastPrune time.Time
+	for {
+		select {
+		case <-l.ctx.Done():
+			return
+		case <-l.stopPoll:
+			return
+		case <-t.C:
+		}
+		e.heartbeat(l)
+		if !e.lead(l) {
+			continue
+		}
+		for {
+			n, err := e.store.RescueExpired(l.ctx, e.cfg.BatchSize)
+			if err != nil {
+				e.log.Error("dagen: rescue expired tasks failed", "worker", e.cfg.WorkerID, "err", err)
+				break
+			}
+			if n > 0 {
+				e.log.Info("dagen: rescued tasks of lost workers", "worker", e.cfg.WorkerID, "tasks", n)
+				l.signal()
+			}
+			if n < e.cfg.BatchSize {
+				break
+			}
+		}
+		if ws, ok := e.store.(store.Workers); ok && e.cfg.Retention > 0 && time.Since(lastPrune) > time.Minute {
+			lastPrune = time.Now()
+			if _, err := ws.PruneRuns(l.ctx, time.Now().Add(-e.cfg.Retention), 1000); err != nil {
+				e.log.Error("dagen: prune finished runs failed", "worker", e.cfg.WorkerID, "err", err)
+			}
+		}
+	}
+}
+
+// heartbeat proves the worker alive and cancels the steps of runs that
+// were cancelled elsewhere.
+func (e *Engine) heartbeat(l *loop) {
+	ws, ok := e.store.(store.Workers)
+	if !ok {
+		return
+	}
+	e.runMu.Lock()
+	runs := make([]dag.RunID, 0, len(e.runs))
+	for id := range e.runs {
+		runs = append(runs, id)
+	}
+	e.runMu.Unlock()
+	cancelled, err := ws.Heartbeat(l.ctx, e.cfg.WorkerID, e.cfg.Lease, runs)
+	if err != nil {
+		e.log.Error("dagen: heartbeat failed", "worker", e.cfg.WorkerID, "err", err)
+		return
+	}
+	if len(cancelled) == 0 {
+		return
+	}
+	e.runMu.Lock()
+	for _, id := range cancelled {
+		if sc := e.runs[id]; sc != nil {
+			sc.cancel()
+		}
+	}
+	e.runMu.Unlock()
+}
+
+// lead reports whether this worker should do housekeeping.
+func (e *Engine) lead(l *loop) bool {
+	el, ok := e.store.(store.Elector)
+	if !ok {
+		return true
+	}
+	leading, err := el.Lead(l.ctx)
+	if err != nil {
+		e.log.Error("dagen: leader election failed", "worker", e.cfg.WorkerID, "err", err)
+		return false
+	}
+	return leading
 }
 
 // Poll does one round of work in the calling goroutine: it fires due

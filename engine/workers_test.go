@@ -1,0 +1,169 @@
+package engine_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dagenhq/dagen/dag"
+	"github.com/dagenhq/dagen/engine"
+	"github.com/dagenhq/dagen/store"
+	"github.com/dagenhq/dagen/store/memstore"
+)
+
+// worker starts an engine named id over st with a short lease, so
+// heartbeats and rescues happen within a test's patience.
+func worker(t *testing.T, st store.Store, id string, defs ...*engine.Definition) *engine.Engine {
+	t.Helper()
+	e, err := engine.New(st, &engine.Config{
+		WorkerID: id, Concurrency: 4, PollInterval: 5 * time.Millisecond,
+		Lease: 300 * time.Millisecond, HeartbeatInterval: 20 * time.Millisecond,
+	})
+	require.NoError(t, err)
+	for _, d := range defs {
+		require.NoError(t, e.Register(d))
+	}
+	require.NoError(t, e.Start(context.Background()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = e.Stop(ctx)
+	})
+	return e
+}
+
+func TestCancelReachesStepOnAnotherWorker(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	started := make(chan string, 1)
+	sawCancel := make(chan error, 1)
+	def := &engine.Definition{Name: "remote", Steps: []engine.Step{
+		{Name: "block", Run: func(ctx context.Context, _ engine.StepInput) ([]byte, error) {
+			info, _ := dag.Info(ctx)
+			started <- info.RunID.String()
+			<-ctx.Done()
+			sawCancel <- ctx.Err()
+			return nil, ctx.Err()
+		}},
+	}}
+	st := memstore.New(nil)
+	runner := worker(t, st, "runner", def)
+	// The canceller is another engine on the same store that executes nothing.
+	canceller, err := engine.New(st, &engine.Config{Manual: true})
+	require.NoError(t, err)
+
+	id, err := runner.Trigger(ctx, "remote", "t", 0)
+	require.NoError(t, err)
+	require.Equal(t, id.String(), <-started)
+	ok, err := canceller.Cancel(ctx, id)
+	require.NoError(t, err)
+	require.True(t, ok)
+	select {
+	case err := <-sawCancel:
+		require.ErrorIs(t, err, context.Canceled)
+	case <-ctx.Done():
+		t.Fatal("the step on the other worker never saw the cancellation")
+	}
+}
+
+func TestStopPastDeadlineReleasesTasks(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var attempts sync.Map
+	stuck := make(chan struct{})
+	started := make(chan int, 2)
+	def := &engine.Definition{Name: "handoff", Steps: []engine.Step{
+		{Name: "s", Retry: engine.RetryPolicy{MaxRetries: 1}, Run: func(ctx context.Context, _ engine.StepInput) ([]byte, error) {
+			info, _ := dag.Info(ctx)
+			attempts.Store(info.Attempt, info)
+			started <- info.Attempt
+			if info.Attempt == 1 {
+				<-stuck // ignores cancellation
+				return nil, nil
+			}
+			return engine.Encode("second worker")
+		}},
+	}}
+	defer close(stuck)
+	st := memstore.New(nil)
+	first, err := engine.New(st, &engine.Config{WorkerID: "first", PollInterval: 5 * time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, first.Register(def))
+	require.NoError(t, first.Start(ctx))
+	id, err := first.Trigger(ctx, "handoff", "t", 0)
+	require.NoError(t, err)
+	require.Equal(t, 1, <-started)
+
+	stopCtx, stopCancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer stopCancel()
+	require.ErrorIs(t, first.Stop(stopCtx), context.DeadlineExceeded, "a step that ignores cancellation does not hang Stop")
+
+	second := worker(t, st, "second", def)
+	res, err := second.Wait(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, "second worker", output(t, res, "s"))
+	require.Equal(t, 2, res.Tasks["s"].Attempt, "the released task ran again as attempt 2")
+	require.Equal(t, "second", res.Tasks["s"].Worker)
+}
+
+func TestSilentWorkerIsRescued(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	st := memstore.New(nil)
+	rec := &recorder{}
+	def := &engine.Definition{Name: "lost", Steps: []engine.Step{{Name: "s", Retry: engine.RetryPolicy{MaxRetries: 2}, Run: rec.step("s")}}}
+	// A worker claims the task, heartbeats once, then vanishes.
+	require.NoError(t, st.CreateRuns(ctx, []store.NewRun{{ID: dag.NewRunID(), Workflow: "lost", Tenant: "t", Input: []byte("0"),
+		Tasks: []store.NewTask{{Name: "s", Kind: store.KindStep, MaxAttempts: 3}}}}))
+	_, err := st.Heartbeat(ctx, "ghost", 100*time.Millisecond, nil)
+	require.NoError(t, err)
+	claimed, err := st.ClaimTasks(ctx, store.ClaimParams{Worker: "ghost", Limit: 1, Lease: 100 * time.Millisecond})
+	require.NoError(t, err)
+	require.Len(t, claimed, 1)
+
+	live := worker(t, st, "live", def)
+	res, err := live.Wait(ctx, claimed[0].RunID)
+	require.NoError(t, err)
+	require.Equal(t, 2, res.Tasks["s"].Attempt)
+	require.Equal(t, []string{"s"}, rec.ran())
+}
+
+func TestTwoWorkersShareAStore(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var runs [2]atomic.Int64
+	var joins atomic.Int64
+	mk := func(i int) *engine.Definition {
+		count := fn(func(context.Context, int, []string) (string, error) { runs[i].Add(1); return "x", nil })
+		return &engine.Definition{Name: "shared", Steps: []engine.Step{
+			{Name: "a", Run: count},
+			{Name: "b", Parents: req("a"), Run: count},
+			{Name: "c", Parents: req("a"), Run: count},
+			{Name: "d", Parents: req("b", "c"), Run: fn(func(context.Context, int, []string) (string, error) {
+				joins.Add(1)
+				return "d", nil
+			})},
+		}}
+	}
+	st := memstore.New(nil)
+	w1 := worker(t, st, "w1", mk(0))
+	worker(t, st, "w2", mk(1))
+	var reqs []engine.TriggerRequest
+	for i := range 300 {
+		reqs = append(reqs, engine.TriggerRequest{Workflow: "shared", Tenant: "t", Input: i})
+	}
+	ids, err := w1.TriggerMany(ctx, reqs)
+	require.NoError(t, err)
+	for _, id := range ids {
+		_, err := w1.Wait(ctx, id)
+		require.NoError(t, err)
+	}
+	require.Equal(t, int64(900), runs[0].Load()+runs[1].Load(), "each step ran once across both workers")
+	require.Equal(t, int64(300), joins.Load())
+	require.NotZero(t, runs[0].Load())
+	require.NotZero(t, runs[1].Load())
+}
