@@ -1,6 +1,6 @@
 GO ?= go
 
-.PHONY: all test verify fmt-check vet demo generate bench
+.PHONY: all test verify fmt-check vet demo generate bench sqlc verify-sqlc
 
 all: test
 
@@ -9,7 +9,7 @@ test: verify vet
 	$(GO) test -race -count=1 ./...
 
 ## verify: fail when code is unformatted or committed generated code is stale.
-verify: fmt-check
+verify: fmt-check verify-sqlc
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); \
@@ -17,6 +17,15 @@ fmt-check:
 
 vet:
 	$(GO) vet ./...
+
+## sqlc: regenerate store/pgstore/internal/dbsqlc from queries/ and migrations/.
+SQLC = $(GO) tool -modfile=tools/go.mod sqlc
+sqlc:
+	$(SQLC) generate -f sqlc.yaml
+
+## verify-sqlc: fail when the committed sqlc output is stale.
+verify-sqlc:
+	$(SQLC) diff -f sqlc.yaml
 
 ## demo: generate the example workflow and run it (Postgres when DATABASE_URL is set).
 demo:

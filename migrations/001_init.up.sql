@@ -1,0 +1,119 @@
+-- dagen schema, version 1.
+--
+-- Every object is created in the current schema (the first entry of
+-- search_path), so tests and tenants of a shared database can each own one.
+
+-- Runs. pending counts the tasks that still have to finish for the run to
+-- complete (every task except the onfailure task).
+CREATE TABLE dagen_runs (
+    id              uuid PRIMARY KEY,
+    workflow        text NOT NULL,
+    fingerprint     text NOT NULL,
+    tenant          text NOT NULL,
+    status          text NOT NULL CHECK (status IN ('RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED')),
+    input           bytea,
+    failure_step    text,
+    failure_attempt integer,
+    failure_message text,
+    pending         integer NOT NULL CHECK (pending >= 0),
+    created_at      timestamptz NOT NULL,
+    finished_at     timestamptz
+);
+
+CREATE INDEX dagen_runs_running_idx ON dagen_runs (created_at) WHERE status = 'RUNNING';
+
+-- Tasks: one row per step of a run. seq is the position in the run's task
+-- list (creation order); children is derived from the parents at insert so
+-- a completion can count its children down without reading the graph.
+CREATE TABLE dagen_tasks (
+    run_id          uuid NOT NULL,
+    name            text NOT NULL,
+    seq             integer NOT NULL,
+    kind            text NOT NULL CHECK (kind IN ('step', 'sleep', 'onfailure')),
+    parents         text[] NOT NULL,
+    children        text[] NOT NULL,
+    pending_parents integer NOT NULL CHECK (pending_parents >= 0),
+    status          text NOT NULL CHECK (status IN ('PENDING', 'QUEUED', 'RUNNING', 'SLEEPING', 'BACKOFF',
+                                                    'COMPLETED', 'SKIPPED', 'FAILED', 'CANCELLED')),
+    attempt         integer NOT NULL DEFAULT 0,
+    max_attempts    integer NOT NULL CHECK (max_attempts >= 1),
+    output          bytea,
+    error           text NOT NULL DEFAULT '',
+    reason          text NOT NULL DEFAULT '',
+    wake_at         timestamptz,
+    worker          text NOT NULL DEFAULT '',
+    lease_until     timestamptz,
+    finished_at     timestamptz,
+    PRIMARY KEY (run_id, name)
+);
+
+-- The rescuer scans running tasks by lease end.
+CREATE INDEX dagen_tasks_lease_idx ON dagen_tasks (lease_until) WHERE status = 'RUNNING';
+
+-- Tenant groups of the fair queue: a sequential group id per tenant and the
+-- tenant's next free block.
+CREATE SEQUENCE dagen_tenant_group_seq MINVALUE 0 START WITH 0;
+
+CREATE TABLE dagen_tenant_groups (
+    tenant    text PRIMARY KEY,
+    group_id  bigint NOT NULL UNIQUE CHECK (group_id >= 0 AND group_id < 1048576),
+    block_ptr bigint NOT NULL DEFAULT 0
+);
+
+-- The consumption frontier: the highest block ever claimed. One row.
+CREATE TABLE dagen_queue_frontier (
+    singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+    block     bigint NOT NULL
+);
+
+INSERT INTO dagen_queue_frontier (singleton, block) VALUES (true, 0);
+
+-- The ready queue holds only runnable tasks; a claim deletes its rows.
+-- id = group_id + 1048576 * block, so id order serves tenants round-robin.
+CREATE TABLE dagen_ready (
+    id       bigint PRIMARY KEY,
+    run_id   uuid NOT NULL,
+    task     text NOT NULL,
+    workflow text NOT NULL,
+    UNIQUE (run_id, task)
+);
+
+CREATE INDEX dagen_ready_workflow_idx ON dagen_ready (workflow, id);
+
+-- Timers: sleeps and retry delays, at most one per task, fenced by attempt.
+CREATE TABLE dagen_timers (
+    run_id  uuid NOT NULL,
+    task    text NOT NULL,
+    attempt integer NOT NULL,
+    wake_at timestamptz NOT NULL,
+    kind    text NOT NULL CHECK (kind IN ('sleep', 'retry')),
+    PRIMARY KEY (run_id, task)
+);
+
+CREATE INDEX dagen_timers_wake_idx ON dagen_timers (wake_at);
+
+-- The append-only event log, read per run oldest first.
+CREATE TABLE dagen_events (
+    run_id  uuid NOT NULL,
+    id      bigint GENERATED ALWAYS AS IDENTITY,
+    at      timestamptz NOT NULL,
+    task    text NOT NULL,
+    type    text NOT NULL,
+    attempt integer NOT NULL,
+    detail  text NOT NULL DEFAULT '',
+    PRIMARY KEY (run_id, id)
+);
+
+-- Workers: one narrow row each, for cheap heartbeats.
+CREATE TABLE dagen_workers (
+    id           text PRIMARY KEY,
+    heartbeat_at timestamptz NOT NULL
+);
+
+-- The hot tables churn: vacuum them early.
+ALTER TABLE dagen_ready SET (autovacuum_vacuum_scale_factor = 0.01, autovacuum_analyze_scale_factor = 0.02);
+ALTER TABLE dagen_timers SET (autovacuum_vacuum_scale_factor = 0.01, autovacuum_analyze_scale_factor = 0.02);
+ALTER TABLE dagen_tasks SET (autovacuum_vacuum_scale_factor = 0.05, fillfactor = 80);
+ALTER TABLE dagen_runs SET (autovacuum_vacuum_scale_factor = 0.05, fillfactor = 80);
+ALTER TABLE dagen_tenant_groups SET (autovacuum_vacuum_scale_factor = 0.0, autovacuum_vacuum_threshold = 1000);
+ALTER TABLE dagen_queue_frontier SET (autovacuum_vacuum_scale_factor = 0.0, autovacuum_vacuum_threshold = 1000);

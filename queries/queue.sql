@@ -1,0 +1,124 @@
+-- name: EnsureTenants :exec
+-- Gives each new tenant the next group id. Existing tenants are filtered
+-- out first so the sequence is only spent on a race between two first
+-- enqueues; rows go in tenant order so such a race cannot deadlock.
+INSERT INTO dagen_tenant_groups (tenant, group_id)
+SELECT t.tenant, nextval('dagen_tenant_group_seq')
+FROM (
+    SELECT DISTINCT x.tenant
+    FROM (SELECT unnest(@tenants::text[]) AS tenant) AS x
+    WHERE NOT EXISTS (SELECT 1 FROM dagen_tenant_groups g WHERE g.tenant = x.tenant)
+    ORDER BY x.tenant
+) t
+ON CONFLICT (tenant) DO NOTHING;
+
+-- name: Enqueue :execrows
+-- Puts tasks in the fair ready queue. Each tenant's k tasks get the
+-- consecutive blocks from max(its pointer, the frontier), in input order,
+-- and its pointer moves past them. Tenant rows are locked in tenant order.
+WITH input AS (
+    SELECT x.run_id, x.task, x.workflow, x.tenant, x.ord
+    FROM (
+        SELECT unnest(@run_ids::uuid[]) AS run_id,
+               unnest(@tasks::text[]) AS task,
+               unnest(@workflows::text[]) AS workflow,
+               unnest(@tenants::text[]) AS tenant,
+               generate_series(1, cardinality(@run_ids::uuid[])) AS ord
+    ) AS x
+),
+counts AS (
+    SELECT input.tenant, count(*) AS k FROM input GROUP BY input.tenant
+),
+locked AS MATERIALIZED (
+    SELECT g.tenant, g.block_ptr
+    FROM dagen_tenant_groups g
+    WHERE g.tenant IN (SELECT counts.tenant FROM counts)
+    ORDER BY g.tenant
+    FOR UPDATE
+),
+bumped AS (
+    UPDATE dagen_tenant_groups g
+    SET block_ptr = greatest(l.block_ptr, f.block) + c.k
+    FROM locked l, counts c, dagen_queue_frontier f
+    WHERE g.tenant = l.tenant AND c.tenant = l.tenant
+    RETURNING g.tenant, g.group_id, g.block_ptr - c.k AS first_block
+)
+INSERT INTO dagen_ready (id, run_id, task, workflow)
+SELECT b.group_id + 1048576 * (b.first_block + row_number() OVER (PARTITION BY i.tenant ORDER BY i.ord) - 1),
+       i.run_id, i.task, i.workflow
+FROM input i
+JOIN bumped b ON b.tenant = i.tenant
+ON CONFLICT (run_id, task) DO NOTHING;
+
+-- name: ClaimTasks :many
+-- Claims ready tasks in one statement: takes the first rows of the queue in
+-- id order (skipping rows other claims hold), deletes them, starts the tasks
+-- with a new attempt and a lease, moves the frontier, logs STARTED, and
+-- returns what the steps need: input, parents' results in the task's parent
+-- order, and the run's failure for an onfailure task.
+WITH clock AS (
+    SELECT coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now
+),
+picked AS (
+    SELECT q.id
+    FROM dagen_ready q
+    WHERE cardinality(@workflows::text[]) = 0 OR q.workflow = ANY(@workflows::text[])
+    ORDER BY q.id
+    LIMIT @max
+    FOR UPDATE SKIP LOCKED
+),
+deleted AS (
+    DELETE FROM dagen_ready q
+    USING picked p
+    WHERE q.id = p.id
+    RETURNING q.id, q.run_id, q.task
+),
+claimed AS (
+    UPDATE dagen_tasks t
+    SET status = 'RUNNING',
+        attempt = t.attempt + 1,
+        worker = @worker::text,
+        lease_until = clock.now + make_interval(secs => @lease_seconds::float8)
+    FROM deleted d, clock
+    WHERE t.run_id = d.run_id AND t.name = d.task AND t.status = 'QUEUED'
+    RETURNING d.id AS queue_id, t.run_id, t.name, t.kind, t.attempt, t.parents
+),
+frontier AS (
+    UPDATE dagen_queue_frontier f
+    SET block = m.block
+    FROM (SELECT max(claimed.queue_id) / 1048576 AS block FROM claimed) m
+    WHERE m.block > f.block
+),
+started AS (
+    INSERT INTO dagen_events (run_id, at, task, type, attempt, detail)
+    SELECT claimed.run_id, clock.now, claimed.name, 'STARTED', claimed.attempt, ''
+    FROM claimed, clock
+)
+SELECT c.queue_id, c.run_id, c.name, c.kind, c.attempt, r.workflow, r.tenant, r.input,
+       r.status AS run_status, r.failure_step, r.failure_attempt, r.failure_message,
+       ARRAY(
+           SELECT p.name
+           FROM unnest(c.parents) WITH ORDINALITY AS p(name, ord)
+           ORDER BY p.ord
+       )::text[] AS parent_names,
+       ARRAY(
+           SELECT pt.status
+           FROM unnest(c.parents) WITH ORDINALITY AS p(name, ord)
+           JOIN dagen_tasks pt ON pt.run_id = c.run_id AND pt.name = p.name
+           ORDER BY p.ord
+       )::text[] AS parent_statuses,
+       ARRAY(
+           SELECT pt.output
+           FROM unnest(c.parents) WITH ORDINALITY AS p(name, ord)
+           JOIN dagen_tasks pt ON pt.run_id = c.run_id AND pt.name = p.name
+           ORDER BY p.ord
+       )::bytea[] AS parent_outputs
+FROM claimed c
+JOIN dagen_runs r ON r.id = c.run_id
+ORDER BY c.queue_id;
+
+-- name: DeleteReadyForRuns :exec
+-- Removes the queue entries of runs that failed or were cancelled. Callers
+-- run it before they touch the runs' queued tasks: a claim locks a queue
+-- row before its task, so this order cannot deadlock with one.
+DELETE FROM dagen_ready WHERE run_id = ANY(@run_ids::uuid[]);

@@ -1,0 +1,63 @@
+-- name: InsertRuns :many
+-- Inserts new runs; ids that exist already are left alone and not returned.
+INSERT INTO dagen_runs (id, workflow, fingerprint, tenant, status, input, pending, created_at)
+SELECT r.id, r.workflow, r.fingerprint, r.tenant, 'RUNNING', r.input, r.pending,
+       coalesce(sqlc.narg('now')::timestamptz, now())
+FROM (
+    SELECT unnest(@ids::uuid[]) AS id,
+           unnest(@workflows::text[]) AS workflow,
+           unnest(@fingerprints::text[]) AS fingerprint,
+           unnest(@tenants::text[]) AS tenant,
+           unnest(@inputs::bytea[]) AS input,
+           unnest(@pendings::integer[]) AS pending
+) AS r
+ON CONFLICT (id) DO NOTHING
+RETURNING id;
+
+-- name: LockRuns :many
+-- Locks runs in id order (the first lock every writing transaction takes,
+-- so writers cannot deadlock) and reads the transaction's clock.
+SELECT id, workflow, tenant, status, pending,
+       coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now
+FROM dagen_runs
+WHERE id = ANY(@ids::uuid[])
+ORDER BY id
+FOR UPDATE;
+
+-- name: LockRunsSkipLocked :many
+-- Like LockRuns, but skips runs another transaction holds.
+SELECT id, workflow, tenant, status, pending,
+       coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now
+FROM dagen_runs
+WHERE id = ANY(@ids::uuid[])
+ORDER BY id
+FOR UPDATE SKIP LOCKED;
+
+-- name: UpdateRuns :exec
+-- Writes run states decided under the run lock. An empty failure_step keeps
+-- the stored failure.
+UPDATE dagen_runs r
+SET status = u.status,
+    pending = u.pending,
+    failure_step = CASE WHEN u.failure_step = '' THEN r.failure_step ELSE u.failure_step END,
+    failure_attempt = CASE WHEN u.failure_step = '' THEN r.failure_attempt ELSE u.failure_attempt END,
+    failure_message = CASE WHEN u.failure_step = '' THEN r.failure_message ELSE u.failure_message END,
+    finished_at = CASE WHEN u.status = 'RUNNING' THEN NULL ELSE coalesce(r.finished_at, @now::timestamptz) END
+FROM (
+    SELECT unnest(@ids::uuid[]) AS id,
+           unnest(@statuses::text[]) AS status,
+           unnest(@pendings::integer[]) AS pending,
+           unnest(@failure_steps::text[]) AS failure_step,
+           unnest(@failure_attempts::integer[]) AS failure_attempt,
+           unnest(@failure_messages::text[]) AS failure_message
+) AS u
+WHERE r.id = u.id;
+
+-- name: GetRun :one
+SELECT id, workflow, fingerprint, tenant, status, input, failure_step, failure_attempt,
+       failure_message, created_at, finished_at
+FROM dagen_runs
+WHERE id = @id;
+
+-- name: RunExists :one
+SELECT EXISTS (SELECT 1 FROM dagen_runs WHERE id = @id);

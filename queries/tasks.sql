@@ -1,0 +1,107 @@
+-- name: InsertTasks :exec
+-- parents and children are Postgres array literals, one per task, because
+-- unnest cannot take an array of arrays of different lengths.
+INSERT INTO dagen_tasks (run_id, name, seq, kind, parents, children, pending_parents, status, max_attempts)
+SELECT t.run_id, t.name, t.seq, t.kind, t.parents::text[], t.children::text[],
+       t.pending_parents, t.status, t.max_attempts
+FROM (
+    SELECT unnest(@run_ids::uuid[]) AS run_id,
+           unnest(@names::text[]) AS name,
+           unnest(@seqs::integer[]) AS seq,
+           unnest(@kinds::text[]) AS kind,
+           unnest(@parents::text[]) AS parents,
+           unnest(@children::text[]) AS children,
+           unnest(@pending_parents::integer[]) AS pending_parents,
+           unnest(@statuses::text[]) AS status,
+           unnest(@max_attempts::integer[]) AS max_attempts
+) AS t;
+
+-- name: GetTasks :many
+-- Reads tasks by key. Callers hold the lock of the tasks' runs, which every
+-- writer of a task other than a claim takes first.
+SELECT t.run_id, t.name, t.kind, t.children, t.status, t.attempt, t.max_attempts,
+       t.error, t.reason, t.wake_at, t.lease_until
+FROM dagen_tasks t
+JOIN (SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@names::text[]) AS name) AS k
+  ON t.run_id = k.run_id AND t.name = k.name;
+
+-- name: UpdateTasks :exec
+-- Writes the new state of tasks whose transition was decided by the caller
+-- (under the run lock). Output is kept when the new one is NULL.
+UPDATE dagen_tasks t
+SET status = u.status,
+    output = coalesce(u.output, t.output),
+    error = u.error,
+    reason = u.reason,
+    wake_at = u.wake_at,
+    lease_until = NULL,
+    finished_at = u.finished_at
+FROM (
+    SELECT unnest(@run_ids::uuid[]) AS run_id,
+           unnest(@names::text[]) AS name,
+           unnest(@statuses::text[]) AS status,
+           unnest(@outputs::bytea[]) AS output,
+           unnest(@errors::text[]) AS error,
+           unnest(@reasons::text[]) AS reason,
+           unnest(@wake_ats::timestamptz[]) AS wake_at,
+           unnest(@finished_ats::timestamptz[]) AS finished_at
+) AS u
+WHERE t.run_id = u.run_id AND t.name = u.name;
+
+-- name: DecrementChildren :many
+-- Counts pending parents down, one per (run, child) entry, and marks the
+-- children that reach zero QUEUED. The children are locked in (run, name)
+-- order so concurrent completions cannot deadlock, and UPDATE … RETURNING
+-- makes exactly one completion see a child reach zero.
+WITH d AS (
+    SELECT x.run_id, x.child, count(*)::integer AS n
+    FROM (SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@children::text[]) AS child) AS x
+    GROUP BY x.run_id, x.child
+),
+locked AS MATERIALIZED (
+    SELECT t.run_id, t.name
+    FROM dagen_tasks t
+    JOIN d ON t.run_id = d.run_id AND t.name = d.child
+    WHERE t.status = 'PENDING'
+    ORDER BY t.run_id, t.name
+    FOR UPDATE OF t
+)
+UPDATE dagen_tasks t
+SET pending_parents = t.pending_parents - d.n,
+    status = CASE WHEN t.pending_parents - d.n = 0 THEN 'QUEUED' ELSE t.status END
+FROM d, locked l
+WHERE t.run_id = d.run_id AND t.name = d.child
+  AND l.run_id = t.run_id AND l.name = t.name
+RETURNING t.run_id, t.name, t.status;
+
+-- name: QueueOnFailure :many
+-- Marks the pending onfailure tasks of failed runs QUEUED.
+UPDATE dagen_tasks
+SET status = 'QUEUED'
+WHERE run_id = ANY(@run_ids::uuid[]) AND kind = 'onfailure' AND status = 'PENDING'
+RETURNING run_id, name, attempt;
+
+-- name: CancelTasks :many
+-- Cancels the unfinished tasks of runs, either only the waiting ones (a
+-- failed run: running attempts may finish, the onfailure task is spared)
+-- or all of them (a cancelled run).
+UPDATE dagen_tasks
+SET status = 'CANCELLED', lease_until = NULL, finished_at = @now::timestamptz
+WHERE run_id = ANY(@run_ids::uuid[])
+  AND status = ANY(@statuses::text[])
+  AND (@include_onfailure::boolean OR kind <> 'onfailure')
+RETURNING run_id, name, attempt;
+
+-- name: RescueCandidates :many
+-- Running tasks whose lease ended, earliest first.
+SELECT run_id, name, coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now
+FROM dagen_tasks
+WHERE status = 'RUNNING' AND lease_until <= coalesce(sqlc.narg('now')::timestamptz, now())
+ORDER BY lease_until
+LIMIT @max;
+
+-- name: ListTasks :many
+SELECT name, kind, parents, status, attempt, output, error, reason, wake_at, worker, finished_at
+FROM dagen_tasks
+WHERE run_id = @run_id
+ORDER BY seq;

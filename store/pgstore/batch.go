@@ -1,0 +1,482 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/dagenhq/dagen/dag"
+	"github.com/dagenhq/dagen/store"
+	"github.com/dagenhq/dagen/store/pgstore/internal/dbsqlc"
+)
+
+// A batch is one writing transaction over tasks of locked runs: completions,
+// fired timers, rescues and cancellations all go through it.
+//
+// It works in three steps. lockRuns locks the runs (in id order: the first
+// lock every writer takes) and loadTasks reads their tasks; under those
+// locks only a claim can change a task of these runs, and a claim only
+// turns QUEUED into RUNNING. Then the caller decides each transition in Go,
+// in order, the way memstore does. Then flush writes everything with a
+// fixed number of array statements, whatever the batch size.
+type batch struct {
+	s   *Store
+	tx  pgx.Tx
+	now time.Time // the transaction's clock, read by lockRuns
+
+	runs  map[dag.RunID]*runState
+	tasks map[taskKey]*taskState
+	dirty []*taskState // tasks to write, in first-change order
+
+	resolved []resolvedTask // completed or skipped tasks whose children count down
+	enqueue  []enqueueItem
+	ev       events
+	credit   []int // tasks enqueued, per source index (result, timer or rescue)
+}
+
+type taskKey struct {
+	run  dag.RunID
+	name string
+}
+
+type runState struct {
+	id        dag.RunID
+	workflow  string
+	tenant    string
+	status    store.RunStatus
+	pending   int
+	failure   *dag.Failure
+	dirty     bool
+	failed    bool // failed in this batch
+	cancelled bool // cancelled in this batch
+	failSrc   int  // source index that failed it
+}
+
+type taskState struct {
+	key         taskKey
+	run         *runState
+	kind        store.TaskKind
+	children    []string
+	status      store.TaskStatus
+	attempt     int
+	maxAttempts int
+	err         string
+	reason      string
+	wakeAt      time.Time
+	leaseUntil  time.Time
+	output      []byte
+	finished    bool   // set finished_at
+	timer       string // "sleep" or "retry": write a timer at wakeAt
+	dirty       bool
+}
+
+type resolvedTask struct {
+	t   *taskState
+	src int
+}
+
+type enqueueItem struct {
+	run     *runState
+	name    string
+	kind    store.TaskKind
+	attempt int
+	src     int // source credited with the enqueue, or -1
+}
+
+func (s *Store) newBatch(tx pgx.Tx, sources int) *batch {
+	return &batch{
+		s:      s,
+		tx:     tx,
+		runs:   make(map[dag.RunID]*runState),
+		tasks:  make(map[taskKey]*taskState),
+		credit: make([]int, sources),
+	}
+}
+
+// lockRuns locks the runs with these ids and reads the transaction's clock.
+// With skipLocked, runs another transaction holds are left out.
+func (b *batch) lockRuns(ctx context.Context, ids []dag.RunID, skipLocked bool) error {
+	slices.SortFunc(ids, func(a, b dag.RunID) int { return compareIDs(a, b) })
+	ids = slices.Compact(ids)
+	add := func(id pgtype.UUID, workflow, tenant, status string, pending int32, now pgtype.Timestamptz) {
+		b.now = now.Time
+		b.runs[dag.RunID(id.Bytes)] = &runState{
+			id: dag.RunID(id.Bytes), workflow: workflow, tenant: tenant,
+			status: store.RunStatus(status), pending: int(pending), failSrc: -1,
+		}
+	}
+	if skipLocked {
+		rows, err := b.s.q.LockRunsSkipLocked(ctx, b.tx, b.s.clock(), uuids(ids))
+		if err != nil {
+			return fmt.Errorf("lock %d runs: %w", len(ids), err)
+		}
+		for _, r := range rows {
+			add(r.ID, r.Workflow, r.Tenant, r.Status, r.Pending, r.Now)
+		}
+		return nil
+	}
+	rows, err := b.s.q.LockRuns(ctx, b.tx, b.s.clock(), uuids(ids))
+	if err != nil {
+		return fmt.Errorf("lock %d runs: %w", len(ids), err)
+	}
+	for _, r := range rows {
+		add(r.ID, r.Workflow, r.Tenant, r.Status, r.Pending, r.Now)
+	}
+	return nil
+}
+
+// loadTasks reads the tasks with these keys that belong to locked runs.
+func (b *batch) loadTasks(ctx context.Context, keys []taskKey) error {
+	var ids []pgtype.UUID
+	var names []string
+	for _, k := range keys {
+		if b.runs[k.run] != nil && b.tasks[k] == nil {
+			ids = append(ids, uuidOf(k.run))
+			names = append(names, k.name)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	rows, err := b.s.q.GetTasks(ctx, b.tx, ids, names)
+	if err != nil {
+		return fmt.Errorf("read %d tasks: %w", len(ids), err)
+	}
+	for _, r := range rows {
+		k := taskKey{dag.RunID(r.RunID.Bytes), r.Name}
+		b.tasks[k] = &taskState{
+			key: k, run: b.runs[k.run], kind: store.TaskKind(r.Kind), children: r.Children,
+			status: store.TaskStatus(r.Status), attempt: int(r.Attempt), maxAttempts: int(r.MaxAttempts),
+			err: r.Error, reason: r.Reason, wakeAt: timeOf(r.WakeAt), leaseUntil: timeOf(r.LeaseUntil),
+		}
+	}
+	return nil
+}
+
+func (b *batch) touch(t *taskState) {
+	if !t.dirty {
+		t.dirty = true
+		b.dirty = append(b.dirty, t)
+	}
+}
+
+func (b *batch) changed() bool {
+	if len(b.dirty) > 0 {
+		return true
+	}
+	for _, r := range b.runs {
+		if r.dirty {
+			return true
+		}
+	}
+	return false
+}
+
+func (b *batch) event(t *taskState, typ store.EventType, detail string) {
+	b.ev.add(t.key.run, t.key.name, typ, t.attempt, detail)
+}
+
+// apply applies the result of an attempt, fenced on the task being RUNNING
+// at that attempt; src is the result's index.
+func (b *batch) apply(src int, res *store.TaskResult) store.CompletionOutcome {
+	stale := store.CompletionOutcome{Outcome: store.OutcomeStale}
+	t := b.tasks[taskKey{res.RunID, res.Step}]
+	if t == nil {
+		if r := b.runs[res.RunID]; r != nil {
+			stale.RunStatus = r.status
+		}
+		return stale
+	}
+	r := t.run
+	stale.RunStatus = r.status
+	if t.status != store.TaskRunning || t.attempt != res.Attempt {
+		return stale
+	}
+	out := store.CompletionOutcome{Outcome: res.Outcome}
+	switch res.Outcome {
+	case store.OutcomeCompleted:
+		t.output = res.Output
+		b.event(t, store.EventCompleted, "")
+		b.resolve(t, store.TaskCompleted, src)
+	case store.OutcomeSkipped:
+		t.reason = res.Reason
+		b.event(t, store.EventSkipped, res.Reason)
+		b.resolve(t, store.TaskSkipped, src)
+	case store.OutcomeFailed:
+		b.fail(t, res.Error, src)
+	case store.OutcomeRetry, store.OutcomeSleep:
+		if r.status != store.RunRunning && t.kind != store.KindOnFailure {
+			b.cancel(t)
+			out.Outcome = store.OutcomeStale
+			break
+		}
+		t.err = res.Error
+		wake := res.WakeAt
+		if wake.IsZero() {
+			wake = b.now.Add(res.Delay)
+		}
+		t.wakeAt = wake.Truncate(time.Microsecond) // what Postgres keeps
+		if res.Outcome == store.OutcomeRetry {
+			t.status, t.timer = store.TaskBackoff, "retry"
+			b.event(t, store.EventRetrying, res.Error)
+		} else {
+			t.status, t.timer = store.TaskSleeping, "sleep"
+			b.event(t, store.EventSleeping, t.wakeAt.UTC().Format(time.RFC3339Nano))
+		}
+		b.touch(t)
+	default:
+		return stale
+	}
+	out.RunStatus = r.status
+	return out
+}
+
+// resolve finishes a task as COMPLETED or SKIPPED and counts its run down;
+// flush counts its children down.
+func (b *batch) resolve(t *taskState, status store.TaskStatus, src int) {
+	t.status = status
+	t.finished = true
+	b.touch(t)
+	if t.kind == store.KindOnFailure {
+		return
+	}
+	r := t.run
+	r.pending--
+	r.dirty = true
+	if r.status != store.RunRunning {
+		return
+	}
+	if len(t.children) > 0 {
+		b.resolved = append(b.resolved, resolvedTask{t, src})
+	}
+	if r.pending == 0 {
+		r.status = store.RunCompleted
+	}
+}
+
+// fail fails a task for good, and its run if it is RUNNING: flush then
+// cancels the run's waiting tasks and enqueues its onfailure task.
+func (b *batch) fail(t *taskState, msg string, src int) {
+	t.status = store.TaskFailed
+	t.err = msg
+	t.finished = true
+	b.touch(t)
+	b.event(t, store.EventFailed, msg)
+	if t.kind == store.KindOnFailure {
+		return
+	}
+	r := t.run
+	r.pending--
+	r.dirty = true
+	if r.status == store.RunRunning {
+		r.status = store.RunFailed
+		r.failed = true
+		r.failSrc = src
+		r.failure = &dag.Failure{RunID: r.id, Step: t.key.name, Attempt: t.attempt, Message: msg}
+	}
+}
+
+func (b *batch) cancel(t *taskState) {
+	t.status = store.TaskCancelled
+	t.finished = true
+	b.touch(t)
+	b.event(t, store.EventCancelled, "")
+}
+
+// requeue puts a task back in the ready queue (a fired retry or a rescue).
+func (b *batch) requeue(t *taskState, src int) {
+	t.status = store.TaskQueued
+	b.touch(t)
+	b.enqueue = append(b.enqueue, enqueueItem{run: t.run, name: t.key.name, kind: t.kind, attempt: t.attempt, src: src})
+}
+
+var (
+	waitingStatuses    = []string{string(store.TaskPending), string(store.TaskQueued), string(store.TaskSleeping), string(store.TaskBackoff)}
+	unfinishedStatuses = append(slices.Clone(waitingStatuses), string(store.TaskRunning))
+)
+
+// flush writes the batch: a fixed sequence of array statements.
+func (b *batch) flush(ctx context.Context) error {
+	q, tx, now := b.s.q, b.tx, tstz(b.now)
+
+	// The decided task transitions, and their timers.
+	if len(b.dirty) > 0 {
+		var p dbsqlc.UpdateTasksParams
+		var tp dbsqlc.UpsertTimersParams
+		for _, t := range b.dirty {
+			p.RunIds = append(p.RunIds, uuidOf(t.key.run))
+			p.Names = append(p.Names, t.key.name)
+			p.Statuses = append(p.Statuses, string(t.status))
+			p.Outputs = append(p.Outputs, t.output)
+			p.Errors = append(p.Errors, t.err)
+			p.Reasons = append(p.Reasons, t.reason)
+			p.WakeAts = append(p.WakeAts, tstz(t.wakeAt))
+			fin := pgtype.Timestamptz{}
+			if t.finished {
+				fin = now
+			}
+			p.FinishedAts = append(p.FinishedAts, fin)
+			if t.timer != "" && (t.status == store.TaskSleeping || t.status == store.TaskBackoff) {
+				tp.RunIds = append(tp.RunIds, uuidOf(t.key.run))
+				tp.Tasks = append(tp.Tasks, t.key.name)
+				tp.Attempts = append(tp.Attempts, int32(t.attempt))
+				tp.WakeAts = append(tp.WakeAts, tstz(t.wakeAt))
+				tp.Kinds = append(tp.Kinds, t.timer)
+			}
+		}
+		if err := q.UpdateTasks(ctx, tx, p); err != nil {
+			return fmt.Errorf("update %d tasks: %w", len(p.Names), err)
+		}
+		if len(tp.Tasks) > 0 {
+			if err := q.UpsertTimers(ctx, tx, tp); err != nil {
+				return fmt.Errorf("write %d timers: %w", len(tp.Tasks), err)
+			}
+		}
+	}
+
+	// Runs that failed or were cancelled: queue entries first (a claim
+	// holding one waits for nothing we hold), then timers, then tasks.
+	var failed, cancelled []pgtype.UUID
+	for _, r := range b.runs {
+		switch {
+		case r.failed:
+			failed = append(failed, uuidOf(r.id))
+		case r.cancelled:
+			cancelled = append(cancelled, uuidOf(r.id))
+		}
+	}
+	if ended := append(slices.Clone(failed), cancelled...); len(ended) > 0 {
+		if err := q.DeleteReadyForRuns(ctx, tx, ended); err != nil {
+			return fmt.Errorf("dequeue tasks of %d ended runs: %w", len(ended), err)
+		}
+		if err := q.DeleteTimersForRuns(ctx, tx, ended); err != nil {
+			return fmt.Errorf("delete timers of %d ended runs: %w", len(ended), err)
+		}
+		for _, c := range []struct {
+			ids      []pgtype.UUID
+			statuses []string
+			all      bool
+		}{{failed, waitingStatuses, false}, {cancelled, unfinishedStatuses, true}} {
+			if len(c.ids) == 0 {
+				continue
+			}
+			rows, err := q.CancelTasks(ctx, tx, dbsqlc.CancelTasksParams{
+				Now: now, RunIds: c.ids, Statuses: c.statuses, IncludeOnfailure: c.all,
+			})
+			if err != nil {
+				return fmt.Errorf("cancel tasks of %d runs: %w", len(c.ids), err)
+			}
+			for _, row := range rows {
+				b.ev.add(dag.RunID(row.RunID.Bytes), row.Name, store.EventCancelled, int(row.Attempt), "")
+			}
+		}
+		if len(failed) > 0 {
+			rows, err := q.QueueOnFailure(ctx, tx, failed)
+			if err != nil {
+				return fmt.Errorf("queue onfailure tasks of %d runs: %w", len(failed), err)
+			}
+			for _, row := range rows {
+				r := b.runs[dag.RunID(row.RunID.Bytes)]
+				b.enqueue = append(b.enqueue, enqueueItem{
+					run: r, name: row.Name, kind: store.KindOnFailure, attempt: int(row.Attempt), src: r.failSrc,
+				})
+			}
+		}
+	}
+
+	// Children of completed and skipped tasks, in runs still RUNNING. The
+	// result that brought a child to zero last in batch order is credited.
+	if len(b.resolved) > 0 {
+		var ids []pgtype.UUID
+		var children []string
+		lastSrc := make(map[taskKey]int)
+		for _, rt := range b.resolved {
+			if rt.t.run.status != store.RunRunning {
+				continue
+			}
+			for _, c := range rt.t.children {
+				ids = append(ids, uuidOf(rt.t.key.run))
+				children = append(children, c)
+				lastSrc[taskKey{rt.t.key.run, c}] = rt.src
+			}
+		}
+		if len(ids) > 0 {
+			rows, err := q.DecrementChildren(ctx, tx, ids, children)
+			if err != nil {
+				return fmt.Errorf("count down %d children: %w", len(ids), err)
+			}
+			for _, row := range rows {
+				if store.TaskStatus(row.Status) != store.TaskQueued {
+					continue
+				}
+				k := taskKey{dag.RunID(row.RunID.Bytes), row.Name}
+				b.enqueue = append(b.enqueue, enqueueItem{run: b.runs[k.run], name: k.name, kind: store.KindStep, src: lastSrc[k]})
+			}
+		}
+	}
+
+	// The ready queue. A run that ended in this batch only enqueues its
+	// onfailure task: its other requeued tasks were cancelled above.
+	if len(b.enqueue) > 0 {
+		var p dbsqlc.EnqueueParams
+		for _, e := range b.enqueue {
+			if e.run.status != store.RunRunning && e.kind != store.KindOnFailure {
+				continue
+			}
+			p.RunIds = append(p.RunIds, uuidOf(e.run.id))
+			p.Tasks = append(p.Tasks, e.name)
+			p.Workflows = append(p.Workflows, e.run.workflow)
+			p.Tenants = append(p.Tenants, e.run.tenant)
+			b.ev.add(e.run.id, e.name, store.EventQueued, e.attempt, "")
+			if e.src >= 0 {
+				b.credit[e.src]++
+			}
+		}
+		if len(p.Tasks) > 0 {
+			if _, err := q.Enqueue(ctx, tx, p); err != nil {
+				return fmt.Errorf("enqueue %d tasks: %w", len(p.Tasks), err)
+			}
+		}
+	}
+
+	// Runs.
+	var rp dbsqlc.UpdateRunsParams
+	for _, r := range b.runs {
+		if !r.dirty {
+			continue
+		}
+		rp.Ids = append(rp.Ids, uuidOf(r.id))
+		rp.Statuses = append(rp.Statuses, string(r.status))
+		rp.Pendings = append(rp.Pendings, int32(max(r.pending, 0)))
+		var f dag.Failure
+		if r.failure != nil {
+			f = *r.failure
+		}
+		rp.FailureSteps = append(rp.FailureSteps, f.Step)
+		rp.FailureAttempts = append(rp.FailureAttempts, int32(f.Attempt))
+		rp.FailureMessages = append(rp.FailureMessages, f.Message)
+	}
+	if len(rp.Ids) > 0 {
+		rp.Now = now
+		if err := q.UpdateRuns(ctx, tx, rp); err != nil {
+			return fmt.Errorf("update %d runs: %w", len(rp.Ids), err)
+		}
+	}
+	return b.ev.insert(ctx, q, tx, now)
+}
+
+func compareIDs(a, b dag.RunID) int {
+	for i := range a {
+		if a[i] != b[i] {
+			if a[i] < b[i] {
+				return -1
+			}
+			return 1
+		}
+	}
+	return 0
+}

@@ -1,0 +1,73 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/dagenhq/dagen/dag"
+	"github.com/dagenhq/dagen/store"
+	"github.com/dagenhq/dagen/store/pgstore/internal/dbsqlc"
+)
+
+// ClaimTasks implements store.Store with a single statement (see
+// queries/queue.sql): nothing is committed unless rows were claimed.
+func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.ClaimedTask, error) {
+	if p.Limit <= 0 {
+		return nil, nil
+	}
+	rows, err := s.q.ClaimTasks(ctx, s.pool, dbsqlc.ClaimTasksParams{
+		Now:          s.clock(),
+		Workflows:    nonNil(p.Workflows),
+		Max:          int32(min(p.Limit, 1<<30)),
+		Worker:       p.Worker,
+		LeaseSeconds: p.Lease.Seconds(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim tasks for worker %s: %w", p.Worker, err)
+	}
+	claimed := make([]store.ClaimedTask, len(rows))
+	for i, r := range rows {
+		c := store.ClaimedTask{
+			RunID:    dag.RunID(r.RunID.Bytes),
+			Workflow: r.Workflow,
+			Tenant:   r.Tenant,
+			Step:     r.Name,
+			Kind:     store.TaskKind(r.Kind),
+			Attempt:  int(r.Attempt),
+			Input:    r.Input,
+		}
+		if n := len(r.ParentNames); n > 0 {
+			if len(r.ParentStatuses) != n || len(r.ParentOutputs) != n {
+				return nil, fmt.Errorf("claim tasks for worker %s: task %s/%s: %d parents, found %d",
+					p.Worker, c.RunID, c.Step, n, len(r.ParentStatuses))
+			}
+			c.Parents = make([]store.ParentResult, n)
+			for j := range n {
+				c.Parents[j] = store.ParentResult{
+					Step:   r.ParentNames[j],
+					Status: store.TaskStatus(r.ParentStatuses[j]),
+					Output: r.ParentOutputs[j],
+				}
+			}
+		}
+		if c.Kind == store.KindOnFailure && r.FailureStep.Valid {
+			c.Failure = &dag.Failure{
+				RunID:   c.RunID,
+				Step:    r.FailureStep.String,
+				Attempt: int(r.FailureAttempt.Int32),
+				Message: r.FailureMessage.String,
+			}
+		}
+		claimed[i] = c
+	}
+	return claimed, nil
+}
+
+// nonNil returns s, or an empty slice for nil: pgx sends a nil slice as
+// NULL, and the claim query reads an empty array as "any workflow".
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

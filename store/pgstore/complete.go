@@ -1,0 +1,253 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/dagenhq/dagen/dag"
+	"github.com/dagenhq/dagen/store"
+)
+
+// CompleteTasks implements store.Store: one transaction per batch, with a
+// fixed number of statements whatever the batch size.
+func (s *Store) CompleteTasks(ctx context.Context, results []store.TaskResult) ([]store.CompletionOutcome, error) {
+	out := make([]store.CompletionOutcome, len(results))
+	if len(results) == 0 {
+		return out, nil
+	}
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		b := s.newBatch(tx, len(results))
+		ids := make([]dag.RunID, len(results))
+		keys := make([]taskKey, len(results))
+		for i, r := range results {
+			ids[i] = r.RunID
+			keys[i] = taskKey{r.RunID, r.Step}
+		}
+		if err := b.lockRuns(ctx, ids, false); err != nil {
+			return err
+		}
+		if err := b.loadTasks(ctx, keys); err != nil {
+			return err
+		}
+		for i := range results {
+			out[i] = b.apply(i, &results[i])
+		}
+		if !b.changed() {
+			return errNothingToDo
+		}
+		if err := b.flush(ctx); err != nil {
+			return err
+		}
+		for i := range out {
+			out[i].Enqueued = b.credit[i]
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errNothingToDo) {
+		return nil, fmt.Errorf("complete %d tasks: %w", len(results), err)
+	}
+	return out, nil
+}
+
+// FireTimers implements store.Store. Due timers are read without locks;
+// their runs are locked with SKIP LOCKED (a run another worker is writing
+// waits for the next poll), and a timer fires only for the transaction
+// whose DELETE removes it, so it fires exactly once.
+func (s *Store) FireTimers(ctx context.Context, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, nil
+	}
+	fired := 0
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		due, err := s.q.DueTimers(ctx, tx, s.clock(), int32(min(limit, 1<<30)))
+		if err != nil {
+			return fmt.Errorf("read due timers: %w", err)
+		}
+		if len(due) == 0 {
+			return errNothingToDo
+		}
+		b := s.newBatch(tx, len(due))
+		ids := make([]dag.RunID, len(due))
+		for i, d := range due {
+			ids[i] = dag.RunID(d.RunID.Bytes)
+		}
+		if err := b.lockRuns(ctx, ids, true); err != nil {
+			return err
+		}
+		var keys []taskKey
+		order := make(map[taskKey]int, len(due))
+		for i, d := range due {
+			k := taskKey{dag.RunID(d.RunID.Bytes), d.Task}
+			if b.runs[k.run] != nil {
+				keys = append(keys, k)
+				order[k] = i
+			}
+		}
+		if len(keys) == 0 {
+			return errNothingToDo
+		}
+		var tp struct {
+			ids   []dag.RunID
+			names []string
+		}
+		for _, k := range keys {
+			tp.ids = append(tp.ids, k.run)
+			tp.names = append(tp.names, k.name)
+		}
+		taken, err := s.q.TakeTimers(ctx, tx, takeTimersParams(tp.ids, tp.names, b.now))
+		if err != nil {
+			return fmt.Errorf("take %d timers: %w", len(keys), err)
+		}
+		if len(taken) == 0 {
+			return errNothingToDo
+		}
+		// Fire in wake order, as read.
+		fire := make([]*timer, len(due))
+		var takenKeys []taskKey
+		for _, t := range taken {
+			k := taskKey{dag.RunID(t.RunID.Bytes), t.Task}
+			fire[order[k]] = &timer{key: k, attempt: int(t.Attempt), kind: t.Kind}
+			takenKeys = append(takenKeys, k)
+		}
+		if err := b.loadTasks(ctx, takenKeys); err != nil {
+			return err
+		}
+		for src, tm := range fire {
+			if tm == nil {
+				continue
+			}
+			t := b.tasks[tm.key]
+			if t == nil || t.attempt != tm.attempt {
+				continue // a stale timer: deleting it was all there was to do
+			}
+			switch {
+			case tm.kind == "sleep" && t.status == store.TaskSleeping:
+				b.event(t, store.EventWoken, "")
+				b.event(t, store.EventCompleted, "")
+				b.resolve(t, store.TaskCompleted, src)
+			case tm.kind == "retry" && t.status == store.TaskBackoff:
+				if t.run.status != store.RunRunning && t.kind != store.KindOnFailure {
+					b.cancel(t)
+				} else {
+					b.requeue(t, src)
+				}
+			default:
+				continue
+			}
+			fired++
+		}
+		return b.flush(ctx)
+	})
+	if err != nil && !errors.Is(err, errNothingToDo) {
+		return 0, fmt.Errorf("fire timers: %w", err)
+	}
+	if err != nil {
+		return 0, nil
+	}
+	return fired, nil
+}
+
+type timer struct {
+	key     taskKey
+	attempt int
+	kind    string
+}
+
+// RescueExpired implements store.Store. A task with attempts left is
+// enqueued again with a RESCUED event; one without fails with "lease
+// expired", failing its run. A task whose run has ended (failed while the
+// attempt ran) is cancelled instead of enqueued, unless it is the onfailure
+// task.
+func (s *Store) RescueExpired(ctx context.Context, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, nil
+	}
+	n := 0
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		cands, err := s.q.RescueCandidates(ctx, tx, s.clock(), int32(min(limit, 1<<30)))
+		if err != nil {
+			return fmt.Errorf("read expired leases: %w", err)
+		}
+		if len(cands) == 0 {
+			return errNothingToDo
+		}
+		b := s.newBatch(tx, len(cands))
+		ids := make([]dag.RunID, len(cands))
+		keys := make([]taskKey, len(cands))
+		for i, c := range cands {
+			ids[i] = dag.RunID(c.RunID.Bytes)
+			keys[i] = taskKey{ids[i], c.Name}
+		}
+		if err := b.lockRuns(ctx, ids, false); err != nil {
+			return err
+		}
+		if err := b.loadTasks(ctx, keys); err != nil {
+			return err
+		}
+		for src, k := range keys {
+			t := b.tasks[k]
+			// Re-check under the run lock: the attempt may have finished.
+			if t == nil || t.status != store.TaskRunning || t.leaseUntil.IsZero() || t.leaseUntil.After(b.now) {
+				continue
+			}
+			n++
+			switch {
+			case t.attempt >= t.maxAttempts:
+				b.apply(src, &store.TaskResult{
+					RunID: k.run, Step: k.name, Attempt: t.attempt,
+					Outcome: store.OutcomeFailed, Error: "lease expired",
+				})
+			case t.run.status != store.RunRunning && t.kind != store.KindOnFailure:
+				b.cancel(t)
+			default:
+				b.event(t, store.EventRescued, "lease expired")
+				b.requeue(t, src)
+			}
+		}
+		if !b.changed() {
+			return errNothingToDo
+		}
+		return b.flush(ctx)
+	})
+	if err != nil && !errors.Is(err, errNothingToDo) {
+		return 0, fmt.Errorf("rescue expired tasks: %w", err)
+	}
+	if err != nil {
+		return 0, nil
+	}
+	return n, nil
+}
+
+// CancelRun implements store.Store.
+func (s *Store) CancelRun(ctx context.Context, id dag.RunID) (bool, error) {
+	found, cancelled := false, false
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		b := s.newBatch(tx, 0)
+		if err := b.lockRuns(ctx, []dag.RunID{id}, false); err != nil {
+			return err
+		}
+		r := b.runs[id]
+		if r == nil {
+			return errNothingToDo
+		}
+		found = true
+		if r.status != store.RunRunning {
+			return errNothingToDo
+		}
+		r.status = store.RunCancelled
+		r.cancelled = true
+		r.dirty = true
+		cancelled = true
+		return b.flush(ctx)
+	})
+	if err != nil && !errors.Is(err, errNothingToDo) {
+		return false, fmt.Errorf("cancel run %s: %w", id, err)
+	}
+	if !found {
+		return false, fmt.Errorf("cancel run %s: %w", id, store.ErrRunNotFound)
+	}
+	return cancelled, nil
+}

@@ -1,0 +1,29 @@
+package pgstore_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/dagenhq/dagen/store"
+	"github.com/dagenhq/dagen/store/pgstore"
+	"github.com/dagenhq/dagen/store/pgstore/internal/pgtest"
+	"github.com/dagenhq/dagen/store/storetest"
+)
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, now func() time.Time) store.Store {
+		return newStore(t, now, 8)
+	})
+}
+
+// newStore returns a store over a fresh, migrated schema. now may be nil
+// (the database clock).
+func newStore(t testing.TB, now func() time.Time, maxConns int32) *pgstore.Store {
+	t.Helper()
+	pool := pgtest.NewPool(t, maxConns)
+	if err := pgstore.Migrate(context.Background(), pool); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	return pgstore.New(pool, &pgstore.Config{Now: now})
+}

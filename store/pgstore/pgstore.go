@@ -1,0 +1,157 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/dagenhq/dagen/dag"
+	"github.com/dagenhq/dagen/store"
+	"github.com/dagenhq/dagen/store/pgstore/internal/dbsqlc"
+)
+
+// Config configures a Store. The zero value (or a nil *Config) is ready to
+// use.
+type Config struct {
+	// Now, when set, is the store's clock: every query uses it instead of
+	// the database clock. Tests pass a fake clock. Nil means the database
+	// clock, which is what production should use: wake times and leases
+	// are then comparable across processes whatever their local clocks.
+	Now func() time.Time
+}
+
+// Store is a store.Store on Postgres. It is safe for concurrent use by many
+// goroutines and many processes sharing one database schema.
+type Store struct {
+	pool  *pgxpool.Pool
+	q     *dbsqlc.Queries
+	now   func() time.Time
+	owned bool // Close closes the pool
+}
+
+var _ store.Store = (*Store)(nil)
+
+// New returns a store over pool. The pool's schema must have been migrated
+// with [Migrate]. cfg may be nil.
+func New(pool *pgxpool.Pool, cfg *Config) *Store {
+	s := &Store{pool: pool, q: dbsqlc.New()}
+	if cfg != nil {
+		s.now = cfg.Now
+	}
+	return s
+}
+
+// DefaultConnectTimeout bounds how long [Open] waits for the database.
+const DefaultConnectTimeout = 10 * time.Second
+
+// Open connects to the database at url (a postgres:// URL or a key=value
+// connection string), checks that it answers within
+// [DefaultConnectTimeout] (or the URL's connect_timeout), migrates its
+// schema and returns a store on the database clock that owns the pool: call
+// [Store.Close]. For a fake clock or a pool of your own, use [New].
+func Open(ctx context.Context, url string) (*Store, error) {
+	pcfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: parse database URL: %w", err)
+	}
+	timeout := pcfg.ConnConfig.ConnectTimeout
+	if timeout <= 0 {
+		timeout = DefaultConnectTimeout
+		pcfg.ConnConfig.ConnectTimeout = timeout
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: open pool for %s: %w", pcfg.ConnConfig.Host, err)
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, timeout)
+	err = pool.Ping(pingCtx)
+	cancel()
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("pgstore: connect to %s:%d (timeout %s): %w",
+			pcfg.ConnConfig.Host, pcfg.ConnConfig.Port, timeout, err)
+	}
+	if err := Migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	s := New(pool, nil)
+	s.owned = true
+	return s, nil
+}
+
+// Pool returns the store's connection pool.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Close closes the pool if the store opened it ([Open]); a pool passed to
+// [New] belongs to the caller and is left open.
+func (s *Store) Close() {
+	if s.owned {
+		s.pool.Close()
+	}
+}
+
+// clock returns the store's clock as a query parameter: NULL means the
+// database clock.
+func (s *Store) clock() pgtype.Timestamptz {
+	if s.now == nil {
+		return pgtype.Timestamptz{}
+	}
+	return pgtype.Timestamptz{Time: s.now(), Valid: true}
+}
+
+// inTx runs fn in a transaction and commits it if fn returns nil.
+func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) (err error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback(context.WithoutCancel(ctx)) // the error that made us roll back matters more
+		}
+	}()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// errNothingToDo makes inTx roll back a transaction that changed nothing.
+var errNothingToDo = errors.New("nothing to do")
+
+func uuidOf(id dag.RunID) pgtype.UUID { return pgtype.UUID{Bytes: id, Valid: true} }
+
+func uuids(ids []dag.RunID) []pgtype.UUID {
+	out := make([]pgtype.UUID, len(ids))
+	for i, id := range ids {
+		out[i] = uuidOf(id)
+	}
+	return out
+}
+
+func tstz(t time.Time) pgtype.Timestamptz {
+	if t.IsZero() {
+		return pgtype.Timestamptz{}
+	}
+	return pgtype.Timestamptz{Time: t, Valid: true}
+}
+
+func timeOf(t pgtype.Timestamptz) time.Time {
+	if !t.Valid {
+		return time.Time{}
+	}
+	return t.Time
+}
+
+func takeTimersParams(ids []dag.RunID, names []string, now time.Time) dbsqlc.TakeTimersParams {
+	return dbsqlc.TakeTimersParams{RunIds: uuids(ids), Tasks: names, Now: tstz(now)}
+}

@@ -1,0 +1,117 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/dagenhq/dagen/dag"
+	"github.com/dagenhq/dagen/store"
+	"github.com/dagenhq/dagen/store/pgstore/internal/dbsqlc"
+)
+
+// NextTimer implements store.Store.
+func (s *Store) NextTimer(ctx context.Context) (time.Time, bool, error) {
+	at, err := s.q.NextTimer(ctx, s.pool)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("read next timer: %w", err)
+	}
+	return timeOf(at), at.Valid, nil
+}
+
+// GetRun implements store.Store.
+func (s *Store) GetRun(ctx context.Context, id dag.RunID) (store.Run, error) {
+	r, err := s.q.GetRun(ctx, s.pool, uuidOf(id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Run{}, fmt.Errorf("get run %s: %w", id, store.ErrRunNotFound)
+	}
+	if err != nil {
+		return store.Run{}, fmt.Errorf("get run %s: %w", id, err)
+	}
+	run := store.Run{
+		ID:          id,
+		Workflow:    r.Workflow,
+		Fingerprint: r.Fingerprint,
+		Tenant:      r.Tenant,
+		Status:      store.RunStatus(r.Status),
+		Input:       r.Input,
+		CreatedAt:   timeOf(r.CreatedAt),
+		FinishedAt:  timeOf(r.FinishedAt),
+	}
+	if r.FailureStep.Valid {
+		run.Failure = &dag.Failure{
+			RunID:   id,
+			Step:    r.FailureStep.String,
+			Attempt: int(r.FailureAttempt.Int32),
+			Message: r.FailureMessage.String,
+		}
+	}
+	return run, nil
+}
+
+// ListTasks implements store.Store.
+func (s *Store) ListTasks(ctx context.Context, id dag.RunID) ([]store.Task, error) {
+	rows, err := s.q.ListTasks(ctx, s.pool, uuidOf(id))
+	if err != nil {
+		return nil, fmt.Errorf("list tasks of run %s: %w", id, err)
+	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("list tasks of run %s: %w", id, store.ErrRunNotFound)
+	}
+	tasks := make([]store.Task, len(rows))
+	for i, r := range rows {
+		tasks[i] = store.Task{
+			Name:     r.Name,
+			Kind:     store.TaskKind(r.Kind),
+			Parents:  parentsOf(r),
+			Status:   store.TaskStatus(r.Status),
+			Attempt:  int(r.Attempt),
+			Output:   r.Output,
+			Error:    r.Error,
+			Reason:   r.Reason,
+			WakeAt:   timeOf(r.WakeAt),
+			Worker:   r.Worker,
+			Finished: timeOf(r.FinishedAt),
+		}
+	}
+	return tasks, nil
+}
+
+// parentsOf returns a task's parents, nil when it has none (as created).
+func parentsOf(r dbsqlc.ListTasksRow) []string {
+	if len(r.Parents) == 0 {
+		return nil
+	}
+	return r.Parents
+}
+
+// ListEvents implements store.Store.
+func (s *Store) ListEvents(ctx context.Context, id dag.RunID) ([]store.Event, error) {
+	rows, err := s.q.ListEvents(ctx, s.pool, uuidOf(id))
+	if err != nil {
+		return nil, fmt.Errorf("list events of run %s: %w", id, err)
+	}
+	if len(rows) == 0 {
+		ok, err := s.q.RunExists(ctx, s.pool, uuidOf(id))
+		if err != nil {
+			return nil, fmt.Errorf("list events of run %s: %w", id, err)
+		}
+		if !ok {
+			return nil, fmt.Errorf("list events of run %s: %w", id, store.ErrRunNotFound)
+		}
+	}
+	evs := make([]store.Event, len(rows))
+	for i, r := range rows {
+		evs[i] = store.Event{
+			At:      timeOf(r.At),
+			Step:    r.Task,
+			Type:    store.EventType(r.Type),
+			Attempt: int(r.Attempt),
+			Detail:  r.Detail,
+		}
+	}
+	return evs, nil
+}
