@@ -66,22 +66,14 @@ func Load(ctx context.Context, cfg Config, patterns ...string) (*Program, []Diag
 	seen := map[string]bool{}
 	for _, p := range pkgs {
 		ok := true
-		for _, e := range p.Errors {
-			pos := parseErrorPos(e.Pos)
-			if filepath.Base(pos.Filename) == GeneratedFile {
-				continue
-			}
+		for _, d := range packageErrors(p, cfg.Dir) {
 			ok = false
-			msg := e.Msg
-			if pos.Filename == "" && !strings.Contains(msg, p.PkgPath) && p.PkgPath != "" {
-				msg = p.PkgPath + ": " + msg
-			}
-			key := e.Pos + "\x00" + msg
+			key := d.String()
 			if seen[key] {
 				continue
 			}
 			seen[key] = true
-			diags = append(diags, Diagnostic{Pos: pos, Code: LoadError, Severity: Error, Message: msg})
+			diags = append(diags, d)
 		}
 		if ok && p.Types != nil && p.TypesInfo != nil {
 			prog.Packages = append(prog.Packages, p)
@@ -90,6 +82,73 @@ func Load(ctx context.Context, cfg Config, patterns ...string) (*Program, []Diag
 	slices.SortFunc(prog.Packages, func(a, b *packages.Package) int { return strings.Compare(a.PkgPath, b.PkgPath) })
 	SortDiagnostics(diags)
 	return prog, diags
+}
+
+// packageErrors converts the errors of a loaded package to diagnostics,
+// leaving out those located in dag_gen.go.
+//
+// With types loaded from export data, go list compiles the package itself
+// too, and a compile failure arrives as one error without a position
+// holding the compiler's output ("# pkg" then one tab-indented line per
+// error). Its lines in dag_gen.go are dropped like the others; the rest
+// repeat what the type checker reported, unless it reported nothing.
+func packageErrors(p *packages.Package, dir string) []Diagnostic {
+	var out []Diagnostic
+	var compiler []packages.Error
+	typeErrors := false
+	for _, e := range p.Errors {
+		pos := parseErrorPos(e.Pos)
+		if e.Pos == "" && strings.HasPrefix(e.Msg, "# ") {
+			compiler = append(compiler, e)
+			continue
+		}
+		if isGenerated(pos.Filename) {
+			continue
+		}
+		if e.Kind == packages.TypeError || e.Kind == packages.ParseError {
+			typeErrors = true
+		}
+		msg := e.Msg
+		if pos.Filename == "" && p.PkgPath != "" && !strings.Contains(msg, p.PkgPath) {
+			msg = p.PkgPath + ": " + msg
+		}
+		out = append(out, Diagnostic{Pos: pos, Code: LoadError, Severity: Error, Message: msg})
+	}
+	if typeErrors {
+		return out
+	}
+	for _, e := range compiler {
+		for _, line := range strings.Split(e.Msg, "\n")[1:] {
+			line = strings.TrimSpace(line)
+			if line == "" {
+				continue
+			}
+			pos, msg := splitCompilerLine(line)
+			if isGenerated(pos.Filename) {
+				continue
+			}
+			if pos.Filename != "" && !filepath.IsAbs(pos.Filename) && dir != "" {
+				pos.Filename = filepath.Join(dir, pos.Filename)
+			}
+			out = append(out, Diagnostic{Pos: pos, Code: LoadError, Severity: Error, Message: msg})
+		}
+	}
+	return out
+}
+
+func isGenerated(filename string) bool { return filepath.Base(filename) == GeneratedFile }
+
+// splitCompilerLine splits "file:line:col: message" as the compiler prints
+// it. A line without a position is all message.
+func splitCompilerLine(line string) (token.Position, string) {
+	for i := 0; i < len(line); i++ {
+		if line[i] == ':' && i+1 < len(line) && line[i+1] == ' ' {
+			if pos := parseErrorPos(line[:i]); pos.Line > 0 {
+				return pos, line[i+2:]
+			}
+		}
+	}
+	return token.Position{}, line
 }
 
 // parseErrorPos parses the "file:line:col", "file:line" or "file" position

@@ -1,0 +1,30 @@
+package basic
+
+import (
+	"context"
+	"testing"
+
+	"github.com/dagenhq/dagen/dagtest"
+)
+
+func TestRun(t *testing.T) {
+	ctx := context.Background()
+	h := dagtest.New(t)
+	wf, err := NewGreetingWorkflow(h.Engine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := wf.Run(ctx, "tenant", Greeting{Name: "gopher"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Upper != "GOPHER" || res.Greet != "hello, GOPHER" {
+		t.Fatalf("result = %+v", res)
+	}
+	if got := GreetingDefinition().Fingerprint(); got != GreetingFingerprint {
+		t.Fatalf("fingerprint %s, generated %s", got, GreetingFingerprint)
+	}
+	if _, err := NewGreetingWorkflow(h.Engine); err == nil {
+		t.Fatal("registering twice succeeded")
+	}
+}
