@@ -280,6 +280,12 @@ func (d *Definition) Fingerprint() string {
 	return hex.EncodeToString(sum[:8])
 }
 
+// rescueAttempts is how many attempts sleep and onfailure tasks get: they
+// have no retry policy of their own, and a worker lost while running one
+// should not fail the run. (A failing onfailure handler is still not
+// retried; only a lost worker costs these attempts.)
+const rescueAttempts = 3
+
 // newTasks returns the tasks a run of d starts with.
 func (d *Definition) newTasks() []store.NewTask {
 	tasks := make([]store.NewTask, 0, len(d.Steps)+1)
@@ -292,10 +298,14 @@ func (d *Definition) newTasks() []store.NewTask {
 		for i, p := range s.Parents {
 			parents[i] = p.Name
 		}
-		tasks = append(tasks, store.NewTask{Name: s.Name, Kind: kind, Parents: parents, MaxAttempts: s.Retry.MaxRetries + 1})
+		attempts := s.Retry.MaxRetries + 1
+		if kind == store.KindSleep {
+			attempts = max(attempts, rescueAttempts)
+		}
+		tasks = append(tasks, store.NewTask{Name: s.Name, Kind: kind, Parents: parents, MaxAttempts: attempts})
 	}
 	if d.OnFailure != nil {
-		tasks = append(tasks, store.NewTask{Name: OnFailureStep, Kind: store.KindOnFailure, MaxAttempts: 1})
+		tasks = append(tasks, store.NewTask{Name: OnFailureStep, Kind: store.KindOnFailure, MaxAttempts: rescueAttempts})
 	}
 	return tasks
 }
