@@ -37,7 +37,7 @@ func Analyze(prog *Program) ([]*Package, []Diagnostic) {
 	var diags []Diagnostic
 	for _, p := range prog.Packages {
 		a := &analyzer{fset: prog.Fset, pkg: p, funcs: map[*types.Func]*Step{}, wfOf: map[*Step]*Workflow{}}
-		res := a.run()
+		res := a.safeRun()
 		diags = append(diags, a.diags...)
 		if res != nil && len(res.Workflows) > 0 && !HasErrors(a.diags) {
 			out = append(out, res)
@@ -59,8 +59,10 @@ type analyzer struct {
 	wfOf      map[*Step]*Workflow
 	afters    map[*Step]arg // the after= argument, when given
 	skips     map[*Step]arg // the skip= argument, when given
-	paramPos  map[*Step][]token.Position
 	inCycle   map[*Step]bool
+	// unresolved marks steps with an after= name that did not resolve:
+	// binding their parameters would only report the same mistake again.
+	unresolved map[*Step]bool
 }
 
 // found is a directive together with the declaration it sits on.
@@ -98,6 +100,20 @@ func (a *analyzer) qualifier(p *types.Package) string {
 
 func (a *analyzer) typeString(t types.Type) string { return types.TypeString(t, a.qualifier) }
 
+// safeRun runs the analysis of one package and turns a panic, which would
+// be a bug in dagen, into an Internal diagnostic: a bad input must never
+// crash go generate.
+func (a *analyzer) safeRun() (res *Package) {
+	defer func() {
+		if r := recover(); r != nil {
+			a.diags = append(a.diags, Diagnostic{Code: Internal, Severity: Error,
+				Message: fmt.Sprintf("dagen: internal error analysing %s (please report it): %v", a.pkg.PkgPath, r)})
+			res = nil
+		}
+	}()
+	return a.run()
+}
+
 func (a *analyzer) run() *Package {
 	decls := a.collect()
 	res := &Package{Path: a.pkg.PkgPath, Name: a.pkg.Name, Types: a.pkg.Types}
@@ -109,8 +125,8 @@ func (a *analyzer) run() *Package {
 	}
 	a.afters = map[*Step]arg{}
 	a.skips = map[*Step]arg{}
-	a.paramPos = map[*Step][]token.Position{}
 	a.inCycle = map[*Step]bool{}
+	a.unresolved = map[*Step]bool{}
 
 	for _, f := range decls {
 		if f.dir.Name == dirWorkflow {
@@ -380,24 +396,26 @@ func shape(dir string) string {
 
 // signatureWorkflow checks the context and input parameters shared by
 // steps, sleeps and onfailure funcs and returns the workflow the func
-// belongs to, or nil.
-func (a *analyzer) signatureWorkflow(f *found, fn *types.Func, sig *types.Signature) *Workflow {
+// belongs to, or nil, and whether both parameters are in place.
+func (a *analyzer) signatureWorkflow(f *found, fn *types.Func, sig *types.Signature) (*Workflow, bool) {
 	params := sig.Params()
 	name := fn.Name()
+	ok := true
 	if sig.Variadic() {
 		last := params.At(params.Len() - 1)
 		a.errorf(last.Pos(), token.NoPos, Variadic, "%s is variadic: a %s cannot take ...%s", name, f.dir.Name, a.typeString(last.Type().(*types.Slice).Elem()))
 	}
 	if params.Len() == 0 {
 		a.errorf(f.fn.Name.Pos(), token.NoPos, BadContext, "%s takes no parameters: a %s is %s", name, f.dir.Name, shape(f.dir.Name))
-		return nil
+		return nil, false
 	}
 	first := params.At(0)
 	if !isContext(first.Type()) {
 		if w := a.workflowFor(first.Type()); w != nil {
 			a.errorf(first.Pos(), token.NoPos, BadContext, "first parameter of %s must be context.Context, with the workflow input %s second", name, w.TypeName)
-			return w
+			return w, false
 		}
+		ok = false
 		a.errorf(first.Pos(), token.NoPos, BadContext, "first parameter of %s must be context.Context, not %s", name, a.typeString(first.Type()))
 	}
 	if params.Len() < 2 {
@@ -406,11 +424,11 @@ func (a *analyzer) signatureWorkflow(f *found, fn *types.Func, sig *types.Signat
 			msg += fmt.Sprintf("; add in %s after the context", a.workflows[0].TypeName)
 		}
 		a.errorf(f.fn.Name.Pos(), token.NoPos, UnknownWorkflow, "%s", msg)
-		return nil
+		return nil, false
 	}
 	in := params.At(1)
 	if w := a.workflowFor(in.Type()); w != nil {
-		return w
+		return w, ok
 	}
 	msg := fmt.Sprintf("second parameter of %s has type %s, which is not a //dag:workflow type of this package", name, a.typeString(in.Type()))
 	if p, ok := in.Type().(*types.Pointer); ok && a.workflowFor(p.Elem()) != nil {
@@ -421,7 +439,7 @@ func (a *analyzer) signatureWorkflow(f *found, fn *types.Func, sig *types.Signat
 		msg += " (workflows: " + strings.Join(a.workflowNames(), ", ") + ")"
 	}
 	a.errorf(in.Pos(), token.NoPos, UnknownWorkflow, "%s", msg)
-	return nil
+	return nil, false
 }
 
 func (a *analyzer) addStep(f *found) {
@@ -447,8 +465,8 @@ func (a *analyzer) addStep(f *found) {
 		a.skips[s] = ar
 	}
 	a.readPolicy(f, s)
-	w := a.signatureWorkflow(f, fn, sig)
-	s.valid = a.checkResults(f, s) && w != nil && !sig.Variadic()
+	w, shaped := a.signatureWorkflow(f, fn, sig)
+	s.valid = a.checkResults(f, s) && shaped && !sig.Variadic()
 	if w == nil {
 		return
 	}
@@ -534,7 +552,7 @@ func (a *analyzer) addOnFailure(f *found) {
 		return
 	}
 	sig := fn.Type().(*types.Signature)
-	w := a.signatureWorkflow(f, fn, sig)
+	w, _ := a.signatureWorkflow(f, fn, sig)
 	params, res := sig.Params(), sig.Results()
 	ok := params.Len() == 3 && isNamed(params.At(2).Type(), dagPkgPath, "Failure") && res.Len() == 1 && isError(res.At(0).Type())
 	if !ok {
@@ -578,8 +596,11 @@ func (a *analyzer) checkWorkflow(w *Workflow) {
 	a.computeSkippable(w)
 	for _, s := range w.Steps {
 		for _, e := range s.Parents {
-			if e.Optional && !e.Parent.Skippable {
-				p := s.Sig.Params().At(e.Param)
+			if !e.Optional || e.Parent.Skippable {
+				continue
+			}
+			p := s.Sig.Params().At(e.Param)
+			if inner, _ := maybeOf(p.Type()); types.Identical(inner, e.Parent.Output) {
 				a.report(p.Pos(), token.NoPos, NeedlessMaybe, Warning,
 					fmt.Sprintf("%s takes dag.Maybe[%s] for %s, which is never skipped: take %s instead",
 						s.Func, a.typeString(e.Parent.Output), e.Parent.Func, a.typeString(e.Parent.Output)))
@@ -607,6 +628,7 @@ func (a *analyzer) resolveParents(w *Workflow, s *Step) {
 	for _, it := range ar.items() {
 		if it.Text == "" {
 			a.errorf(it.Pos, it.End, EmptyValue, "empty name in after= of %s", s.Func)
+			a.unresolved[s] = true
 			continue
 		}
 		pos := a.position(it.Pos)
@@ -615,13 +637,16 @@ func (a *analyzer) resolveParents(w *Workflow, s *Step) {
 		parent := a.funcs[fn]
 		if parent == nil {
 			a.unknownParent(w, s, it, obj)
+			a.unresolved[s] = true
 			continue
 		}
 		pw := a.wfOf[parent]
 		switch {
 		case pw == nil:
+			a.unresolved[s] = true
 			continue // the parent's own error says why it has no workflow
 		case pw != w:
+			a.unresolved[s] = true
 			a.errorAt(pos, ForeignParent, fmt.Sprintf("parent %s of %s belongs to workflow %s, not %s", parent.Func, s.Func, pw.TypeName, w.TypeName),
 				Related{Pos: parent.Pos, Message: parent.Func + " takes " + pw.TypeName})
 			continue
@@ -789,7 +814,7 @@ func stronglyConnected(steps []*Step, index map[*Step]int) [][]*Step {
 // bindParams matches the step's parameters after the input with the
 // outputs of its parents, in after= order.
 func (a *analyzer) bindParams(w *Workflow, s *Step) {
-	if !s.valid {
+	if !s.valid || a.unresolved[s] {
 		return
 	}
 	var values []*Edge
@@ -829,7 +854,7 @@ func (a *analyzer) bindParams(w *Workflow, s *Step) {
 	switch {
 	case extra > len(values):
 		p := params.At(2 + len(values))
-		msg := fmt.Sprintf("%s takes %d parent parameters, but its parents give %d values", s.Func, extra, len(values))
+		msg := fmt.Sprintf("%s takes %s, but its parents give %s", s.Func, plural(extra, "parent parameter"), plural(len(values), "value"))
 		if len(values) > 0 {
 			msg += " (" + a.describeValues(values) + ")"
 		}
@@ -842,6 +867,13 @@ func (a *analyzer) bindParams(w *Workflow, s *Step) {
 				e.Parent.Func, s.Func, out, s.Func, out, out))
 		}
 	}
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return strconv.Itoa(n) + " " + what + "s"
 }
 
 func (a *analyzer) describeValues(values []*Edge) string {
@@ -1075,9 +1107,14 @@ func (a *analyzer) checkNames() {
 	scope := a.pkg.Types.Scope()
 	owner := map[string]*Workflow{}
 	for _, w := range a.workflows {
+		clashes := map[*Workflow][]string{}
+		var order []*Workflow
 		for _, name := range GeneratedNames(w) {
 			if other := owner[name]; other != nil {
-				a.errorAt(w.Pos, NameCollision, fmt.Sprintf("workflows %s and %s would both generate %s: rename one of the types", other.TypeName, w.TypeName, name))
+				if clashes[other] == nil {
+					order = append(order, other)
+				}
+				clashes[other] = append(clashes[other], name)
 				continue
 			}
 			owner[name] = w
@@ -1086,11 +1123,15 @@ func (a *analyzer) checkNames() {
 				continue
 			}
 			pos := a.position(obj.Pos())
-			if filepath.Base(pos.Filename) == GeneratedFile {
+			if isGenerated(pos.Filename) {
 				continue
 			}
 			a.errorAt(pos, NameCollision, fmt.Sprintf("%s is generated for workflow %s: rename this declaration", name, w.TypeName),
 				Related{Pos: w.Pos, Message: "workflow " + w.TypeName})
+		}
+		for _, other := range order {
+			a.errorAt(w.Pos, NameCollision, fmt.Sprintf("workflows %s and %s would both generate %s: rename one of the types",
+				other.TypeName, w.TypeName, strings.Join(clashes[other], ", ")), Related{Pos: other.Pos, Message: "workflow " + other.TypeName})
 		}
 		fields := map[string]*Step{}
 		for _, s := range w.Steps {

@@ -3,6 +3,7 @@ package analysis
 import (
 	"go/ast"
 	"go/token"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -105,6 +106,7 @@ func parseDirective(c *ast.Comment) (*directive, []syntaxError) {
 		j++
 	}
 	d := &directive{Name: text[i:j], Pos: c.Slash, NameEnd: at(j)}
+	keys, _ := directiveKeys(d.Name)
 	var errs []syntaxError
 	bad := func(from, to int, code Code, msg string) {
 		errs = append(errs, syntaxError{Pos: at(from), End: at(to), Code: code, Msg: msg})
@@ -126,11 +128,11 @@ func parseDirective(c *ast.Comment) (*directive, []syntaxError) {
 			// Skip the rest of this word, quoted parts included, and go on.
 			end := skipWord(text, i)
 			word := text[start:end]
-			if key == "" {
-				bad(start, end, MalformedDirective, "malformed argument "+strconv.Quote(word)+": want key=value")
-			} else {
-				bad(start, end, MalformedDirective, "malformed argument "+strconv.Quote(word)+": want key=value, as in "+key+"=…")
+			msg := "malformed argument " + strconv.Quote(word) + ": want key=value"
+			if slices.Contains(keys, key) {
+				msg += ", as in " + key + "=…"
 			}
+			bad(start, end, MalformedDirective, msg)
 			i = end
 			continue
 		}

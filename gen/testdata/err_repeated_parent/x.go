@@ -1,0 +1,18 @@
+package repeated_parent
+
+import (
+	"context"
+)
+
+//dag:workflow
+type Order struct{ Amount int }
+
+type Validation struct{ OK bool }
+
+type Receipt struct{ ID string }
+
+//dag:step
+func Validate(ctx context.Context, o Order) (Validation, error) { return Validation{}, nil }
+
+//dag:step after=Validate,Validate
+func Charge(ctx context.Context, o Order, v Validation) (Receipt, error) { return Receipt{}, nil }

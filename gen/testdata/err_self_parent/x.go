@@ -1,0 +1,15 @@
+package self_parent
+
+import (
+	"context"
+)
+
+//dag:workflow
+type Order struct{ Amount int }
+
+type Validation struct{ OK bool }
+
+type Receipt struct{ ID string }
+
+//dag:step after=Validate
+func Validate(ctx context.Context, o Order) (Validation, error) { return Validation{}, nil }
