@@ -202,7 +202,7 @@ func TestKilledWorkersLoseNothing(t *testing.T) {
 
 	execs := loadExecutions(ctx, t, pool)
 	for _, id := range ids {
-		audit(ctx, t, c, st, id, execs[id])
+		audit(ctx, t, c, st, id, execs[id], true)
 	}
 }
 
@@ -233,9 +233,9 @@ func loadExecutions(ctx context.Context, t *testing.T, pool *pgxpool.Pool) map[d
 }
 
 // audit checks one run: completed, every task completed exactly once in the
-// store, the fan-in after all its parents, and every repeated execution
-// explained by a killed worker or a failed attempt.
-func audit(ctx context.Context, t *testing.T, c *cluster, st store.Store, id dag.RunID, execs []execution) {
+// store, the fan-in after all its parents, and, when strict, every repeated
+// execution explained by a killed worker or a failed attempt.
+func audit(ctx context.Context, t *testing.T, c *cluster, st store.Store, id dag.RunID, execs []execution, strict bool) {
 	run, err := st.GetRun(ctx, id)
 	require.NoError(t, err)
 	require.Equal(t, store.RunCompleted, run.Status, "run %s", id)
@@ -285,7 +285,7 @@ func audit(ctx context.Context, t *testing.T, c *cluster, st store.Store, id dag
 		}
 		// An earlier attempt: its worker was killed, or it failed and was retried.
 		explained := c.wasKilled(s.pid) || ends[k].phase == "fail"
-		require.True(t, explained, "run %s: %s attempt %d re-ran although worker pid %d was not killed and it did not fail",
+		require.True(t, explained || !strict, "run %s: %s attempt %d re-ran although worker pid %d was not killed and it did not fail",
 			id, k.step, k.attempt, s.pid)
 	}
 	for _, parent := range []string{"FanA", "FanB", "FanC", "FanD"} {

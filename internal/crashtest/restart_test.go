@@ -1,0 +1,77 @@
+package crashtest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dagenhq/dagen/dag"
+	"github.com/dagenhq/dagen/engine"
+	"github.com/dagenhq/dagen/internal/crashtest/flow"
+	"github.com/dagenhq/dagen/store"
+	"github.com/dagenhq/dagen/store/pgstore"
+)
+
+// TestPostgresRestartMidRun restarts the database under two working worker
+// processes: they reconnect and every run completes.
+func TestPostgresRestartMidRun(t *testing.T) {
+	const runs = 100
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	pg := newPGCluster(t)
+	pool, err := pgxpool.New(ctx, pg.URL())
+	require.NoError(t, err)
+	defer pool.Close()
+	require.NoError(t, pgstore.Migrate(ctx, pool))
+	_, err = pool.Exec(ctx, execTable)
+	require.NoError(t, err)
+	st := pgstore.New(pool, nil)
+
+	trigger, err := engine.New(st, &engine.Config{Manual: true})
+	require.NoError(t, err)
+	wf, err := flow.NewJobWorkflow(trigger)
+	require.NoError(t, err)
+	ids := make([]dag.RunID, 0, runs)
+	for i := range runs {
+		run, err := wf.Start(ctx, fmt.Sprintf("tenant-%d", i%3), flow.Job{N: i, Work: 50 * time.Millisecond, Nap: 200 * time.Millisecond})
+		require.NoError(t, err)
+		ids = append(ids, run.ID())
+	}
+
+	c := newCluster(t, pg.URL(), "-lease", "2s")
+	c.start("w1")
+	c.start("w2")
+	// Let the workers get going, then take the database away for a moment.
+	require.Eventually(t, func() bool { return finishedCount(ctx, st, ids) > 0 }, time.Minute, 20*time.Millisecond)
+	pg.restart(time.Second)
+	done := finishedCount(ctx, st, ids)
+	t.Logf("%d of %d runs had finished when the database came back", done, runs)
+
+	require.Eventually(t, func() bool { return finishedCount(ctx, st, ids) == runs }, 2*time.Minute, 100*time.Millisecond,
+		"every run completes after the restart")
+	c.stopAll()
+	execs := loadExecutions(ctx, t, pool)
+	for _, id := range ids {
+		audit(ctx, t, c, st, id, execs[id], false)
+	}
+}
+
+// finishedCount counts the runs that finished; a store error (the database
+// is down) counts as none finished.
+func finishedCount(ctx context.Context, st store.Store, ids []dag.RunID) int {
+	n := 0
+	for _, id := range ids {
+		run, err := st.GetRun(ctx, id)
+		if err != nil {
+			return 0
+		}
+		if run.Status.Terminal() {
+			n++
+		}
+	}
+	return n
+}
