@@ -1,0 +1,69 @@
+package analysis_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/dagenhq/dagen/internal/analysis"
+)
+
+// TestOrderGraph checks the graph built for the order example of the
+// design: edges, optional parents, skippability and predicate arguments.
+func TestOrderGraph(t *testing.T) {
+	pkgs, diags := analysis.Run(context.Background(), analysis.Config{}, "../../examples/order")
+	for _, d := range diags {
+		t.Errorf("diagnostic: %v", d)
+	}
+	if len(pkgs) != 1 || len(pkgs[0].Workflows) != 1 {
+		t.Fatalf("packages %+v", pkgs)
+	}
+	w := pkgs[0].Workflows[0]
+	if w.Name != "Order" || w.OnFailure != "Alert" || len(w.Steps) != 6 {
+		t.Fatalf("workflow %s onfailure %q with %d steps", w.Name, w.OnFailure, len(w.Steps))
+	}
+	skippable := map[string]bool{"Validate": false, "Charge": true, "Reject": true, "FraudWindow": true, "Ship": true, "Finalize": true}
+	for name, want := range skippable {
+		if s := w.Step(name); s == nil || s.Skippable != want {
+			t.Errorf("%s skippable = %v, want %v", name, s != nil && s.Skippable, want)
+		}
+	}
+	charge := w.Step("Charge")
+	if charge.MaxRetries != 3 || charge.Backoff.String() != "1s" || charge.Timeout.String() != "30s" {
+		t.Errorf("Charge policy %+v", charge)
+	}
+	if len(charge.Skip) != 1 || charge.Skip[0].Func != "invalid" || charge.Skip[0].Args[0].Source != analysis.ArgParent {
+		t.Errorf("Charge skip %+v", charge.Skip)
+	}
+	ship := w.Step("Ship")
+	if len(ship.Parents) != 2 || ship.Parents[0].Param != 2 || ship.Parents[1].Param != -1 {
+		t.Errorf("Ship binds %+v %+v", ship.Parents[0], ship.Parents[1])
+	}
+	fin := w.Step("Finalize")
+	if !fin.Parents[0].Optional || !fin.Parents[1].Optional || len(fin.ValueParents()) != 2 {
+		t.Errorf("Finalize parents %+v %+v", fin.Parents[0], fin.Parents[1])
+	}
+	if fw := w.Step("FraudWindow"); fw.Kind != analysis.KindSleep || fw.Output != nil || fw.SleepUntil {
+		t.Errorf("FraudWindow %+v", fw)
+	}
+}
+
+// TestStaleGeneratedFileIgnored loads a package whose dag_gen.go refers to
+// a step that no longer exists: its errors must not stop the analysis.
+func TestStaleGeneratedFileIgnored(t *testing.T) {
+	pkgs, diags := analysis.Run(context.Background(), analysis.Config{}, "../../gen/testdata/stale")
+	if len(diags) != 0 || len(pkgs) != 1 {
+		t.Fatalf("packages %d, diagnostics %v", len(pkgs), diags)
+	}
+}
+
+func TestLoadErrorsReported(t *testing.T) {
+	_, diags := analysis.Run(context.Background(), analysis.Config{}, "../../gen/testdata/err_load_error", "./no/such/dir")
+	if !analysis.HasErrors(diags) || len(diags) < 2 {
+		t.Fatalf("diagnostics %v", diags)
+	}
+	for _, d := range diags {
+		if d.Code != analysis.LoadError {
+			t.Errorf("code %s for %v", d.Code, d)
+		}
+	}
+}

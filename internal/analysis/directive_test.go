@@ -1,0 +1,193 @@
+package analysis
+
+import (
+	"go/ast"
+	"go/token"
+	"strings"
+	"testing"
+)
+
+// comment returns a // comment whose first slash is at offset 10 of a file.
+func comment(text string) *ast.Comment { return &ast.Comment{Slash: token.Pos(10), Text: text} }
+
+func TestParseDirectiveColumns(t *testing.T) {
+	text := `//dag:step after=A,B name="charge it" retry=3`
+	d, errs := parseDirective(comment(text))
+	if len(errs) != 0 {
+		t.Fatalf("errors: %+v", errs)
+	}
+	if d.Name != "step" {
+		t.Fatalf("name %q", d.Name)
+	}
+	want := []struct {
+		key, value string
+		quoted     bool
+	}{{"after", "A,B", false}, {"name", "charge it", true}, {"retry", "3", false}}
+	if len(d.Args) != len(want) {
+		t.Fatalf("args %+v", d.Args)
+	}
+	for i, w := range want {
+		a := d.Args[i]
+		if a.Key != w.key || a.Value != w.value || a.Quoted != w.quoted {
+			t.Errorf("arg %d = %+v, want %+v", i, a, w)
+		}
+		// Positions are exact byte offsets into the comment.
+		if off := int(a.KeyPos - 10); !strings.HasPrefix(text[off:], w.key+"=") {
+			t.Errorf("arg %s: key offset %d points at %q", w.key, off, text[off:])
+		}
+	}
+	items := d.Args[0].items()
+	if len(items) != 2 || items[1].Text != "B" || text[items[1].Pos-10:items[1].End-10] != "B" {
+		t.Errorf("items %+v", items)
+	}
+	if q := d.Args[1].items(); text[q[0].Pos-10:q[0].End-10] != "charge it" {
+		t.Errorf("quoted item at %q", text[q[0].Pos-10:q[0].End-10])
+	}
+}
+
+func TestParseDirectiveErrors(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		want []string // offsets' text of each error, in order
+	}{
+		{`//dag:step after`, []string{"after"}},
+		{`//dag:step =x a=1`, []string{"=x"}},
+		{`//dag:step name="open`, []string{`"open`}},
+		{`//dag:step name="a"b c=1`, []string{"b"}},
+		{`//dag:step name=a"b`, []string{`a"b`}},
+		{`//dag:step   `, nil},
+	} {
+		_, errs := parseDirective(comment(tc.text))
+		if len(errs) != len(tc.want) {
+			t.Errorf("%s: errors %+v, want %d", tc.text, errs, len(tc.want))
+			continue
+		}
+		for i, e := range errs {
+			if got := tc.text[e.Pos-10 : e.End-10]; got != tc.want[i] {
+				t.Errorf("%s: error %d covers %q, want %q", tc.text, i, got, tc.want[i])
+			}
+		}
+	}
+}
+
+func FuzzParseDirective(f *testing.F) {
+	for _, s := range []string{`//dag:step after=A,B name="x y" retry=3`, `//dag:step "`, "//dag:step a=`b` c", `//dag:x =`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		text := directivePrefix + s
+		d, errs := parseDirective(comment(text))
+		in := func(p token.Pos) bool { return p >= 10 && int(p-10) <= len(text) }
+		for _, a := range d.Args {
+			if !in(a.KeyPos) || !in(a.ValuePos) || !in(a.End) {
+				t.Fatalf("arg %+v out of %q", a, text)
+			}
+			for _, it := range a.items() {
+				if it.Pos > it.End {
+					t.Fatalf("item %+v", it)
+				}
+			}
+		}
+		for _, e := range errs {
+			if !in(e.Pos) || !in(e.End) || e.Pos > e.End {
+				t.Fatalf("error %+v out of %q", e, text)
+			}
+		}
+	})
+}
+
+func TestNearMiss(t *testing.T) {
+	for text, want := range map[string]string{
+		"// dag:step":           "step",
+		"//\tdag:sleep after=A": "sleep",
+		"/* dag:workflow */":    "workflow",
+		"/*dag:onfailure*/":     "onfailure",
+		"//dag:step":            "",
+		"// dag: the package":   "",
+		"// dagger:step":        "",
+		"// dag:steps":          "",
+	} {
+		got, ok := nearMiss(text)
+		if got != want || ok != (want != "") {
+			t.Errorf("nearMiss(%q) = %q, %v; want %q", text, got, ok, want)
+		}
+	}
+}
+
+func TestSuggest(t *testing.T) {
+	steps := []string{"Validate", "Charge", "Ship"}
+	for name, want := range map[string]string{
+		"Validat":  "Validate",
+		"validate": "Validate",
+		"Chrage":   "Charge",
+		"ship":     "Ship",
+		"Refund":   "",
+		"X":        "",
+	} {
+		if got := suggest(name, steps); got != want {
+			t.Errorf("suggest(%q) = %q, want %q", name, got, want)
+		}
+	}
+	if d := editDistance("kitten", "sitting"); d != 3 {
+		t.Errorf("editDistance = %d", d)
+	}
+}
+
+func TestParseErrorPos(t *testing.T) {
+	for s, want := range map[string]token.Position{
+		"/a/b.go:3:4":   {Filename: "/a/b.go", Line: 3, Column: 4},
+		"/a/b.go:3":     {Filename: "/a/b.go", Line: 3},
+		"C:/x/b.go:3:4": {Filename: "C:/x/b.go", Line: 3, Column: 4},
+		"-":             {},
+		"":              {},
+	} {
+		if got := parseErrorPos(s); got != want {
+			t.Errorf("parseErrorPos(%q) = %+v, want %+v", s, got, want)
+		}
+	}
+}
+
+func TestDiagnosticString(t *testing.T) {
+	d := Diagnostic{
+		Pos:      token.Position{Filename: "order.go", Line: 3, Column: 7},
+		Code:     Cycle,
+		Message:  "cycle in workflow Order: A → B → A",
+		Related:  []Related{{Pos: token.Position{Filename: "order.go", Line: 2, Column: 18}, Message: "A refers to B"}, {Message: "B refers to A"}},
+		Severity: Error,
+	}
+	want := "order.go:3:7: cycle in workflow Order: A → B → A\n\torder.go:2:18: A refers to B\n\tB refers to A"
+	if got := d.String(); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	w := Diagnostic{Pos: token.Position{Filename: "x.go", Line: 1, Column: 1}, Severity: Warning, Message: "two\nlines"}
+	if got := w.String(); got != "x.go:1:1: warning: two\n\tlines" {
+		t.Errorf("warning: %q", got)
+	}
+	if Cycle.String() != "Cycle" || Code(999).String() != "Code(999)" {
+		t.Errorf("code names: %s %s", Cycle, Code(999))
+	}
+	for c := Code(1); c < numCodes; c++ {
+		if codeNames[c] == "" {
+			t.Errorf("code %d has no name", c)
+		}
+	}
+}
+
+func TestSortDiagnostics(t *testing.T) {
+	ds := []Diagnostic{
+		{Pos: token.Position{Filename: "b.go", Line: 1, Column: 1}, Message: "b"},
+		{Pos: token.Position{Filename: "a.go", Line: 2, Column: 1}, Message: "a2"},
+		{Pos: token.Position{Filename: "a.go", Line: 1, Column: 9}, Message: "a1"},
+	}
+	SortDiagnostics(ds)
+	var got []string
+	for _, d := range ds {
+		got = append(got, d.Message)
+	}
+	if strings.Join(got, ",") != "a1,a2,b" {
+		t.Errorf("order %v", got)
+	}
+	if HasErrors([]Diagnostic{{Severity: Warning}}) || !HasErrors([]Diagnostic{{Severity: Warning}, {Severity: Error}}) {
+		t.Error("HasErrors")
+	}
+}
