@@ -9,7 +9,7 @@ test: verify vet
 	$(GO) test -race -count=1 ./...
 
 ## verify: fail when code is unformatted or committed generated code is stale.
-verify: fmt-check verify-sqlc
+verify: fmt-check verify-sqlc verify-generated
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); \
@@ -27,6 +27,13 @@ sqlc:
 verify-sqlc:
 	$(SQLC) diff -f sqlc.yaml
 
+## verify-generated: fail when a committed dag_gen.go (examples, golden cases) is stale.
+.PHONY: verify-generated
+verify-generated:
+	$(GO) run ./cmd/dagen diff ./examples/...
+	$(GO) test -count=1 -run 'TestGolden' ./gen
+
 ## demo: generate the example workflow and run it (Postgres when DATABASE_URL is set).
 demo:
+	$(GO) generate ./examples/...
 	$(GO) run ./examples/order/demo

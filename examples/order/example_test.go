@@ -1,0 +1,44 @@
+package order_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/dagenhq/dagen/engine"
+	"github.com/dagenhq/dagen/examples/order"
+	"github.com/dagenhq/dagen/store/memstore"
+)
+
+// The generated handle runs the workflow with typed input and output.
+// FraudHold shortens the 24-hour sleep so the example finishes at once.
+func Example() {
+	ctx := context.Background()
+	e, err := engine.New(memstore.New(nil), &engine.Config{PollInterval: 5 * time.Millisecond})
+	if err != nil {
+		panic(err)
+	}
+	wf, err := order.NewOrderWorkflow(e)
+	if err != nil {
+		panic(err)
+	}
+	if err := e.Start(ctx); err != nil {
+		panic(err)
+	}
+	defer e.Stop(ctx)
+
+	for _, o := range []order.Order{
+		{ID: "o-1", Amount: 4200, Card: "4242", FraudHold: time.Millisecond},
+		{ID: "o-2", Amount: 4200},
+	} {
+		res, err := wf.Run(ctx, "tenant-42", o)
+		if err != nil {
+			panic(err)
+		}
+		sum := res.Finalize.Value()
+		fmt.Printf("%s: %s (%s), charged: %v\n", sum.OrderID, sum.Status, sum.Detail, res.Charge.Ok())
+	}
+	// Output:
+	// o-1: shipped (trk-o-1), charged: true
+	// o-2: rejected (no card), charged: false
+}

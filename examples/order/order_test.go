@@ -1,0 +1,96 @@
+package order_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/dagenhq/dagen/dagtest"
+	"github.com/dagenhq/dagen/engine"
+	"github.com/dagenhq/dagen/examples/order"
+	"github.com/dagenhq/dagen/store"
+)
+
+// TestBothBranches runs a valid and an invalid order side by side on the
+// in-memory store. The invalid one is rejected at once; the valid one is
+// charged, then sleeps 24 hours of fake time before it ships.
+func TestBothBranches(t *testing.T) {
+	ctx := context.Background()
+	h := dagtest.New(t)
+	wf, err := order.NewOrderWorkflow(h.Engine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, err := wf.Start(ctx, "tenant-42", order.Order{ID: "o-1", Amount: 4200, Card: "4242"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad, err := wf.Start(ctx, "tenant-42", order.Order{ID: "o-2", Amount: 0, Card: "4242"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.RunUntilIdle(ctx)
+
+	rejected, err := bad.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rejected.Validate.OK || rejected.Charge.Ok() || rejected.Ship.Ok() {
+		t.Errorf("invalid order went down the valid branch: %+v", rejected)
+	}
+	if rej, ok := rejected.Reject.Get(); !ok || rej.Reason != "amount must be positive" {
+		t.Errorf("Reject = %+v", rejected.Reject)
+	}
+	if sum := rejected.Finalize.Value(); sum.Status != "rejected" {
+		t.Errorf("Finalize = %+v", sum)
+	}
+
+	// The valid order is asleep in its fraud window.
+	if _, err := good.Wait(ctx); !errors.Is(err, engine.ErrRunBlocked) {
+		t.Fatalf("before the window: err = %v, want ErrRunBlocked", err)
+	}
+	res, err := h.Engine.Result(ctx, good.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := res.Tasks["FraudWindow"].Status; st != store.TaskSleeping {
+		t.Fatalf("FraudWindow is %s", st)
+	}
+	h.Advance(ctx, order.DefaultFraudHold-time.Minute)
+	if _, err := good.Wait(ctx); !errors.Is(err, engine.ErrRunBlocked) {
+		t.Fatalf("a minute early: err = %v, want ErrRunBlocked", err)
+	}
+	h.Advance(ctx, time.Minute)
+
+	shipped, err := good.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := shipped.Charge.Get(); !ok || r.ChargeID != "ch-o-1" || r.Amount != 4200 {
+		t.Errorf("Charge = %+v", shipped.Charge)
+	}
+	if shipped.Reject.Ok() {
+		t.Errorf("valid order was rejected: %+v", shipped.Reject)
+	}
+	if sum := shipped.Finalize.Value(); sum.Status != "shipped" || sum.Detail != "trk-o-1" {
+		t.Errorf("Finalize = %+v", sum)
+	}
+}
+
+// TestGeneratedDefinition checks the generated definition against the
+// engine's own view of it.
+func TestGeneratedDefinition(t *testing.T) {
+	def := order.OrderDefinition()
+	if err := def.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if got := def.Fingerprint(); got != order.OrderFingerprint {
+		t.Errorf("fingerprint %s, generated %s: run go generate", got, order.OrderFingerprint)
+	}
+	for _, s := range def.Steps {
+		if s.Name == "Charge" && (s.Retry.MaxRetries != 3 || s.Retry.Backoff != time.Second || s.Timeout != 30*time.Second) {
+			t.Errorf("Charge policy %+v timeout %s", s.Retry, s.Timeout)
+		}
+	}
+}
