@@ -20,7 +20,8 @@ CREATE TABLE dagen_runs (
     finished_at     timestamptz
 );
 
-CREATE INDEX dagen_runs_running_idx ON dagen_runs (created_at) WHERE status = 'RUNNING';
+-- Pruning scans finished runs by age.
+CREATE INDEX dagen_runs_finished_idx ON dagen_runs (finished_at) WHERE finished_at IS NOT NULL;
 
 -- Tasks: one row per step of a run. seq is the position in the run's task
 -- list (creation order); children is derived from the parents at insert so
@@ -104,10 +105,12 @@ CREATE TABLE dagen_events (
     PRIMARY KEY (run_id, id)
 );
 
--- Workers: one narrow row each, for cheap heartbeats.
+-- Workers: one narrow row each, for cheap heartbeats. While alive_until is
+-- ahead, the worker's RUNNING tasks are not rescued.
 CREATE TABLE dagen_workers (
     id           text PRIMARY KEY,
-    heartbeat_at timestamptz NOT NULL
+    heartbeat_at timestamptz NOT NULL,
+    alive_until  timestamptz NOT NULL
 );
 
 -- The hot tables churn: vacuum them early.

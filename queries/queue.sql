@@ -68,9 +68,9 @@ picked AS (
     FOR UPDATE SKIP LOCKED
 ),
 deleted AS (
+    -- = ANY(ARRAY(…)) keeps this an index lookup whatever the estimates.
     DELETE FROM dagen_ready q
-    USING picked p
-    WHERE q.id = p.id
+    WHERE q.id = ANY(ARRAY(SELECT picked.id FROM picked))
     RETURNING q.id, q.run_id, q.task
 ),
 claimed AS (
@@ -96,25 +96,17 @@ started AS (
 )
 SELECT c.queue_id, c.run_id, c.name, c.kind, c.attempt, r.workflow, r.tenant, r.input,
        r.status AS run_status, r.failure_step, r.failure_attempt, r.failure_message,
-       ARRAY(
-           SELECT p.name
-           FROM unnest(c.parents) WITH ORDINALITY AS p(name, ord)
-           ORDER BY p.ord
-       )::text[] AS parent_names,
-       ARRAY(
-           SELECT pt.status
-           FROM unnest(c.parents) WITH ORDINALITY AS p(name, ord)
-           JOIN dagen_tasks pt ON pt.run_id = c.run_id AND pt.name = p.name
-           ORDER BY p.ord
-       )::text[] AS parent_statuses,
-       ARRAY(
-           SELECT pt.output
-           FROM unnest(c.parents) WITH ORDINALITY AS p(name, ord)
-           JOIN dagen_tasks pt ON pt.run_id = c.run_id AND pt.name = p.name
-           ORDER BY p.ord
-       )::bytea[] AS parent_outputs
+       c.parents::text[] AS parent_names,
+       coalesce(par.statuses, '{}')::text[] AS parent_statuses,
+       coalesce(par.outputs, '{}')::bytea[] AS parent_outputs
 FROM claimed c
 JOIN dagen_runs r ON r.id = c.run_id
+LEFT JOIN LATERAL (
+    SELECT array_agg(pt.status ORDER BY p.ord) AS statuses,
+           array_agg(pt.output ORDER BY p.ord) AS outputs
+    FROM unnest(c.parents) WITH ORDINALITY AS p(name, ord)
+    JOIN dagen_tasks pt ON pt.run_id = c.run_id AND pt.name = p.name
+) par ON cardinality(c.parents) > 0
 ORDER BY c.queue_id;
 
 -- name: DeleteReadyForRuns :exec

@@ -22,7 +22,7 @@ SELECT id, workflow, tenant, status, pending,
 FROM dagen_runs
 WHERE id = ANY(@ids::uuid[])
 ORDER BY id
-FOR UPDATE;
+FOR NO KEY UPDATE;
 
 -- name: LockRunsSkipLocked :many
 -- Like LockRuns, but skips runs another transaction holds.
@@ -31,7 +31,7 @@ SELECT id, workflow, tenant, status, pending,
 FROM dagen_runs
 WHERE id = ANY(@ids::uuid[])
 ORDER BY id
-FOR UPDATE SKIP LOCKED;
+FOR NO KEY UPDATE SKIP LOCKED;
 
 -- name: UpdateRuns :exec
 -- Writes run states decided under the run lock. An empty failure_step keeps
@@ -61,3 +61,31 @@ WHERE id = @id;
 
 -- name: RunExists :one
 SELECT EXISTS (SELECT 1 FROM dagen_runs WHERE id = @id);
+
+-- name: PruneCandidates :many
+SELECT id FROM dagen_runs
+WHERE finished_at < @cutoff::timestamptz
+ORDER BY finished_at
+LIMIT @max;
+
+-- name: LockPrunableRuns :many
+-- Locks finished runs that no task can change any more (no queued, running
+-- or retrying task: a failed run's stragglers and onfailure task), skipping
+-- runs another transaction holds.
+SELECT r.id FROM dagen_runs r
+WHERE r.id = ANY(@ids::uuid[])
+  AND r.status <> 'RUNNING'
+  AND r.finished_at < @cutoff::timestamptz
+  AND NOT EXISTS (
+      SELECT 1 FROM dagen_tasks t
+      WHERE t.run_id = r.id AND t.status IN ('QUEUED', 'RUNNING', 'BACKOFF')
+  )
+ORDER BY r.id
+FOR UPDATE SKIP LOCKED;
+
+-- name: DeleteRuns :execrows
+WITH tasks AS (DELETE FROM dagen_tasks WHERE dagen_tasks.run_id = ANY(@ids::uuid[])),
+     evs AS (DELETE FROM dagen_events WHERE dagen_events.run_id = ANY(@ids::uuid[])),
+     tms AS (DELETE FROM dagen_timers WHERE dagen_timers.run_id = ANY(@ids::uuid[])),
+     rdy AS (DELETE FROM dagen_ready WHERE dagen_ready.run_id = ANY(@ids::uuid[]))
+DELETE FROM dagen_runs WHERE dagen_runs.id = ANY(@ids::uuid[]);

@@ -20,7 +20,7 @@ FROM (
 -- Reads tasks by key. Callers hold the lock of the tasks' runs, which every
 -- writer of a task other than a claim takes first.
 SELECT t.run_id, t.name, t.kind, t.children, t.status, t.attempt, t.max_attempts,
-       t.error, t.reason, t.wake_at, t.lease_until
+       t.error, t.reason, t.wake_at, t.lease_until, t.worker
 FROM dagen_tasks t
 JOIN (SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@names::text[]) AS name) AS k
   ON t.run_id = k.run_id AND t.name = k.name;
@@ -93,12 +93,30 @@ WHERE run_id = ANY(@run_ids::uuid[])
 RETURNING run_id, name, attempt;
 
 -- name: RescueCandidates :many
--- Running tasks whose lease ended, earliest first.
-SELECT run_id, name, coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now
-FROM dagen_tasks
-WHERE status = 'RUNNING' AND lease_until <= coalesce(sqlc.narg('now')::timestamptz, now())
-ORDER BY lease_until
+-- Running tasks whose lease ended, earliest first, with how long their
+-- worker is known to be alive (NULL: not heartbeating).
+SELECT t.run_id, t.name, w.alive_until
+FROM dagen_tasks t
+LEFT JOIN dagen_workers w ON w.id = t.worker
+WHERE t.status = 'RUNNING' AND t.lease_until <= coalesce(sqlc.narg('now')::timestamptz, now())
+ORDER BY t.lease_until
 LIMIT @max;
+
+-- name: WorkerTasks :many
+-- The running tasks of one worker.
+SELECT run_id, name FROM dagen_tasks WHERE status = 'RUNNING' AND worker = @worker;
+
+-- name: ExtendLeases :exec
+-- Moves the leases of running tasks whose worker heartbeats up to the
+-- worker's own deadline.
+UPDATE dagen_tasks t
+SET lease_until = k.lease_until
+FROM (
+    SELECT unnest(@run_ids::uuid[]) AS run_id,
+           unnest(@names::text[]) AS name,
+           unnest(@lease_untils::timestamptz[]) AS lease_until
+) AS k
+WHERE t.run_id = k.run_id AND t.name = k.name AND t.status = 'RUNNING';
 
 -- name: ListTasks :many
 SELECT name, kind, parents, status, attempt, output, error, reason, wake_at, worker, finished_at

@@ -68,6 +68,7 @@ type taskState struct {
 	reason      string
 	wakeAt      time.Time
 	leaseUntil  time.Time
+	worker      string
 	output      []byte
 	finished    bool   // set finished_at
 	timer       string // "sleep" or "retry": write a timer at wakeAt
@@ -151,7 +152,7 @@ func (b *batch) loadTasks(ctx context.Context, keys []taskKey) error {
 		b.tasks[k] = &taskState{
 			key: k, run: b.runs[k.run], kind: store.TaskKind(r.Kind), children: r.Children,
 			status: store.TaskStatus(r.Status), attempt: int(r.Attempt), maxAttempts: int(r.MaxAttempts),
-			err: r.Error, reason: r.Reason, wakeAt: timeOf(r.WakeAt), leaseUntil: timeOf(r.LeaseUntil),
+			err: r.Error, reason: r.Reason, wakeAt: timeOf(r.WakeAt), leaseUntil: timeOf(r.LeaseUntil), worker: r.Worker,
 		}
 	}
 	return nil

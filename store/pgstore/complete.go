@@ -9,6 +9,7 @@ import (
 
 	"github.com/dagenhq/dagen/dag"
 	"github.com/dagenhq/dagen/store"
+	"github.com/dagenhq/dagen/store/pgstore/internal/dbsqlc"
 )
 
 // CompleteTasks implements store.Store: one transaction per batch, with a
@@ -160,7 +161,8 @@ type timer struct {
 // enqueued again with a RESCUED event; one without fails with "lease
 // expired", failing its run. A task whose run has ended (failed while the
 // attempt ran) is cancelled instead of enqueued, unless it is the onfailure
-// task.
+// task. A task whose worker heartbeats (store.Workers) is not rescued: its
+// lease moves up to the worker's deadline instead.
 func (s *Store) RescueExpired(ctx context.Context, limit int) (int, error) {
 	if limit <= 0 {
 		return 0, nil
@@ -187,38 +189,53 @@ func (s *Store) RescueExpired(ctx context.Context, limit int) (int, error) {
 		if err := b.loadTasks(ctx, keys); err != nil {
 			return err
 		}
+		var ext dbsqlc.ExtendLeasesParams
 		for src, k := range keys {
 			t := b.tasks[k]
 			// Re-check under the run lock: the attempt may have finished.
 			if t == nil || t.status != store.TaskRunning || t.leaseUntil.IsZero() || t.leaseUntil.After(b.now) {
 				continue
 			}
+			if alive := cands[src].AliveUntil; alive.Valid && alive.Time.After(b.now) {
+				ext.RunIds = append(ext.RunIds, uuidOf(k.run))
+				ext.Names = append(ext.Names, k.name)
+				ext.LeaseUntils = append(ext.LeaseUntils, alive)
+				continue
+			}
 			n++
-			switch {
-			case t.attempt >= t.maxAttempts:
-				b.apply(src, &store.TaskResult{
-					RunID: k.run, Step: k.name, Attempt: t.attempt,
-					Outcome: store.OutcomeFailed, Error: "lease expired",
-				})
-			case t.run.status != store.RunRunning && t.kind != store.KindOnFailure:
-				b.cancel(t)
-			default:
-				b.event(t, store.EventRescued, "lease expired")
-				b.requeue(t, src)
+			b.rescue(src, t)
+		}
+		if len(ext.Names) > 0 {
+			if err := s.q.ExtendLeases(ctx, tx, ext); err != nil {
+				return fmt.Errorf("extend %d leases: %w", len(ext.Names), err)
 			}
 		}
 		if !b.changed() {
-			return errNothingToDo
+			return nil // commit the extended leases, if any
 		}
 		return b.flush(ctx)
 	})
 	if err != nil && !errors.Is(err, errNothingToDo) {
 		return 0, fmt.Errorf("rescue expired tasks: %w", err)
 	}
-	if err != nil {
-		return 0, nil
-	}
 	return n, nil
+}
+
+// rescue takes a RUNNING task back from the worker that had it: enqueued
+// again with a new attempt to come, or failed when it has none left.
+func (b *batch) rescue(src int, t *taskState) {
+	switch {
+	case t.attempt >= t.maxAttempts:
+		b.apply(src, &store.TaskResult{
+			RunID: t.key.run, Step: t.key.name, Attempt: t.attempt,
+			Outcome: store.OutcomeFailed, Error: "lease expired",
+		})
+	case t.run.status != store.RunRunning && t.kind != store.KindOnFailure:
+		b.cancel(t)
+	default:
+		b.event(t, store.EventRescued, "lease expired")
+		b.requeue(t, src)
+	}
 }
 
 // CancelRun implements store.Store.

@@ -88,4 +88,5 @@ type DagenTimer struct {
 type DagenWorker struct {
 	ID          string
 	HeartbeatAt pgtype.Timestamptz
+	AliveUntil  pgtype.Timestamptz
 }

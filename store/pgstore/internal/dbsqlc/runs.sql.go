@@ -11,6 +11,22 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+const deleteRuns = `-- name: DeleteRuns :execrows
+WITH tasks AS (DELETE FROM dagen_tasks WHERE dagen_tasks.run_id = ANY($1::uuid[])),
+     evs AS (DELETE FROM dagen_events WHERE dagen_events.run_id = ANY($1::uuid[])),
+     tms AS (DELETE FROM dagen_timers WHERE dagen_timers.run_id = ANY($1::uuid[])),
+     rdy AS (DELETE FROM dagen_ready WHERE dagen_ready.run_id = ANY($1::uuid[]))
+DELETE FROM dagen_runs WHERE dagen_runs.id = ANY($1::uuid[])
+`
+
+func (q *Queries) DeleteRuns(ctx context.Context, db DBTX, ids []pgtype.UUID) (int64, error) {
+	result, err := db.Exec(ctx, deleteRuns, ids)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const getRun = `-- name: GetRun :one
 SELECT id, workflow, fingerprint, tenant, status, input, failure_step, failure_attempt,
        failure_message, created_at, finished_at
@@ -106,13 +122,49 @@ func (q *Queries) InsertRuns(ctx context.Context, db DBTX, arg InsertRunsParams)
 	return items, nil
 }
 
+const lockPrunableRuns = `-- name: LockPrunableRuns :many
+SELECT r.id FROM dagen_runs r
+WHERE r.id = ANY($1::uuid[])
+  AND r.status <> 'RUNNING'
+  AND r.finished_at < $2::timestamptz
+  AND NOT EXISTS (
+      SELECT 1 FROM dagen_tasks t
+      WHERE t.run_id = r.id AND t.status IN ('QUEUED', 'RUNNING', 'BACKOFF')
+  )
+ORDER BY r.id
+FOR UPDATE SKIP LOCKED
+`
+
+// Locks finished runs that no task can change any more (no queued, running
+// or retrying task: a failed run's stragglers and onfailure task), skipping
+// runs another transaction holds.
+func (q *Queries) LockPrunableRuns(ctx context.Context, db DBTX, ids []pgtype.UUID, cutoff pgtype.Timestamptz) ([]pgtype.UUID, error) {
+	rows, err := db.Query(ctx, lockPrunableRuns, ids, cutoff)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []pgtype.UUID
+	for rows.Next() {
+		var id pgtype.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const lockRuns = `-- name: LockRuns :many
 SELECT id, workflow, tenant, status, pending,
        coalesce($1::timestamptz, now())::timestamptz AS now
 FROM dagen_runs
 WHERE id = ANY($2::uuid[])
 ORDER BY id
-FOR UPDATE
+FOR NO KEY UPDATE
 `
 
 type LockRunsRow struct {
@@ -159,7 +211,7 @@ SELECT id, workflow, tenant, status, pending,
 FROM dagen_runs
 WHERE id = ANY($2::uuid[])
 ORDER BY id
-FOR UPDATE SKIP LOCKED
+FOR NO KEY UPDATE SKIP LOCKED
 `
 
 type LockRunsSkipLockedRow struct {
@@ -192,6 +244,33 @@ func (q *Queries) LockRunsSkipLocked(ctx context.Context, db DBTX, now pgtype.Ti
 			return nil, err
 		}
 		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const pruneCandidates = `-- name: PruneCandidates :many
+SELECT id FROM dagen_runs
+WHERE finished_at < $1::timestamptz
+ORDER BY finished_at
+LIMIT $2
+`
+
+func (q *Queries) PruneCandidates(ctx context.Context, db DBTX, cutoff pgtype.Timestamptz, max int32) ([]pgtype.UUID, error) {
+	rows, err := db.Query(ctx, pruneCandidates, cutoff, max)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []pgtype.UUID
+	for rows.Next() {
+		var id pgtype.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

@@ -114,9 +114,33 @@ func (q *Queries) DecrementChildren(ctx context.Context, db DBTX, runIds []pgtyp
 	return items, nil
 }
 
+const extendLeases = `-- name: ExtendLeases :exec
+UPDATE dagen_tasks t
+SET lease_until = k.lease_until
+FROM (
+    SELECT unnest($1::uuid[]) AS run_id,
+           unnest($2::text[]) AS name,
+           unnest($3::timestamptz[]) AS lease_until
+) AS k
+WHERE t.run_id = k.run_id AND t.name = k.name AND t.status = 'RUNNING'
+`
+
+type ExtendLeasesParams struct {
+	RunIds      []pgtype.UUID
+	Names       []string
+	LeaseUntils []pgtype.Timestamptz
+}
+
+// Moves the leases of running tasks whose worker heartbeats up to the
+// worker's own deadline.
+func (q *Queries) ExtendLeases(ctx context.Context, db DBTX, arg ExtendLeasesParams) error {
+	_, err := db.Exec(ctx, extendLeases, arg.RunIds, arg.Names, arg.LeaseUntils)
+	return err
+}
+
 const getTasks = `-- name: GetTasks :many
 SELECT t.run_id, t.name, t.kind, t.children, t.status, t.attempt, t.max_attempts,
-       t.error, t.reason, t.wake_at, t.lease_until
+       t.error, t.reason, t.wake_at, t.lease_until, t.worker
 FROM dagen_tasks t
 JOIN (SELECT unnest($1::uuid[]) AS run_id, unnest($2::text[]) AS name) AS k
   ON t.run_id = k.run_id AND t.name = k.name
@@ -134,6 +158,7 @@ type GetTasksRow struct {
 	Reason      string
 	WakeAt      pgtype.Timestamptz
 	LeaseUntil  pgtype.Timestamptz
+	Worker      string
 }
 
 // Reads tasks by key. Callers hold the lock of the tasks' runs, which every
@@ -159,6 +184,7 @@ func (q *Queries) GetTasks(ctx context.Context, db DBTX, runIds []pgtype.UUID, n
 			&i.Reason,
 			&i.WakeAt,
 			&i.LeaseUntil,
+			&i.Worker,
 		); err != nil {
 			return nil, err
 		}
@@ -304,20 +330,22 @@ func (q *Queries) QueueOnFailure(ctx context.Context, db DBTX, runIds []pgtype.U
 }
 
 const rescueCandidates = `-- name: RescueCandidates :many
-SELECT run_id, name, coalesce($1::timestamptz, now())::timestamptz AS now
-FROM dagen_tasks
-WHERE status = 'RUNNING' AND lease_until <= coalesce($1::timestamptz, now())
-ORDER BY lease_until
+SELECT t.run_id, t.name, w.alive_until
+FROM dagen_tasks t
+LEFT JOIN dagen_workers w ON w.id = t.worker
+WHERE t.status = 'RUNNING' AND t.lease_until <= coalesce($1::timestamptz, now())
+ORDER BY t.lease_until
 LIMIT $2
 `
 
 type RescueCandidatesRow struct {
-	RunID pgtype.UUID
-	Name  string
-	Now   pgtype.Timestamptz
+	RunID      pgtype.UUID
+	Name       string
+	AliveUntil pgtype.Timestamptz
 }
 
-// Running tasks whose lease ended, earliest first.
+// Running tasks whose lease ended, earliest first, with how long their
+// worker is known to be alive (NULL: not heartbeating).
 func (q *Queries) RescueCandidates(ctx context.Context, db DBTX, now pgtype.Timestamptz, max int32) ([]RescueCandidatesRow, error) {
 	rows, err := db.Query(ctx, rescueCandidates, now, max)
 	if err != nil {
@@ -327,7 +355,7 @@ func (q *Queries) RescueCandidates(ctx context.Context, db DBTX, now pgtype.Time
 	var items []RescueCandidatesRow
 	for rows.Next() {
 		var i RescueCandidatesRow
-		if err := rows.Scan(&i.RunID, &i.Name, &i.Now); err != nil {
+		if err := rows.Scan(&i.RunID, &i.Name, &i.AliveUntil); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -385,4 +413,34 @@ func (q *Queries) UpdateTasks(ctx context.Context, db DBTX, arg UpdateTasksParam
 		arg.FinishedAts,
 	)
 	return err
+}
+
+const workerTasks = `-- name: WorkerTasks :many
+SELECT run_id, name FROM dagen_tasks WHERE status = 'RUNNING' AND worker = $1
+`
+
+type WorkerTasksRow struct {
+	RunID pgtype.UUID
+	Name  string
+}
+
+// The running tasks of one worker.
+func (q *Queries) WorkerTasks(ctx context.Context, db DBTX, worker string) ([]WorkerTasksRow, error) {
+	rows, err := db.Query(ctx, workerTasks, worker)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []WorkerTasksRow
+	for rows.Next() {
+		var i WorkerTasksRow
+		if err := rows.Scan(&i.RunID, &i.Name); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }

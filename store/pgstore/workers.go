@@ -1,0 +1,124 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/dagenhq/dagen/dag"
+	"github.com/dagenhq/dagen/store"
+	"github.com/dagenhq/dagen/store/pgstore/internal/dbsqlc"
+)
+
+var _ store.Workers = (*Store)(nil)
+
+// Heartbeat implements store.Workers with one statement: an upsert of the
+// worker's narrow row and a lookup of its runs.
+func (s *Store) Heartbeat(ctx context.Context, worker string, ttl time.Duration, runs []dag.RunID) ([]dag.RunID, error) {
+	ids, err := s.q.Heartbeat(ctx, s.pool, dbsqlc.HeartbeatParams{
+		Now:        s.clock(),
+		Worker:     worker,
+		TtlSeconds: ttl.Seconds(),
+		RunIds:     uuids(runs),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("heartbeat of worker %s: %w", worker, err)
+	}
+	var cancelled []dag.RunID
+	for _, id := range ids {
+		cancelled = append(cancelled, dag.RunID(id.Bytes))
+	}
+	return cancelled, nil
+}
+
+// RetireWorker implements store.Workers. Released tasks are rescued as
+// RescueExpired would, in one transaction.
+func (s *Store) RetireWorker(ctx context.Context, worker string, release bool) (int, error) {
+	if err := s.q.DeleteWorker(ctx, s.pool, worker); err != nil {
+		return 0, fmt.Errorf("retire worker %s: %w", worker, err)
+	}
+	if !release {
+		return 0, nil
+	}
+	n := 0
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		rows, err := s.q.WorkerTasks(ctx, tx, worker)
+		if err != nil {
+			return fmt.Errorf("read running tasks: %w", err)
+		}
+		if len(rows) == 0 {
+			return errNothingToDo
+		}
+		b := s.newBatch(tx, len(rows))
+		ids := make([]dag.RunID, len(rows))
+		keys := make([]taskKey, len(rows))
+		for i, r := range rows {
+			ids[i] = dag.RunID(r.RunID.Bytes)
+			keys[i] = taskKey{ids[i], r.Name}
+		}
+		if err := b.lockRuns(ctx, ids, false); err != nil {
+			return err
+		}
+		if err := b.loadTasks(ctx, keys); err != nil {
+			return err
+		}
+		for src, k := range keys {
+			// Re-check under the run lock; the worker is recorded with the
+			// attempt, so a task claimed again since is not this worker's.
+			if t := b.tasks[k]; t != nil && t.status == store.TaskRunning && t.worker == worker {
+				n++
+				b.rescue(src, t)
+			}
+		}
+		if !b.changed() {
+			return errNothingToDo
+		}
+		return b.flush(ctx)
+	})
+	if err != nil && !errors.Is(err, errNothingToDo) {
+		return 0, fmt.Errorf("retire worker %s: release tasks: %w", worker, err)
+	}
+	return n, nil
+}
+
+// PruneRuns implements store.Workers. Runs another transaction is writing
+// are skipped until a later call.
+func (s *Store) PruneRuns(ctx context.Context, cutoff time.Time, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, nil
+	}
+	var n int64
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		at := pgtype.Timestamptz{Time: cutoff, Valid: true}
+		cands, err := s.q.PruneCandidates(ctx, tx, at, int32(min(limit, 1<<30)))
+		if err != nil {
+			return fmt.Errorf("read finished runs: %w", err)
+		}
+		if len(cands) == 0 {
+			return errNothingToDo
+		}
+		locked, err := s.q.LockPrunableRuns(ctx, tx, cands, at)
+		if err != nil {
+			return fmt.Errorf("lock %d finished runs: %w", len(cands), err)
+		}
+		if len(locked) == 0 {
+			return errNothingToDo
+		}
+		n, err = s.q.DeleteRuns(ctx, tx, locked)
+		if err != nil {
+			return fmt.Errorf("delete %d runs: %w", len(locked), err)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errNothingToDo) {
+		return 0, fmt.Errorf("prune runs finished before %s: %w", cutoff.Format(time.RFC3339), err)
+	}
+	if err != nil {
+		return 0, nil
+	}
+	return int(n), nil
+}
