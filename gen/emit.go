@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/dave/jennifer/jen"
-	"golang.org/x/tools/imports"
 
 	"github.com/dagenhq/dagen/dag"
 	"github.com/dagenhq/dagen/engine"
@@ -53,13 +52,7 @@ func emitPackage(p *analysis.Package) ([]byte, error) {
 	if err := f.Render(&buf); err != nil {
 		return nil, fmt.Errorf("render: %w", err)
 	}
-	// jennifer sorts imports in one block; group the standard library
-	// apart as gofmt users expect. FormatOnly adds and removes nothing.
-	out, err := imports.Process(analysis.GeneratedFile, buf.Bytes(), &imports.Options{FormatOnly: true, Comments: true, TabIndent: true, TabWidth: 8})
-	if err != nil {
-		return nil, fmt.Errorf("format: %w", err)
-	}
-	return out, nil
+	return groupImports(buf.Bytes())
 }
 
 // imports names every package the file may refer to, so that jennifer
@@ -329,21 +322,24 @@ func fingerprint(w *analysis.Workflow) string {
 
 func (g *emitter) definition(w *analysis.Workflow) {
 	n := analysis.GoName(w)
+	def := g.name("def")
 	var fields fieldList
 	fields.add("Name", jen.Lit(w.Name))
-	fields.add("Steps", jen.Index().Qual(enginePath, "Step").ValuesFunc(func(grp *jen.Group) {
-		for _, s := range w.Steps {
-			grp.Add(g.step(w, s))
-		}
-	}))
+	fields.add("Steps", jen.Make(jen.Index().Qual(enginePath, "Step"), jen.Lit(0), jen.Lit(len(w.Steps))))
 	if w.OnFailure != "" {
 		fields.add("OnFailure", g.onFailure(w))
 	}
+	// One statement per step rather than one literal holding them all:
+	// go/printer measures nested literals again at every level, which is
+	// slow for workflows with thousands of steps.
+	body := []jen.Code{jen.Id(def).Op(":=").Op("&").Qual(enginePath, "Definition").Add(fields.values())}
+	for _, s := range w.Steps {
+		body = append(body, jen.Id(def).Dot("Steps").Op("=").Append(jen.Id(def).Dot("Steps"), jen.Qual(enginePath, "Step").Add(g.step(w, s))))
+	}
+	body = append(body, jen.Return(jen.Id(def)))
 	g.f.Commentf("%sDefinition returns the engine definition of workflow %q.", n, w.Name)
 	g.f.Commentf("New%sWorkflow registers it and returns a typed handle.", n)
-	g.f.Func().Id(n+"Definition").Params().Op("*").Qual(enginePath, "Definition").Block(
-		jen.Return(jen.Op("&").Qual(enginePath, "Definition").Add(fields.values())),
-	)
+	g.f.Func().Id(n+"Definition").Params().Op("*").Qual(enginePath, "Definition").Block(body...)
 }
 
 // fieldList is a composite literal's fields, kept in the order they are

@@ -18,148 +18,9 @@ const OrderFingerprint = "0d9778fd23d95dab"
 // OrderDefinition returns the engine definition of workflow "Order".
 // NewOrderWorkflow registers it and returns a typed handle.
 func OrderDefinition() *engine.Definition {
-	return &engine.Definition{
-		Name: "Order",
-		Steps: []engine.Step{{
-			Name: "Validate",
-			Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-				input, err := engine.Input[Order](in)
-				if err != nil {
-					return nil, err
-				}
-				out, err := Validate(ctx, input)
-				if err != nil {
-					return nil, err
-				}
-				return engine.Encode(out)
-			},
-		}, {
-			Name:    "Charge",
-			Parents: []engine.Parent{{Name: "Validate"}},
-			Skip: []engine.Predicate{{
-				Name: "invalid",
-				Eval: func(ctx context.Context, in engine.StepInput) (bool, error) {
-					p0, err := engine.ParentOutput[Validation](in, 0)
-					if err != nil {
-						return false, err
-					}
-					return invalid(p0), nil
-				},
-			}},
-			Retry: engine.RetryPolicy{
-				Backoff:    time.Second,
-				MaxRetries: 3,
-			},
-			Timeout: 30 * time.Second,
-			Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-				input, err := engine.Input[Order](in)
-				if err != nil {
-					return nil, err
-				}
-				p0, err := engine.ParentOutput[Validation](in, 0)
-				if err != nil {
-					return nil, err
-				}
-				out, err := Charge(ctx, input, p0)
-				if err != nil {
-					return nil, err
-				}
-				return engine.Encode(out)
-			},
-		}, {
-			Name:    "Reject",
-			Parents: []engine.Parent{{Name: "Validate"}},
-			Skip: []engine.Predicate{{
-				Name: "valid",
-				Eval: func(ctx context.Context, in engine.StepInput) (bool, error) {
-					p0, err := engine.ParentOutput[Validation](in, 0)
-					if err != nil {
-						return false, err
-					}
-					return valid(p0), nil
-				},
-			}},
-			Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-				input, err := engine.Input[Order](in)
-				if err != nil {
-					return nil, err
-				}
-				p0, err := engine.ParentOutput[Validation](in, 0)
-				if err != nil {
-					return nil, err
-				}
-				out, err := Reject(ctx, input, p0)
-				if err != nil {
-					return nil, err
-				}
-				return engine.Encode(out)
-			},
-		}, {
-			Name:    "FraudWindow",
-			Kind:    engine.KindSleep,
-			Parents: []engine.Parent{{Name: "Charge"}},
-			Sleep: func(ctx context.Context, in engine.StepInput) (engine.Wake, error) {
-				input, err := engine.Input[Order](in)
-				if err != nil {
-					return engine.Wake{}, err
-				}
-				p0, err := engine.ParentOutput[Receipt](in, 0)
-				if err != nil {
-					return engine.Wake{}, err
-				}
-				wake, err := FraudWindow(ctx, input, p0)
-				if err != nil {
-					return engine.Wake{}, err
-				}
-				return engine.Wake{Delay: wake}, nil
-			},
-		}, {
-			Name:    "Ship",
-			Parents: []engine.Parent{{Name: "Charge"}, {Name: "FraudWindow"}},
-			Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-				input, err := engine.Input[Order](in)
-				if err != nil {
-					return nil, err
-				}
-				p0, err := engine.ParentOutput[Receipt](in, 0)
-				if err != nil {
-					return nil, err
-				}
-				out, err := Ship(ctx, input, p0)
-				if err != nil {
-					return nil, err
-				}
-				return engine.Encode(out)
-			},
-		}, {
-			Name: "Finalize",
-			Parents: []engine.Parent{{
-				Name:     "Ship",
-				Optional: true,
-			}, {
-				Name:     "Reject",
-				Optional: true,
-			}},
-			Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-				input, err := engine.Input[Order](in)
-				if err != nil {
-					return nil, err
-				}
-				p0, err := engine.ParentMaybe[Shipment](in, 0)
-				if err != nil {
-					return nil, err
-				}
-				p1, err := engine.ParentMaybe[Rejection](in, 1)
-				if err != nil {
-					return nil, err
-				}
-				out, err := Finalize(ctx, input, p0, p1)
-				if err != nil {
-					return nil, err
-				}
-				return engine.Encode(out)
-			},
-		}},
+	def := &engine.Definition{
+		Name:  "Order",
+		Steps: make([]engine.Step, 0, 6),
 		OnFailure: func(ctx context.Context, in engine.StepInput, failure dag.Failure) error {
 			input, err := engine.Input[Order](in)
 			if err != nil {
@@ -168,6 +29,152 @@ func OrderDefinition() *engine.Definition {
 			return Alert(ctx, input, failure)
 		},
 	}
+	def.Steps = append(def.Steps, engine.Step{
+		Name: "Validate",
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Order](in)
+			if err != nil {
+				return nil, err
+			}
+			out, err := Validate(ctx, input)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	})
+	def.Steps = append(def.Steps, engine.Step{
+		Name:    "Charge",
+		Parents: []engine.Parent{{Name: "Validate"}},
+		Skip: []engine.Predicate{{
+			Name: "invalid",
+			Eval: func(ctx context.Context, in engine.StepInput) (bool, error) {
+				p0, err := engine.ParentOutput[Validation](in, 0)
+				if err != nil {
+					return false, err
+				}
+				return invalid(p0), nil
+			},
+		}},
+		Retry: engine.RetryPolicy{
+			Backoff:    time.Second,
+			MaxRetries: 3,
+		},
+		Timeout: 30 * time.Second,
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Order](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[Validation](in, 0)
+			if err != nil {
+				return nil, err
+			}
+			out, err := Charge(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	})
+	def.Steps = append(def.Steps, engine.Step{
+		Name:    "Reject",
+		Parents: []engine.Parent{{Name: "Validate"}},
+		Skip: []engine.Predicate{{
+			Name: "valid",
+			Eval: func(ctx context.Context, in engine.StepInput) (bool, error) {
+				p0, err := engine.ParentOutput[Validation](in, 0)
+				if err != nil {
+					return false, err
+				}
+				return valid(p0), nil
+			},
+		}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Order](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[Validation](in, 0)
+			if err != nil {
+				return nil, err
+			}
+			out, err := Reject(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	})
+	def.Steps = append(def.Steps, engine.Step{
+		Name:    "FraudWindow",
+		Kind:    engine.KindSleep,
+		Parents: []engine.Parent{{Name: "Charge"}},
+		Sleep: func(ctx context.Context, in engine.StepInput) (engine.Wake, error) {
+			input, err := engine.Input[Order](in)
+			if err != nil {
+				return engine.Wake{}, err
+			}
+			p0, err := engine.ParentOutput[Receipt](in, 0)
+			if err != nil {
+				return engine.Wake{}, err
+			}
+			wake, err := FraudWindow(ctx, input, p0)
+			if err != nil {
+				return engine.Wake{}, err
+			}
+			return engine.Wake{Delay: wake}, nil
+		},
+	})
+	def.Steps = append(def.Steps, engine.Step{
+		Name:    "Ship",
+		Parents: []engine.Parent{{Name: "Charge"}, {Name: "FraudWindow"}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Order](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[Receipt](in, 0)
+			if err != nil {
+				return nil, err
+			}
+			out, err := Ship(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	})
+	def.Steps = append(def.Steps, engine.Step{
+		Name: "Finalize",
+		Parents: []engine.Parent{{
+			Name:     "Ship",
+			Optional: true,
+		}, {
+			Name:     "Reject",
+			Optional: true,
+		}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Order](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentMaybe[Shipment](in, 0)
+			if err != nil {
+				return nil, err
+			}
+			p1, err := engine.ParentMaybe[Rejection](in, 1)
+			if err != nil {
+				return nil, err
+			}
+			out, err := Finalize(ctx, input, p0, p1)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	})
+	return def
 }
 
 // OrderWorkflow runs workflow "Order" on an engine with typed inputs and outputs.

@@ -17,41 +17,44 @@ const GreetingFingerprint = "f67e7ac9de161e95"
 // GreetingDefinition returns the engine definition of workflow "Greeting".
 // NewGreetingWorkflow registers it and returns a typed handle.
 func GreetingDefinition() *engine.Definition {
-	return &engine.Definition{
-		Name: "Greeting",
-		Steps: []engine.Step{{
-			Name: "Upper",
-			Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-				input, err := engine.Input[Greeting](in)
-				if err != nil {
-					return nil, err
-				}
-				out, err := Upper(ctx, input)
-				if err != nil {
-					return nil, err
-				}
-				return engine.Encode(out)
-			},
-		}, {
-			Name:    "Greet",
-			Parents: []engine.Parent{{Name: "Upper"}},
-			Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-				input, err := engine.Input[Greeting](in)
-				if err != nil {
-					return nil, err
-				}
-				p0, err := engine.ParentOutput[string](in, 0)
-				if err != nil {
-					return nil, err
-				}
-				out, err := Greet(ctx, input, p0)
-				if err != nil {
-					return nil, err
-				}
-				return engine.Encode(out)
-			},
-		}},
+	def := &engine.Definition{
+		Name:  "Greeting",
+		Steps: make([]engine.Step, 0, 2),
 	}
+	def.Steps = append(def.Steps, engine.Step{
+		Name: "Upper",
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Greeting](in)
+			if err != nil {
+				return nil, err
+			}
+			out, err := Upper(ctx, input)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	})
+	def.Steps = append(def.Steps, engine.Step{
+		Name:    "Greet",
+		Parents: []engine.Parent{{Name: "Upper"}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Greeting](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[string](in, 0)
+			if err != nil {
+				return nil, err
+			}
+			out, err := Greet(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	})
+	return def
 }
 
 // GreetingWorkflow runs workflow "Greeting" on an engine with typed inputs and outputs.

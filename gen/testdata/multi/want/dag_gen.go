@@ -19,40 +19,9 @@ const PingFingerprint = "039ba069248368b6"
 // PingDefinition returns the engine definition of workflow "Ping".
 // NewPingWorkflow registers it and returns a typed handle.
 func PingDefinition() *enginepkg.Definition {
-	return &enginepkg.Definition{
-		Name: "Ping",
-		Steps: []enginepkg.Step{{
-			Name: "Resolve",
-			Run: func(ctx context.Context, in enginepkg.StepInput) ([]byte, error) {
-				input1, err1 := enginepkg.Input[Ping](in)
-				if err1 != nil {
-					return nil, err1
-				}
-				out, err1 := Resolve(ctx, input1)
-				if err1 != nil {
-					return nil, err1
-				}
-				return enginepkg.Encode(out)
-			},
-		}, {
-			Name:    "Measure",
-			Parents: []enginepkg.Parent{{Name: "Resolve"}},
-			Run: func(ctx context.Context, in enginepkg.StepInput) ([]byte, error) {
-				input1, err1 := enginepkg.Input[Ping](in)
-				if err1 != nil {
-					return nil, err1
-				}
-				p0, err1 := enginepkg.ParentOutput[netip.Addr](in, 0)
-				if err1 != nil {
-					return nil, err1
-				}
-				out, err1 := Measure(ctx, input1, p0)
-				if err1 != nil {
-					return nil, err1
-				}
-				return enginepkg.Encode(out)
-			},
-		}},
+	def := &enginepkg.Definition{
+		Name:  "Ping",
+		Steps: make([]enginepkg.Step, 0, 2),
 		OnFailure: func(ctx context.Context, in enginepkg.StepInput, failure dag.Failure) error {
 			input1, err1 := enginepkg.Input[Ping](in)
 			if err1 != nil {
@@ -61,6 +30,40 @@ func PingDefinition() *enginepkg.Definition {
 			return Report(ctx, input1, failure)
 		},
 	}
+	def.Steps = append(def.Steps, enginepkg.Step{
+		Name: "Resolve",
+		Run: func(ctx context.Context, in enginepkg.StepInput) ([]byte, error) {
+			input1, err1 := enginepkg.Input[Ping](in)
+			if err1 != nil {
+				return nil, err1
+			}
+			out, err1 := Resolve(ctx, input1)
+			if err1 != nil {
+				return nil, err1
+			}
+			return enginepkg.Encode(out)
+		},
+	})
+	def.Steps = append(def.Steps, enginepkg.Step{
+		Name:    "Measure",
+		Parents: []enginepkg.Parent{{Name: "Resolve"}},
+		Run: func(ctx context.Context, in enginepkg.StepInput) ([]byte, error) {
+			input1, err1 := enginepkg.Input[Ping](in)
+			if err1 != nil {
+				return nil, err1
+			}
+			p0, err1 := enginepkg.ParentOutput[netip.Addr](in, 0)
+			if err1 != nil {
+				return nil, err1
+			}
+			out, err1 := Measure(ctx, input1, p0)
+			if err1 != nil {
+				return nil, err1
+			}
+			return enginepkg.Encode(out)
+		},
+	})
+	return def
 }
 
 // PingWorkflow runs workflow "Ping" on an engine with typed inputs and outputs.
@@ -145,41 +148,44 @@ const RefundFingerprint = "aa1945c664a712ed"
 // RefundDefinition returns the engine definition of workflow "refund".
 // NewRefundWorkflow registers it and returns a typed handle.
 func RefundDefinition() *enginepkg.Definition {
-	return &enginepkg.Definition{
-		Name: "refund",
-		Steps: []enginepkg.Step{{
-			Name: "audit",
-			Run: func(ctx context.Context, in enginepkg.StepInput) ([]byte, error) {
-				input1, err1 := enginepkg.Input[refund](in)
-				if err1 != nil {
-					return nil, err1
-				}
-				out, err1 := audit(ctx, input1)
-				if err1 != nil {
-					return nil, err1
-				}
-				return enginepkg.Encode(out)
-			},
-		}, {
-			Name:    "pay",
-			Parents: []enginepkg.Parent{{Name: "audit"}},
-			Run: func(ctx context.Context, in enginepkg.StepInput) ([]byte, error) {
-				input1, err1 := enginepkg.Input[refund](in)
-				if err1 != nil {
-					return nil, err1
-				}
-				p0, err1 := enginepkg.ParentOutput[[]string](in, 0)
-				if err1 != nil {
-					return nil, err1
-				}
-				out, err1 := pay(ctx, input1, p0)
-				if err1 != nil {
-					return nil, err1
-				}
-				return enginepkg.Encode(out)
-			},
-		}},
+	def := &enginepkg.Definition{
+		Name:  "refund",
+		Steps: make([]enginepkg.Step, 0, 2),
 	}
+	def.Steps = append(def.Steps, enginepkg.Step{
+		Name: "audit",
+		Run: func(ctx context.Context, in enginepkg.StepInput) ([]byte, error) {
+			input1, err1 := enginepkg.Input[refund](in)
+			if err1 != nil {
+				return nil, err1
+			}
+			out, err1 := audit(ctx, input1)
+			if err1 != nil {
+				return nil, err1
+			}
+			return enginepkg.Encode(out)
+		},
+	})
+	def.Steps = append(def.Steps, enginepkg.Step{
+		Name:    "pay",
+		Parents: []enginepkg.Parent{{Name: "audit"}},
+		Run: func(ctx context.Context, in enginepkg.StepInput) ([]byte, error) {
+			input1, err1 := enginepkg.Input[refund](in)
+			if err1 != nil {
+				return nil, err1
+			}
+			p0, err1 := enginepkg.ParentOutput[[]string](in, 0)
+			if err1 != nil {
+				return nil, err1
+			}
+			out, err1 := pay(ctx, input1, p0)
+			if err1 != nil {
+				return nil, err1
+			}
+			return enginepkg.Encode(out)
+		},
+	})
+	return def
 }
 
 // RefundWorkflow runs workflow "refund" on an engine with typed inputs and outputs.

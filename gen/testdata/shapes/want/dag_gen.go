@@ -18,120 +18,126 @@ const SignupFingerprint = "815375e3aa400eff"
 // SignupDefinition returns the engine definition of workflow "signup".
 // NewSignupWorkflow registers it and returns a typed handle.
 func SignupDefinition() *engine.Definition {
-	return &engine.Definition{
-		Name: "signup",
-		Steps: []engine.Step{{
-			Name: "create-account",
-			Retry: engine.RetryPolicy{
-				Backoff:    250 * time.Millisecond,
-				MaxBackoff: time.Second,
-				MaxRetries: 2,
-			},
-			Timeout: 90 * time.Second,
-			Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+	def := &engine.Definition{
+		Name:  "signup",
+		Steps: make([]engine.Step, 0, 5),
+	}
+	def.Steps = append(def.Steps, engine.Step{
+		Name: "create-account",
+		Retry: engine.RetryPolicy{
+			Backoff:    250 * time.Millisecond,
+			MaxBackoff: time.Second,
+			MaxRetries: 2,
+		},
+		Timeout: 90 * time.Second,
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Signup](in)
+			if err != nil {
+				return nil, err
+			}
+			out, err := CreateAccount(ctx, input)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	})
+	def.Steps = append(def.Steps, engine.Step{
+		Name:    "Charge",
+		Parents: []engine.Parent{{Name: "create-account"}},
+		Skip: []engine.Predicate{{
+			Name: "isFree",
+			Eval: func(ctx context.Context, in engine.StepInput) (bool, error) {
 				input, err := engine.Input[Signup](in)
 				if err != nil {
-					return nil, err
+					return false, err
 				}
-				out, err := CreateAccount(ctx, input)
-				if err != nil {
-					return nil, err
-				}
-				return engine.Encode(out)
+				return isFree(input), nil
 			},
 		}, {
-			Name:    "Charge",
-			Parents: []engine.Parent{{Name: "create-account"}},
-			Skip: []engine.Predicate{{
-				Name: "isFree",
-				Eval: func(ctx context.Context, in engine.StepInput) (bool, error) {
-					input, err := engine.Input[Signup](in)
-					if err != nil {
-						return false, err
-					}
-					return isFree(input), nil
-				},
-			}, {
-				Name: "onTrial",
-				Eval: func(ctx context.Context, in engine.StepInput) (bool, error) {
-					input, err := engine.Input[Signup](in)
-					if err != nil {
-						return false, err
-					}
-					p0, err := engine.ParentOutput[Account](in, 0)
-					if err != nil {
-						return false, err
-					}
-					return onTrial(ctx, input, p0)
-				},
-			}},
-			Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			Name: "onTrial",
+			Eval: func(ctx context.Context, in engine.StepInput) (bool, error) {
 				input, err := engine.Input[Signup](in)
 				if err != nil {
-					return nil, err
+					return false, err
 				}
 				p0, err := engine.ParentOutput[Account](in, 0)
 				if err != nil {
-					return nil, err
+					return false, err
 				}
-				out, err := Charge(ctx, input, p0)
-				if err != nil {
-					return nil, err
-				}
-				return engine.Encode(out)
-			},
-		}, {
-			Name:    "SendWelcome",
-			Parents: []engine.Parent{{Name: "create-account"}},
-			Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-				input, err := engine.Input[Signup](in)
-				if err != nil {
-					return nil, err
-				}
-				p0, err := engine.ParentOutput[Account](in, 0)
-				if err != nil {
-					return nil, err
-				}
-				return nil, SendWelcome(ctx, input, p0)
-			},
-		}, {
-			Name:    "Nudge",
-			Kind:    engine.KindSleep,
-			Parents: []engine.Parent{{Name: "SendWelcome"}},
-			Sleep: func(ctx context.Context, in engine.StepInput) (engine.Wake, error) {
-				input, err := engine.Input[Signup](in)
-				if err != nil {
-					return engine.Wake{}, err
-				}
-				wake, err := Nudge(ctx, input)
-				if err != nil {
-					return engine.Wake{}, err
-				}
-				return engine.Wake{At: wake}, nil
-			},
-		}, {
-			Name: "Summarize",
-			Parents: []engine.Parent{{
-				Name:     "Charge",
-				Optional: true,
-			}, {Name: "Nudge"}},
-			Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-				input, err := engine.Input[Signup](in)
-				if err != nil {
-					return nil, err
-				}
-				p0, err := engine.ParentMaybe[Bill](in, 0)
-				if err != nil {
-					return nil, err
-				}
-				out, err := Summarize(ctx, input, p0)
-				if err != nil {
-					return nil, err
-				}
-				return engine.Encode(out)
+				return onTrial(ctx, input, p0)
 			},
 		}},
-	}
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Signup](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[Account](in, 0)
+			if err != nil {
+				return nil, err
+			}
+			out, err := Charge(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	})
+	def.Steps = append(def.Steps, engine.Step{
+		Name:    "SendWelcome",
+		Parents: []engine.Parent{{Name: "create-account"}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Signup](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[Account](in, 0)
+			if err != nil {
+				return nil, err
+			}
+			return nil, SendWelcome(ctx, input, p0)
+		},
+	})
+	def.Steps = append(def.Steps, engine.Step{
+		Name:    "Nudge",
+		Kind:    engine.KindSleep,
+		Parents: []engine.Parent{{Name: "SendWelcome"}},
+		Sleep: func(ctx context.Context, in engine.StepInput) (engine.Wake, error) {
+			input, err := engine.Input[Signup](in)
+			if err != nil {
+				return engine.Wake{}, err
+			}
+			wake, err := Nudge(ctx, input)
+			if err != nil {
+				return engine.Wake{}, err
+			}
+			return engine.Wake{At: wake}, nil
+		},
+	})
+	def.Steps = append(def.Steps, engine.Step{
+		Name: "Summarize",
+		Parents: []engine.Parent{{
+			Name:     "Charge",
+			Optional: true,
+		}, {Name: "Nudge"}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Signup](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentMaybe[Bill](in, 0)
+			if err != nil {
+				return nil, err
+			}
+			out, err := Summarize(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	})
+	return def
 }
 
 // SignupWorkflow runs workflow "signup" on an engine with typed inputs and outputs.

@@ -17,41 +17,44 @@ const OrderFingerprint = "2d5edd50fc1cb591"
 // OrderDefinition returns the engine definition of workflow "Order".
 // NewOrderWorkflow registers it and returns a typed handle.
 func OrderDefinition() *engine.Definition {
-	return &engine.Definition{
-		Name: "Order",
-		Steps: []engine.Step{{
-			Name: "Check",
-			Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-				input, err := engine.Input[Order](in)
-				if err != nil {
-					return nil, err
-				}
-				out, err := Check(ctx, input)
-				if err != nil {
-					return nil, err
-				}
-				return engine.Encode(out)
-			},
-		}, {
-			Name:    "Charge",
-			Parents: []engine.Parent{{Name: "Check"}},
-			Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-				input, err := engine.Input[Order](in)
-				if err != nil {
-					return nil, err
-				}
-				p0, err := engine.ParentOutput[bool](in, 0)
-				if err != nil {
-					return nil, err
-				}
-				out, err := Charge(ctx, input, p0)
-				if err != nil {
-					return nil, err
-				}
-				return engine.Encode(out)
-			},
-		}},
+	def := &engine.Definition{
+		Name:  "Order",
+		Steps: make([]engine.Step, 0, 2),
 	}
+	def.Steps = append(def.Steps, engine.Step{
+		Name: "Check",
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Order](in)
+			if err != nil {
+				return nil, err
+			}
+			out, err := Check(ctx, input)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	})
+	def.Steps = append(def.Steps, engine.Step{
+		Name:    "Charge",
+		Parents: []engine.Parent{{Name: "Check"}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Order](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[bool](in, 0)
+			if err != nil {
+				return nil, err
+			}
+			out, err := Charge(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	})
+	return def
 }
 
 // OrderWorkflow runs workflow "Order" on an engine with typed inputs and outputs.

@@ -17,89 +17,94 @@ const OrderFingerprint = "fce573055f7c3813"
 // OrderDefinition returns the engine definition of workflow "Order".
 // NewOrderWorkflow registers it and returns a typed handle.
 func OrderDefinition() *engine.Definition {
-	return &engine.Definition{
-		Name: "Order",
-		Steps: []engine.Step{{
-			Name: "Validate",
-			Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+	def := &engine.Definition{
+		Name:  "Order",
+		Steps: make([]engine.Step, 0, 4),
+	}
+	def.Steps = append(def.Steps, engine.Step{
+		Name: "Validate",
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Order](in)
+			if err != nil {
+				return nil, err
+			}
+			out, err := Validate(ctx, input)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	})
+	def.Steps = append(def.Steps, engine.Step{
+		Name: "Charge",
+		Parents: []engine.Parent{{
+			Name:     "Validate",
+			Optional: true,
+		}},
+		Skip: []engine.Predicate{{
+			Name: "invalid",
+			Eval: func(ctx context.Context, in engine.StepInput) (bool, error) {
 				input, err := engine.Input[Order](in)
 				if err != nil {
-					return nil, err
+					return false, err
 				}
-				out, err := Validate(ctx, input)
-				if err != nil {
-					return nil, err
-				}
-				return engine.Encode(out)
-			},
-		}, {
-			Name: "Charge",
-			Parents: []engine.Parent{{
-				Name:     "Validate",
-				Optional: true,
-			}},
-			Skip: []engine.Predicate{{
-				Name: "invalid",
-				Eval: func(ctx context.Context, in engine.StepInput) (bool, error) {
-					input, err := engine.Input[Order](in)
-					if err != nil {
-						return false, err
-					}
-					return invalid(input), nil
-				},
-			}},
-			Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-				input, err := engine.Input[Order](in)
-				if err != nil {
-					return nil, err
-				}
-				p0, err := engine.ParentMaybe[Validation](in, 0)
-				if err != nil {
-					return nil, err
-				}
-				out, err := Charge(ctx, input, p0)
-				if err != nil {
-					return nil, err
-				}
-				return engine.Encode(out)
-			},
-		}, {
-			Name:    "Ship",
-			Parents: []engine.Parent{{Name: "Charge"}},
-			Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-				input, err := engine.Input[Order](in)
-				if err != nil {
-					return nil, err
-				}
-				p0, err := engine.ParentOutput[Receipt](in, 0)
-				if err != nil {
-					return nil, err
-				}
-				out, err := Ship(ctx, input, p0)
-				if err != nil {
-					return nil, err
-				}
-				return engine.Encode(out)
-			},
-		}, {
-			Name: "Notify",
-			Parents: []engine.Parent{{
-				Name:     "Ship",
-				Optional: true,
-			}},
-			Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-				input, err := engine.Input[Order](in)
-				if err != nil {
-					return nil, err
-				}
-				p0, err := engine.ParentMaybe[Receipt](in, 0)
-				if err != nil {
-					return nil, err
-				}
-				return nil, Notify(ctx, input, p0)
+				return invalid(input), nil
 			},
 		}},
-	}
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Order](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentMaybe[Validation](in, 0)
+			if err != nil {
+				return nil, err
+			}
+			out, err := Charge(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	})
+	def.Steps = append(def.Steps, engine.Step{
+		Name:    "Ship",
+		Parents: []engine.Parent{{Name: "Charge"}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Order](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[Receipt](in, 0)
+			if err != nil {
+				return nil, err
+			}
+			out, err := Ship(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	})
+	def.Steps = append(def.Steps, engine.Step{
+		Name: "Notify",
+		Parents: []engine.Parent{{
+			Name:     "Ship",
+			Optional: true,
+		}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Order](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentMaybe[Receipt](in, 0)
+			if err != nil {
+				return nil, err
+			}
+			return nil, Notify(ctx, input, p0)
+		},
+	})
+	return def
 }
 
 // OrderWorkflow runs workflow "Order" on an engine with typed inputs and outputs.

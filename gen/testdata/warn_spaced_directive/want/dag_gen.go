@@ -17,23 +17,25 @@ const OrderFingerprint = "0b536652a15a9e54"
 // OrderDefinition returns the engine definition of workflow "Order".
 // NewOrderWorkflow registers it and returns a typed handle.
 func OrderDefinition() *engine.Definition {
-	return &engine.Definition{
-		Name: "Order",
-		Steps: []engine.Step{{
-			Name: "Validate",
-			Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-				input, err := engine.Input[Order](in)
-				if err != nil {
-					return nil, err
-				}
-				out, err := Validate(ctx, input)
-				if err != nil {
-					return nil, err
-				}
-				return engine.Encode(out)
-			},
-		}},
+	def := &engine.Definition{
+		Name:  "Order",
+		Steps: make([]engine.Step, 0, 1),
 	}
+	def.Steps = append(def.Steps, engine.Step{
+		Name: "Validate",
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Order](in)
+			if err != nil {
+				return nil, err
+			}
+			out, err := Validate(ctx, input)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	})
+	return def
 }
 
 // OrderWorkflow runs workflow "Order" on an engine with typed inputs and outputs.

@@ -1,0 +1,139 @@
+package gen_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dagenhq/dagen/gen"
+	"github.com/dagenhq/dagen/internal/analysis"
+)
+
+// repoRoot walks up from the working directory to the module root.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && strings.HasPrefix(string(b), "module github.com/dagenhq/dagen\n") {
+			return dir
+		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			t.Fatal(err)
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("module root not found")
+		}
+		dir = parent
+	}
+}
+
+// tempModule creates a module outside the repository that requires dagen
+// through a replace directive to the repository root, with the given files.
+func tempModule(t *testing.T, files map[string]string) string {
+	t.Helper()
+	root := repoRoot(t)
+	dir := t.TempDir()
+	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files["go.mod"] = fmt.Sprintf("module example.com/scale\n\ngo 1.26.0\n\nrequire github.com/dagenhq/dagen v0.0.0\n\nreplace github.com/dagenhq/dagen => %s\n", root)
+	files["go.sum"] = string(sum)
+	for name, content := range files {
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// bigWorkflow writes a workflow of n steps: a chain where every seventh
+// step also waits for the step at half its index, and every fiftieth has
+// a skip predicate.
+func bigWorkflow(n int) string {
+	var b strings.Builder
+	b.WriteString("package big\n\nimport \"context\"\n\n//dag:workflow\ntype In struct{ N int }\n\n// V is every step's output.\ntype V struct{ N int }\n\nfunc never(in In) bool { return in.N < 0 }\n")
+	for i := range n {
+		var after, params []string
+		if i > 0 {
+			after = append(after, fmt.Sprintf("S%04d", i-1))
+			params = append(params, "a V")
+		}
+		if i%7 == 0 && i/2 != i-1 && i > 0 {
+			after = append(after, fmt.Sprintf("S%04d", i/2))
+			params = append(params, "b V")
+		}
+		dir := "//dag:step"
+		if len(after) > 0 {
+			dir += " after=" + strings.Join(after, ",")
+		}
+		if i%50 == 0 {
+			dir += " skip=never"
+		}
+		fmt.Fprintf(&b, "\n%s\nfunc S%04d(ctx context.Context, in In%s) (V, error) { return V{N: in.N + %d}, nil }\n",
+			dir, i, strings.Join(append([]string{""}, params...), ", "), i)
+	}
+	return b.String()
+}
+
+// TestThousandSteps generates a 1,000-step workflow and logs how the time
+// splits between loading (go list and type checking) and dagen's own work.
+// It asserts behaviour only; the timings are for reading.
+func TestThousandSteps(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a throwaway module")
+	}
+	const n = 1000
+	dir := tempModule(t, map[string]string{"big/big.go": bigWorkflow(n)})
+	cfg := gen.Config{Dir: dir, Env: append(os.Environ(), "GOFLAGS=-mod=mod")}
+
+	start := time.Now()
+	prog, diags := analysis.Load(context.Background(), cfg, "./big")
+	load := time.Since(start)
+	if len(diags) > 0 || prog == nil {
+		t.Fatalf("load: %v", diags)
+	}
+
+	start = time.Now()
+	pkgs, diags := analysis.Analyze(prog)
+	analyse := time.Since(start)
+	if len(diags) > 0 {
+		t.Fatalf("analyse: %v", diags)
+	}
+	start = time.Now()
+	files, diags := gen.Emit(pkgs)
+	emit := time.Since(start)
+	if len(diags) > 0 || len(files) != 1 {
+		t.Fatalf("emit: %d files, %v", len(files), diags)
+	}
+	if steps := len(pkgs[0].Workflows[0].Steps); steps != n {
+		t.Fatalf("%d steps", steps)
+	}
+	t.Logf("%d steps: go/packages load %s; analysis %s + generation %s = %s beyond load; %d KiB generated",
+		n, load.Round(time.Millisecond), analyse.Round(time.Millisecond), emit.Round(time.Millisecond),
+		(analyse + emit).Round(time.Millisecond), len(files[0].Content)/1024)
+
+	if _, err := gen.Write(files); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(t.Context(), "go", "vet", "./big")
+	cmd.Dir = dir
+	cmd.Env = cfg.Env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("generated 1,000-step package does not vet: %v\n%s", err, out)
+	}
+}
