@@ -12,10 +12,12 @@ FROM (
 ) t
 ON CONFLICT (tenant) DO NOTHING;
 
--- name: Enqueue :execrows
+-- name: Enqueue :one
 -- Puts tasks in the fair ready queue. Each tenant's k tasks get the
 -- consecutive blocks from max(its pointer, the frontier), in input order,
 -- and its pointer moves past them. Tenant rows are locked in tenant order.
+-- When rows went in, listeners of the schema's channel are notified (on
+-- commit): a hint for idle workers, never the truth.
 WITH input AS (
     SELECT x.run_id, x.task, x.workflow, x.tenant, x.ord
     FROM (
@@ -42,13 +44,21 @@ bumped AS (
     FROM locked l, counts c, dagen_queue_frontier f
     WHERE g.tenant = l.tenant AND c.tenant = l.tenant
     RETURNING g.tenant, g.group_id, g.block_ptr - c.k AS first_block
+),
+inserted AS (
+    INSERT INTO dagen_ready (id, run_id, task, workflow)
+    SELECT b.group_id + 1048576 * (b.first_block + row_number() OVER (PARTITION BY i.tenant ORDER BY i.ord) - 1),
+           i.run_id, i.task, i.workflow
+    FROM input i
+    JOIN bumped b ON b.tenant = i.tenant
+    ON CONFLICT (run_id, task) DO NOTHING
+    RETURNING 1
+),
+counted AS (
+    SELECT count(*) AS n FROM inserted
 )
-INSERT INTO dagen_ready (id, run_id, task, workflow)
-SELECT b.group_id + 1048576 * (b.first_block + row_number() OVER (PARTITION BY i.tenant ORDER BY i.ord) - 1),
-       i.run_id, i.task, i.workflow
-FROM input i
-JOIN bumped b ON b.tenant = i.tenant
-ON CONFLICT (run_id, task) DO NOTHING;
+SELECT counted.n, CASE WHEN counted.n > 0 THEN pg_notify('dagen_ready.' || current_schema(), '') END::text AS notified
+FROM counted;
 
 -- name: ClaimTasks :many
 -- Claims ready tasks in one statement: takes the first rows of the queue in
@@ -114,3 +124,7 @@ ORDER BY c.queue_id;
 -- run it before they touch the runs' queued tasks: a claim locks a queue
 -- row before its task, so this order cannot deadlock with one.
 DELETE FROM dagen_ready WHERE run_id = ANY(@run_ids::uuid[]);
+
+-- name: NotifyChannel :one
+-- The channel Enqueue notifies: one per schema.
+SELECT ('dagen_ready.' || current_schema())::text AS channel;

@@ -151,7 +151,7 @@ func (q *Queries) DeleteReadyForRuns(ctx context.Context, db DBTX, runIds []pgty
 	return err
 }
 
-const enqueue = `-- name: Enqueue :execrows
+const enqueue = `-- name: Enqueue :one
 WITH input AS (
     SELECT x.run_id, x.task, x.workflow, x.tenant, x.ord
     FROM (
@@ -178,13 +178,21 @@ bumped AS (
     FROM locked l, counts c, dagen_queue_frontier f
     WHERE g.tenant = l.tenant AND c.tenant = l.tenant
     RETURNING g.tenant, g.group_id, g.block_ptr - c.k AS first_block
+),
+inserted AS (
+    INSERT INTO dagen_ready (id, run_id, task, workflow)
+    SELECT b.group_id + 1048576 * (b.first_block + row_number() OVER (PARTITION BY i.tenant ORDER BY i.ord) - 1),
+           i.run_id, i.task, i.workflow
+    FROM input i
+    JOIN bumped b ON b.tenant = i.tenant
+    ON CONFLICT (run_id, task) DO NOTHING
+    RETURNING 1
+),
+counted AS (
+    SELECT count(*) AS n FROM inserted
 )
-INSERT INTO dagen_ready (id, run_id, task, workflow)
-SELECT b.group_id + 1048576 * (b.first_block + row_number() OVER (PARTITION BY i.tenant ORDER BY i.ord) - 1),
-       i.run_id, i.task, i.workflow
-FROM input i
-JOIN bumped b ON b.tenant = i.tenant
-ON CONFLICT (run_id, task) DO NOTHING
+SELECT counted.n, CASE WHEN counted.n > 0 THEN pg_notify('dagen_ready.' || current_schema(), '') END::text AS notified
+FROM counted
 `
 
 type EnqueueParams struct {
@@ -194,20 +202,26 @@ type EnqueueParams struct {
 	Tenants   []string
 }
 
+type EnqueueRow struct {
+	N        int64
+	Notified string
+}
+
 // Puts tasks in the fair ready queue. Each tenant's k tasks get the
 // consecutive blocks from max(its pointer, the frontier), in input order,
 // and its pointer moves past them. Tenant rows are locked in tenant order.
-func (q *Queries) Enqueue(ctx context.Context, db DBTX, arg EnqueueParams) (int64, error) {
-	result, err := db.Exec(ctx, enqueue,
+// When rows went in, listeners of the schema's channel are notified (on
+// commit): a hint for idle workers, never the truth.
+func (q *Queries) Enqueue(ctx context.Context, db DBTX, arg EnqueueParams) (EnqueueRow, error) {
+	row := db.QueryRow(ctx, enqueue,
 		arg.RunIds,
 		arg.Tasks,
 		arg.Workflows,
 		arg.Tenants,
 	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+	var i EnqueueRow
+	err := row.Scan(&i.N, &i.Notified)
+	return i, err
 }
 
 const ensureTenants = `-- name: EnsureTenants :exec
@@ -228,4 +242,16 @@ ON CONFLICT (tenant) DO NOTHING
 func (q *Queries) EnsureTenants(ctx context.Context, db DBTX, tenants []string) error {
 	_, err := db.Exec(ctx, ensureTenants, tenants)
 	return err
+}
+
+const notifyChannel = `-- name: NotifyChannel :one
+SELECT ('dagen_ready.' || current_schema())::text AS channel
+`
+
+// The channel Enqueue notifies: one per schema.
+func (q *Queries) NotifyChannel(ctx context.Context, db DBTX) (string, error) {
+	row := db.QueryRow(ctx, notifyChannel)
+	var channel string
+	err := row.Scan(&channel)
+	return channel, err
 }

@@ -1,0 +1,60 @@
+package pgstore_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dagenhq/dagen/store"
+)
+
+// TestSubscribeSurvivesLostConnection kills the listening connection: the
+// subscription reconnects and keeps delivering hints.
+func TestSubscribeSurvivesLostConnection(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := newStore(t, nil, 4)
+	ch, err := s.Subscribe(ctx)
+	require.NoError(t, err)
+
+	var channel string
+	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT 'dagen_ready.' || current_schema()`).Scan(&channel))
+	var killed bool
+	require.NoError(t, s.Pool().QueryRow(ctx, `
+		SELECT bool_or(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE query = 'LISTEN ' || quote_ident($1)`, channel).Scan(&killed))
+	require.True(t, killed, "found the listening connection")
+
+	// Keep enqueuing until a hint arrives: the reconnect hint, or a
+	// notification on the new connection.
+	enqueue := func() {
+		require.NoError(t, s.CreateRuns(ctx, []store.NewRun{newRun("wf", "t", step("a"))}))
+	}
+	require.True(t, hinted(ch, enqueue), "a hint after the listening connection was lost")
+	for hinted(ch, nil) { // drain what the reconnect left
+	}
+	require.True(t, hinted(ch, enqueue), "a notification on the new connection")
+}
+
+// hinted calls trigger until ch receives, for up to 30s; with a nil
+// trigger it waits once, 300ms.
+func hinted(ch <-chan struct{}, trigger func()) bool {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if trigger != nil {
+			trigger()
+		}
+		select {
+		case <-ch:
+			return true
+		case <-time.After(300 * time.Millisecond):
+		}
+		if trigger == nil {
+			return false
+		}
+	}
+	return false
+}
