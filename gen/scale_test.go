@@ -2,64 +2,16 @@ package gen_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/dagenhq/dagen/gen"
+	"github.com/dagenhq/dagen/gen/gentest"
 	"github.com/dagenhq/dagen/internal/analysis"
 )
-
-// repoRoot walks up from the working directory to the module root.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && strings.HasPrefix(string(b), "module github.com/dagenhq/dagen\n") {
-			return dir
-		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			t.Fatal(err)
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("module root not found")
-		}
-		dir = parent
-	}
-}
-
-// tempModule creates a module outside the repository that requires dagen
-// through a replace directive to the repository root, with the given files.
-func tempModule(t *testing.T, files map[string]string) string {
-	t.Helper()
-	root := repoRoot(t)
-	dir := t.TempDir()
-	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	files["go.mod"] = fmt.Sprintf("module example.com/scale\n\ngo 1.26.0\n\nrequire github.com/dagenhq/dagen v0.0.0\n\nreplace github.com/dagenhq/dagen => %s\n", root)
-	files["go.sum"] = string(sum)
-	for name, content := range files {
-		path := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
 
 // bigWorkflow writes a workflow of n steps: a chain where every seventh
 // step also waits for the step at half its index, and every fiftieth has
@@ -98,8 +50,8 @@ func TestThousandSteps(t *testing.T) {
 		t.Skip("builds a throwaway module")
 	}
 	const n = 1000
-	dir := tempModule(t, map[string]string{"big/big.go": bigWorkflow(n)})
-	cfg := gen.Config{Dir: dir, Env: append(os.Environ(), "GOFLAGS=-mod=mod")}
+	dir := gentest.TempModule(t, map[string]string{"big/big.go": bigWorkflow(n)})
+	cfg := gen.Config{Dir: dir, Env: gentest.Env()}
 
 	start := time.Now()
 	prog, diags := analysis.Load(context.Background(), cfg, "./big")
