@@ -32,6 +32,8 @@ type Store struct {
 	q     *dbsqlc.Queries
 	now   func() time.Time
 	owned bool // Close closes the pool
+
+	leader leader
 }
 
 var _ store.Store = (*Store)(nil)
@@ -88,9 +90,11 @@ func Open(ctx context.Context, url string) (*Store, error) {
 // Pool returns the store's connection pool.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
-// Close closes the pool if the store opened it ([Open]); a pool passed to
-// [New] belongs to the caller and is left open.
+// Close gives up leadership, if held, and closes the pool if the store
+// opened it ([Open]); a pool passed to [New] belongs to the caller and is
+// left open.
 func (s *Store) Close() {
+	_ = s.Resign(context.Background()) // closing the connection releases the lock anyway
 	if s.owned {
 		s.pool.Close()
 	}
