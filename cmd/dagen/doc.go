@@ -1,0 +1,10 @@
+// Command dagen checks the //dag: directives of Go packages and writes the
+// typed workflow wiring, dag_gen.go, next to them.
+//
+// Run it from go generate:
+//
+//	//go:generate go run github.com/dagenhq/dagen/cmd/dagen
+//
+// or by hand with package patterns; see dagen --help. All the logic lives
+// in package cli.
+package main
