@@ -554,7 +554,7 @@ func (a *analyzer) addOnFailure(f *found) {
 	sig := fn.Type().(*types.Signature)
 	w, _ := a.signatureWorkflow(f, fn, sig)
 	params, res := sig.Params(), sig.Results()
-	ok := params.Len() == 3 && isNamed(params.At(2).Type(), dagPkgPath, "Failure") && res.Len() == 1 && isError(res.At(0).Type())
+	ok := params.Len() == 3 && isNamed(params.At(2).Type(), DagPkgPath, "Failure") && res.Len() == 1 && isError(res.At(0).Type())
 	if !ok {
 		a.errorf(f.fn.Name.Pos(), token.NoPos, BadOnFailure, "onfailure %s must be %s, not %s", fn.Name(), shape(dirOnFailure), a.typeString(sig))
 	}

@@ -9,8 +9,6 @@ import (
 // dag.Failure.
 const DagPkgPath = "github.com/dagenhq/dagen/dag"
 
-const dagPkgPath = DagPkgPath
-
 // isNamed reports whether t is the named type path.name.
 func isNamed(t types.Type, path, name string) bool {
 	n, ok := types.Unalias(t).(*types.Named)
@@ -30,11 +28,9 @@ func isBool(t types.Type) bool {
 	return ok && b.Kind() == types.Bool
 }
 
-// MaybeOf reports whether t is dag.Maybe[T] and returns T.
-func MaybeOf(t types.Type) (types.Type, bool) { return maybeOf(t) }
-
+// maybeOf reports whether t is dag.Maybe[T] and returns T.
 func maybeOf(t types.Type) (types.Type, bool) {
-	if !isNamed(t, dagPkgPath, "Maybe") {
+	if !isNamed(t, DagPkgPath, "Maybe") {
 		return nil, false
 	}
 	args := types.Unalias(t).(*types.Named).TypeArgs()
