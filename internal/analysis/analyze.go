@@ -59,7 +59,6 @@ type analyzer struct {
 	wfOf      map[*Step]*Workflow
 	afters    map[*Step]arg // the after= argument, when given
 	skips     map[*Step]arg // the skip= argument, when given
-	inCycle   map[*Step]bool
 	// unresolved marks steps with an after= name that did not resolve:
 	// binding their parameters would only report the same mistake again.
 	unresolved map[*Step]bool
@@ -125,7 +124,6 @@ func (a *analyzer) run() *Package {
 	}
 	a.afters = map[*Step]arg{}
 	a.skips = map[*Step]arg{}
-	a.inCycle = map[*Step]bool{}
 	a.unresolved = map[*Step]bool{}
 
 	for _, f := range decls {
@@ -705,7 +703,6 @@ func (a *analyzer) checkCycles(w *Workflow) {
 		start := comp[0]
 		for _, s := range comp {
 			in[s] = true
-			a.inCycle[s] = true
 			if index[s] < index[start] {
 				start = s
 			}
