@@ -27,10 +27,10 @@ sqlc:
 verify-sqlc:
 	$(SQLC) diff -f sqlc.yaml
 
-## verify-generated: fail when a committed dag_gen.go (examples, golden cases) is stale.
+## verify-generated: fail when any committed dag_gen.go (every package, golden cases) is stale.
 .PHONY: verify-generated
 verify-generated:
-	$(GO) run ./cmd/dagen diff ./examples/...
+	$(GO) run ./cmd/dagen diff ./...
 	$(GO) test -count=1 -run 'TestGolden' ./gen
 
 ## demo: generate the example workflow and run it (Postgres when DATABASE_URL is set).

@@ -3,12 +3,17 @@ package engine_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"os"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/dagenhq/dagen/engine"
+	"github.com/dagenhq/dagen/internal/pgtest"
+	"github.com/dagenhq/dagen/store"
 	"github.com/dagenhq/dagen/store/memstore"
+	"github.com/dagenhq/dagen/store/pgstore"
 )
 
 // BenchmarkEngineMemstore measures whole-engine throughput on the in-memory
@@ -19,12 +24,28 @@ import (
 func BenchmarkEngineMemstore(b *testing.B) {
 	for _, chain := range []int{1, 10} {
 		b.Run(fmt.Sprintf("chain=%d", chain), func(b *testing.B) {
-			benchChain(b, chain)
+			benchChain(b, memstore.New(nil), chain, 256)
 		})
 	}
 }
 
-func benchChain(b *testing.B, chain int) {
+// BenchmarkEnginePostgres is the same on the Postgres store, with 64
+// steps executing at once.
+//
+//	go test -run '^$' -bench EnginePostgres -benchtime 20000x ./engine
+func BenchmarkEnginePostgres(b *testing.B) {
+	for _, chain := range []int{1, 10} {
+		b.Run(fmt.Sprintf("chain=%d", chain), func(b *testing.B) {
+			pool := pgtest.NewPool(b, 16)
+			if err := pgstore.Migrate(context.Background(), pool); err != nil {
+				b.Fatal(err)
+			}
+			benchChain(b, pgstore.New(pool, nil), chain, 64)
+		})
+	}
+}
+
+func benchChain(b *testing.B, st store.Store, chain, concurrency int) {
 	ctx := context.Background()
 	runs := max(b.N/chain, 1)
 	var finished atomic.Int64
@@ -47,7 +68,7 @@ func benchChain(b *testing.B, chain int) {
 		}
 		def.Steps = append(def.Steps, s)
 	}
-	e, err := engine.New(memstore.New(nil), &engine.Config{Concurrency: 256, PollInterval: time.Millisecond})
+	e, err := engine.New(st, &engine.Config{Concurrency: concurrency, PollInterval: time.Millisecond, Logger: quietLogger()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -78,4 +99,8 @@ func benchChain(b *testing.B, chain int) {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(runs*chain)/elapsed.Seconds(), "steps/s")
+}
+
+func quietLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }

@@ -18,190 +18,199 @@ const JobFingerprint = "0974bc269b609082"
 // JobDefinition returns the engine definition of workflow "crash".
 // NewJobWorkflow registers it and returns a typed handle.
 func JobDefinition() *engine.Definition {
-	return &engine.Definition{
-		Name: "crash",
-		Steps: []engine.Step{{
-			Name: "Start",
-			Retry: engine.RetryPolicy{
-				Backoff:    10 * time.Millisecond,
-				MaxRetries: 10,
-			},
-			Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-				input, err := engine.Input[Job](in)
-				if err != nil {
-					return nil, err
-				}
-				out, err := Start(ctx, input)
-				if err != nil {
-					return nil, err
-				}
-				return engine.Encode(out)
-			},
-		}, {
-			Name:    "FanA",
-			Parents: []engine.Parent{{Name: "Start"}},
-			Retry: engine.RetryPolicy{
-				Backoff:    10 * time.Millisecond,
-				MaxRetries: 10,
-			},
-			Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-				input, err := engine.Input[Job](in)
-				if err != nil {
-					return nil, err
-				}
-				p0, err := engine.ParentOutput[int](in, 0)
-				if err != nil {
-					return nil, err
-				}
-				out, err := FanA(ctx, input, p0)
-				if err != nil {
-					return nil, err
-				}
-				return engine.Encode(out)
-			},
-		}, {
-			Name:    "FanB",
-			Parents: []engine.Parent{{Name: "Start"}},
-			Retry: engine.RetryPolicy{
-				Backoff:    10 * time.Millisecond,
-				MaxRetries: 10,
-			},
-			Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-				input, err := engine.Input[Job](in)
-				if err != nil {
-					return nil, err
-				}
-				p0, err := engine.ParentOutput[int](in, 0)
-				if err != nil {
-					return nil, err
-				}
-				out, err := FanB(ctx, input, p0)
-				if err != nil {
-					return nil, err
-				}
-				return engine.Encode(out)
-			},
-		}, {
-			Name:    "FanC",
-			Parents: []engine.Parent{{Name: "Start"}},
-			Retry: engine.RetryPolicy{
-				Backoff:    10 * time.Millisecond,
-				MaxRetries: 10,
-			},
-			Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-				input, err := engine.Input[Job](in)
-				if err != nil {
-					return nil, err
-				}
-				p0, err := engine.ParentOutput[int](in, 0)
-				if err != nil {
-					return nil, err
-				}
-				out, err := FanC(ctx, input, p0)
-				if err != nil {
-					return nil, err
-				}
-				return engine.Encode(out)
-			},
-		}, {
-			Name:    "FanD",
-			Parents: []engine.Parent{{Name: "Start"}},
-			Retry: engine.RetryPolicy{
-				Backoff:    10 * time.Millisecond,
-				MaxRetries: 10,
-			},
-			Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-				input, err := engine.Input[Job](in)
-				if err != nil {
-					return nil, err
-				}
-				p0, err := engine.ParentOutput[int](in, 0)
-				if err != nil {
-					return nil, err
-				}
-				out, err := FanD(ctx, input, p0)
-				if err != nil {
-					return nil, err
-				}
-				return engine.Encode(out)
-			},
-		}, {
-			Name:    "Join",
-			Parents: []engine.Parent{{Name: "FanA"}, {Name: "FanB"}, {Name: "FanC"}, {Name: "FanD"}},
-			Retry: engine.RetryPolicy{
-				Backoff:    10 * time.Millisecond,
-				MaxRetries: 10,
-			},
-			Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-				input, err := engine.Input[Job](in)
-				if err != nil {
-					return nil, err
-				}
-				p0, err := engine.ParentOutput[int](in, 0)
-				if err != nil {
-					return nil, err
-				}
-				p1, err := engine.ParentOutput[int](in, 1)
-				if err != nil {
-					return nil, err
-				}
-				p2, err := engine.ParentOutput[int](in, 2)
-				if err != nil {
-					return nil, err
-				}
-				p3, err := engine.ParentOutput[int](in, 3)
-				if err != nil {
-					return nil, err
-				}
-				out, err := Join(ctx, input, p0, p1, p2, p3)
-				if err != nil {
-					return nil, err
-				}
-				return engine.Encode(out)
-			},
-		}, {
-			Name:    "Nap",
-			Kind:    engine.KindSleep,
-			Parents: []engine.Parent{{Name: "Join"}},
-			Sleep: func(ctx context.Context, in engine.StepInput) (engine.Wake, error) {
-				input, err := engine.Input[Job](in)
-				if err != nil {
-					return engine.Wake{}, err
-				}
-				p0, err := engine.ParentOutput[int](in, 0)
-				if err != nil {
-					return engine.Wake{}, err
-				}
-				wake, err := Nap(ctx, input, p0)
-				if err != nil {
-					return engine.Wake{}, err
-				}
-				return engine.Wake{Delay: wake}, nil
-			},
-		}, {
-			Name:    "Flaky",
-			Parents: []engine.Parent{{Name: "Join"}, {Name: "Nap"}},
-			Retry: engine.RetryPolicy{
-				Backoff:    50 * time.Millisecond,
-				MaxRetries: 10,
-			},
-			Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-				input, err := engine.Input[Job](in)
-				if err != nil {
-					return nil, err
-				}
-				p0, err := engine.ParentOutput[int](in, 0)
-				if err != nil {
-					return nil, err
-				}
-				out, err := Flaky(ctx, input, p0)
-				if err != nil {
-					return nil, err
-				}
-				return engine.Encode(out)
-			},
-		}},
+	def := &engine.Definition{
+		Name:  "crash",
+		Steps: make([]engine.Step, 0, 8),
 	}
+	def.Steps = append(def.Steps, engine.Step{
+		Name: "Start",
+		Retry: engine.RetryPolicy{
+			Backoff:    10 * time.Millisecond,
+			MaxRetries: 10,
+		},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Job](in)
+			if err != nil {
+				return nil, err
+			}
+			out, err := Start(ctx, input)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	})
+	def.Steps = append(def.Steps, engine.Step{
+		Name:    "FanA",
+		Parents: []engine.Parent{{Name: "Start"}},
+		Retry: engine.RetryPolicy{
+			Backoff:    10 * time.Millisecond,
+			MaxRetries: 10,
+		},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Job](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[int](in, 0)
+			if err != nil {
+				return nil, err
+			}
+			out, err := FanA(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	})
+	def.Steps = append(def.Steps, engine.Step{
+		Name:    "FanB",
+		Parents: []engine.Parent{{Name: "Start"}},
+		Retry: engine.RetryPolicy{
+			Backoff:    10 * time.Millisecond,
+			MaxRetries: 10,
+		},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Job](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[int](in, 0)
+			if err != nil {
+				return nil, err
+			}
+			out, err := FanB(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	})
+	def.Steps = append(def.Steps, engine.Step{
+		Name:    "FanC",
+		Parents: []engine.Parent{{Name: "Start"}},
+		Retry: engine.RetryPolicy{
+			Backoff:    10 * time.Millisecond,
+			MaxRetries: 10,
+		},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Job](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[int](in, 0)
+			if err != nil {
+				return nil, err
+			}
+			out, err := FanC(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	})
+	def.Steps = append(def.Steps, engine.Step{
+		Name:    "FanD",
+		Parents: []engine.Parent{{Name: "Start"}},
+		Retry: engine.RetryPolicy{
+			Backoff:    10 * time.Millisecond,
+			MaxRetries: 10,
+		},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Job](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[int](in, 0)
+			if err != nil {
+				return nil, err
+			}
+			out, err := FanD(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	})
+	def.Steps = append(def.Steps, engine.Step{
+		Name:    "Join",
+		Parents: []engine.Parent{{Name: "FanA"}, {Name: "FanB"}, {Name: "FanC"}, {Name: "FanD"}},
+		Retry: engine.RetryPolicy{
+			Backoff:    10 * time.Millisecond,
+			MaxRetries: 10,
+		},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Job](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[int](in, 0)
+			if err != nil {
+				return nil, err
+			}
+			p1, err := engine.ParentOutput[int](in, 1)
+			if err != nil {
+				return nil, err
+			}
+			p2, err := engine.ParentOutput[int](in, 2)
+			if err != nil {
+				return nil, err
+			}
+			p3, err := engine.ParentOutput[int](in, 3)
+			if err != nil {
+				return nil, err
+			}
+			out, err := Join(ctx, input, p0, p1, p2, p3)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	})
+	def.Steps = append(def.Steps, engine.Step{
+		Name:    "Nap",
+		Kind:    engine.KindSleep,
+		Parents: []engine.Parent{{Name: "Join"}},
+		Sleep: func(ctx context.Context, in engine.StepInput) (engine.Wake, error) {
+			input, err := engine.Input[Job](in)
+			if err != nil {
+				return engine.Wake{}, err
+			}
+			p0, err := engine.ParentOutput[int](in, 0)
+			if err != nil {
+				return engine.Wake{}, err
+			}
+			wake, err := Nap(ctx, input, p0)
+			if err != nil {
+				return engine.Wake{}, err
+			}
+			return engine.Wake{Delay: wake}, nil
+		},
+	})
+	def.Steps = append(def.Steps, engine.Step{
+		Name:    "Flaky",
+		Parents: []engine.Parent{{Name: "Join"}, {Name: "Nap"}},
+		Retry: engine.RetryPolicy{
+			Backoff:    50 * time.Millisecond,
+			MaxRetries: 10,
+		},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Job](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[int](in, 0)
+			if err != nil {
+				return nil, err
+			}
+			out, err := Flaky(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	})
+	return def
 }
 
 // JobWorkflow runs workflow "crash" on an engine with typed inputs and outputs.
