@@ -668,10 +668,16 @@ func (s *Store) RescueExpired(ctx context.Context, limit int) (int, error) {
 }
 
 // rescue re-enqueues a RUNNING task whose worker is gone, with a new
-// attempt, or fails it when it has no attempts left.
+// attempt, or fails it when it has no attempts left; in a run that is no
+// longer RUNNING it cancels it.
 func (s *Store) rescue(r *run, ti int, now time.Time) {
 	t := &r.tasks[ti]
 	nt := &r.shape.tasks[ti]
+	if r.rec.Status != store.RunRunning && nt.Kind != store.KindOnFailure {
+		// A failed or cancelled run schedules nothing new.
+		s.cancelTask(r, ti, now)
+		return
+	}
 	if t.attempt < max(nt.MaxAttempts, 1) {
 		r.event(now, ti, store.EventRescued, t.attempt, "lease expired")
 		s.enqueue(r, ti, now)

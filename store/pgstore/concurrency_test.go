@@ -12,9 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dagenhq/dagen/dag"
+	"github.com/dagenhq/dagen/internal/pgtest"
 	"github.com/dagenhq/dagen/store"
 	"github.com/dagenhq/dagen/store/pgstore"
-	"github.com/dagenhq/dagen/store/pgstore/internal/pgtest"
 )
 
 func step(name string, parents ...string) store.NewTask {

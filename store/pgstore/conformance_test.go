@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dagenhq/dagen/internal/pgtest"
 	"github.com/dagenhq/dagen/store"
 	"github.com/dagenhq/dagen/store/pgstore"
-	"github.com/dagenhq/dagen/store/pgstore/internal/pgtest"
 	"github.com/dagenhq/dagen/store/storetest"
 )
 

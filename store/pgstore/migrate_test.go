@@ -9,9 +9,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dagenhq/dagen/internal/pgtest"
 	"github.com/dagenhq/dagen/migrations"
 	"github.com/dagenhq/dagen/store/pgstore"
-	"github.com/dagenhq/dagen/store/pgstore/internal/pgtest"
 )
 
 func TestMigrateIsIdempotent(t *testing.T) {

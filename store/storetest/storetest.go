@@ -506,6 +506,24 @@ func testRescueExpired(f *fixture) {
 	again := f.claimOne()
 	require.Equal(t, retryable.ID, again.RunID)
 	require.Equal(t, 2, again.Attempt)
+	f.complete(done(again, `1`))
+
+	// A task whose lease ends after its run failed is cancelled, not rescued:
+	// a failed run schedules nothing new.
+	failing := newRun("wf", "t", task("bad"), task("slow"))
+	f.create(failing)
+	pair := f.claim(2)
+	require.Len(t, pair, 2)
+	for _, ct := range pair {
+		if ct.Step == "bad" {
+			f.complete(store.TaskResult{RunID: ct.RunID, Step: "bad", Attempt: ct.Attempt, Outcome: store.OutcomeFailed, Error: "x"})
+		}
+	}
+	f.clock.advance(2 * time.Minute)
+	_, err = f.st.RescueExpired(f.ctx, 100)
+	require.NoError(t, err)
+	require.Equal(t, store.TaskCancelled, f.status(failing.ID, "slow"))
+	require.Empty(t, f.claim(10))
 	for _, ct := range claimed {
 		require.Equal(t, store.OutcomeStale, f.complete(done(ct, `"late"`))[0].Outcome, "the expired attempt is fenced off")
 	}
