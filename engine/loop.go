@@ -12,9 +12,17 @@ import (
 	"github.com/dagenhq/dagen/store"
 )
 
+// numCompleters is how many batches of results may be on their way to the
+// store at once: two keep a store busy while the next batch fills.
+const numCompleters = 2
+
+// maxPending bounds the results waiting for the store: past it the poller
+// stops claiming.
+func (e *Engine) maxPending() int { return 4 * e.cfg.BatchSize }
+
 // loop is the running worker: one poller claiming tasks, a pool of
-// executors, one completer batching results back to the store, and a
-// keeper that heartbeats and, while leading, does housekeeping.
+// executors, completers batching results back to the store, and a keeper
+// that heartbeats and, while leading, does housekeeping.
 type loop struct {
 	ctx      context.Context    // cancelled at the end of Stop: steps see it
 	cancel   context.CancelFunc // cancels ctx
@@ -23,10 +31,13 @@ type loop struct {
 	notify   <-chan struct{}    // the store's notifications, or nil
 	work     chan *store.ClaimedTask
 	results  chan store.TaskResult
-	inflight atomic.Int64
-	execWG   sync.WaitGroup
-	done     chan struct{} // closed when poller, executors and completer are gone
-	keeper   chan struct{} // closed when the keeper is gone
+	// executing counts claimed tasks whose step has not finished; pending
+	// counts finished steps whose result is not stored yet.
+	executing atomic.Int64
+	pending   atomic.Int64
+	execWG    sync.WaitGroup
+	done      chan struct{} // closed when poller, executors and completer are gone
+	keeper    chan struct{} // closed when the keeper is gone
 
 	timerMu   sync.Mutex
 	nextTimer time.Time // earliest known pending wake time, zero if none
@@ -50,7 +61,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		stopPoll: make(chan struct{}),
 		wake:     make(chan struct{}, 1),
 		work:     make(chan *store.ClaimedTask, e.cfg.Concurrency),
-		results:  make(chan store.TaskResult, e.cfg.Concurrency),
+		results:  make(chan store.TaskResult, e.maxPending()),
 		done:     make(chan struct{}),
 		keeper:   make(chan struct{}),
 	}
@@ -71,7 +82,12 @@ func (e *Engine) Start(ctx context.Context) error {
 	pollDone := make(chan struct{})
 	go func() { defer close(pollDone); e.poller(l) }()
 	completeDone := make(chan struct{})
-	go func() { defer close(completeDone); e.completer(l) }()
+	var completeWG sync.WaitGroup
+	for range numCompleters {
+		completeWG.Add(1)
+		go func() { defer completeWG.Done(); e.completer(l) }()
+	}
+	go func() { completeWG.Wait(); close(completeDone) }()
 	go func() { defer close(l.keeper); e.keep(l) }()
 	go func() {
 		<-pollDone
@@ -104,7 +120,8 @@ func (e *Engine) Stop(ctx context.Context) error {
 	select {
 	case <-l.done:
 	case <-ctx.Done():
-		err = fmt.Errorf("stop: %d steps still running when the deadline passed: %w", l.inflight.Load(), ctx.Err())
+		err = fmt.Errorf("stop: %d steps still running and %d results unstored when the deadline passed: %w",
+			l.executing.Load(), l.pending.Load(), ctx.Err())
 	}
 	l.cancel()
 	<-l.keeper
@@ -179,8 +196,17 @@ func (e *Engine) poller(l *loop) {
 			lastTimers = now
 			e.fireTimers(l)
 		}
-		free := e.cfg.Concurrency - int(l.inflight.Load())
-		limit := min(free, e.cfg.BatchSize)
+		// Claim as many tasks as there are free executors, unless results
+		// are piling up faster than the store takes them. Under load, wait
+		// for a worthwhile batch rather than claiming a few at a time.
+		executing, pending := int(l.executing.Load()), int(l.pending.Load())
+		limit := min(e.cfg.Concurrency-executing, e.cfg.BatchSize)
+		if pending >= e.maxPending() {
+			limit = 0
+		}
+		if executing+pending > 0 && limit < max(1, e.cfg.BatchSize/4) {
+			limit = 0
+		}
 		if limit > 0 {
 			tasks, err := e.store.ClaimTasks(l.ctx, store.ClaimParams{
 				Worker: e.cfg.WorkerID, Workflows: e.registeredNames(), Limit: limit, Lease: e.cfg.Lease,
@@ -192,7 +218,7 @@ func (e *Engine) poller(l *loop) {
 				continue
 			}
 			backoff = e.cfg.PollInterval
-			l.inflight.Add(int64(len(tasks)))
+			l.executing.Add(int64(len(tasks)))
 			for i := range tasks {
 				l.work <- &tasks[i]
 			}
@@ -245,7 +271,11 @@ func (e *Engine) fireTimers(l *loop) {
 func (e *Engine) executor(l *loop) {
 	defer l.execWG.Done()
 	for ct := range l.work {
-		l.results <- e.execute(l.ctx, ct)
+		res := e.execute(l.ctx, ct)
+		l.pending.Add(1)
+		l.executing.Add(-1)
+		l.signal()
+		l.results <- res
 	}
 }
 
@@ -266,7 +296,7 @@ func (e *Engine) completer(l *loop) {
 			}
 		}
 		e.completeBatch(l, batch)
-		l.inflight.Add(-int64(len(batch)))
+		l.pending.Add(-int64(len(batch)))
 		l.signal()
 	}
 }
