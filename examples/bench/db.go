@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// appName is the application_name of the benchmark's connections.
+const appName = "dagen bench"
+
+// openPool opens the benchmark's pool with search_path set to the schema,
+// and checks that the server answers.
+func openPool(ctx context.Context, o options) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(o.databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("parse database URL: %w", err)
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = o.schema
+	cfg.ConnConfig.RuntimeParams["application_name"] = appName
+	cfg.MaxConns = int32(o.maxConns)
+	if cfg.ConnConfig.ConnectTimeout <= 0 {
+		cfg.ConnConfig.ConnectTimeout = 10 * time.Second
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open pool: %w", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, cfg.ConnConfig.ConnectTimeout)
+	defer cancel()
+	if err := pool.Ping(pctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect to %s:%d (set DATABASE_URL to a reachable server): %w",
+			cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
+	}
+	return pool, nil
+}
+
+// resetSchema drops the schema with everything in it and creates it empty.
+// The name was checked to be a plain identifier.
+func resetSchema(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+	if _, err := pool.Exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE"); err != nil {
+		return fmt.Errorf("drop schema %s: %w", schema, err)
+	}
+	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		return fmt.Errorf("create schema %s: %w", schema, err)
+	}
+	return nil
+}
+
+// truncate empties the run tables between workloads, so each starts on
+// empty tables as River's benchmark does, and counts only its own runs.
+func (b *bench) truncate(ctx context.Context) error {
+	const sql = "TRUNCATE dagen_runs, dagen_tasks, dagen_events, dagen_ready, dagen_timers, dagen_workers"
+	if _, err := b.pool.Exec(ctx, sql); err != nil {
+		return fmt.Errorf("empty the run tables: %w", err)
+	}
+	return nil
+}

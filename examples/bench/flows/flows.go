@@ -1,0 +1,433 @@
+// Package flows holds the workflows of dagen's benchmark (examples/bench):
+// Single (one no-op step), Chain (ten no-op steps in a chain), Fan (one
+// step, fifty parallel steps, one fan-in) and Pair (two steps, for
+// step-to-step latency). Every step is a no-op, so the benchmark measures
+// the engine and the store, not the work.
+//
+// The last step of each workflow reports to the [Probe] found in its
+// context, so a benchmark can tell cheaply when its runs are nearly done.
+//
+// dag_gen.go is written by go generate (dagen) and committed.
+package flows
+
+//go:generate go run github.com/dagenhq/dagen/cmd/dagen
+
+import (
+	"context"
+	"sync/atomic"
+)
+
+// Probe counts the runs whose last step has executed. Steps find it in
+// their context (see WithProbe). Delivery is at least once, so a count may
+// run ahead of the runs the store has finished: use it as a hint and
+// confirm with the store.
+type Probe struct {
+	done atomic.Int64
+}
+
+// Done returns how many last steps have executed.
+func (p *Probe) Done() int64 { return p.done.Load() }
+
+type probeKey struct{}
+
+// WithProbe returns ctx carrying p. Pass it to engine.Start: steps see
+// the values of that context.
+func WithProbe(ctx context.Context, p *Probe) context.Context {
+	return context.WithValue(ctx, probeKey{}, p)
+}
+
+// finished tells the context's probe, if any, that a last step executed.
+func finished(ctx context.Context) {
+	if p, ok := ctx.Value(probeKey{}).(*Probe); ok {
+		p.done.Add(1)
+	}
+}
+
+// Single is the input of the Single workflow: one no-op step.
+//
+// The last step of every workflow here returns the input's N: dagen
+// generates code that does not compile for a workflow none of whose steps
+// returns a value.
+//
+//dag:workflow
+type Single struct {
+	N int
+}
+
+// Only is the one step of the Single workflow.
+//
+//dag:step
+func Only(ctx context.Context, s Single) (int, error) {
+	finished(ctx)
+	return s.N, nil
+}
+
+// Pair is the input of the Pair workflow: A then B, for step-to-step
+// latency.
+//
+//dag:workflow
+type Pair struct {
+	N int
+}
+
+// A is the first step of the Pair workflow.
+//
+//dag:step
+func A(ctx context.Context, p Pair) error { return nil }
+
+// B is the second step of the Pair workflow.
+//
+//dag:step after=A
+func B(ctx context.Context, p Pair) (int, error) {
+	finished(ctx)
+	return p.N, nil
+}
+
+// Chain is the input of the Chain workflow: S1 → S2 → … → S10, each step
+// passing a small int to the next.
+//
+//dag:workflow
+type Chain struct {
+	N int
+}
+
+// S1 is the first step of the Chain workflow.
+//
+//dag:step
+func S1(ctx context.Context, c Chain) (int, error) { return c.N, nil }
+
+// S2 is step 2 of the Chain workflow.
+//
+//dag:step after=S1
+func S2(ctx context.Context, c Chain, n int) (int, error) {
+	return n + 1, nil
+}
+
+// S3 is step 3 of the Chain workflow.
+//
+//dag:step after=S2
+func S3(ctx context.Context, c Chain, n int) (int, error) {
+	return n + 1, nil
+}
+
+// S4 is step 4 of the Chain workflow.
+//
+//dag:step after=S3
+func S4(ctx context.Context, c Chain, n int) (int, error) {
+	return n + 1, nil
+}
+
+// S5 is step 5 of the Chain workflow.
+//
+//dag:step after=S4
+func S5(ctx context.Context, c Chain, n int) (int, error) {
+	return n + 1, nil
+}
+
+// S6 is step 6 of the Chain workflow.
+//
+//dag:step after=S5
+func S6(ctx context.Context, c Chain, n int) (int, error) {
+	return n + 1, nil
+}
+
+// S7 is step 7 of the Chain workflow.
+//
+//dag:step after=S6
+func S7(ctx context.Context, c Chain, n int) (int, error) {
+	return n + 1, nil
+}
+
+// S8 is step 8 of the Chain workflow.
+//
+//dag:step after=S7
+func S8(ctx context.Context, c Chain, n int) (int, error) {
+	return n + 1, nil
+}
+
+// S9 is step 9 of the Chain workflow.
+//
+//dag:step after=S8
+func S9(ctx context.Context, c Chain, n int) (int, error) {
+	return n + 1, nil
+}
+
+// S10 is step 10 of the Chain workflow.
+//
+//dag:step after=S9
+func S10(ctx context.Context, c Chain, n int) (int, error) {
+	finished(ctx)
+	return n + 1, nil
+}
+
+// Fan is the input of the Fan workflow: Root, then F01…F50 in parallel,
+// then Join. The branches return only an error, so Join takes no values.
+//
+//dag:workflow
+type Fan struct {
+	N int
+}
+
+// Root is the first step of the Fan workflow.
+//
+//dag:step
+func Root(ctx context.Context, f Fan) error { return nil }
+
+// F01 is branch 1 of the Fan fan-out.
+//
+//dag:step after=Root
+func F01(ctx context.Context, f Fan) error { return nil }
+
+// F02 is branch 2 of the Fan fan-out.
+//
+//dag:step after=Root
+func F02(ctx context.Context, f Fan) error { return nil }
+
+// F03 is branch 3 of the Fan fan-out.
+//
+//dag:step after=Root
+func F03(ctx context.Context, f Fan) error { return nil }
+
+// F04 is branch 4 of the Fan fan-out.
+//
+//dag:step after=Root
+func F04(ctx context.Context, f Fan) error { return nil }
+
+// F05 is branch 5 of the Fan fan-out.
+//
+//dag:step after=Root
+func F05(ctx context.Context, f Fan) error { return nil }
+
+// F06 is branch 6 of the Fan fan-out.
+//
+//dag:step after=Root
+func F06(ctx context.Context, f Fan) error { return nil }
+
+// F07 is branch 7 of the Fan fan-out.
+//
+//dag:step after=Root
+func F07(ctx context.Context, f Fan) error { return nil }
+
+// F08 is branch 8 of the Fan fan-out.
+//
+//dag:step after=Root
+func F08(ctx context.Context, f Fan) error { return nil }
+
+// F09 is branch 9 of the Fan fan-out.
+//
+//dag:step after=Root
+func F09(ctx context.Context, f Fan) error { return nil }
+
+// F10 is branch 10 of the Fan fan-out.
+//
+//dag:step after=Root
+func F10(ctx context.Context, f Fan) error { return nil }
+
+// F11 is branch 11 of the Fan fan-out.
+//
+//dag:step after=Root
+func F11(ctx context.Context, f Fan) error { return nil }
+
+// F12 is branch 12 of the Fan fan-out.
+//
+//dag:step after=Root
+func F12(ctx context.Context, f Fan) error { return nil }
+
+// F13 is branch 13 of the Fan fan-out.
+//
+//dag:step after=Root
+func F13(ctx context.Context, f Fan) error { return nil }
+
+// F14 is branch 14 of the Fan fan-out.
+//
+//dag:step after=Root
+func F14(ctx context.Context, f Fan) error { return nil }
+
+// F15 is branch 15 of the Fan fan-out.
+//
+//dag:step after=Root
+func F15(ctx context.Context, f Fan) error { return nil }
+
+// F16 is branch 16 of the Fan fan-out.
+//
+//dag:step after=Root
+func F16(ctx context.Context, f Fan) error { return nil }
+
+// F17 is branch 17 of the Fan fan-out.
+//
+//dag:step after=Root
+func F17(ctx context.Context, f Fan) error { return nil }
+
+// F18 is branch 18 of the Fan fan-out.
+//
+//dag:step after=Root
+func F18(ctx context.Context, f Fan) error { return nil }
+
+// F19 is branch 19 of the Fan fan-out.
+//
+//dag:step after=Root
+func F19(ctx context.Context, f Fan) error { return nil }
+
+// F20 is branch 20 of the Fan fan-out.
+//
+//dag:step after=Root
+func F20(ctx context.Context, f Fan) error { return nil }
+
+// F21 is branch 21 of the Fan fan-out.
+//
+//dag:step after=Root
+func F21(ctx context.Context, f Fan) error { return nil }
+
+// F22 is branch 22 of the Fan fan-out.
+//
+//dag:step after=Root
+func F22(ctx context.Context, f Fan) error { return nil }
+
+// F23 is branch 23 of the Fan fan-out.
+//
+//dag:step after=Root
+func F23(ctx context.Context, f Fan) error { return nil }
+
+// F24 is branch 24 of the Fan fan-out.
+//
+//dag:step after=Root
+func F24(ctx context.Context, f Fan) error { return nil }
+
+// F25 is branch 25 of the Fan fan-out.
+//
+//dag:step after=Root
+func F25(ctx context.Context, f Fan) error { return nil }
+
+// F26 is branch 26 of the Fan fan-out.
+//
+//dag:step after=Root
+func F26(ctx context.Context, f Fan) error { return nil }
+
+// F27 is branch 27 of the Fan fan-out.
+//
+//dag:step after=Root
+func F27(ctx context.Context, f Fan) error { return nil }
+
+// F28 is branch 28 of the Fan fan-out.
+//
+//dag:step after=Root
+func F28(ctx context.Context, f Fan) error { return nil }
+
+// F29 is branch 29 of the Fan fan-out.
+//
+//dag:step after=Root
+func F29(ctx context.Context, f Fan) error { return nil }
+
+// F30 is branch 30 of the Fan fan-out.
+//
+//dag:step after=Root
+func F30(ctx context.Context, f Fan) error { return nil }
+
+// F31 is branch 31 of the Fan fan-out.
+//
+//dag:step after=Root
+func F31(ctx context.Context, f Fan) error { return nil }
+
+// F32 is branch 32 of the Fan fan-out.
+//
+//dag:step after=Root
+func F32(ctx context.Context, f Fan) error { return nil }
+
+// F33 is branch 33 of the Fan fan-out.
+//
+//dag:step after=Root
+func F33(ctx context.Context, f Fan) error { return nil }
+
+// F34 is branch 34 of the Fan fan-out.
+//
+//dag:step after=Root
+func F34(ctx context.Context, f Fan) error { return nil }
+
+// F35 is branch 35 of the Fan fan-out.
+//
+//dag:step after=Root
+func F35(ctx context.Context, f Fan) error { return nil }
+
+// F36 is branch 36 of the Fan fan-out.
+//
+//dag:step after=Root
+func F36(ctx context.Context, f Fan) error { return nil }
+
+// F37 is branch 37 of the Fan fan-out.
+//
+//dag:step after=Root
+func F37(ctx context.Context, f Fan) error { return nil }
+
+// F38 is branch 38 of the Fan fan-out.
+//
+//dag:step after=Root
+func F38(ctx context.Context, f Fan) error { return nil }
+
+// F39 is branch 39 of the Fan fan-out.
+//
+//dag:step after=Root
+func F39(ctx context.Context, f Fan) error { return nil }
+
+// F40 is branch 40 of the Fan fan-out.
+//
+//dag:step after=Root
+func F40(ctx context.Context, f Fan) error { return nil }
+
+// F41 is branch 41 of the Fan fan-out.
+//
+//dag:step after=Root
+func F41(ctx context.Context, f Fan) error { return nil }
+
+// F42 is branch 42 of the Fan fan-out.
+//
+//dag:step after=Root
+func F42(ctx context.Context, f Fan) error { return nil }
+
+// F43 is branch 43 of the Fan fan-out.
+//
+//dag:step after=Root
+func F43(ctx context.Context, f Fan) error { return nil }
+
+// F44 is branch 44 of the Fan fan-out.
+//
+//dag:step after=Root
+func F44(ctx context.Context, f Fan) error { return nil }
+
+// F45 is branch 45 of the Fan fan-out.
+//
+//dag:step after=Root
+func F45(ctx context.Context, f Fan) error { return nil }
+
+// F46 is branch 46 of the Fan fan-out.
+//
+//dag:step after=Root
+func F46(ctx context.Context, f Fan) error { return nil }
+
+// F47 is branch 47 of the Fan fan-out.
+//
+//dag:step after=Root
+func F47(ctx context.Context, f Fan) error { return nil }
+
+// F48 is branch 48 of the Fan fan-out.
+//
+//dag:step after=Root
+func F48(ctx context.Context, f Fan) error { return nil }
+
+// F49 is branch 49 of the Fan fan-out.
+//
+//dag:step after=Root
+func F49(ctx context.Context, f Fan) error { return nil }
+
+// F50 is branch 50 of the Fan fan-out.
+//
+//dag:step after=Root
+func F50(ctx context.Context, f Fan) error { return nil }
+
+// Join is the fan-in of the Fan workflow: it runs once, after all 50
+// branches.
+//
+//dag:step after=F01,F02,F03,F04,F05,F06,F07,F08,F09,F10,F11,F12,F13,F14,F15,F16,F17,F18,F19,F20,F21,F22,F23,F24,F25,F26,F27,F28,F29,F30,F31,F32,F33,F34,F35,F36,F37,F38,F39,F40,F41,F42,F43,F44,F45,F46,F47,F48,F49,F50
+func Join(ctx context.Context, f Fan) (int, error) {
+	finished(ctx)
+	return f.N, nil
+}

@@ -1,0 +1,217 @@
+// Command bench is dagen's benchmark: generated workflows (package flows)
+// run by the engine on Postgres, in five workloads:
+//
+//   - single_step: 20,000 runs of one no-op step, enqueued up front, then
+//     drained by a started engine: steps/s;
+//   - chain10: 2,000 runs of ten chained no-op steps: steps/s and run
+//     latency (finished_at − created_at) p50/p99;
+//   - fan50: 200 runs of 1 → 50 → 1: steps/s;
+//   - fairness: tenant A's run latency, one run at a time, on an idle
+//     engine and then while tenant B's 20,000 runs drain;
+//   - low_load: one two-step run every 10ms for 10s: the latency from A's
+//     COMPLETED event to B's STARTED event, with notifications and with
+//     polling alone.
+//
+// It uses the database at DATABASE_URL (default
+// postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable) in a schema
+// of its own (-schema), created at start and dropped at the end, and
+// prints a table and one JSON line per workload. With -river-json it also
+// prints dagen's throughput as a ratio of River's (bench/river); -compare
+// does only that, from a saved output of an earlier run.
+//
+// See README.md for the targets and how to read the figures.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"strings"
+	"time"
+)
+
+// defaultDatabaseURL is the database used when DATABASE_URL is not set.
+const defaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+
+// allWorkloads lists the workloads in the order they run.
+var allWorkloads = []string{"single_step", "chain10", "fan50", "fairness", "low_load"}
+
+// options is what the command line sets.
+type options struct {
+	databaseURL string
+	// schema is where dagen's tables go. When manageSchema is set the
+	// schema is dropped and created at start and dropped at the end
+	// (unless keep); otherwise it must exist and is left alone.
+	schema       string
+	manageSchema bool
+	keep         bool
+
+	workloads    []string
+	scale        float64
+	concurrency  int
+	pollInterval time.Duration
+	maxConns     int
+	timeout      time.Duration // per workload
+
+	cpuProfile string
+	jsonOut    string // also write the JSON lines here
+	riverJSON  string // River's output, for the ratios
+	compare    string // a saved output of this command: only compare it with riverJSON
+}
+
+func main() {
+	o, err := parseFlags(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	err = run(ctx, o, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func parseFlags(args []string, errOut io.Writer) (options, error) {
+	o := options{manageSchema: true}
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	var workloads string
+	fs.StringVar(&o.databaseURL, "database-url", envOr("DATABASE_URL", defaultDatabaseURL), "Postgres URL (default from $DATABASE_URL)")
+	fs.StringVar(&o.schema, "schema", "dagen_bench", "schema for dagen's tables: dropped and created at start, dropped at the end")
+	fs.BoolVar(&o.keep, "keep", false, "keep the schema at the end")
+	fs.StringVar(&workloads, "workloads", strings.Join(allWorkloads, ","), "comma-separated workloads to run")
+	fs.Float64Var(&o.scale, "scale", 1, "multiplies every run count (0.05 for a quick check)")
+	fs.IntVar(&o.concurrency, "concurrency", 64, "engine Concurrency: steps executing at once")
+	fs.DurationVar(&o.pollInterval, "poll", 20*time.Millisecond, "engine PollInterval")
+	fs.IntVar(&o.maxConns, "max-conns", 16, "connection pool size")
+	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up on a workload after this long")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
+	fs.StringVar(&o.jsonOut, "json-out", "", "also write the JSON lines to this file")
+	fs.StringVar(&o.riverJSON, "river-json", "", "River's output (bench/river); print dagen/River ratios")
+	fs.StringVar(&o.compare, "compare", "", "run nothing: compare this saved output of bench with -river-json")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if o.compare != "" {
+		if o.riverJSON == "" {
+			return o, errors.New("-compare needs -river-json")
+		}
+		return o, nil
+	}
+	for w := range strings.SplitSeq(workloads, ",") {
+		w = strings.TrimSpace(w)
+		if w == "" {
+			continue
+		}
+		if !known(w) {
+			return o, fmt.Errorf("unknown workload %q (want some of %s)", w, strings.Join(allWorkloads, ","))
+		}
+		o.workloads = append(o.workloads, w)
+	}
+	switch {
+	case len(o.workloads) == 0:
+		return o, errors.New("-workloads names no workload")
+	case !(o.scale > 0) || o.scale > 1000:
+		return o, fmt.Errorf("-scale %v: want a number in (0, 1000]", o.scale)
+	case o.concurrency < 1:
+		return o, fmt.Errorf("-concurrency %d: want at least 1", o.concurrency)
+	case o.pollInterval <= 0:
+		return o, fmt.Errorf("-poll %s: want a positive duration", o.pollInterval)
+	case o.maxConns < 4:
+		return o, fmt.Errorf("-max-conns %d: want at least 4", o.maxConns)
+	case o.timeout <= 0:
+		return o, fmt.Errorf("-timeout %s: want a positive duration", o.timeout)
+	case !validIdent(o.schema):
+		return o, fmt.Errorf("-schema %q: want a lower-case identifier ([a-z_][a-z0-9_]*)", o.schema)
+	}
+	return o, nil
+}
+
+func known(w string) bool {
+	for _, k := range allWorkloads {
+		if k == w {
+			return true
+		}
+	}
+	return false
+}
+
+// validIdent reports whether s is a plain lower-case SQL identifier, so
+// the schema name needs no quoting anywhere (search_path included).
+func validIdent(s string) bool {
+	if s == "" || len(s) > 63 {
+		return false
+	}
+	for i, r := range s {
+		switch {
+		case r == '_' || (r >= 'a' && r <= 'z'):
+		case i > 0 && r >= '0' && r <= '9':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+// run runs the chosen workloads, or only the comparison, writing results
+// to out and progress to log.
+func run(ctx context.Context, o options, out, log io.Writer) error {
+	if o.compare != "" {
+		return compareFiles(o.compare, o.riverJSON, out)
+	}
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			if err := f.Close(); err != nil {
+				fmt.Fprintln(log, "bench: cpu profile:", err)
+			}
+		}()
+	}
+	results, err := runWorkloads(ctx, o, log)
+	if len(results) > 0 {
+		printTable(out, results)
+		if werr := writeJSON(out, o.jsonOut, results); werr != nil {
+			err = errors.Join(err, werr)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if o.riverJSON != "" {
+		river, rerr := readRiver(o.riverJSON)
+		if rerr != nil {
+			return rerr
+		}
+		printRatios(out, results, river)
+	}
+	return nil
+}

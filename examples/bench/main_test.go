@@ -1,0 +1,205 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dagenhq/dagen/internal/pgtest"
+	"github.com/dagenhq/dagen/store"
+)
+
+// TestWorkloads runs every workload at a small scale on a schema of its
+// own and checks behaviour, never timing: every run completed, figures are
+// present, percentiles are ordered.
+func TestWorkloads(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs Postgres")
+	}
+	o, err := parseFlags([]string{"-scale", "0.01", "-poll", "10ms"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.databaseURL = pgtest.URL()
+	o.schema = pgtest.Schema(t)
+	o.manageSchema = false
+	var out, log bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := run(ctx, o, &out, &log); err != nil {
+		t.Fatalf("run: %v\n%s", err, log.String())
+	}
+
+	results := map[string]Result{}
+	for line := range strings.SplitSeq(out.String(), "\n") {
+		if !strings.HasPrefix(line, "{") {
+			continue
+		}
+		var r Result
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("bad JSON line %q: %v", line, err)
+		}
+		if _, dup := results[r.Workload]; dup {
+			t.Errorf("two JSON lines for %s", r.Workload)
+		}
+		results[r.Workload] = r
+	}
+	if len(results) != len(allWorkloads) {
+		t.Fatalf("got JSON lines for %d workloads, want %d:\n%s", len(results), len(allWorkloads), out.String())
+	}
+	wantRuns := map[string]int{"single_step": 200, "chain10": 20, "fan50": 2, "fairness": 1 + 1 + 200, "low_load": 2 * 10}
+	wantSteps := map[string]int{"single_step": 200, "chain10": 200, "fan50": 104, "low_load": 40}
+	for _, w := range allWorkloads {
+		r := results[w]
+		if r.Peer != "dagen" || r.Runs != wantRuns[w] || r.Completed != r.Runs {
+			t.Errorf("%s: peer %q, %d runs, %d completed; want dagen, %d, all", w, r.Peer, r.Runs, r.Completed, wantRuns[w])
+		}
+		if r.Steps != wantSteps[w] {
+			t.Errorf("%s: %d steps, want %d", w, r.Steps, wantSteps[w])
+		}
+		if r.Seconds <= 0 || r.RSSMB < 0 || r.PGCPUSec < 0 || r.WorkerCPUSec < 0 || r.PGOwnCPUSec > r.PGCPUSec {
+			t.Errorf("%s: implausible figures %+v", w, r)
+		}
+		if r.Concurrency != 64 || r.PollMs != 10 || r.GoMaxProcs < 1 {
+			t.Errorf("%s: config not reported: %+v", w, r)
+		}
+	}
+	for _, w := range []string{"single_step", "chain10", "fan50"} {
+		if results[w].StepsPerSec <= 0 {
+			t.Errorf("%s: steps/s %v, want > 0", w, results[w].StepsPerSec)
+		}
+	}
+	ordered := func(name string, p50, p99 float64) {
+		t.Helper()
+		if p50 < 0 || p99 < p50 {
+			t.Errorf("%s: p50 %v, p99 %v: want 0 <= p50 <= p99", name, p50, p99)
+		}
+	}
+	c, f, l := results["chain10"], results["fairness"], results["low_load"]
+	ordered("chain10", c.P50Ms, c.P99Ms)
+	ordered("fairness loaded", f.P50Ms, f.P99Ms)
+	ordered("fairness idle", f.IdleP50Ms, f.IdleP99Ms)
+	ordered("fairness queued", f.QueuedP50Ms, f.QueuedP99Ms)
+	ordered("low_load notify", l.P50Ms, l.P99Ms)
+	ordered("low_load poll", l.PollP50Ms, l.PollP99Ms)
+	if c.P99Ms <= 0 || f.IdleP99Ms <= 0 || f.P99Ms <= 0 || l.P99Ms <= 0 || l.PollP99Ms <= 0 {
+		t.Errorf("latencies missing: chain10 %+v\nfairness %+v\nlow_load %+v", c, f, l)
+	}
+	if f.BRuns != 200 || f.UnderLoad < 0 || f.UnderLoad > 1 || f.P99Ratio <= 0 {
+		t.Errorf("fairness: %+v", f)
+	}
+	for _, want := range []string{"workload", "single_step", "fairness: tenant A", "low_load: step-to-step"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+
+	// The saved output compares with a River line.
+	dir := t.TempDir()
+	dagenPath, riverPath := filepath.Join(dir, "dagen.txt"), filepath.Join(dir, "river.txt")
+	writeFile(t, dagenPath, out.String())
+	writeFile(t, riverPath, "river tuned: ...\n"+`{"peer":"river","workload":"single_step","jobs":20000,"jobs_per_sec":1000,"settings":"tuned"}`+"\n")
+	var cmp bytes.Buffer
+	if err := run(ctx, options{compare: dagenPath, riverJSON: riverPath}, &cmp, &log); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"single_step", "chain10", "fan50"} {
+		if !strings.Contains(cmp.String(), w+" ") {
+			t.Errorf("comparison lacks %s:\n%s", w, cmp.String())
+		}
+	}
+}
+
+func writeFile(t *testing.T, path, s string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestParseFlagsRejectsBadInput(t *testing.T) {
+	for _, args := range [][]string{
+		{"-workloads", "nope"},
+		{"-workloads", ","},
+		{"-scale", "0"},
+		{"-scale", "-1"},
+		{"-scale", "NaN"},
+		{"-concurrency", "0"},
+		{"-poll", "0s"},
+		{"-max-conns", "1"},
+		{"-schema", "Bad-Name"},
+		{"-schema", "x; DROP TABLE y"},
+		{"-compare", "file"},
+		{"extra"},
+	} {
+		if _, err := parseFlags(args, &bytes.Buffer{}); err == nil {
+			t.Errorf("parseFlags(%q) accepted it", args)
+		}
+	}
+	o, err := parseFlags([]string{"-workloads", "fan50, chain10", "-scale", "0.05"}, &bytes.Buffer{})
+	if err != nil || len(o.workloads) != 2 || o.workloads[0] != "fan50" || o.scale != 0.05 || !o.manageSchema {
+		t.Errorf("parseFlags = %+v, %v", o, err)
+	}
+}
+
+func TestCompareRejectsBadFiles(t *testing.T) {
+	dir := t.TempDir()
+	empty, junk := filepath.Join(dir, "empty"), filepath.Join(dir, "junk")
+	writeFile(t, empty, "")
+	writeFile(t, junk, "{not json\n{\"peer\":\"river\"}\n")
+	for _, c := range [][2]string{{empty, junk}, {junk, junk}, {filepath.Join(dir, "missing"), junk}} {
+		if err := compareFiles(c[0], c[1], &bytes.Buffer{}); err == nil {
+			t.Errorf("compareFiles(%s, %s) succeeded", c[0], c[1])
+		}
+	}
+}
+
+func TestPercentiles(t *testing.T) {
+	if p50, p99 := percentiles(nil); p50 != 0 || p99 != 0 {
+		t.Errorf("empty: %v %v", p50, p99)
+	}
+	xs := make([]float64, 100)
+	for i := range xs {
+		xs[i] = float64(100 - i) // 100..1
+	}
+	if p50, p99 := percentiles(xs); p50 != 50 || p99 != 99 {
+		t.Errorf("1..100: p50 %v p99 %v, want 50 99", p50, p99)
+	}
+	if xs[0] != 100 {
+		t.Error("percentiles sorted its argument")
+	}
+}
+
+func TestParseStat(t *testing.T) {
+	line := "2201 (postgres: a (b)) S 2200 2201 2201 0 -1 4194368 1 0 0 0 53 128 0 0 20 0 1 0 777 2 3 4"
+	k, ticks, ok := parseStat(line)
+	if !ok || k.pid != 2201 || k.start != 777 || ticks != 181 {
+		t.Errorf("parseStat = %+v %d %v", k, ticks, ok)
+	}
+	for _, bad := range []string{"", "x (y) S", "12 (y) S 1 2", "(y) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20"} {
+		if _, _, ok := parseStat(bad); ok {
+			t.Errorf("parseStat(%q) ok", bad)
+		}
+	}
+}
+
+func TestStepToStep(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	evs := []store.Event{
+		{At: t0, Step: "A", Type: store.EventStarted},
+		{At: t0.Add(1 * time.Millisecond), Step: "A", Type: store.EventCompleted},
+		{At: t0.Add(1 * time.Millisecond), Step: "B", Type: store.EventQueued},
+		{At: t0.Add(4 * time.Millisecond), Step: "B", Type: store.EventStarted},
+	}
+	if d, ok := stepToStep(evs, "A", "B"); !ok || d != 3*time.Millisecond {
+		t.Errorf("stepToStep = %v %v, want 3ms", d, ok)
+	}
+	if _, ok := stepToStep(evs[:2], "A", "B"); ok {
+		t.Error("stepToStep without B STARTED is ok")
+	}
+}

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+)
+
+// printTable writes the results as a table a person reads.
+func printTable(out io.Writer, results []Result) {
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "workload\truns\tsteps\tseconds\tsteps/s\tp50 ms\tp99 ms\tRSS MB peak/now\tworker CPU s (%)\tpostgres CPU s (%)\tof it our backends\t")
+	for _, r := range results {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.3f\t%s\t%s\t%s\t%.1f/%.1f\t%.2f (%.0f%%)\t%.2f (%.0f%%)\t%.2f (%.0f%%)\t\n",
+			r.Workload, r.Runs, r.Steps, r.Seconds, opt(r.StepsPerSec, "%.0f"), opt(r.P50Ms, "%.2f"), opt(r.P99Ms, "%.2f"),
+			r.RSSMB, r.RSSNowMB, r.WorkerCPUSec, r.WorkerCPUPct, r.PGCPUSec, r.PGCPUPct, r.PGOwnCPUSec, r.PGOwnCPUPct)
+	}
+	_ = tw.Flush()
+	for _, r := range results {
+		switch r.Workload {
+		case "chain10":
+			fmt.Fprintf(out, "chain10: p50/p99 are run latencies (finished_at - created_at) of runs all enqueued before the engine started\n")
+		case "fairness":
+			fmt.Fprintf(out, "fairness: tenant A p50/p99 %.2f/%.2f ms idle, %.2f/%.2f ms while B's %d runs drain (%d of A's runs finished with B's backlog left); p99/idle p99 = %.2f\n",
+				r.IdleP50Ms, r.IdleP99Ms, r.P50Ms, r.P99Ms, r.BRuns, r.UnderLoad, r.P99Ratio)
+			fmt.Fprintf(out, "fairness: A under load, from the event log: QUEUED->STARTED p50/p99 %.2f/%.2f ms, STARTED->COMPLETED p50/p99 %.2f/%.2f ms\n",
+				r.QueuedP50Ms, r.QueuedP99Ms, r.ClaimedP50Ms, r.ClaimedP99Ms)
+		case "low_load":
+			fmt.Fprintf(out, "low_load: step-to-step (B STARTED - A COMPLETED) p50/p99 %.2f/%.2f ms with notifications, %.2f/%.2f ms polling alone (every %.0f ms); 10ms ticks missed: %d\n",
+				r.P50Ms, r.P99Ms, r.PollP50Ms, r.PollP99Ms, r.PollMs, r.MissedTicks)
+		}
+	}
+	fmt.Fprintf(out, "engine: Concurrency %d, PollInterval %.0fms, pool %d conns; postgres CPU counts every postgres process on this machine (other users included), \"our backends\" the connections of this benchmark\n",
+		results[0].Concurrency, results[0].PollMs, results[0].MaxConns)
+}
+
+func opt(v float64, format string) string {
+	if v == 0 {
+		return "-"
+	}
+	return fmt.Sprintf(format, v)
+}
+
+// writeJSON writes one JSON line per result to out and, when path is set,
+// to that file too.
+func writeJSON(out io.Writer, path string, results []Result) error {
+	var lines strings.Builder
+	for _, r := range results {
+		b, err := json.Marshal(r)
+		if err != nil {
+			return fmt.Errorf("encode %s result: %w", r.Workload, err)
+		}
+		lines.Write(b)
+		lines.WriteByte('\n')
+	}
+	if _, err := io.WriteString(out, lines.String()); err != nil {
+		return fmt.Errorf("write results: %w", err)
+	}
+	if path != "" {
+		if err := os.WriteFile(path, []byte(lines.String()), 0o644); err != nil {
+			return fmt.Errorf("write results: %w", err)
+		}
+	}
+	return nil
+}
+
+// riverResult is the part of bench/river's JSON line the ratios need.
+type riverResult struct {
+	Peer       string  `json:"peer"`
+	Workload   string  `json:"workload"`
+	Jobs       int     `json:"jobs"`
+	JobsPerSec float64 `json:"jobs_per_sec"`
+	Settings   string  `json:"settings"`
+}
+
+// jsonLines calls fn with every line of path that is a JSON object.
+func jsonLines(path string, fn func(line []byte) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if !strings.HasPrefix(line, "{") {
+			continue
+		}
+		if err := fn([]byte(line)); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	return nil
+}
+
+// readRiver returns the last River result line in path.
+func readRiver(path string) (riverResult, error) {
+	var found riverResult
+	err := jsonLines(path, func(line []byte) error {
+		var r riverResult
+		if json.Unmarshal(line, &r) == nil && r.Peer == "river" && r.JobsPerSec > 0 {
+			found = r
+		}
+		return nil
+	})
+	if err != nil {
+		return found, fmt.Errorf("river results: %w", err)
+	}
+	if found.Peer == "" {
+		return found, fmt.Errorf("river results: no line with \"peer\":\"river\" and jobs_per_sec in %s", path)
+	}
+	return found, nil
+}
+
+// readDagen returns the dagen result lines in path.
+func readDagen(path string) ([]Result, error) {
+	var out []Result
+	err := jsonLines(path, func(line []byte) error {
+		var r Result
+		if json.Unmarshal(line, &r) == nil && r.Peer == "dagen" && r.Workload != "" {
+			out = append(out, r)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dagen results: %w", err)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("dagen results: no line with \"peer\":\"dagen\" in %s", path)
+	}
+	return out, nil
+}
+
+// compareFiles prints the ratios of a saved dagen output to River's.
+func compareFiles(dagenPath, riverPath string, out io.Writer) error {
+	results, err := readDagen(dagenPath)
+	if err != nil {
+		return err
+	}
+	river, err := readRiver(riverPath)
+	if err != nil {
+		return err
+	}
+	if printRatios(out, results, river) == 0 {
+		return errors.New("no throughput workload (single_step, chain10, fan50) in the dagen results")
+	}
+	return nil
+}
+
+// targets are the dagen/River throughput ratios the benchmark aims for.
+var targets = []struct {
+	workload string
+	min      float64
+}{
+	{"single_step", 1.0},
+	{"chain10", 0.7},
+	{"fan50", 0.7},
+}
+
+// printRatios prints dagen steps/s ÷ River jobs/s for the throughput
+// workloads and returns how many it printed.
+func printRatios(out io.Writer, results []Result, river riverResult) int {
+	fmt.Fprintf(out, "River (%s settings, %d jobs): %.0f jobs/s\n", river.Settings, river.Jobs, river.JobsPerSec)
+	n := 0
+	for _, t := range targets {
+		for _, r := range results {
+			if r.Workload != t.workload || r.StepsPerSec <= 0 {
+				continue
+			}
+			ratio := r.StepsPerSec / river.JobsPerSec
+			verdict := "meets"
+			if ratio < t.min {
+				verdict = "BELOW"
+			}
+			fmt.Fprintf(out, "%-12s dagen %6.0f steps/s / River %6.0f jobs/s = %.2f  (target >= %.1f: %s)\n",
+				r.Workload, r.StepsPerSec, river.JobsPerSec, ratio, t.min, verdict)
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,624 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"runtime"
+	"sort"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/dagenhq/dagen/dag"
+	"github.com/dagenhq/dagen/engine"
+	"github.com/dagenhq/dagen/examples/bench/flows"
+	"github.com/dagenhq/dagen/store"
+	"github.com/dagenhq/dagen/store/pgstore"
+)
+
+// Base run counts, multiplied by -scale.
+const (
+	singleRuns   = 20_000
+	chainRuns    = 2_000
+	fanRuns      = 200
+	fairBRuns    = 20_000
+	fairARuns    = 100
+	lowLoadRuns  = 1_000 // one every lowLoadEvery: 10s
+	lowLoadEvery = 10 * time.Millisecond
+
+	chainSteps = 10
+	fanSteps   = 52 // Root, F01..F50, Join
+
+	triggerChunk = 1_000 // runs per TriggerMany
+)
+
+// Tenants.
+const (
+	benchTenant = "bench"
+	tenantA     = "tenant-a"
+	tenantB     = "tenant-b"
+)
+
+// Stored workflow names, as generated.
+var (
+	singleName = flows.SingleDefinition().Name
+	chainName  = flows.ChainDefinition().Name
+	fanName    = flows.FanDefinition().Name
+)
+
+// Result is one workload's figures: one JSON line. Fields that do not
+// apply to a workload are left out.
+type Result struct {
+	Peer     string `json:"peer"` // always "dagen"
+	Workload string `json:"workload"`
+	// Runs is how many runs the workload made; Completed how many of them
+	// ended COMPLETED (anything else is an error).
+	Runs      int `json:"runs"`
+	Completed int `json:"completed"`
+	// Steps executed in the timed window, and the window.
+	Steps       int     `json:"steps,omitempty"`
+	Seconds     float64 `json:"seconds"`
+	StepsPerSec float64 `json:"steps_per_sec,omitempty"`
+
+	// Latency percentiles in milliseconds: run latency for chain10, tenant
+	// A's latency under load for fairness, step-to-step latency with
+	// notifications for low_load.
+	P50Ms float64 `json:"p50_ms,omitempty"`
+	P99Ms float64 `json:"p99_ms,omitempty"`
+	// fairness: tenant A on an idle engine, the ratio of the p99s, and how
+	// many of A's loaded runs finished while B still had runs left.
+	IdleP50Ms float64 `json:"idle_p50_ms,omitempty"`
+	IdleP99Ms float64 `json:"idle_p99_ms,omitempty"`
+	P99Ratio  float64 `json:"p99_ratio,omitempty"`
+	UnderLoad int     `json:"a_runs_under_load,omitempty"`
+	// From tenant A's loaded runs' event log: QUEUED to STARTED (waiting
+	// for a claim), STARTED to COMPLETED (executing and storing the result).
+	QueuedP50Ms  float64 `json:"a_queued_p50_ms,omitempty"`
+	QueuedP99Ms  float64 `json:"a_queued_p99_ms,omitempty"`
+	ClaimedP50Ms float64 `json:"a_claimed_p50_ms,omitempty"`
+	ClaimedP99Ms float64 `json:"a_claimed_p99_ms,omitempty"`
+	BRuns        int     `json:"b_runs,omitempty"`
+	BDrainedSec  float64 `json:"b_drain_seconds,omitempty"`
+	// low_load: step-to-step latency with polling alone (DisableNotify),
+	// and how many 10ms ticks were missed because a trigger took longer.
+	PollP50Ms   float64 `json:"poll_p50_ms,omitempty"`
+	PollP99Ms   float64 `json:"poll_p99_ms,omitempty"`
+	MissedTicks int     `json:"missed_ticks,omitempty"`
+
+	// Resources over the timed window: this process's peak and current RSS
+	// (VmHWM, reset at the start of the workload where the kernel allows,
+	// and VmRSS), its CPU, and the CPU of every process named postgres on
+	// this machine, other users of the server included (in core-seconds and
+	// in % of the window's wall time).
+	RSSMB        float64 `json:"rss_mb"`
+	RSSNowMB     float64 `json:"rss_now_mb"`
+	WorkerCPUSec float64 `json:"worker_cpu_s"`
+	WorkerCPUPct float64 `json:"worker_cpu_pct"`
+	PGCPUSec     float64 `json:"pg_cpu_s"`
+	PGCPUPct     float64 `json:"pg_cpu_pct"`
+	// The part of the Postgres CPU used by the backends of this
+	// benchmark's own connections (found by application_name).
+	PGOwnCPUSec float64 `json:"pg_own_cpu_s"`
+	PGOwnCPUPct float64 `json:"pg_own_cpu_pct"`
+
+	Concurrency int     `json:"concurrency"`
+	PollMs      float64 `json:"poll_ms"`
+	MaxConns    int     `json:"pool_max_conns"`
+	GoMaxProcs  int     `json:"gomaxprocs"`
+}
+
+// bench holds what every workload shares: the options and one pool, kept
+// open throughout so Postgres backends live as long as the benchmark.
+type bench struct {
+	o    options
+	pool *pgxpool.Pool
+	log  io.Writer
+	slog *slog.Logger
+}
+
+// runWorkloads sets the schema up, runs the workloads in order and tears
+// the schema down. It returns the results of the workloads that finished.
+func runWorkloads(ctx context.Context, o options, log io.Writer) (results []Result, err error) {
+	pool, err := openPool(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	defer pool.Close()
+	if o.manageSchema {
+		if err := resetSchema(ctx, pool, o.schema); err != nil {
+			return nil, err
+		}
+		if !o.keep {
+			defer func() {
+				dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+				defer cancel()
+				if _, derr := pool.Exec(dctx, "DROP SCHEMA IF EXISTS "+o.schema+" CASCADE"); derr != nil {
+					err = errors.Join(err, fmt.Errorf("drop schema %s: %w", o.schema, derr))
+				}
+			}()
+		}
+	}
+	if err := pgstore.Migrate(ctx, pool); err != nil {
+		return nil, fmt.Errorf("migrate schema %s: %w", o.schema, err)
+	}
+	b := &bench{o: o, pool: pool, log: log,
+		slog: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	for _, w := range o.workloads {
+		fmt.Fprintf(log, "bench: %s (scale %g) ...\n", w, o.scale)
+		res, err := b.workload(ctx, w)
+		if err != nil {
+			return results, fmt.Errorf("%s: %w", w, err)
+		}
+		fmt.Fprintf(log, "bench: %s done in %.2fs\n", w, res.Seconds)
+		results = append(results, res)
+	}
+	return results, nil
+}
+
+func (b *bench) workload(ctx context.Context, name string) (Result, error) {
+	ctx, cancel := context.WithTimeoutCause(ctx, b.o.timeout, fmt.Errorf("workload %s: -timeout %s exceeded", name, b.o.timeout))
+	defer cancel()
+	if err := b.truncate(ctx); err != nil {
+		return Result{}, err
+	}
+	resetPeakRSS()
+	res := Result{
+		Peer: "dagen", Workload: name,
+		Concurrency: b.o.concurrency, PollMs: float64(b.o.pollInterval) / float64(time.Millisecond),
+		MaxConns: b.o.maxConns, GoMaxProcs: runtime.GOMAXPROCS(0),
+	}
+	var err error
+	switch name {
+	case "single_step":
+		err = b.throughput(ctx, &res, singleName, b.scaled(singleRuns), 1, func(i int) any { return flows.Single{N: i} })
+	case "chain10":
+		err = b.throughput(ctx, &res, chainName, b.scaled(chainRuns), chainSteps, func(i int) any { return flows.Chain{N: i} })
+		if err == nil {
+			err = b.runLatency(ctx, &res, chainName)
+		}
+	case "fan50":
+		err = b.throughput(ctx, &res, fanName, b.scaled(fanRuns), fanSteps, func(i int) any { return flows.Fan{N: i} })
+	case "fairness":
+		err = b.fairness(ctx, &res)
+	case "low_load":
+		err = b.lowLoad(ctx, &res)
+	default:
+		err = fmt.Errorf("unknown workload %q", name)
+	}
+	if err != nil {
+		return res, err
+	}
+	res.RSSMB, res.RSSNowMB = rssMB()
+	return res, nil
+}
+
+// scaled returns n times -scale, at least 1.
+func (b *bench) scaled(n int) int {
+	return max(1, int(math.Round(float64(n)*b.o.scale)))
+}
+
+// handles are the typed workflows registered on one engine.
+type handles struct {
+	single *flows.SingleWorkflow
+	pair   *flows.PairWorkflow
+}
+
+// worker is one engine over its own store on the shared pool.
+type worker struct {
+	e     *engine.Engine
+	st    *pgstore.Store
+	h     handles
+	probe *flows.Probe
+}
+
+// newWorker makes an engine with every benchmark workflow registered.
+func (b *bench) newWorker(disableNotify bool) (*worker, error) {
+	st := pgstore.New(b.pool, nil)
+	e, err := engine.New(st, &engine.Config{
+		Concurrency:   b.o.concurrency,
+		PollInterval:  b.o.pollInterval,
+		DisableNotify: disableNotify,
+		Logger:        b.slog,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("new engine: %w", err)
+	}
+	w := &worker{e: e, st: st, probe: &flows.Probe{}}
+	if w.h.single, err = flows.NewSingleWorkflow(e); err != nil {
+		return nil, err
+	}
+	if w.h.pair, err = flows.NewPairWorkflow(e); err != nil {
+		return nil, err
+	}
+	if _, err = flows.NewChainWorkflow(e); err != nil {
+		return nil, err
+	}
+	if _, err = flows.NewFanWorkflow(e); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// start starts the engine with the probe in the steps' context.
+func (w *worker) start(ctx context.Context) error {
+	if err := w.e.Start(flows.WithProbe(context.WithoutCancel(ctx), w.probe)); err != nil {
+		return fmt.Errorf("start engine: %w", err)
+	}
+	return nil
+}
+
+// stop stops the engine and gives up the store's leadership.
+func (w *worker) stop(ctx context.Context) error {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	err := w.e.Stop(sctx)
+	if errors.Is(err, engine.ErrNotStarted) {
+		err = nil
+	}
+	w.st.Close()
+	if err != nil {
+		return fmt.Errorf("stop engine: %w", err)
+	}
+	return nil
+}
+
+// enqueue triggers n runs of workflow for tenant in chunks.
+func enqueue(ctx context.Context, e *engine.Engine, workflow, tenant string, n int, input func(i int) any) error {
+	reqs := make([]engine.TriggerRequest, 0, triggerChunk)
+	for i := 0; i < n; i += triggerChunk {
+		reqs = reqs[:0]
+		for j := i; j < min(n, i+triggerChunk); j++ {
+			reqs = append(reqs, engine.TriggerRequest{Workflow: workflow, Tenant: tenant, Input: input(j)})
+		}
+		if _, err := e.TriggerMany(ctx, reqs); err != nil {
+			return fmt.Errorf("enqueue %d %s runs: %w", n, workflow, err)
+		}
+	}
+	return nil
+}
+
+// throughput enqueues runs of workflow, then starts an engine and times it
+// from Start until the last run is finished in the store.
+func (b *bench) throughput(ctx context.Context, res *Result, workflow string, runs, stepsPerRun int, input func(i int) any) (err error) {
+	w, err := b.newWorker(false)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, w.stop(ctx)) }()
+	if err := enqueue(ctx, w.e, workflow, benchTenant, runs, input); err != nil {
+		return err
+	}
+	win := b.startWindow(ctx)
+	start := time.Now()
+	if err := w.start(ctx); err != nil {
+		return err
+	}
+	end, err := b.waitFinished(ctx, w.probe, int64(runs), runs)
+	win.stop(ctx, res, end.Sub(start))
+	if err != nil {
+		return err
+	}
+	res.Runs = runs
+	res.Steps = runs * stepsPerRun
+	res.StepsPerSec = round(float64(res.Steps)/res.Seconds, 0)
+	res.Completed, err = b.checkCompleted(ctx, runs)
+	return err
+}
+
+// runLatency sets p50/p99 of finished_at − created_at of the workflow's
+// runs.
+func (b *bench) runLatency(ctx context.Context, res *Result, workflow string) error {
+	rows, err := b.pool.Query(ctx,
+		"SELECT extract(epoch FROM finished_at - created_at)::float8 * 1000 FROM dagen_runs WHERE workflow = $1 AND finished_at IS NOT NULL",
+		workflow)
+	if err != nil {
+		return fmt.Errorf("read run latencies: %w", err)
+	}
+	var ms []float64
+	for rows.Next() {
+		var v float64
+		if err := rows.Scan(&v); err != nil {
+			rows.Close()
+			return fmt.Errorf("read run latencies: %w", err)
+		}
+		ms = append(ms, v)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read run latencies: %w", err)
+	}
+	if len(ms) == 0 {
+		return errors.New("no finished runs to measure latency on")
+	}
+	res.P50Ms, res.P99Ms = percentiles(ms)
+	return nil
+}
+
+// fairness measures tenant A's latency, one run at a time, first on an
+// idle engine and then while tenant B's backlog drains.
+func (b *bench) fairness(ctx context.Context, res *Result) (err error) {
+	nA, nB := b.scaled(fairARuns), b.scaled(fairBRuns)
+	w, err := b.newWorker(false)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, w.stop(ctx)) }()
+	if err := w.start(ctx); err != nil {
+		return err
+	}
+	var loadedIDs []dag.RunID
+	runA := func(i int) (time.Duration, error) {
+		t0 := time.Now()
+		r, err := w.h.single.Start(ctx, tenantA, flows.Single{N: i})
+		if err != nil {
+			return 0, fmt.Errorf("tenant A run %d: %w", i, err)
+		}
+		if _, err := r.Wait(ctx); err != nil {
+			return 0, fmt.Errorf("tenant A run %d: %w", i, err)
+		}
+		if i >= nA {
+			loadedIDs = append(loadedIDs, r.ID())
+		}
+		return time.Since(t0), nil
+	}
+	idle := make([]float64, 0, nA)
+	for i := range nA {
+		d, err := runA(i)
+		if err != nil {
+			return err
+		}
+		idle = append(idle, ms(d))
+	}
+
+	win := b.startWindow(ctx)
+	start := time.Now()
+	if err := enqueue(ctx, w.e, singleName, tenantB, nB, func(i int) any { return flows.Single{N: i} }); err != nil {
+		return err
+	}
+	loaded := make([]float64, 0, nA)
+	for i := range nA {
+		d, err := runA(nA + i)
+		if err != nil {
+			return err
+		}
+		loaded = append(loaded, ms(d))
+		// The probe counts every run's step, A's included.
+		if bDone := w.probe.Done() - int64(nA+i+1); bDone < int64(nB) {
+			res.UnderLoad++
+		}
+	}
+	end, err := b.waitFinished(ctx, w.probe, int64(2*nA+nB), 2*nA+nB)
+	win.stop(ctx, res, end.Sub(start))
+	if err != nil {
+		return err
+	}
+	res.Runs = 2*nA + nB
+	res.BRuns = nB
+	res.BDrainedSec = res.Seconds
+	res.IdleP50Ms, res.IdleP99Ms = percentiles(idle)
+	res.P50Ms, res.P99Ms = percentiles(loaded)
+	if res.IdleP99Ms > 0 {
+		res.P99Ratio = round(res.P99Ms/res.IdleP99Ms, 2)
+	}
+	// Where A's loaded latency went: waiting in the queue (QUEUED to
+	// STARTED) and from the claim to the stored completion.
+	var queued, claimed []float64
+	for _, id := range loadedIDs {
+		evs, err := w.e.Events(ctx, id)
+		if err != nil {
+			return fmt.Errorf("events of run %s: %w", id, err)
+		}
+		q, c, ok := taskPhases(evs, "Only")
+		if !ok {
+			return fmt.Errorf("run %s: no QUEUED, STARTED and COMPLETED events in its %d events", id, len(evs))
+		}
+		queued, claimed = append(queued, ms(q)), append(claimed, ms(c))
+	}
+	res.QueuedP50Ms, res.QueuedP99Ms = percentiles(queued)
+	res.ClaimedP50Ms, res.ClaimedP99Ms = percentiles(claimed)
+	res.Completed, err = b.checkCompleted(ctx, res.Runs)
+	return err
+}
+
+// taskPhases returns, for step's first attempt, the time from QUEUED to
+// STARTED and from STARTED to COMPLETED.
+func taskPhases(evs []store.Event, step string) (queued, claimed time.Duration, ok bool) {
+	var q, st, done time.Time
+	for _, ev := range evs {
+		if ev.Step != step {
+			continue
+		}
+		switch {
+		case ev.Type == store.EventQueued && q.IsZero():
+			q = ev.At
+		case ev.Type == store.EventStarted && st.IsZero():
+			st = ev.At
+		case ev.Type == store.EventCompleted:
+			done = ev.At
+		}
+	}
+	if q.IsZero() || st.IsZero() || done.IsZero() {
+		return 0, 0, false
+	}
+	return st.Sub(q), done.Sub(st), true
+}
+
+// lowLoad starts one Pair run every lowLoadEvery and measures, from the
+// event log, how long B waited after A completed: once with the store's
+// notifications and once with polling alone.
+func (b *bench) lowLoad(ctx context.Context, res *Result) error {
+	n := b.scaled(lowLoadRuns)
+	win := b.startWindow(ctx)
+	start := time.Now()
+	notify, missed1, err := b.lowLoadOnce(ctx, n, false)
+	if err != nil {
+		return fmt.Errorf("with notifications: %w", err)
+	}
+	completed, err := b.checkCompleted(ctx, n)
+	if err != nil {
+		return fmt.Errorf("with notifications: %w", err)
+	}
+	if err := b.truncate(ctx); err != nil {
+		return err
+	}
+	poll, missed2, err := b.lowLoadOnce(ctx, n, true)
+	if err != nil {
+		return fmt.Errorf("polling alone: %w", err)
+	}
+	win.stop(ctx, res, time.Since(start))
+	c2, err := b.checkCompleted(ctx, n)
+	if err != nil {
+		return fmt.Errorf("polling alone: %w", err)
+	}
+	res.Runs = 2 * n
+	res.Completed = completed + c2
+	res.Steps = 4 * n
+	res.MissedTicks = missed1 + missed2
+	res.P50Ms, res.P99Ms = percentiles(notify)
+	res.PollP50Ms, res.PollP99Ms = percentiles(poll)
+	return nil
+}
+
+// lowLoadOnce runs one half of low_load and returns the step-to-step
+// latencies in ms and the ticks missed.
+func (b *bench) lowLoadOnce(ctx context.Context, n int, disableNotify bool) (lat []float64, missed int, err error) {
+	w, err := b.newWorker(disableNotify)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer func() { err = errors.Join(err, w.stop(ctx)) }()
+	if err := w.start(ctx); err != nil {
+		return nil, 0, err
+	}
+	ids := make([]dag.RunID, 0, n)
+	t := time.NewTicker(lowLoadEvery)
+	defer t.Stop()
+	last := time.Now()
+	for i := range n {
+		if i > 0 {
+			select {
+			case <-ctx.Done():
+				return nil, 0, context.Cause(ctx)
+			case now := <-t.C:
+				missed += max(0, int(now.Sub(last)/lowLoadEvery)-1)
+				last = now
+			}
+		}
+		r, err := w.h.pair.Start(ctx, benchTenant, flows.Pair{N: i})
+		if err != nil {
+			return nil, 0, fmt.Errorf("start pair run %d: %w", i, err)
+		}
+		ids = append(ids, r.ID())
+	}
+	if _, err := b.waitFinished(ctx, w.probe, int64(n), n); err != nil {
+		return nil, 0, err
+	}
+	lat = make([]float64, 0, n)
+	for _, id := range ids {
+		evs, err := w.e.Events(ctx, id)
+		if err != nil {
+			return nil, 0, fmt.Errorf("events of run %s: %w", id, err)
+		}
+		d, ok := stepToStep(evs, "A", "B")
+		if !ok {
+			return nil, 0, fmt.Errorf("run %s: no A COMPLETED and B STARTED in its %d events", id, len(evs))
+		}
+		lat = append(lat, ms(d))
+	}
+	return lat, missed, nil
+}
+
+// stepToStep returns the time from the last COMPLETED event of step from
+// to the first STARTED event of step to after it.
+func stepToStep(evs []store.Event, from, to string) (time.Duration, bool) {
+	var done time.Time
+	for _, ev := range evs {
+		switch {
+		case ev.Step == from && ev.Type == store.EventCompleted:
+			done = ev.At
+		case ev.Step == to && ev.Type == store.EventStarted && !done.IsZero():
+			return ev.At.Sub(done), true
+		}
+	}
+	return 0, false
+}
+
+// waitFinished waits until the store holds want finished runs and returns
+// when it saw them. The probe (bumped by each run's last step) says when
+// to look closely; without it, the store is checked every 250ms, so a
+// failed run cannot hang the wait.
+func (b *bench) waitFinished(ctx context.Context, probe *flows.Probe, probeWant int64, want int) (time.Time, error) {
+	t := time.NewTicker(2 * time.Millisecond)
+	defer t.Stop()
+	var lastCheck time.Time
+	got := 0
+	for {
+		if now := time.Now(); probe.Done() >= probeWant || now.Sub(lastCheck) >= 250*time.Millisecond {
+			lastCheck = now
+			if err := b.pool.QueryRow(ctx, "SELECT count(*) FROM dagen_runs WHERE finished_at IS NOT NULL").Scan(&got); err != nil {
+				return time.Time{}, fmt.Errorf("count finished runs: %w", err)
+			}
+			if got >= want {
+				return time.Now(), nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}, fmt.Errorf("%d of %d runs finished: %w", got, want, context.Cause(ctx))
+		case <-t.C:
+		}
+	}
+}
+
+// checkCompleted checks that the store holds exactly want runs, all
+// COMPLETED, and returns how many are.
+func (b *bench) checkCompleted(ctx context.Context, want int) (int, error) {
+	rows, err := b.pool.Query(ctx, "SELECT status, count(*) FROM dagen_runs GROUP BY status")
+	if err != nil {
+		return 0, fmt.Errorf("count runs by status: %w", err)
+	}
+	counts := map[string]int{}
+	for rows.Next() {
+		var s string
+		var n int
+		if err := rows.Scan(&s, &n); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("count runs by status: %w", err)
+		}
+		counts[s] = n
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("count runs by status: %w", err)
+	}
+	done := counts[string(store.RunCompleted)]
+	if done != want || len(counts) > 1 {
+		return done, fmt.Errorf("want %d runs COMPLETED, have %v", want, counts)
+	}
+	return done, nil
+}
+
+// percentiles returns the nearest-rank p50 and p99 of xs, rounded to µs.
+func percentiles(xs []float64) (p50, p99 float64) {
+	if len(xs) == 0 {
+		return 0, 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	rank := func(p float64) float64 {
+		i := int(math.Ceil(p*float64(len(s)))) - 1
+		return round(s[min(max(i, 0), len(s)-1)], 3)
+	}
+	return rank(0.50), rank(0.99)
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func round(v float64, places int) float64 {
+	p := math.Pow(10, float64(places))
+	return math.Round(v*p) / p
+}
