@@ -68,7 +68,7 @@ WITH d AS (
     GROUP BY x.run_id, x.child
 ),
 locked AS MATERIALIZED (
-    SELECT t.run_id, t.name
+    SELECT t.run_id, t.name, d.n
     FROM dagen_tasks t
     JOIN d ON t.run_id = d.run_id AND t.name = d.child
     WHERE t.status = 'PENDING'
@@ -76,11 +76,10 @@ locked AS MATERIALIZED (
     FOR UPDATE OF t
 )
 UPDATE dagen_tasks t
-SET pending_parents = t.pending_parents - d.n,
-    status = CASE WHEN t.pending_parents - d.n = 0 THEN 'QUEUED' ELSE t.status END
-FROM d, locked l
-WHERE t.run_id = d.run_id AND t.name = d.child
-  AND l.run_id = t.run_id AND l.name = t.name
+SET pending_parents = t.pending_parents - l.n,
+    status = CASE WHEN t.pending_parents - l.n = 0 THEN 'QUEUED' ELSE t.status END
+FROM locked l
+WHERE t.run_id = l.run_id AND t.name = l.name
 RETURNING t.run_id, t.name, t.status
 `
 
@@ -93,7 +92,9 @@ type DecrementChildrenRow struct {
 // Counts pending parents down, one per (run, child) entry, and marks the
 // children that reach zero QUEUED. The children are locked in (run, name)
 // order so concurrent completions cannot deadlock, and UPDATE … RETURNING
-// makes exactly one completion see a child reach zero.
+// makes exactly one completion see a child reach zero. The locked rows
+// carry their count, so the update joins the tasks once, by primary key
+// (a generic plan cannot turn it into a product of the inputs).
 func (q *Queries) DecrementChildren(ctx context.Context, db DBTX, runIds []pgtype.UUID, children []string) ([]DecrementChildrenRow, error) {
 	rows, err := db.Query(ctx, decrementChildren, runIds, children)
 	if err != nil {
