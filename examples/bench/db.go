@@ -21,6 +21,9 @@ func openPool(ctx context.Context, o options) (*pgxpool.Pool, error) {
 	cfg.ConnConfig.RuntimeParams["search_path"] = o.schema
 	cfg.ConnConfig.RuntimeParams["application_name"] = appName
 	cfg.MaxConns = int32(o.maxConns)
+	if o.planCacheMode != "" {
+		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = o.planCacheMode
+	}
 	if cfg.ConnConfig.ConnectTimeout <= 0 {
 		cfg.ConnConfig.ConnectTimeout = 10 * time.Second
 	}

@@ -57,6 +57,9 @@ type options struct {
 	pollInterval time.Duration
 	maxConns     int
 	timeout      time.Duration // per workload
+	// planCacheMode, when set, is the sessions' plan_cache_mode: auto,
+	// force_generic_plan or force_custom_plan.
+	planCacheMode string
 
 	cpuProfile string
 	jsonOut    string // also write the JSON lines here
@@ -96,6 +99,7 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 	fs.DurationVar(&o.pollInterval, "poll", 20*time.Millisecond, "engine PollInterval")
 	fs.IntVar(&o.maxConns, "max-conns", 16, "connection pool size")
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up on a workload after this long")
+	fs.StringVar(&o.planCacheMode, "plan-cache-mode", "", "set the sessions' plan_cache_mode (auto, force_generic_plan, force_custom_plan); empty: the server's")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fs.StringVar(&o.jsonOut, "json-out", "", "also write the JSON lines to this file")
 	fs.StringVar(&o.riverJSON, "river-json", "", "River's output (bench/river); print dagen/River ratios")
@@ -135,6 +139,8 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 		return o, fmt.Errorf("-max-conns %d: want at least 4", o.maxConns)
 	case o.timeout <= 0:
 		return o, fmt.Errorf("-timeout %s: want a positive duration", o.timeout)
+	case o.planCacheMode != "" && o.planCacheMode != "auto" && o.planCacheMode != "force_generic_plan" && o.planCacheMode != "force_custom_plan":
+		return o, fmt.Errorf("-plan-cache-mode %q: want auto, force_generic_plan or force_custom_plan", o.planCacheMode)
 	case !validIdent(o.schema):
 		return o, fmt.Errorf("-schema %q: want a lower-case identifier ([a-z_][a-z0-9_]*)", o.schema)
 	}

@@ -135,6 +135,7 @@ func TestParseFlagsRejectsBadInput(t *testing.T) {
 		{"-schema", "Bad-Name"},
 		{"-schema", "x; DROP TABLE y"},
 		{"-compare", "file"},
+		{"-plan-cache-mode", "fast"},
 		{"extra"},
 	} {
 		if _, err := parseFlags(args, &bytes.Buffer{}); err == nil {

@@ -82,7 +82,11 @@ type Result struct {
 	ClaimedP50Ms float64 `json:"a_claimed_p50_ms,omitempty"`
 	ClaimedP99Ms float64 `json:"a_claimed_p99_ms,omitempty"`
 	BRuns        int     `json:"b_runs,omitempty"`
-	BDrainedSec  float64 `json:"b_drain_seconds,omitempty"`
+	// Seconds from the start of B's enqueue to its end, and to the end of
+	// A's loaded runs; b_drain_seconds is to the end of B's drain.
+	BEnqueueSec float64 `json:"b_enqueue_seconds,omitempty"`
+	ALoadedSec  float64 `json:"a_loaded_seconds,omitempty"`
+	BDrainedSec float64 `json:"b_drain_seconds,omitempty"`
 	// low_load: step-to-step latency with polling alone (DisableNotify),
 	// and how many 10ms ticks were missed because a trigger took longer.
 	PollP50Ms   float64 `json:"poll_p50_ms,omitempty"`
@@ -379,6 +383,7 @@ func (b *bench) fairness(ctx context.Context, res *Result) (err error) {
 	if err := enqueue(ctx, w.e, singleName, tenantB, nB, func(i int) any { return flows.Single{N: i} }); err != nil {
 		return err
 	}
+	res.BEnqueueSec = round(time.Since(start).Seconds(), 3)
 	loaded := make([]float64, 0, nA)
 	for i := range nA {
 		d, err := runA(nA + i)
@@ -391,6 +396,7 @@ func (b *bench) fairness(ctx context.Context, res *Result) (err error) {
 			res.UnderLoad++
 		}
 	}
+	res.ALoadedSec = round(time.Since(start).Seconds(), 3)
 	end, err := b.waitFinished(ctx, w.probe, int64(2*nA+nB), 2*nA+nB)
 	win.stop(ctx, res, end.Sub(start))
 	if err != nil {
