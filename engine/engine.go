@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dagenhq/dagen/dag"
@@ -190,7 +191,14 @@ type Engine struct {
 	loopMu   sync.Mutex
 	loop     *loop // nil unless started
 	stopping bool
+
+	leading atomic.Bool // whether this worker does housekeeping now
 }
+
+// Leading reports whether this started engine currently leads, that is
+// does the housekeeping (rescuing tasks of lost workers, pruning history).
+// Stores that do not elect a leader make every worker lead.
+func (e *Engine) Leading() bool { return e.leading.Load() }
 
 // registered is a definition with its steps indexed by name.
 type registered struct {

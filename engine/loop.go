@@ -349,7 +349,9 @@ func (e *Engine) afterComplete(batch []store.TaskResult, outs []store.Completion
 func (e *Engine) keep(l *loop) {
 	t := time.NewTicker(e.cfg.HeartbeatInterval)
 	defer t.Stop()
+	defer e.leading.Store(false)
 	var lastPrune time.Time
+	standBack := false
 	for {
 		select {
 		case <-l.ctx.Done():
@@ -359,7 +361,19 @@ func (e *Engine) keep(l *loop) {
 		case <-t.C:
 		}
 		e.heartbeat(l)
-		if !e.lead(l) {
+		if standBack {
+			// Leadership was just lost: let another worker take it first.
+			standBack = false
+			continue
+		}
+		leading := e.lead(l)
+		if was := e.leading.Swap(leading); was && !leading {
+			e.log.Warn("dagen: lost leadership", "worker", e.cfg.WorkerID)
+			standBack = true
+		} else if !was && leading {
+			e.log.Info("dagen: leading housekeeping", "worker", e.cfg.WorkerID)
+		}
+		if !leading {
 			continue
 		}
 		for {
@@ -400,7 +414,9 @@ func (e *Engine) heartbeat(l *loop) {
 	e.runMu.Unlock()
 	cancelled, err := ws.Heartbeat(l.ctx, e.cfg.WorkerID, e.cfg.Lease, runs)
 	if err != nil {
-		e.log.Error("dagen: heartbeat failed", "worker", e.cfg.WorkerID, "err", err)
+		if l.ctx.Err() == nil {
+			e.log.Error("dagen: heartbeat failed", "worker", e.cfg.WorkerID, "err", err)
+		}
 		return
 	}
 	if len(cancelled) == 0 {
@@ -423,7 +439,9 @@ func (e *Engine) lead(l *loop) bool {
 	}
 	leading, err := el.Lead(l.ctx)
 	if err != nil {
-		e.log.Error("dagen: leader election failed", "worker", e.cfg.WorkerID, "err", err)
+		if l.ctx.Err() == nil {
+			e.log.Error("dagen: leader election failed", "worker", e.cfg.WorkerID, "err", err)
+		}
 		return false
 	}
 	return leading
