@@ -69,6 +69,10 @@ func startEngine(t *testing.T, st store.Store, defs ...*engine.Definition) *engi
 }
 
 func TestCancelReachesRunningStep(t *testing.T) {
+	eachStore(t, testCancelReachesRunningStep)
+}
+
+func testCancelReachesRunningStep(t *testing.T, open func() store.Store) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	started := make(chan struct{})
@@ -83,7 +87,7 @@ func TestCancelReachesRunningStep(t *testing.T) {
 		}},
 		{Name: "after", Parents: req("block"), Run: rec.step("after")},
 	}}
-	e := startEngine(t, memstore.New(nil), def)
+	e := startEngine(t, open(), def)
 	id, err := e.Trigger(ctx, "cancel", "t", 0)
 	require.NoError(t, err)
 	<-started
@@ -130,6 +134,10 @@ func TestSleepSurvivesEngineRestart(t *testing.T) {
 }
 
 func TestStartedEngineRunsManyRuns(t *testing.T) {
+	eachStore(t, testStartedEngineRunsManyRuns)
+}
+
+func testStartedEngineRunsManyRuns(t *testing.T, open func() store.Store) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var joins atomic.Int64
@@ -142,7 +150,7 @@ func TestStartedEngineRunsManyRuns(t *testing.T) {
 			return ps[0] + ps[1], nil
 		})},
 	}}
-	e := startEngine(t, memstore.New(nil), def)
+	e := startEngine(t, open(), def)
 	var reqs []engine.TriggerRequest
 	for i := range 500 {
 		reqs = append(reqs, engine.TriggerRequest{Workflow: "many", Tenant: []string{"x", "y"}[i%2], Input: i})
@@ -158,6 +166,10 @@ func TestStartedEngineRunsManyRuns(t *testing.T) {
 }
 
 func TestStopDrainsInFlightSteps(t *testing.T) {
+	eachStore(t, testStopDrainsInFlightSteps)
+}
+
+func testStopDrainsInFlightSteps(t *testing.T, open func() store.Store) {
 	ctx := context.Background()
 	release := make(chan struct{})
 	started := make(chan struct{}, 1)
@@ -168,7 +180,7 @@ func TestStopDrainsInFlightSteps(t *testing.T) {
 			return engine.Encode("done")
 		}},
 	}}
-	st := memstore.New(nil)
+	st := open()
 	e, err := engine.New(st, &engine.Config{PollInterval: 5 * time.Millisecond})
 	require.NoError(t, err)
 	require.NoError(t, e.Register(def))

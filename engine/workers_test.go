@@ -11,9 +11,28 @@ import (
 
 	"github.com/dagenhq/dagen/dag"
 	"github.com/dagenhq/dagen/engine"
+	"github.com/dagenhq/dagen/internal/pgtest"
 	"github.com/dagenhq/dagen/store"
 	"github.com/dagenhq/dagen/store/memstore"
+	"github.com/dagenhq/dagen/store/pgstore"
 )
+
+// eachStore runs test once on the in-memory store and once on Postgres (a
+// fresh schema). Its argument returns a new store handle on the same
+// storage each time it is called, as separate worker processes have.
+func eachStore(t *testing.T, test func(t *testing.T, open func() store.Store)) {
+	t.Run("memstore", func(t *testing.T) {
+		t.Parallel()
+		st := memstore.New(nil)
+		test(t, func() store.Store { return st })
+	})
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		schema := pgtest.Schema(t)
+		require.NoError(t, pgstore.Migrate(context.Background(), pgtest.Pool(t, schema, 2)))
+		test(t, func() store.Store { return pgstore.New(pgtest.Pool(t, schema, 8), nil) })
+	})
+}
 
 // worker starts an engine named id over st with a short lease, so
 // heartbeats and rescues happen within a test's patience.
@@ -37,6 +56,10 @@ func worker(t *testing.T, st store.Store, id string, defs ...*engine.Definition)
 }
 
 func TestCancelReachesStepOnAnotherWorker(t *testing.T) {
+	eachStore(t, testCancelReachesStepOnAnotherWorker)
+}
+
+func testCancelReachesStepOnAnotherWorker(t *testing.T, open func() store.Store) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	started := make(chan string, 1)
@@ -50,10 +73,9 @@ func TestCancelReachesStepOnAnotherWorker(t *testing.T) {
 			return nil, ctx.Err()
 		}},
 	}}
-	st := memstore.New(nil)
-	runner := worker(t, st, "runner", def)
+	runner := worker(t, open(), "runner", def)
 	// The canceller is another engine on the same store that executes nothing.
-	canceller, err := engine.New(st, &engine.Config{Manual: true})
+	canceller, err := engine.New(open(), &engine.Config{Manual: true})
 	require.NoError(t, err)
 
 	id, err := runner.Trigger(ctx, "remote", "t", 0)
@@ -71,6 +93,10 @@ func TestCancelReachesStepOnAnotherWorker(t *testing.T) {
 }
 
 func TestStopPastDeadlineReleasesTasks(t *testing.T) {
+	eachStore(t, testStopPastDeadlineReleasesTasks)
+}
+
+func testStopPastDeadlineReleasesTasks(t *testing.T, open func() store.Store) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var attempts sync.Map
@@ -89,8 +115,7 @@ func TestStopPastDeadlineReleasesTasks(t *testing.T) {
 		}},
 	}}
 	defer close(stuck)
-	st := memstore.New(nil)
-	first, err := engine.New(st, &engine.Config{WorkerID: "first", PollInterval: 5 * time.Millisecond})
+	first, err := engine.New(open(), &engine.Config{WorkerID: "first", PollInterval: 5 * time.Millisecond})
 	require.NoError(t, err)
 	require.NoError(t, first.Register(def))
 	require.NoError(t, first.Start(ctx))
@@ -102,7 +127,7 @@ func TestStopPastDeadlineReleasesTasks(t *testing.T) {
 	defer stopCancel()
 	require.ErrorIs(t, first.Stop(stopCtx), context.DeadlineExceeded, "a step that ignores cancellation does not hang Stop")
 
-	second := worker(t, st, "second", def)
+	second := worker(t, open(), "second", def)
 	res, err := second.Wait(ctx, id)
 	require.NoError(t, err)
 	require.Equal(t, "second worker", output(t, res, "s"))
@@ -111,21 +136,25 @@ func TestStopPastDeadlineReleasesTasks(t *testing.T) {
 }
 
 func TestSilentWorkerIsRescued(t *testing.T) {
+	eachStore(t, testSilentWorkerIsRescued)
+}
+
+func testSilentWorkerIsRescued(t *testing.T, open func() store.Store) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	st := memstore.New(nil)
+	st := open()
 	rec := &recorder{}
 	def := &engine.Definition{Name: "lost", Steps: []engine.Step{{Name: "s", Retry: engine.RetryPolicy{MaxRetries: 2}, Run: rec.step("s")}}}
 	// A worker claims the task, heartbeats once, then vanishes.
 	require.NoError(t, st.CreateRuns(ctx, []store.NewRun{{ID: dag.NewRunID(), Workflow: "lost", Tenant: "t", Input: []byte("0"),
 		Tasks: []store.NewTask{{Name: "s", Kind: store.KindStep, MaxAttempts: 3}}}}))
-	_, err := st.Heartbeat(ctx, "ghost", 100*time.Millisecond, nil)
+	_, err := st.(store.Workers).Heartbeat(ctx, "ghost", 100*time.Millisecond, nil)
 	require.NoError(t, err)
 	claimed, err := st.ClaimTasks(ctx, store.ClaimParams{Worker: "ghost", Limit: 1, Lease: 100 * time.Millisecond})
 	require.NoError(t, err)
 	require.Len(t, claimed, 1)
 
-	live := worker(t, st, "live", def)
+	live := worker(t, open(), "live", def)
 	res, err := live.Wait(ctx, claimed[0].RunID)
 	require.NoError(t, err)
 	require.Equal(t, 2, res.Tasks["s"].Attempt)
@@ -133,6 +162,10 @@ func TestSilentWorkerIsRescued(t *testing.T) {
 }
 
 func TestTwoWorkersShareAStore(t *testing.T) {
+	eachStore(t, testTwoWorkersShareAStore)
+}
+
+func testTwoWorkersShareAStore(t *testing.T, open func() store.Store) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var runs [2]atomic.Int64
@@ -149,9 +182,8 @@ func TestTwoWorkersShareAStore(t *testing.T) {
 			})},
 		}}
 	}
-	st := memstore.New(nil)
-	w1 := worker(t, st, "w1", mk(0))
-	worker(t, st, "w2", mk(1))
+	w1 := worker(t, open(), "w1", mk(0))
+	worker(t, open(), "w2", mk(1))
 	var reqs []engine.TriggerRequest
 	for i := range 300 {
 		reqs = append(reqs, engine.TriggerRequest{Workflow: "shared", Tenant: "t", Input: i})
