@@ -184,7 +184,7 @@ func (a *analyzer) collectFile(file *ast.File) []*found {
 				if d.Doc != nil && len(d.Specs) == 1 {
 					typeDocs[d.Doc] = d.Specs[0].(*ast.TypeSpec)
 				} else if d.Doc != nil {
-					otherDocs[d.Doc] = "a group of types"
+					otherDocs[d.Doc] = "on a group of types"
 				}
 				for _, s := range d.Specs {
 					if ts := s.(*ast.TypeSpec); ts.Doc != nil {
@@ -192,7 +192,7 @@ func (a *analyzer) collectFile(file *ast.File) []*found {
 					}
 				}
 			} else if d.Doc != nil {
-				otherDocs[d.Doc] = "a " + d.Tok.String() + " declaration"
+				otherDocs[d.Doc] = "on a " + d.Tok.String() + " declaration"
 			}
 		}
 	}
@@ -202,8 +202,11 @@ func (a *analyzer) collectFile(file *ast.File) []*found {
 		for _, c := range group.List {
 			if !strings.HasPrefix(c.Text, directivePrefix) {
 				if name, ok := nearMiss(c.Text); ok {
-					a.report(c.Slash, c.End(), SpacedDirective, Warning,
-						fmt.Sprintf("this comment is not a directive because of the space: write //dag:%s", name))
+					msg := "this comment is not a directive because of the space: write //dag:" + name
+					if strings.HasPrefix(c.Text, "/*") {
+						msg = "a /* */ comment is not a directive: write //dag:" + name + " as a line comment"
+					}
+					a.report(c.Slash, c.End(), SpacedDirective, Warning, msg)
 				}
 				continue
 			}
@@ -227,7 +230,11 @@ func (a *analyzer) collectFile(file *ast.File) []*found {
 			case typeDocs[group] != nil:
 				f.spec = typeDocs[group]
 			}
-			if !a.checkPlacement(f, otherDocs[group]) {
+			on := otherDocs[group]
+			if on == "" && f.fn == nil && f.spec == nil {
+				on = a.unattached(file, group)
+			}
+			if !a.checkPlacement(f, on) {
 				continue
 			}
 			var node ast.Node = f.spec
@@ -245,6 +252,30 @@ func (a *analyzer) collectFile(file *ast.File) []*found {
 		}
 	}
 	return out
+}
+
+// unattached says where a directive that is no declaration's doc comment
+// sits, to complete "but it is …".
+func (a *analyzer) unattached(file *ast.File, group *ast.CommentGroup) string {
+	line := func(p token.Pos) int { return a.fset.Position(p).Line }
+	var next ast.Decl
+	for _, d := range file.Decls {
+		switch {
+		case d.Pos() <= group.Pos() && group.End() <= d.End():
+			if fn, ok := d.(*ast.FuncDecl); ok {
+				return "inside func " + fn.Name.Name + ": directives apply only to top-level declarations"
+			}
+			return "inside a declaration: directives apply only to top-level declarations"
+		case d.End() <= group.Pos() && line(d.End()) == line(group.Pos()):
+			return "at the end of a line of code: put it on its own line directly above the declaration"
+		case d.Pos() >= group.End() && next == nil:
+			next = d
+		}
+	}
+	if next != nil && line(next.Pos()) > line(group.End())+1 {
+		return "separated from the declaration below by a blank line: remove the blank line"
+	}
+	return "not above any declaration"
 }
 
 func declName(f *found) string {
@@ -286,7 +317,8 @@ func (a *analyzer) checkKeys(d *directive, keys []string) map[string]arg {
 }
 
 // checkPlacement reports a directive that is not on a declaration it can
-// describe. other names the declaration it is on, if any.
+// describe. other says where it is when that is not a func or a type ("on a
+// var declaration", "inside func body"), if known.
 func (a *analyzer) checkPlacement(f *found, other string) bool {
 	d := f.dir
 	wantType := d.Name == dirWorkflow
@@ -294,6 +326,10 @@ func (a *analyzer) checkPlacement(f *found, other string) bool {
 	case wantType && f.spec != nil:
 		if f.spec.TypeParams != nil {
 			a.errorf(d.Pos, d.NameEnd, GenericDecl, "//dag:workflow on generic type %s: a workflow input must be a plain type", f.spec.Name.Name)
+			return false
+		}
+		if f.spec.Name.Name == "_" {
+			a.errorf(d.Pos, d.NameEnd, BadName, "//dag:workflow on a blank type: generated code cannot refer to _; give the type a name")
 			return false
 		}
 		return true
@@ -306,24 +342,28 @@ func (a *analyzer) checkPlacement(f *found, other string) bool {
 			a.errorf(d.Pos, d.NameEnd, GenericDecl, "//dag:%s on generic func %s: steps cannot have type parameters", d.Name, f.fn.Name.Name)
 			return false
 		}
+		if f.fn.Name.Name == "_" {
+			a.errorf(d.Pos, d.NameEnd, BadName, "//dag:%s on a blank func: generated code cannot call _; give the func a name", d.Name)
+			return false
+		}
 		return true
 	}
 	want := "a top-level func"
 	if wantType {
 		want = "a top-level type (the workflow's input)"
 	}
-	on := "nothing: it must sit directly above the declaration, with no blank line between"
+	on := "not above any declaration"
 	switch {
 	case f.fn != nil && f.fn.Recv != nil:
-		on = "method " + f.fn.Name.Name
+		on = "on method " + f.fn.Name.Name
 	case f.fn != nil:
-		on = "func " + f.fn.Name.Name
+		on = "on func " + f.fn.Name.Name
 	case f.spec != nil:
-		on = "type " + f.spec.Name.Name
+		on = "on type " + f.spec.Name.Name
 	case other != "":
 		on = other
 	}
-	a.errorf(d.Pos, d.NameEnd, MisplacedDirective, "//dag:%s must be directly above %s, but it is on %s", d.Name, want, on)
+	a.errorf(d.Pos, d.NameEnd, MisplacedDirective, "//dag:%s must be directly above %s, but it is %s", d.Name, want, on)
 	return false
 }
 
@@ -688,8 +728,10 @@ func (a *analyzer) unknownParent(w *Workflow, s *Step, it item, obj types.Object
 }
 
 // checkCycles reports each strongly connected component of the graph as one
-// cycle, printed like go/types prints a recursive type: starting at the step
-// first in source order, one "A refers to B" line per hop.
+// cycle, printed as its whole path in the order the steps would run, the
+// way `dagen graph` draws edges: starting at the step first in source
+// order, "A → B" when B lists A in after=, with one related line per hop
+// at the after= entry that makes it.
 func (a *analyzer) checkCycles(w *Workflow) {
 	index := make(map[*Step]int, len(w.Steps))
 	for i, s := range w.Steps {
@@ -707,14 +749,16 @@ func (a *analyzer) checkCycles(w *Workflow) {
 				start = s
 			}
 		}
+		// The path runs from a step to its parent; reversed, it runs in
+		// the order the steps would run.
 		path := shortestCycle(start, in)
-		names := make([]string, 0, len(path)+1)
+		slices.Reverse(path)
+		names := []string{start.Func}
 		var related []Related
-		for _, e := range path {
-			names = append(names, e.from.Func)
-			related = append(related, Related{Pos: e.edge.Pos, Message: e.from.Func + " refers to " + e.edge.Parent.Func})
+		for _, h := range path {
+			names = append(names, h.from.Func)
+			related = append(related, Related{Pos: h.edge.Pos, Message: h.from.Func + " runs after " + h.edge.Parent.Func})
 		}
-		names = append(names, start.Func)
 		a.errorAt(start.Pos, Cycle, fmt.Sprintf("cycle in workflow %s: %s", w.TypeName, strings.Join(names, " → ")), related...)
 	}
 }

@@ -122,9 +122,13 @@ const (
 	//	func ChargeAgain(...)
 	DuplicateName
 
-	// BadName is a stored name the engine cannot store.
+	// BadName is a stored name the engine cannot store, or a blank (_)
+	// func or type that generated code could not refer to.
 	//
 	//	//dag:step name="@charge"
+	//
+	//	//dag:step
+	//	func _(ctx context.Context, o Order) error
 	BadName
 
 	// NoSteps is a workflow that no step belongs to.
@@ -191,7 +195,8 @@ const (
 
 	// Unencodable is a workflow input or step output that cannot be
 	// stored as JSON: it holds a chan, a func, an unsafe.Pointer or a
-	// complex number.
+	// complex number, or an interface with methods (such as error), which
+	// JSON can write but not decode back.
 	//
 	//	//dag:step
 	//	func Open(ctx context.Context, o Order) (chan int, error)

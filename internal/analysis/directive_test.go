@@ -121,6 +121,7 @@ func TestSuggest(t *testing.T) {
 		"validate": "Validate",
 		"Chrage":   "Charge",
 		"ship":     "Ship",
+		"Valdiate": "Validate", // a swap is one edit
 		"Refund":   "",
 		"X":        "",
 	} {
@@ -128,8 +129,22 @@ func TestSuggest(t *testing.T) {
 			t.Errorf("suggest(%q) = %q, want %q", name, got, want)
 		}
 	}
-	if d := editDistance("kitten", "sitting"); d != 3 {
-		t.Errorf("editDistance = %d", d)
+	if got := suggest("stpe", directiveNames()); got != "step" {
+		t.Errorf("suggest(stpe) = %q, want step", got)
+	}
+	// One- and two-letter names match only up to case.
+	for name, want := range map[string]string{"_": "", "B": "", "ba": "", "a": "A", "AB": "Ab"} {
+		if got := suggest(name, []string{"A", "Ab"}); got != want {
+			t.Errorf("suggest(%q, [A Ab]) = %q, want %q", name, got, want)
+		}
+	}
+	for _, tc := range []struct {
+		a, b string
+		want int
+	}{{"kitten", "sitting", 3}, {"stpe", "step", 1}, {"ca", "abc", 3}, {"", "abc", 3}, {"héllo", "hlélo", 1}} {
+		if d := editDistance(tc.a, tc.b); d != tc.want {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.a, tc.b, d, tc.want)
+		}
 	}
 }
 
@@ -152,10 +167,10 @@ func TestDiagnosticString(t *testing.T) {
 		Pos:      token.Position{Filename: "order.go", Line: 3, Column: 7},
 		Code:     Cycle,
 		Message:  "cycle in workflow Order: A → B → A",
-		Related:  []Related{{Pos: token.Position{Filename: "order.go", Line: 2, Column: 18}, Message: "A refers to B"}, {Message: "B refers to A"}},
+		Related:  []Related{{Pos: token.Position{Filename: "order.go", Line: 2, Column: 18}, Message: "B runs after A"}, {Message: "A runs after B"}},
 		Severity: Error,
 	}
-	want := "order.go:3:7: cycle in workflow Order: A → B → A\n\torder.go:2:18: A refers to B\n\tB refers to A"
+	want := "order.go:3:7: cycle in workflow Order: A → B → A\n\torder.go:2:18: B runs after A\n\tA runs after B"
 	if got := d.String(); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}

@@ -8,9 +8,17 @@ import (
 // suggest returns the candidate closest to name by edit distance, ignoring
 // case differences first, or "" when none is close enough to be a likely
 // typo. Ties go to the earlier candidate, so callers control the order.
+//
+// A swap of two neighbouring letters counts as one edit, so "stpe" finds
+// "step". Names of one or two letters are only matched up to case: any
+// other short name is one edit away from them, which would make every
+// suggestion noise.
 func suggest(name string, candidates []string) string {
 	best, bestDist := "", -1
-	limit := max(1, utf8.RuneCountInString(name)/3)
+	limit := utf8.RuneCountInString(name) / 3
+	if utf8.RuneCountInString(name) >= 3 {
+		limit = max(1, limit)
+	}
 	for _, c := range candidates {
 		if c == name {
 			continue
@@ -26,7 +34,7 @@ func suggest(name string, candidates []string) string {
 	return best
 }
 
-// didYouMean returns " (did you mean X?)" or "".
+// didYouMean returns ": did you mean X?" or "".
 func didYouMean(name string, candidates []string) string {
 	if s := suggest(name, candidates); s != "" {
 		return ": did you mean " + s + "?"
@@ -34,9 +42,13 @@ func didYouMean(name string, candidates []string) string {
 	return ""
 }
 
-// editDistance is the Levenshtein distance between a and b, in runes.
+// editDistance is the optimal string alignment distance between a and b,
+// in runes: the Levenshtein distance, with a transposition of two
+// adjacent runes counted as one edit.
 func editDistance(a, b string) int {
 	ra, rb := []rune(a), []rune(b)
+	// Three rows: i-2, i-1 and i.
+	prev2 := make([]int, len(rb)+1)
 	prev := make([]int, len(rb)+1)
 	cur := make([]int, len(rb)+1)
 	for j := range prev {
@@ -50,8 +62,11 @@ func editDistance(a, b string) int {
 				cost = 0
 			}
 			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
 		}
-		prev, cur = cur, prev
+		prev2, prev, cur = prev, cur, prev2
 	}
 	return prev[len(rb)]
 }

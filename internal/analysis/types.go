@@ -42,8 +42,9 @@ func maybeOf(t types.Type) (types.Type, bool) {
 
 // unencodable explains why values of t cannot be stored as JSON, or
 // returns "". It looks for the kinds encoding/json rejects: channels, funcs,
-// unsafe pointers, complex numbers and maps with such keys. Types with their
-// own MarshalJSON or MarshalText are trusted.
+// unsafe pointers, complex numbers and maps with such keys, and for
+// interfaces with methods (such as error), which it writes but cannot read
+// back. Types with their own MarshalJSON or MarshalText are trusted.
 func unencodable(t types.Type, str func(types.Type) string) string {
 	seen := map[types.Type]bool{}
 	var walk func(t types.Type, path string) string
@@ -52,20 +53,25 @@ func unencodable(t types.Type, str func(types.Type) string) string {
 		if seen[t] {
 			return ""
 		}
-		if n, ok := t.(*types.Named); ok {
-			seen[t] = true
-			if hasMethod(n, "MarshalJSON") || hasMethod(n, "MarshalText") {
-				return ""
-			}
-			return walk(n.Underlying(), path)
-		}
 		where := func(what string) string {
 			if path == "" {
 				return "it is " + what
 			}
 			return path + " is " + what
 		}
+		if n, ok := t.(*types.Named); ok {
+			seen[t] = true
+			if hasMethod(n, "MarshalJSON") || hasMethod(n, "MarshalText") {
+				return ""
+			}
+			if it, ok := n.Underlying().(*types.Interface); ok {
+				return nonEmptyInterface(it, str(n), where)
+			}
+			return walk(n.Underlying(), path)
+		}
 		switch t := t.(type) {
+		case *types.Interface:
+			return nonEmptyInterface(t, str(t), where)
 		case *types.Basic:
 			switch t.Kind() {
 			case types.Complex64, types.Complex128:
@@ -111,6 +117,18 @@ func unencodable(t types.Type, str func(types.Type) string) string {
 		return ""
 	}
 	return walk(t, "")
+}
+
+// nonEmptyInterface explains why an interface with methods cannot be
+// stored: encoding/json writes the dynamic value, but cannot decode it back
+// into an interface it does not know a concrete type for. The empty
+// interface decodes (into maps, slices, strings, float64s and bools), so
+// it passes.
+func nonEmptyInterface(t *types.Interface, name string, where func(string) string) string {
+	if t.Empty() {
+		return ""
+	}
+	return where("an interface (" + name + "), which JSON can write but cannot decode back into")
 }
 
 func hasMethod(n *types.Named, name string) bool {

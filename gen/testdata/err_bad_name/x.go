@@ -13,3 +13,9 @@ type Receipt struct{ ID string }
 
 //dag:step name="@validate"
 func Validate(ctx context.Context, o Order) (Validation, error) { return Validation{}, nil }
+
+//dag:step
+func _(ctx context.Context, o Order) error { return nil }
+
+//dag:workflow
+type _ struct{ ID string }

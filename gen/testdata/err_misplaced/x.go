@@ -34,3 +34,5 @@ func body(ctx context.Context, o Order) error {
 
 //dag:step
 func Trailing(ctx context.Context, o Order) error { return nil } //dag:step
+
+//dag:sleep

@@ -2,6 +2,7 @@ package unencodable
 
 import (
 	"context"
+	"io"
 	"time"
 	"unsafe"
 )
@@ -49,3 +50,17 @@ func Keys(ctx context.Context, o Order) (map[Validation]int, error) { return nil
 
 //dag:step
 func Fine(ctx context.Context, o Order) (map[int]time.Time, error) { return nil, nil }
+
+// Outcome holds an error, which JSON writes as {} and cannot read back.
+type Outcome struct {
+	Err error
+}
+
+//dag:step
+func Read(ctx context.Context, o Order) (io.Reader, error) { return nil, nil }
+
+//dag:step
+func Try(ctx context.Context, o Order) (Outcome, error) { return Outcome{}, nil }
+
+//dag:step
+func Loose(ctx context.Context, o Order) (map[string]any, error) { return nil, nil }
