@@ -16,18 +16,24 @@ type FileDiff struct {
 }
 
 // Diff compares generated files with the files on disk and returns those
-// that differ or are missing, in order.
+// that differ, are missing, or are still there although they are to be
+// deleted, in order.
 func Diff(files []File) ([]FileDiff, error) {
 	var out []FileDiff
 	for _, f := range files {
 		old, err := os.ReadFile(f.Path)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		missing := errors.Is(err, fs.ErrNotExist)
+		if err != nil && !missing {
 			return out, fmt.Errorf("read %s: %w", f.Path, err)
 		}
-		if string(old) == string(f.Content) {
+		if f.Content == nil && missing || f.Content != nil && string(old) == string(f.Content) {
 			continue
 		}
-		out = append(out, FileDiff{Path: f.Path, Text: unified(f.Path, string(old), string(f.Content))})
+		label := "(generated)"
+		if f.Content == nil {
+			label = "(to be deleted: no workflows left)"
+		}
+		out = append(out, FileDiff{Path: f.Path, Text: unified(f.Path, label, string(old), string(f.Content))})
 	}
 	return out, nil
 }
@@ -36,7 +42,7 @@ func Diff(files []File) ([]FileDiff, error) {
 // common prefix and suffix, with up to three lines of context. That is
 // exact (applying it gives the new text) without needing a full diff
 // algorithm, and generated files rarely change in more than one place.
-func unified(path, a, b string) string {
+func unified(path, label, a, b string) string {
 	al, bl := splitLines(a), splitLines(b)
 	pre := 0
 	for pre < len(al) && pre < len(bl) && al[pre] == bl[pre] {
@@ -51,7 +57,7 @@ func unified(path, a, b string) string {
 	aEnd := min(len(al), len(al)-suf+ctx)
 	bEnd := min(len(bl), len(bl)-suf+ctx)
 	var s strings.Builder
-	fmt.Fprintf(&s, "--- %s (on disk)\n+++ %s (generated)\n", path, path)
+	fmt.Fprintf(&s, "--- %s (on disk)\n+++ %s %s\n", path, path, label)
 	fmt.Fprintf(&s, "@@ -%s +%s @@\n", hunkRange(start, aEnd-start), hunkRange(start, bEnd-start))
 	for _, l := range al[start:pre] {
 		s.WriteString(" " + l + "\n")

@@ -5,7 +5,9 @@
 // internal/analysis), and returns the files it would write together with
 // every diagnostic, without touching the disk; [Write] writes them and
 // [Diff] compares them with what is on disk. That split is what makes
-// `dagen check` and `dagen diff` one-liners.
+// `dagen check` and `dagen diff` one-liners. A dag_gen.go left in a package
+// whose directives are all gone comes back as a deletion, so it cannot
+// linger with code for workflows that no longer exist.
 //
 // For a workflow whose input type is Order, the generated file holds:
 //

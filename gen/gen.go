@@ -20,14 +20,18 @@ type Diagnostic = analysis.Diagnostic
 
 // File is a generated file: where it goes and what it holds.
 type File struct {
-	Path    string // absolute path of dag_gen.go in the package directory
+	Path string // absolute path of dag_gen.go in the package directory
+	// Content is the file's new content, or nil when the file is to be
+	// deleted: its package no longer has workflows (analysis.Package.Orphan).
 	Content []byte
 }
 
 // Generate loads the packages matching patterns (default "."), checks their
 // workflows and returns a dag_gen.go for every package that has workflows
-// and no errors. It writes nothing. Diagnostics are sorted by position; a
-// package with an error gets no file, the others still do.
+// and no errors, and a deletion (nil Content) for every dag_gen.go left in
+// a package whose directives are all gone. It writes nothing. Diagnostics
+// are sorted by position; a package with an error gets no file, the others
+// still do.
 func Generate(ctx context.Context, cfg Config, patterns ...string) ([]File, []Diagnostic) {
 	pkgs, diags := analysis.Run(ctx, cfg, patterns...)
 	files, more := Emit(pkgs)
@@ -41,6 +45,10 @@ func Emit(pkgs []*analysis.Package) ([]File, []Diagnostic) {
 	var files []File
 	var diags []Diagnostic
 	for _, p := range pkgs {
+		if p.Orphan {
+			files = append(files, File{Path: filepath.Join(p.Dir, analysis.GeneratedFile)})
+			continue
+		}
 		src, err := emitPackage(p)
 		if err != nil {
 			diags = append(diags, Diagnostic{Code: analysis.Internal, Message: fmt.Sprintf("generate %s: %v", p.Path, err)})
@@ -51,11 +59,22 @@ func Emit(pkgs []*analysis.Package) ([]File, []Diagnostic) {
 	return files, diags
 }
 
-// Write writes the files whose content differs from what is on disk and
-// returns the paths it wrote.
+// Write writes the files whose content differs from what is on disk,
+// deletes those with nil Content, and returns the paths it changed.
 func Write(files []File) ([]string, error) {
 	var wrote []string
 	for _, f := range files {
+		if f.Content == nil {
+			err := os.Remove(f.Path)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return wrote, fmt.Errorf("remove %s: %w", f.Path, err)
+			}
+			wrote = append(wrote, f.Path)
+			continue
+		}
 		old, err := os.ReadFile(f.Path)
 		if err == nil && bytes.Equal(old, f.Content) {
 			continue

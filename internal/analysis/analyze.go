@@ -1,11 +1,13 @@
 package analysis
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"go/ast"
 	"go/token"
 	"go/types"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -32,6 +34,12 @@ func Run(ctx context.Context, cfg Config, patterns ...string) ([]*Package, []Dia
 // Analyze finds the workflows of every package in prog and checks them. It
 // returns the packages that have at least one workflow and no error, and
 // every diagnostic found, sorted by position.
+//
+// It also returns, marked [Package.Orphan], each package that has no
+// directive and no diagnostic but still holds a dag_gen.go with dagen's
+// header, so that generating deletes the file instead of leaving code for
+// workflows that are gone. A package with a directive in a file its build
+// constraints leave out keeps its file: the workflow may only be hidden.
 func Analyze(prog *Program) ([]*Package, []Diagnostic) {
 	var out []*Package
 	var diags []Diagnostic
@@ -39,12 +47,44 @@ func Analyze(prog *Program) ([]*Package, []Diagnostic) {
 		a := &analyzer{fset: prog.Fset, pkg: p, funcs: map[*types.Func]*Step{}, wfOf: map[*Step]*Workflow{}}
 		res := a.safeRun()
 		diags = append(diags, a.diags...)
-		if res != nil && len(res.Workflows) > 0 && !HasErrors(a.diags) {
+		switch {
+		case res == nil || HasErrors(a.diags):
+		case len(res.Workflows) > 0:
+			out = append(out, res)
+		case len(a.diags) == 0 && a.orphaned():
+			res.Orphan = true
 			out = append(out, res)
 		}
 	}
 	SortDiagnostics(diags)
 	return out, diags
+}
+
+// orphaned reports whether the package, known to have no directive, holds
+// a dag_gen.go that dagen wrote, and no file that its build constraints
+// leave out has a directive either. When a left-out file cannot be read,
+// it answers false: keeping a stale file is better than deleting a live one.
+func (a *analyzer) orphaned() bool {
+	ours := false
+	for _, f := range a.pkg.Syntax {
+		if isGenerated(a.fset.File(f.Pos()).Name()) {
+			ours = len(f.Comments) > 0 && f.Comments[0].Pos() < f.Package &&
+				f.Comments[0].List[0].Text == "// "+GeneratedHeader
+		}
+	}
+	if !ours {
+		return false
+	}
+	for _, name := range a.pkg.IgnoredFiles {
+		if !strings.HasSuffix(name, ".go") || isGenerated(name) {
+			continue
+		}
+		src, err := os.ReadFile(name)
+		if err != nil || bytes.HasPrefix(src, []byte(directivePrefix)) || bytes.Contains(src, []byte("\n"+directivePrefix)) {
+			return false
+		}
+	}
+	return true
 }
 
 // analyzer checks one package.

@@ -14,6 +14,10 @@ type Package struct {
 	Types *types.Package
 	// Workflows in source order.
 	Workflows []*Workflow
+	// Orphan is set for a package that no longer has any directive but
+	// still holds a dag_gen.go that dagen wrote: the file is left from
+	// workflows since removed, and is to be deleted. Workflows is empty.
+	Orphan bool
 }
 
 // Workflow is one //dag:workflow type and the steps that take it as their

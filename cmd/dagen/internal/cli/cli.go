@@ -121,9 +121,17 @@ func report(w io.Writer, diags []gen.Diagnostic) int {
 func generate(ctx context.Context, cfg gen.Config, patterns []string, stderr io.Writer) int {
 	files, diags := gen.Generate(ctx, cfg, patterns...)
 	code := report(stderr, diags)
+	deleted := map[string]bool{}
+	for _, f := range files {
+		deleted[f.Path] = f.Content == nil
+	}
 	wrote, err := gen.Write(files)
 	for _, path := range wrote {
-		fmt.Fprintf(stderr, "dagen: wrote %s\n", relative(path))
+		verb := "wrote"
+		if deleted[path] {
+			verb = "deleted"
+		}
+		fmt.Fprintf(stderr, "dagen: %s %s\n", verb, relative(path))
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "dagen: %v\n", err)

@@ -172,4 +172,24 @@ func TestGenerateLifecycle(t *testing.T) {
 	if out, err := build(); err != nil {
 		t.Fatalf("regenerated code does not build: %v\n%s", err, out)
 	}
+
+	// Drop the directives: dag_gen.go is left over, and generate deletes it.
+	if err := os.WriteFile("greet.go", []byte(strings.ReplaceAll(changed, "//dag:", "// was dag ")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ := dagen(t, "diff"); code != cli.ExitFailure || !strings.Contains(out, "to be deleted") {
+		t.Fatalf("diff with a left-over dag_gen.go: exit %d\n%s", code, out)
+	}
+	if code, _, errOut := dagen(t); code != cli.ExitOK || !strings.Contains(errOut, "deleted dag_gen.go") {
+		t.Fatalf("generate with a left-over dag_gen.go: exit %d\n%s", code, errOut)
+	}
+	if _, err := os.Stat("dag_gen.go"); err == nil {
+		t.Fatal("dag_gen.go is still there")
+	}
+	if out, err := build(); err != nil {
+		t.Fatalf("package without workflows does not build: %v\n%s", err, out)
+	}
+	if code, out, errOut := dagen(t, "diff"); code != cli.ExitOK {
+		t.Fatalf("diff after the delete: exit %d\n%s%s", code, out, errOut)
+	}
 }
