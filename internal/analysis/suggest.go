@@ -34,6 +34,11 @@ func suggest(name string, candidates []string) string {
 	return best
 }
 
+// Suggest returns the candidate that name is most likely a typo of, or ""
+// when none is close. It is the "did you mean" of dagen's diagnostics, for
+// tools around them such as the CLI's command names.
+func Suggest(name string, candidates []string) string { return suggest(name, candidates) }
+
 // didYouMean returns ": did you mean X?" or "".
 func didYouMean(name string, candidates []string) string {
 	if s := suggest(name, candidates); s != "" {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/dagenhq/dagen/gen"
@@ -20,6 +21,9 @@ const (
 	ExitFailure = 1 // diagnostics with errors; for diff: a file would change
 	ExitError   = 2 // bad usage, or diff could not compare
 )
+
+// commands are dagen's subcommands, generate first: it is the default.
+var commands = []string{"generate", "check", "diff", "graph"}
 
 const usage = `dagen checks the //dag: directives of Go packages and writes dag_gen.go,
 the typed wiring of their workflows.
@@ -34,14 +38,20 @@ Usage:
 Commands:
 
 	generate  check the packages and write dag_gen.go into each package that
-	          has workflows (the default command)
-	check     check the packages and print diagnostics only; exit 1 on errors
-	diff      print how dag_gen.go would change; exit 0 when nothing would,
-	          1 when a file is stale or missing, 2 on errors
+	          has workflows (the default command); a dag_gen.go left in a
+	          package with no directives any more is deleted
+	check     check the packages and print diagnostics only
+	diff      print how dag_gen.go would change, as a unified diff, and
+	          write nothing
 	graph     print a workflow as a Mermaid flowchart or a Graphviz digraph
 
 Packages are go list patterns; the default is the current directory, which
 is the package being generated when dagen runs from go generate.
+
+Mistakes are printed to stderr as file:line:col: message, all of them at
+once, sorted by position; warnings say "warning:" and do not stop
+generation. A package with an error gets no new dag_gen.go; the other
+packages still do.
 
 Flags:
 
@@ -49,6 +59,13 @@ Flags:
 	-format f     graph: mermaid (default) or dot
 	-workflow w   graph: the workflow to draw, by type or stored name
 	              (needed when the packages hold more than one)
+
+Exit status:
+
+	0  success; for diff: every dag_gen.go is up to date
+	1  generate, check, graph: the packages have errors (graph: or no such
+	   workflow); diff: a dag_gen.go is stale, missing or left over
+	2  bad usage; for diff: the packages have errors, so it cannot compare
 
 Examples:
 
@@ -67,12 +84,17 @@ Examples:
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cmd := "generate"
 	if len(args) > 0 {
-		switch args[0] {
-		case "generate", "check", "diff", "graph":
-			cmd, args = args[0], args[1:]
-		case "help", "-h", "-help", "--help":
+		switch first := args[0]; {
+		case slices.Contains(commands, first):
+			cmd, args = first, args[1:]
+		case first == "help" || first == "-h" || first == "-help" || first == "--help":
 			fmt.Fprint(stdout, usage)
 			return ExitOK
+		case !strings.ContainsAny(first, "-./\\") && analysis.Suggest(first, commands) != "":
+			// A bare word would be a standard library package; this
+			// one looks like a mistyped command.
+			fmt.Fprintf(stderr, "dagen: unknown command %q: did you mean %s?\nRun 'dagen --help' for usage.\n", first, analysis.Suggest(first, commands))
+			return ExitError
 		}
 	}
 	fs := flag.NewFlagSet("dagen "+cmd, flag.ContinueOnError)

@@ -27,7 +27,8 @@ func examples(t *testing.T) string { return filepath.Join(gentest.RepoRoot(t), "
 func TestHelp(t *testing.T) {
 	for _, arg := range []string{"--help", "-h", "help"} {
 		code, out, _ := dagen(t, arg)
-		if code != cli.ExitOK || !strings.Contains(out, "Examples:") || !strings.Contains(out, "//go:generate go run github.com/dagenhq/dagen/cmd/dagen") {
+		if code != cli.ExitOK || !strings.Contains(out, "Examples:") || !strings.Contains(out, "Exit status:") ||
+			!strings.Contains(out, "//go:generate go run github.com/dagenhq/dagen/cmd/dagen") {
 			t.Errorf("%s: exit %d\n%s", arg, code, out)
 		}
 	}
@@ -39,10 +40,45 @@ func TestUsageErrors(t *testing.T) {
 		{"-nope"},
 		{"graph", "-format", "svg"},
 		{"check", "-format", "dot"},
+		{"chek"},
 	} {
 		if code, _, errOut := dagen(t, args...); code != cli.ExitError || errOut == "" {
 			t.Errorf("%v: exit %d, stderr %q", args, code, errOut)
 		}
+	}
+	if _, _, errOut := dagen(t, "grpah", "."); !strings.Contains(errOut, `unknown command "grpah": did you mean graph?`) {
+		t.Errorf("mistyped command: %q", errOut)
+	}
+}
+
+// TestExitCodes checks the exit status of every command on a package with
+// an error, as dagen --help documents it, and that generate writes nothing
+// for it.
+func TestExitCodes(t *testing.T) {
+	t.Chdir(gentest.RepoRoot(t))
+	const bad = "./gen/testdata/err_cycle"
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{bad}, cli.ExitFailure},
+		{[]string{"generate", bad}, cli.ExitFailure},
+		{[]string{"check", bad}, cli.ExitFailure},
+		{[]string{"graph", bad}, cli.ExitFailure},
+		{[]string{"diff", bad}, cli.ExitError},
+		{[]string{"check", "./gen/testdata/warn_needless_maybe"}, cli.ExitOK},
+		{[]string{"check", "./no/such/package"}, cli.ExitFailure},
+	} {
+		code, out, errOut := dagen(t, tc.args...)
+		if code != tc.want {
+			t.Errorf("dagen %v: exit %d, want %d\n%s%s", tc.args, code, tc.want, out, errOut)
+		}
+		if tc.want != cli.ExitOK && errOut == "" {
+			t.Errorf("dagen %v: exit %d with nothing on stderr", tc.args, code)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(bad, "dag_gen.go")); err == nil {
+		t.Errorf("generate wrote %s/dag_gen.go for a package with errors", bad)
 	}
 }
 
