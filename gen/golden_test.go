@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"go/format"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -73,6 +74,11 @@ func TestGolden(t *testing.T) {
 
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			if src := gotFile[c.dir]; src != nil {
+				if formatted, err := format.Source(src); err != nil || !bytes.Equal(formatted, src) {
+					t.Errorf("generated file is not gofmt'ed (err %v)", err)
+				}
+			}
 			var errs []byte
 			if ds := gotDiags[c.dir]; len(ds) > 0 {
 				errs = []byte(formatDiags(ds, c.dir))
@@ -140,4 +146,58 @@ func rel(path string) string {
 		}
 	}
 	return path
+}
+
+// TestEveryCodeHasAGolden checks that every diagnostic code but Internal,
+// which only a bug in dagen produces, is shown by at least one golden case.
+func TestEveryCodeHasAGolden(t *testing.T) {
+	seen := map[string]bool{}
+	for _, c := range goldenCases(t) {
+		b, err := os.ReadFile(filepath.Join(c.dir, "want", "errs.txt"))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for line := range strings.Lines(string(b)) {
+			if i := strings.LastIndex(line, " ["); i >= 0 && strings.HasSuffix(line, "]\n") {
+				seen[line[i+2:len(line)-2]] = true
+			}
+		}
+	}
+	for c := analysis.Code(1); !strings.HasPrefix(c.String(), "Code("); c++ {
+		if c != analysis.Internal && !seen[c.String()] {
+			t.Errorf("no golden case under testdata shows %s", c)
+		}
+	}
+}
+
+// TestDeterministic analyses and generates the success cases several
+// times from one load and expects the same bytes every time.
+func TestDeterministic(t *testing.T) {
+	prog, diags := analysis.Load(context.Background(), gen.Config{}, "./testdata/basic", "./testdata/multi", "./testdata/shapes")
+	if analysis.HasErrors(diags) {
+		t.Fatalf("load: %v", diags)
+	}
+	var first []gen.File
+	for i := range 5 {
+		pkgs, diags := analysis.Analyze(prog)
+		if analysis.HasErrors(diags) {
+			t.Fatalf("analyse: %v", diags)
+		}
+		files, diags := gen.Emit(pkgs)
+		if len(diags) > 0 || len(files) != 3 {
+			t.Fatalf("emit: %d files, %v", len(files), diags)
+		}
+		if i == 0 {
+			first = files
+			continue
+		}
+		for j, f := range files {
+			if f.Path != first[j].Path || !bytes.Equal(f.Content, first[j].Content) {
+				t.Fatalf("run %d: %s differs from the first run", i, f.Path)
+			}
+		}
+	}
 }

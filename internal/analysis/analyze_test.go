@@ -2,7 +2,14 @@ package analysis_test
 
 import (
 	"context"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"go/types"
+	"strings"
 	"testing"
+
+	"golang.org/x/tools/go/packages"
 
 	"github.com/dagenhq/dagen/internal/analysis"
 )
@@ -65,5 +72,21 @@ func TestLoadErrorsReported(t *testing.T) {
 		if d.Code != analysis.LoadError {
 			t.Errorf("code %s for %v", d.Code, d)
 		}
+	}
+}
+
+// TestPanicBecomesInternal feeds Analyze a package it cannot work with (no
+// type information) and expects an Internal diagnostic, not a crash.
+func TestPanicBecomesInternal(t *testing.T) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "x.go", "package x\n\n//dag:workflow\ntype Order struct{}\n", parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &packages.Package{PkgPath: "example.com/x", Name: "x", Syntax: []*ast.File{f}, Types: types.NewPackage("example.com/x", "x")}
+	pkgs, diags := analysis.Analyze(&analysis.Program{Fset: fset, Packages: []*packages.Package{p}})
+	if len(pkgs) != 0 || len(diags) != 1 || diags[0].Code != analysis.Internal || diags[0].Severity != analysis.Error ||
+		!strings.Contains(diags[0].Message, "example.com/x") || !strings.Contains(diags[0].Message, "please report") {
+		t.Fatalf("packages %v, diagnostics %v", pkgs, diags)
 	}
 }
