@@ -9,16 +9,54 @@ import (
 	"github.com/dagenhq/dagen/dagtest"
 	"github.com/dagenhq/dagen/engine"
 	"github.com/dagenhq/dagen/examples/order"
+	"github.com/dagenhq/dagen/internal/pgtest"
 	"github.com/dagenhq/dagen/store"
+	"github.com/dagenhq/dagen/store/pgstore"
 )
 
 // TestBothBranches runs a valid and an invalid order side by side on the
 // in-memory store. The invalid one is rejected at once; the valid one is
 // charged, then sleeps 24 hours of fake time before it ships.
 func TestBothBranches(t *testing.T) {
-	ctx := context.Background()
 	h := dagtest.New(t)
-	wf, err := order.NewOrderWorkflow(h.Engine)
+	bothBranches(t, h.Engine, func(d time.Duration) { h.Advance(context.Background(), d) })
+}
+
+// TestBothBranchesPostgres runs the same two orders on Postgres, in a
+// schema of their own, with the store on the fake clock so the 24-hour
+// sleep passes at once. It needs a server at DATABASE_URL (or
+// pgtest.DefaultURL), like the other Postgres tests.
+func TestBothBranchesPostgres(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.NewPool(t, 4)
+	if err := pgstore.Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	clock := dagtest.NewClock(dagtest.Epoch)
+	e, err := engine.New(pgstore.New(pool, &pgstore.Config{Now: clock.Now}), &engine.Config{Manual: true, WorkerID: "order-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bothBranches(t, e, func(d time.Duration) {
+		clock.Advance(d)
+		for {
+			n, err := e.Poll(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n == 0 {
+				return
+			}
+		}
+	})
+}
+
+// bothBranches drives the two orders on a manual engine; advance moves the
+// store's clock by d and runs until nothing is left to do.
+func bothBranches(t *testing.T, e *engine.Engine, advance func(d time.Duration)) {
+	t.Helper()
+	ctx := context.Background()
+	wf, err := order.NewOrderWorkflow(e)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +68,7 @@ func TestBothBranches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.RunUntilIdle(ctx)
+	advance(0)
 
 	rejected, err := bad.Wait(ctx)
 	if err != nil {
@@ -50,18 +88,18 @@ func TestBothBranches(t *testing.T) {
 	if _, err := good.Wait(ctx); !errors.Is(err, engine.ErrRunBlocked) {
 		t.Fatalf("before the window: err = %v, want ErrRunBlocked", err)
 	}
-	res, err := h.Engine.Result(ctx, good.ID())
+	res, err := e.Result(ctx, good.ID())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if st := res.Tasks["FraudWindow"].Status; st != store.TaskSleeping {
 		t.Fatalf("FraudWindow is %s", st)
 	}
-	h.Advance(ctx, order.DefaultFraudHold-time.Minute)
+	advance(order.DefaultFraudHold - time.Minute)
 	if _, err := good.Wait(ctx); !errors.Is(err, engine.ErrRunBlocked) {
 		t.Fatalf("a minute early: err = %v, want ErrRunBlocked", err)
 	}
-	h.Advance(ctx, time.Minute)
+	advance(time.Minute)
 
 	shipped, err := good.Wait(ctx)
 	if err != nil {
