@@ -11,6 +11,10 @@ import (
 	"github.com/dagenhq/dagen/store"
 )
 
+// unknownWorkflowDelay is how long a task of a workflow this worker does
+// not know waits before it is enqueued again for another worker.
+const unknownWorkflowDelay = 5 * time.Second
+
 // execute runs one claimed task and returns the result to store. It never
 // panics: a panicking step is a failed attempt.
 func (e *Engine) execute(ctx context.Context, ct *store.ClaimedTask) store.TaskResult {
@@ -21,7 +25,14 @@ func (e *Engine) execute(ctx context.Context, ct *store.ClaimedTask) store.TaskR
 	}
 	reg := e.lookup(ct.Workflow)
 	if reg == nil {
-		return fail(fmt.Errorf("workflow %q is not registered on worker %s", ct.Workflow, e.cfg.WorkerID))
+		// Claims ask only for registered workflows, so only a store that
+		// ignored the filter gets here. The task is not this worker's to
+		// fail: hand it back, after a delay, for a worker that knows it.
+		res.Outcome, res.Delay = store.OutcomeRetry, unknownWorkflowDelay
+		res.Error = fmt.Sprintf("workflow %q is not registered on worker %s; handed back for another worker", ct.Workflow, e.cfg.WorkerID)
+		e.log.Error("dagen: claimed a task of a workflow not registered here; handing it back",
+			"worker", e.cfg.WorkerID, "workflow", ct.Workflow, "run", ct.RunID, "step", ct.Step)
+		return res
 	}
 	ctx = e.enterRun(ctx, ct.RunID)
 	defer e.leaveRun(ct.RunID)

@@ -204,12 +204,18 @@ func (e *Engine) poller(l *loop) {
 		if pending >= e.maxPending() {
 			limit = 0
 		}
+		// An empty workflow list would claim every workflow: a worker that
+		// knows none claims nothing.
+		names := e.registeredNames()
+		if len(names) == 0 {
+			limit = 0
+		}
 		if executing+pending > 0 && limit < max(1, e.cfg.BatchSize/4) {
 			limit = 0
 		}
 		if limit > 0 {
 			tasks, err := e.store.ClaimTasks(l.ctx, store.ClaimParams{
-				Worker: e.cfg.WorkerID, Workflows: e.registeredNames(), Limit: limit, Lease: e.cfg.Lease,
+				Worker: e.cfg.WorkerID, Workflows: names, Limit: limit, Lease: e.cfg.Lease,
 			})
 			if err != nil {
 				e.log.Error("dagen: claim tasks failed; retrying", "worker", e.cfg.WorkerID, "err", err, "retry_in", backoff)
@@ -460,11 +466,16 @@ func (e *Engine) Poll(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("poll: rescue: %w", err)
 	}
-	tasks, err := e.store.ClaimTasks(ctx, store.ClaimParams{
-		Worker: e.cfg.WorkerID, Workflows: e.registeredNames(), Limit: e.cfg.BatchSize, Lease: e.cfg.Lease,
-	})
-	if err != nil {
-		return 0, fmt.Errorf("poll: claim: %w", err)
+	var tasks []store.ClaimedTask
+	// An empty workflow list would claim every workflow: an engine that
+	// knows none claims nothing.
+	if names := e.registeredNames(); len(names) > 0 {
+		tasks, err = e.store.ClaimTasks(ctx, store.ClaimParams{
+			Worker: e.cfg.WorkerID, Workflows: names, Limit: e.cfg.BatchSize, Lease: e.cfg.Lease,
+		})
+		if err != nil {
+			return 0, fmt.Errorf("poll: claim: %w", err)
+		}
 	}
 	if len(tasks) > 0 {
 		results := make([]store.TaskResult, len(tasks))

@@ -311,6 +311,54 @@ func TestBadInput(t *testing.T) {
 		_, err := h.Engine.Run(ctx, "err", "t", 0)
 		require.EqualError(t, err, "run "+errRunID(err)+" FAILED: step a failed on attempt 1: no")
 	})
+	t.Run("engine without workflows claims nothing", func(t *testing.T) {
+		id, err := h.Engine.Trigger(ctx, "good", "t", 1)
+		require.NoError(t, err)
+		idle, err := engine.New(h.Store, &engine.Config{Manual: true, WorkerID: "idle"})
+		require.NoError(t, err)
+		_, err = idle.Poll(ctx)
+		require.NoError(t, err)
+		res, err := h.Engine.Result(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, store.TaskQueued, res.Tasks["a"].Status, "the idle engine left the task alone")
+		res, err = h.Engine.Wait(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, store.RunCompleted, res.Status)
+		require.Equal(t, 1, res.Tasks["a"].Attempt)
+	})
+	t.Run("task of a workflow not registered here", func(t *testing.T) {
+		// A store that ignored the claim's workflow filter hands this
+		// engine a task it cannot run: it gives the task back for a
+		// worker that knows the workflow, rather than failing the run.
+		stray, err := engine.New(claimAll{h.Store}, &engine.Config{Manual: true, WorkerID: "stray"})
+		require.NoError(t, err)
+		require.NoError(t, stray.Register(&engine.Definition{Name: "other", Steps: []engine.Step{{Name: "a", Run: run}}}))
+		id, err := h.Engine.Trigger(ctx, "good", "t", 2)
+		require.NoError(t, err)
+		n, err := stray.Poll(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 1, n, "the stray engine claimed the task")
+		res, err := h.Engine.Result(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, store.RunRunning, res.Status)
+		require.Equal(t, store.TaskBackoff, res.Tasks["a"].Status)
+		require.Contains(t, res.Tasks["a"].Error, `workflow "good" is not registered on worker stray`)
+
+		h.Clock.Advance(time.Minute)
+		res, err = h.Engine.Wait(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, store.RunCompleted, res.Status)
+		require.Equal(t, "a(2;)", output(t, res, "a"))
+	})
+}
+
+// claimAll is a store that claims tasks of every workflow, whatever the
+// engine asks for.
+type claimAll struct{ store.Store }
+
+func (c claimAll) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.ClaimedTask, error) {
+	p.Workflows = nil
+	return c.Store.ClaimTasks(ctx, p)
 }
 
 func errRunID(err error) string {

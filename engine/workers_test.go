@@ -199,3 +199,32 @@ func testTwoWorkersShareAStore(t *testing.T, open func() store.Store) {
 	require.NotZero(t, runs[0].Load())
 	require.NotZero(t, runs[1].Load())
 }
+
+func TestWorkerWithoutWorkflowsClaimsNothing(t *testing.T) {
+	eachStore(t, testWorkerWithoutWorkflowsClaimsNothing)
+}
+
+func testWorkerWithoutWorkflowsClaimsNothing(t *testing.T, open func() store.Store) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	rec := &recorder{}
+	def := &engine.Definition{Name: "idle", Steps: []engine.Step{{Name: "a", Run: rec.step("a")}}}
+	idle := spy(open())
+	worker(t, idle, "idle") // knows no workflow
+	owner, err := engine.New(open(), &engine.Config{Manual: true, WorkerID: "owner"})
+	require.NoError(t, err)
+	require.NoError(t, owner.Register(def))
+	id, err := owner.Trigger(ctx, "idle", "t", 0)
+	require.NoError(t, err)
+
+	require.NoError(t, waitRounds(ctx, &idle.polls, 3), "the idle worker keeps polling")
+	res, err := owner.Result(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, store.TaskQueued, res.Tasks["a"].Status, "a worker without workflows claims nothing")
+
+	res, err = owner.Wait(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, store.RunCompleted, res.Status)
+	require.Equal(t, 1, res.Tasks["a"].Attempt)
+	require.Equal(t, []string{"a"}, rec.ran())
+}

@@ -1,0 +1,86 @@
+package engine_test
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/dagenhq/dagen/dag"
+	"github.com/dagenhq/dagen/store"
+)
+
+// spyStore wraps a store and counts the engine's rounds, so tests can wait
+// for rounds of the poller or of housekeeping rather than for time. It
+// passes store.Workers, store.Elector and store.Notifier through; over a
+// store without an Elector it makes every worker lead, as the engine does.
+type spyStore struct {
+	store.Store
+	polls  atomic.Int64 // FireTimers calls: the poller makes one a round
+	sweeps atomic.Int64 // RescueExpired calls finished: a leader makes one a round
+}
+
+var (
+	_ store.Workers  = (*spyStore)(nil)
+	_ store.Elector  = (*spyStore)(nil)
+	_ store.Notifier = (*spyStore)(nil)
+)
+
+func spy(st store.Store) *spyStore { return &spyStore{Store: st} }
+
+// FireTimers counts a poller round.
+func (s *spyStore) FireTimers(ctx context.Context, limit int) (int, error) {
+	s.polls.Add(1)
+	return s.Store.FireTimers(ctx, limit)
+}
+
+// RescueExpired counts a housekeeping round once it is done.
+func (s *spyStore) RescueExpired(ctx context.Context, limit int) (int, error) {
+	defer s.sweeps.Add(1)
+	return s.Store.RescueExpired(ctx, limit)
+}
+
+// waitRounds waits until n more rounds of counter have happened, or ctx ends.
+func waitRounds(ctx context.Context, counter *atomic.Int64, n int64) error {
+	target := counter.Load() + n
+	for counter.Load() < target {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return nil
+}
+
+func (s *spyStore) Heartbeat(ctx context.Context, worker string, ttl time.Duration, runs []dag.RunID) ([]dag.RunID, error) {
+	return s.Store.(store.Workers).Heartbeat(ctx, worker, ttl, runs)
+}
+
+func (s *spyStore) RetireWorker(ctx context.Context, worker string, release bool) (int, error) {
+	return s.Store.(store.Workers).RetireWorker(ctx, worker, release)
+}
+
+func (s *spyStore) PruneRuns(ctx context.Context, cutoff time.Time, limit int) (int, error) {
+	return s.Store.(store.Workers).PruneRuns(ctx, cutoff, limit)
+}
+
+func (s *spyStore) Lead(ctx context.Context) (bool, error) {
+	if el, ok := s.Store.(store.Elector); ok {
+		return el.Lead(ctx)
+	}
+	return true, nil
+}
+
+func (s *spyStore) Resign(ctx context.Context) error {
+	if el, ok := s.Store.(store.Elector); ok {
+		return el.Resign(ctx)
+	}
+	return nil
+}
+
+func (s *spyStore) Subscribe(ctx context.Context) (<-chan struct{}, error) {
+	if n, ok := s.Store.(store.Notifier); ok {
+		return n.Subscribe(ctx)
+	}
+	return nil, nil
+}
