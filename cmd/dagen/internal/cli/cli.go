@@ -132,8 +132,20 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // report prints diagnostics and returns ExitFailure when one is an error.
+// File names under the working directory are printed relative to it, as
+// the go command prints them: from go generate, that is the file's name.
 func report(w io.Writer, diags []gen.Diagnostic) int {
-	_ = analysis.Print(w, diags) // nowhere to report a failing stderr
+	short := make([]gen.Diagnostic, len(diags))
+	for i, d := range diags {
+		d.Pos.Filename = relative(d.Pos.Filename)
+		d.End.Filename = relative(d.End.Filename)
+		d.Related = slices.Clone(d.Related)
+		for j := range d.Related {
+			d.Related[j].Pos.Filename = relative(d.Related[j].Pos.Filename)
+		}
+		short[i] = d
+	}
+	_ = analysis.Print(w, short) // nowhere to report a failing stderr
 	if analysis.HasErrors(diags) {
 		return ExitFailure
 	}
@@ -234,11 +246,14 @@ func orDot(patterns []string) []string {
 // relative shortens path for messages when it is under the working
 // directory.
 func relative(path string) string {
+	if !filepath.IsAbs(path) {
+		return path
+	}
 	wd, err := os.Getwd()
 	if err != nil {
 		return path
 	}
-	if rel, err := filepath.Rel(wd, path); err == nil && !strings.HasPrefix(rel, "..") {
+	if rel, err := filepath.Rel(wd, path); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 		return rel
 	}
 	return path

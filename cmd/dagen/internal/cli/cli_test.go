@@ -85,8 +85,9 @@ func TestExitCodes(t *testing.T) {
 func TestCheck(t *testing.T) {
 	t.Chdir(gentest.RepoRoot(t))
 	code, _, errOut := dagen(t, "check", "./gen/testdata/err_cycle")
-	if code != cli.ExitFailure || !strings.Contains(errOut, "x.go:18:6: cycle in workflow Order: Alpha → Beta → Gamma → Alpha\n\t") ||
-		!strings.Contains(errOut, "x.go:20:18: Beta runs after Alpha\n") {
+	// File names are relative to the working directory, like the go command's.
+	if code != cli.ExitFailure || !strings.HasPrefix(errOut, "gen/testdata/err_cycle/x.go:18:6: cycle in workflow Order: Alpha → Beta → Gamma → Alpha\n\t") ||
+		!strings.Contains(errOut, "\tgen/testdata/err_cycle/x.go:20:18: Beta runs after Alpha\n") {
 		t.Errorf("exit %d\n%s", code, errOut)
 	}
 	if code, _, errOut := dagen(t, "check", "./gen/testdata/warn_spaced_directive"); code != cli.ExitOK || !strings.Contains(errOut, "warning: ") {
