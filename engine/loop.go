@@ -100,8 +100,9 @@ func (e *Engine) Start(ctx context.Context) error {
 	return nil
 }
 
-// Stop stops claiming, lets the steps in flight finish and stores their
-// results, then retires the worker and gives up leadership. When ctx ends
+// Stop stops claiming and gives up leadership, lets the steps in flight
+// finish and stores their results, heartbeating all the while so that
+// their tasks stay with this worker, then retires the worker. When ctx ends
 // first, the steps' contexts are cancelled and Stop returns without waiting
 // for them: their tasks are released to other workers at once, and a late
 // result of theirs is fenced off.
@@ -351,22 +352,33 @@ func (e *Engine) afterComplete(batch []store.TaskResult, outs []store.Completion
 }
 
 // keep heartbeats and, while this worker leads, rescues expired tasks and
-// prunes old runs, until the loop's context ends.
+// prunes old runs, until the loop's context ends. Once Stop has begun it
+// gives up leadership and does no more housekeeping, but keeps
+// heartbeating: the steps still draining keep their tasks, however long
+// they take, until Stop retires the worker.
 func (e *Engine) keep(l *loop) {
 	t := time.NewTicker(e.cfg.HeartbeatInterval)
 	defer t.Stop()
 	defer e.leading.Store(false)
 	var lastPrune time.Time
 	standBack := false
+	stopPoll := l.stopPoll
+	stopping := false
 	for {
 		select {
 		case <-l.ctx.Done():
 			return
-		case <-l.stopPoll:
-			return
+		case <-stopPoll:
+			// Let another worker take over housekeeping during the drain.
+			stopPoll, stopping = nil, true
+			e.resignEarly(l)
+			continue
 		case <-t.C:
 		}
 		e.heartbeat(l)
+		if stopping {
+			continue
+		}
 		if standBack {
 			// Leadership was just lost: let another worker take it first.
 			standBack = false
@@ -435,6 +447,23 @@ func (e *Engine) heartbeat(l *loop) {
 		}
 	}
 	e.runMu.Unlock()
+}
+
+// resignEarly gives up leadership when Stop begins, so that housekeeping
+// does not wait for the drain.
+func (e *Engine) resignEarly(l *loop) {
+	if !e.leading.Swap(false) {
+		return
+	}
+	el, ok := e.store.(store.Elector)
+	if !ok {
+		return
+	}
+	if err := el.Resign(l.ctx); err != nil && l.ctx.Err() == nil {
+		e.log.Error("dagen: resign leadership failed", "worker", e.cfg.WorkerID, "err", err)
+		return
+	}
+	e.log.Info("dagen: stopping: left housekeeping to other workers", "worker", e.cfg.WorkerID)
 }
 
 // lead reports whether this worker should do housekeeping.

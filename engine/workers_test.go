@@ -228,3 +228,76 @@ func testWorkerWithoutWorkflowsClaimsNothing(t *testing.T, open func() store.Sto
 	require.Equal(t, 1, res.Tasks["a"].Attempt)
 	require.Equal(t, []string{"a"}, rec.ran())
 }
+
+func TestDrainLongerThanLeaseRunsOnce(t *testing.T) {
+	eachStore(t, testDrainLongerThanLeaseRunsOnce)
+}
+
+// testDrainLongerThanLeaseRunsOnce stops a worker while its step runs past
+// the lease, with another worker leading housekeeping: the stopping worker
+// keeps heartbeating while it drains, so its task is not rescued and run
+// again elsewhere.
+func testDrainLongerThanLeaseRunsOnce(t *testing.T, open func() store.Store) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const lease = 500 * time.Millisecond
+	var runs atomic.Int64
+	started := make(chan struct{}, 2)
+	release := make(chan struct{})
+	def := &engine.Definition{Name: "drain-long", Steps: []engine.Step{
+		{Name: "s", Retry: engine.RetryPolicy{MaxRetries: 3}, Run: func(ctx context.Context, _ engine.StepInput) ([]byte, error) {
+			runs.Add(1)
+			started <- struct{}{}
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			return engine.Encode("drained")
+		}},
+	}}
+
+	// The second worker leads from the start, and knows no workflow yet,
+	// so the first worker runs the step.
+	leaderStore := spy(open())
+	leader := worker(t, leaderStore, "leader")
+	require.Eventually(t, leader.Leading, 10*time.Second, 5*time.Millisecond)
+
+	first, err := engine.New(open(), &engine.Config{
+		WorkerID: "first", PollInterval: 5 * time.Millisecond, Lease: lease, HeartbeatInterval: 20 * time.Millisecond,
+	})
+	require.NoError(t, err)
+	require.NoError(t, first.Register(def))
+	require.NoError(t, first.Start(ctx))
+	id, err := first.Trigger(ctx, "drain-long", "t", 0)
+	require.NoError(t, err)
+	<-started
+	// Now the leader could run the step too, if the task came back.
+	require.NoError(t, leader.Register(def))
+
+	stopped := make(chan error, 1)
+	stopStart := time.Now()
+	go func() { stopped <- first.Stop(ctx) }()
+	// Let the drain outlast the lease twice over, then wait for two more
+	// rescue sweeps by the leader: without heartbeats the task is lost by then.
+	select {
+	case <-time.After(time.Until(stopStart.Add(2 * lease))):
+	case err := <-stopped:
+		t.Fatalf("Stop returned before the step finished: %v", err)
+	}
+	require.NoError(t, waitRounds(ctx, &leaderStore.sweeps, 2))
+	select {
+	case err := <-stopped:
+		t.Fatalf("Stop returned before the step finished: %v", err)
+	default:
+	}
+	close(release)
+	require.NoError(t, <-stopped)
+
+	res, err := leader.Wait(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, "drained", output(t, res, "s"))
+	require.Equal(t, 1, res.Tasks["s"].Attempt, "the draining worker kept its task")
+	require.Equal(t, "first", res.Tasks["s"].Worker)
+	require.Equal(t, int64(1), runs.Load(), "the step ran exactly once")
+}
