@@ -226,7 +226,11 @@ func graph(ctx context.Context, cfg gen.Config, patterns []string, format, name 
 		fmt.Fprintf(stderr, "dagen: no workflows in %s\n", strings.Join(orDot(patterns), " "))
 		return ExitFailure
 	case len(match) == 0:
-		fmt.Fprintf(stderr, "dagen: no workflow %q (have %s)\n", name, strings.Join(names, ", "))
+		if s := analysis.Suggest(name, names); s != "" {
+			fmt.Fprintf(stderr, "dagen: no workflow %q: did you mean %s?\n", name, s)
+		} else {
+			fmt.Fprintf(stderr, "dagen: no workflow %q (have %s)\n", name, strings.Join(names, ", "))
+		}
 		return ExitFailure
 	case len(match) > 1:
 		fmt.Fprintf(stderr, "dagen: several workflows (%s): choose one with -workflow\n", strings.Join(names, ", "))

@@ -113,8 +113,11 @@ func TestGraph(t *testing.T) {
 			t.Errorf("dot lacks %q (exit %d, %s):\n%s", want, code, errOut, out)
 		}
 	}
-	if code, _, _ := dagen(t, "graph", "-workflow", "Refund"); code != cli.ExitFailure {
-		t.Errorf("unknown workflow: exit %d", code)
+	if code, _, errOut := dagen(t, "graph", "-workflow", "Refund"); code != cli.ExitFailure || !strings.Contains(errOut, `no workflow "Refund" (have Order)`) {
+		t.Errorf("unknown workflow: exit %d, %s", code, errOut)
+	}
+	if code, _, errOut := dagen(t, "graph", "-workflow", "order"); code != cli.ExitFailure || !strings.Contains(errOut, "did you mean Order?") {
+		t.Errorf("mistyped workflow: exit %d, %s", code, errOut)
 	}
 }
 
