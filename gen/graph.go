@@ -2,6 +2,7 @@ package gen
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/dagenhq/dagen/internal/analysis"
@@ -13,9 +14,9 @@ import (
 // and retries are part of a node's label.
 func Mermaid(w *analysis.Workflow) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "---\ntitle: %s\n---\nflowchart TD\n", w.Name)
+	fmt.Fprintf(&b, "---\ntitle: %s\n---\nflowchart TD\n", yamlScalar(w.Name))
 	for _, s := range w.Steps {
-		label := strings.Join(nodeLabel(s), "<br/>")
+		label := strings.ReplaceAll(strings.Join(nodeLabel(s), "<br/>"), `"`, "#quot;")
 		if s.Kind == analysis.KindSleep {
 			fmt.Fprintf(&b, "    %s([\"%s\"])\n", mermaidID(s.Func), label)
 		} else {
@@ -35,6 +36,19 @@ func Mermaid(w *analysis.Workflow) string {
 		fmt.Fprintf(&b, "    %s{{\"%s<br/>onfailure\"}}\n", mermaidID(w.OnFailure), w.OnFailure)
 	}
 	return b.String()
+}
+
+// yamlScalar returns s as it can stand in Mermaid's YAML front matter:
+// bare when it is a plain name, double-quoted otherwise (a stored name may
+// hold a colon or a quote).
+func yamlScalar(s string) string {
+	plain := s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.')
+	}) < 0
+	if plain {
+		return s
+	}
+	return strconv.Quote(s)
 }
 
 // mermaidID returns a node id for a func name: the name itself, except
