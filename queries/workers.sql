@@ -19,3 +19,11 @@ WHERE NOT EXISTS (
 
 -- name: DeleteWorker :exec
 DELETE FROM dagen_workers WHERE id = @id;
+
+-- name: GrantAttempts :exec
+-- Gives tasks released by a stopping worker back the attempt it used: a
+-- released attempt does not count against max_attempts.
+UPDATE dagen_tasks t
+SET max_attempts = t.max_attempts + 1
+FROM (SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@names::text[]) AS name) AS x
+WHERE t.run_id = x.run_id AND t.name = x.name;

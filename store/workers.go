@@ -7,6 +7,11 @@ import (
 	"github.com/dagenhq/dagen/dag"
 )
 
+// ReleasedDetail is the detail of the RESCUED event of a task that
+// RetireWorker released: its attempt was cut short by its worker stopping,
+// and does not count against the task's retries.
+const ReleasedDetail = "worker stopped"
+
 // Workers is implemented by stores that many worker processes share. A
 // worker proves it is alive with one narrow heartbeat row; while it is
 // alive the store does not rescue its RUNNING tasks, even past their claim
@@ -19,9 +24,13 @@ type Workers interface {
 	Heartbeat(ctx context.Context, worker string, ttl time.Duration, runs []dag.RunID) (cancelled []dag.RunID, err error)
 
 	// RetireWorker removes worker's heartbeat. With release, its RUNNING
-	// tasks are rescued at once (re-enqueued with a new attempt, or failed
-	// when they have none left) instead of when their lease ends. It
-	// returns how many tasks it released.
+	// tasks are handed back at once instead of when their lease ends: each
+	// is enqueued again, with a new attempt to come, and a RESCUED event
+	// whose detail is [ReleasedDetail]. A released attempt is not a
+	// failure: the task is enqueued even when it has no attempts left, and
+	// the attempt does not count against its MaxAttempts. (A task of a run
+	// that is no longer RUNNING is cancelled instead, unless it is the
+	// onfailure task.) It returns how many tasks it released.
 	RetireWorker(ctx context.Context, worker string, release bool) (int, error)
 
 	// PruneRuns deletes up to limit runs that finished before cutoff, with

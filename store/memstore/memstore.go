@@ -92,6 +92,7 @@ type task struct {
 	leaseUntil     time.Time
 	finished       time.Time
 	queueID        int64
+	released       int // attempts released by a stopping worker: they do not count
 }
 
 type tenantGroup struct {
@@ -678,7 +679,7 @@ func (s *Store) rescue(r *run, ti int, now time.Time) {
 		s.cancelTask(r, ti, now)
 		return
 	}
-	if t.attempt < max(nt.MaxAttempts, 1) {
+	if t.attempt < max(nt.MaxAttempts, 1)+t.released {
 		r.event(now, ti, store.EventRescued, t.attempt, "lease expired")
 		s.enqueue(r, ti, now)
 		return

@@ -58,12 +58,26 @@ func (s *Store) RetireWorker(ctx context.Context, worker string, release bool) (
 	for _, r := range s.runs {
 		for ti := range r.tasks {
 			if t := &r.tasks[ti]; t.status == store.TaskRunning && t.worker == worker {
-				s.rescue(r, ti, now)
+				s.release(r, ti, now)
 				n++
 			}
 		}
 	}
 	return n, nil
+}
+
+// release hands a RUNNING task of a stopping worker back: enqueued again
+// whatever attempts it has left, its attempt not counted; in a run that is
+// no longer RUNNING it is cancelled.
+func (s *Store) release(r *run, ti int, now time.Time) {
+	t := &r.tasks[ti]
+	if r.rec.Status != store.RunRunning && r.shape.tasks[ti].Kind != store.KindOnFailure {
+		s.cancelTask(r, ti, now)
+		return
+	}
+	t.released++
+	r.event(now, ti, store.EventRescued, t.attempt, store.ReleasedDetail)
+	s.enqueue(r, ti, now)
 }
 
 // PruneRuns implements store.Workers.

@@ -35,8 +35,9 @@ func (s *Store) Heartbeat(ctx context.Context, worker string, ttl time.Duration,
 	return cancelled, nil
 }
 
-// RetireWorker implements store.Workers. Released tasks are rescued as
-// RescueExpired would, in one transaction.
+// RetireWorker implements store.Workers. Released tasks are enqueued again
+// in one transaction, whatever attempts they have left, and their
+// max_attempts grows by one so the released attempt does not count.
 func (s *Store) RetireWorker(ctx context.Context, worker string, release bool) (int, error) {
 	if err := s.q.DeleteWorker(ctx, s.pool, worker); err != nil {
 		return 0, fmt.Errorf("retire worker %s: %w", worker, err)
@@ -66,18 +67,39 @@ func (s *Store) RetireWorker(ctx context.Context, worker string, release bool) (
 		if err := b.loadTasks(ctx, keys); err != nil {
 			return err
 		}
+		var granted struct {
+			RunIds []pgtype.UUID
+			Names  []string
+		}
 		for src, k := range keys {
 			// Re-check under the run lock; the worker is recorded with the
 			// attempt, so a task claimed again since is not this worker's.
-			if t := b.tasks[k]; t != nil && t.status == store.TaskRunning && t.worker == worker {
-				n++
-				b.rescue(src, t)
+			t := b.tasks[k]
+			if t == nil || t.status != store.TaskRunning || t.worker != worker {
+				continue
 			}
+			n++
+			if t.run.status != store.RunRunning && t.kind != store.KindOnFailure {
+				b.cancel(t) // a failed or cancelled run schedules nothing new
+				continue
+			}
+			b.event(t, store.EventRescued, store.ReleasedDetail)
+			b.requeue(t, src)
+			granted.RunIds = append(granted.RunIds, uuidOf(k.run))
+			granted.Names = append(granted.Names, k.name)
 		}
 		if !b.changed() {
 			return errNothingToDo
 		}
-		return b.flush(ctx)
+		if err := b.flush(ctx); err != nil {
+			return err
+		}
+		if len(granted.Names) > 0 {
+			if err := s.q.GrantAttempts(ctx, tx, granted.RunIds, granted.Names); err != nil {
+				return fmt.Errorf("grant back %d released attempts: %w", len(granted.Names), err)
+			}
+		}
+		return nil
 	})
 	if err != nil && !errors.Is(err, errNothingToDo) {
 		return 0, fmt.Errorf("retire worker %s: release tasks: %w", worker, err)

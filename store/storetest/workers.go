@@ -18,6 +18,7 @@ var workersTests = []struct {
 	{"HeartbeatKeepsTasks", testHeartbeatKeepsTasks},
 	{"HeartbeatReportsCancelledRuns", testHeartbeatReportsCancelledRuns},
 	{"RetireWorkerReleasesTasks", testRetireWorker},
+	{"ReleasedAttemptDoesNotCount", testReleasedAttemptDoesNotCount},
 	{"PruneFinishedRuns", testPruneRuns},
 }
 
@@ -100,15 +101,59 @@ func testRetireWorker(f *fixture, ws store.Workers) {
 	require.Equal(t, 3, n)
 	require.Equal(t, store.TaskQueued, f.status(r.ID, "a"))
 	require.Equal(t, store.TaskQueued, f.status(r.ID, "b"))
-	require.Equal(t, store.RunFailed, f.run(last.ID).Status, "a released task without attempts left fails")
+	require.Equal(t, store.TaskQueued, f.status(last.ID, "a"), "a released task without attempts left is handed back, not failed")
+	require.Equal(t, store.RunRunning, f.run(last.ID).Status)
+	evs, err := f.st.ListEvents(f.ctx, last.ID)
+	require.NoError(t, err)
+	released := false
+	for _, ev := range evs {
+		released = released || (ev.Step == "a" && ev.Type == store.EventRescued && ev.Attempt == 1 && ev.Detail == store.ReleasedDetail)
+		require.NotEqual(t, store.EventFailed, ev.Type, "a released attempt is not a failure")
+	}
+	require.True(t, released, "the release is in the event log, as %q", store.ReleasedDetail)
 	again := f.claim(10)
-	require.Len(t, again, 2)
+	require.Len(t, again, 3)
 	for _, ct := range again {
 		require.Equal(t, 2, ct.Attempt)
 	}
 	for _, ct := range claimed {
 		require.Equal(t, store.OutcomeStale, f.complete(done(ct, `0`))[0].Outcome)
 	}
+}
+
+// testReleasedAttemptDoesNotCount checks that an attempt released by a
+// stopping worker leaves the task its whole budget for lost workers.
+func testReleasedAttemptDoesNotCount(f *fixture, ws store.Workers) {
+	t := f.t
+	r := newRun("wf", "t", store.NewTask{Name: "a", Kind: store.KindStep, MaxAttempts: 2})
+	f.create(r)
+	claim := func(worker string, attempt int) {
+		t.Helper()
+		got, err := f.st.ClaimTasks(f.ctx, store.ClaimParams{Worker: worker, Limit: 10, Lease: time.Minute})
+		require.NoError(t, err)
+		require.Len(t, got, 1)
+		require.Equal(t, attempt, got[0].Attempt)
+	}
+	claim("stopping", 1)
+	n, err := ws.RetireWorker(f.ctx, "stopping", true)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+
+	// Two more attempts are lost to workers that vanish: the first is
+	// rescued, the second is the last of the task's two.
+	claim("lost1", 2)
+	f.clock.advance(2 * time.Minute)
+	n, err = f.st.RescueExpired(f.ctx, 10)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, store.TaskQueued, f.status(r.ID, "a"), "the released attempt did not use up the task's attempts")
+	claim("lost2", 3)
+	f.clock.advance(2 * time.Minute)
+	n, err = f.st.RescueExpired(f.ctx, 10)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, store.TaskFailed, f.status(r.ID, "a"))
+	require.Equal(t, store.RunFailed, f.run(r.ID).Status)
 }
 
 func testPruneRuns(f *fixture, ws store.Workers) {

@@ -20,6 +20,20 @@ func (q *Queries) DeleteWorker(ctx context.Context, db DBTX, id string) error {
 	return err
 }
 
+const grantAttempts = `-- name: GrantAttempts :exec
+UPDATE dagen_tasks t
+SET max_attempts = t.max_attempts + 1
+FROM (SELECT unnest($1::uuid[]) AS run_id, unnest($2::text[]) AS name) AS x
+WHERE t.run_id = x.run_id AND t.name = x.name
+`
+
+// Gives tasks released by a stopping worker back the attempt it used: a
+// released attempt does not count against max_attempts.
+func (q *Queries) GrantAttempts(ctx context.Context, db DBTX, runIds []pgtype.UUID, names []string) error {
+	_, err := db.Exec(ctx, grantAttempts, runIds, names)
+	return err
+}
+
 const heartbeat = `-- name: Heartbeat :many
 WITH clock AS (
     SELECT coalesce($2::timestamptz, now())::timestamptz AS now
