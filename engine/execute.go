@@ -15,13 +15,24 @@ import (
 // not know waits before it is enqueued again for another worker.
 const unknownWorkflowDelay = 5 * time.Second
 
-// execute runs one claimed task and returns the result to store. It never
-// panics: a panicking step is a failed attempt.
-func (e *Engine) execute(ctx context.Context, ct *store.ClaimedTask) store.TaskResult {
+// errStopped is the cause with which Stop cancels the steps still running
+// at its deadline.
+var errStopped = errors.New("engine stopped")
+
+// stoppedBy reports whether ctx ended because the engine was stopped, as
+// opposed to the run being cancelled or the step timing out.
+func stoppedBy(ctx context.Context) bool { return errors.Is(context.Cause(ctx), errStopped) }
+
+// execute runs one claimed task and returns the result to store, and
+// whether to store it. An attempt that failed because Stop cancelled it is
+// not the step's failure: its result is not stored, and the task is left
+// to Stop, which releases it to another worker without spending a retry.
+// execute never panics: a panicking step is a failed attempt.
+func (e *Engine) execute(ctx context.Context, ct *store.ClaimedTask) (store.TaskResult, bool) {
 	res := store.TaskResult{RunID: ct.RunID, Step: ct.Step, Attempt: ct.Attempt}
-	fail := func(err error) store.TaskResult {
+	fail := func(err error) (store.TaskResult, bool) {
 		res.Outcome, res.Error = store.OutcomeFailed, err.Error()
-		return res
+		return res, true
 	}
 	reg := e.lookup(ct.Workflow)
 	if reg == nil {
@@ -32,8 +43,9 @@ func (e *Engine) execute(ctx context.Context, ct *store.ClaimedTask) store.TaskR
 		res.Error = fmt.Sprintf("workflow %q is not registered on worker %s; handed back for another worker", ct.Workflow, e.cfg.WorkerID)
 		e.log.Error("dagen: claimed a task of a workflow not registered here; handing it back",
 			"worker", e.cfg.WorkerID, "workflow", ct.Workflow, "run", ct.RunID, "step", ct.Step)
-		return res
+		return res, true
 	}
+	parent := ctx
 	ctx = e.enterRun(ctx, ct.RunID)
 	defer e.leaveRun(ct.RunID)
 
@@ -49,10 +61,13 @@ func (e *Engine) execute(ctx context.Context, ct *store.ClaimedTask) store.TaskR
 			return fail(errors.New("onfailure task without handler or failure"))
 		}
 		if err := protect(func() error { return reg.def.OnFailure(ctx, in, *ct.Failure) }); err != nil {
+			if stoppedBy(ctx) {
+				return res, false
+			}
 			return fail(fmt.Errorf("onfailure: %w", err))
 		}
 		res.Outcome = store.OutcomeCompleted
-		return res
+		return res, true
 	}
 
 	step := reg.steps[ct.Step]
@@ -62,17 +77,17 @@ func (e *Engine) execute(ctx context.Context, ct *store.ClaimedTask) store.TaskR
 	}
 	if reason, skip := cascade(step, ct.Parents); skip {
 		res.Outcome, res.Reason = store.OutcomeSkipped, reason
-		return res
+		return res, true
 	}
 	for _, p := range step.Skip {
 		var skip bool
 		err := protect(func() (err error) { skip, err = p.Eval(ctx, in); return err })
 		if err != nil {
-			return e.failed(step, res, fmt.Errorf("skip predicate %s: %w", p.Name, err))
+			return e.failed(parent, ctx, step, res, fmt.Errorf("skip predicate %s: %w", p.Name, err))
 		}
 		if skip {
 			res.Outcome, res.Reason = store.OutcomeSkipped, "skip="+p.Name
-			return res
+			return res, true
 		}
 	}
 
@@ -92,31 +107,67 @@ func (e *Engine) execute(ctx context.Context, ct *store.ClaimedTask) store.TaskR
 		err = protect(func() (err error) { w, err = step.Sleep(ctx, in); return err })
 		if err == nil {
 			res.Outcome, res.WakeAt, res.Delay = store.OutcomeSleep, w.At, w.Delay
-			return res
+			return res, true
 		}
 	default:
 		var out []byte
 		err = protect(func() (err error) { out, err = step.Run(ctx, in); return err })
 		if err == nil {
 			res.Outcome, res.Output = store.OutcomeCompleted, out
-			return res
+			return res, true
 		}
 	}
 	if timeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		err = fmt.Errorf("timed out after %s: %w", timeout, err)
 	}
-	return e.failed(step, res, err)
+	return e.failed(parent, ctx, step, res, err)
 }
 
-// failed turns an attempt's error into a retry or a failure for good.
-func (e *Engine) failed(step *Step, res store.TaskResult, err error) store.TaskResult {
-	res.Error = err.Error()
-	if dag.IsTerminal(err) || res.Attempt > step.Retry.MaxRetries {
-		res.Outcome = store.OutcomeFailed
-		return res
+// failed turns an attempt's error into a retry or a failure for good, or,
+// when the attempt's ctx (stepCtx) was cancelled by Stop, into nothing to
+// store. Attempts released by stopping workers do not count against the
+// retries; ctx is the context execute was called with.
+func (e *Engine) failed(ctx, stepCtx context.Context, step *Step, res store.TaskResult, err error) (store.TaskResult, bool) {
+	if stoppedBy(stepCtx) {
+		return res, false
 	}
-	res.Outcome, res.Delay = store.OutcomeRetry, step.Retry.Delay(res.Attempt)
-	return res
+	res.Error = err.Error()
+	if dag.IsTerminal(err) {
+		res.Outcome = store.OutcomeFailed
+		return res, true
+	}
+	counted := res.Attempt
+	if counted > step.Retry.MaxRetries && counted > 1 {
+		// Retries look spent: look for released attempts before failing.
+		counted -= e.releasedAttempts(ctx, res.RunID, res.Step)
+	}
+	if counted > step.Retry.MaxRetries {
+		res.Outcome = store.OutcomeFailed
+		return res, true
+	}
+	res.Outcome, res.Delay = store.OutcomeRetry, step.Retry.Delay(counted)
+	return res, true
+}
+
+// releasedAttempts counts the attempts of a step that stopping workers
+// released (store.Workers.RetireWorker): they were cut short, not failed.
+// It reads the run's event log, so it is asked only when a step's retries
+// look spent. When the log cannot be read it counts none.
+func (e *Engine) releasedAttempts(ctx context.Context, id dag.RunID, step string) int {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	events, err := e.store.ListEvents(ctx, id)
+	if err != nil {
+		e.log.Error("dagen: read events to count released attempts failed; counting none", "run", id, "step", step, "err", err)
+		return 0
+	}
+	n := 0
+	for _, ev := range events {
+		if ev.Step == step && ev.Type == store.EventRescued && ev.Detail == store.ReleasedDetail {
+			n++
+		}
+	}
+	return n
 }
 
 // cascade applies the first two rows of the truth table: a skipped required

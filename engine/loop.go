@@ -24,11 +24,11 @@ func (e *Engine) maxPending() int { return 4 * e.cfg.BatchSize }
 // executors, completers batching results back to the store, and a keeper
 // that heartbeats and, while leading, does housekeeping.
 type loop struct {
-	ctx      context.Context    // cancelled at the end of Stop: steps see it
-	cancel   context.CancelFunc // cancels ctx
-	stopPoll chan struct{}      // closed by Stop: claim no more
-	wake     chan struct{}      // a hint that work may be ready or slots free
-	notify   <-chan struct{}    // the store's notifications, or nil
+	ctx      context.Context         // cancelled at the end of Stop: steps see it
+	cancel   context.CancelCauseFunc // cancels ctx, with errStopped
+	stopPoll chan struct{}           // closed by Stop: claim no more
+	wake     chan struct{}           // a hint that work may be ready or slots free
+	notify   <-chan struct{}         // the store's notifications, or nil
 	work     chan *store.ClaimedTask
 	results  chan store.TaskResult
 	// executing counts claimed tasks whose step has not finished; pending
@@ -55,7 +55,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	if e.loop != nil {
 		return ErrAlreadyStarted
 	}
-	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	lctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	l := &loop{
 		ctx: lctx, cancel: cancel,
 		stopPoll: make(chan struct{}),
@@ -105,7 +105,9 @@ func (e *Engine) Start(ctx context.Context) error {
 // their tasks stay with this worker, then retires the worker. When ctx ends
 // first, the steps' contexts are cancelled and Stop returns without waiting
 // for them: their tasks are released to other workers at once, and a late
-// result of theirs is fenced off.
+// result of theirs is fenced off. A step that fails because of that
+// cancellation has not failed: its result is dropped, and the released
+// attempt does not count against its retries.
 func (e *Engine) Stop(ctx context.Context) error {
 	e.loopMu.Lock()
 	l := e.loop
@@ -124,7 +126,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 		err = fmt.Errorf("stop: %d steps still running and %d results unstored when the deadline passed: %w",
 			l.executing.Load(), l.pending.Load(), ctx.Err())
 	}
-	l.cancel()
+	l.cancel(errStopped)
 	<-l.keeper
 	// Use a short context of our own: ctx may be done already.
 	cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -278,7 +280,14 @@ func (e *Engine) fireTimers(l *loop) {
 func (e *Engine) executor(l *loop) {
 	defer l.execWG.Done()
 	for ct := range l.work {
-		res := e.execute(l.ctx, ct)
+		res, keep := e.execute(l.ctx, ct)
+		if !keep {
+			// Stop cancelled the attempt: RetireWorker releases the task.
+			l.executing.Add(-1)
+			e.log.Info("dagen: step cut short by Stop; its task goes to another worker",
+				"worker", e.cfg.WorkerID, "run", res.RunID, "step", res.Step, "attempt", res.Attempt)
+			continue
+		}
 		l.pending.Add(1)
 		l.executing.Add(-1)
 		l.signal()
@@ -507,15 +516,19 @@ func (e *Engine) Poll(ctx context.Context) (int, error) {
 		}
 	}
 	if len(tasks) > 0 {
-		results := make([]store.TaskResult, len(tasks))
+		results := make([]store.TaskResult, 0, len(tasks))
 		for i := range tasks {
-			results[i] = e.execute(ctx, &tasks[i])
+			if res, keep := e.execute(ctx, &tasks[i]); keep {
+				results = append(results, res)
+			}
 		}
-		outs, err := e.store.CompleteTasks(ctx, results)
-		if err != nil {
-			return 0, fmt.Errorf("poll: complete: %w", err)
+		if len(results) > 0 {
+			outs, err := e.store.CompleteTasks(ctx, results)
+			if err != nil {
+				return 0, fmt.Errorf("poll: complete: %w", err)
+			}
+			e.afterComplete(results, outs)
 		}
-		e.afterComplete(results, outs)
 	}
 	return fired + rescued + len(tasks), nil
 }

@@ -51,6 +51,42 @@ func TestStaleAttemptIsRejected(t *testing.T) {
 	require.Equal(t, "s(0;)", output(t, after, "s"))
 }
 
+func TestReleasedAttemptIsNotARetry(t *testing.T) {
+	ctx := context.Background()
+	var attempts []int
+	def := &engine.Definition{Name: "released", Steps: []engine.Step{
+		{Name: "s", Retry: engine.RetryPolicy{MaxRetries: 1, Backoff: time.Second}, Run: func(ctx context.Context, _ engine.StepInput) ([]byte, error) {
+			info, _ := dag.Info(ctx)
+			attempts = append(attempts, info.Attempt)
+			if info.Attempt == 2 {
+				return nil, errors.New("flaky")
+			}
+			return engine.Encode("ok")
+		}},
+	}}
+	h := newHarness(t, def)
+	id, err := h.Engine.Trigger(ctx, "released", "t", 0)
+	require.NoError(t, err)
+
+	// A worker claims attempt 1 and is stopped before it finishes: it
+	// releases the task.
+	claimed, err := h.Store.ClaimTasks(ctx, store.ClaimParams{Worker: "stopping", Workflows: []string{"released"}, Limit: 1, Lease: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, claimed, 1)
+	n, err := h.Store.RetireWorker(ctx, "stopping", true)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+
+	// Attempt 2 fails: the step's first failure, so its one retry is left.
+	_, err = h.Engine.Wait(ctx, id)
+	require.ErrorIs(t, err, engine.ErrRunBlocked, "the failed attempt waits out its backoff")
+	h.Clock.Advance(time.Minute)
+	res, err := h.Engine.Wait(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, []int{2, 3}, attempts)
+	require.Equal(t, "ok", func() string { v, _ := engine.Output[string](res, "s"); return v }())
+}
+
 // startEngine returns a started engine over st, stopped at cleanup.
 func startEngine(t *testing.T, st store.Store, defs ...*engine.Definition) *engine.Engine {
 	t.Helper()

@@ -17,6 +17,15 @@ type spyStore struct {
 	store.Store
 	polls  atomic.Int64 // FireTimers calls: the poller makes one a round
 	sweeps atomic.Int64 // RescueExpired calls finished: a leader makes one a round
+	stores atomic.Int64 // CompleteTasks calls finished
+	// beforeRetire, when set, runs at the start of RetireWorker.
+	beforeRetire func()
+}
+
+// CompleteTasks counts a batch of results stored.
+func (s *spyStore) CompleteTasks(ctx context.Context, results []store.TaskResult) ([]store.CompletionOutcome, error) {
+	defer s.stores.Add(1)
+	return s.Store.CompleteTasks(ctx, results)
 }
 
 var (
@@ -57,6 +66,9 @@ func (s *spyStore) Heartbeat(ctx context.Context, worker string, ttl time.Durati
 }
 
 func (s *spyStore) RetireWorker(ctx context.Context, worker string, release bool) (int, error) {
+	if s.beforeRetire != nil {
+		s.beforeRetire()
+	}
 	return s.Store.(store.Workers).RetireWorker(ctx, worker, release)
 }
 

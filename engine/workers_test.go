@@ -301,3 +301,75 @@ func testDrainLongerThanLeaseRunsOnce(t *testing.T, open func() store.Store) {
 	require.Equal(t, "first", res.Tasks["s"].Worker)
 	require.Equal(t, int64(1), runs.Load(), "the step ran exactly once")
 }
+
+func TestStopPastDeadlineSpendsNoAttempt(t *testing.T) {
+	eachStore(t, testStopPastDeadlineSpendsNoAttempt)
+}
+
+// testStopPastDeadlineSpendsNoAttempt stops a worker past its deadline
+// while a step without retries runs: the step sees its ctx cancelled and
+// returns the error, which is the engine's doing, not the step's failure.
+// The task goes to another worker and the run completes.
+func testStopPastDeadlineSpendsNoAttempt(t *testing.T, open func() store.Store) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	started := make(chan int, 2)
+	firstStore := spy(open())
+	var storedBefore atomic.Int64
+	returned := make(chan struct{})
+	def := &engine.Definition{Name: "no-retry", Steps: []engine.Step{
+		{Name: "s", Run: func(ctx context.Context, _ engine.StepInput) ([]byte, error) {
+			info, _ := dag.Info(ctx)
+			started <- info.Attempt
+			if info.Attempt == 1 {
+				<-ctx.Done()
+				storedBefore.Store(firstStore.stores.Load())
+				close(returned)
+				return nil, ctx.Err()
+			}
+			return engine.Encode("second worker")
+		}},
+	}}
+	// Give the stopping worker the chance to store the cancelled attempt's
+	// result before it releases its tasks: the order in which that result
+	// would do harm. (A worker that stores nothing is waited for in vain
+	// for a moment.)
+	firstStore.beforeRetire = func() {
+		<-returned
+		give := time.After(500 * time.Millisecond)
+		for firstStore.stores.Load() == storedBefore.Load() {
+			select {
+			case <-give:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}
+	first, err := engine.New(firstStore, &engine.Config{WorkerID: "first", PollInterval: 5 * time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, first.Register(def))
+	require.NoError(t, first.Start(ctx))
+	id, err := first.Trigger(ctx, "no-retry", "t", 0)
+	require.NoError(t, err)
+	require.Equal(t, 1, <-started)
+
+	stopCtx, stopCancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer stopCancel()
+	require.ErrorIs(t, first.Stop(stopCtx), context.DeadlineExceeded)
+
+	second := worker(t, open(), "second", def)
+	res, err := second.Wait(ctx, id)
+	require.NoError(t, err, "a step cut short by Stop does not fail its run")
+	require.Equal(t, store.RunCompleted, res.Status)
+	require.Equal(t, "second worker", output(t, res, "s"))
+	require.Equal(t, 2, res.Tasks["s"].Attempt)
+	events, err := second.Events(ctx, id)
+	require.NoError(t, err)
+	released := false
+	for _, ev := range events {
+		require.NotContains(t, []store.EventType{store.EventRetrying, store.EventFailed}, ev.Type,
+			"the cut-short attempt is not stored as a failure: %+v", ev)
+		released = released || (ev.Type == store.EventRescued && ev.Detail == store.ReleasedDetail)
+	}
+	require.True(t, released, "the task was released by the stopping worker")
+}
