@@ -206,7 +206,8 @@ func TestStopDrainsInFlightSteps(t *testing.T) {
 }
 
 func testStopDrainsInFlightSteps(t *testing.T, open func() store.Store) {
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
 	release := make(chan struct{})
 	started := make(chan struct{}, 1)
 	def := &engine.Definition{Name: "drain", Steps: []engine.Step{
@@ -216,16 +217,27 @@ func testStopDrainsInFlightSteps(t *testing.T, open func() store.Store) {
 			return engine.Encode("done")
 		}},
 	}}
-	st := open()
-	e, err := engine.New(st, &engine.Config{PollInterval: 5 * time.Millisecond})
+	st := spy(open())
+	e, err := engine.New(st, &engine.Config{PollInterval: 5 * time.Millisecond, HeartbeatInterval: 10 * time.Millisecond})
 	require.NoError(t, err)
 	require.NoError(t, e.Register(def))
 	require.NoError(t, e.Start(ctx))
 	id, err := e.Trigger(ctx, "drain", "t", 0)
 	require.NoError(t, err)
 	<-started
-	stopped := make(chan error)
+	// The only engine leads; a stopping engine gives leadership up at
+	// once, which tells us that Stop is under way.
+	require.Eventually(t, e.Leading, 10*time.Second, time.Millisecond)
+	stopped := make(chan error, 1)
 	go func() { stopped <- e.Stop(ctx) }()
+	require.Eventually(t, func() bool { return !e.Leading() }, 10*time.Second, time.Millisecond, "Stop began")
+	// While it drains, the engine keeps heartbeating for its task.
+	require.NoError(t, waitRounds(ctx, &st.beats, 3), "the draining engine heartbeats")
+	select {
+	case err := <-stopped:
+		t.Fatalf("Stop returned while a step was still running: %v", err)
+	default:
+	}
 	close(release)
 	require.NoError(t, <-stopped)
 	run, err := st.GetRun(ctx, id)

@@ -18,6 +18,7 @@ type spyStore struct {
 	polls  atomic.Int64 // FireTimers calls: the poller makes one a round
 	sweeps atomic.Int64 // RescueExpired calls finished: a leader makes one a round
 	stores atomic.Int64 // CompleteTasks calls finished
+	beats  atomic.Int64 // Heartbeat calls finished
 	// beforeRetire, when set, runs at the start of RetireWorker.
 	beforeRetire func()
 }
@@ -62,6 +63,7 @@ func waitRounds(ctx context.Context, counter *atomic.Int64, n int64) error {
 }
 
 func (s *spyStore) Heartbeat(ctx context.Context, worker string, ttl time.Duration, runs []dag.RunID) ([]dag.RunID, error) {
+	defer s.beats.Add(1)
 	return s.Store.(store.Workers).Heartbeat(ctx, worker, ttl, runs)
 }
 
