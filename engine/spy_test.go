@@ -19,6 +19,7 @@ type spyStore struct {
 	sweeps atomic.Int64 // RescueExpired calls finished: a leader makes one a round
 	stores atomic.Int64 // CompleteTasks calls finished
 	beats  atomic.Int64 // Heartbeat calls finished
+	subs   atomic.Int64 // Subscribe calls
 	// beforeRetire, when set, runs at the start of RetireWorker.
 	beforeRetire func()
 }
@@ -93,6 +94,7 @@ func (s *spyStore) Resign(ctx context.Context) error {
 }
 
 func (s *spyStore) Subscribe(ctx context.Context) (<-chan struct{}, error) {
+	s.subs.Add(1)
 	if n, ok := s.Store.(store.Notifier); ok {
 		return n.Subscribe(ctx)
 	}

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -53,6 +54,71 @@ func worker(t *testing.T, st store.Store, id string, defs ...*engine.Definition)
 		_ = e.Stop(ctx)
 	})
 	return e
+}
+
+func TestTwoWorkersPollWithoutNotify(t *testing.T) {
+	eachStore(t, testTwoWorkersPollWithoutNotify)
+}
+
+// testTwoWorkersPollWithoutNotify runs two workers that ignore the store's
+// notifications (as behind PgBouncer, where LISTEN does not work): polling
+// alone finds the ready tasks and the due timers.
+func testTwoWorkersPollWithoutNotify(t *testing.T, open func() store.Store) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var runs [2]atomic.Int64
+	var joins atomic.Int64
+	mk := func(i int) *engine.Definition {
+		count := fn(func(context.Context, int, []string) (string, error) { runs[i].Add(1); return "x", nil })
+		return &engine.Definition{Name: "polled", Steps: []engine.Step{
+			{Name: "a", Run: count},
+			{Name: "nap", Kind: engine.KindSleep, Parents: req("a"), Sleep: func(context.Context, engine.StepInput) (engine.Wake, error) {
+				return engine.Wake{Delay: 10 * time.Millisecond}, nil
+			}},
+			{Name: "b", Parents: req("a"), Run: count},
+			{Name: "c", Parents: req("nap"), Run: count},
+			{Name: "d", Parents: req("b", "c"), Run: fn(func(context.Context, int, []string) (string, error) {
+				joins.Add(1)
+				return "d", nil
+			})},
+		}}
+	}
+	var stores [2]*spyStore
+	var workers [2]*engine.Engine
+	for i := range 2 {
+		stores[i] = spy(open())
+		e, err := engine.New(stores[i], &engine.Config{
+			WorkerID: fmt.Sprintf("poller-%d", i), Concurrency: 4, PollInterval: 5 * time.Millisecond,
+			Lease: 2 * time.Second, DisableNotify: true,
+		})
+		require.NoError(t, err)
+		require.NoError(t, e.Register(mk(i)))
+		require.NoError(t, e.Start(ctx))
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = e.Stop(ctx)
+		})
+		workers[i] = e
+	}
+	var reqs []engine.TriggerRequest
+	for i := range 200 {
+		reqs = append(reqs, engine.TriggerRequest{Workflow: "polled", Tenant: "t", Input: i})
+	}
+	ids, err := workers[0].TriggerMany(ctx, reqs)
+	require.NoError(t, err)
+	for _, id := range ids {
+		res, err := workers[0].Wait(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, store.RunCompleted, res.Status)
+	}
+	require.Equal(t, int64(600), runs[0].Load()+runs[1].Load(), "each step ran once across both workers")
+	require.Equal(t, int64(200), joins.Load())
+	require.NotZero(t, runs[0].Load())
+	require.NotZero(t, runs[1].Load())
+	for i := range 2 {
+		require.Zero(t, stores[i].subs.Load(), "worker %d did not subscribe to notifications", i)
+	}
 }
 
 func TestCancelReachesStepOnAnotherWorker(t *testing.T) {
