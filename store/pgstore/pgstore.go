@@ -34,6 +34,7 @@ type Store struct {
 	owned bool // Close closes the pool
 
 	leader leader
+	stats  plannerStats
 }
 
 var _ store.Store = (*Store)(nil)

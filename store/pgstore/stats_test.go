@@ -1,0 +1,35 @@
+package pgstore_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dagenhq/dagen/store"
+)
+
+// TestStatisticsFollowGrowth checks that the store analyzes its tables as
+// they grow from empty, without waiting for autovacuum: the planner's row
+// count of the tasks table (-1 until the first ANALYZE) keeps up with it.
+func TestStatisticsFollowGrowth(t *testing.T) {
+	ctx := context.Background()
+	s := stores(t, 1, nil)[0]
+	reltuples := func() float64 {
+		var n float64
+		require.NoError(t, s.Pool().QueryRow(ctx, `SELECT reltuples FROM pg_class WHERE oid = 'dagen_tasks'::regclass`).Scan(&n))
+		return n
+	}
+	require.Less(t, reltuples(), 1.0, "a new schema's tasks table has no statistics yet")
+
+	var runs []store.NewRun
+	for i := range 8000 {
+		runs = append(runs, newRun("w", fmt.Sprint("t", i%4), step("a"), step("b", "a")))
+	}
+	createInBatches(t, s, runs[:1000])
+	after2k := reltuples()
+	require.GreaterOrEqual(t, after2k, 1000.0, "2,000 tasks created: the table was analyzed")
+	createInBatches(t, s, runs[1000:])
+	require.GreaterOrEqual(t, reltuples(), 4*after2k, "16,000 tasks created: analyzed again as the table grew")
+}
