@@ -63,9 +63,11 @@ WHERE id = @id;
 SELECT EXISTS (SELECT 1 FROM dagen_runs WHERE id = @id);
 
 -- name: PruneCandidates :many
+-- Finished runs older than cutoff, oldest first. A run finishes after it
+-- was created, so the created_at index bounds the scan.
 SELECT id FROM dagen_runs
-WHERE finished_at < @cutoff::timestamptz
-ORDER BY finished_at
+WHERE created_at < @cutoff::timestamptz AND finished_at < @cutoff::timestamptz
+ORDER BY created_at
 LIMIT @max;
 
 -- name: LockPrunableRuns :many

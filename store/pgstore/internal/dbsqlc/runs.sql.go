@@ -253,11 +253,13 @@ func (q *Queries) LockRunsSkipLocked(ctx context.Context, db DBTX, now pgtype.Ti
 
 const pruneCandidates = `-- name: PruneCandidates :many
 SELECT id FROM dagen_runs
-WHERE finished_at < $1::timestamptz
-ORDER BY finished_at
+WHERE created_at < $1::timestamptz AND finished_at < $1::timestamptz
+ORDER BY created_at
 LIMIT $2
 `
 
+// Finished runs older than cutoff, oldest first. A run finishes after it
+// was created, so the created_at index bounds the scan.
 func (q *Queries) PruneCandidates(ctx context.Context, db DBTX, cutoff pgtype.Timestamptz, max int32) ([]pgtype.UUID, error) {
 	rows, err := db.Query(ctx, pruneCandidates, cutoff, max)
 	if err != nil {
