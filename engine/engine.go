@@ -9,7 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"reflect"
-	"sort"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -111,6 +111,8 @@ type RunError struct {
 	Failure *dag.Failure // set when FAILED
 }
 
+// Error reports the run, its status and, for a FAILED run, which step
+// failed on which attempt and why.
 func (e *RunError) Error() string {
 	if e.Failure != nil {
 		return fmt.Sprintf("run %s %s: %v", e.RunID, e.Status, *e.Failure)
@@ -254,8 +256,10 @@ func (e *Engine) Register(def *Definition) error {
 		return fmt.Errorf("register %q: %w", def.Name, ErrDuplicateWorkflow)
 	}
 	e.defs[def.Name] = reg
-	e.workflows = append(e.workflows, def.Name)
-	sort.Strings(e.workflows)
+	// A new slice: one that registeredNames handed out may be in use.
+	names := append(slices.Clone(e.workflows), def.Name)
+	slices.Sort(names)
+	e.workflows = names
 	return nil
 }
 
@@ -265,6 +269,8 @@ func (e *Engine) lookup(workflow string) *registered {
 	return e.defs[workflow]
 }
 
+// registeredNames returns the registered workflow names, sorted. The
+// slice is never changed afterwards: callers may use it unlocked.
 func (e *Engine) registeredNames() []string {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
