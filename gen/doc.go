@@ -20,9 +20,13 @@
 //     Start, and OrderRun with ID and Wait;
 //   - OrderResult, one field per step with an output: dag.Maybe[T] for a
 //     step that can be skipped, T otherwise;
-//   - compile-time guards, one per user func, so a signature changed after
-//     generation breaks the build with a message that says to run go
-//     generate.
+//   - compile-time guards, one per user func: a type holding the signature
+//     the func was generated for, named for what to do
+//     (_dagenSignature_Validate_changed_run_go_generate), and at the top of
+//     OrderDefinition a variable of that type assigned the func, through
+//     which the adapters call it. A signature changed after generation
+//     fails the build on that line only, and the compiler's message names
+//     the type; a func deleted or renamed fails there as "undefined".
 //
 // Output is gofmt'ed and deterministic: the same input gives the same bytes.
 package gen

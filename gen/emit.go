@@ -21,8 +21,13 @@ const (
 	dagPath    = analysis.DagPkgPath
 )
 
-// guardComment ends every compile-time guard line.
-const guardComment = "if this fails to compile, the signature changed: run go generate"
+// signatureType names the type that holds the signature a user func was
+// generated for. The name is what the compiler prints when the func no
+// longer has that signature ("cannot use Validate (value of type ...) as
+// _dagenSignature_Validate_changed_run_go_generate value"), so it says what
+// to do. It is a defined type rather than an alias because compilers that
+// do not track aliases would print the func type instead of the name.
+func signatureType(fn string) string { return "_dagenSignature_" + fn + "_changed_run_go_generate" }
 
 // emitter writes the dag_gen.go of one package.
 type emitter struct {
@@ -30,12 +35,15 @@ type emitter struct {
 	f     *jen.File
 	taken map[string]bool   // package-scope and import names locals must avoid
 	local map[string]string // chosen local names, by base name
+	// declared holds the funcs whose signature type is already emitted: a
+	// predicate may serve several workflows of the package.
+	declared map[string]bool
 }
 
 func emitPackage(p *analysis.Package) ([]byte, error) {
 	f := jen.NewFilePathName(p.Path, p.Name)
 	f.HeaderComment(analysis.GeneratedHeader)
-	g := &emitter{pkg: p, f: f, taken: map[string]bool{}, local: map[string]string{}}
+	g := &emitter{pkg: p, f: f, taken: map[string]bool{}, local: map[string]string{}, declared: map[string]bool{}}
 	if p.Types != nil {
 		for _, name := range p.Types.Scope().Names() {
 			g.taken[name] = true
@@ -291,13 +299,14 @@ func (g *emitter) workflow(w *analysis.Workflow) {
 	g.f.Commentf("%sDefinition().Fingerprint() returns it, and runs record it.", n)
 	g.f.Const().Id(n + "Fingerprint").Op("=").Lit(fp)
 	g.f.Line()
+	if g.signatureTypes(w) {
+		g.f.Line()
+	}
 	g.definition(w)
 	g.f.Line()
 	g.handle(w)
 	g.f.Line()
 	g.result(w)
-	g.f.Line()
-	g.guards(w)
 }
 
 // fingerprint computes what engine.Definition.Fingerprint will say about
@@ -332,7 +341,8 @@ func (g *emitter) definition(w *analysis.Workflow) {
 	// One statement per step rather than one literal holding them all:
 	// go/printer measures nested literals again at every level, which is
 	// slow for workflows with thousands of steps.
-	body := []jen.Code{jen.Id(def).Op(":=").Op("&").Qual(enginePath, "Definition").Add(fields.values())}
+	body := g.guards(w)
+	body = append(body, jen.Id(def).Op(":=").Op("&").Qual(enginePath, "Definition").Add(fields.values()))
 	for _, s := range w.Steps {
 		body = append(body, jen.Id(def).Dot("Steps").Op("=").Append(jen.Id(def).Dot("Steps"), jen.Qual(enginePath, "Step").Add(g.step(w, s))))
 	}
@@ -450,7 +460,7 @@ func (g *emitter) callArgs(w *analysis.Workflow, s *analysis.Step, zero ...jen.C
 
 func (g *emitter) runAdapter(w *analysis.Workflow, s *analysis.Step) jen.Code {
 	body, args := g.callArgs(w, s, jen.Nil())
-	call := jen.Id(s.Func).Call(args...)
+	call := jen.Id(g.fnVar(s.Func)).Call(args...)
 	if s.Output == nil {
 		body = append(body, jen.Return(jen.Nil(), call))
 	} else {
@@ -473,7 +483,7 @@ func (g *emitter) sleepAdapter(w *analysis.Workflow, s *analysis.Step) jen.Code 
 		field = "At"
 	}
 	body = append(body,
-		jen.List(jen.Id(wake), jen.Id(g.name("err"))).Op(":=").Id(s.Func).Call(args...),
+		jen.List(jen.Id(wake), jen.Id(g.name("err"))).Op(":=").Id(g.fnVar(s.Func)).Call(args...),
 		g.checkErr(zero),
 		jen.Return(jen.Qual(enginePath, "Wake").Values(jen.Dict{jen.Id(field): jen.Id(wake)}), jen.Nil()),
 	)
@@ -502,7 +512,7 @@ func (g *emitter) predicate(w *analysis.Workflow, s *analysis.Step, p *analysis.
 	for _, i := range dedupe(parents) {
 		body = append(body, g.decodeParent(s, i, jen.False())...)
 	}
-	call := jen.Id(p.Func).Call(args...)
+	call := jen.Id(g.fnVar(p.Func)).Call(args...)
 	if p.ReturnsErr {
 		body = append(body, jen.Return(call))
 	} else {
@@ -530,7 +540,7 @@ func dedupe(xs []int) []int {
 func (g *emitter) onFailure(w *analysis.Workflow) jen.Code {
 	failure := g.name("failure")
 	body := g.decodeInput(w)
-	body = append(body, jen.Return(jen.Id(w.OnFailure).Call(jen.Id(g.name("ctx")), jen.Id(g.name("input")), jen.Id(failure))))
+	body = append(body, jen.Return(jen.Id(g.fnVar(w.OnFailure)).Call(jen.Id(g.name("ctx")), jen.Id(g.name("input")), jen.Id(failure))))
 	return jen.Func().Params(g.ctxParam(), g.inParam(), jen.Id(failure).Qual(dagPath, "Failure")).Error().Block(body...)
 }
 
@@ -626,29 +636,81 @@ func (g *emitter) result(w *analysis.Workflow) {
 	})
 }
 
-// guards emits one compile-time assertion per user func, so that a
-// signature changed after generation fails the build at a line that says
-// what to do.
-func (g *emitter) guards(w *analysis.Workflow) {
-	g.f.Commentf("Compile-time guards: the signatures workflow %q was generated for.", w.Name)
+// userFunc is a func of the user's that the generated code calls.
+type userFunc struct {
+	name string
+	sig  *types.Signature
+}
+
+// userFuncs returns the funcs workflow w calls, each once: steps in source
+// order, then skip predicates, then the onfailure func.
+func userFuncs(w *analysis.Workflow) []userFunc {
+	var out []userFunc
 	seen := map[string]bool{}
-	guard := func(name string, sig *types.Signature) {
-		if seen[name] {
-			return
+	add := func(name string, sig *types.Signature) {
+		if !seen[name] {
+			seen[name] = true
+			out = append(out, userFunc{name, sig})
 		}
-		seen[name] = true
-		g.f.Var().Id("_").Add(g.funcType(sig)).Op("=").Id(name).Comment(guardComment)
 	}
 	for _, s := range w.Steps {
-		guard(s.Func, s.Sig)
+		add(s.Func, s.Sig)
 	}
 	for _, s := range w.Steps {
 		for _, p := range s.Skip {
-			guard(p.Func, p.Sig)
+			add(p.Func, p.Sig)
 		}
 	}
 	if w.OnFailure != "" {
-		guard(w.OnFailure, w.OnFailureSig)
+		add(w.OnFailure, w.OnFailureSig)
+	}
+	return out
+}
+
+// signatureTypes declares the signature type of every func of w that an
+// earlier workflow of the package has not declared, and reports whether
+// it declared any.
+func (g *emitter) signatureTypes(w *analysis.Workflow) bool {
+	var specs []jen.Code
+	for _, fn := range userFuncs(w) {
+		if g.declared[fn.name] {
+			continue
+		}
+		g.declared[fn.name] = true
+		specs = append(specs, jen.Id(signatureType(fn.name)).Add(g.funcType(fn.sig)))
+	}
+	if len(specs) == 0 {
+		return false
+	}
+	n := analysis.GoName(w)
+	g.f.Commentf("The signatures of the funcs of workflow %q as generated. %sDefinition", w.Name, n)
+	g.f.Comment("assigns each func to a variable of its type, so a func changed since then")
+	g.f.Comment("fails the build there, with an error that names the type: run go generate.")
+	g.f.Type().Defs(specs...)
+	return true
+}
+
+// fnVar is the local variable through which a definition calls the user
+// func fn.
+func (g *emitter) fnVar(fn string) string { return g.name(fn + "Fn") }
+
+// guards returns the statements that open a definition: one variable per
+// user func, declared with the func's signature type and assigned the
+// func. They are the compile-time guards. A func whose signature changed
+// after generation, or that is gone, fails the build on its guard line,
+// and on no other: the adapters call the variable, whose type is still
+// the one they were generated for. The guards are locals rather than
+// package-level variables so that a step calling back into its own
+// workflow (NewOrderWorkflow in a step) is no initialization cycle.
+func (g *emitter) guards(w *analysis.Workflow) []jen.Code {
+	var specs []jen.Code
+	for _, fn := range userFuncs(w) {
+		specs = append(specs, jen.Id(g.fnVar(fn.name)).Id(signatureType(fn.name)).Op("=").Id(fn.name))
+	}
+	return []jen.Code{
+		jen.Comment("Compile-time guards: each func with the signature it was generated for."),
+		jen.Comment("If one of these lines does not compile, the func changed: run go generate."),
+		jen.Var().Defs(specs...),
 	}
 }
 

@@ -15,9 +15,37 @@ import (
 // OrderDefinition().Fingerprint() returns it, and runs record it.
 const OrderFingerprint = "0d9778fd23d95dab"
 
+// The signatures of the funcs of workflow "Order" as generated. OrderDefinition
+// assigns each func to a variable of its type, so a func changed since then
+// fails the build there, with an error that names the type: run go generate.
+type (
+	_dagenSignature_Validate_changed_run_go_generate    func(context.Context, Order) (Validation, error)
+	_dagenSignature_Charge_changed_run_go_generate      func(context.Context, Order, Validation) (Receipt, error)
+	_dagenSignature_Reject_changed_run_go_generate      func(context.Context, Order, Validation) (Rejection, error)
+	_dagenSignature_FraudWindow_changed_run_go_generate func(context.Context, Order, Receipt) (time.Duration, error)
+	_dagenSignature_Ship_changed_run_go_generate        func(context.Context, Order, Receipt) (Shipment, error)
+	_dagenSignature_Finalize_changed_run_go_generate    func(context.Context, Order, dag.Maybe[Shipment], dag.Maybe[Rejection]) (Summary, error)
+	_dagenSignature_invalid_changed_run_go_generate     func(Validation) bool
+	_dagenSignature_valid_changed_run_go_generate       func(Validation) bool
+	_dagenSignature_Alert_changed_run_go_generate       func(context.Context, Order, dag.Failure) error
+)
+
 // OrderDefinition returns the engine definition of workflow "Order".
 // NewOrderWorkflow registers it and returns a typed handle.
 func OrderDefinition() *engine.Definition {
+	// Compile-time guards: each func with the signature it was generated for.
+	// If one of these lines does not compile, the func changed: run go generate.
+	var (
+		ValidateFn    _dagenSignature_Validate_changed_run_go_generate    = Validate
+		ChargeFn      _dagenSignature_Charge_changed_run_go_generate      = Charge
+		RejectFn      _dagenSignature_Reject_changed_run_go_generate      = Reject
+		FraudWindowFn _dagenSignature_FraudWindow_changed_run_go_generate = FraudWindow
+		ShipFn        _dagenSignature_Ship_changed_run_go_generate        = Ship
+		FinalizeFn    _dagenSignature_Finalize_changed_run_go_generate    = Finalize
+		invalidFn     _dagenSignature_invalid_changed_run_go_generate     = invalid
+		validFn       _dagenSignature_valid_changed_run_go_generate       = valid
+		AlertFn       _dagenSignature_Alert_changed_run_go_generate       = Alert
+	)
 	def := &engine.Definition{
 		Name:  "Order",
 		Steps: make([]engine.Step, 0, 6),
@@ -26,7 +54,7 @@ func OrderDefinition() *engine.Definition {
 			if err != nil {
 				return err
 			}
-			return Alert(ctx, input, failure)
+			return AlertFn(ctx, input, failure)
 		},
 	}
 	def.Steps = append(def.Steps, engine.Step{
@@ -36,7 +64,7 @@ func OrderDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := Validate(ctx, input)
+			out, err := ValidateFn(ctx, input)
 			if err != nil {
 				return nil, err
 			}
@@ -53,7 +81,7 @@ func OrderDefinition() *engine.Definition {
 				if err != nil {
 					return false, err
 				}
-				return invalid(p0), nil
+				return invalidFn(p0), nil
 			},
 		}},
 		Retry: engine.RetryPolicy{
@@ -70,7 +98,7 @@ func OrderDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := Charge(ctx, input, p0)
+			out, err := ChargeFn(ctx, input, p0)
 			if err != nil {
 				return nil, err
 			}
@@ -87,7 +115,7 @@ func OrderDefinition() *engine.Definition {
 				if err != nil {
 					return false, err
 				}
-				return valid(p0), nil
+				return validFn(p0), nil
 			},
 		}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -99,7 +127,7 @@ func OrderDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := Reject(ctx, input, p0)
+			out, err := RejectFn(ctx, input, p0)
 			if err != nil {
 				return nil, err
 			}
@@ -119,7 +147,7 @@ func OrderDefinition() *engine.Definition {
 			if err != nil {
 				return engine.Wake{}, err
 			}
-			wake, err := FraudWindow(ctx, input, p0)
+			wake, err := FraudWindowFn(ctx, input, p0)
 			if err != nil {
 				return engine.Wake{}, err
 			}
@@ -138,7 +166,7 @@ func OrderDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := Ship(ctx, input, p0)
+			out, err := ShipFn(ctx, input, p0)
 			if err != nil {
 				return nil, err
 			}
@@ -167,7 +195,7 @@ func OrderDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := Finalize(ctx, input, p0, p1)
+			out, err := FinalizeFn(ctx, input, p0, p1)
 			if err != nil {
 				return nil, err
 			}
@@ -258,14 +286,3 @@ type OrderResult struct {
 	Ship     dag.Maybe[Shipment]
 	Finalize dag.Maybe[Summary]
 }
-
-// Compile-time guards: the signatures workflow "Order" was generated for.
-var _ func(context.Context, Order) (Validation, error) = Validate                                         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Order, Validation) (Receipt, error) = Charge                                  // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Order, Validation) (Rejection, error) = Reject                                // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Order, Receipt) (time.Duration, error) = FraudWindow                          // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Order, Receipt) (Shipment, error) = Ship                                      // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Order, dag.Maybe[Shipment], dag.Maybe[Rejection]) (Summary, error) = Finalize // if this fails to compile, the signature changed: run go generate
-var _ func(Validation) bool = invalid                                                                     // if this fails to compile, the signature changed: run go generate
-var _ func(Validation) bool = valid                                                                       // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Order, dag.Failure) error = Alert                                             // if this fails to compile, the signature changed: run go generate

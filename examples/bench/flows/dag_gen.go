@@ -14,9 +14,21 @@ import (
 // SingleDefinition().Fingerprint() returns it, and runs record it.
 const SingleFingerprint = "32a310e210f240a5"
 
+// The signatures of the funcs of workflow "Single" as generated. SingleDefinition
+// assigns each func to a variable of its type, so a func changed since then
+// fails the build there, with an error that names the type: run go generate.
+type (
+	_dagenSignature_Only_changed_run_go_generate func(context.Context, Single) (int, error)
+)
+
 // SingleDefinition returns the engine definition of workflow "Single".
 // NewSingleWorkflow registers it and returns a typed handle.
 func SingleDefinition() *engine.Definition {
+	// Compile-time guards: each func with the signature it was generated for.
+	// If one of these lines does not compile, the func changed: run go generate.
+	var (
+		OnlyFn _dagenSignature_Only_changed_run_go_generate = Only
+	)
 	def := &engine.Definition{
 		Name:  "Single",
 		Steps: make([]engine.Step, 0, 1),
@@ -28,7 +40,7 @@ func SingleDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := Only(ctx, input)
+			out, err := OnlyFn(ctx, input)
 			if err != nil {
 				return nil, err
 			}
@@ -104,16 +116,27 @@ type SingleResult struct {
 	Only int
 }
 
-// Compile-time guards: the signatures workflow "Single" was generated for.
-var _ func(context.Context, Single) (int, error) = Only // if this fails to compile, the signature changed: run go generate
-
 // PairFingerprint is the shape of workflow "Pair" (its steps and edges) as generated:
 // PairDefinition().Fingerprint() returns it, and runs record it.
 const PairFingerprint = "e950efe75fc654bf"
 
+// The signatures of the funcs of workflow "Pair" as generated. PairDefinition
+// assigns each func to a variable of its type, so a func changed since then
+// fails the build there, with an error that names the type: run go generate.
+type (
+	_dagenSignature_A_changed_run_go_generate func(context.Context, Pair) error
+	_dagenSignature_B_changed_run_go_generate func(context.Context, Pair) (int, error)
+)
+
 // PairDefinition returns the engine definition of workflow "Pair".
 // NewPairWorkflow registers it and returns a typed handle.
 func PairDefinition() *engine.Definition {
+	// Compile-time guards: each func with the signature it was generated for.
+	// If one of these lines does not compile, the func changed: run go generate.
+	var (
+		AFn _dagenSignature_A_changed_run_go_generate = A
+		BFn _dagenSignature_B_changed_run_go_generate = B
+	)
 	def := &engine.Definition{
 		Name:  "Pair",
 		Steps: make([]engine.Step, 0, 2),
@@ -125,7 +148,7 @@ func PairDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, A(ctx, input)
+			return nil, AFn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -136,7 +159,7 @@ func PairDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := B(ctx, input)
+			out, err := BFn(ctx, input)
 			if err != nil {
 				return nil, err
 			}
@@ -212,17 +235,43 @@ type PairResult struct {
 	B int
 }
 
-// Compile-time guards: the signatures workflow "Pair" was generated for.
-var _ func(context.Context, Pair) error = A        // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Pair) (int, error) = B // if this fails to compile, the signature changed: run go generate
-
 // ChainFingerprint is the shape of workflow "Chain" (its steps and edges) as generated:
 // ChainDefinition().Fingerprint() returns it, and runs record it.
 const ChainFingerprint = "e736fdd30a9ec3f4"
 
+// The signatures of the funcs of workflow "Chain" as generated. ChainDefinition
+// assigns each func to a variable of its type, so a func changed since then
+// fails the build there, with an error that names the type: run go generate.
+type (
+	_dagenSignature_S1_changed_run_go_generate  func(context.Context, Chain) (int, error)
+	_dagenSignature_S2_changed_run_go_generate  func(context.Context, Chain, int) (int, error)
+	_dagenSignature_S3_changed_run_go_generate  func(context.Context, Chain, int) (int, error)
+	_dagenSignature_S4_changed_run_go_generate  func(context.Context, Chain, int) (int, error)
+	_dagenSignature_S5_changed_run_go_generate  func(context.Context, Chain, int) (int, error)
+	_dagenSignature_S6_changed_run_go_generate  func(context.Context, Chain, int) (int, error)
+	_dagenSignature_S7_changed_run_go_generate  func(context.Context, Chain, int) (int, error)
+	_dagenSignature_S8_changed_run_go_generate  func(context.Context, Chain, int) (int, error)
+	_dagenSignature_S9_changed_run_go_generate  func(context.Context, Chain, int) (int, error)
+	_dagenSignature_S10_changed_run_go_generate func(context.Context, Chain, int) (int, error)
+)
+
 // ChainDefinition returns the engine definition of workflow "Chain".
 // NewChainWorkflow registers it and returns a typed handle.
 func ChainDefinition() *engine.Definition {
+	// Compile-time guards: each func with the signature it was generated for.
+	// If one of these lines does not compile, the func changed: run go generate.
+	var (
+		S1Fn  _dagenSignature_S1_changed_run_go_generate  = S1
+		S2Fn  _dagenSignature_S2_changed_run_go_generate  = S2
+		S3Fn  _dagenSignature_S3_changed_run_go_generate  = S3
+		S4Fn  _dagenSignature_S4_changed_run_go_generate  = S4
+		S5Fn  _dagenSignature_S5_changed_run_go_generate  = S5
+		S6Fn  _dagenSignature_S6_changed_run_go_generate  = S6
+		S7Fn  _dagenSignature_S7_changed_run_go_generate  = S7
+		S8Fn  _dagenSignature_S8_changed_run_go_generate  = S8
+		S9Fn  _dagenSignature_S9_changed_run_go_generate  = S9
+		S10Fn _dagenSignature_S10_changed_run_go_generate = S10
+	)
 	def := &engine.Definition{
 		Name:  "Chain",
 		Steps: make([]engine.Step, 0, 10),
@@ -234,7 +283,7 @@ func ChainDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := S1(ctx, input)
+			out, err := S1Fn(ctx, input)
 			if err != nil {
 				return nil, err
 			}
@@ -253,7 +302,7 @@ func ChainDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := S2(ctx, input, p0)
+			out, err := S2Fn(ctx, input, p0)
 			if err != nil {
 				return nil, err
 			}
@@ -272,7 +321,7 @@ func ChainDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := S3(ctx, input, p0)
+			out, err := S3Fn(ctx, input, p0)
 			if err != nil {
 				return nil, err
 			}
@@ -291,7 +340,7 @@ func ChainDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := S4(ctx, input, p0)
+			out, err := S4Fn(ctx, input, p0)
 			if err != nil {
 				return nil, err
 			}
@@ -310,7 +359,7 @@ func ChainDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := S5(ctx, input, p0)
+			out, err := S5Fn(ctx, input, p0)
 			if err != nil {
 				return nil, err
 			}
@@ -329,7 +378,7 @@ func ChainDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := S6(ctx, input, p0)
+			out, err := S6Fn(ctx, input, p0)
 			if err != nil {
 				return nil, err
 			}
@@ -348,7 +397,7 @@ func ChainDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := S7(ctx, input, p0)
+			out, err := S7Fn(ctx, input, p0)
 			if err != nil {
 				return nil, err
 			}
@@ -367,7 +416,7 @@ func ChainDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := S8(ctx, input, p0)
+			out, err := S8Fn(ctx, input, p0)
 			if err != nil {
 				return nil, err
 			}
@@ -386,7 +435,7 @@ func ChainDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := S9(ctx, input, p0)
+			out, err := S9Fn(ctx, input, p0)
 			if err != nil {
 				return nil, err
 			}
@@ -405,7 +454,7 @@ func ChainDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := S10(ctx, input, p0)
+			out, err := S10Fn(ctx, input, p0)
 			if err != nil {
 				return nil, err
 			}
@@ -517,25 +566,127 @@ type ChainResult struct {
 	S10 int
 }
 
-// Compile-time guards: the signatures workflow "Chain" was generated for.
-var _ func(context.Context, Chain) (int, error) = S1       // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Chain, int) (int, error) = S2  // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Chain, int) (int, error) = S3  // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Chain, int) (int, error) = S4  // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Chain, int) (int, error) = S5  // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Chain, int) (int, error) = S6  // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Chain, int) (int, error) = S7  // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Chain, int) (int, error) = S8  // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Chain, int) (int, error) = S9  // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Chain, int) (int, error) = S10 // if this fails to compile, the signature changed: run go generate
-
 // FanFingerprint is the shape of workflow "Fan" (its steps and edges) as generated:
 // FanDefinition().Fingerprint() returns it, and runs record it.
 const FanFingerprint = "69557596dbb65e55"
 
+// The signatures of the funcs of workflow "Fan" as generated. FanDefinition
+// assigns each func to a variable of its type, so a func changed since then
+// fails the build there, with an error that names the type: run go generate.
+type (
+	_dagenSignature_Root_changed_run_go_generate func(context.Context, Fan) error
+	_dagenSignature_F01_changed_run_go_generate  func(context.Context, Fan) error
+	_dagenSignature_F02_changed_run_go_generate  func(context.Context, Fan) error
+	_dagenSignature_F03_changed_run_go_generate  func(context.Context, Fan) error
+	_dagenSignature_F04_changed_run_go_generate  func(context.Context, Fan) error
+	_dagenSignature_F05_changed_run_go_generate  func(context.Context, Fan) error
+	_dagenSignature_F06_changed_run_go_generate  func(context.Context, Fan) error
+	_dagenSignature_F07_changed_run_go_generate  func(context.Context, Fan) error
+	_dagenSignature_F08_changed_run_go_generate  func(context.Context, Fan) error
+	_dagenSignature_F09_changed_run_go_generate  func(context.Context, Fan) error
+	_dagenSignature_F10_changed_run_go_generate  func(context.Context, Fan) error
+	_dagenSignature_F11_changed_run_go_generate  func(context.Context, Fan) error
+	_dagenSignature_F12_changed_run_go_generate  func(context.Context, Fan) error
+	_dagenSignature_F13_changed_run_go_generate  func(context.Context, Fan) error
+	_dagenSignature_F14_changed_run_go_generate  func(context.Context, Fan) error
+	_dagenSignature_F15_changed_run_go_generate  func(context.Context, Fan) error
+	_dagenSignature_F16_changed_run_go_generate  func(context.Context, Fan) error
+	_dagenSignature_F17_changed_run_go_generate  func(context.Context, Fan) error
+	_dagenSignature_F18_changed_run_go_generate  func(context.Context, Fan) error
+	_dagenSignature_F19_changed_run_go_generate  func(context.Context, Fan) error
+	_dagenSignature_F20_changed_run_go_generate  func(context.Context, Fan) error
+	_dagenSignature_F21_changed_run_go_generate  func(context.Context, Fan) error
+	_dagenSignature_F22_changed_run_go_generate  func(context.Context, Fan) error
+	_dagenSignature_F23_changed_run_go_generate  func(context.Context, Fan) error
+	_dagenSignature_F24_changed_run_go_generate  func(context.Context, Fan) error
+	_dagenSignature_F25_changed_run_go_generate  func(context.Context, Fan) error
+	_dagenSignature_F26_changed_run_go_generate  func(context.Context, Fan) error
+	_dagenSignature_F27_changed_run_go_generate  func(context.Context, Fan) error
+	_dagenSignature_F28_changed_run_go_generate  func(context.Context, Fan) error
+	_dagenSignature_F29_changed_run_go_generate  func(context.Context, Fan) error
+	_dagenSignature_F30_changed_run_go_generate  func(context.Context, Fan) error
+	_dagenSignature_F31_changed_run_go_generate  func(context.Context, Fan) error
+	_dagenSignature_F32_changed_run_go_generate  func(context.Context, Fan) error
+	_dagenSignature_F33_changed_run_go_generate  func(context.Context, Fan) error
+	_dagenSignature_F34_changed_run_go_generate  func(context.Context, Fan) error
+	_dagenSignature_F35_changed_run_go_generate  func(context.Context, Fan) error
+	_dagenSignature_F36_changed_run_go_generate  func(context.Context, Fan) error
+	_dagenSignature_F37_changed_run_go_generate  func(context.Context, Fan) error
+	_dagenSignature_F38_changed_run_go_generate  func(context.Context, Fan) error
+	_dagenSignature_F39_changed_run_go_generate  func(context.Context, Fan) error
+	_dagenSignature_F40_changed_run_go_generate  func(context.Context, Fan) error
+	_dagenSignature_F41_changed_run_go_generate  func(context.Context, Fan) error
+	_dagenSignature_F42_changed_run_go_generate  func(context.Context, Fan) error
+	_dagenSignature_F43_changed_run_go_generate  func(context.Context, Fan) error
+	_dagenSignature_F44_changed_run_go_generate  func(context.Context, Fan) error
+	_dagenSignature_F45_changed_run_go_generate  func(context.Context, Fan) error
+	_dagenSignature_F46_changed_run_go_generate  func(context.Context, Fan) error
+	_dagenSignature_F47_changed_run_go_generate  func(context.Context, Fan) error
+	_dagenSignature_F48_changed_run_go_generate  func(context.Context, Fan) error
+	_dagenSignature_F49_changed_run_go_generate  func(context.Context, Fan) error
+	_dagenSignature_F50_changed_run_go_generate  func(context.Context, Fan) error
+	_dagenSignature_Join_changed_run_go_generate func(context.Context, Fan) (int, error)
+)
+
 // FanDefinition returns the engine definition of workflow "Fan".
 // NewFanWorkflow registers it and returns a typed handle.
 func FanDefinition() *engine.Definition {
+	// Compile-time guards: each func with the signature it was generated for.
+	// If one of these lines does not compile, the func changed: run go generate.
+	var (
+		RootFn _dagenSignature_Root_changed_run_go_generate = Root
+		F01Fn  _dagenSignature_F01_changed_run_go_generate  = F01
+		F02Fn  _dagenSignature_F02_changed_run_go_generate  = F02
+		F03Fn  _dagenSignature_F03_changed_run_go_generate  = F03
+		F04Fn  _dagenSignature_F04_changed_run_go_generate  = F04
+		F05Fn  _dagenSignature_F05_changed_run_go_generate  = F05
+		F06Fn  _dagenSignature_F06_changed_run_go_generate  = F06
+		F07Fn  _dagenSignature_F07_changed_run_go_generate  = F07
+		F08Fn  _dagenSignature_F08_changed_run_go_generate  = F08
+		F09Fn  _dagenSignature_F09_changed_run_go_generate  = F09
+		F10Fn  _dagenSignature_F10_changed_run_go_generate  = F10
+		F11Fn  _dagenSignature_F11_changed_run_go_generate  = F11
+		F12Fn  _dagenSignature_F12_changed_run_go_generate  = F12
+		F13Fn  _dagenSignature_F13_changed_run_go_generate  = F13
+		F14Fn  _dagenSignature_F14_changed_run_go_generate  = F14
+		F15Fn  _dagenSignature_F15_changed_run_go_generate  = F15
+		F16Fn  _dagenSignature_F16_changed_run_go_generate  = F16
+		F17Fn  _dagenSignature_F17_changed_run_go_generate  = F17
+		F18Fn  _dagenSignature_F18_changed_run_go_generate  = F18
+		F19Fn  _dagenSignature_F19_changed_run_go_generate  = F19
+		F20Fn  _dagenSignature_F20_changed_run_go_generate  = F20
+		F21Fn  _dagenSignature_F21_changed_run_go_generate  = F21
+		F22Fn  _dagenSignature_F22_changed_run_go_generate  = F22
+		F23Fn  _dagenSignature_F23_changed_run_go_generate  = F23
+		F24Fn  _dagenSignature_F24_changed_run_go_generate  = F24
+		F25Fn  _dagenSignature_F25_changed_run_go_generate  = F25
+		F26Fn  _dagenSignature_F26_changed_run_go_generate  = F26
+		F27Fn  _dagenSignature_F27_changed_run_go_generate  = F27
+		F28Fn  _dagenSignature_F28_changed_run_go_generate  = F28
+		F29Fn  _dagenSignature_F29_changed_run_go_generate  = F29
+		F30Fn  _dagenSignature_F30_changed_run_go_generate  = F30
+		F31Fn  _dagenSignature_F31_changed_run_go_generate  = F31
+		F32Fn  _dagenSignature_F32_changed_run_go_generate  = F32
+		F33Fn  _dagenSignature_F33_changed_run_go_generate  = F33
+		F34Fn  _dagenSignature_F34_changed_run_go_generate  = F34
+		F35Fn  _dagenSignature_F35_changed_run_go_generate  = F35
+		F36Fn  _dagenSignature_F36_changed_run_go_generate  = F36
+		F37Fn  _dagenSignature_F37_changed_run_go_generate  = F37
+		F38Fn  _dagenSignature_F38_changed_run_go_generate  = F38
+		F39Fn  _dagenSignature_F39_changed_run_go_generate  = F39
+		F40Fn  _dagenSignature_F40_changed_run_go_generate  = F40
+		F41Fn  _dagenSignature_F41_changed_run_go_generate  = F41
+		F42Fn  _dagenSignature_F42_changed_run_go_generate  = F42
+		F43Fn  _dagenSignature_F43_changed_run_go_generate  = F43
+		F44Fn  _dagenSignature_F44_changed_run_go_generate  = F44
+		F45Fn  _dagenSignature_F45_changed_run_go_generate  = F45
+		F46Fn  _dagenSignature_F46_changed_run_go_generate  = F46
+		F47Fn  _dagenSignature_F47_changed_run_go_generate  = F47
+		F48Fn  _dagenSignature_F48_changed_run_go_generate  = F48
+		F49Fn  _dagenSignature_F49_changed_run_go_generate  = F49
+		F50Fn  _dagenSignature_F50_changed_run_go_generate  = F50
+		JoinFn _dagenSignature_Join_changed_run_go_generate = Join
+	)
 	def := &engine.Definition{
 		Name:  "Fan",
 		Steps: make([]engine.Step, 0, 52),
@@ -547,7 +698,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, Root(ctx, input)
+			return nil, RootFn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -558,7 +709,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F01(ctx, input)
+			return nil, F01Fn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -569,7 +720,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F02(ctx, input)
+			return nil, F02Fn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -580,7 +731,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F03(ctx, input)
+			return nil, F03Fn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -591,7 +742,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F04(ctx, input)
+			return nil, F04Fn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -602,7 +753,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F05(ctx, input)
+			return nil, F05Fn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -613,7 +764,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F06(ctx, input)
+			return nil, F06Fn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -624,7 +775,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F07(ctx, input)
+			return nil, F07Fn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -635,7 +786,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F08(ctx, input)
+			return nil, F08Fn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -646,7 +797,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F09(ctx, input)
+			return nil, F09Fn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -657,7 +808,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F10(ctx, input)
+			return nil, F10Fn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -668,7 +819,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F11(ctx, input)
+			return nil, F11Fn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -679,7 +830,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F12(ctx, input)
+			return nil, F12Fn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -690,7 +841,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F13(ctx, input)
+			return nil, F13Fn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -701,7 +852,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F14(ctx, input)
+			return nil, F14Fn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -712,7 +863,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F15(ctx, input)
+			return nil, F15Fn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -723,7 +874,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F16(ctx, input)
+			return nil, F16Fn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -734,7 +885,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F17(ctx, input)
+			return nil, F17Fn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -745,7 +896,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F18(ctx, input)
+			return nil, F18Fn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -756,7 +907,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F19(ctx, input)
+			return nil, F19Fn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -767,7 +918,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F20(ctx, input)
+			return nil, F20Fn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -778,7 +929,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F21(ctx, input)
+			return nil, F21Fn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -789,7 +940,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F22(ctx, input)
+			return nil, F22Fn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -800,7 +951,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F23(ctx, input)
+			return nil, F23Fn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -811,7 +962,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F24(ctx, input)
+			return nil, F24Fn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -822,7 +973,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F25(ctx, input)
+			return nil, F25Fn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -833,7 +984,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F26(ctx, input)
+			return nil, F26Fn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -844,7 +995,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F27(ctx, input)
+			return nil, F27Fn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -855,7 +1006,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F28(ctx, input)
+			return nil, F28Fn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -866,7 +1017,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F29(ctx, input)
+			return nil, F29Fn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -877,7 +1028,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F30(ctx, input)
+			return nil, F30Fn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -888,7 +1039,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F31(ctx, input)
+			return nil, F31Fn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -899,7 +1050,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F32(ctx, input)
+			return nil, F32Fn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -910,7 +1061,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F33(ctx, input)
+			return nil, F33Fn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -921,7 +1072,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F34(ctx, input)
+			return nil, F34Fn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -932,7 +1083,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F35(ctx, input)
+			return nil, F35Fn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -943,7 +1094,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F36(ctx, input)
+			return nil, F36Fn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -954,7 +1105,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F37(ctx, input)
+			return nil, F37Fn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -965,7 +1116,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F38(ctx, input)
+			return nil, F38Fn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -976,7 +1127,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F39(ctx, input)
+			return nil, F39Fn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -987,7 +1138,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F40(ctx, input)
+			return nil, F40Fn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -998,7 +1149,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F41(ctx, input)
+			return nil, F41Fn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -1009,7 +1160,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F42(ctx, input)
+			return nil, F42Fn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -1020,7 +1171,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F43(ctx, input)
+			return nil, F43Fn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -1031,7 +1182,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F44(ctx, input)
+			return nil, F44Fn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -1042,7 +1193,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F45(ctx, input)
+			return nil, F45Fn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -1053,7 +1204,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F46(ctx, input)
+			return nil, F46Fn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -1064,7 +1215,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F47(ctx, input)
+			return nil, F47Fn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -1075,7 +1226,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F48(ctx, input)
+			return nil, F48Fn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -1086,7 +1237,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F49(ctx, input)
+			return nil, F49Fn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -1097,7 +1248,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F50(ctx, input)
+			return nil, F50Fn(ctx, input)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -1108,7 +1259,7 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := Join(ctx, input)
+			out, err := JoinFn(ctx, input)
 			if err != nil {
 				return nil, err
 			}
@@ -1183,57 +1334,3 @@ func (r *FanRun) Wait(ctx context.Context) (FanResult, error) {
 type FanResult struct {
 	Join int
 }
-
-// Compile-time guards: the signatures workflow "Fan" was generated for.
-var _ func(context.Context, Fan) error = Root        // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) error = F01         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) error = F02         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) error = F03         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) error = F04         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) error = F05         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) error = F06         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) error = F07         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) error = F08         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) error = F09         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) error = F10         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) error = F11         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) error = F12         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) error = F13         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) error = F14         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) error = F15         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) error = F16         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) error = F17         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) error = F18         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) error = F19         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) error = F20         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) error = F21         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) error = F22         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) error = F23         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) error = F24         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) error = F25         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) error = F26         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) error = F27         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) error = F28         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) error = F29         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) error = F30         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) error = F31         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) error = F32         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) error = F33         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) error = F34         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) error = F35         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) error = F36         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) error = F37         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) error = F38         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) error = F39         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) error = F40         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) error = F41         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) error = F42         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) error = F43         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) error = F44         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) error = F45         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) error = F46         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) error = F47         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) error = F48         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) error = F49         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) error = F50         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Fan) (int, error) = Join // if this fails to compile, the signature changed: run go generate

@@ -1,6 +1,7 @@
 // Package multi holds two workflows, an onfailure handler, an unexported
-// input type, types from other packages, and package-level names that the
-// generated code must step around (engine, input, err).
+// input type, types from other packages, a skip predicate that both
+// workflows use, and package-level names that the generated code must step
+// around (engine, input, err, ResolveFn).
 package multi
 
 import (
@@ -43,6 +44,18 @@ func Measure(ctx context.Context, p Ping, addr netip.Addr) (time.Duration, error
 	return 42 * time.Millisecond, nil
 }
 
+// ResolveFn collides with the generated local that holds Resolve.
+var ResolveFn = Resolve
+
+// never is a skip predicate of both workflows: its signature is declared
+// once.
+func never(ctx context.Context) bool { return false }
+
+// Log logs the ping; it returns no value.
+//
+//dag:step after=Resolve skip=never
+func Log(ctx context.Context, p Ping, addr netip.Addr) error { return nil }
+
 // Report alerts when a ping run fails.
 //
 //dag:onfailure
@@ -59,6 +72,9 @@ type refund struct {
 func audit(ctx context.Context, r refund) ([]string, error) {
 	return []string{engine}, nil
 }
+
+//dag:step after=audit skip=never
+func note(ctx context.Context, r refund, lines []string) error { return nil }
 
 //dag:step after=audit
 func pay(ctx context.Context, r refund, lines []string) (map[string]int, error) {

@@ -15,9 +15,35 @@ import (
 // JobDefinition().Fingerprint() returns it, and runs record it.
 const JobFingerprint = "0974bc269b609082"
 
+// The signatures of the funcs of workflow "crash" as generated. JobDefinition
+// assigns each func to a variable of its type, so a func changed since then
+// fails the build there, with an error that names the type: run go generate.
+type (
+	_dagenSignature_Start_changed_run_go_generate func(context.Context, Job) (int, error)
+	_dagenSignature_FanA_changed_run_go_generate  func(context.Context, Job, int) (int, error)
+	_dagenSignature_FanB_changed_run_go_generate  func(context.Context, Job, int) (int, error)
+	_dagenSignature_FanC_changed_run_go_generate  func(context.Context, Job, int) (int, error)
+	_dagenSignature_FanD_changed_run_go_generate  func(context.Context, Job, int) (int, error)
+	_dagenSignature_Join_changed_run_go_generate  func(context.Context, Job, int, int, int, int) (int, error)
+	_dagenSignature_Nap_changed_run_go_generate   func(context.Context, Job, int) (time.Duration, error)
+	_dagenSignature_Flaky_changed_run_go_generate func(context.Context, Job, int) (int, error)
+)
+
 // JobDefinition returns the engine definition of workflow "crash".
 // NewJobWorkflow registers it and returns a typed handle.
 func JobDefinition() *engine.Definition {
+	// Compile-time guards: each func with the signature it was generated for.
+	// If one of these lines does not compile, the func changed: run go generate.
+	var (
+		StartFn _dagenSignature_Start_changed_run_go_generate = Start
+		FanAFn  _dagenSignature_FanA_changed_run_go_generate  = FanA
+		FanBFn  _dagenSignature_FanB_changed_run_go_generate  = FanB
+		FanCFn  _dagenSignature_FanC_changed_run_go_generate  = FanC
+		FanDFn  _dagenSignature_FanD_changed_run_go_generate  = FanD
+		JoinFn  _dagenSignature_Join_changed_run_go_generate  = Join
+		NapFn   _dagenSignature_Nap_changed_run_go_generate   = Nap
+		FlakyFn _dagenSignature_Flaky_changed_run_go_generate = Flaky
+	)
 	def := &engine.Definition{
 		Name:  "crash",
 		Steps: make([]engine.Step, 0, 8),
@@ -33,7 +59,7 @@ func JobDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := Start(ctx, input)
+			out, err := StartFn(ctx, input)
 			if err != nil {
 				return nil, err
 			}
@@ -56,7 +82,7 @@ func JobDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := FanA(ctx, input, p0)
+			out, err := FanAFn(ctx, input, p0)
 			if err != nil {
 				return nil, err
 			}
@@ -79,7 +105,7 @@ func JobDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := FanB(ctx, input, p0)
+			out, err := FanBFn(ctx, input, p0)
 			if err != nil {
 				return nil, err
 			}
@@ -102,7 +128,7 @@ func JobDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := FanC(ctx, input, p0)
+			out, err := FanCFn(ctx, input, p0)
 			if err != nil {
 				return nil, err
 			}
@@ -125,7 +151,7 @@ func JobDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := FanD(ctx, input, p0)
+			out, err := FanDFn(ctx, input, p0)
 			if err != nil {
 				return nil, err
 			}
@@ -160,7 +186,7 @@ func JobDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := Join(ctx, input, p0, p1, p2, p3)
+			out, err := JoinFn(ctx, input, p0, p1, p2, p3)
 			if err != nil {
 				return nil, err
 			}
@@ -180,7 +206,7 @@ func JobDefinition() *engine.Definition {
 			if err != nil {
 				return engine.Wake{}, err
 			}
-			wake, err := Nap(ctx, input, p0)
+			wake, err := NapFn(ctx, input, p0)
 			if err != nil {
 				return engine.Wake{}, err
 			}
@@ -203,7 +229,7 @@ func JobDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := Flaky(ctx, input, p0)
+			out, err := FlakyFn(ctx, input, p0)
 			if err != nil {
 				return nil, err
 			}
@@ -302,13 +328,3 @@ type JobResult struct {
 	Join  int
 	Flaky int
 }
-
-// Compile-time guards: the signatures workflow "crash" was generated for.
-var _ func(context.Context, Job) (int, error) = Start                    // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Job, int) (int, error) = FanA                // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Job, int) (int, error) = FanB                // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Job, int) (int, error) = FanC                // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Job, int) (int, error) = FanD                // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Job, int, int, int, int) (int, error) = Join // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Job, int) (time.Duration, error) = Nap       // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Job, int) (int, error) = Flaky               // if this fails to compile, the signature changed: run go generate

@@ -14,9 +14,23 @@ import (
 // GreetingDefinition().Fingerprint() returns it, and runs record it.
 const GreetingFingerprint = "f67e7ac9de161e95"
 
+// The signatures of the funcs of workflow "Greeting" as generated. GreetingDefinition
+// assigns each func to a variable of its type, so a func changed since then
+// fails the build there, with an error that names the type: run go generate.
+type (
+	_dagenSignature_Upper_changed_run_go_generate func(context.Context, Greeting) (string, error)
+	_dagenSignature_Greet_changed_run_go_generate func(context.Context, Greeting, string) (string, error)
+)
+
 // GreetingDefinition returns the engine definition of workflow "Greeting".
 // NewGreetingWorkflow registers it and returns a typed handle.
 func GreetingDefinition() *engine.Definition {
+	// Compile-time guards: each func with the signature it was generated for.
+	// If one of these lines does not compile, the func changed: run go generate.
+	var (
+		UpperFn _dagenSignature_Upper_changed_run_go_generate = Upper
+		GreetFn _dagenSignature_Greet_changed_run_go_generate = Greet
+	)
 	def := &engine.Definition{
 		Name:  "Greeting",
 		Steps: make([]engine.Step, 0, 2),
@@ -28,7 +42,7 @@ func GreetingDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := Upper(ctx, input)
+			out, err := UpperFn(ctx, input)
 			if err != nil {
 				return nil, err
 			}
@@ -47,7 +61,7 @@ func GreetingDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := Greet(ctx, input, p0)
+			out, err := GreetFn(ctx, input, p0)
 			if err != nil {
 				return nil, err
 			}
@@ -126,7 +140,3 @@ type GreetingResult struct {
 	Upper string
 	Greet string
 }
-
-// Compile-time guards: the signatures workflow "Greeting" was generated for.
-var _ func(context.Context, Greeting) (string, error) = Upper         // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Greeting, string) (string, error) = Greet // if this fails to compile, the signature changed: run go generate

@@ -14,20 +14,40 @@ import (
 
 // PingFingerprint is the shape of workflow "Ping" (its steps and edges) as generated:
 // PingDefinition().Fingerprint() returns it, and runs record it.
-const PingFingerprint = "039ba069248368b6"
+const PingFingerprint = "c586a8fd50c83db1"
+
+// The signatures of the funcs of workflow "Ping" as generated. PingDefinition
+// assigns each func to a variable of its type, so a func changed since then
+// fails the build there, with an error that names the type: run go generate.
+type (
+	_dagenSignature_Resolve_changed_run_go_generate func(context.Context, Ping) (netip.Addr, error)
+	_dagenSignature_Measure_changed_run_go_generate func(context.Context, Ping, netip.Addr) (time.Duration, error)
+	_dagenSignature_Log_changed_run_go_generate     func(context.Context, Ping, netip.Addr) error
+	_dagenSignature_never_changed_run_go_generate   func(context.Context) bool
+	_dagenSignature_Report_changed_run_go_generate  func(context.Context, Ping, dag.Failure) error
+)
 
 // PingDefinition returns the engine definition of workflow "Ping".
 // NewPingWorkflow registers it and returns a typed handle.
 func PingDefinition() *enginepkg.Definition {
+	// Compile-time guards: each func with the signature it was generated for.
+	// If one of these lines does not compile, the func changed: run go generate.
+	var (
+		ResolveFn1 _dagenSignature_Resolve_changed_run_go_generate = Resolve
+		MeasureFn  _dagenSignature_Measure_changed_run_go_generate = Measure
+		LogFn      _dagenSignature_Log_changed_run_go_generate     = Log
+		neverFn    _dagenSignature_never_changed_run_go_generate   = never
+		ReportFn   _dagenSignature_Report_changed_run_go_generate  = Report
+	)
 	def := &enginepkg.Definition{
 		Name:  "Ping",
-		Steps: make([]enginepkg.Step, 0, 2),
+		Steps: make([]enginepkg.Step, 0, 3),
 		OnFailure: func(ctx context.Context, in enginepkg.StepInput, failure dag.Failure) error {
 			input1, err1 := enginepkg.Input[Ping](in)
 			if err1 != nil {
 				return err1
 			}
-			return Report(ctx, input1, failure)
+			return ReportFn(ctx, input1, failure)
 		},
 	}
 	def.Steps = append(def.Steps, enginepkg.Step{
@@ -37,7 +57,7 @@ func PingDefinition() *enginepkg.Definition {
 			if err1 != nil {
 				return nil, err1
 			}
-			out, err1 := Resolve(ctx, input1)
+			out, err1 := ResolveFn1(ctx, input1)
 			if err1 != nil {
 				return nil, err1
 			}
@@ -56,11 +76,32 @@ func PingDefinition() *enginepkg.Definition {
 			if err1 != nil {
 				return nil, err1
 			}
-			out, err1 := Measure(ctx, input1, p0)
+			out, err1 := MeasureFn(ctx, input1, p0)
 			if err1 != nil {
 				return nil, err1
 			}
 			return enginepkg.Encode(out)
+		},
+	})
+	def.Steps = append(def.Steps, enginepkg.Step{
+		Name:    "Log",
+		Parents: []enginepkg.Parent{{Name: "Resolve"}},
+		Skip: []enginepkg.Predicate{{
+			Name: "never",
+			Eval: func(ctx context.Context, in enginepkg.StepInput) (bool, error) {
+				return neverFn(ctx), nil
+			},
+		}},
+		Run: func(ctx context.Context, in enginepkg.StepInput) ([]byte, error) {
+			input1, err1 := enginepkg.Input[Ping](in)
+			if err1 != nil {
+				return nil, err1
+			}
+			p0, err1 := enginepkg.ParentOutput[netip.Addr](in, 0)
+			if err1 != nil {
+				return nil, err1
+			}
+			return nil, LogFn(ctx, input1, p0)
 		},
 	})
 	return def
@@ -136,21 +177,33 @@ type PingResult struct {
 	Measure time.Duration
 }
 
-// Compile-time guards: the signatures workflow "Ping" was generated for.
-var _ func(context.Context, Ping) (netip.Addr, error) = Resolve                // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Ping, netip.Addr) (time.Duration, error) = Measure // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Ping, dag.Failure) error = Report                  // if this fails to compile, the signature changed: run go generate
-
 // RefundFingerprint is the shape of workflow "refund" (its steps and edges) as generated:
 // RefundDefinition().Fingerprint() returns it, and runs record it.
-const RefundFingerprint = "aa1945c664a712ed"
+const RefundFingerprint = "89bd0963f4c21b9f"
+
+// The signatures of the funcs of workflow "refund" as generated. RefundDefinition
+// assigns each func to a variable of its type, so a func changed since then
+// fails the build there, with an error that names the type: run go generate.
+type (
+	_dagenSignature_audit_changed_run_go_generate func(context.Context, refund) ([]string, error)
+	_dagenSignature_note_changed_run_go_generate  func(context.Context, refund, []string) error
+	_dagenSignature_pay_changed_run_go_generate   func(context.Context, refund, []string) (map[string]int, error)
+)
 
 // RefundDefinition returns the engine definition of workflow "refund".
 // NewRefundWorkflow registers it and returns a typed handle.
 func RefundDefinition() *enginepkg.Definition {
+	// Compile-time guards: each func with the signature it was generated for.
+	// If one of these lines does not compile, the func changed: run go generate.
+	var (
+		auditFn _dagenSignature_audit_changed_run_go_generate = audit
+		noteFn  _dagenSignature_note_changed_run_go_generate  = note
+		payFn   _dagenSignature_pay_changed_run_go_generate   = pay
+		neverFn _dagenSignature_never_changed_run_go_generate = never
+	)
 	def := &enginepkg.Definition{
 		Name:  "refund",
-		Steps: make([]enginepkg.Step, 0, 2),
+		Steps: make([]enginepkg.Step, 0, 3),
 	}
 	def.Steps = append(def.Steps, enginepkg.Step{
 		Name: "audit",
@@ -159,11 +212,32 @@ func RefundDefinition() *enginepkg.Definition {
 			if err1 != nil {
 				return nil, err1
 			}
-			out, err1 := audit(ctx, input1)
+			out, err1 := auditFn(ctx, input1)
 			if err1 != nil {
 				return nil, err1
 			}
 			return enginepkg.Encode(out)
+		},
+	})
+	def.Steps = append(def.Steps, enginepkg.Step{
+		Name:    "note",
+		Parents: []enginepkg.Parent{{Name: "audit"}},
+		Skip: []enginepkg.Predicate{{
+			Name: "never",
+			Eval: func(ctx context.Context, in enginepkg.StepInput) (bool, error) {
+				return neverFn(ctx), nil
+			},
+		}},
+		Run: func(ctx context.Context, in enginepkg.StepInput) ([]byte, error) {
+			input1, err1 := enginepkg.Input[refund](in)
+			if err1 != nil {
+				return nil, err1
+			}
+			p0, err1 := enginepkg.ParentOutput[[]string](in, 0)
+			if err1 != nil {
+				return nil, err1
+			}
+			return nil, noteFn(ctx, input1, p0)
 		},
 	})
 	def.Steps = append(def.Steps, enginepkg.Step{
@@ -178,7 +252,7 @@ func RefundDefinition() *enginepkg.Definition {
 			if err1 != nil {
 				return nil, err1
 			}
-			out, err1 := pay(ctx, input1, p0)
+			out, err1 := payFn(ctx, input1, p0)
 			if err1 != nil {
 				return nil, err1
 			}
@@ -257,7 +331,3 @@ type RefundResult struct {
 	Audit []string
 	Pay   map[string]int
 }
-
-// Compile-time guards: the signatures workflow "refund" was generated for.
-var _ func(context.Context, refund) ([]string, error) = audit               // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, refund, []string) (map[string]int, error) = pay // if this fails to compile, the signature changed: run go generate

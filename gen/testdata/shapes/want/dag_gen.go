@@ -15,9 +15,33 @@ import (
 // SignupDefinition().Fingerprint() returns it, and runs record it.
 const SignupFingerprint = "815375e3aa400eff"
 
+// The signatures of the funcs of workflow "signup" as generated. SignupDefinition
+// assigns each func to a variable of its type, so a func changed since then
+// fails the build there, with an error that names the type: run go generate.
+type (
+	_dagenSignature_CreateAccount_changed_run_go_generate func(context.Context, Signup) (Account, error)
+	_dagenSignature_Charge_changed_run_go_generate        func(context.Context, Signup, Account) (Bill, error)
+	_dagenSignature_SendWelcome_changed_run_go_generate   func(context.Context, Signup, Account) error
+	_dagenSignature_Nudge_changed_run_go_generate         func(context.Context, Signup) (time.Time, error)
+	_dagenSignature_Summarize_changed_run_go_generate     func(context.Context, Signup, dag.Maybe[Bill]) (string, error)
+	_dagenSignature_isFree_changed_run_go_generate        func(Signup) bool
+	_dagenSignature_onTrial_changed_run_go_generate       func(context.Context, Signup, Account) (bool, error)
+)
+
 // SignupDefinition returns the engine definition of workflow "signup".
 // NewSignupWorkflow registers it and returns a typed handle.
 func SignupDefinition() *engine.Definition {
+	// Compile-time guards: each func with the signature it was generated for.
+	// If one of these lines does not compile, the func changed: run go generate.
+	var (
+		CreateAccountFn _dagenSignature_CreateAccount_changed_run_go_generate = CreateAccount
+		ChargeFn        _dagenSignature_Charge_changed_run_go_generate        = Charge
+		SendWelcomeFn   _dagenSignature_SendWelcome_changed_run_go_generate   = SendWelcome
+		NudgeFn         _dagenSignature_Nudge_changed_run_go_generate         = Nudge
+		SummarizeFn     _dagenSignature_Summarize_changed_run_go_generate     = Summarize
+		isFreeFn        _dagenSignature_isFree_changed_run_go_generate        = isFree
+		onTrialFn       _dagenSignature_onTrial_changed_run_go_generate       = onTrial
+	)
 	def := &engine.Definition{
 		Name:  "signup",
 		Steps: make([]engine.Step, 0, 5),
@@ -35,7 +59,7 @@ func SignupDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := CreateAccount(ctx, input)
+			out, err := CreateAccountFn(ctx, input)
 			if err != nil {
 				return nil, err
 			}
@@ -52,7 +76,7 @@ func SignupDefinition() *engine.Definition {
 				if err != nil {
 					return false, err
 				}
-				return isFree(input), nil
+				return isFreeFn(input), nil
 			},
 		}, {
 			Name: "onTrial",
@@ -65,7 +89,7 @@ func SignupDefinition() *engine.Definition {
 				if err != nil {
 					return false, err
 				}
-				return onTrial(ctx, input, p0)
+				return onTrialFn(ctx, input, p0)
 			},
 		}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -77,7 +101,7 @@ func SignupDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := Charge(ctx, input, p0)
+			out, err := ChargeFn(ctx, input, p0)
 			if err != nil {
 				return nil, err
 			}
@@ -96,7 +120,7 @@ func SignupDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, SendWelcome(ctx, input, p0)
+			return nil, SendWelcomeFn(ctx, input, p0)
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
@@ -108,7 +132,7 @@ func SignupDefinition() *engine.Definition {
 			if err != nil {
 				return engine.Wake{}, err
 			}
-			wake, err := Nudge(ctx, input)
+			wake, err := NudgeFn(ctx, input)
 			if err != nil {
 				return engine.Wake{}, err
 			}
@@ -130,7 +154,7 @@ func SignupDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := Summarize(ctx, input, p0)
+			out, err := SummarizeFn(ctx, input, p0)
 			if err != nil {
 				return nil, err
 			}
@@ -213,12 +237,3 @@ type SignupResult struct {
 	Charge        dag.Maybe[Bill]
 	Summarize     string
 }
-
-// Compile-time guards: the signatures workflow "signup" was generated for.
-var _ func(context.Context, Signup) (Account, error) = CreateAccount             // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Signup, Account) (Bill, error) = Charge              // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Signup, Account) error = SendWelcome                 // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Signup) (time.Time, error) = Nudge                   // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Signup, dag.Maybe[Bill]) (string, error) = Summarize // if this fails to compile, the signature changed: run go generate
-var _ func(Signup) bool = isFree                                                 // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Signup, Account) (bool, error) = onTrial             // if this fails to compile, the signature changed: run go generate

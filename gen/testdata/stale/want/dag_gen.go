@@ -14,9 +14,23 @@ import (
 // OrderDefinition().Fingerprint() returns it, and runs record it.
 const OrderFingerprint = "2d5edd50fc1cb591"
 
+// The signatures of the funcs of workflow "Order" as generated. OrderDefinition
+// assigns each func to a variable of its type, so a func changed since then
+// fails the build there, with an error that names the type: run go generate.
+type (
+	_dagenSignature_Check_changed_run_go_generate  func(context.Context, Order) (bool, error)
+	_dagenSignature_Charge_changed_run_go_generate func(context.Context, Order, bool) (int, error)
+)
+
 // OrderDefinition returns the engine definition of workflow "Order".
 // NewOrderWorkflow registers it and returns a typed handle.
 func OrderDefinition() *engine.Definition {
+	// Compile-time guards: each func with the signature it was generated for.
+	// If one of these lines does not compile, the func changed: run go generate.
+	var (
+		CheckFn  _dagenSignature_Check_changed_run_go_generate  = Check
+		ChargeFn _dagenSignature_Charge_changed_run_go_generate = Charge
+	)
 	def := &engine.Definition{
 		Name:  "Order",
 		Steps: make([]engine.Step, 0, 2),
@@ -28,7 +42,7 @@ func OrderDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := Check(ctx, input)
+			out, err := CheckFn(ctx, input)
 			if err != nil {
 				return nil, err
 			}
@@ -47,7 +61,7 @@ func OrderDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := Charge(ctx, input, p0)
+			out, err := ChargeFn(ctx, input, p0)
 			if err != nil {
 				return nil, err
 			}
@@ -126,7 +140,3 @@ type OrderResult struct {
 	Check  bool
 	Charge int
 }
-
-// Compile-time guards: the signatures workflow "Order" was generated for.
-var _ func(context.Context, Order) (bool, error) = Check       // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Order, bool) (int, error) = Charge // if this fails to compile, the signature changed: run go generate

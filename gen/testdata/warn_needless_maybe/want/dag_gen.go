@@ -14,9 +14,29 @@ import (
 // OrderDefinition().Fingerprint() returns it, and runs record it.
 const OrderFingerprint = "fce573055f7c3813"
 
+// The signatures of the funcs of workflow "Order" as generated. OrderDefinition
+// assigns each func to a variable of its type, so a func changed since then
+// fails the build there, with an error that names the type: run go generate.
+type (
+	_dagenSignature_Validate_changed_run_go_generate func(context.Context, Order) (Validation, error)
+	_dagenSignature_Charge_changed_run_go_generate   func(context.Context, Order, dag.Maybe[Validation]) (Receipt, error)
+	_dagenSignature_Ship_changed_run_go_generate     func(context.Context, Order, Receipt) (Receipt, error)
+	_dagenSignature_Notify_changed_run_go_generate   func(context.Context, Order, dag.Maybe[Receipt]) error
+	_dagenSignature_invalid_changed_run_go_generate  func(Order) bool
+)
+
 // OrderDefinition returns the engine definition of workflow "Order".
 // NewOrderWorkflow registers it and returns a typed handle.
 func OrderDefinition() *engine.Definition {
+	// Compile-time guards: each func with the signature it was generated for.
+	// If one of these lines does not compile, the func changed: run go generate.
+	var (
+		ValidateFn _dagenSignature_Validate_changed_run_go_generate = Validate
+		ChargeFn   _dagenSignature_Charge_changed_run_go_generate   = Charge
+		ShipFn     _dagenSignature_Ship_changed_run_go_generate     = Ship
+		NotifyFn   _dagenSignature_Notify_changed_run_go_generate   = Notify
+		invalidFn  _dagenSignature_invalid_changed_run_go_generate  = invalid
+	)
 	def := &engine.Definition{
 		Name:  "Order",
 		Steps: make([]engine.Step, 0, 4),
@@ -28,7 +48,7 @@ func OrderDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := Validate(ctx, input)
+			out, err := ValidateFn(ctx, input)
 			if err != nil {
 				return nil, err
 			}
@@ -48,7 +68,7 @@ func OrderDefinition() *engine.Definition {
 				if err != nil {
 					return false, err
 				}
-				return invalid(input), nil
+				return invalidFn(input), nil
 			},
 		}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -60,7 +80,7 @@ func OrderDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := Charge(ctx, input, p0)
+			out, err := ChargeFn(ctx, input, p0)
 			if err != nil {
 				return nil, err
 			}
@@ -79,7 +99,7 @@ func OrderDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := Ship(ctx, input, p0)
+			out, err := ShipFn(ctx, input, p0)
 			if err != nil {
 				return nil, err
 			}
@@ -101,7 +121,7 @@ func OrderDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, Notify(ctx, input, p0)
+			return nil, NotifyFn(ctx, input, p0)
 		},
 	})
 	return def
@@ -180,10 +200,3 @@ type OrderResult struct {
 	Charge   dag.Maybe[Receipt]
 	Ship     dag.Maybe[Receipt]
 }
-
-// Compile-time guards: the signatures workflow "Order" was generated for.
-var _ func(context.Context, Order) (Validation, error) = Validate                   // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Order, dag.Maybe[Validation]) (Receipt, error) = Charge // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Order, Receipt) (Receipt, error) = Ship                 // if this fails to compile, the signature changed: run go generate
-var _ func(context.Context, Order, dag.Maybe[Receipt]) error = Notify               // if this fails to compile, the signature changed: run go generate
-var _ func(Order) bool = invalid                                                    // if this fails to compile, the signature changed: run go generate

@@ -14,9 +14,21 @@ import (
 // OrderDefinition().Fingerprint() returns it, and runs record it.
 const OrderFingerprint = "0b536652a15a9e54"
 
+// The signatures of the funcs of workflow "Order" as generated. OrderDefinition
+// assigns each func to a variable of its type, so a func changed since then
+// fails the build there, with an error that names the type: run go generate.
+type (
+	_dagenSignature_Validate_changed_run_go_generate func(context.Context, Order) (Validation, error)
+)
+
 // OrderDefinition returns the engine definition of workflow "Order".
 // NewOrderWorkflow registers it and returns a typed handle.
 func OrderDefinition() *engine.Definition {
+	// Compile-time guards: each func with the signature it was generated for.
+	// If one of these lines does not compile, the func changed: run go generate.
+	var (
+		ValidateFn _dagenSignature_Validate_changed_run_go_generate = Validate
+	)
 	def := &engine.Definition{
 		Name:  "Order",
 		Steps: make([]engine.Step, 0, 1),
@@ -28,7 +40,7 @@ func OrderDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := Validate(ctx, input)
+			out, err := ValidateFn(ctx, input)
 			if err != nil {
 				return nil, err
 			}
@@ -103,6 +115,3 @@ func (r *OrderRun) Wait(ctx context.Context) (OrderResult, error) {
 type OrderResult struct {
 	Validate Validation
 }
-
-// Compile-time guards: the signatures workflow "Order" was generated for.
-var _ func(context.Context, Order) (Validation, error) = Validate // if this fails to compile, the signature changed: run go generate
