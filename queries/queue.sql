@@ -12,7 +12,7 @@ FROM (
 ) t
 ON CONFLICT (tenant) DO NOTHING;
 
--- name: Enqueue :one
+-- name: Enqueue :exec
 -- Puts tasks in the fair ready queue. Each tenant's k tasks get the
 -- consecutive blocks from max(its pointer, the frontier), in input order,
 -- and its pointer moves past them. Tenant rows are locked in tenant order.

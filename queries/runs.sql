@@ -1,5 +1,5 @@
--- name: InsertRuns :many
--- Inserts new runs; ids that exist already are left alone and not returned.
+-- name: InsertRuns :exec
+-- Inserts new runs; an id that exists already violates dagen_runs_pkey.
 INSERT INTO dagen_runs (id, workflow, fingerprint, tenant, status, input, pending, created_at)
 SELECT r.id, r.workflow, r.fingerprint, r.tenant, 'RUNNING', r.input, r.pending,
        coalesce(sqlc.narg('now')::timestamptz, now())
@@ -10,9 +10,7 @@ FROM (
            unnest(@tenants::text[]) AS tenant,
            unnest(@inputs::bytea[]) AS input,
            unnest(@pendings::integer[]) AS pending
-) AS r
-ON CONFLICT (id) DO NOTHING
-RETURNING id;
+) AS r;
 
 -- name: LockRuns :many
 -- Locks runs in id order (the first lock every writing transaction takes,

@@ -300,9 +300,10 @@ var (
 	unfinishedStatuses = append(slices.Clone(waitingStatuses), string(store.TaskRunning))
 )
 
-// flush writes the batch: a fixed sequence of array statements.
+// flush writes the batch: a fixed sequence of array statements, pipelined
+// so that only the statements whose results it needs wait for a round trip.
 func (b *batch) flush(ctx context.Context) error {
-	q, tx, now := b.s.q, b.tx, tstz(b.now)
+	q, tx, now := b.s.q, &pipeline{db: b.tx}, tstz(b.now)
 
 	// The decided task transitions, and their timers.
 	if len(b.dirty) > 0 {
@@ -339,6 +340,29 @@ func (b *batch) flush(ctx context.Context) error {
 		}
 	}
 
+	// Runs: their new states are decided already.
+	var rp dbsqlc.UpdateRunsParams
+	for _, r := range b.runs {
+		if !r.dirty {
+			continue
+		}
+		rp.Ids = append(rp.Ids, uuidOf(r.id))
+		rp.Statuses = append(rp.Statuses, string(r.status))
+		rp.Pendings = append(rp.Pendings, int32(max(r.pending, 0)))
+		var f dag.Failure
+		if r.failure != nil {
+			f = *r.failure
+		}
+		rp.FailureSteps = append(rp.FailureSteps, f.Step)
+		rp.FailureAttempts = append(rp.FailureAttempts, int32(f.Attempt))
+		rp.FailureMessages = append(rp.FailureMessages, f.Message)
+	}
+	if len(rp.Ids) > 0 {
+		rp.Now = now
+		if err := q.UpdateRuns(ctx, tx, rp); err != nil {
+			return fmt.Errorf("update %d runs: %w", len(rp.Ids), err)
+		}
+	}
 	// Runs that failed or were cancelled: queue entries first (a claim
 	// holding one waits for nothing we hold), then timers, then tasks.
 	var failed, cancelled []pgtype.UUID
@@ -438,36 +462,16 @@ func (b *batch) flush(ctx context.Context) error {
 			}
 		}
 		if len(p.Tasks) > 0 {
-			if _, err := q.Enqueue(ctx, tx, p); err != nil {
+			if err := q.Enqueue(ctx, tx, p); err != nil {
 				return fmt.Errorf("enqueue %d tasks: %w", len(p.Tasks), err)
 			}
 		}
 	}
 
-	// Runs.
-	var rp dbsqlc.UpdateRunsParams
-	for _, r := range b.runs {
-		if !r.dirty {
-			continue
-		}
-		rp.Ids = append(rp.Ids, uuidOf(r.id))
-		rp.Statuses = append(rp.Statuses, string(r.status))
-		rp.Pendings = append(rp.Pendings, int32(max(r.pending, 0)))
-		var f dag.Failure
-		if r.failure != nil {
-			f = *r.failure
-		}
-		rp.FailureSteps = append(rp.FailureSteps, f.Step)
-		rp.FailureAttempts = append(rp.FailureAttempts, int32(f.Attempt))
-		rp.FailureMessages = append(rp.FailureMessages, f.Message)
+	if err := b.ev.insert(ctx, q, tx, now); err != nil {
+		return err
 	}
-	if len(rp.Ids) > 0 {
-		rp.Now = now
-		if err := q.UpdateRuns(ctx, tx, rp); err != nil {
-			return fmt.Errorf("update %d runs: %w", len(rp.Ids), err)
-		}
-	}
-	return b.ev.insert(ctx, q, tx, now)
+	return tx.send(ctx)
 }
 
 func compareIDs(a, b dag.RunID) int {

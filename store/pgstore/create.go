@@ -7,9 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/dagenhq/dagen/dag"
 	"github.com/dagenhq/dagen/store"
@@ -17,8 +15,8 @@ import (
 )
 
 // CreateRuns implements store.Store. The runs, their tasks, the roots'
-// queue entries and QUEUED events are written with one statement each, in
-// one transaction.
+// queue entries and QUEUED events are written with one statement each, all
+// sent in one round trip and run in one transaction.
 func (s *Store) CreateRuns(ctx context.Context, runs []store.NewRun) error {
 	if len(runs) == 0 {
 		return nil
@@ -73,32 +71,22 @@ func (s *Store) CreateRuns(ctx context.Context, runs []store.NewRun) error {
 	}
 	slices.Sort(tenants)
 	tenants = slices.Compact(tenants)
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		created, err := s.q.InsertRuns(ctx, tx, rp)
-		if err != nil {
-			return fmt.Errorf("insert runs: %w", err)
-		}
-		if len(created) < len(rp.Ids) {
-			return existingRun(rp.Ids, created)
-		}
-		if err := s.q.InsertTasks(ctx, tx, tp); err != nil {
-			return fmt.Errorf("insert tasks: %w", err)
-		}
-		if err := s.q.EnsureTenants(ctx, tx, tenants); err != nil {
-			var pgErr *pgconn.PgError
-			if errors.As(err, &pgErr) && pgErr.Code == "23514" { // check_violation on group_id
-				return fmt.Errorf("add tenants: more than %d tenants: %w", store.BlockLength, err)
-			}
-			return fmt.Errorf("add tenants: %w", err)
-		}
-		if _, err := s.q.Enqueue(ctx, tx, ep); err != nil {
-			return fmt.Errorf("enqueue roots: %w", err)
-		}
-		return ev.insert(ctx, s.q, tx, rp.Now)
-	})
-	if err != nil {
-		if errors.Is(err, store.ErrRunExists) {
-			return err
+	// One round trip: the statements go in one pipeline, which runs them
+	// in one implicit transaction. Nothing needs a result of another, and a
+	// queued statement returns no error: its error comes from send.
+	p := &pipeline{db: s.pool}
+	_ = s.q.InsertRuns(ctx, p, rp)
+	_ = s.q.InsertTasks(ctx, p, tp)
+	_ = s.q.EnsureTenants(ctx, p, tenants)
+	_ = s.q.Enqueue(ctx, p, ep)
+	_ = ev.insert(ctx, s.q, p, rp.Now)
+	if err := p.send(ctx); err != nil {
+		var pgErr *pgconn.PgError
+		switch {
+		case errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "dagen_runs_pkey":
+			return fmt.Errorf("create run %s: %w", keyValue(pgErr.Detail), store.ErrRunExists)
+		case errors.As(err, &pgErr) && pgErr.Code == "23514" && pgErr.TableName == "dagen_tenant_groups":
+			return fmt.Errorf("create %d runs: add tenants: more than %d tenants: %w", len(runs), store.BlockLength, err)
 		}
 		return fmt.Errorf("create %d runs: %w", len(runs), err)
 	}
@@ -106,18 +94,14 @@ func (s *Store) CreateRuns(ctx context.Context, runs []store.NewRun) error {
 	return nil
 }
 
-// existingRun names the first run that was not created because it exists.
-func existingRun(want, created []pgtype.UUID) error {
-	got := make(map[[16]byte]bool, len(created))
-	for _, id := range created {
-		got[id.Bytes] = true
+// keyValue returns the value in a unique violation's detail, "Key
+// (id)=(value) already exists.", or the detail itself.
+func keyValue(detail string) string {
+	_, v, ok := strings.Cut(detail, ")=(")
+	if v, _, found := strings.Cut(v, ")"); ok && found {
+		return v
 	}
-	for _, id := range want {
-		if !got[id.Bytes] {
-			return fmt.Errorf("create run %s: %w", dag.RunID(id.Bytes), store.ErrRunExists)
-		}
-	}
-	return fmt.Errorf("create runs: %w", store.ErrRunExists)
+	return detail
 }
 
 // graph is what validation derives from a new run's tasks.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/dagenhq/dagen/dag"
@@ -24,12 +23,12 @@ func (e *events) add(run dag.RunID, task string, typ store.EventType, attempt in
 }
 
 // insert writes the events, all at time at (NULL: the database clock).
-func (e *events) insert(ctx context.Context, q *dbsqlc.Queries, tx pgx.Tx, at pgtype.Timestamptz) error {
+func (e *events) insert(ctx context.Context, q *dbsqlc.Queries, db dbsqlc.DBTX, at pgtype.Timestamptz) error {
 	if len(e.p.RunIds) == 0 {
 		return nil
 	}
 	e.p.At = at
-	if err := q.InsertEvents(ctx, tx, e.p); err != nil {
+	if err := q.InsertEvents(ctx, db, e.p); err != nil {
 		return fmt.Errorf("insert %d events: %w", len(e.p.RunIds), err)
 	}
 	return nil

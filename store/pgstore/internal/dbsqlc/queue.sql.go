@@ -151,7 +151,7 @@ func (q *Queries) DeleteReadyForRuns(ctx context.Context, db DBTX, runIds []pgty
 	return err
 }
 
-const enqueue = `-- name: Enqueue :one
+const enqueue = `-- name: Enqueue :exec
 WITH input AS (
     SELECT x.run_id, x.task, x.workflow, x.tenant, x.ord
     FROM (
@@ -202,26 +202,19 @@ type EnqueueParams struct {
 	Tenants   []string
 }
 
-type EnqueueRow struct {
-	N        int64
-	Notified string
-}
-
 // Puts tasks in the fair ready queue. Each tenant's k tasks get the
 // consecutive blocks from max(its pointer, the frontier), in input order,
 // and its pointer moves past them. Tenant rows are locked in tenant order.
 // When rows went in, listeners of the schema's channel are notified (on
 // commit): a hint for idle workers, never the truth.
-func (q *Queries) Enqueue(ctx context.Context, db DBTX, arg EnqueueParams) (EnqueueRow, error) {
-	row := db.QueryRow(ctx, enqueue,
+func (q *Queries) Enqueue(ctx context.Context, db DBTX, arg EnqueueParams) error {
+	_, err := db.Exec(ctx, enqueue,
 		arg.RunIds,
 		arg.Tasks,
 		arg.Workflows,
 		arg.Tenants,
 	)
-	var i EnqueueRow
-	err := row.Scan(&i.N, &i.Notified)
-	return i, err
+	return err
 }
 
 const ensureTenants = `-- name: EnsureTenants :exec

@@ -67,7 +67,7 @@ func (q *Queries) GetRun(ctx context.Context, db DBTX, id pgtype.UUID) (GetRunRo
 	return i, err
 }
 
-const insertRuns = `-- name: InsertRuns :many
+const insertRuns = `-- name: InsertRuns :exec
 INSERT INTO dagen_runs (id, workflow, fingerprint, tenant, status, input, pending, created_at)
 SELECT r.id, r.workflow, r.fingerprint, r.tenant, 'RUNNING', r.input, r.pending,
        coalesce($1::timestamptz, now())
@@ -79,8 +79,6 @@ FROM (
            unnest($6::bytea[]) AS input,
            unnest($7::integer[]) AS pending
 ) AS r
-ON CONFLICT (id) DO NOTHING
-RETURNING id
 `
 
 type InsertRunsParams struct {
@@ -93,9 +91,9 @@ type InsertRunsParams struct {
 	Pendings     []int32
 }
 
-// Inserts new runs; ids that exist already are left alone and not returned.
-func (q *Queries) InsertRuns(ctx context.Context, db DBTX, arg InsertRunsParams) ([]pgtype.UUID, error) {
-	rows, err := db.Query(ctx, insertRuns,
+// Inserts new runs; an id that exists already violates dagen_runs_pkey.
+func (q *Queries) InsertRuns(ctx context.Context, db DBTX, arg InsertRunsParams) error {
+	_, err := db.Exec(ctx, insertRuns,
 		arg.Now,
 		arg.Ids,
 		arg.Workflows,
@@ -104,22 +102,7 @@ func (q *Queries) InsertRuns(ctx context.Context, db DBTX, arg InsertRunsParams)
 		arg.Inputs,
 		arg.Pendings,
 	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []pgtype.UUID
-	for rows.Next() {
-		var id pgtype.UUID
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		items = append(items, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
+	return err
 }
 
 const lockPrunableRuns = `-- name: LockPrunableRuns :many
