@@ -39,10 +39,15 @@ locked AS MATERIALIZED (
     FOR UPDATE
 ),
 bumped AS (
+    -- The frontier is a scalar subquery, not a join: joined, the planner
+    -- took the one-row table for thousands of rows, and the estimates of a
+    -- large enqueue grew past the point where Postgres JIT-compiles the
+    -- statement (hundreds of milliseconds).
     UPDATE dagen_tenant_groups g
-    SET block_ptr = greatest(l.block_ptr, f.block) + c.k
-    FROM locked l, counts c, dagen_queue_frontier f
-    WHERE g.tenant = l.tenant AND c.tenant = l.tenant
+    SET block_ptr = greatest(l.block_ptr, (SELECT f.block FROM dagen_queue_frontier f)) + c.k
+    FROM locked l
+    JOIN counts c ON c.tenant = l.tenant
+    WHERE g.tenant = l.tenant
     RETURNING g.tenant, g.group_id, g.block_ptr - c.k AS first_block
 ),
 inserted AS (
