@@ -54,6 +54,7 @@ type options struct {
 	workloads    []string
 	scale        float64
 	concurrency  int
+	batchSize    int // engine BatchSize; 0: the engine's default (Concurrency)
 	pollInterval time.Duration
 	maxConns     int
 	timeout      time.Duration // per workload
@@ -96,6 +97,7 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 	fs.StringVar(&workloads, "workloads", strings.Join(allWorkloads, ","), "comma-separated workloads to run")
 	fs.Float64Var(&o.scale, "scale", 1, "multiplies every run count (0.05 for a quick check)")
 	fs.IntVar(&o.concurrency, "concurrency", 64, "engine Concurrency: steps executing at once")
+	fs.IntVar(&o.batchSize, "batch", 0, "engine BatchSize: tasks per claim and per completion (0: Concurrency)")
 	fs.DurationVar(&o.pollInterval, "poll", 20*time.Millisecond, "engine PollInterval")
 	fs.IntVar(&o.maxConns, "max-conns", 16, "connection pool size")
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up on a workload after this long")
@@ -133,6 +135,8 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 		return o, fmt.Errorf("-scale %v: want a number in (0, 1000]", o.scale)
 	case o.concurrency < 1:
 		return o, fmt.Errorf("-concurrency %d: want at least 1", o.concurrency)
+	case o.batchSize < 0:
+		return o, fmt.Errorf("-batch %d: want 0 (the engine's default) or more", o.batchSize)
 	case o.pollInterval <= 0:
 		return o, fmt.Errorf("-poll %s: want a positive duration", o.pollInterval)
 	case o.maxConns < 4:

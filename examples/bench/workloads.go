@@ -224,6 +224,7 @@ func (b *bench) newWorker(disableNotify bool) (*worker, error) {
 	st := pgstore.New(b.pool, nil)
 	e, err := engine.New(st, &engine.Config{
 		Concurrency:   b.o.concurrency,
+		BatchSize:     b.o.batchSize,
 		PollInterval:  b.o.pollInterval,
 		DisableNotify: disableNotify,
 		Logger:        b.slog,
@@ -378,12 +379,22 @@ func (b *bench) fairness(ctx context.Context, res *Result) (err error) {
 		idle = append(idle, ms(d))
 	}
 
-	win := b.startWindow(ctx)
-	start := time.Now()
+	// B's whole backlog is in the queue before A's first loaded run: the
+	// engine stands still while B enqueues (running, it would drain much of
+	// B's backlog before the enqueue ends).
+	if err := w.e.Stop(ctx); err != nil {
+		return fmt.Errorf("pause engine for B's enqueue: %w", err)
+	}
+	enqStart := time.Now()
 	if err := enqueue(ctx, w.e, singleName, tenantB, nB, func(i int) any { return flows.Single{N: i} }); err != nil {
 		return err
 	}
-	res.BEnqueueSec = round(time.Since(start).Seconds(), 3)
+	res.BEnqueueSec = round(time.Since(enqStart).Seconds(), 3)
+	win := b.startWindow(ctx)
+	start := time.Now()
+	if err := w.start(ctx); err != nil {
+		return err
+	}
 	loaded := make([]float64, 0, nA)
 	for i := range nA {
 		d, err := runA(nA + i)
