@@ -80,7 +80,10 @@ CREATE TABLE dagen_ready (
     UNIQUE (run_id, task)
 );
 
-CREATE INDEX dagen_ready_workflow_idx ON dagen_ready (workflow, id);
+-- No index on workflow: a claim walks the primary key in id order (that
+-- order is the fairness) and filters by the worker's workflows, which no
+-- (workflow, id) index can serve for several workflows at once. Every
+-- index here costs each enqueue an insert.
 
 -- Timers: sleeps and retry delays, at most one per task, fenced by attempt.
 CREATE TABLE dagen_timers (
