@@ -62,24 +62,15 @@ func (q *Queries) CancelTasks(ctx context.Context, db DBTX, arg CancelTasksParam
 }
 
 const decrementChildren = `-- name: DecrementChildren :many
-WITH d AS (
+UPDATE dagen_tasks t
+SET pending_parents = t.pending_parents - d.n,
+    status = CASE WHEN t.pending_parents - d.n = 0 THEN 'QUEUED' ELSE t.status END
+FROM (
     SELECT x.run_id, x.child, count(*)::integer AS n
     FROM (SELECT unnest($1::uuid[]) AS run_id, unnest($2::text[]) AS child) AS x
     GROUP BY x.run_id, x.child
-),
-locked AS MATERIALIZED (
-    SELECT t.run_id, t.name, d.n
-    FROM dagen_tasks t
-    JOIN d ON t.run_id = d.run_id AND t.name = d.child
-    WHERE t.status = 'PENDING'
-    ORDER BY t.run_id, t.name
-    FOR UPDATE OF t
-)
-UPDATE dagen_tasks t
-SET pending_parents = t.pending_parents - l.n,
-    status = CASE WHEN t.pending_parents - l.n = 0 THEN 'QUEUED' ELSE t.status END
-FROM locked l
-WHERE t.run_id = l.run_id AND t.name = l.name
+) AS d
+WHERE t.run_id = d.run_id AND t.name = d.child AND t.status = 'PENDING'
 RETURNING t.run_id, t.name, t.status
 `
 
@@ -90,11 +81,11 @@ type DecrementChildrenRow struct {
 }
 
 // Counts pending parents down, one per (run, child) entry, and marks the
-// children that reach zero QUEUED. The children are locked in (run, name)
-// order so concurrent completions cannot deadlock, and UPDATE … RETURNING
-// makes exactly one completion see a child reach zero. The locked rows
-// carry their count, so the update joins the tasks once, by primary key
-// (a generic plan cannot turn it into a product of the inputs).
+// children that reach zero QUEUED. The caller holds the locks of the
+// children's runs (every writer of a run's tasks but a claim takes them
+// first, in id order, and a claim never touches a PENDING task), so no two
+// transactions count down the same children at once; UPDATE … RETURNING
+// makes exactly one completion see a child reach zero.
 func (q *Queries) DecrementChildren(ctx context.Context, db DBTX, runIds []pgtype.UUID, children []string) ([]DecrementChildrenRow, error) {
 	rows, err := db.Query(ctx, decrementChildren, runIds, children)
 	if err != nil {
