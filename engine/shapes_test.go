@@ -13,7 +13,8 @@ import (
 	"github.com/dagenhq/dagen/store"
 )
 
-// concat is a step that records it ran and joins its input and parents.
+// recorder records the order in which steps ran; its steps join their
+// input and their parents' outputs.
 type recorder struct {
 	mu    sync.Mutex
 	order []string
@@ -95,24 +96,35 @@ func TestWideFanOutFanIn(t *testing.T) {
 	require.Equal(t, fmt.Sprintf("join(2;%s)", strings.Join(want, ",")), output(t, res, "join"))
 }
 
+// TestTwoIndependentRoots runs a graph with two roots: both are ready at
+// once, and each one's output reaches the children that name it.
 func TestTwoIndependentRoots(t *testing.T) {
+	ctx := context.Background()
 	rec := &recorder{}
 	def := &engine.Definition{Name: "roots", Steps: []engine.Step{
 		{Name: "a", Run: rec.step("a")},
 		{Name: "b", Run: rec.step("b")},
 		{Name: "c", Parents: req("a", "b"), Run: rec.step("c")},
+		{Name: "d", Parents: req("b"), Run: rec.step("d")},
 	}}
 	h := newHarness(t, def)
-	ctx := context.Background()
 	id, err := h.Engine.Trigger(ctx, "roots", "t", 3)
 	require.NoError(t, err)
-	// Both roots are ready at once: one claim gets both.
-	tasks, err := h.Store.ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: 10, Lease: 60e9})
+
+	// Both roots are ready at once: the first round claims and runs both,
+	// and nothing else.
+	n, err := h.Engine.Poll(ctx)
 	require.NoError(t, err)
-	var names []string
-	for _, ct := range tasks {
-		names = append(names, ct.Step)
-	}
-	require.ElementsMatch(t, []string{"a", "b"}, names)
-	_ = id
+	require.Equal(t, 2, n)
+	require.ElementsMatch(t, []string{"a", "b"}, rec.ran())
+
+	h.RunUntilIdle(ctx)
+	res, err := h.Engine.Wait(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, store.RunCompleted, res.Status)
+	require.ElementsMatch(t, []string{"a", "b", "c", "d"}, rec.ran(), "every step exactly once")
+	require.Equal(t, "a(3;)", output(t, res, "a"))
+	require.Equal(t, "b(3;)", output(t, res, "b"))
+	require.Equal(t, "c(3;a(3;),b(3;))", output(t, res, "c"), "the join gets both roots' outputs, in after= order")
+	require.Equal(t, "d(3;b(3;))", output(t, res, "d"))
 }
