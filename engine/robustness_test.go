@@ -246,13 +246,18 @@ func testStopDrainsInFlightSteps(t *testing.T, open func() store.Store) {
 	require.ErrorIs(t, e.Stop(ctx), engine.ErrNotStarted)
 }
 
-func TestStopDeadlineCancelsStuckSteps(t *testing.T) {
+// TestStopPastDeadlineCancelsStepContext stops an engine whose step is
+// still running when Stop's deadline passes: Stop reports the deadline and
+// cancels the step's ctx, which the step honours.
+func TestStopPastDeadlineCancelsStepContext(t *testing.T) {
 	ctx := context.Background()
 	started := make(chan struct{}, 1)
-	def := &engine.Definition{Name: "stuck", Steps: []engine.Step{
+	sawCancel := make(chan error, 1)
+	def := &engine.Definition{Name: "long", Steps: []engine.Step{
 		{Name: "s", Run: func(ctx context.Context, _ engine.StepInput) ([]byte, error) {
 			started <- struct{}{}
 			<-ctx.Done()
+			sawCancel <- ctx.Err()
 			return nil, ctx.Err()
 		}},
 	}}
@@ -260,12 +265,23 @@ func TestStopDeadlineCancelsStuckSteps(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, e.Register(def))
 	require.NoError(t, e.Start(ctx))
-	_, err = e.Trigger(ctx, "stuck", "t", 0)
+	_, err = e.Trigger(ctx, "long", "t", 0)
 	require.NoError(t, err)
 	<-started
+	select {
+	case err := <-sawCancel:
+		t.Fatalf("the step's ctx ended before Stop: %v", err)
+	default:
+	}
 	stopCtx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancel()
 	require.ErrorIs(t, e.Stop(stopCtx), context.DeadlineExceeded)
+	select {
+	case err := <-sawCancel:
+		require.ErrorIs(t, err, context.Canceled, "Stop cancelled the step's ctx")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the step's ctx was not cancelled after Stop returned")
+	}
 }
 
 func TestBadInput(t *testing.T) {
