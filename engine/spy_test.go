@@ -19,6 +19,7 @@ type spyStore struct {
 	sweeps atomic.Int64 // RescueExpired calls finished: a leader makes one a round
 	stores atomic.Int64 // CompleteTasks calls finished
 	beats  atomic.Int64 // Heartbeat calls finished
+	prunes atomic.Int64 // PruneRuns calls finished
 	subs   atomic.Int64 // Subscribe calls
 	// beforeRetire, when set, runs at the start of RetireWorker.
 	beforeRetire func()
@@ -76,6 +77,7 @@ func (s *spyStore) RetireWorker(ctx context.Context, worker string, release bool
 }
 
 func (s *spyStore) PruneRuns(ctx context.Context, cutoff time.Time, limit int) (int, error) {
+	defer s.prunes.Add(1)
 	return s.Store.(store.Workers).PruneRuns(ctx, cutoff, limit)
 }
 
