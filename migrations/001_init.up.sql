@@ -46,6 +46,17 @@ CREATE TABLE dagen_tasks (
     worker          text NOT NULL DEFAULT '',
     lease_until     timestamptz,
     finished_at     timestamptz,
+    -- The common events of the task's current round, kept in the row the
+    -- transition writes anyway instead of as rows of dagen_events: QUEUED
+    -- (when it last became QUEUED), STARTED (its last claim) and COMPLETED.
+    -- Each holds the id it has in the event log, from the log's sequence,
+    -- so the log reads in the same order; a round that ends for a retry,
+    -- a rescue or a release is written out to dagen_events then.
+    queued_event    bigint,
+    queued_at       timestamptz,
+    started_event   bigint,
+    started_at      timestamptz,
+    completed_event bigint,
     PRIMARY KEY (run_id, name)
 );
 
@@ -97,10 +108,14 @@ CREATE TABLE dagen_timers (
 
 CREATE INDEX dagen_timers_wake_idx ON dagen_timers (wake_at);
 
--- The append-only event log, read per run oldest first.
+-- The event ids of dagen_events and of the events kept in dagen_tasks rows.
+CREATE SEQUENCE dagen_event_seq;
+
+-- The append-only event log, read per run oldest first, together with the
+-- events kept in dagen_tasks rows.
 CREATE TABLE dagen_events (
     run_id  uuid NOT NULL,
-    id      bigint GENERATED ALWAYS AS IDENTITY,
+    id      bigint NOT NULL DEFAULT nextval('dagen_event_seq'),
     at      timestamptz NOT NULL,
     task    text NOT NULL,
     type    text NOT NULL,

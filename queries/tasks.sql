@@ -1,9 +1,13 @@
 -- name: InsertTasks :exec
 -- parents and children are Postgres array literals, one per task, because
--- unnest cannot take an array of arrays of different lengths.
-INSERT INTO dagen_tasks (run_id, name, seq, kind, parents, children, pending_parents, status, max_attempts)
+-- unnest cannot take an array of arrays of different lengths. A task that
+-- starts QUEUED keeps its QUEUED event in its row.
+INSERT INTO dagen_tasks (run_id, name, seq, kind, parents, children, pending_parents, status, max_attempts,
+                         queued_event, queued_at)
 SELECT t.run_id, t.name, t.seq, t.kind, t.parents::text[], t.children::text[],
-       t.pending_parents, t.status, t.max_attempts
+       t.pending_parents, t.status, t.max_attempts,
+       CASE WHEN t.status = 'QUEUED' THEN nextval('dagen_event_seq') END,
+       CASE WHEN t.status = 'QUEUED' THEN coalesce(sqlc.narg('now')::timestamptz, now()) END
 FROM (
     SELECT unnest(@run_ids::uuid[]) AS run_id,
            unnest(@names::text[]) AS name,
@@ -20,14 +24,18 @@ FROM (
 -- Reads tasks by key. Callers hold the lock of the tasks' runs, which every
 -- writer of a task other than a claim takes first.
 SELECT t.run_id, t.name, t.kind, t.children, t.status, t.attempt, t.max_attempts,
-       t.error, t.reason, t.wake_at, t.lease_until, t.worker
+       t.error, t.reason, t.wake_at, t.lease_until, t.worker,
+       t.queued_event, t.queued_at, t.started_event, t.started_at
 FROM dagen_tasks t
 JOIN (SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@names::text[]) AS name) AS k
   ON t.run_id = k.run_id AND t.name = k.name;
 
 -- name: UpdateTasks :exec
 -- Writes the new state of tasks whose transition was decided by the caller
--- (under the run lock). Output is kept when the new one is NULL.
+-- (under the run lock). Output is kept when the new one is NULL. A task
+-- that completes keeps its COMPLETED event in its row; one that starts a
+-- new round (its old round's events written out by the caller) forgets the
+-- events its row kept.
 UPDATE dagen_tasks t
 SET status = u.status,
     output = coalesce(u.output, t.output),
@@ -35,7 +43,12 @@ SET status = u.status,
     reason = u.reason,
     wake_at = u.wake_at,
     lease_until = NULL,
-    finished_at = u.finished_at
+    finished_at = u.finished_at,
+    completed_event = CASE WHEN u.log_completed THEN nextval('dagen_event_seq') ELSE t.completed_event END,
+    queued_event = CASE WHEN u.new_round THEN NULL ELSE t.queued_event END,
+    queued_at = CASE WHEN u.new_round THEN NULL ELSE t.queued_at END,
+    started_event = CASE WHEN u.new_round THEN NULL ELSE t.started_event END,
+    started_at = CASE WHEN u.new_round THEN NULL ELSE t.started_at END
 FROM (
     SELECT unnest(@run_ids::uuid[]) AS run_id,
            unnest(@names::text[]) AS name,
@@ -44,7 +57,9 @@ FROM (
            unnest(@errors::text[]) AS error,
            unnest(@reasons::text[]) AS reason,
            unnest(@wake_ats::timestamptz[]) AS wake_at,
-           unnest(@finished_ats::timestamptz[]) AS finished_at
+           unnest(@finished_ats::timestamptz[]) AS finished_at,
+           unnest(@log_completed::boolean[]) AS log_completed,
+           unnest(@new_rounds::boolean[]) AS new_round
 ) AS u
 WHERE t.run_id = u.run_id AND t.name = u.name;
 
@@ -54,10 +69,13 @@ WHERE t.run_id = u.run_id AND t.name = u.name;
 -- children's runs (every writer of a run's tasks but a claim takes them
 -- first, in id order, and a claim never touches a PENDING task), so no two
 -- transactions count down the same children at once; UPDATE … RETURNING
--- makes exactly one completion see a child reach zero.
+-- makes exactly one completion see a child reach zero. A child that becomes
+-- QUEUED keeps its QUEUED event, at now, in its row.
 UPDATE dagen_tasks t
 SET pending_parents = t.pending_parents - d.n,
-    status = CASE WHEN t.pending_parents - d.n = 0 THEN 'QUEUED' ELSE t.status END
+    status = CASE WHEN t.pending_parents - d.n = 0 THEN 'QUEUED' ELSE t.status END,
+    queued_event = CASE WHEN t.pending_parents - d.n = 0 THEN nextval('dagen_event_seq') END,
+    queued_at = CASE WHEN t.pending_parents - d.n = 0 THEN coalesce(sqlc.narg('now')::timestamptz, now()) END
 FROM (
     SELECT x.run_id, x.child, count(*)::integer AS n
     FROM (SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@children::text[]) AS child) AS x

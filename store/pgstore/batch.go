@@ -73,6 +73,13 @@ type taskState struct {
 	finished    bool   // set finished_at
 	timer       string // "sleep" or "retry": write a timer at wakeAt
 	dirty       bool
+
+	// The events of the current round the row keeps (0: none), and what
+	// flush does with them.
+	queuedEvent, startedEvent int64
+	queuedAt, startedAt       time.Time
+	logCompleted              bool // keep a COMPLETED event in the row
+	newRound                  bool // the kept events were written out: forget them
 }
 
 type resolvedTask struct {
@@ -85,7 +92,8 @@ type enqueueItem struct {
 	name    string
 	kind    store.TaskKind
 	attempt int
-	src     int // source credited with the enqueue, or -1
+	src     int  // source credited with the enqueue, or -1
+	logged  bool // its QUEUED event is kept in its row already
 }
 
 func (s *Store) newBatch(tx pgx.Tx, sources int) *batch {
@@ -153,6 +161,8 @@ func (b *batch) loadTasks(ctx context.Context, keys []taskKey) error {
 			key: k, run: b.runs[k.run], kind: store.TaskKind(r.Kind), children: r.Children,
 			status: store.TaskStatus(r.Status), attempt: int(r.Attempt), maxAttempts: int(r.MaxAttempts),
 			err: r.Error, reason: r.Reason, wakeAt: timeOf(r.WakeAt), leaseUntil: timeOf(r.LeaseUntil), worker: r.Worker,
+			queuedEvent: r.QueuedEvent.Int64, queuedAt: timeOf(r.QueuedAt),
+			startedEvent: r.StartedEvent.Int64, startedAt: timeOf(r.StartedAt),
 		}
 	}
 	return nil
@@ -201,7 +211,7 @@ func (b *batch) apply(src int, res *store.TaskResult) store.CompletionOutcome {
 	switch res.Outcome {
 	case store.OutcomeCompleted:
 		t.output = res.Output
-		b.event(t, store.EventCompleted, "")
+		t.logCompleted = true // the row keeps the COMPLETED event
 		b.resolve(t, store.TaskCompleted, src)
 	case store.OutcomeSkipped:
 		t.reason = res.Reason
@@ -288,8 +298,23 @@ func (b *batch) cancel(t *taskState) {
 	b.event(t, store.EventCancelled, "")
 }
 
-// requeue puts a task back in the ready queue (a fired retry or a rescue).
+// requeue puts a task back in the ready queue (a fired retry, a rescue or
+// a release). The events of the round that ended, which the row kept, go to
+// the event log first, with their ids and times: the row keeps the new
+// round's.
 func (b *batch) requeue(t *taskState, src int) {
+	if t.queuedEvent != 0 {
+		attempt := t.attempt
+		if t.startedEvent > t.queuedEvent {
+			attempt-- // queued before the claim that counted this attempt
+		}
+		b.ev.addKept(t.key.run, t.queuedEvent, t.queuedAt, t.key.name, store.EventQueued, attempt)
+	}
+	if t.startedEvent != 0 {
+		b.ev.addKept(t.key.run, t.startedEvent, t.startedAt, t.key.name, store.EventStarted, t.attempt)
+	}
+	t.queuedEvent, t.startedEvent = 0, 0
+	t.newRound = true
 	t.status = store.TaskQueued
 	b.touch(t)
 	b.enqueue = append(b.enqueue, enqueueItem{run: t.run, name: t.key.name, kind: t.kind, attempt: t.attempt, src: src})
@@ -322,6 +347,8 @@ func (b *batch) flush(ctx context.Context) error {
 				fin = now
 			}
 			p.FinishedAts = append(p.FinishedAts, fin)
+			p.LogCompleted = append(p.LogCompleted, t.logCompleted)
+			p.NewRounds = append(p.NewRounds, t.newRound)
 			if t.timer != "" && (t.status == store.TaskSleeping || t.status == store.TaskBackoff) {
 				tp.RunIds = append(tp.RunIds, uuidOf(t.key.run))
 				tp.Tasks = append(tp.Tasks, t.key.name)
@@ -430,7 +457,7 @@ func (b *batch) flush(ctx context.Context) error {
 			}
 		}
 		if len(ids) > 0 {
-			rows, err := q.DecrementChildren(ctx, tx, ids, children)
+			rows, err := q.DecrementChildren(ctx, tx, dbsqlc.DecrementChildrenParams{Now: now, RunIds: ids, Children: children})
 			if err != nil {
 				return fmt.Errorf("count down %d children: %w", len(ids), err)
 			}
@@ -439,7 +466,7 @@ func (b *batch) flush(ctx context.Context) error {
 					continue
 				}
 				k := taskKey{dag.RunID(row.RunID.Bytes), row.Name}
-				b.enqueue = append(b.enqueue, enqueueItem{run: b.runs[k.run], name: k.name, kind: store.KindStep, src: lastSrc[k]})
+				b.enqueue = append(b.enqueue, enqueueItem{run: b.runs[k.run], name: k.name, kind: store.KindStep, src: lastSrc[k], logged: true})
 			}
 		}
 	}
@@ -456,7 +483,9 @@ func (b *batch) flush(ctx context.Context) error {
 			p.Tasks = append(p.Tasks, e.name)
 			p.Workflows = append(p.Workflows, e.run.workflow)
 			p.Tenants = append(p.Tenants, e.run.tenant)
-			b.ev.add(e.run.id, e.name, store.EventQueued, e.attempt, "")
+			if !e.logged {
+				b.ev.add(e.run.id, e.name, store.EventQueued, e.attempt, "")
+			}
 			if e.src >= 0 {
 				b.credit[e.src]++
 			}

@@ -14,9 +14,9 @@ import (
 	"github.com/dagenhq/dagen/store/pgstore/internal/dbsqlc"
 )
 
-// CreateRuns implements store.Store. The runs, their tasks, the roots'
-// queue entries and QUEUED events are written with one statement each, all
-// sent in one round trip and run in one transaction.
+// CreateRuns implements store.Store. The runs, their tasks (the roots with
+// their QUEUED events) and the roots' queue entries are written with one
+// statement each, all sent in one round trip and run in one transaction.
 func (s *Store) CreateRuns(ctx context.Context, runs []store.NewRun) error {
 	if len(runs) == 0 {
 		return nil
@@ -25,10 +25,10 @@ func (s *Store) CreateRuns(ctx context.Context, runs []store.NewRun) error {
 		rp      dbsqlc.InsertRunsParams
 		tp      dbsqlc.InsertTasksParams
 		ep      dbsqlc.EnqueueParams
-		ev      events
 		tenants []string
 	)
 	rp.Now = s.clock()
+	tp.Now = rp.Now
 	seen := make(map[dag.RunID]bool, len(runs))
 	for i := range runs {
 		nr := &runs[i]
@@ -55,8 +55,7 @@ func (s *Store) CreateRuns(ctx context.Context, runs []store.NewRun) error {
 				ep.RunIds = append(ep.RunIds, id)
 				ep.Tasks = append(ep.Tasks, t.Name)
 				ep.Workflows = append(ep.Workflows, nr.Workflow)
-				ep.Tenants = append(ep.Tenants, nr.Tenant)
-				ev.add(nr.ID, t.Name, store.EventQueued, 0, "")
+				ep.Tenants = append(ep.Tenants, nr.Tenant) // InsertTasks keeps its QUEUED event
 			}
 			tp.RunIds = append(tp.RunIds, id)
 			tp.Names = append(tp.Names, t.Name)
@@ -79,7 +78,6 @@ func (s *Store) CreateRuns(ctx context.Context, runs []store.NewRun) error {
 	_ = s.q.InsertTasks(ctx, p, tp)
 	_ = s.q.EnsureTenants(ctx, p, tenants)
 	_ = s.q.Enqueue(ctx, p, ep)
-	_ = ev.insert(ctx, s.q, p, rp.Now)
 	if err := p.send(ctx); err != nil {
 		var pgErr *pgconn.PgError
 		switch {

@@ -646,19 +646,27 @@ func testEventLog(f *fixture) {
 	f.complete(done(a, `1`))
 	b := f.claimOne()
 	f.complete(store.TaskResult{RunID: r.ID, Step: "b", Attempt: b.Attempt, Outcome: store.OutcomeSkipped, Reason: "skip=p"})
-	events, err := f.st.ListEvents(f.ctx, r.ID)
-	require.NoError(t, err)
 	type ev struct {
 		Step    string
 		Type    store.EventType
 		Attempt int
 		Detail  string
 	}
-	var got []ev
-	for _, e := range events {
-		got = append(got, ev{e.Step, e.Type, e.Attempt, e.Detail})
-		require.False(t, e.At.Before(epoch))
+	log := func(id dag.RunID) []ev {
+		t.Helper()
+		events, err := f.st.ListEvents(f.ctx, id)
+		require.NoError(t, err)
+		var got []ev
+		for i, e := range events {
+			got = append(got, ev{e.Step, e.Type, e.Attempt, e.Detail})
+			require.False(t, e.At.Before(epoch))
+			if i > 0 {
+				require.False(t, e.At.Before(events[i-1].At), "oldest first: %v before %v", events[i-1], e)
+			}
+		}
+		return got
 	}
+	got := log(r.ID)
 	require.Equal(t, []ev{
 		{"a", store.EventQueued, 0, ""},
 		{"a", store.EventStarted, 1, ""},
@@ -670,6 +678,35 @@ func testEventLog(f *fixture) {
 		{"b", store.EventStarted, 1, ""},
 		{"b", store.EventSkipped, 1, "skip=p"},
 	}, got)
+
+	// A rescued attempt, a failed one and a completed one, each a round.
+	r2 := newRun("wf", "t", store.NewTask{Name: "c", Kind: store.KindStep, MaxAttempts: 3})
+	f.create(r2)
+	f.clock.advance(time.Second)
+	f.claimOne()
+	f.clock.advance(2 * time.Minute) // past the lease
+	n, err := f.st.RescueExpired(f.ctx, 10)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	f.clock.advance(time.Second)
+	c := f.claimOne()
+	f.complete(store.TaskResult{RunID: r2.ID, Step: "c", Attempt: c.Attempt, Outcome: store.OutcomeRetry, Error: "e2", Delay: time.Second})
+	f.clock.advance(time.Second)
+	_, err = f.st.FireTimers(f.ctx, 10)
+	require.NoError(t, err)
+	c = f.claimOne()
+	f.complete(done(c, `3`))
+	require.Equal(t, []ev{
+		{"c", store.EventQueued, 0, ""},
+		{"c", store.EventStarted, 1, ""},
+		{"c", store.EventRescued, 1, "lease expired"},
+		{"c", store.EventQueued, 1, ""},
+		{"c", store.EventStarted, 2, ""},
+		{"c", store.EventRetrying, 2, "e2"},
+		{"c", store.EventQueued, 2, ""},
+		{"c", store.EventStarted, 3, ""},
+		{"c", store.EventCompleted, 3, ""},
+	}, log(r2.ID))
 }
 
 func testConcurrentWorkers(f *fixture) {

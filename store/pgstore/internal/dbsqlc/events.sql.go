@@ -12,30 +12,40 @@ import (
 )
 
 const insertEvents = `-- name: InsertEvents :exec
-INSERT INTO dagen_events (run_id, at, task, type, attempt, detail)
-SELECT e.run_id, coalesce($1::timestamptz, now()), e.task, e.type, e.attempt, e.detail
+INSERT INTO dagen_events (run_id, id, at, task, type, attempt, detail)
+SELECT e.run_id, coalesce(nullif(e.id, 0), nextval('dagen_event_seq')),
+       coalesce(e.at, $1::timestamptz, now()), e.task, e.type, e.attempt, e.detail
 FROM (
     SELECT unnest($2::uuid[]) AS run_id,
-           unnest($3::text[]) AS task,
-           unnest($4::text[]) AS type,
-           unnest($5::integer[]) AS attempt,
-           unnest($6::text[]) AS detail
+           unnest($3::bigint[]) AS id,
+           unnest($4::timestamptz[]) AS at,
+           unnest($5::text[]) AS task,
+           unnest($6::text[]) AS type,
+           unnest($7::integer[]) AS attempt,
+           unnest($8::text[]) AS detail
 ) AS e
 `
 
 type InsertEventsParams struct {
 	At       pgtype.Timestamptz
 	RunIds   []pgtype.UUID
+	Ids      []int64
+	Ats      []pgtype.Timestamptz
 	Tasks    []string
 	Types    []string
 	Attempts []int32
 	Details  []string
 }
 
+// Appends events in input order. An id of 0 takes the next one of the
+// log's sequence; another id (an event kept in a task row until now) is
+// kept. A NULL time is the batch's time, at (NULL: the database clock).
 func (q *Queries) InsertEvents(ctx context.Context, db DBTX, arg InsertEventsParams) error {
 	_, err := db.Exec(ctx, insertEvents,
 		arg.At,
 		arg.RunIds,
+		arg.Ids,
+		arg.Ats,
 		arg.Tasks,
 		arg.Types,
 		arg.Attempts,
@@ -45,10 +55,27 @@ func (q *Queries) InsertEvents(ctx context.Context, db DBTX, arg InsertEventsPar
 }
 
 const listEvents = `-- name: ListEvents :many
-SELECT at, task, type, attempt, detail
-FROM dagen_events
-WHERE run_id = $1
-ORDER BY id
+SELECT ev.at::timestamptz AS at, ev.task::text AS task, ev.type::text AS type,
+       ev.attempt::integer AS attempt, ev.detail::text AS detail
+FROM (
+    SELECT e.id, e.at, e.task, e.type, e.attempt, e.detail
+    FROM dagen_events e
+    WHERE e.run_id = $1
+    UNION ALL
+    SELECT t.queued_event, t.queued_at, t.name, 'QUEUED',
+           t.attempt - CASE WHEN t.started_event > t.queued_event THEN 1 ELSE 0 END, ''
+    FROM dagen_tasks t
+    WHERE t.run_id = $1 AND t.queued_event IS NOT NULL
+    UNION ALL
+    SELECT t.started_event, t.started_at, t.name, 'STARTED', t.attempt, ''
+    FROM dagen_tasks t
+    WHERE t.run_id = $1 AND t.started_event IS NOT NULL
+    UNION ALL
+    SELECT t.completed_event, t.finished_at, t.name, 'COMPLETED', t.attempt, ''
+    FROM dagen_tasks t
+    WHERE t.run_id = $1 AND t.completed_event IS NOT NULL
+) AS ev
+ORDER BY ev.id
 `
 
 type ListEventsRow struct {
@@ -59,6 +86,9 @@ type ListEventsRow struct {
 	Detail  string
 }
 
+// A run's event log: the rows of dagen_events and the events its tasks
+// keep in their rows (see dagen_tasks), in id order. A QUEUED event kept
+// in a task row was logged before the claim that counted the attempt up.
 func (q *Queries) ListEvents(ctx context.Context, db DBTX, runID pgtype.UUID) ([]ListEventsRow, error) {
 	rows, err := db.Query(ctx, listEvents, runID)
 	if err != nil {

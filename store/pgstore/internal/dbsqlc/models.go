@@ -69,6 +69,11 @@ type DagenTask struct {
 	Worker         string
 	LeaseUntil     pgtype.Timestamptz
 	FinishedAt     pgtype.Timestamptz
+	QueuedEvent    pgtype.Int8
+	QueuedAt       pgtype.Timestamptz
+	StartedEvent   pgtype.Int8
+	StartedAt      pgtype.Timestamptz
+	CompletedEvent pgtype.Int8
 }
 
 type DagenTenantGroup struct {

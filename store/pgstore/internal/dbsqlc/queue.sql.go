@@ -30,11 +30,14 @@ deleted AS (
     RETURNING q.id, q.run_id, q.task
 ),
 claimed AS (
+    -- The STARTED event is kept in the task's row (see dagen_tasks).
     UPDATE dagen_tasks t
     SET status = 'RUNNING',
         attempt = t.attempt + 1,
         worker = $4::text,
-        lease_until = clock.now + make_interval(secs => $5::float8)
+        lease_until = clock.now + make_interval(secs => $5::float8),
+        started_event = nextval('dagen_event_seq'),
+        started_at = clock.now
     FROM deleted d, clock
     WHERE t.run_id = d.run_id AND t.name = d.task AND t.status = 'QUEUED'
     RETURNING d.id AS queue_id, t.run_id, t.name, t.kind, t.attempt, t.parents
@@ -44,11 +47,6 @@ frontier AS (
     SET block = m.block
     FROM (SELECT max(claimed.queue_id) / 1048576 AS block FROM claimed) m
     WHERE m.block > f.block
-),
-started AS (
-    INSERT INTO dagen_events (run_id, at, task, type, attempt, detail)
-    SELECT claimed.run_id, clock.now, claimed.name, 'STARTED', claimed.attempt, ''
-    FROM claimed, clock
 )
 SELECT c.queue_id, c.run_id, c.name, c.kind, c.attempt, r.workflow, r.tenant, r.input,
        r.status AS run_status, r.failure_step, r.failure_attempt, r.failure_message,
@@ -94,9 +92,9 @@ type ClaimTasksRow struct {
 
 // Claims ready tasks in one statement: takes the first rows of the queue in
 // id order (skipping rows other claims hold), deletes them, starts the tasks
-// with a new attempt and a lease, moves the frontier, logs STARTED, and
-// returns what the steps need: input, parents' results in the task's parent
-// order, and the run's failure for an onfailure task.
+// with a new attempt and a lease (and their STARTED event), moves the
+// frontier, and returns what the steps need: input, parents' results in the
+// task's parent order, and the run's failure for an onfailure task.
 func (q *Queries) ClaimTasks(ctx context.Context, db DBTX, arg ClaimTasksParams) ([]ClaimTasksRow, error) {
 	rows, err := db.Query(ctx, claimTasks,
 		arg.Now,

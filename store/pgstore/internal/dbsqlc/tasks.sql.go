@@ -64,15 +64,23 @@ func (q *Queries) CancelTasks(ctx context.Context, db DBTX, arg CancelTasksParam
 const decrementChildren = `-- name: DecrementChildren :many
 UPDATE dagen_tasks t
 SET pending_parents = t.pending_parents - d.n,
-    status = CASE WHEN t.pending_parents - d.n = 0 THEN 'QUEUED' ELSE t.status END
+    status = CASE WHEN t.pending_parents - d.n = 0 THEN 'QUEUED' ELSE t.status END,
+    queued_event = CASE WHEN t.pending_parents - d.n = 0 THEN nextval('dagen_event_seq') END,
+    queued_at = CASE WHEN t.pending_parents - d.n = 0 THEN coalesce($1::timestamptz, now()) END
 FROM (
     SELECT x.run_id, x.child, count(*)::integer AS n
-    FROM (SELECT unnest($1::uuid[]) AS run_id, unnest($2::text[]) AS child) AS x
+    FROM (SELECT unnest($2::uuid[]) AS run_id, unnest($3::text[]) AS child) AS x
     GROUP BY x.run_id, x.child
 ) AS d
 WHERE t.run_id = d.run_id AND t.name = d.child AND t.status = 'PENDING'
 RETURNING t.run_id, t.name, t.status
 `
+
+type DecrementChildrenParams struct {
+	Now      pgtype.Timestamptz
+	RunIds   []pgtype.UUID
+	Children []string
+}
 
 type DecrementChildrenRow struct {
 	RunID  pgtype.UUID
@@ -85,9 +93,10 @@ type DecrementChildrenRow struct {
 // children's runs (every writer of a run's tasks but a claim takes them
 // first, in id order, and a claim never touches a PENDING task), so no two
 // transactions count down the same children at once; UPDATE … RETURNING
-// makes exactly one completion see a child reach zero.
-func (q *Queries) DecrementChildren(ctx context.Context, db DBTX, runIds []pgtype.UUID, children []string) ([]DecrementChildrenRow, error) {
-	rows, err := db.Query(ctx, decrementChildren, runIds, children)
+// makes exactly one completion see a child reach zero. A child that becomes
+// QUEUED keeps its QUEUED event, at now, in its row.
+func (q *Queries) DecrementChildren(ctx context.Context, db DBTX, arg DecrementChildrenParams) ([]DecrementChildrenRow, error) {
+	rows, err := db.Query(ctx, decrementChildren, arg.Now, arg.RunIds, arg.Children)
 	if err != nil {
 		return nil, err
 	}
@@ -132,25 +141,30 @@ func (q *Queries) ExtendLeases(ctx context.Context, db DBTX, arg ExtendLeasesPar
 
 const getTasks = `-- name: GetTasks :many
 SELECT t.run_id, t.name, t.kind, t.children, t.status, t.attempt, t.max_attempts,
-       t.error, t.reason, t.wake_at, t.lease_until, t.worker
+       t.error, t.reason, t.wake_at, t.lease_until, t.worker,
+       t.queued_event, t.queued_at, t.started_event, t.started_at
 FROM dagen_tasks t
 JOIN (SELECT unnest($1::uuid[]) AS run_id, unnest($2::text[]) AS name) AS k
   ON t.run_id = k.run_id AND t.name = k.name
 `
 
 type GetTasksRow struct {
-	RunID       pgtype.UUID
-	Name        string
-	Kind        string
-	Children    []string
-	Status      string
-	Attempt     int32
-	MaxAttempts int32
-	Error       string
-	Reason      string
-	WakeAt      pgtype.Timestamptz
-	LeaseUntil  pgtype.Timestamptz
-	Worker      string
+	RunID        pgtype.UUID
+	Name         string
+	Kind         string
+	Children     []string
+	Status       string
+	Attempt      int32
+	MaxAttempts  int32
+	Error        string
+	Reason       string
+	WakeAt       pgtype.Timestamptz
+	LeaseUntil   pgtype.Timestamptz
+	Worker       string
+	QueuedEvent  pgtype.Int8
+	QueuedAt     pgtype.Timestamptz
+	StartedEvent pgtype.Int8
+	StartedAt    pgtype.Timestamptz
 }
 
 // Reads tasks by key. Callers hold the lock of the tasks' runs, which every
@@ -177,6 +191,10 @@ func (q *Queries) GetTasks(ctx context.Context, db DBTX, runIds []pgtype.UUID, n
 			&i.WakeAt,
 			&i.LeaseUntil,
 			&i.Worker,
+			&i.QueuedEvent,
+			&i.QueuedAt,
+			&i.StartedEvent,
+			&i.StartedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -189,23 +207,27 @@ func (q *Queries) GetTasks(ctx context.Context, db DBTX, runIds []pgtype.UUID, n
 }
 
 const insertTasks = `-- name: InsertTasks :exec
-INSERT INTO dagen_tasks (run_id, name, seq, kind, parents, children, pending_parents, status, max_attempts)
+INSERT INTO dagen_tasks (run_id, name, seq, kind, parents, children, pending_parents, status, max_attempts,
+                         queued_event, queued_at)
 SELECT t.run_id, t.name, t.seq, t.kind, t.parents::text[], t.children::text[],
-       t.pending_parents, t.status, t.max_attempts
+       t.pending_parents, t.status, t.max_attempts,
+       CASE WHEN t.status = 'QUEUED' THEN nextval('dagen_event_seq') END,
+       CASE WHEN t.status = 'QUEUED' THEN coalesce($1::timestamptz, now()) END
 FROM (
-    SELECT unnest($1::uuid[]) AS run_id,
-           unnest($2::text[]) AS name,
-           unnest($3::integer[]) AS seq,
-           unnest($4::text[]) AS kind,
-           unnest($5::text[]) AS parents,
-           unnest($6::text[]) AS children,
-           unnest($7::integer[]) AS pending_parents,
-           unnest($8::text[]) AS status,
-           unnest($9::integer[]) AS max_attempts
+    SELECT unnest($2::uuid[]) AS run_id,
+           unnest($3::text[]) AS name,
+           unnest($4::integer[]) AS seq,
+           unnest($5::text[]) AS kind,
+           unnest($6::text[]) AS parents,
+           unnest($7::text[]) AS children,
+           unnest($8::integer[]) AS pending_parents,
+           unnest($9::text[]) AS status,
+           unnest($10::integer[]) AS max_attempts
 ) AS t
 `
 
 type InsertTasksParams struct {
+	Now            pgtype.Timestamptz
 	RunIds         []pgtype.UUID
 	Names          []string
 	Seqs           []int32
@@ -218,9 +240,11 @@ type InsertTasksParams struct {
 }
 
 // parents and children are Postgres array literals, one per task, because
-// unnest cannot take an array of arrays of different lengths.
+// unnest cannot take an array of arrays of different lengths. A task that
+// starts QUEUED keeps its QUEUED event in its row.
 func (q *Queries) InsertTasks(ctx context.Context, db DBTX, arg InsertTasksParams) error {
 	_, err := db.Exec(ctx, insertTasks,
+		arg.Now,
 		arg.RunIds,
 		arg.Names,
 		arg.Seqs,
@@ -366,7 +390,12 @@ SET status = u.status,
     reason = u.reason,
     wake_at = u.wake_at,
     lease_until = NULL,
-    finished_at = u.finished_at
+    finished_at = u.finished_at,
+    completed_event = CASE WHEN u.log_completed THEN nextval('dagen_event_seq') ELSE t.completed_event END,
+    queued_event = CASE WHEN u.new_round THEN NULL ELSE t.queued_event END,
+    queued_at = CASE WHEN u.new_round THEN NULL ELSE t.queued_at END,
+    started_event = CASE WHEN u.new_round THEN NULL ELSE t.started_event END,
+    started_at = CASE WHEN u.new_round THEN NULL ELSE t.started_at END
 FROM (
     SELECT unnest($1::uuid[]) AS run_id,
            unnest($2::text[]) AS name,
@@ -375,24 +404,31 @@ FROM (
            unnest($5::text[]) AS error,
            unnest($6::text[]) AS reason,
            unnest($7::timestamptz[]) AS wake_at,
-           unnest($8::timestamptz[]) AS finished_at
+           unnest($8::timestamptz[]) AS finished_at,
+           unnest($9::boolean[]) AS log_completed,
+           unnest($10::boolean[]) AS new_round
 ) AS u
 WHERE t.run_id = u.run_id AND t.name = u.name
 `
 
 type UpdateTasksParams struct {
-	RunIds      []pgtype.UUID
-	Names       []string
-	Statuses    []string
-	Outputs     [][]byte
-	Errors      []string
-	Reasons     []string
-	WakeAts     []pgtype.Timestamptz
-	FinishedAts []pgtype.Timestamptz
+	RunIds       []pgtype.UUID
+	Names        []string
+	Statuses     []string
+	Outputs      [][]byte
+	Errors       []string
+	Reasons      []string
+	WakeAts      []pgtype.Timestamptz
+	FinishedAts  []pgtype.Timestamptz
+	LogCompleted []bool
+	NewRounds    []bool
 }
 
 // Writes the new state of tasks whose transition was decided by the caller
-// (under the run lock). Output is kept when the new one is NULL.
+// (under the run lock). Output is kept when the new one is NULL. A task
+// that completes keeps its COMPLETED event in its row; one that starts a
+// new round (its old round's events written out by the caller) forgets the
+// events its row kept.
 func (q *Queries) UpdateTasks(ctx context.Context, db DBTX, arg UpdateTasksParams) error {
 	_, err := db.Exec(ctx, updateTasks,
 		arg.RunIds,
@@ -403,6 +439,8 @@ func (q *Queries) UpdateTasks(ctx context.Context, db DBTX, arg UpdateTasksParam
 		arg.Reasons,
 		arg.WakeAts,
 		arg.FinishedAts,
+		arg.LogCompleted,
+		arg.NewRounds,
 	)
 	return err
 }
