@@ -328,7 +328,7 @@ var (
 // flush writes the batch: a fixed sequence of array statements, pipelined
 // so that only the statements whose results it needs wait for a round trip.
 func (b *batch) flush(ctx context.Context) error {
-	q, tx, now := b.s.q, &pipeline{db: b.tx}, tstz(b.now)
+	q, pl, now := b.s.q, &pipeline{db: b.tx}, tstz(b.now)
 
 	// The decided task transitions, and their timers.
 	if len(b.dirty) > 0 {
@@ -357,11 +357,11 @@ func (b *batch) flush(ctx context.Context) error {
 				tp.Kinds = append(tp.Kinds, t.timer)
 			}
 		}
-		if err := q.UpdateTasks(ctx, tx, p); err != nil {
+		if err := q.UpdateTasks(ctx, pl, p); err != nil {
 			return fmt.Errorf("update %d tasks: %w", len(p.Names), err)
 		}
 		if len(tp.Tasks) > 0 {
-			if err := q.UpsertTimers(ctx, tx, tp); err != nil {
+			if err := q.UpsertTimers(ctx, pl, tp); err != nil {
 				return fmt.Errorf("write %d timers: %w", len(tp.Tasks), err)
 			}
 		}
@@ -386,7 +386,7 @@ func (b *batch) flush(ctx context.Context) error {
 	}
 	if len(rp.Ids) > 0 {
 		rp.Now = now
-		if err := q.UpdateRuns(ctx, tx, rp); err != nil {
+		if err := q.UpdateRuns(ctx, pl, rp); err != nil {
 			return fmt.Errorf("update %d runs: %w", len(rp.Ids), err)
 		}
 	}
@@ -402,10 +402,10 @@ func (b *batch) flush(ctx context.Context) error {
 		}
 	}
 	if ended := append(slices.Clone(failed), cancelled...); len(ended) > 0 {
-		if err := q.DeleteReadyForRuns(ctx, tx, ended); err != nil {
+		if err := q.DeleteReadyForRuns(ctx, pl, ended); err != nil {
 			return fmt.Errorf("dequeue tasks of %d ended runs: %w", len(ended), err)
 		}
-		if err := q.DeleteTimersForRuns(ctx, tx, ended); err != nil {
+		if err := q.DeleteTimersForRuns(ctx, pl, ended); err != nil {
 			return fmt.Errorf("delete timers of %d ended runs: %w", len(ended), err)
 		}
 		for _, c := range []struct {
@@ -416,7 +416,7 @@ func (b *batch) flush(ctx context.Context) error {
 			if len(c.ids) == 0 {
 				continue
 			}
-			rows, err := q.CancelTasks(ctx, tx, dbsqlc.CancelTasksParams{
+			rows, err := q.CancelTasks(ctx, pl, dbsqlc.CancelTasksParams{
 				Now: now, RunIds: c.ids, Statuses: c.statuses, IncludeOnfailure: c.all,
 			})
 			if err != nil {
@@ -427,7 +427,7 @@ func (b *batch) flush(ctx context.Context) error {
 			}
 		}
 		if len(failed) > 0 {
-			rows, err := q.QueueOnFailure(ctx, tx, failed)
+			rows, err := q.QueueOnFailure(ctx, pl, failed)
 			if err != nil {
 				return fmt.Errorf("queue onfailure tasks of %d runs: %w", len(failed), err)
 			}
@@ -457,7 +457,7 @@ func (b *batch) flush(ctx context.Context) error {
 			}
 		}
 		if len(ids) > 0 {
-			rows, err := q.DecrementChildren(ctx, tx, dbsqlc.DecrementChildrenParams{Now: now, RunIds: ids, Children: children})
+			rows, err := q.DecrementChildren(ctx, pl, dbsqlc.DecrementChildrenParams{Now: now, RunIds: ids, Children: children})
 			if err != nil {
 				return fmt.Errorf("count down %d children: %w", len(ids), err)
 			}
@@ -491,16 +491,16 @@ func (b *batch) flush(ctx context.Context) error {
 			}
 		}
 		if len(p.Tasks) > 0 {
-			if err := q.Enqueue(ctx, tx, p); err != nil {
+			if err := q.Enqueue(ctx, pl, p); err != nil {
 				return fmt.Errorf("enqueue %d tasks: %w", len(p.Tasks), err)
 			}
 		}
 	}
 
-	if err := b.ev.insert(ctx, q, tx, now); err != nil {
+	if err := b.ev.insert(ctx, q, pl, now); err != nil {
 		return err
 	}
-	return tx.send(ctx)
+	return pl.send(ctx)
 }
 
 func compareIDs(a, b dag.RunID) int {
