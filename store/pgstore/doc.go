@@ -8,7 +8,18 @@
 // the first rows of the fair ready queue with FOR UPDATE SKIP LOCKED,
 // deletes them, starts the tasks and returns what the steps need.
 // [Store.CompleteTasks] applies a batch of results in one transaction with
-// array parameters expanded by unnest.
+// array parameters expanded by unnest; the statements that need no result
+// are pipelined, and [Store.CreateRuns] is a single round trip.
+//
+// The event log is dagen_events plus the events a task row keeps: the
+// QUEUED, STARTED and COMPLETED events of its current round are stamped on
+// the row the transition writes anyway (with an id from the log's sequence,
+// so the merged log keeps its order), and written out to dagen_events when
+// a retry, rescue or release starts a new round.
+//
+// Prepared statements may keep generic plans made while the tables were
+// small; the store analyzes its tables each time the tasks table doubles,
+// which also has them planned again.
 //
 // Writers other than a claim lock the runs they touch first, in run id
 // order; that single rule serializes the changes to one run (so a fan-in
