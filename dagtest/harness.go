@@ -2,7 +2,6 @@ package dagtest
 
 import (
 	"context"
-	"testing"
 	"time"
 
 	"github.com/dagenhq/dagen/engine"
@@ -13,16 +12,30 @@ import (
 // retried with no delay forever) fails the test instead of hanging it.
 const maxRounds = 1_000_000
 
-// Harness is a manual engine over an in-memory store with a fake clock.
-type Harness struct {
-	Engine *engine.Engine
-	Store  *memstore.Store
-	Clock  *Clock
-	t      testing.TB
+// TB is the part of testing.TB that a Harness uses: *testing.T,
+// *testing.B and *testing.F satisfy it. A Harness reports a store error,
+// or a run that never settles, with Fatalf.
+type TB interface {
+	Helper()
+	Fatalf(format string, args ...any)
 }
 
-// New returns a harness whose clock starts at Epoch.
-func New(t testing.TB) *Harness {
+// Harness is a manual engine over an in-memory store with a fake clock.
+type Harness struct {
+	// Engine is manual: RunUntilIdle, Advance and the engine's own Wait
+	// drive it. Register workflows on it, or pass it to a generated
+	// New…Workflow.
+	Engine *engine.Engine
+	// Store is the engine's store, on Clock.
+	Store *memstore.Store
+	// Clock is the store's clock; it moves only when the test moves it.
+	Clock *Clock
+	t     TB
+}
+
+// New returns a harness whose clock starts at Epoch. t is usually the
+// test's *testing.T.
+func New(t TB) *Harness {
 	t.Helper()
 	clock := NewClock(Epoch)
 	st := memstore.New(&memstore.Config{Now: clock.Now})
