@@ -1,0 +1,78 @@
+package pgstore_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/dagenhq/dagen/engine"
+	"github.com/dagenhq/dagen/examples/order"
+	"github.com/dagenhq/dagen/store/pgstore"
+)
+
+// Open connects, migrates the schema and returns a store that owns its
+// pool. Every worker process that opens the same database shares the work.
+func ExampleOpen() {
+	ctx := context.Background()
+	st, err := pgstore.Open(ctx, os.Getenv("DATABASE_URL"))
+	if err != nil {
+		panic(err)
+	}
+	defer st.Close()
+	e, err := engine.New(st, nil)
+	if err != nil {
+		panic(err)
+	}
+	wf, err := order.NewOrderWorkflow(e)
+	if err != nil {
+		panic(err)
+	}
+	if err := e.Start(ctx); err != nil {
+		panic(err)
+	}
+	defer e.Stop(ctx)
+
+	res, err := wf.Run(ctx, "tenant-42", order.Order{ID: "o-1", Amount: 4200, Card: "4242"})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(res.Finalize.Value().Status)
+}
+
+// A worker process on a pool of its own: migrate the pool, then wrap it.
+// The pool stays the caller's: Close gives up the store's leadership but
+// leaves the pool open.
+func ExampleNew() {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
+	if err != nil {
+		panic(err)
+	}
+	defer pool.Close()
+	if err := pgstore.Migrate(ctx, pool); err != nil {
+		panic(err)
+	}
+	st := pgstore.New(pool, nil)
+	defer st.Close()
+	e, err := engine.New(st, &engine.Config{WorkerID: "worker-1"})
+	if err != nil {
+		panic(err)
+	}
+	if _, err := order.NewOrderWorkflow(e); err != nil {
+		panic(err)
+	}
+	if err := e.Start(ctx); err != nil {
+		panic(err)
+	}
+
+	// Work until interrupted, then let the steps in flight finish.
+	sig, stop := signal.NotifyContext(ctx, os.Interrupt)
+	defer stop()
+	<-sig.Done()
+	if err := e.Stop(ctx); err != nil {
+		panic(err)
+	}
+}
