@@ -679,7 +679,7 @@ func testEventLog(f *fixture) {
 		{"b", store.EventSkipped, 1, "skip=p"},
 	}, got)
 
-	// A rescued attempt, a failed one and a completed one, each a round.
+	// A rescued attempt, a retried one and a completed one, each a round.
 	r2 := newRun("wf", "t", store.NewTask{Name: "c", Kind: store.KindStep, MaxAttempts: 3})
 	f.create(r2)
 	f.clock.advance(time.Second)
