@@ -44,7 +44,6 @@ CREATE TABLE dagen_tasks (
     reason          text NOT NULL DEFAULT '',
     wake_at         timestamptz,
     worker          text NOT NULL DEFAULT '',
-    lease_until     timestamptz,
     finished_at     timestamptz,
     -- The common events of the task's current round, kept in the row the
     -- transition writes anyway instead of as rows of dagen_events: QUEUED
@@ -60,8 +59,21 @@ CREATE TABLE dagen_tasks (
     PRIMARY KEY (run_id, name)
 );
 
--- The rescuer scans running tasks by lease end.
-CREATE INDEX dagen_tasks_lease_idx ON dagen_tasks (lease_until) WHERE status = 'RUNNING';
+-- dagen_tasks has no index but its primary key, and none may cover a column
+-- a task's transitions change (status included, as a partial index's
+-- predicate): so its updates can be HOT, adding no index entries, which
+-- keeps its lookups to one entry a task.
+
+-- Leases: one row per RUNNING task, written by the claim and removed when
+-- the attempt ends (or is rescued, released or cancelled). The rescuer
+-- scans it by lease end; it holds only running tasks, so it stays small.
+CREATE TABLE dagen_leases (
+    run_id      uuid NOT NULL,
+    task        text NOT NULL,
+    worker      text NOT NULL,
+    lease_until timestamptz NOT NULL,
+    PRIMARY KEY (run_id, task)
+);
 
 -- Tenant groups of the fair queue: a sequential group id per tenant and the
 -- tenant's next free block.
@@ -134,8 +146,12 @@ CREATE TABLE dagen_workers (
 
 -- The hot tables churn: vacuum them early.
 ALTER TABLE dagen_ready SET (autovacuum_vacuum_scale_factor = 0.01, autovacuum_analyze_scale_factor = 0.02);
+ALTER TABLE dagen_leases SET (autovacuum_vacuum_scale_factor = 0.01, autovacuum_analyze_scale_factor = 0.02);
 ALTER TABLE dagen_timers SET (autovacuum_vacuum_scale_factor = 0.01, autovacuum_analyze_scale_factor = 0.02);
-ALTER TABLE dagen_tasks SET (autovacuum_vacuum_scale_factor = 0.05, fillfactor = 80);
+-- Half of each tasks page is left free for the new versions of its rows: a
+-- task is updated three times or so, and an update stays HOT only when the
+-- new version fits on the same page.
+ALTER TABLE dagen_tasks SET (autovacuum_vacuum_scale_factor = 0.05, fillfactor = 50);
 ALTER TABLE dagen_runs SET (autovacuum_vacuum_scale_factor = 0.05, fillfactor = 80);
 ALTER TABLE dagen_tenant_groups SET (autovacuum_vacuum_scale_factor = 0.0, autovacuum_vacuum_threshold = 1000);
 ALTER TABLE dagen_queue_frontier SET (autovacuum_vacuum_scale_factor = 0.0, autovacuum_vacuum_threshold = 1000);

@@ -24,11 +24,12 @@ FROM (
 -- Reads tasks by key. Callers hold the lock of the tasks' runs, which every
 -- writer of a task other than a claim takes first.
 SELECT t.run_id, t.name, t.kind, t.children, t.status, t.attempt, t.max_attempts,
-       t.error, t.reason, t.wake_at, t.lease_until, t.worker,
+       t.error, t.reason, t.wake_at, l.lease_until, t.worker,
        t.queued_event, t.queued_at, t.started_event, t.started_at
 FROM dagen_tasks t
 JOIN (SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@names::text[]) AS name) AS k
-  ON t.run_id = k.run_id AND t.name = k.name;
+  ON t.run_id = k.run_id AND t.name = k.name
+LEFT JOIN dagen_leases l ON l.run_id = t.run_id AND l.task = t.name;
 
 -- name: UpdateTasks :exec
 -- Writes the new state of tasks whose transition was decided by the caller
@@ -42,7 +43,6 @@ SET status = u.status,
     error = u.error,
     reason = u.reason,
     wake_at = u.wake_at,
-    lease_until = NULL,
     finished_at = u.finished_at,
     completed_event = CASE WHEN u.log_completed THEN nextval('dagen_event_seq') ELSE t.completed_event END,
     queued_event = CASE WHEN u.new_round THEN NULL ELSE t.queued_event END,
@@ -96,37 +96,47 @@ RETURNING run_id, name, attempt;
 -- failed run: running attempts may finish, the onfailure task is spared)
 -- or all of them (a cancelled run).
 UPDATE dagen_tasks
-SET status = 'CANCELLED', lease_until = NULL, finished_at = @now::timestamptz
+SET status = 'CANCELLED', finished_at = @now::timestamptz
 WHERE run_id = ANY(@run_ids::uuid[])
   AND status = ANY(@statuses::text[])
   AND (@include_onfailure::boolean OR kind <> 'onfailure')
 RETURNING run_id, name, attempt;
 
 -- name: RescueCandidates :many
--- Running tasks whose lease ended, earliest first, with how long their
--- worker is known to be alive (NULL: not heartbeating).
-SELECT t.run_id, t.name, w.alive_until
-FROM dagen_tasks t
-LEFT JOIN dagen_workers w ON w.id = t.worker
-WHERE t.status = 'RUNNING' AND t.lease_until <= coalesce(sqlc.narg('now')::timestamptz, now())
-ORDER BY t.lease_until
+-- Leases that ended, earliest first, with how long their worker is known
+-- to be alive (NULL: not heartbeating).
+SELECT l.run_id, l.task AS name, w.alive_until
+FROM dagen_leases l
+LEFT JOIN dagen_workers w ON w.id = l.worker
+WHERE l.lease_until <= coalesce(sqlc.narg('now')::timestamptz, now())
+ORDER BY l.lease_until
 LIMIT @max;
 
 -- name: WorkerTasks :many
--- The running tasks of one worker.
-SELECT run_id, name FROM dagen_tasks WHERE status = 'RUNNING' AND worker = @worker;
+-- The running tasks of one worker: the ones it holds leases of.
+SELECT run_id, task AS name FROM dagen_leases WHERE worker = @worker;
 
 -- name: ExtendLeases :exec
 -- Moves the leases of running tasks whose worker heartbeats up to the
 -- worker's own deadline.
-UPDATE dagen_tasks t
+UPDATE dagen_leases l
 SET lease_until = k.lease_until
 FROM (
     SELECT unnest(@run_ids::uuid[]) AS run_id,
            unnest(@names::text[]) AS name,
            unnest(@lease_untils::timestamptz[]) AS lease_until
 ) AS k
-WHERE t.run_id = k.run_id AND t.name = k.name AND t.status = 'RUNNING';
+WHERE l.run_id = k.run_id AND l.task = k.name;
+
+-- name: DeleteLeases :exec
+-- Ends the leases of attempts that ended.
+DELETE FROM dagen_leases l
+USING (SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@names::text[]) AS name) AS k
+WHERE l.run_id = k.run_id AND l.task = k.name;
+
+-- name: DeleteLeasesForRuns :exec
+-- Ends the leases of every attempt of cancelled runs.
+DELETE FROM dagen_leases WHERE run_id = ANY(@run_ids::uuid[]);
 
 -- name: ListTasks :many
 SELECT name, kind, parents, status, attempt, output, error, reason, wake_at, worker, finished_at

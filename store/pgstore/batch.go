@@ -80,6 +80,8 @@ type taskState struct {
 	queuedAt, startedAt       time.Time
 	logCompleted              bool // keep a COMPLETED event in the row
 	newRound                  bool // the kept events were written out: forget them
+
+	wasRunning bool // RUNNING when loaded: leaving RUNNING ends its lease
 }
 
 type resolvedTask struct {
@@ -163,6 +165,7 @@ func (b *batch) loadTasks(ctx context.Context, keys []taskKey) error {
 			err: r.Error, reason: r.Reason, wakeAt: timeOf(r.WakeAt), leaseUntil: timeOf(r.LeaseUntil), worker: r.Worker,
 			queuedEvent: r.QueuedEvent.Int64, queuedAt: timeOf(r.QueuedAt),
 			startedEvent: r.StartedEvent.Int64, startedAt: timeOf(r.StartedAt),
+			wasRunning: store.TaskStatus(r.Status) == store.TaskRunning,
 		}
 	}
 	return nil
@@ -334,7 +337,15 @@ func (b *batch) flush(ctx context.Context) error {
 	if len(b.dirty) > 0 {
 		var p dbsqlc.UpdateTasksParams
 		var tp dbsqlc.UpsertTimersParams
+		var lp struct {
+			RunIds []pgtype.UUID
+			Names  []string
+		}
 		for _, t := range b.dirty {
+			if t.wasRunning && t.status != store.TaskRunning {
+				lp.RunIds = append(lp.RunIds, uuidOf(t.key.run))
+				lp.Names = append(lp.Names, t.key.name)
+			}
 			p.RunIds = append(p.RunIds, uuidOf(t.key.run))
 			p.Names = append(p.Names, t.key.name)
 			p.Statuses = append(p.Statuses, string(t.status))
@@ -359,6 +370,11 @@ func (b *batch) flush(ctx context.Context) error {
 		}
 		if err := q.UpdateTasks(ctx, pl, p); err != nil {
 			return fmt.Errorf("update %d tasks: %w", len(p.Names), err)
+		}
+		if len(lp.Names) > 0 {
+			if err := q.DeleteLeases(ctx, pl, lp.RunIds, lp.Names); err != nil {
+				return fmt.Errorf("end %d leases: %w", len(lp.Names), err)
+			}
 		}
 		if len(tp.Tasks) > 0 {
 			if err := q.UpsertTimers(ctx, pl, tp); err != nil {
@@ -407,6 +423,11 @@ func (b *batch) flush(ctx context.Context) error {
 		}
 		if err := q.DeleteTimersForRuns(ctx, pl, ended); err != nil {
 			return fmt.Errorf("delete timers of %d ended runs: %w", len(ended), err)
+		}
+		if len(cancelled) > 0 { // their running tasks are cancelled below
+			if err := q.DeleteLeasesForRuns(ctx, pl, cancelled); err != nil {
+				return fmt.Errorf("end the leases of %d cancelled runs: %w", len(cancelled), err)
+			}
 		}
 		for _, c := range []struct {
 			ids      []pgtype.UUID

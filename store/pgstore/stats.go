@@ -8,9 +8,9 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// minGrowthCheck is how many tasks a store creates before it first looks
-// at the size of the tasks table.
-const minGrowthCheck = 1000
+// growthCheckEvery is how many tasks a store creates between two looks at
+// the size of the tasks table (one cheap query).
+const growthCheckEvery = 1000
 
 // plannerStats keeps the planner's view of the hot tables in step with
 // their growth.
@@ -21,9 +21,9 @@ const minGrowthCheck = 1000
 // which is right for ten rows and ruinous for a hundred thousand (a claim
 // joined to the tasks table that way went from under a millisecond to over
 // a hundred). Autovacuum analyzes the tables eventually, at its own pace
-// (a minute at best). So the store counts the tasks it creates and, each
-// time the tasks table has at least doubled on disk since it last looked,
-// analyzes the hot tables itself. ANALYZE also invalidates the cached
+// (a minute at best). So every thousand tasks it creates, the store looks
+// at the size of the tasks table on disk and, when it has at least doubled
+// since the store last analyzed it, analyzes the hot tables itself. ANALYZE also invalidates the cached
 // plans, so every connection plans them again from the new statistics.
 //
 // It is best effort: a failed check costs nothing but the refresh, and a
@@ -31,7 +31,7 @@ const minGrowthCheck = 1000
 type plannerStats struct {
 	mu       sync.Mutex
 	added    int   // tasks created since the last look
-	pages    int64 // the tasks table's pages when it was last analyzed here
+	pages    int64 // the tasks table's pages when this store last analyzed it
 	checking bool  // a look is under way
 	off      bool  // not permitted: stop trying
 }
@@ -42,7 +42,7 @@ func (s *Store) noteCreated(ctx context.Context, n int) {
 	ps := &s.stats
 	ps.mu.Lock()
 	ps.added += n
-	due := !ps.off && !ps.checking && ps.added >= max(minGrowthCheck, int(ps.pages)*tasksPerPageFloor)
+	due := !ps.off && !ps.checking && ps.added >= growthCheckEvery
 	if due {
 		ps.checking = true
 		ps.added = 0
@@ -64,11 +64,6 @@ func (s *Store) noteCreated(ctx context.Context, n int) {
 		ps.pages = pages
 	}
 }
-
-// tasksPerPageFloor is a low estimate of task rows per page: the store
-// looks again once it has created about as many tasks as the table held at
-// the last refresh.
-const tasksPerPageFloor = 20
 
 // refreshStats analyzes the hot tables when the tasks table has at least
 // doubled since it had last pages.

@@ -18,6 +18,13 @@ type DagenEvent struct {
 	Detail  string
 }
 
+type DagenLease struct {
+	RunID      pgtype.UUID
+	Task       string
+	Worker     string
+	LeaseUntil pgtype.Timestamptz
+}
+
 type DagenMigration struct {
 	Version   int32
 	Name      string
@@ -67,7 +74,6 @@ type DagenTask struct {
 	Reason         string
 	WakeAt         pgtype.Timestamptz
 	Worker         string
-	LeaseUntil     pgtype.Timestamptz
 	FinishedAt     pgtype.Timestamptz
 	QueuedEvent    pgtype.Int8
 	QueuedAt       pgtype.Timestamptz

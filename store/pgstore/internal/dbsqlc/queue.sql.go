@@ -35,12 +35,18 @@ claimed AS (
     SET status = 'RUNNING',
         attempt = t.attempt + 1,
         worker = $4::text,
-        lease_until = clock.now + make_interval(secs => $5::float8),
         started_event = nextval('dagen_event_seq'),
         started_at = clock.now
     FROM deleted d, clock
     WHERE t.run_id = d.run_id AND t.name = d.task AND t.status = 'QUEUED'
     RETURNING d.id AS queue_id, t.run_id, t.name, t.kind, t.attempt, t.parents
+),
+leased AS (
+    INSERT INTO dagen_leases (run_id, task, worker, lease_until)
+    SELECT claimed.run_id, claimed.name, $4::text, clock.now + make_interval(secs => $5::float8)
+    FROM claimed, clock
+    ON CONFLICT (run_id, task) DO UPDATE
+    SET worker = excluded.worker, lease_until = excluded.lease_until
 ),
 frontier AS (
     UPDATE dagen_queue_frontier f
@@ -92,7 +98,7 @@ type ClaimTasksRow struct {
 
 // Claims ready tasks in one statement: takes the first rows of the queue in
 // id order (skipping rows other claims hold), deletes them, starts the tasks
-// with a new attempt and a lease (and their STARTED event), moves the
+// with a new attempt, a lease and their STARTED event, moves the
 // frontier, and returns what the steps need: input, parents' results in the
 // task's parent order, and the run's failure for an onfailure task.
 func (q *Queries) ClaimTasks(ctx context.Context, db DBTX, arg ClaimTasksParams) ([]ClaimTasksRow, error) {

@@ -10,7 +10,7 @@ import (
 )
 
 const analyzeHotTables = `-- name: AnalyzeHotTables :exec
-ANALYZE dagen_runs, dagen_tasks, dagen_ready, dagen_events
+ANALYZE dagen_runs, dagen_tasks, dagen_ready, dagen_leases, dagen_events
 `
 
 // Refreshes the planner's statistics of the tables that grow with the

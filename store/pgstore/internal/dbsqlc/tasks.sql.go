@@ -13,7 +13,7 @@ import (
 
 const cancelTasks = `-- name: CancelTasks :many
 UPDATE dagen_tasks
-SET status = 'CANCELLED', lease_until = NULL, finished_at = $1::timestamptz
+SET status = 'CANCELLED', finished_at = $1::timestamptz
 WHERE run_id = ANY($2::uuid[])
   AND status = ANY($3::text[])
   AND ($4::boolean OR kind <> 'onfailure')
@@ -115,15 +115,37 @@ func (q *Queries) DecrementChildren(ctx context.Context, db DBTX, arg DecrementC
 	return items, nil
 }
 
+const deleteLeases = `-- name: DeleteLeases :exec
+DELETE FROM dagen_leases l
+USING (SELECT unnest($1::uuid[]) AS run_id, unnest($2::text[]) AS name) AS k
+WHERE l.run_id = k.run_id AND l.task = k.name
+`
+
+// Ends the leases of attempts that ended.
+func (q *Queries) DeleteLeases(ctx context.Context, db DBTX, runIds []pgtype.UUID, names []string) error {
+	_, err := db.Exec(ctx, deleteLeases, runIds, names)
+	return err
+}
+
+const deleteLeasesForRuns = `-- name: DeleteLeasesForRuns :exec
+DELETE FROM dagen_leases WHERE run_id = ANY($1::uuid[])
+`
+
+// Ends the leases of every attempt of cancelled runs.
+func (q *Queries) DeleteLeasesForRuns(ctx context.Context, db DBTX, runIds []pgtype.UUID) error {
+	_, err := db.Exec(ctx, deleteLeasesForRuns, runIds)
+	return err
+}
+
 const extendLeases = `-- name: ExtendLeases :exec
-UPDATE dagen_tasks t
+UPDATE dagen_leases l
 SET lease_until = k.lease_until
 FROM (
     SELECT unnest($1::uuid[]) AS run_id,
            unnest($2::text[]) AS name,
            unnest($3::timestamptz[]) AS lease_until
 ) AS k
-WHERE t.run_id = k.run_id AND t.name = k.name AND t.status = 'RUNNING'
+WHERE l.run_id = k.run_id AND l.task = k.name
 `
 
 type ExtendLeasesParams struct {
@@ -141,11 +163,12 @@ func (q *Queries) ExtendLeases(ctx context.Context, db DBTX, arg ExtendLeasesPar
 
 const getTasks = `-- name: GetTasks :many
 SELECT t.run_id, t.name, t.kind, t.children, t.status, t.attempt, t.max_attempts,
-       t.error, t.reason, t.wake_at, t.lease_until, t.worker,
+       t.error, t.reason, t.wake_at, l.lease_until, t.worker,
        t.queued_event, t.queued_at, t.started_event, t.started_at
 FROM dagen_tasks t
 JOIN (SELECT unnest($1::uuid[]) AS run_id, unnest($2::text[]) AS name) AS k
   ON t.run_id = k.run_id AND t.name = k.name
+LEFT JOIN dagen_leases l ON l.run_id = t.run_id AND l.task = t.name
 `
 
 type GetTasksRow struct {
@@ -346,11 +369,11 @@ func (q *Queries) QueueOnFailure(ctx context.Context, db DBTX, runIds []pgtype.U
 }
 
 const rescueCandidates = `-- name: RescueCandidates :many
-SELECT t.run_id, t.name, w.alive_until
-FROM dagen_tasks t
-LEFT JOIN dagen_workers w ON w.id = t.worker
-WHERE t.status = 'RUNNING' AND t.lease_until <= coalesce($1::timestamptz, now())
-ORDER BY t.lease_until
+SELECT l.run_id, l.task AS name, w.alive_until
+FROM dagen_leases l
+LEFT JOIN dagen_workers w ON w.id = l.worker
+WHERE l.lease_until <= coalesce($1::timestamptz, now())
+ORDER BY l.lease_until
 LIMIT $2
 `
 
@@ -360,8 +383,8 @@ type RescueCandidatesRow struct {
 	AliveUntil pgtype.Timestamptz
 }
 
-// Running tasks whose lease ended, earliest first, with how long their
-// worker is known to be alive (NULL: not heartbeating).
+// Leases that ended, earliest first, with how long their worker is known
+// to be alive (NULL: not heartbeating).
 func (q *Queries) RescueCandidates(ctx context.Context, db DBTX, now pgtype.Timestamptz, max int32) ([]RescueCandidatesRow, error) {
 	rows, err := db.Query(ctx, rescueCandidates, now, max)
 	if err != nil {
@@ -389,7 +412,6 @@ SET status = u.status,
     error = u.error,
     reason = u.reason,
     wake_at = u.wake_at,
-    lease_until = NULL,
     finished_at = u.finished_at,
     completed_event = CASE WHEN u.log_completed THEN nextval('dagen_event_seq') ELSE t.completed_event END,
     queued_event = CASE WHEN u.new_round THEN NULL ELSE t.queued_event END,
@@ -446,7 +468,7 @@ func (q *Queries) UpdateTasks(ctx context.Context, db DBTX, arg UpdateTasksParam
 }
 
 const workerTasks = `-- name: WorkerTasks :many
-SELECT run_id, name FROM dagen_tasks WHERE status = 'RUNNING' AND worker = $1
+SELECT run_id, task AS name FROM dagen_leases WHERE worker = $1
 `
 
 type WorkerTasksRow struct {
@@ -454,7 +476,7 @@ type WorkerTasksRow struct {
 	Name  string
 }
 
-// The running tasks of one worker.
+// The running tasks of one worker: the ones it holds leases of.
 func (q *Queries) WorkerTasks(ctx context.Context, db DBTX, worker string) ([]WorkerTasksRow, error) {
 	rows, err := db.Query(ctx, workerTasks, worker)
 	if err != nil {
