@@ -17,6 +17,10 @@
 // so the merged log keeps its order), and written out to dagen_events when
 // a retry, rescue or release starts a new round.
 //
+// A running task's lease is a row of its own in dagen_leases, not a column
+// of the task: dagen_tasks has no index but its primary key, so the updates
+// a task goes through are HOT and write no index entries.
+//
 // Prepared statements may keep generic plans made while the tables were
 // small; the store analyzes its tables each time the tasks table doubles,
 // which also has them planned again.
