@@ -67,12 +67,16 @@ CREATE TABLE dagen_tasks (
 -- Leases: one row per RUNNING task, written by the claim and removed when
 -- the attempt ends (or is rescued, released or cancelled). The rescuer
 -- scans it by lease end; it holds only running tasks, so it stays small.
+-- Its key is the attempt's STARTED event id (dagen_tasks.started_event): a
+-- single column, so the hot path removes leases with id = ANY(…), which
+-- Postgres serves from the index whatever the statistics of a table that
+-- churns this fast.
 CREATE TABLE dagen_leases (
+    id          bigint PRIMARY KEY,
     run_id      uuid NOT NULL,
     task        text NOT NULL,
     worker      text NOT NULL,
-    lease_until timestamptz NOT NULL,
-    PRIMARY KEY (run_id, task)
+    lease_until timestamptz NOT NULL
 );
 
 -- Tenant groups of the fair queue: a sequential group id per tenant and the

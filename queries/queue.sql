@@ -98,14 +98,13 @@ claimed AS (
         started_at = clock.now
     FROM deleted d, clock
     WHERE t.run_id = d.run_id AND t.name = d.task AND t.status = 'QUEUED'
-    RETURNING d.id AS queue_id, t.run_id, t.name, t.kind, t.attempt, t.parents
+    RETURNING d.id AS queue_id, t.run_id, t.name, t.kind, t.attempt, t.parents, t.started_event
 ),
 leased AS (
-    INSERT INTO dagen_leases (run_id, task, worker, lease_until)
-    SELECT claimed.run_id, claimed.name, @worker::text, clock.now + make_interval(secs => @lease_seconds::float8)
+    INSERT INTO dagen_leases (id, run_id, task, worker, lease_until)
+    SELECT claimed.started_event, claimed.run_id, claimed.name, @worker::text,
+           clock.now + make_interval(secs => @lease_seconds::float8)
     FROM claimed, clock
-    ON CONFLICT (run_id, task) DO UPDATE
-    SET worker = excluded.worker, lease_until = excluded.lease_until
 ),
 frontier AS (
     UPDATE dagen_queue_frontier f

@@ -87,6 +87,5 @@ FOR UPDATE SKIP LOCKED;
 WITH tasks AS (DELETE FROM dagen_tasks WHERE dagen_tasks.run_id = ANY(@ids::uuid[])),
      evs AS (DELETE FROM dagen_events WHERE dagen_events.run_id = ANY(@ids::uuid[])),
      tms AS (DELETE FROM dagen_timers WHERE dagen_timers.run_id = ANY(@ids::uuid[])),
-     rdy AS (DELETE FROM dagen_ready WHERE dagen_ready.run_id = ANY(@ids::uuid[])),
-     lss AS (DELETE FROM dagen_leases WHERE dagen_leases.run_id = ANY(@ids::uuid[]))
+     rdy AS (DELETE FROM dagen_ready WHERE dagen_ready.run_id = ANY(@ids::uuid[]))
 DELETE FROM dagen_runs WHERE dagen_runs.id = ANY(@ids::uuid[]);

@@ -24,12 +24,11 @@ FROM (
 -- Reads tasks by key. Callers hold the lock of the tasks' runs, which every
 -- writer of a task other than a claim takes first.
 SELECT t.run_id, t.name, t.kind, t.children, t.status, t.attempt, t.max_attempts,
-       t.error, t.reason, t.wake_at, l.lease_until, t.worker,
+       t.error, t.reason, t.wake_at, t.worker,
        t.queued_event, t.queued_at, t.started_event, t.started_at
 FROM dagen_tasks t
 JOIN (SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@names::text[]) AS name) AS k
-  ON t.run_id = k.run_id AND t.name = k.name
-LEFT JOIN dagen_leases l ON l.run_id = t.run_id AND l.task = t.name;
+  ON t.run_id = k.run_id AND t.name = k.name;
 
 -- name: UpdateTasks :exec
 -- Writes the new state of tasks whose transition was decided by the caller
@@ -94,18 +93,20 @@ RETURNING run_id, name, attempt;
 -- name: CancelTasks :many
 -- Cancels the unfinished tasks of runs, either only the waiting ones (a
 -- failed run: running attempts may finish, the onfailure task is spared)
--- or all of them (a cancelled run).
+-- or all of them (a cancelled run). A cancelled running task's lease id is
+-- its started_event.
 UPDATE dagen_tasks
 SET status = 'CANCELLED', finished_at = @now::timestamptz
 WHERE run_id = ANY(@run_ids::uuid[])
   AND status = ANY(@statuses::text[])
   AND (@include_onfailure::boolean OR kind <> 'onfailure')
-RETURNING run_id, name, attempt;
+RETURNING run_id, name, attempt, started_event;
 
 -- name: RescueCandidates :many
 -- Leases that ended, earliest first, with how long their worker is known
--- to be alive (NULL: not heartbeating).
-SELECT l.run_id, l.task AS name, w.alive_until
+-- to be alive (NULL: not heartbeating). The table holds only the leases of
+-- running tasks, and only the leader reads it this way.
+SELECT l.id, l.run_id, l.task AS name, l.lease_until, w.alive_until
 FROM dagen_leases l
 LEFT JOIN dagen_workers w ON w.id = l.worker
 WHERE l.lease_until <= coalesce(sqlc.narg('now')::timestamptz, now())
@@ -117,26 +118,28 @@ LIMIT @max;
 SELECT run_id, task AS name FROM dagen_leases WHERE worker = @worker;
 
 -- name: ExtendLeases :exec
--- Moves the leases of running tasks whose worker heartbeats up to the
--- worker's own deadline.
+-- Moves leases up to their worker's own deadline.
 UPDATE dagen_leases l
 SET lease_until = k.lease_until
 FROM (
-    SELECT unnest(@run_ids::uuid[]) AS run_id,
-           unnest(@names::text[]) AS name,
+    SELECT unnest(@ids::bigint[]) AS id,
            unnest(@lease_untils::timestamptz[]) AS lease_until
 ) AS k
-WHERE l.run_id = k.run_id AND l.task = k.name;
+WHERE l.id = k.id AND l.id = ANY(ARRAY(SELECT unnest(@ids::bigint[])));
+
+-- name: PlanEachExecution :exec
+-- Makes the statements after it in this transaction be planned for their
+-- parameters and the tables as they are, each time they run, instead of
+-- with a plan cached when a table was empty (see DeleteLeases).
+SELECT set_config('plan_cache_mode', 'force_custom_plan', true);
 
 -- name: DeleteLeases :exec
--- Ends the leases of attempts that ended.
-DELETE FROM dagen_leases l
-USING (SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@names::text[]) AS name) AS k
-WHERE l.run_id = k.run_id AND l.task = k.name;
-
--- name: DeleteLeasesForRuns :exec
--- Ends the leases of every attempt of cancelled runs.
-DELETE FROM dagen_leases WHERE run_id = ANY(@run_ids::uuid[]);
+-- Ends leases by id: the attempts they covered ended. dagen_leases churns a
+-- row per step and may hold many dead rows between two vacuums, while its
+-- statistics may still say it is empty: a generic plan made then scans the
+-- table. Callers run PlanEachExecution first, as the transaction's last
+-- statements.
+DELETE FROM dagen_leases WHERE id = ANY(@ids::bigint[]);
 
 -- name: ListTasks :many
 SELECT name, kind, parents, status, attempt, output, error, reason, wake_at, worker, finished_at

@@ -34,6 +34,7 @@ type batch struct {
 
 	resolved []resolvedTask // completed or skipped tasks whose children count down
 	enqueue  []enqueueItem
+	ended    []int64 // leases to remove: their attempts ended
 	ev       events
 	credit   []int // tasks enqueued, per source index (result, timer or rescue)
 }
@@ -67,7 +68,6 @@ type taskState struct {
 	err         string
 	reason      string
 	wakeAt      time.Time
-	leaseUntil  time.Time
 	worker      string
 	output      []byte
 	finished    bool   // set finished_at
@@ -81,7 +81,7 @@ type taskState struct {
 	logCompleted              bool // keep a COMPLETED event in the row
 	newRound                  bool // the kept events were written out: forget them
 
-	wasRunning bool // RUNNING when loaded: leaving RUNNING ends its lease
+	lease int64 // the lease of the attempt RUNNING when loaded (its STARTED id), or 0
 }
 
 type resolvedTask struct {
@@ -159,14 +159,17 @@ func (b *batch) loadTasks(ctx context.Context, keys []taskKey) error {
 	}
 	for _, r := range rows {
 		k := taskKey{dag.RunID(r.RunID.Bytes), r.Name}
-		b.tasks[k] = &taskState{
+		t := &taskState{
 			key: k, run: b.runs[k.run], kind: store.TaskKind(r.Kind), children: r.Children,
 			status: store.TaskStatus(r.Status), attempt: int(r.Attempt), maxAttempts: int(r.MaxAttempts),
-			err: r.Error, reason: r.Reason, wakeAt: timeOf(r.WakeAt), leaseUntil: timeOf(r.LeaseUntil), worker: r.Worker,
+			err: r.Error, reason: r.Reason, wakeAt: timeOf(r.WakeAt), worker: r.Worker,
 			queuedEvent: r.QueuedEvent.Int64, queuedAt: timeOf(r.QueuedAt),
 			startedEvent: r.StartedEvent.Int64, startedAt: timeOf(r.StartedAt),
-			wasRunning: store.TaskStatus(r.Status) == store.TaskRunning,
 		}
+		if t.status == store.TaskRunning {
+			t.lease = t.startedEvent
+		}
+		b.tasks[k] = t
 	}
 	return nil
 }
@@ -337,14 +340,9 @@ func (b *batch) flush(ctx context.Context) error {
 	if len(b.dirty) > 0 {
 		var p dbsqlc.UpdateTasksParams
 		var tp dbsqlc.UpsertTimersParams
-		var lp struct {
-			RunIds []pgtype.UUID
-			Names  []string
-		}
 		for _, t := range b.dirty {
-			if t.wasRunning && t.status != store.TaskRunning {
-				lp.RunIds = append(lp.RunIds, uuidOf(t.key.run))
-				lp.Names = append(lp.Names, t.key.name)
+			if t.lease != 0 && t.status != store.TaskRunning {
+				b.ended = append(b.ended, t.lease) // the attempt ended
 			}
 			p.RunIds = append(p.RunIds, uuidOf(t.key.run))
 			p.Names = append(p.Names, t.key.name)
@@ -370,11 +368,6 @@ func (b *batch) flush(ctx context.Context) error {
 		}
 		if err := q.UpdateTasks(ctx, pl, p); err != nil {
 			return fmt.Errorf("update %d tasks: %w", len(p.Names), err)
-		}
-		if len(lp.Names) > 0 {
-			if err := q.DeleteLeases(ctx, pl, lp.RunIds, lp.Names); err != nil {
-				return fmt.Errorf("end %d leases: %w", len(lp.Names), err)
-			}
 		}
 		if len(tp.Tasks) > 0 {
 			if err := q.UpsertTimers(ctx, pl, tp); err != nil {
@@ -424,11 +417,6 @@ func (b *batch) flush(ctx context.Context) error {
 		if err := q.DeleteTimersForRuns(ctx, pl, ended); err != nil {
 			return fmt.Errorf("delete timers of %d ended runs: %w", len(ended), err)
 		}
-		if len(cancelled) > 0 { // their running tasks are cancelled below
-			if err := q.DeleteLeasesForRuns(ctx, pl, cancelled); err != nil {
-				return fmt.Errorf("end the leases of %d cancelled runs: %w", len(cancelled), err)
-			}
-		}
 		for _, c := range []struct {
 			ids      []pgtype.UUID
 			statuses []string
@@ -445,6 +433,9 @@ func (b *batch) flush(ctx context.Context) error {
 			}
 			for _, row := range rows {
 				b.ev.add(dag.RunID(row.RunID.Bytes), row.Name, store.EventCancelled, int(row.Attempt), "")
+				if row.StartedEvent.Valid { // a running task's lease; for others, no lease has it
+					b.ended = append(b.ended, row.StartedEvent.Int64)
+				}
 			}
 		}
 		if len(failed) > 0 {
@@ -521,7 +512,26 @@ func (b *batch) flush(ctx context.Context) error {
 	if err := b.ev.insert(ctx, q, pl, now); err != nil {
 		return err
 	}
+	if err := b.endLeases(ctx, pl); err != nil {
+		return err
+	}
 	return pl.send(ctx)
+}
+
+// endLeases removes the leases in b.ended (ids with no lease are fine). It
+// must be the last thing the transaction does: the statements after
+// PlanEachExecution are planned at each execution.
+func (b *batch) endLeases(ctx context.Context, db dbsqlc.DBTX) error {
+	if len(b.ended) == 0 {
+		return nil
+	}
+	if err := b.s.q.PlanEachExecution(ctx, db); err != nil {
+		return fmt.Errorf("plan lease removal: %w", err)
+	}
+	if err := b.s.q.DeleteLeases(ctx, db, b.ended); err != nil {
+		return fmt.Errorf("end %d leases: %w", len(b.ended), err)
+	}
+	return nil
 }
 
 func compareIDs(a, b dag.RunID) int {

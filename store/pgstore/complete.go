@@ -6,10 +6,10 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/dagenhq/dagen/dag"
 	"github.com/dagenhq/dagen/store"
-	"github.com/dagenhq/dagen/store/pgstore/internal/dbsqlc"
 )
 
 // CompleteTasks implements store.Store: one transaction per batch, with a
@@ -189,29 +189,36 @@ func (s *Store) RescueExpired(ctx context.Context, limit int) (int, error) {
 		if err := b.loadTasks(ctx, keys); err != nil {
 			return err
 		}
-		var ext dbsqlc.ExtendLeasesParams
+		var ext struct {
+			ids    []int64
+			untils []pgtype.Timestamptz
+		}
 		for src, k := range keys {
-			t := b.tasks[k]
+			t, c := b.tasks[k], cands[src]
 			// Re-check under the run lock: the attempt may have finished.
-			if t == nil || t.status != store.TaskRunning || t.leaseUntil.IsZero() || t.leaseUntil.After(b.now) {
+			// Only the leader moves leases, so c.LeaseUntil is current.
+			if t == nil || t.status != store.TaskRunning || t.lease != c.ID {
+				b.ended = append(b.ended, c.ID) // no attempt holds it (none should be left)
 				continue
 			}
-			if alive := cands[src].AliveUntil; alive.Valid && alive.Time.After(b.now) {
-				ext.RunIds = append(ext.RunIds, uuidOf(k.run))
-				ext.Names = append(ext.Names, k.name)
-				ext.LeaseUntils = append(ext.LeaseUntils, alive)
+			if !c.LeaseUntil.Valid || c.LeaseUntil.Time.After(b.now) {
+				continue
+			}
+			if alive := c.AliveUntil; alive.Valid && alive.Time.After(b.now) {
+				ext.ids = append(ext.ids, c.ID)
+				ext.untils = append(ext.untils, alive)
 				continue
 			}
 			n++
 			b.rescue(src, t)
 		}
-		if len(ext.Names) > 0 {
-			if err := s.q.ExtendLeases(ctx, tx, ext); err != nil {
-				return fmt.Errorf("extend %d leases: %w", len(ext.Names), err)
+		if len(ext.ids) > 0 {
+			if err := s.q.ExtendLeases(ctx, tx, ext.ids, ext.untils); err != nil {
+				return fmt.Errorf("extend %d leases: %w", len(ext.ids), err)
 			}
 		}
 		if !b.changed() {
-			return nil // commit the extended leases, if any
+			return b.endLeases(ctx, tx) // and commit the extended leases, if any
 		}
 		return b.flush(ctx)
 	})

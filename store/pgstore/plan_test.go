@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -114,4 +115,63 @@ func TestLargeBatchesAreNotJITCompiled(t *testing.T) {
 		cost := top["Total Cost"].(float64)
 		require.Less(t, cost, threshold, "%s is costed %.0f, past jit_above_cost %.0f: Postgres would JIT-compile it", name, cost, threshold)
 	}
+}
+
+// TestLeaseRemovalUsesTheIndex checks how leases are removed. dagen_leases
+// churns a row per step, so a generic plan cached while it was nearly
+// empty scans it whole once it has grown with dead rows (in the benchmark,
+// 28 ms a completion). The store therefore sends DeleteLeases right after
+// PlanEachExecution; planned that way, with statistics that still say the
+// table is empty and 50,000 dead rows in it, it finds leases by their key.
+func TestLeaseRemovalUsesTheIndex(t *testing.T) {
+	ctx := context.Background()
+	schema := pgtest.Schema(t)
+	cfg, err := pgxpool.ParseConfig(pgtest.URL())
+	require.NoError(t, err)
+	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	log := &statementLog{}
+	cfg.ConnConfig.Tracer = log
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	defer pool.Close()
+	require.NoError(t, pgstore.Migrate(ctx, pool))
+	for _, sql := range []string{
+		`ANALYZE dagen_leases`, // empty
+		`INSERT INTO dagen_leases (id, run_id, task, worker, lease_until)
+		 SELECT -g, gen_random_uuid(), 't', 'w', now() FROM generate_series(1, 50000) g`,
+		`DELETE FROM dagen_leases WHERE id < 0`, // dead rows, no vacuum yet
+	} {
+		_, err := pool.Exec(ctx, sql)
+		require.NoError(t, err)
+	}
+	s := pgstore.New(pool, nil)
+	require.NoError(t, s.CreateRuns(ctx, []store.NewRun{newRun("w", "t", step("a"))}))
+	claimed, err := s.ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: 1, Lease: time.Minute, Workflows: []string{"w"}})
+	require.NoError(t, err)
+	require.Len(t, claimed, 1)
+	_, err = s.CompleteTasks(ctx, []store.TaskResult{completed(claimed[0])})
+	require.NoError(t, err)
+
+	log.mu.Lock()
+	stmts := log.stmts
+	log.mu.Unlock()
+	var del *loggedStatement
+	for i, st := range stmts {
+		if strings.HasPrefix(st.sql, "-- name: DeleteLeases ") {
+			require.Positive(t, i)
+			require.True(t, strings.HasPrefix(stmts[i-1].sql, "-- name: PlanEachExecution "),
+				"DeleteLeases follows %.40q, not PlanEachExecution", stmts[i-1].sql)
+			del = &stmts[i]
+		}
+	}
+	require.NotNil(t, del, "a completion ends its task's lease")
+
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	_, err = tx.Exec(ctx, `SELECT set_config('plan_cache_mode', 'force_custom_plan', true)`)
+	require.NoError(t, err)
+	var plan []map[string]any
+	require.NoError(t, tx.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+del.sql, del.args...).Scan(&plan))
+	require.NotContains(t, fmt.Sprint(plan), "Seq Scan", "DeleteLeases scans dagen_leases: %v", plan)
 }

@@ -19,6 +19,7 @@ type DagenEvent struct {
 }
 
 type DagenLease struct {
+	ID         int64
 	RunID      pgtype.UUID
 	Task       string
 	Worker     string

@@ -15,8 +15,7 @@ const deleteRuns = `-- name: DeleteRuns :execrows
 WITH tasks AS (DELETE FROM dagen_tasks WHERE dagen_tasks.run_id = ANY($1::uuid[])),
      evs AS (DELETE FROM dagen_events WHERE dagen_events.run_id = ANY($1::uuid[])),
      tms AS (DELETE FROM dagen_timers WHERE dagen_timers.run_id = ANY($1::uuid[])),
-     rdy AS (DELETE FROM dagen_ready WHERE dagen_ready.run_id = ANY($1::uuid[])),
-     lss AS (DELETE FROM dagen_leases WHERE dagen_leases.run_id = ANY($1::uuid[]))
+     rdy AS (DELETE FROM dagen_ready WHERE dagen_ready.run_id = ANY($1::uuid[]))
 DELETE FROM dagen_runs WHERE dagen_runs.id = ANY($1::uuid[])
 `
 

@@ -17,7 +17,7 @@ SET status = 'CANCELLED', finished_at = $1::timestamptz
 WHERE run_id = ANY($2::uuid[])
   AND status = ANY($3::text[])
   AND ($4::boolean OR kind <> 'onfailure')
-RETURNING run_id, name, attempt
+RETURNING run_id, name, attempt, started_event
 `
 
 type CancelTasksParams struct {
@@ -28,14 +28,16 @@ type CancelTasksParams struct {
 }
 
 type CancelTasksRow struct {
-	RunID   pgtype.UUID
-	Name    string
-	Attempt int32
+	RunID        pgtype.UUID
+	Name         string
+	Attempt      int32
+	StartedEvent pgtype.Int8
 }
 
 // Cancels the unfinished tasks of runs, either only the waiting ones (a
 // failed run: running attempts may finish, the onfailure task is spared)
-// or all of them (a cancelled run).
+// or all of them (a cancelled run). A cancelled running task's lease id is
+// its started_event.
 func (q *Queries) CancelTasks(ctx context.Context, db DBTX, arg CancelTasksParams) ([]CancelTasksRow, error) {
 	rows, err := db.Query(ctx, cancelTasks,
 		arg.Now,
@@ -50,7 +52,12 @@ func (q *Queries) CancelTasks(ctx context.Context, db DBTX, arg CancelTasksParam
 	var items []CancelTasksRow
 	for rows.Next() {
 		var i CancelTasksRow
-		if err := rows.Scan(&i.RunID, &i.Name, &i.Attempt); err != nil {
+		if err := rows.Scan(
+			&i.RunID,
+			&i.Name,
+			&i.Attempt,
+			&i.StartedEvent,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -116,24 +123,16 @@ func (q *Queries) DecrementChildren(ctx context.Context, db DBTX, arg DecrementC
 }
 
 const deleteLeases = `-- name: DeleteLeases :exec
-DELETE FROM dagen_leases l
-USING (SELECT unnest($1::uuid[]) AS run_id, unnest($2::text[]) AS name) AS k
-WHERE l.run_id = k.run_id AND l.task = k.name
+DELETE FROM dagen_leases WHERE id = ANY($1::bigint[])
 `
 
-// Ends the leases of attempts that ended.
-func (q *Queries) DeleteLeases(ctx context.Context, db DBTX, runIds []pgtype.UUID, names []string) error {
-	_, err := db.Exec(ctx, deleteLeases, runIds, names)
-	return err
-}
-
-const deleteLeasesForRuns = `-- name: DeleteLeasesForRuns :exec
-DELETE FROM dagen_leases WHERE run_id = ANY($1::uuid[])
-`
-
-// Ends the leases of every attempt of cancelled runs.
-func (q *Queries) DeleteLeasesForRuns(ctx context.Context, db DBTX, runIds []pgtype.UUID) error {
-	_, err := db.Exec(ctx, deleteLeasesForRuns, runIds)
+// Ends leases by id: the attempts they covered ended. dagen_leases churns a
+// row per step and may hold many dead rows between two vacuums, while its
+// statistics may still say it is empty: a generic plan made then scans the
+// table. Callers run PlanEachExecution first, as the transaction's last
+// statements.
+func (q *Queries) DeleteLeases(ctx context.Context, db DBTX, ids []int64) error {
+	_, err := db.Exec(ctx, deleteLeases, ids)
 	return err
 }
 
@@ -141,34 +140,25 @@ const extendLeases = `-- name: ExtendLeases :exec
 UPDATE dagen_leases l
 SET lease_until = k.lease_until
 FROM (
-    SELECT unnest($1::uuid[]) AS run_id,
-           unnest($2::text[]) AS name,
-           unnest($3::timestamptz[]) AS lease_until
+    SELECT unnest($1::bigint[]) AS id,
+           unnest($2::timestamptz[]) AS lease_until
 ) AS k
-WHERE l.run_id = k.run_id AND l.task = k.name
+WHERE l.id = k.id AND l.id = ANY(ARRAY(SELECT unnest($1::bigint[])))
 `
 
-type ExtendLeasesParams struct {
-	RunIds      []pgtype.UUID
-	Names       []string
-	LeaseUntils []pgtype.Timestamptz
-}
-
-// Moves the leases of running tasks whose worker heartbeats up to the
-// worker's own deadline.
-func (q *Queries) ExtendLeases(ctx context.Context, db DBTX, arg ExtendLeasesParams) error {
-	_, err := db.Exec(ctx, extendLeases, arg.RunIds, arg.Names, arg.LeaseUntils)
+// Moves leases up to their worker's own deadline.
+func (q *Queries) ExtendLeases(ctx context.Context, db DBTX, ids []int64, leaseUntils []pgtype.Timestamptz) error {
+	_, err := db.Exec(ctx, extendLeases, ids, leaseUntils)
 	return err
 }
 
 const getTasks = `-- name: GetTasks :many
 SELECT t.run_id, t.name, t.kind, t.children, t.status, t.attempt, t.max_attempts,
-       t.error, t.reason, t.wake_at, l.lease_until, t.worker,
+       t.error, t.reason, t.wake_at, t.worker,
        t.queued_event, t.queued_at, t.started_event, t.started_at
 FROM dagen_tasks t
 JOIN (SELECT unnest($1::uuid[]) AS run_id, unnest($2::text[]) AS name) AS k
   ON t.run_id = k.run_id AND t.name = k.name
-LEFT JOIN dagen_leases l ON l.run_id = t.run_id AND l.task = t.name
 `
 
 type GetTasksRow struct {
@@ -182,7 +172,6 @@ type GetTasksRow struct {
 	Error        string
 	Reason       string
 	WakeAt       pgtype.Timestamptz
-	LeaseUntil   pgtype.Timestamptz
 	Worker       string
 	QueuedEvent  pgtype.Int8
 	QueuedAt     pgtype.Timestamptz
@@ -212,7 +201,6 @@ func (q *Queries) GetTasks(ctx context.Context, db DBTX, runIds []pgtype.UUID, n
 			&i.Error,
 			&i.Reason,
 			&i.WakeAt,
-			&i.LeaseUntil,
 			&i.Worker,
 			&i.QueuedEvent,
 			&i.QueuedAt,
@@ -334,6 +322,18 @@ func (q *Queries) ListTasks(ctx context.Context, db DBTX, runID pgtype.UUID) ([]
 	return items, nil
 }
 
+const planEachExecution = `-- name: PlanEachExecution :exec
+SELECT set_config('plan_cache_mode', 'force_custom_plan', true)
+`
+
+// Makes the statements after it in this transaction be planned for their
+// parameters and the tables as they are, each time they run, instead of
+// with a plan cached when a table was empty (see DeleteLeases).
+func (q *Queries) PlanEachExecution(ctx context.Context, db DBTX) error {
+	_, err := db.Exec(ctx, planEachExecution)
+	return err
+}
+
 const queueOnFailure = `-- name: QueueOnFailure :many
 UPDATE dagen_tasks
 SET status = 'QUEUED'
@@ -369,7 +369,7 @@ func (q *Queries) QueueOnFailure(ctx context.Context, db DBTX, runIds []pgtype.U
 }
 
 const rescueCandidates = `-- name: RescueCandidates :many
-SELECT l.run_id, l.task AS name, w.alive_until
+SELECT l.id, l.run_id, l.task AS name, l.lease_until, w.alive_until
 FROM dagen_leases l
 LEFT JOIN dagen_workers w ON w.id = l.worker
 WHERE l.lease_until <= coalesce($1::timestamptz, now())
@@ -378,13 +378,16 @@ LIMIT $2
 `
 
 type RescueCandidatesRow struct {
+	ID         int64
 	RunID      pgtype.UUID
 	Name       string
+	LeaseUntil pgtype.Timestamptz
 	AliveUntil pgtype.Timestamptz
 }
 
 // Leases that ended, earliest first, with how long their worker is known
-// to be alive (NULL: not heartbeating).
+// to be alive (NULL: not heartbeating). The table holds only the leases of
+// running tasks, and only the leader reads it this way.
 func (q *Queries) RescueCandidates(ctx context.Context, db DBTX, now pgtype.Timestamptz, max int32) ([]RescueCandidatesRow, error) {
 	rows, err := db.Query(ctx, rescueCandidates, now, max)
 	if err != nil {
@@ -394,7 +397,13 @@ func (q *Queries) RescueCandidates(ctx context.Context, db DBTX, now pgtype.Time
 	var items []RescueCandidatesRow
 	for rows.Next() {
 		var i RescueCandidatesRow
-		if err := rows.Scan(&i.RunID, &i.Name, &i.AliveUntil); err != nil {
+		if err := rows.Scan(
+			&i.ID,
+			&i.RunID,
+			&i.Name,
+			&i.LeaseUntil,
+			&i.AliveUntil,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
