@@ -67,10 +67,10 @@ CREATE TABLE dagen_tasks (
 -- Leases: one row per RUNNING task, written by the claim and removed when
 -- the attempt ends (or is rescued, released or cancelled). The rescuer
 -- scans it by lease end; it holds only running tasks, so it stays small.
--- Its key is the attempt's STARTED event id (dagen_tasks.started_event): a
--- single column, so the hot path removes leases with id = ANY(…), which
--- Postgres serves from the index whatever the statistics of a table that
--- churns this fast.
+-- Its key is the attempt's STARTED event id (dagen_tasks.started_event),
+-- which every batch that loads a task knows. The table churns a row per
+-- step, so leases are removed with a plan made for each execution (see
+-- DeleteLeases in queries/tasks.sql), never one cached when it was empty.
 CREATE TABLE dagen_leases (
     id          bigint PRIMARY KEY,
     run_id      uuid NOT NULL,
