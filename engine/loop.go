@@ -13,7 +13,9 @@ import (
 )
 
 // numCompleters is how many batches of results may be on their way to the
-// store at once: two keep a store busy while the next batch fills.
+// store at once: two keep a store busy while the next batch fills. Each
+// completer takes the results of its own share of the runs, so two
+// batches never wait for each other's run locks.
 const numCompleters = 2
 
 // maxPending bounds the results waiting for the store: past it the poller
@@ -30,7 +32,7 @@ type loop struct {
 	wake     chan struct{}           // a hint that work may be ready or slots free
 	notify   <-chan struct{}         // the store's notifications, or nil
 	work     chan *store.ClaimedTask
-	results  chan store.TaskResult
+	results  [numCompleters]chan store.TaskResult // by run: see completerOf
 	// executing counts claimed tasks whose step has not finished; pending
 	// counts finished steps whose result is not stored yet.
 	executing atomic.Int64
@@ -61,7 +63,6 @@ func (e *Engine) Start(ctx context.Context) error {
 		stopPoll: make(chan struct{}),
 		wake:     make(chan struct{}, 1),
 		work:     make(chan *store.ClaimedTask, e.cfg.Concurrency),
-		results:  make(chan store.TaskResult, e.maxPending()),
 		done:     make(chan struct{}),
 		keeper:   make(chan struct{}),
 	}
@@ -71,6 +72,9 @@ func (e *Engine) Start(ctx context.Context) error {
 			e.log.Warn("dagen: store notifications unavailable; polling only", "worker", e.cfg.WorkerID, "err", err)
 		}
 		l.notify = ch
+	}
+	for i := range l.results {
+		l.results[i] = make(chan store.TaskResult, e.maxPending())
 	}
 	e.heartbeat(l) // register before claiming, so the first claims are covered
 	e.loop = l
@@ -83,9 +87,9 @@ func (e *Engine) Start(ctx context.Context) error {
 	go func() { defer close(pollDone); e.poller(l) }()
 	completeDone := make(chan struct{})
 	var completeWG sync.WaitGroup
-	for range numCompleters {
+	for _, results := range l.results {
 		completeWG.Add(1)
-		go func() { defer completeWG.Done(); e.completer(l) }()
+		go func() { defer completeWG.Done(); e.completer(l, results) }()
 	}
 	go func() { completeWG.Wait(); close(completeDone) }()
 	go func() { defer close(l.keeper); e.keep(l) }()
@@ -93,7 +97,9 @@ func (e *Engine) Start(ctx context.Context) error {
 		<-pollDone
 		close(l.work)
 		l.execWG.Wait()
-		close(l.results)
+		for _, results := range l.results {
+			close(results)
+		}
 		<-completeDone
 		close(l.done)
 	}()
@@ -291,18 +297,21 @@ func (e *Engine) executor(l *loop) {
 		l.pending.Add(1)
 		l.executing.Add(-1)
 		l.signal()
-		l.results <- res
+		l.results[completerOf(res.RunID)] <- res
 	}
 }
 
-func (e *Engine) completer(l *loop) {
+// completerOf is the completer that stores the results of run id.
+func completerOf(id dag.RunID) int { return int(id[len(id)-1]) % numCompleters }
+
+func (e *Engine) completer(l *loop, results <-chan store.TaskResult) {
 	batch := make([]store.TaskResult, 0, e.cfg.BatchSize)
-	for res := range l.results {
+	for res := range results {
 		batch = append(batch[:0], res)
 	fill:
 		for len(batch) < e.cfg.BatchSize {
 			select {
-			case r, ok := <-l.results:
+			case r, ok := <-results:
 				if !ok {
 					break fill
 				}
