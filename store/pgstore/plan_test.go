@@ -51,6 +51,23 @@ func (l *statementLog) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.Tra
 }
 func (l *statementLog) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
+// tracedPool opens a pool on a new migrated schema whose statements are
+// logged.
+func tracedPool(t *testing.T) (*pgxpool.Pool, *statementLog) {
+	t.Helper()
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(pgtest.URL())
+	require.NoError(t, err)
+	cfg.ConnConfig.RuntimeParams["search_path"] = pgtest.Schema(t)
+	log := &statementLog{}
+	cfg.ConnConfig.Tracer = log
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	require.NoError(t, pgstore.Migrate(ctx, pool))
+	return pool, log
+}
+
 // TestLargeBatchesAreNotJITCompiled plans every statement of a large
 // batch — 200 fan-out runs created at once, claimed and completed 1,024 at
 // a time, so one completion enqueues 10,000 children — and checks that
@@ -58,16 +75,7 @@ func (l *statementLog) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchE
 // estimate once made one enqueue spend 370 ms compiling.
 func TestLargeBatchesAreNotJITCompiled(t *testing.T) {
 	ctx := context.Background()
-	schema := pgtest.Schema(t)
-	cfg, err := pgxpool.ParseConfig(pgtest.URL())
-	require.NoError(t, err)
-	cfg.ConnConfig.RuntimeParams["search_path"] = schema
-	log := &statementLog{}
-	cfg.ConnConfig.Tracer = log
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	require.NoError(t, err)
-	defer pool.Close()
-	require.NoError(t, pgstore.Migrate(ctx, pool))
+	pool, log := tracedPool(t)
 	s := pgstore.New(pool, nil)
 
 	var runs []store.NewRun
@@ -125,16 +133,7 @@ func TestLargeBatchesAreNotJITCompiled(t *testing.T) {
 // table is empty and 50,000 dead rows in it, it finds leases by their key.
 func TestLeaseRemovalUsesTheIndex(t *testing.T) {
 	ctx := context.Background()
-	schema := pgtest.Schema(t)
-	cfg, err := pgxpool.ParseConfig(pgtest.URL())
-	require.NoError(t, err)
-	cfg.ConnConfig.RuntimeParams["search_path"] = schema
-	log := &statementLog{}
-	cfg.ConnConfig.Tracer = log
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	require.NoError(t, err)
-	defer pool.Close()
-	require.NoError(t, pgstore.Migrate(ctx, pool))
+	pool, log := tracedPool(t)
 	for _, sql := range []string{
 		`ANALYZE dagen_leases`, // empty
 		`INSERT INTO dagen_leases (id, run_id, task, worker, lease_until)
