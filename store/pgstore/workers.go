@@ -91,15 +91,14 @@ func (s *Store) RetireWorker(ctx context.Context, worker string, release bool) (
 		if !b.changed() {
 			return errNothingToDo
 		}
-		if err := b.flush(ctx); err != nil {
-			return err
-		}
+		// Before flush: it ends the leases last, planning what follows
+		// at each execution (see batch.endLeases).
 		if len(granted.Names) > 0 {
 			if err := s.q.GrantAttempts(ctx, tx, granted.RunIds, granted.Names); err != nil {
 				return fmt.Errorf("grant back %d released attempts: %w", len(granted.Names), err)
 			}
 		}
-		return nil
+		return b.flush(ctx)
 	})
 	if err != nil && !errors.Is(err, errNothingToDo) {
 		return 0, fmt.Errorf("retire worker %s: release tasks: %w", worker, err)
