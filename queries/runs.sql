@@ -15,10 +15,13 @@ FROM (
 -- name: LockRuns :many
 -- Locks runs in id order (the first lock every writing transaction takes,
 -- so writers cannot deadlock) and reads the transaction's clock.
+-- = ANY(ARRAY(…)) keeps this one index lookup a run whatever the estimates:
+-- with the array in view, the planner scans a small table whole for a
+-- large batch.
 SELECT id, workflow, tenant, status, pending,
        coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now
 FROM dagen_runs
-WHERE id = ANY(@ids::uuid[])
+WHERE id = ANY(ARRAY(SELECT unnest(@ids::uuid[])))
 ORDER BY id
 FOR NO KEY UPDATE;
 
@@ -27,13 +30,14 @@ FOR NO KEY UPDATE;
 SELECT id, workflow, tenant, status, pending,
        coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now
 FROM dagen_runs
-WHERE id = ANY(@ids::uuid[])
+WHERE id = ANY(ARRAY(SELECT unnest(@ids::uuid[])))
 ORDER BY id
 FOR NO KEY UPDATE SKIP LOCKED;
 
 -- name: UpdateRuns :exec
 -- Writes run states decided under the run lock. An empty failure_step keeps
--- the stored failure.
+-- the stored failure. = ANY(ARRAY(…)) keeps the scan to the runs' keys
+-- whatever the estimates (joined, the planner hashed the whole table).
 UPDATE dagen_runs r
 SET status = u.status,
     pending = u.pending,
@@ -49,7 +53,7 @@ FROM (
            unnest(@failure_attempts::integer[]) AS failure_attempt,
            unnest(@failure_messages::text[]) AS failure_message
 ) AS u
-WHERE r.id = u.id;
+WHERE r.id = u.id AND r.id = ANY(ARRAY(SELECT unnest(@ids::uuid[])));
 
 -- name: GetRun :one
 SELECT id, workflow, fingerprint, tenant, status, input, failure_step, failure_attempt,

@@ -22,13 +22,16 @@ FROM (
 
 -- name: GetTasks :many
 -- Reads tasks by key. Callers hold the lock of the tasks' runs, which every
--- writer of a task other than a claim takes first.
+-- writer of a task other than a claim takes first. Each key is one lookup
+-- of the primary key (LIMIT 1 keeps the planner from hashing the whole
+-- table instead, which it prefers while the table is small).
 SELECT t.run_id, t.name, t.kind, t.children, t.status, t.attempt, t.max_attempts,
        t.error, t.reason, t.wake_at, t.worker,
        t.queued_event, t.queued_at, t.started_event, t.started_at
-FROM dagen_tasks t
-JOIN (SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@names::text[]) AS name) AS k
-  ON t.run_id = k.run_id AND t.name = k.name;
+FROM (SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@names::text[]) AS name) AS k
+CROSS JOIN LATERAL (
+    SELECT * FROM dagen_tasks t WHERE t.run_id = k.run_id AND t.name = k.name LIMIT 1
+) AS t;
 
 -- name: UpdateTasks :exec
 -- Writes the new state of tasks whose transition was decided by the caller
@@ -36,6 +39,12 @@ JOIN (SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@names::text[]) AS name)
 -- that completes keeps its COMPLETED event in its row; one that starts a
 -- new round (its old round's events written out by the caller) forgets the
 -- events its row kept.
+--
+-- The ctid list only narrows the scan: it holds the batch's rows, found
+-- with one primary-key lookup each (LIMIT 1 keeps each one a lookup).
+-- Joined by key alone, the planner hashed the whole table while it was
+-- small. The key stays the join condition, so a row that moved is still
+-- matched by key.
 UPDATE dagen_tasks t
 SET status = u.status,
     output = coalesce(u.output, t.output),
@@ -60,7 +69,14 @@ FROM (
            unnest(@log_completed::boolean[]) AS log_completed,
            unnest(@new_rounds::boolean[]) AS new_round
 ) AS u
-WHERE t.run_id = u.run_id AND t.name = u.name;
+WHERE t.run_id = u.run_id AND t.name = u.name
+  AND t.ctid = ANY(ARRAY(
+      SELECT x.ctid
+      FROM (SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@names::text[]) AS name) AS k
+      CROSS JOIN LATERAL (
+          SELECT t2.ctid FROM dagen_tasks t2 WHERE t2.run_id = k.run_id AND t2.name = k.name LIMIT 1
+      ) AS x
+  ));
 
 -- name: DecrementChildren :many
 -- Counts pending parents down, one per (run, child) entry, and marks the
@@ -69,7 +85,8 @@ WHERE t.run_id = u.run_id AND t.name = u.name;
 -- first, in id order, and a claim never touches a PENDING task), so no two
 -- transactions count down the same children at once; UPDATE … RETURNING
 -- makes exactly one completion see a child reach zero. A child that becomes
--- QUEUED keeps its QUEUED event, at now, in its row.
+-- QUEUED keeps its QUEUED event, at now, in its row. The ctid list narrows
+-- the scan to one lookup a child, as in UpdateTasks.
 UPDATE dagen_tasks t
 SET pending_parents = t.pending_parents - d.n,
     status = CASE WHEN t.pending_parents - d.n = 0 THEN 'QUEUED' ELSE t.status END,
@@ -81,6 +98,13 @@ FROM (
     GROUP BY x.run_id, x.child
 ) AS d
 WHERE t.run_id = d.run_id AND t.name = d.child AND t.status = 'PENDING'
+  AND t.ctid = ANY(ARRAY(
+      SELECT x.ctid
+      FROM (SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@children::text[]) AS name) AS k
+      CROSS JOIN LATERAL (
+          SELECT t2.ctid FROM dagen_tasks t2 WHERE t2.run_id = k.run_id AND t2.name = k.name LIMIT 1
+      ) AS x
+  ))
 RETURNING t.run_id, t.name, t.status;
 
 -- name: QueueOnFailure :many

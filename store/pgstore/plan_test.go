@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -113,15 +114,101 @@ func TestLargeBatchesAreNotJITCompiled(t *testing.T) {
 	var threshold float64
 	require.NoError(t, conn.QueryRow(ctx, `SELECT current_setting('jit_above_cost')::float8`).Scan(&threshold))
 	for _, st := range stmts {
-		name, _, _ := strings.Cut(strings.TrimPrefix(st.sql, "-- name: "), " ")
-		if name == "AnalyzeHotTables" {
-			continue // not a plannable statement
+		name, plan := explain(t, conn, st)
+		if plan == nil {
+			continue
 		}
-		var plan []map[string]any
-		require.NoError(t, conn.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+st.sql, st.args...).Scan(&plan), name)
-		top := plan[0]["Plan"].(map[string]any)
-		cost := top["Total Cost"].(float64)
+		cost := plan["Total Cost"].(float64)
 		require.Less(t, cost, threshold, "%s is costed %.0f, past jit_above_cost %.0f: Postgres would JIT-compile it", name, cost, threshold)
+	}
+}
+
+// explain returns the name of a logged statement and the top node of its
+// plan for its arguments, or a nil plan for a statement that has none.
+func explain(t *testing.T, conn *pgxpool.Conn, st loggedStatement) (string, map[string]any) {
+	t.Helper()
+	name, _, _ := strings.Cut(strings.TrimPrefix(st.sql, "-- name: "), " ")
+	if name == "AnalyzeHotTables" {
+		return name, nil // not a plannable statement
+	}
+	var plan []map[string]any
+	require.NoError(t, conn.QueryRow(context.Background(), "EXPLAIN (FORMAT JSON) "+st.sql, st.args...).Scan(&plan), name)
+	return name, plan[0]["Plan"].(map[string]any)
+}
+
+// scannedTables returns the tables a plan reads whole (Seq Scan nodes).
+func scannedTables(node map[string]any) []string {
+	var out []string
+	if node["Node Type"] == "Seq Scan" {
+		out = append(out, fmt.Sprint(node["Relation Name"]))
+	}
+	children, _ := node["Plans"].([]any)
+	for _, c := range children {
+		out = append(out, scannedTables(c.(map[string]any))...)
+	}
+	return out
+}
+
+// TestBatchesFindRowsByKey checks that the claims and completions of large
+// batches find their tasks and runs by key. While the tables are small
+// next to a batch, the planner prefers to hash the whole table over one
+// index lookup a row: with 20,000 tasks, each batch of 500 completions
+// read all of them three times (25 ms a statement in the benchmark).
+func TestBatchesFindRowsByKey(t *testing.T) {
+	ctx := context.Background()
+	pool, log := tracedPool(t)
+	s := pgstore.New(pool, nil)
+
+	var runs []store.NewRun
+	for range 5000 {
+		runs = append(runs, newRun("single", "t", step("a")))
+	}
+	for range 100 {
+		runs = append(runs, newRun("fan", "t", step("root"), step("x", "root"), step("y", "root"), step("join", "x", "y")))
+	}
+	require.NoError(t, s.CreateRuns(ctx, runs))
+	_, err := pool.Exec(ctx, "ANALYZE dagen_runs, dagen_tasks")
+	require.NoError(t, err)
+	log.mu.Lock()
+	log.stmts = nil
+	log.mu.Unlock()
+	for done := 0; done < 5000+100*4; {
+		claimed, err := s.ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: 500, Lease: time.Minute})
+		require.NoError(t, err)
+		require.NotEmpty(t, claimed)
+		results := make([]store.TaskResult, len(claimed))
+		for i, c := range claimed {
+			results[i] = completed(c)
+		}
+		_, err = s.CompleteTasks(ctx, results)
+		require.NoError(t, err)
+		done += len(claimed)
+	}
+
+	log.mu.Lock()
+	stmts := log.stmts
+	log.mu.Unlock()
+	conn, err := pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	seen := map[string]bool{}
+	var scans []string
+	for _, st := range stmts {
+		name, plan := explain(t, conn, st)
+		if plan == nil {
+			continue
+		}
+		seen[name] = true
+		for _, table := range scannedTables(plan) {
+			if table == "dagen_tasks" || table == "dagen_runs" {
+				scans = append(scans, name+" reads all of "+table)
+			}
+		}
+	}
+	slices.Sort(scans)
+	require.Empty(t, slices.Compact(scans))
+	for _, name := range []string{"ClaimTasks", "LockRuns", "GetTasks", "UpdateTasks", "UpdateRuns", "DecrementChildren"} {
+		require.True(t, seen[name], "no %s statement ran", name)
 	}
 }
 

@@ -61,11 +61,17 @@ SELECT c.queue_id, c.run_id, c.name, c.kind, c.attempt, r.workflow, r.tenant, r.
 FROM claimed c
 JOIN dagen_runs r ON r.id = c.run_id
 LEFT JOIN LATERAL (
+    -- One primary-key lookup a parent (LIMIT 1 keeps it one: joined, the
+    -- planner could scan all of the run's tasks for each claimed task).
     SELECT array_agg(pt.status ORDER BY p.ord) AS statuses,
            array_agg(pt.output ORDER BY p.ord) AS outputs
     FROM unnest(c.parents) WITH ORDINALITY AS p(name, ord)
-    JOIN dagen_tasks pt ON pt.run_id = c.run_id AND pt.name = p.name
-) par ON cardinality(c.parents) > 0
+    CROSS JOIN LATERAL (
+        SELECT pt.status, pt.output FROM dagen_tasks pt
+        WHERE pt.run_id = c.run_id AND pt.name = p.name
+        LIMIT 1
+    ) AS pt
+) par ON true
 ORDER BY c.queue_id
 `
 

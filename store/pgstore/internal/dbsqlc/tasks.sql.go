@@ -80,6 +80,13 @@ FROM (
     GROUP BY x.run_id, x.child
 ) AS d
 WHERE t.run_id = d.run_id AND t.name = d.child AND t.status = 'PENDING'
+  AND t.ctid = ANY(ARRAY(
+      SELECT x.ctid
+      FROM (SELECT unnest($2::uuid[]) AS run_id, unnest($3::text[]) AS name) AS k
+      CROSS JOIN LATERAL (
+          SELECT t2.ctid FROM dagen_tasks t2 WHERE t2.run_id = k.run_id AND t2.name = k.name LIMIT 1
+      ) AS x
+  ))
 RETURNING t.run_id, t.name, t.status
 `
 
@@ -101,7 +108,8 @@ type DecrementChildrenRow struct {
 // first, in id order, and a claim never touches a PENDING task), so no two
 // transactions count down the same children at once; UPDATE … RETURNING
 // makes exactly one completion see a child reach zero. A child that becomes
-// QUEUED keeps its QUEUED event, at now, in its row.
+// QUEUED keeps its QUEUED event, at now, in its row. The ctid list narrows
+// the scan to one lookup a child, as in UpdateTasks.
 func (q *Queries) DecrementChildren(ctx context.Context, db DBTX, arg DecrementChildrenParams) ([]DecrementChildrenRow, error) {
 	rows, err := db.Query(ctx, decrementChildren, arg.Now, arg.RunIds, arg.Children)
 	if err != nil {
@@ -156,9 +164,10 @@ const getTasks = `-- name: GetTasks :many
 SELECT t.run_id, t.name, t.kind, t.children, t.status, t.attempt, t.max_attempts,
        t.error, t.reason, t.wake_at, t.worker,
        t.queued_event, t.queued_at, t.started_event, t.started_at
-FROM dagen_tasks t
-JOIN (SELECT unnest($1::uuid[]) AS run_id, unnest($2::text[]) AS name) AS k
-  ON t.run_id = k.run_id AND t.name = k.name
+FROM (SELECT unnest($1::uuid[]) AS run_id, unnest($2::text[]) AS name) AS k
+CROSS JOIN LATERAL (
+    SELECT run_id, name, seq, kind, parents, children, pending_parents, status, attempt, max_attempts, output, error, reason, wake_at, worker, finished_at, queued_event, queued_at, started_event, started_at, completed_event FROM dagen_tasks t WHERE t.run_id = k.run_id AND t.name = k.name LIMIT 1
+) AS t
 `
 
 type GetTasksRow struct {
@@ -180,7 +189,9 @@ type GetTasksRow struct {
 }
 
 // Reads tasks by key. Callers hold the lock of the tasks' runs, which every
-// writer of a task other than a claim takes first.
+// writer of a task other than a claim takes first. Each key is one lookup
+// of the primary key (LIMIT 1 keeps the planner from hashing the whole
+// table instead, which it prefers while the table is small).
 func (q *Queries) GetTasks(ctx context.Context, db DBTX, runIds []pgtype.UUID, names []string) ([]GetTasksRow, error) {
 	rows, err := db.Query(ctx, getTasks, runIds, names)
 	if err != nil {
@@ -440,6 +451,13 @@ FROM (
            unnest($10::boolean[]) AS new_round
 ) AS u
 WHERE t.run_id = u.run_id AND t.name = u.name
+  AND t.ctid = ANY(ARRAY(
+      SELECT x.ctid
+      FROM (SELECT unnest($1::uuid[]) AS run_id, unnest($2::text[]) AS name) AS k
+      CROSS JOIN LATERAL (
+          SELECT t2.ctid FROM dagen_tasks t2 WHERE t2.run_id = k.run_id AND t2.name = k.name LIMIT 1
+      ) AS x
+  ))
 `
 
 type UpdateTasksParams struct {
@@ -460,6 +478,12 @@ type UpdateTasksParams struct {
 // that completes keeps its COMPLETED event in its row; one that starts a
 // new round (its old round's events written out by the caller) forgets the
 // events its row kept.
+//
+// The ctid list only narrows the scan: it holds the batch's rows, found
+// with one primary-key lookup each (LIMIT 1 keeps each one a lookup).
+// Joined by key alone, the planner hashed the whole table while it was
+// small. The key stays the join condition, so a row that moved is still
+// matched by key.
 func (q *Queries) UpdateTasks(ctx context.Context, db DBTX, arg UpdateTasksParams) error {
 	_, err := db.Exec(ctx, updateTasks,
 		arg.RunIds,
