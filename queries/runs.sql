@@ -87,9 +87,11 @@ WHERE r.id = ANY(@ids::uuid[])
 ORDER BY r.id
 FOR UPDATE SKIP LOCKED;
 
--- name: DeleteRuns :execrows
+-- name: DeleteRuns :one
+-- Deletes runs with everything of theirs and returns how many there were.
 WITH tasks AS (DELETE FROM dagen_tasks WHERE dagen_tasks.run_id = ANY(@ids::uuid[])),
      evs AS (DELETE FROM dagen_events WHERE dagen_events.run_id = ANY(@ids::uuid[])),
      tms AS (DELETE FROM dagen_timers WHERE dagen_timers.run_id = ANY(@ids::uuid[])),
-     rdy AS (DELETE FROM dagen_ready WHERE dagen_ready.run_id = ANY(@ids::uuid[]))
-DELETE FROM dagen_runs WHERE dagen_runs.id = ANY(@ids::uuid[]);
+     rdy AS (DELETE FROM dagen_ready WHERE dagen_ready.run_id = ANY(@ids::uuid[])),
+     runs AS (DELETE FROM dagen_runs WHERE dagen_runs.id = ANY(@ids::uuid[]) RETURNING 1)
+SELECT count(*) FROM runs;

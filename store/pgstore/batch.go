@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/dagenhq/dagen/dag"
@@ -25,7 +24,7 @@ import (
 // fixed number of array statements, whatever the batch size.
 type batch struct {
 	s   *Store
-	tx  pgx.Tx
+	tx  *txn
 	now time.Time // the transaction's clock, read by lockRuns
 
 	runs  map[dag.RunID]*runState
@@ -98,7 +97,7 @@ type enqueueItem struct {
 	logged  bool // its QUEUED event is kept in its row already
 }
 
-func (s *Store) newBatch(tx pgx.Tx, sources int) *batch {
+func (s *Store) newBatch(tx *txn, sources int) *batch {
 	return &batch{
 		s:      s,
 		tx:     tx,
@@ -333,8 +332,9 @@ var (
 
 // flush writes the batch: a fixed sequence of array statements, pipelined
 // so that only the statements whose results it needs wait for a round trip.
+// The rest go with the transaction's COMMIT.
 func (b *batch) flush(ctx context.Context) error {
-	q, pl, now := b.s.q, &pipeline{db: b.tx}, tstz(b.now)
+	q, pl, now := b.s.q, b.tx, tstz(b.now)
 
 	// The decided task transitions, and their timers.
 	if len(b.dirty) > 0 {
@@ -512,10 +512,7 @@ func (b *batch) flush(ctx context.Context) error {
 	if err := b.ev.insert(ctx, q, pl, now); err != nil {
 		return err
 	}
-	if err := b.endLeases(ctx, pl); err != nil {
-		return err
-	}
-	return pl.send(ctx)
+	return b.endLeases(ctx, pl)
 }
 
 // endLeases removes the leases in b.ended (ids with no lease are fine). It

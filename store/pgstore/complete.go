@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/dagenhq/dagen/dag"
@@ -19,7 +18,7 @@ func (s *Store) CompleteTasks(ctx context.Context, results []store.TaskResult) (
 	if len(results) == 0 {
 		return out, nil
 	}
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(tx *txn) error {
 		b := s.newBatch(tx, len(results))
 		ids := make([]dag.RunID, len(results))
 		keys := make([]taskKey, len(results))
@@ -62,7 +61,7 @@ func (s *Store) FireTimers(ctx context.Context, limit int) (int, error) {
 		return 0, nil
 	}
 	fired := 0
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(tx *txn) error {
 		due, err := s.q.DueTimers(ctx, tx, s.clock(), int32(min(limit, 1<<30)))
 		if err != nil {
 			return fmt.Errorf("read due timers: %w", err)
@@ -168,7 +167,7 @@ func (s *Store) RescueExpired(ctx context.Context, limit int) (int, error) {
 		return 0, nil
 	}
 	n := 0
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(tx *txn) error {
 		cands, err := s.q.RescueCandidates(ctx, tx, s.clock(), int32(min(limit, 1<<30)))
 		if err != nil {
 			return fmt.Errorf("read expired leases: %w", err)
@@ -248,7 +247,7 @@ func (b *batch) rescue(src int, t *taskState) {
 // CancelRun implements store.Store.
 func (s *Store) CancelRun(ctx context.Context, id dag.RunID) (bool, error) {
 	found, cancelled := false, false
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(tx *txn) error {
 		b := s.newBatch(tx, 0)
 		if err := b.lockRuns(ctx, []dag.RunID{id}, false); err != nil {
 			return err

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -111,23 +110,34 @@ func (s *Store) clock() pgtype.Timestamptz {
 }
 
 // inTx runs fn in a transaction and commits it if fn returns nil.
-func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) (err error) {
-	tx, err := s.pool.Begin(ctx)
+func (s *Store) inTx(ctx context.Context, fn func(tx *txn) error) (err error) {
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
+	defer conn.Release()
+	tx := &txn{pipeline: pipeline{db: conn}}
+	_, _ = tx.Exec(ctx, "begin") // queued: it goes with the first query
 	defer func() {
-		if err != nil {
-			_ = tx.Rollback(context.WithoutCancel(ctx)) // the error that made us roll back matters more
+		// Nothing to undo when BEGIN was never sent, or when COMMIT failed
+		// (it ended the transaction). A broken connection is not reused.
+		if err != nil && conn.Conn().PgConn().TxStatus() != 'I' {
+			_, _ = conn.Exec(context.WithoutCancel(ctx), "rollback") // the error that made us roll back matters more
 		}
 	}()
 	if err := fn(tx); err != nil {
 		return err
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
+	_, _ = tx.Exec(ctx, "commit")
+	return tx.send(ctx)
+}
+
+// A txn is a transaction whose statements are pipelined (see pipeline):
+// BEGIN goes with its first query, statements without results wait for
+// the next query, and COMMIT goes with whatever is left. A transaction
+// that reads once and then writes takes three round trips, not five.
+type txn struct {
+	pipeline
 }
 
 // errNothingToDo makes inTx roll back a transaction that changed nothing.

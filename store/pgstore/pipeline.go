@@ -25,7 +25,8 @@ type pipeline struct {
 	batch *pgx.Batch // a new one for each send: the results read it as they come
 }
 
-// batchDB is what a pipeline runs on: a pgx.Tx or a *pgxpool.Pool.
+// batchDB is what a pipeline runs on: a pgx.Tx, a *pgxpool.Pool or a
+// *pgxpool.Conn.
 type batchDB interface {
 	dbsqlc.DBTX
 	SendBatch(context.Context, *pgx.Batch) pgx.BatchResults
@@ -103,12 +104,16 @@ func (p *pipeline) sendQueued(ctx context.Context, sql string, args []any) (pgx.
 	return br, nil
 }
 
-// statementName is the sqlc name of a query ("-- name: UpdateTasks :exec").
+// statementName is the sqlc name of a query ("-- name: UpdateTasks :exec"),
+// or the first word of any other statement ("commit").
 func statementName(sql string) string {
 	first, _, _ := strings.Cut(sql, "\n")
 	if name, ok := strings.CutPrefix(first, "-- name: "); ok {
 		name, _, _ = strings.Cut(name, " ")
 		return name
+	}
+	if word, _, _ := strings.Cut(strings.TrimSpace(first), " "); word != "" {
+		return word
 	}
 	return "statement"
 }

@@ -23,6 +23,7 @@ import (
 type statementLog struct {
 	mu    sync.Mutex
 	stmts []loggedStatement
+	sends int // round trips: queries sent alone and batches
 }
 
 type loggedStatement struct {
@@ -41,10 +42,16 @@ func (l *statementLog) add(sql string, args []any) {
 
 func (l *statementLog) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
 	l.add(d.SQL, d.Args)
+	l.mu.Lock()
+	l.sends++
+	l.mu.Unlock()
 	return ctx
 }
 func (l *statementLog) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 func (l *statementLog) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	l.mu.Lock()
+	l.sends++
+	l.mu.Unlock()
 	return ctx
 }
 func (l *statementLog) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
@@ -260,4 +267,26 @@ func TestLeaseRemovalUsesTheIndex(t *testing.T) {
 	var plan []map[string]any
 	require.NoError(t, tx.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+del.sql, del.args...).Scan(&plan))
 	require.NotContains(t, fmt.Sprint(plan), "Seq Scan", "DeleteLeases scans dagen_leases: %v", plan)
+}
+
+// TestCompletionRoundTrips counts the round trips of a completion: BEGIN
+// with the run locks, the tasks, then every write with COMMIT.
+func TestCompletionRoundTrips(t *testing.T) {
+	ctx := context.Background()
+	pool, log := tracedPool(t)
+	s := pgstore.New(pool, nil)
+	require.NoError(t, s.CreateRuns(ctx, []store.NewRun{newRun("w", "t", step("a"), step("b", "a"))}))
+	claimed, err := s.ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: 1, Lease: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, claimed, 1)
+
+	log.mu.Lock()
+	log.sends = 0
+	log.mu.Unlock()
+	outs, err := s.CompleteTasks(ctx, []store.TaskResult{completed(claimed[0])})
+	require.NoError(t, err)
+	require.Equal(t, 1, outs[0].Enqueued, "b was enqueued")
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	require.Equal(t, 4, log.sends, "lock runs, read tasks, count children down, write and commit")
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/dagenhq/dagen/dag"
@@ -46,7 +45,7 @@ func (s *Store) RetireWorker(ctx context.Context, worker string, release bool) (
 		return 0, nil
 	}
 	n := 0
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(tx *txn) error {
 		rows, err := s.q.WorkerTasks(ctx, tx, worker)
 		if err != nil {
 			return fmt.Errorf("read running tasks: %w", err)
@@ -113,7 +112,7 @@ func (s *Store) PruneRuns(ctx context.Context, cutoff time.Time, limit int) (int
 		return 0, nil
 	}
 	var n int64
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(tx *txn) error {
 		at := pgtype.Timestamptz{Time: cutoff, Valid: true}
 		cands, err := s.q.PruneCandidates(ctx, tx, at, int32(min(limit, 1<<30)))
 		if err != nil {

@@ -11,20 +11,21 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-const deleteRuns = `-- name: DeleteRuns :execrows
+const deleteRuns = `-- name: DeleteRuns :one
 WITH tasks AS (DELETE FROM dagen_tasks WHERE dagen_tasks.run_id = ANY($1::uuid[])),
      evs AS (DELETE FROM dagen_events WHERE dagen_events.run_id = ANY($1::uuid[])),
      tms AS (DELETE FROM dagen_timers WHERE dagen_timers.run_id = ANY($1::uuid[])),
-     rdy AS (DELETE FROM dagen_ready WHERE dagen_ready.run_id = ANY($1::uuid[]))
-DELETE FROM dagen_runs WHERE dagen_runs.id = ANY($1::uuid[])
+     rdy AS (DELETE FROM dagen_ready WHERE dagen_ready.run_id = ANY($1::uuid[])),
+     runs AS (DELETE FROM dagen_runs WHERE dagen_runs.id = ANY($1::uuid[]) RETURNING 1)
+SELECT count(*) FROM runs
 `
 
+// Deletes runs with everything of theirs and returns how many there were.
 func (q *Queries) DeleteRuns(ctx context.Context, db DBTX, ids []pgtype.UUID) (int64, error) {
-	result, err := db.Exec(ctx, deleteRuns, ids)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+	row := db.QueryRow(ctx, deleteRuns, ids)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
 }
 
 const getRun = `-- name: GetRun :one
