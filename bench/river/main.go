@@ -31,6 +31,8 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -75,6 +77,9 @@ type result struct {
 	PoolMaxConns  int32   `json:"pool_max_conns"`
 	WorkerCalls   int64   `json:"worker_calls"`
 	GoMaxProcs    int     `json:"gomaxprocs"`
+	// StealPct is the share of the machine's CPU its host gave to others
+	// while the jobs drained (steal in /proc/stat).
+	StealPct float64 `json:"steal_pct"`
 }
 
 func main() {
@@ -236,7 +241,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 
-	start := time.Now()
+	start, cpuStart := time.Now(), readCPUTimes()
 	if err := client.Start(ctx); err != nil {
 		stopProfile()
 		return fmt.Errorf("start client: %w", err)
@@ -264,6 +269,7 @@ func run(ctx context.Context, o options) error {
 			waitErr = fmt.Errorf("%w after %d of %d jobs completed", context.Cause(ctx), completed, o.jobs)
 		}
 	}
+	steal := readCPUTimes().stealPct(cpuStart)
 	stopProfile()
 
 	stopCtx, stopCancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -294,9 +300,10 @@ func run(ctx context.Context, o options) error {
 		PoolMaxConns:  pool.Config().MaxConns,
 		WorkerCalls:   workerCalls.Load(),
 		GoMaxProcs:    runtime.GOMAXPROCS(0),
+		StealPct:      round(steal, 1),
 	}
-	fmt.Printf("river %s: %d no-op jobs drained in %.3fs = %.0f jobs/s (insert %.3fs, MaxWorkers %d, pool %d conns, peak RSS %.1f MB)\n",
-		o.settings, o.jobs, seconds, res.JobsPerSec, insertSeconds, maxWorkers, res.PoolMaxConns, hwm)
+	fmt.Printf("river %s: %d no-op jobs drained in %.3fs = %.0f jobs/s (insert %.3fs, MaxWorkers %d, pool %d conns, peak RSS %.1f MB, CPU steal %.1f%%)\n",
+		o.settings, o.jobs, seconds, res.JobsPerSec, insertSeconds, maxWorkers, res.PoolMaxConns, hwm, steal)
 	line, err := json.Marshal(res)
 	if err != nil {
 		return err
@@ -363,4 +370,41 @@ func round(v float64, places int) float64 {
 		p *= 10
 	}
 	return float64(int64(v*p+0.5)) / p
+}
+
+// cpuTimes are the machine's CPU times from the first line of /proc/stat,
+// in ticks: all of them, and steal, the time a virtual machine's CPUs were
+// ready to run but the host ran something else. (The same as in dagen's
+// benchmark, which this module does not import.)
+type cpuTimes struct{ total, steal uint64 }
+
+func readCPUTimes() cpuTimes {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return cpuTimes{}
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	fields := strings.Fields(line)
+	if len(fields) < 9 || fields[0] != "cpu" {
+		return cpuTimes{}
+	}
+	var t cpuTimes
+	for i, f := range fields[1:] {
+		v, _ := strconv.ParseUint(f, 10, 64)
+		if i < 8 { // user nice system idle iowait irq softirq steal; guest is counted in user
+			t.total += v
+		}
+		if i == 7 {
+			t.steal = v
+		}
+	}
+	return t
+}
+
+// stealPct is the share of the machine's CPU time stolen since start, in %.
+func (t cpuTimes) stealPct(start cpuTimes) float64 {
+	if t.total <= start.total {
+		return 0
+	}
+	return 100 * float64(t.steal-start.steal) / float64(t.total-start.total)
 }

@@ -27,10 +27,11 @@ type window struct {
 	pg     *pgSampler
 	b      *bench
 	own    map[int]bool // pids of our backends
+	cpu    cpuTimes     // the machine's, at the start
 }
 
 func (b *bench) startWindow(ctx context.Context) *window {
-	w := &window{pg: startPGSampler(), b: b, own: map[int]bool{}}
+	w := &window{pg: startPGSampler(), b: b, own: map[int]bool{}, cpu: readCPUTimes()}
 	w.addOwn(ctx)
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &w.rusage)
 	return w
@@ -60,6 +61,7 @@ func (w *window) stop(ctx context.Context, res *Result, wall time.Duration) {
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	w.addOwn(ctx)
 	pg, own := w.pg.stop(w.own)
+	res.StealPct = round(readCPUTimes().stealPct(w.cpu), 1)
 	sec := wall.Seconds()
 	res.Seconds = round(sec, 3)
 	cpu := tv(ru.Utime) + tv(ru.Stime) - tv(w.rusage.Utime) - tv(w.rusage.Stime)
@@ -74,6 +76,42 @@ func (w *window) stop(ctx context.Context, res *Result, wall time.Duration) {
 }
 
 func tv(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+
+// cpuTimes are the machine's CPU times from the first line of /proc/stat,
+// in ticks: all of them, and steal, the time a virtual machine's CPUs were
+// ready to run but the host ran something else.
+type cpuTimes struct{ total, steal uint64 }
+
+func readCPUTimes() cpuTimes {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return cpuTimes{}
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	fields := strings.Fields(line)
+	if len(fields) < 9 || fields[0] != "cpu" {
+		return cpuTimes{}
+	}
+	var t cpuTimes
+	for i, f := range fields[1:] {
+		v, _ := strconv.ParseUint(f, 10, 64)
+		if i < 8 { // user nice system idle iowait irq softirq steal; guest is counted in user
+			t.total += v
+		}
+		if i == 7 {
+			t.steal = v
+		}
+	}
+	return t
+}
+
+// stealPct is the share of the machine's CPU time stolen since start, in %.
+func (t cpuTimes) stealPct(start cpuTimes) float64 {
+	if t.total <= start.total {
+		return 0
+	}
+	return 100 * float64(t.steal-start.steal) / float64(t.total-start.total)
+}
 
 // procKey tells processes apart even when a pid is reused.
 type procKey struct {

@@ -14,11 +14,11 @@ import (
 // printTable writes the results as a table a person reads.
 func printTable(out io.Writer, results []Result) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\truns\tsteps\tseconds\tsteps/s\tp50 ms\tp99 ms\tRSS MB peak/now\tworker CPU s (%)\tpostgres CPU s (%)\tof it our backends\t")
+	fmt.Fprintln(tw, "workload\truns\tsteps\tseconds\tsteps/s\tp50 ms\tp99 ms\tRSS MB peak/now\tworker CPU s (%)\tpostgres CPU s (%)\tof it our backends\tsteal %\t")
 	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.3f\t%s\t%s\t%s\t%.1f/%.1f\t%.2f (%.0f%%)\t%.2f (%.0f%%)\t%.2f (%.0f%%)\t\n",
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.3f\t%s\t%s\t%s\t%.1f/%.1f\t%.2f (%.0f%%)\t%.2f (%.0f%%)\t%.2f (%.0f%%)\t%.1f\t\n",
 			r.Workload, r.Runs, r.Steps, r.Seconds, opt(r.StepsPerSec, "%.0f"), opt(r.P50Ms, "%.2f"), opt(r.P99Ms, "%.2f"),
-			r.RSSMB, r.RSSNowMB, r.WorkerCPUSec, r.WorkerCPUPct, r.PGCPUSec, r.PGCPUPct, r.PGOwnCPUSec, r.PGOwnCPUPct)
+			r.RSSMB, r.RSSNowMB, r.WorkerCPUSec, r.WorkerCPUPct, r.PGCPUSec, r.PGCPUPct, r.PGOwnCPUSec, r.PGOwnCPUPct, r.StealPct)
 	}
 	_ = tw.Flush()
 	for _, r := range results {
@@ -35,8 +35,13 @@ func printTable(out io.Writer, results []Result) {
 				r.P50Ms, r.P99Ms, r.PollP50Ms, r.PollP99Ms, r.PollMs, r.MissedTicks)
 		}
 	}
-	fmt.Fprintf(out, "engine: Concurrency %d, PollInterval %.0fms, pool %d conns; postgres CPU counts every postgres process on this machine (other users included), \"our backends\" the connections of this benchmark\n",
+	fmt.Fprintf(out, "engine: Concurrency %d, PollInterval %.0fms, pool %d conns; postgres CPU counts every postgres process on this machine (other users included), \"our backends\" the connections of this benchmark; steal is CPU time the host gave to other machines\n",
 		results[0].Concurrency, results[0].PollMs, results[0].MaxConns)
+	for _, r := range results {
+		if r.StealPct > stealWarnPct {
+			fmt.Fprintf(out, "WARNING: %s lost %.1f%% of the machine's CPU to its host (steal): its figures are not comparable; run it again\n", r.Workload, r.StealPct)
+		}
+	}
 }
 
 func opt(v float64, format string) string {
@@ -69,6 +74,9 @@ func writeJSON(out io.Writer, path string, results []Result) error {
 	return nil
 }
 
+// stealWarnPct is the CPU steal past which a result is flagged.
+const stealWarnPct = 5
+
 // riverResult is the part of bench/river's JSON line the ratios need.
 type riverResult struct {
 	Peer       string  `json:"peer"`
@@ -76,6 +84,7 @@ type riverResult struct {
 	Jobs       int     `json:"jobs"`
 	JobsPerSec float64 `json:"jobs_per_sec"`
 	Settings   string  `json:"settings"`
+	StealPct   float64 `json:"steal_pct"`
 }
 
 // jsonLines calls fn with every line of path that is a JSON object.
@@ -169,7 +178,7 @@ var targets = []struct {
 // printRatios prints dagen steps/s ÷ River jobs/s for the throughput
 // workloads and returns how many it printed.
 func printRatios(out io.Writer, results []Result, river riverResult) int {
-	fmt.Fprintf(out, "River (%s settings, %d jobs): %.0f jobs/s\n", river.Settings, river.Jobs, river.JobsPerSec)
+	fmt.Fprintf(out, "River (%s settings, %d jobs): %.0f jobs/s, CPU steal %.1f%%\n", river.Settings, river.Jobs, river.JobsPerSec, river.StealPct)
 	n := 0
 	for _, t := range targets {
 		for _, r := range results {
@@ -180,6 +189,9 @@ func printRatios(out io.Writer, results []Result, river riverResult) int {
 			verdict := "meets"
 			if ratio < t.min {
 				verdict = "BELOW"
+			}
+			if r.StealPct > stealWarnPct || river.StealPct > stealWarnPct {
+				verdict += fmt.Sprintf("; UNRELIABLE: CPU steal %.1f%% (dagen), %.1f%% (River)", r.StealPct, river.StealPct)
 			}
 			fmt.Fprintf(out, "%-12s dagen %6.0f steps/s / River %6.0f jobs/s = %.2f  (target >= %.1f: %s)\n",
 				r.Workload, r.StepsPerSec, river.JobsPerSec, ratio, t.min, verdict)

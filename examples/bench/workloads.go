@@ -108,6 +108,10 @@ type Result struct {
 	// benchmark's own connections (found by application_name).
 	PGOwnCPUSec float64 `json:"pg_own_cpu_s"`
 	PGOwnCPUPct float64 `json:"pg_own_cpu_pct"`
+	// StealPct is the share of the machine's CPU time its host gave to
+	// others over the window (steal in /proc/stat). Past a few %, the
+	// figures say more about the host than about dagen.
+	StealPct float64 `json:"steal_pct"`
 
 	Concurrency int     `json:"concurrency"`
 	PollMs      float64 `json:"poll_ms"`
