@@ -200,46 +200,25 @@ func (e *Engine) poller(l *loop) {
 			return
 		default:
 		}
+		// Claim first, then fire timers: a wake-up is most often for a task
+		// just enqueued, which should not wait for the timer queries.
+		full, err := e.claim(l)
+		if err != nil {
+			e.log.Error("dagen: claim tasks failed; retrying", "worker", e.cfg.WorkerID, "err", err, "retry_in", backoff)
+			sleepFor(l.ctx, backoff, l.stopPoll)
+			backoff = min(backoff*2, 5*time.Second)
+			continue
+		}
+		backoff = e.cfg.PollInterval
 		now := time.Now()
 		if due, _ := l.timerDue(now); due || now.Sub(lastTimers) >= e.cfg.PollInterval {
 			lastTimers = now
-			e.fireTimers(l)
-		}
-		// Claim as many tasks as there are free executors, unless results
-		// are piling up faster than the store takes them. Under load, wait
-		// for a worthwhile batch rather than claiming a few at a time.
-		executing, pending := int(l.executing.Load()), int(l.pending.Load())
-		limit := min(e.cfg.Concurrency-executing, e.cfg.BatchSize)
-		if pending >= e.maxPending() {
-			limit = 0
-		}
-		// An empty workflow list would claim every workflow: a worker that
-		// knows none claims nothing.
-		names := e.registeredNames()
-		if len(names) == 0 {
-			limit = 0
-		}
-		if executing+pending > 0 && limit < max(1, e.cfg.BatchSize/4) {
-			limit = 0
-		}
-		if limit > 0 {
-			tasks, err := e.store.ClaimTasks(l.ctx, store.ClaimParams{
-				Worker: e.cfg.WorkerID, Workflows: names, Limit: limit, Lease: e.cfg.Lease,
-			})
-			if err != nil {
-				e.log.Error("dagen: claim tasks failed; retrying", "worker", e.cfg.WorkerID, "err", err, "retry_in", backoff)
-				sleepFor(l.ctx, backoff, l.stopPoll)
-				backoff = min(backoff*2, 5*time.Second)
-				continue
+			if e.fireTimers(l) > 0 {
+				continue // claim the tasks they enqueued
 			}
-			backoff = e.cfg.PollInterval
-			l.executing.Add(int64(len(tasks)))
-			for i := range tasks {
-				l.work <- &tasks[i]
-			}
-			if len(tasks) == limit {
-				continue // a full batch: there may be more
-			}
+		}
+		if full {
+			continue // a full batch: there may be more
 		}
 		wait := e.cfg.PollInterval
 		if _, next := l.timerDue(now); !next.IsZero() {
@@ -258,14 +237,53 @@ func (e *Engine) poller(l *loop) {
 	}
 }
 
-// fireTimers fires due timers and learns when the next one is due.
-func (e *Engine) fireTimers(l *loop) {
+// claim claims as many tasks as there are free executors, unless results
+// are piling up faster than the store takes them, and hands them to the
+// executors. It reports whether the batch was full, so more may be ready.
+func (e *Engine) claim(l *loop) (full bool, err error) {
+	executing, pending := int(l.executing.Load()), int(l.pending.Load())
+	limit := min(e.cfg.Concurrency-executing, e.cfg.BatchSize)
+	if pending >= e.maxPending() {
+		limit = 0
+	}
+	// An empty workflow list would claim every workflow: a worker that
+	// knows none claims nothing.
+	names := e.registeredNames()
+	if len(names) == 0 {
+		limit = 0
+	}
+	// Under load, wait for a worthwhile batch rather than claiming a few
+	// at a time.
+	if executing+pending > 0 && limit < max(1, e.cfg.BatchSize/4) {
+		limit = 0
+	}
+	if limit <= 0 {
+		return false, nil
+	}
+	tasks, err := e.store.ClaimTasks(l.ctx, store.ClaimParams{
+		Worker: e.cfg.WorkerID, Workflows: names, Limit: limit, Lease: e.cfg.Lease,
+	})
+	if err != nil {
+		return false, err
+	}
+	l.executing.Add(int64(len(tasks)))
+	for i := range tasks {
+		l.work <- &tasks[i]
+	}
+	return len(tasks) == limit, nil
+}
+
+// fireTimers fires due timers, learns when the next one is due, and
+// returns how many it fired.
+func (e *Engine) fireTimers(l *loop) int {
+	fired := 0
 	for {
 		n, err := e.store.FireTimers(l.ctx, e.cfg.BatchSize)
 		if err != nil {
 			e.log.Error("dagen: fire timers failed", "worker", e.cfg.WorkerID, "err", err)
-			return
+			return fired
 		}
+		fired += n
 		if n < e.cfg.BatchSize {
 			break
 		}
@@ -273,7 +291,7 @@ func (e *Engine) fireTimers(l *loop) {
 	at, ok, err := e.store.NextTimer(l.ctx)
 	if err != nil {
 		e.log.Error("dagen: read next timer failed", "worker", e.cfg.WorkerID, "err", err)
-		return
+		return fired
 	}
 	l.timerMu.Lock()
 	l.nextTimer = time.Time{}
@@ -281,6 +299,7 @@ func (e *Engine) fireTimers(l *loop) {
 		l.nextTimer = at
 	}
 	l.timerMu.Unlock()
+	return fired
 }
 
 func (e *Engine) executor(l *loop) {

@@ -2,6 +2,8 @@ package engine_test
 
 import (
 	"context"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -23,6 +25,28 @@ type spyStore struct {
 	subs   atomic.Int64 // Subscribe calls
 	// beforeRetire, when set, runs at the start of RetireWorker.
 	beforeRetire func()
+
+	mu    sync.Mutex
+	calls []string // the poller's calls in order: "claim" and "timers"
+}
+
+func (s *spyStore) record(call string) {
+	s.mu.Lock()
+	s.calls = append(s.calls, call)
+	s.mu.Unlock()
+}
+
+// pollerCalls returns the poller's calls so far, in order.
+func (s *spyStore) pollerCalls() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.calls)
+}
+
+// ClaimTasks records a claim.
+func (s *spyStore) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.ClaimedTask, error) {
+	s.record("claim")
+	return s.Store.ClaimTasks(ctx, p)
 }
 
 // CompleteTasks counts a batch of results stored.
@@ -41,6 +65,7 @@ func spy(st store.Store) *spyStore { return &spyStore{Store: st} }
 
 // FireTimers counts a poller round.
 func (s *spyStore) FireTimers(ctx context.Context, limit int) (int, error) {
+	s.record("timers")
 	s.polls.Add(1)
 	return s.Store.FireTimers(ctx, limit)
 }

@@ -439,3 +439,31 @@ func testStopPastDeadlineSpendsNoAttempt(t *testing.T, open func() store.Store) 
 	}
 	require.True(t, released, "the task was released by the stopping worker")
 }
+
+func TestPollerClaimsBeforeFiringTimers(t *testing.T) {
+	eachStore(t, testPollerClaimsBeforeFiringTimers)
+}
+
+// testPollerClaimsBeforeFiringTimers checks the order of a poller round: a
+// wake-up is most often for a task just enqueued, so the round claims
+// first and fires timers after, never the other way round.
+func testPollerClaimsBeforeFiringTimers(t *testing.T, open func() store.Store) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	rec := &recorder{}
+	def := &engine.Definition{Name: "order", Steps: []engine.Step{{Name: "a", Run: rec.step("a")}}}
+	st := spy(open())
+	e := worker(t, st, "poller", def)
+	require.NoError(t, waitRounds(ctx, &st.polls, 5))
+	_, err := e.Run(ctx, "order", "t", 0)
+	require.NoError(t, err)
+	require.NoError(t, waitRounds(ctx, &st.polls, 2))
+
+	calls := st.pollerCalls()
+	require.Equal(t, "claim", calls[0], "a round starts with a claim: %v", calls)
+	for i, c := range calls {
+		if c == "timers" {
+			require.Equal(t, "claim", calls[i-1], "timers fired without a claim before them, at call %d: %v", i, calls)
+		}
+	}
+}

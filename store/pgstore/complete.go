@@ -52,7 +52,8 @@ func (s *Store) CompleteTasks(ctx context.Context, results []store.TaskResult) (
 	return out, nil
 }
 
-// FireTimers implements store.Store. Due timers are read without locks;
+// FireTimers implements store.Store. Due timers are read without locks,
+// and without a transaction, so a poll with none due is one round trip;
 // their runs are locked with SKIP LOCKED (a run another worker is writing
 // waits for the next poll), and a timer fires only for the transaction
 // whose DELETE removes it, so it fires exactly once.
@@ -60,15 +61,15 @@ func (s *Store) FireTimers(ctx context.Context, limit int) (int, error) {
 	if limit <= 0 {
 		return 0, nil
 	}
+	due, err := s.q.DueTimers(ctx, s.pool, s.clock(), int32(min(limit, 1<<30)))
+	if err != nil {
+		return 0, fmt.Errorf("fire timers: read due timers: %w", err)
+	}
+	if len(due) == 0 {
+		return 0, nil
+	}
 	fired := 0
-	err := s.inTx(ctx, func(tx *txn) error {
-		due, err := s.q.DueTimers(ctx, tx, s.clock(), int32(min(limit, 1<<30)))
-		if err != nil {
-			return fmt.Errorf("read due timers: %w", err)
-		}
-		if len(due) == 0 {
-			return errNothingToDo
-		}
+	err = s.inTx(ctx, func(tx *txn) error {
 		b := s.newBatch(tx, len(due))
 		ids := make([]dag.RunID, len(due))
 		for i, d := range due {
