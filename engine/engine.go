@@ -22,7 +22,9 @@ import (
 type Config struct {
 	// WorkerID names this worker in storage. Default: host-pid-random.
 	WorkerID string
-	// Concurrency bounds how many steps execute at once. Default 100.
+	// Concurrency bounds how many tasks the worker holds at once: steps
+	// executing, and steps finished whose results are not stored yet.
+	// Default 100.
 	Concurrency int
 	// BatchSize bounds how many tasks one claim or one completion carries.
 	// Default: Concurrency.

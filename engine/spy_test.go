@@ -25,6 +25,10 @@ type spyStore struct {
 	subs   atomic.Int64 // Subscribe calls
 	// beforeRetire, when set, runs at the start of RetireWorker.
 	beforeRetire func()
+	// holdCompletions, when set, makes CompleteTasks wait until it is
+	// closed.
+	holdCompletions chan struct{}
+	claimed         atomic.Int64 // tasks claimed
 
 	mu    sync.Mutex
 	calls []string // the poller's calls in order: "claim" and "timers"
@@ -43,14 +47,19 @@ func (s *spyStore) pollerCalls() []string {
 	return slices.Clone(s.calls)
 }
 
-// ClaimTasks records a claim.
+// ClaimTasks records a claim and counts the tasks claimed.
 func (s *spyStore) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.ClaimedTask, error) {
 	s.record("claim")
-	return s.Store.ClaimTasks(ctx, p)
+	tasks, err := s.Store.ClaimTasks(ctx, p)
+	s.claimed.Add(int64(len(tasks)))
+	return tasks, err
 }
 
 // CompleteTasks counts a batch of results stored.
 func (s *spyStore) CompleteTasks(ctx context.Context, results []store.TaskResult) ([]store.CompletionOutcome, error) {
+	if s.holdCompletions != nil {
+		<-s.holdCompletions
+	}
 	defer s.stores.Add(1)
 	return s.Store.CompleteTasks(ctx, results)
 }

@@ -467,3 +467,45 @@ func testPollerClaimsBeforeFiringTimers(t *testing.T, open func() store.Store) {
 		}
 	}
 }
+
+func TestConcurrencyCountsUnstoredResults(t *testing.T) {
+	eachStore(t, testConcurrencyCountsUnstoredResults)
+}
+
+// testConcurrencyCountsUnstoredResults holds every completion back: the
+// worker (Concurrency 4) executes four steps and, while their results wait
+// for the store, claims no more, since it holds those four tasks still.
+func testConcurrencyCountsUnstoredResults(t *testing.T, open func() store.Store) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	rec := &recorder{}
+	def := &engine.Definition{Name: "held", Steps: []engine.Step{{Name: "a", Run: rec.step("a")}}}
+	st := spy(open())
+	st.holdCompletions = make(chan struct{})
+	owner, err := engine.New(open(), &engine.Config{Manual: true, WorkerID: "owner"})
+	require.NoError(t, err)
+	require.NoError(t, owner.Register(def))
+	var ids []dag.RunID
+	for range 10 {
+		id, err := owner.Trigger(ctx, "held", "t", 0)
+		require.NoError(t, err)
+		ids = append(ids, id)
+	}
+
+	worker(t, st, "w", def) // Concurrency 4
+	require.Eventually(t, func() bool { return len(rec.ran()) == 4 }, 10*time.Second, time.Millisecond)
+	require.NoError(t, waitRounds(ctx, &st.polls, 5))
+	require.Equal(t, int64(4), st.claimed.Load(), "claimed more tasks while four results waited for the store")
+	require.Len(t, rec.ran(), 4)
+
+	close(st.holdCompletions)
+	require.Eventually(t, func() bool {
+		for _, id := range ids {
+			if res, err := owner.Result(ctx, id); err != nil || res.Status != store.RunCompleted {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, 5*time.Millisecond, "the held results were stored and the rest ran")
+	require.Len(t, rec.ran(), 10)
+}
