@@ -348,11 +348,20 @@ func (e *Engine) Run(ctx context.Context, workflow, tenant string, input any) (*
 // could move the run on.
 func (e *Engine) Wait(ctx context.Context, id dag.RunID) (*RunResult, error) {
 	for {
-		run, err := e.store.GetRun(ctx, id)
-		if err != nil {
-			return nil, fmt.Errorf("wait for run %s: %w", id, err)
+		// The waiter is registered before the run is read, so a run that
+		// finishes after the read wakes it.
+		var ch chan struct{}
+		if !e.cfg.Manual {
+			ch = e.addWaiter(id)
 		}
-		if run.Status.Terminal() {
+		run, err := e.store.GetRun(ctx, id)
+		if err != nil || run.Status.Terminal() {
+			if ch != nil {
+				e.dropWaiter(id, ch)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("wait for run %s: %w", id, err)
+			}
 			return e.result(ctx, run)
 		}
 		if e.cfg.Manual {
@@ -366,11 +375,6 @@ func (e *Engine) Wait(ctx context.Context, id dag.RunID) (*RunResult, error) {
 				}
 			}
 			continue
-		}
-		ch := e.addWaiter(id)
-		if run, err = e.store.GetRun(ctx, id); err == nil && run.Status.Terminal() {
-			e.dropWaiter(id, ch)
-			return e.result(ctx, run)
 		}
 		t := time.NewTimer(e.cfg.PollInterval * 4)
 		select {
