@@ -1,6 +1,7 @@
--- name: TasksTablePages :one
--- The size of the tasks table on disk, in pages.
-SELECT (pg_relation_size('dagen_tasks'::regclass) / current_setting('block_size')::bigint)::bigint AS pages;
+-- name: HotTablePages :one
+-- The sizes on disk, in pages, of the tasks table and of the ready queue.
+SELECT (pg_relation_size('dagen_tasks'::regclass) / current_setting('block_size')::bigint)::bigint AS tasks,
+       (pg_relation_size('dagen_ready'::regclass) / current_setting('block_size')::bigint)::bigint AS ready;
 
 -- name: AnalyzeHotTables :exec
 -- Refreshes the planner's statistics of the tables that grow with the

@@ -49,6 +49,11 @@ func (s *Store) CompleteTasks(ctx context.Context, results []store.TaskResult) (
 	if err != nil && !errors.Is(err, errNothingToDo) {
 		return nil, fmt.Errorf("complete %d tasks: %w", len(results), err)
 	}
+	enqueued := 0
+	for _, o := range out {
+		enqueued += o.Enqueued
+	}
+	s.noteQueued(ctx, enqueued)
 	return out, nil
 }
 
@@ -148,6 +153,7 @@ func (s *Store) FireTimers(ctx context.Context, limit int) (int, error) {
 	if err != nil {
 		return 0, nil
 	}
+	s.noteQueued(ctx, fired)
 	return fired, nil
 }
 

@@ -88,7 +88,7 @@ func (s *Store) CreateRuns(ctx context.Context, runs []store.NewRun) error {
 		}
 		return fmt.Errorf("create %d runs: %w", len(runs), err)
 	}
-	s.noteCreated(ctx, len(tp.Names))
+	s.noteQueued(ctx, len(tp.Names))
 	return nil
 }
 

@@ -8,8 +8,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// growthCheckEvery is how many tasks a store creates between two looks at
-// the size of the tasks table (one cheap query).
+// growthCheckEvery is how many tasks a store creates or enqueues between
+// two looks at the size of the hot tables (one cheap query).
 const growthCheckEvery = 1000
 
 // plannerStats keeps the planner's view of the hot tables in step with
@@ -20,25 +20,30 @@ const growthCheckEvery = 1000
 // moment. A queue's tables start empty: plans made then scan whole tables,
 // which is right for ten rows and ruinous for a hundred thousand (a claim
 // joined to the tasks table that way went from under a millisecond to over
-// a hundred). Autovacuum analyzes the tables eventually, at its own pace
-// (a minute at best). So every thousand tasks it creates, the store looks
-// at the size of the tasks table on disk and, when it has at least doubled
-// since the store last analyzed it, analyzes the hot tables itself. ANALYZE also invalidates the cached
-// plans, so every connection plans them again from the new statistics.
+// a hundred; a claim planned while the ready queue held the 200 roots of a
+// fan-out scanned all 10,000 of their children at each claim, 33 ms).
+// Autovacuum analyzes the tables eventually, at its own pace (a minute at
+// best, never where it is off). So every thousand tasks it creates or
+// enqueues, the store looks at the sizes of the tasks table and of the
+// ready queue on disk and, when either has at least doubled since the store
+// last analyzed them, analyzes the hot tables itself. ANALYZE also
+// invalidates the cached plans, so every connection plans them again from
+// the new statistics.
 //
 // It is best effort: a failed check costs nothing but the refresh, and a
 // role that may not analyze the tables turns it off.
 type plannerStats struct {
 	mu       sync.Mutex
-	added    int   // tasks created since the last look
-	pages    int64 // the tasks table's pages when this store last analyzed it
+	added    int   // tasks created or enqueued since the last look
+	tasks    int64 // the tasks table's pages when this store last analyzed it
+	ready    int64 // the ready queue's pages then
 	checking bool  // a look is under way
 	off      bool  // not permitted: stop trying
 }
 
-// noteCreated records that n tasks were created and, when enough were,
-// refreshes the statistics before it returns.
-func (s *Store) noteCreated(ctx context.Context, n int) {
+// noteQueued records that n tasks were created or enqueued and, when
+// enough were, refreshes the statistics before it returns.
+func (s *Store) noteQueued(ctx context.Context, n int) {
 	ps := &s.stats
 	ps.mu.Lock()
 	ps.added += n
@@ -47,12 +52,12 @@ func (s *Store) noteCreated(ctx context.Context, n int) {
 		ps.checking = true
 		ps.added = 0
 	}
-	last := ps.pages
+	tasks, ready := ps.tasks, ps.ready
 	ps.mu.Unlock()
 	if !due {
 		return
 	}
-	pages, analyzed, err := s.refreshStats(ctx, last)
+	tasks, ready, analyzed, err := s.refreshStats(ctx, tasks, ready)
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	ps.checking = false
@@ -61,19 +66,23 @@ func (s *Store) noteCreated(ctx context.Context, n int) {
 	case errors.As(err, &pgErr) && pgErr.Code == "42501": // insufficient_privilege
 		ps.off = true
 	case err == nil && analyzed:
-		ps.pages = pages
+		ps.tasks, ps.ready = tasks, ready
 	}
 }
 
-// refreshStats analyzes the hot tables when the tasks table has at least
-// doubled since it had last pages.
-func (s *Store) refreshStats(ctx context.Context, last int64) (pages int64, analyzed bool, err error) {
-	pages, err = s.q.TasksTablePages(ctx, s.pool)
-	if err != nil || pages < 2*last+8 {
-		return pages, false, err
+// refreshStats analyzes the hot tables when the tasks table or the ready
+// queue has at least doubled since they had these sizes, and returns their
+// sizes now.
+func (s *Store) refreshStats(ctx context.Context, lastTasks, lastReady int64) (tasks, ready int64, analyzed bool, err error) {
+	pages, err := s.q.HotTablePages(ctx, s.pool)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	if pages.Tasks < 2*lastTasks+8 && pages.Ready < 2*lastReady+8 {
+		return pages.Tasks, pages.Ready, false, nil
 	}
 	if err := s.q.AnalyzeHotTables(ctx, s.pool); err != nil {
-		return pages, false, err
+		return pages.Tasks, pages.Ready, false, err
 	}
-	return pages, true, nil
+	return pages.Tasks, pages.Ready, true, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -32,4 +33,39 @@ func TestStatisticsFollowGrowth(t *testing.T) {
 	require.GreaterOrEqual(t, after2k, 1000.0, "2,000 tasks created: the table was analyzed")
 	createInBatches(t, s, runs[1000:])
 	require.GreaterOrEqual(t, reltuples(), 4*after2k, "16,000 tasks created: analyzed again as the table grew")
+}
+
+// TestStatisticsFollowQueueGrowth checks that the ready queue's statistics
+// follow its growth when the tasks table does not grow: a fan-out's runs
+// are all created up front, analyzed with their roots alone in the queue,
+// and the queue fills only as the roots complete.
+func TestStatisticsFollowQueueGrowth(t *testing.T) {
+	ctx := context.Background()
+	s := stores(t, 1, nil)[0]
+	reltuples := func() float64 {
+		var n float64
+		require.NoError(t, s.Pool().QueryRow(ctx, `SELECT reltuples FROM pg_class WHERE oid = 'dagen_ready'::regclass`).Scan(&n))
+		return n
+	}
+	var runs []store.NewRun
+	for range 100 {
+		tasks := []store.NewTask{step("root")}
+		for i := range 50 {
+			tasks = append(tasks, step(fmt.Sprint("c", i), "root"))
+		}
+		runs = append(runs, newRun("fan", "t", tasks...))
+	}
+	require.NoError(t, s.CreateRuns(ctx, runs))
+	require.Less(t, reltuples(), 1000.0, "analyzed with the roots alone in the queue")
+
+	claimed, err := s.ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: 100, Lease: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, claimed, 100)
+	results := make([]store.TaskResult, len(claimed))
+	for i, c := range claimed {
+		results[i] = completed(c)
+	}
+	_, err = s.CompleteTasks(ctx, results)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, reltuples(), 4000.0, "5,000 children enqueued: the queue was analyzed again")
 }

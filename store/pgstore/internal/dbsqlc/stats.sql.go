@@ -21,14 +21,20 @@ func (q *Queries) AnalyzeHotTables(ctx context.Context, db DBTX) error {
 	return err
 }
 
-const tasksTablePages = `-- name: TasksTablePages :one
-SELECT (pg_relation_size('dagen_tasks'::regclass) / current_setting('block_size')::bigint)::bigint AS pages
+const hotTablePages = `-- name: HotTablePages :one
+SELECT (pg_relation_size('dagen_tasks'::regclass) / current_setting('block_size')::bigint)::bigint AS tasks,
+       (pg_relation_size('dagen_ready'::regclass) / current_setting('block_size')::bigint)::bigint AS ready
 `
 
-// The size of the tasks table on disk, in pages.
-func (q *Queries) TasksTablePages(ctx context.Context, db DBTX) (int64, error) {
-	row := db.QueryRow(ctx, tasksTablePages)
-	var pages int64
-	err := row.Scan(&pages)
-	return pages, err
+type HotTablePagesRow struct {
+	Tasks int64
+	Ready int64
+}
+
+// The sizes on disk, in pages, of the tasks table and of the ready queue.
+func (q *Queries) HotTablePages(ctx context.Context, db DBTX) (HotTablePagesRow, error) {
+	row := db.QueryRow(ctx, hotTablePages)
+	var i HotTablePagesRow
+	err := row.Scan(&i.Tasks, &i.Ready)
+	return i, err
 }
