@@ -21,6 +21,17 @@ func (q *Queries) AnalyzeHotTables(ctx context.Context, db DBTX) error {
 	return err
 }
 
+const analyzeQueueTables = `-- name: AnalyzeQueueTables :exec
+ANALYZE dagen_ready, dagen_leases
+`
+
+// Like AnalyzeHotTables for the tables that grow with the queue alone:
+// cheaper, when only the queue grew.
+func (q *Queries) AnalyzeQueueTables(ctx context.Context, db DBTX) error {
+	_, err := db.Exec(ctx, analyzeQueueTables)
+	return err
+}
+
 const hotTablePages = `-- name: HotTablePages :one
 SELECT (pg_relation_size('dagen_tasks'::regclass) / current_setting('block_size')::bigint)::bigint AS tasks,
        (pg_relation_size('dagen_ready'::regclass) / current_setting('block_size')::bigint)::bigint AS ready
