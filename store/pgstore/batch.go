@@ -485,39 +485,45 @@ func (b *batch) flush(ctx context.Context) error {
 
 	// The ready queue. A run that ended in this batch only enqueues its
 	// onfailure task: its other requeued tasks were cancelled above.
-	if len(b.enqueue) > 0 {
-		var p dbsqlc.EnqueueParams
-		for _, e := range b.enqueue {
-			if e.run.status != store.RunRunning && e.kind != store.KindOnFailure {
-				continue
-			}
-			p.RunIds = append(p.RunIds, uuidOf(e.run.id))
-			p.Tasks = append(p.Tasks, e.name)
-			p.Workflows = append(p.Workflows, e.run.workflow)
-			p.Tenants = append(p.Tenants, e.run.tenant)
-			if !e.logged {
-				b.ev.add(e.run.id, e.name, store.EventQueued, e.attempt, "")
-			}
-			if e.src >= 0 {
-				b.credit[e.src]++
-			}
+	var ep dbsqlc.EnqueueParams
+	for _, e := range b.enqueue {
+		if e.run.status != store.RunRunning && e.kind != store.KindOnFailure {
+			continue
 		}
-		if len(p.Tasks) > 0 {
-			if err := q.Enqueue(ctx, pl, p); err != nil {
-				return fmt.Errorf("enqueue %d tasks: %w", len(p.Tasks), err)
-			}
+		ep.RunIds = append(ep.RunIds, uuidOf(e.run.id))
+		ep.Tasks = append(ep.Tasks, e.name)
+		ep.Workflows = append(ep.Workflows, e.run.workflow)
+		ep.Tenants = append(ep.Tenants, e.run.tenant)
+		if !e.logged {
+			b.ev.add(e.run.id, e.name, store.EventQueued, e.attempt, "")
+		}
+		if e.src >= 0 {
+			b.credit[e.src]++
 		}
 	}
 
 	if err := b.ev.insert(ctx, q, pl, now); err != nil {
 		return err
 	}
-	return b.endLeases(ctx, pl)
+	if err := b.endLeases(ctx, pl); err != nil {
+		return err
+	}
+	// Enqueue goes last: it locks the tenants' rows of the fair queue,
+	// which every transaction enqueueing for those tenants needs, so they
+	// are held for as short a while as can be, up to COMMIT.
+	if len(ep.Tasks) > 0 {
+		if err := q.Enqueue(ctx, pl, ep); err != nil {
+			return fmt.Errorf("enqueue %d tasks: %w", len(ep.Tasks), err)
+		}
+	}
+	return nil
 }
 
 // endLeases removes the leases in b.ended (ids with no lease are fine). It
-// must be the last thing the transaction does: the statements after
-// PlanEachExecution are planned at each execution.
+// must come after every statement but Enqueue, which is planned at each
+// execution anyway (its plan depends on how many tasks and tenants it
+// gets): the statements after PlanEachExecution are planned at each
+// execution.
 func (b *batch) endLeases(ctx context.Context, db dbsqlc.DBTX) error {
 	if len(b.ended) == 0 {
 		return nil
