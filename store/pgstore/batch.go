@@ -139,6 +139,28 @@ func (b *batch) lockRuns(ctx context.Context, ids []dag.RunID, skipLocked bool) 
 	return nil
 }
 
+// lockRunsAndLoad locks the runs of keys, as lockRuns, and reads those
+// tasks, in one round trip: the tasks are read by a statement of their own
+// sent right after the locks (so it sees what the last holder of each lock
+// wrote), without waiting for their result.
+func (b *batch) lockRunsAndLoad(ctx context.Context, keys []taskKey) error {
+	ids := make([]dag.RunID, len(keys))
+	kIDs := make([]pgtype.UUID, len(keys))
+	kNames := make([]string, len(keys))
+	for i, k := range keys {
+		ids[i] = k.run
+		kIDs[i], kNames[i] = uuidOf(k.run), k.name
+	}
+	b.tx.queryAhead(record(func(db dbsqlc.DBTX) error {
+		_, err := b.s.q.GetTasks(ctx, db, kIDs, kNames)
+		return err
+	}))
+	if err := b.lockRuns(ctx, ids, false); err != nil {
+		return err
+	}
+	return b.readTasks(ctx, kIDs, kNames)
+}
+
 // loadTasks reads the tasks with these keys that belong to locked runs.
 func (b *batch) loadTasks(ctx context.Context, keys []taskKey) error {
 	var ids []pgtype.UUID
@@ -152,12 +174,21 @@ func (b *batch) loadTasks(ctx context.Context, keys []taskKey) error {
 	if len(ids) == 0 {
 		return nil
 	}
+	return b.readTasks(ctx, ids, names)
+}
+
+// readTasks reads tasks by key and keeps those of locked runs not loaded
+// yet.
+func (b *batch) readTasks(ctx context.Context, ids []pgtype.UUID, names []string) error {
 	rows, err := b.s.q.GetTasks(ctx, b.tx, ids, names)
 	if err != nil {
 		return fmt.Errorf("read %d tasks: %w", len(ids), err)
 	}
 	for _, r := range rows {
 		k := taskKey{dag.RunID(r.RunID.Bytes), r.Name}
+		if b.runs[k.run] == nil || b.tasks[k] != nil {
+			continue // its run is not locked, or a key came twice
+		}
 		t := &taskState{
 			key: k, run: b.runs[k.run], kind: store.TaskKind(r.Kind), children: r.Children,
 			status: store.TaskStatus(r.Status), attempt: int(r.Attempt), maxAttempts: int(r.MaxAttempts),

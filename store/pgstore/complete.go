@@ -20,16 +20,11 @@ func (s *Store) CompleteTasks(ctx context.Context, results []store.TaskResult) (
 	}
 	err := s.inTx(ctx, func(tx *txn) error {
 		b := s.newBatch(tx, len(results))
-		ids := make([]dag.RunID, len(results))
 		keys := make([]taskKey, len(results))
 		for i, r := range results {
-			ids[i] = r.RunID
 			keys[i] = taskKey{r.RunID, r.Step}
 		}
-		if err := b.lockRuns(ctx, ids, false); err != nil {
-			return err
-		}
-		if err := b.loadTasks(ctx, keys); err != nil {
+		if err := b.lockRunsAndLoad(ctx, keys); err != nil {
 			return err
 		}
 		for i := range results {
@@ -183,16 +178,11 @@ func (s *Store) RescueExpired(ctx context.Context, limit int) (int, error) {
 			return errNothingToDo
 		}
 		b := s.newBatch(tx, len(cands))
-		ids := make([]dag.RunID, len(cands))
 		keys := make([]taskKey, len(cands))
 		for i, c := range cands {
-			ids[i] = dag.RunID(c.RunID.Bytes)
-			keys[i] = taskKey{ids[i], c.Name}
+			keys[i] = taskKey{dag.RunID(c.RunID.Bytes), c.Name}
 		}
-		if err := b.lockRuns(ctx, ids, false); err != nil {
-			return err
-		}
-		if err := b.loadTasks(ctx, keys); err != nil {
+		if err := b.lockRunsAndLoad(ctx, keys); err != nil {
 			return err
 		}
 		var ext struct {

@@ -121,6 +121,9 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *txn) error) (err error) {
 	defer func() {
 		// Nothing to undo when BEGIN was never sent, or when COMMIT failed
 		// (it ended the transaction). A broken connection is not reused.
+		if err != nil {
+			_ = tx.closeOpen() // results of queries sent ahead and never read
+		}
 		if err != nil && conn.Conn().PgConn().TxStatus() != 'I' {
 			_, _ = conn.Exec(context.WithoutCancel(ctx), "rollback") // the error that made us roll back matters more
 		}

@@ -2,7 +2,9 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -18,11 +20,24 @@ import (
 // order they were issued; the error of a queued statement surfaces at the
 // next send, named after the statement.
 //
+// A query whose arguments are known before the result of the one before it
+// can go with it (queryAhead): its rows are then read, without another
+// round trip, by the next Query with the same SQL and arguments.
+//
 // Over a transaction the statements run in it. Over a pool, what one send
 // carries runs in one implicit transaction: all of it or none.
 type pipeline struct {
 	db    batchDB
 	batch *pgx.Batch // a new one for each send: the results read it as they come
+	ahead []recorded // queries to send after the next query
+	open  *openBatch // a sent batch with results of queries sent ahead still to read
+}
+
+// openBatch is a sent batch whose remaining results belong to queries sent
+// ahead, in order.
+type openBatch struct {
+	br   pgx.BatchResults
+	left []recorded
 }
 
 // batchDB is what a pipeline runs on: a pgx.Tx, a *pgxpool.Pool or a
@@ -43,29 +58,82 @@ func (p *pipeline) Exec(_ context.Context, sql string, args ...any) (pgconn.Comm
 	return pgconn.CommandTag{}, nil
 }
 
-// Query sends the queued statements and sql, and returns sql's rows.
+// queryAhead sends q with the next query, whose result it does not depend
+// on. The next Query after that must be q, with the same arguments, to read
+// its rows; anything else discards them.
+func (p *pipeline) queryAhead(q recorded) {
+	p.ahead = append(p.ahead, q)
+}
+
+// Query returns sql's rows: those of a query sent ahead when it is the next
+// one, or else it sends the queued statements, sql and the queries to send
+// ahead.
 func (p *pipeline) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	if p.batch == nil {
+	if rows, ok, err := p.takeAhead(sql, args); ok || err != nil {
+		return rows, err
+	}
+	if p.batch == nil && len(p.ahead) == 0 {
 		return p.db.Query(ctx, sql, args...)
 	}
-	br, err := p.sendQueued(ctx, sql, args)
+	ahead := p.ahead
+	p.ahead = nil
+	br, err := p.sendQueued(ctx, sql, args, ahead)
 	if err != nil {
 		return nil, err
 	}
 	rows, err := br.Query()
 	if err != nil {
+		p.open = nil
 		_ = br.Close()
 		return nil, err
 	}
-	return &pipelineRows{Rows: rows, br: br}, nil
+	return &pipelineRows{Rows: rows, br: br, p: p}, nil
+}
+
+// takeAhead returns the rows of the next query sent ahead if it is sql
+// with args. Otherwise the results sent ahead are discarded.
+func (p *pipeline) takeAhead(sql string, args []any) (pgx.Rows, bool, error) {
+	o := p.open
+	if o == nil {
+		return nil, false, nil
+	}
+	if next := o.left[0]; next.sql != sql || !reflect.DeepEqual(next.args, args) {
+		return nil, false, p.closeOpen()
+	}
+	o.left = o.left[1:]
+	rows, err := o.br.Query()
+	if err != nil {
+		p.open = nil
+		_ = o.br.Close()
+		return nil, true, err
+	}
+	return &pipelineRows{Rows: rows, br: o.br, p: p}, true, nil
+}
+
+// closeOpen discards the unread results of queries sent ahead.
+func (p *pipeline) closeOpen() error {
+	o := p.open
+	if o == nil {
+		return nil
+	}
+	p.open = nil
+	if err := o.br.Close(); err != nil {
+		return fmt.Errorf("%s (sent ahead, not read): %w", statementName(o.left[0].sql), err)
+	}
+	return nil
 }
 
 // QueryRow sends the queued statements and sql, and returns sql's row.
 func (p *pipeline) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if err := p.closeOpen(); err != nil {
+		return errRow{err}
+	}
 	if p.batch == nil {
 		return p.db.QueryRow(ctx, sql, args...)
 	}
-	br, err := p.sendQueued(ctx, sql, args)
+	// Queries to send ahead wait for the next Query: a row's batch is
+	// closed as soon as the row is read.
+	br, err := p.sendQueued(ctx, sql, args, nil)
 	if err != nil {
 		return errRow{err}
 	}
@@ -74,25 +142,38 @@ func (p *pipeline) QueryRow(ctx context.Context, sql string, args ...any) pgx.Ro
 
 // send sends the queued statements and waits for them.
 func (p *pipeline) send(ctx context.Context) error {
+	if err := p.closeOpen(); err != nil {
+		return err
+	}
 	if p.batch == nil {
 		return nil
 	}
-	br, err := p.sendQueued(ctx, "", nil)
+	br, err := p.sendQueued(ctx, "", nil, nil)
 	if err != nil {
 		return err
 	}
 	return br.Close()
 }
 
-// sendQueued sends the queued statements, then sql unless it is empty, and
-// reads the results of the queued ones. The caller reads sql's result and
-// closes the batch.
-func (p *pipeline) sendQueued(ctx context.Context, sql string, args []any) (pgx.BatchResults, error) {
+// sendQueued sends the queued statements, then sql unless it is empty and
+// the queries in ahead, and reads the results of the queued ones. The
+// caller reads sql's result; the batch stays open for the queries sent
+// ahead, if any, and is closed with the last result read.
+func (p *pipeline) sendQueued(ctx context.Context, sql string, args []any, ahead []recorded) (pgx.BatchResults, error) {
+	if err := p.closeOpen(); err != nil {
+		return nil, err
+	}
 	b := p.batch
+	if b == nil {
+		b = &pgx.Batch{}
+	}
 	p.batch = nil
 	queued := b.QueuedQueries
 	if sql != "" {
 		b.Queue(sql, args...)
+		for _, q := range ahead {
+			b.Queue(q.sql, q.args...)
+		}
 	}
 	br := p.db.SendBatch(ctx, b)
 	for _, q := range queued {
@@ -100,6 +181,9 @@ func (p *pipeline) sendQueued(ctx context.Context, sql string, args []any) (pgx.
 			_ = br.Close()
 			return nil, fmt.Errorf("%s: %w", statementName(q.SQL), err)
 		}
+	}
+	if sql != "" && len(ahead) > 0 {
+		p.open = &openBatch{br: br, left: ahead}
 	}
 	return br, nil
 }
@@ -118,14 +202,22 @@ func statementName(sql string) string {
 	return "statement"
 }
 
-// pipelineRows closes the batch with the rows.
+// pipelineRows closes the batch with the rows, unless results of queries
+// sent ahead are still to be read from it.
 type pipelineRows struct {
 	pgx.Rows
 	br pgx.BatchResults
+	p  *pipeline
 }
 
 func (r *pipelineRows) Close() {
 	r.Rows.Close()
+	if o := r.p.open; o != nil && o.br == r.br {
+		if len(o.left) > 0 {
+			return // the next query sent ahead reads on
+		}
+		r.p.open = nil
+	}
 	_ = r.br.Close() // the rows were the batch's last result: their Err reports failures
 }
 
@@ -147,3 +239,37 @@ func (r pipelineRow) Scan(dest ...any) error {
 type errRow struct{ err error }
 
 func (r errRow) Scan(...any) error { return r.err }
+
+// recorded is a query as a sqlc method would send it.
+type recorded struct {
+	sql  string
+	args []any
+}
+
+// record returns the query that fn sends through its DBTX, without
+// sending it: fn calls one sqlc method. It is how a query is sent ahead.
+func record(fn func(db dbsqlc.DBTX) error) recorded {
+	var r recorder
+	_ = fn(&r) // the recorder fails the call once it has the query
+	return r.q
+}
+
+// recorder is a DBTX that records the query it is given and fails it.
+type recorder struct{ q recorded }
+
+var errRecorded = errors.New("recorded, not sent")
+
+func (r *recorder) Exec(_ context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	r.q = recorded{sql, args}
+	return pgconn.CommandTag{}, errRecorded
+}
+
+func (r *recorder) Query(_ context.Context, sql string, args ...any) (pgx.Rows, error) {
+	r.q = recorded{sql, args}
+	return nil, errRecorded
+}
+
+func (r *recorder) QueryRow(_ context.Context, sql string, args ...any) pgx.Row {
+	r.q = recorded{sql, args}
+	return errRow{errRecorded}
+}

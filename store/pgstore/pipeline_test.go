@@ -4,9 +4,11 @@ import (
 	"context"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/dagenhq/dagen/internal/pgtest"
+	"github.com/dagenhq/dagen/store/pgstore/internal/dbsqlc"
 )
 
 // TestPipeline checks that queued statements run in order with the query
@@ -111,4 +113,59 @@ func TestTxn(t *testing.T) {
 	require.NoError(t, err)
 	defer conn.Release()
 	require.Equal(t, byte('I'), conn.Conn().PgConn().TxStatus(), "the connection went back idle")
+}
+
+// countingDB counts the batches sent through it.
+type countingDB struct {
+	batchDB
+	sends int
+}
+
+func (c *countingDB) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	c.sends++
+	return c.batchDB.SendBatch(ctx, b)
+}
+
+// TestQueryAhead checks queries sent ahead: their rows are read by the
+// next Query with the same SQL and arguments, without another send; any
+// other query discards them; and an error of theirs surfaces when read.
+func TestQueryAhead(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.Pool(t, pgtest.Schema(t), 2)
+	_, err := pool.Exec(ctx, `CREATE TABLE t (n int PRIMARY KEY)`)
+	require.NoError(t, err)
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	db := &countingDB{batchDB: tx}
+	p := &pipeline{db: db}
+	scanInts := func(rows pgx.Rows, err error) []int {
+		t.Helper()
+		require.NoError(t, err)
+		ns, err := pgx.CollectRows(rows, pgx.RowTo[int])
+		require.NoError(t, err)
+		return ns
+	}
+	count := "SELECT count(*)::int FROM t WHERE n > $1"
+
+	_, _ = p.Exec(ctx, "INSERT INTO t VALUES (1), (2), (3)")
+	p.queryAhead(record(func(db dbsqlc.DBTX) error { _, err := db.Query(ctx, count, 1); return err }))
+	require.Equal(t, []int{1, 2, 3}, scanInts(p.Query(ctx, "SELECT n FROM t ORDER BY n")))
+	require.Equal(t, []int{2}, scanInts(p.Query(ctx, count, 1)), "the query sent ahead saw the insert")
+	require.Equal(t, 1, db.sends, "insert, query and the query sent ahead went in one batch")
+
+	p.queryAhead(record(func(db dbsqlc.DBTX) error { _, err := db.Query(ctx, count, 1); return err }))
+	require.Equal(t, []int{3}, scanInts(p.Query(ctx, "SELECT max(n) FROM t")))
+	require.Equal(t, []int{1}, scanInts(p.Query(ctx, count, 2)), "other arguments: sent again, not read ahead")
+	require.Equal(t, 2, db.sends, "the second query was sent alone, not in a batch")
+
+	p.queryAhead(record(func(db dbsqlc.DBTX) error { _, err := db.Query(ctx, "-- name: Broken :many\nSELECT 1/0"); return err }))
+	require.Equal(t, []int{3}, scanInts(p.Query(ctx, "SELECT max(n) FROM t")))
+	rows, err := p.Query(ctx, "-- name: Broken :many\nSELECT 1/0")
+	if err == nil {
+		rows.Close()
+		err = rows.Err()
+	}
+	require.ErrorContains(t, err, "division by zero")
+	require.Nil(t, p.open, "nothing left open")
 }

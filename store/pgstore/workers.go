@@ -54,16 +54,11 @@ func (s *Store) RetireWorker(ctx context.Context, worker string, release bool) (
 			return errNothingToDo
 		}
 		b := s.newBatch(tx, len(rows))
-		ids := make([]dag.RunID, len(rows))
 		keys := make([]taskKey, len(rows))
 		for i, r := range rows {
-			ids[i] = dag.RunID(r.RunID.Bytes)
-			keys[i] = taskKey{ids[i], r.Name}
+			keys[i] = taskKey{dag.RunID(r.RunID.Bytes), r.Name}
 		}
-		if err := b.lockRuns(ctx, ids, false); err != nil {
-			return err
-		}
-		if err := b.loadTasks(ctx, keys); err != nil {
+		if err := b.lockRunsAndLoad(ctx, keys); err != nil {
 			return err
 		}
 		var granted struct {
