@@ -52,7 +52,7 @@ func TestWorkloads(t *testing.T) {
 	if len(results) != len(allWorkloads) {
 		t.Fatalf("got JSON lines for %d workloads, want %d:\n%s", len(results), len(allWorkloads), out.String())
 	}
-	wantRuns := map[string]int{"single_step": 200, "chain10": 20, "fan50": 2, "fairness": 1 + 1 + 200, "low_load": 2 * 10}
+	wantRuns := map[string]int{"single_step": 200, "chain10": 20, "fan50": 2, "fairness": fairWarmRuns + 1 + 1 + 200, "low_load": 2 * 10}
 	wantSteps := map[string]int{"single_step": 200, "chain10": 200, "fan50": 104, "low_load": 40}
 	for _, w := range allWorkloads {
 		r := results[w]
