@@ -217,11 +217,11 @@ func run(ctx context.Context, o options, out, log io.Writer) error {
 		return err
 	}
 	if o.riverJSON != "" {
-		river, rerr := readRiver(o.riverJSON)
+		rivers, rerr := readRiver(o.riverJSON)
 		if rerr != nil {
 			return rerr
 		}
-		printRatios(out, results, river)
+		printRatios(out, results, rivers)
 	}
 	return nil
 }

@@ -103,7 +103,8 @@ func TestWorkloads(t *testing.T) {
 	dir := t.TempDir()
 	dagenPath, riverPath := filepath.Join(dir, "dagen.txt"), filepath.Join(dir, "river.txt")
 	writeFile(t, dagenPath, out.String())
-	writeFile(t, riverPath, "river tuned: ...\n"+`{"peer":"river","workload":"single_step","jobs":20000,"jobs_per_sec":1000,"settings":"tuned"}`+"\n")
+	writeFile(t, riverPath, "river tuned: ...\n"+`{"peer":"river","workload":"single_step","jobs":20000,"jobs_per_sec":1000,"settings":"tuned"}`+"\n"+
+		`{"peer":"river","workload":"single_step","jobs":20000,"jobs_per_sec":3000,"settings":"tuned"}`+"\n")
 	var cmp bytes.Buffer
 	if err := run(ctx, options{compare: dagenPath, riverJSON: riverPath}, &cmp, &log); err != nil {
 		t.Fatal(err)
@@ -112,6 +113,10 @@ func TestWorkloads(t *testing.T) {
 		if !strings.Contains(cmp.String(), w+" ") {
 			t.Errorf("comparison lacks %s:\n%s", w, cmp.String())
 		}
+	}
+	if !strings.Contains(cmp.String(), "2 run(s): 1000 (steal 0.0%), 3000 (steal 0.0%) jobs/s; mean 2000") ||
+		!strings.Contains(cmp.String(), "River   2000 jobs/s") {
+		t.Errorf("comparison does not divide by the mean of both River runs:\n%s", cmp.String())
 	}
 }
 
