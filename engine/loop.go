@@ -18,9 +18,9 @@ import (
 // batches never wait for each other's run locks.
 const numCompleters = 2
 
-// loop is the running worker: one poller claiming tasks, a pool of
-// executors, completers batching results back to the store, and a keeper
-// that heartbeats and, while leading, does housekeeping.
+// loop is the running worker: one poller claiming tasks, executors started
+// for the tasks it claims, completers batching results back to the store,
+// and a keeper that heartbeats and, while leading, does housekeeping.
 type loop struct {
 	ctx      context.Context         // cancelled at the end of Stop: steps see it
 	cancel   context.CancelCauseFunc // cancels ctx, with errStopped
@@ -33,6 +33,7 @@ type loop struct {
 	// counts finished steps whose result is not stored yet.
 	executing atomic.Int64
 	pending   atomic.Int64
+	executors atomic.Int64 // executor goroutines running: see dispatch
 	execWG    sync.WaitGroup
 	done      chan struct{} // closed when poller, executors and completer are gone
 	keeper    chan struct{} // closed when the keeper is gone
@@ -75,10 +76,6 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.heartbeat(l) // register before claiming, so the first claims are covered
 	e.loop = l
 	e.stopping = false
-	for range e.cfg.Concurrency {
-		l.execWG.Add(1)
-		go e.executor(l)
-	}
 	pollDone := make(chan struct{})
 	go func() { defer close(pollDone); e.poller(l) }()
 	completeDone := make(chan struct{})
@@ -264,9 +261,7 @@ func (e *Engine) claim(l *loop) (full bool, err error) {
 		return false, err
 	}
 	l.executing.Add(int64(len(tasks)))
-	for i := range tasks {
-		l.work <- &tasks[i]
-	}
+	e.dispatch(l, tasks)
 	return len(tasks) == limit, nil
 }
 
@@ -299,9 +294,52 @@ func (e *Engine) fireTimers(l *loop) int {
 	return fired
 }
 
+// dispatch hands claimed tasks to the executors, starting as many more as
+// there are tasks no executor is free for. Executors are not kept idle: an
+// executor that finds no task waiting ends. A pool of Concurrency idle
+// goroutines cost a fifth of the worker's CPU in the single_step benchmark:
+// the garbage collector scanned their stacks and shrank them, and each
+// step grew its executor's stack back.
+func (e *Engine) dispatch(l *loop, tasks []store.ClaimedTask) {
+	for i := range tasks {
+		l.work <- &tasks[i] // never blocks: work holds Concurrency
+	}
+	// Read after the sends: an executor that ends looks at work once more
+	// after it stopped counting itself, so every task is picked up.
+	for started := 0; started < len(tasks); {
+		running := l.executors.Load()
+		if running >= int64(e.cfg.Concurrency) {
+			return // the running executors take the rest
+		}
+		if l.executors.CompareAndSwap(running, running+1) {
+			started++
+			l.execWG.Add(1)
+			go e.executor(l)
+		}
+	}
+}
+
+// executor runs tasks from work until none is waiting.
 func (e *Engine) executor(l *loop) {
 	defer l.execWG.Done()
-	for ct := range l.work {
+	for {
+		var ct *store.ClaimedTask
+		var ok bool
+		select {
+		case ct, ok = <-l.work:
+		default:
+			l.executors.Add(-1)
+			select {
+			case ct, ok = <-l.work: // sent as we were ending: dispatch may not have started anyone for it
+				l.executors.Add(1)
+			default:
+				return
+			}
+		}
+		if !ok {
+			l.executors.Add(-1)
+			return
+		}
 		res, keep := e.execute(l.ctx, ct)
 		if !keep {
 			// Stop cancelled the attempt: RetireWorker releases the task.
