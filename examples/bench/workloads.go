@@ -27,7 +27,7 @@ const (
 	fanRuns      = 200
 	fairBRuns    = 20_000
 	fairARuns    = 100
-	fairWarmRuns = 10 // unmeasured runs of A first, so both phases run on warm connections
+	fairWarmRuns = 10    // unmeasured runs of A first, so both phases run on warm connections
 	lowLoadRuns  = 1_000 // one every lowLoadEvery: 10s
 	lowLoadEvery = 10 * time.Millisecond
 
