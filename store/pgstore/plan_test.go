@@ -200,15 +200,21 @@ func TestBatchesFindRowsByKey(t *testing.T) {
 	defer conn.Release()
 	seen := map[string]bool{}
 	var scans []string
-	for _, st := range stmts {
-		name, plan := explain(t, conn, st)
-		if plan == nil {
-			continue
-		}
-		seen[name] = true
-		for _, table := range scannedTables(plan) {
-			if table == "dagen_tasks" || table == "dagen_runs" {
-				scans = append(scans, name+" reads all of "+table)
+	// Each statement is planned for its arguments, and as the generic plan
+	// a connection keeps once it has run a statement five times.
+	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+		_, err := conn.Exec(ctx, "SET plan_cache_mode = "+mode)
+		require.NoError(t, err)
+		for _, st := range stmts {
+			name, plan := explain(t, conn, st)
+			if plan == nil {
+				continue
+			}
+			seen[name] = true
+			for _, table := range scannedTables(plan) {
+				if table == "dagen_tasks" || table == "dagen_runs" {
+					scans = append(scans, name+" reads all of "+table+" ("+mode+")")
+				}
 			}
 		}
 	}
