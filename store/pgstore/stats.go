@@ -27,9 +27,8 @@ const growthCheckEvery = 1000
 // enqueues, the store looks at the sizes of the tasks table and of the
 // ready queue on disk and, when either has at least doubled since the store
 // last analyzed them, analyzes the hot tables itself (only the queue's when
-// only the queue grew). ANALYZE also
-// invalidates the cached plans, so every connection plans them again from
-// the new statistics.
+// only the queue grew). ANALYZE also invalidates the cached plans, so every
+// connection plans them again from the new statistics.
 //
 // It is best effort: a failed check costs nothing but the refresh, and a
 // role that may not analyze the tables turns it off.

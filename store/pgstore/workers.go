@@ -85,8 +85,8 @@ func (s *Store) RetireWorker(ctx context.Context, worker string, release bool) (
 		if !b.changed() {
 			return errNothingToDo
 		}
-		// Before flush: it ends the leases last, planning what follows
-		// at each execution (see batch.endLeases).
+		// Before flush: it ends the leases near its end, planning what
+		// follows at each execution (see batch.endLeases).
 		if len(granted.Names) > 0 {
 			if err := s.q.GrantAttempts(ctx, tx, granted.RunIds, granted.Names); err != nil {
 				return fmt.Errorf("grant back %d released attempts: %w", len(granted.Names), err)
