@@ -118,6 +118,9 @@ func TestWorkloads(t *testing.T) {
 		!strings.Contains(cmp.String(), "River   2000 jobs/s") {
 		t.Errorf("comparison does not divide by the mean of both River runs:\n%s", cmp.String())
 	}
+	if !strings.Contains(cmp.String(), "UNRELIABLE: River's runs differ by 200%") {
+		t.Errorf("River runs 3x apart are not flagged:\n%s", cmp.String())
+	}
 }
 
 func writeFile(t *testing.T, path, s string) {

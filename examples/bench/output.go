@@ -77,6 +77,10 @@ func writeJSON(out io.Writer, path string, results []Result) error {
 // stealWarnPct is the CPU steal past which a result is flagged.
 const stealWarnPct = 5
 
+// driftWarn is how much River's runs before and after dagen's may differ
+// (fastest ÷ slowest − 1) before the ratios are flagged.
+const driftWarn = 0.2
+
 // riverResult is the part of bench/river's JSON line the ratios need.
 type riverResult struct {
 	Peer       string  `json:"peer"`
@@ -182,13 +186,18 @@ var targets = []struct {
 // mean.
 func printRatios(out io.Writer, results []Result, rivers []riverResult) int {
 	var sum, steal float64
+	lo, hi := rivers[0].JobsPerSec, rivers[0].JobsPerSec
 	var each []string
 	for _, r := range rivers {
 		sum += r.JobsPerSec
 		steal = max(steal, r.StealPct)
+		lo, hi = min(lo, r.JobsPerSec), max(hi, r.JobsPerSec)
 		each = append(each, fmt.Sprintf("%.0f (steal %.1f%%)", r.JobsPerSec, r.StealPct))
 	}
 	mean := sum / float64(len(rivers))
+	// River's runs differing much says the host's speed changed while the
+	// benchmark ran, steal or not: no ratio taken across that is sound.
+	drift := hi/lo - 1
 	fmt.Fprintf(out, "River (%s settings, %d jobs), %d run(s): %s jobs/s; mean %.0f\n",
 		rivers[0].Settings, rivers[0].Jobs, len(rivers), strings.Join(each, ", "), mean)
 	n := 0
@@ -204,6 +213,9 @@ func printRatios(out io.Writer, results []Result, rivers []riverResult) int {
 			}
 			if r.StealPct > stealWarnPct || steal > stealWarnPct {
 				verdict += fmt.Sprintf("; UNRELIABLE: CPU steal %.1f%% (dagen), up to %.1f%% (River)", r.StealPct, steal)
+			}
+			if drift > driftWarn {
+				verdict += fmt.Sprintf("; UNRELIABLE: River's runs differ by %.0f%%", 100*drift)
 			}
 			fmt.Fprintf(out, "%-12s dagen %6.0f steps/s / River %6.0f jobs/s = %.2f  (target >= %.1f: %s)\n",
 				r.Workload, r.StepsPerSec, mean, ratio, t.min, verdict)
