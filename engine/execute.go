@@ -137,8 +137,10 @@ func (e *Engine) failed(ctx, stepCtx context.Context, step *Step, res store.Task
 		return res, true
 	}
 	counted := res.Attempt
-	if counted > step.Retry.MaxRetries && counted > 1 {
-		// Retries look spent: look for released attempts before failing.
+	if counted > 1 {
+		// Attempts before this one may have been released: they count
+		// neither against the retries nor toward the backoff. A first
+		// attempt has none before it, so only a retry's failure reads them.
 		counted -= e.releasedAttempts(ctx, res.RunID, res.Step)
 	}
 	if counted > step.Retry.MaxRetries {
@@ -151,8 +153,8 @@ func (e *Engine) failed(ctx, stepCtx context.Context, step *Step, res store.Task
 
 // releasedAttempts counts the attempts of a step that stopping workers
 // released (store.Workers.RetireWorker): they were cut short, not failed.
-// It reads the run's event log, so it is asked only when a step's retries
-// look spent. When the log cannot be read it counts none.
+// It reads the run's event log, so it is asked only after an attempt that
+// was not the first. When the log cannot be read it counts none.
 func (e *Engine) releasedAttempts(ctx context.Context, id dag.RunID, step string) int {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()

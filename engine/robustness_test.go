@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -52,10 +53,22 @@ func TestStaleAttemptIsRejected(t *testing.T) {
 }
 
 func TestReleasedAttemptIsNotARetry(t *testing.T) {
+	// With one retry, attempt 2 is the step's first failure only if the
+	// released attempt 1 does not count: it is retried rather than failed.
+	// With three, the retry waits the first backoff (one second), not the
+	// second (two).
+	for _, maxRetries := range []int{1, 3} {
+		t.Run(fmt.Sprintf("MaxRetries=%d", maxRetries), func(t *testing.T) {
+			testReleasedAttemptIsNotARetry(t, maxRetries)
+		})
+	}
+}
+
+func testReleasedAttemptIsNotARetry(t *testing.T, maxRetries int) {
 	ctx := context.Background()
 	var attempts []int
 	def := &engine.Definition{Name: "released", Steps: []engine.Step{
-		{Name: "s", Retry: engine.RetryPolicy{MaxRetries: 1, Backoff: time.Second}, Run: func(ctx context.Context, _ engine.StepInput) ([]byte, error) {
+		{Name: "s", Retry: engine.RetryPolicy{MaxRetries: maxRetries, Backoff: time.Second}, Run: func(ctx context.Context, _ engine.StepInput) ([]byte, error) {
 			info, _ := dag.Info(ctx)
 			attempts = append(attempts, info.Attempt)
 			if info.Attempt == 2 {
@@ -77,9 +90,13 @@ func TestReleasedAttemptIsNotARetry(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 
-	// Attempt 2 fails: the step's first failure, so its one retry is left.
+	// Attempt 2 fails: the step's first failure, retried after the first
+	// backoff.
 	_, err = h.Engine.Wait(ctx, id)
 	require.ErrorIs(t, err, engine.ErrRunBlocked, "the failed attempt waits out its backoff")
+	waiting, err := h.Engine.Result(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, h.Clock.Now().Add(time.Second), waiting.Tasks["s"].WakeAt, "the released attempt counted toward the backoff")
 	h.Clock.Advance(time.Minute)
 	res, err := h.Engine.Wait(ctx, id)
 	require.NoError(t, err)
