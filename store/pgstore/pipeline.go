@@ -97,7 +97,7 @@ func (p *pipeline) takeAhead(sql string, args []any) (pgx.Rows, bool, error) {
 	if o == nil {
 		return nil, false, nil
 	}
-	if next := o.left[0]; next.sql != sql || !reflect.DeepEqual(next.args, args) {
+	if len(o.left) == 0 || o.left[0].sql != sql || !reflect.DeepEqual(o.left[0].args, args) {
 		return nil, false, p.closeOpen()
 	}
 	o.left = o.left[1:]
@@ -118,6 +118,9 @@ func (p *pipeline) closeOpen() error {
 	}
 	p.open = nil
 	if err := o.br.Close(); err != nil {
+		if len(o.left) == 0 {
+			return fmt.Errorf("query sent ahead: %w", err)
+		}
 		return fmt.Errorf("%s (sent ahead, not read): %w", statementName(o.left[0].sql), err)
 	}
 	return nil
