@@ -5,19 +5,27 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/dagenhq/dagen/internal/pgtest"
 	"github.com/dagenhq/dagen/store/pgstore/internal/dbsqlc"
 )
 
+// tablePool returns a pool of size on a new schema with a table t (n int).
+func tablePool(t *testing.T, size int32) *pgxpool.Pool {
+	t.Helper()
+	pool := pgtest.Pool(t, pgtest.Schema(t), size)
+	_, err := pool.Exec(context.Background(), `CREATE TABLE t (n int PRIMARY KEY)`)
+	require.NoError(t, err)
+	return pool
+}
+
 // TestPipeline checks that queued statements run in order with the query
 // that sends them, and that a failing one is named and stops the rest.
 func TestPipeline(t *testing.T) {
 	ctx := context.Background()
-	pool := pgtest.Pool(t, pgtest.Schema(t), 2)
-	_, err := pool.Exec(ctx, `CREATE TABLE t (n int PRIMARY KEY)`)
-	require.NoError(t, err)
+	pool := tablePool(t, 2)
 
 	tx, err := pool.Begin(ctx)
 	require.NoError(t, err)
@@ -131,9 +139,7 @@ func (c *countingDB) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResul
 // other query discards them; and an error of theirs surfaces when read.
 func TestQueryAhead(t *testing.T) {
 	ctx := context.Background()
-	pool := pgtest.Pool(t, pgtest.Schema(t), 2)
-	_, err := pool.Exec(ctx, `CREATE TABLE t (n int PRIMARY KEY)`)
-	require.NoError(t, err)
+	pool := tablePool(t, 2)
 	tx, err := pool.Begin(ctx)
 	require.NoError(t, err)
 	defer func() { _ = tx.Rollback(ctx) }()

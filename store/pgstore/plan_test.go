@@ -98,18 +98,7 @@ func TestLargeBatchesAreNotJITCompiled(t *testing.T) {
 		runs = append(runs, newRun("fan", "t", append(tasks, step("join", mid...))...))
 	}
 	require.NoError(t, s.CreateRuns(ctx, runs))
-	for done := 0; done < 200*52; {
-		claimed, err := s.ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: 1024, Lease: time.Minute, Workflows: []string{"fan"}})
-		require.NoError(t, err)
-		require.NotEmpty(t, claimed)
-		results := make([]store.TaskResult, len(claimed))
-		for i, c := range claimed {
-			results[i] = completed(c)
-		}
-		_, err = s.CompleteTasks(ctx, results)
-		require.NoError(t, err)
-		done += len(claimed)
-	}
+	drain(t, s, 200*52, 1024)
 
 	log.mu.Lock()
 	stmts := log.stmts
@@ -127,6 +116,24 @@ func TestLargeBatchesAreNotJITCompiled(t *testing.T) {
 		}
 		cost := plan["Total Cost"].(float64)
 		require.Less(t, cost, threshold, "%s is costed %.0f, past jit_above_cost %.0f: Postgres would JIT-compile it", name, cost, threshold)
+	}
+}
+
+// drain claims and completes n tasks, batch at a time.
+func drain(t *testing.T, s *pgstore.Store, n, batch int) {
+	t.Helper()
+	ctx := context.Background()
+	for done := 0; done < n; {
+		claimed, err := s.ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: batch, Lease: time.Minute})
+		require.NoError(t, err)
+		require.NotEmpty(t, claimed)
+		results := make([]store.TaskResult, len(claimed))
+		for i, c := range claimed {
+			results[i] = completed(c)
+		}
+		_, err = s.CompleteTasks(ctx, results)
+		require.NoError(t, err)
+		done += len(claimed)
 	}
 }
 
@@ -179,18 +186,7 @@ func TestBatchesFindRowsByKey(t *testing.T) {
 	log.mu.Lock()
 	log.stmts = nil
 	log.mu.Unlock()
-	for done := 0; done < 5000+100*4; {
-		claimed, err := s.ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: 500, Lease: time.Minute})
-		require.NoError(t, err)
-		require.NotEmpty(t, claimed)
-		results := make([]store.TaskResult, len(claimed))
-		for i, c := range claimed {
-			results[i] = completed(c)
-		}
-		_, err = s.CompleteTasks(ctx, results)
-		require.NoError(t, err)
-		done += len(claimed)
-	}
+	drain(t, s, 5000+100*4, 500)
 
 	log.mu.Lock()
 	stmts := log.stmts

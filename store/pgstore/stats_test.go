@@ -9,19 +9,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dagenhq/dagen/store"
+	"github.com/dagenhq/dagen/store/pgstore"
 )
 
 // TestStatisticsFollowGrowth checks that the store analyzes its tables as
 // they grow from empty, without waiting for autovacuum: the planner's row
 // count of the tasks table (-1 until the first ANALYZE) keeps up with it.
 func TestStatisticsFollowGrowth(t *testing.T) {
-	ctx := context.Background()
 	s := stores(t, 1, nil)[0]
-	reltuples := func() float64 {
-		var n float64
-		require.NoError(t, s.Pool().QueryRow(ctx, `SELECT reltuples FROM pg_class WHERE oid = 'dagen_tasks'::regclass`).Scan(&n))
-		return n
-	}
+	reltuples := func() float64 { return reltuplesOf(t, s, "dagen_tasks") }
 	require.Less(t, reltuples(), 1.0, "a new schema's tasks table has no statistics yet")
 
 	var runs []store.NewRun
@@ -42,11 +38,7 @@ func TestStatisticsFollowGrowth(t *testing.T) {
 func TestStatisticsFollowQueueGrowth(t *testing.T) {
 	ctx := context.Background()
 	s := stores(t, 1, nil)[0]
-	reltuples := func() float64 {
-		var n float64
-		require.NoError(t, s.Pool().QueryRow(ctx, `SELECT reltuples FROM pg_class WHERE oid = 'dagen_ready'::regclass`).Scan(&n))
-		return n
-	}
+	reltuples := func() float64 { return reltuplesOf(t, s, "dagen_ready") }
 	var runs []store.NewRun
 	for range 100 {
 		tasks := []store.NewTask{step("root")}
@@ -68,4 +60,13 @@ func TestStatisticsFollowQueueGrowth(t *testing.T) {
 	_, err = s.CompleteTasks(ctx, results)
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, reltuples(), 4000.0, "5,000 children enqueued: the queue was analyzed again")
+}
+
+// reltuplesOf is the planner's row count of a table: -1 before it was
+// first analyzed.
+func reltuplesOf(t *testing.T, s *pgstore.Store, table string) float64 {
+	t.Helper()
+	var n float64
+	require.NoError(t, s.Pool().QueryRow(context.Background(), `SELECT reltuples FROM pg_class WHERE oid = $1::regclass`, table).Scan(&n))
+	return n
 }
