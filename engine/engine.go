@@ -347,6 +347,8 @@ func (e *Engine) Run(ctx context.Context, workflow, tenant string, input any) (*
 // engine drives Poll itself and returns ErrRunBlocked when only a timer
 // could move the run on.
 func (e *Engine) Wait(ctx context.Context, id dag.RunID) (*RunResult, error) {
+	reader, _ := e.store.(store.RunReader)
+	woken := false // by this engine finishing the run: it is most likely over
 	for {
 		// The waiter is registered before the run is read, so a run that
 		// finishes after the read wakes it.
@@ -354,13 +356,23 @@ func (e *Engine) Wait(ctx context.Context, id dag.RunID) (*RunResult, error) {
 		if !e.cfg.Manual {
 			ch = e.addWaiter(id)
 		}
-		run, err := e.store.GetRun(ctx, id)
+		var run store.Run
+		var tasks []store.Task
+		var err error
+		if woken && reader != nil {
+			run, tasks, err = reader.ReadRun(ctx, id) // one round trip, not two
+		} else {
+			run, err = e.store.GetRun(ctx, id)
+		}
 		if err != nil || run.Status.Terminal() {
 			if ch != nil {
 				e.dropWaiter(id, ch)
 			}
 			if err != nil {
 				return nil, fmt.Errorf("wait for run %s: %w", id, err)
+			}
+			if tasks != nil {
+				return resultOf(run, tasks)
 			}
 			return e.result(ctx, run)
 		}
@@ -377,8 +389,10 @@ func (e *Engine) Wait(ctx context.Context, id dag.RunID) (*RunResult, error) {
 			continue
 		}
 		t := time.NewTimer(e.cfg.PollInterval * 4)
+		woken = false
 		select {
 		case <-ch:
+			woken = true
 		case <-t.C:
 			e.dropWaiter(id, ch)
 		case <-ctx.Done():
@@ -392,11 +406,7 @@ func (e *Engine) Wait(ctx context.Context, id dag.RunID) (*RunResult, error) {
 
 // Result returns a run's current status and tasks, finished or not.
 func (e *Engine) Result(ctx context.Context, id dag.RunID) (*RunResult, error) {
-	run, err := e.store.GetRun(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	res, err := e.result(ctx, run)
+	res, err := e.read(ctx, id)
 	var runErr *RunError
 	if errors.As(err, &runErr) {
 		err = nil
@@ -404,11 +414,33 @@ func (e *Engine) Result(ctx context.Context, id dag.RunID) (*RunResult, error) {
 	return res, err
 }
 
+// read reads a run and its tasks, in one store call when the store can.
+func (e *Engine) read(ctx context.Context, id dag.RunID) (*RunResult, error) {
+	if reader, ok := e.store.(store.RunReader); ok {
+		run, tasks, err := reader.ReadRun(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		return resultOf(run, tasks)
+	}
+	run, err := e.store.GetRun(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return e.result(ctx, run)
+}
+
 func (e *Engine) result(ctx context.Context, run store.Run) (*RunResult, error) {
 	tasks, err := e.store.ListTasks(ctx, run.ID)
 	if err != nil {
 		return nil, err
 	}
+	return resultOf(run, tasks)
+}
+
+// resultOf is the result of a run with these tasks; a FAILED or CANCELLED
+// run comes with a *RunError.
+func resultOf(run store.Run, tasks []store.Task) (*RunResult, error) {
 	res := &RunResult{ID: run.ID, Workflow: run.Workflow, Tenant: run.Tenant, Status: run.Status, Failure: run.Failure, Tasks: make(map[string]store.Task, len(tasks))}
 	for _, t := range tasks {
 		res.Tasks[t.Name] = t

@@ -59,3 +59,13 @@ type Notifier interface {
 	// when ctx is done.
 	Subscribe(ctx context.Context) (<-chan struct{}, error)
 }
+
+// RunReader is implemented by stores that read a run and its tasks
+// together, in one round trip on Postgres. The engine reads the runs it
+// waits for through it when the store has it.
+type RunReader interface {
+	// ReadRun returns the run and its tasks, in creation order, as GetRun
+	// and ListTasks do. An unknown id is an error wrapping
+	// [ErrRunNotFound].
+	ReadRun(ctx context.Context, id dag.RunID) (Run, []Task, error)
+}

@@ -38,9 +38,10 @@ type Store struct {
 }
 
 var (
-	_ store.Store    = (*Store)(nil)
-	_ store.Workers  = (*Store)(nil)
-	_ store.Notifier = (*Store)(nil)
+	_ store.Store     = (*Store)(nil)
+	_ store.Workers   = (*Store)(nil)
+	_ store.Notifier  = (*Store)(nil)
+	_ store.RunReader = (*Store)(nil)
 )
 
 // New returns an empty store. cfg may be nil.
@@ -734,6 +735,19 @@ func (s *Store) GetRun(ctx context.Context, id dag.RunID) (store.Run, error) {
 		rec.Failure = &f
 	}
 	return rec, nil
+}
+
+// ReadRun implements store.RunReader.
+func (s *Store) ReadRun(ctx context.Context, id dag.RunID) (store.Run, []store.Task, error) {
+	run, err := s.GetRun(ctx, id)
+	if err != nil {
+		return store.Run{}, nil, err
+	}
+	tasks, err := s.ListTasks(ctx, id)
+	if err != nil {
+		return store.Run{}, nil, err
+	}
+	return run, tasks, nil
 }
 
 // ListTasks implements store.Store.

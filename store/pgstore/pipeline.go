@@ -126,21 +126,22 @@ func (p *pipeline) closeOpen() error {
 	return nil
 }
 
-// QueryRow sends the queued statements and sql, and returns sql's row.
+// QueryRow sends the queued statements, sql and the queries to send
+// ahead, and returns sql's row.
 func (p *pipeline) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	if err := p.closeOpen(); err != nil {
 		return errRow{err}
 	}
-	if p.batch == nil {
+	if p.batch == nil && len(p.ahead) == 0 {
 		return p.db.QueryRow(ctx, sql, args...)
 	}
-	// Queries to send ahead wait for the next Query: a row's batch is
-	// closed as soon as the row is read.
-	br, err := p.sendQueued(ctx, sql, args, nil)
+	ahead := p.ahead
+	p.ahead = nil
+	br, err := p.sendQueued(ctx, sql, args, ahead)
 	if err != nil {
 		return errRow{err}
 	}
-	return pipelineRow{row: br.QueryRow(), br: br}
+	return pipelineRow{row: br.QueryRow(), br: br, p: p}
 }
 
 // send sends the queued statements and waits for them.
@@ -224,14 +225,22 @@ func (r *pipelineRows) Close() {
 	_ = r.br.Close() // the rows were the batch's last result: their Err reports failures
 }
 
-// pipelineRow closes the batch once the row is scanned.
+// pipelineRow closes the batch once the row is scanned, unless results of
+// queries sent ahead are still to be read from it and the row was read.
 type pipelineRow struct {
 	row pgx.Row
 	br  pgx.BatchResults
+	p   *pipeline
 }
 
 func (r pipelineRow) Scan(dest ...any) error {
 	err := r.row.Scan(dest...)
+	if o := r.p.open; o != nil && o.br == r.br {
+		if err == nil && len(o.left) > 0 {
+			return nil // the next query sent ahead reads on
+		}
+		r.p.open = nil
+	}
 	if cerr := r.br.Close(); err == nil {
 		err = cerr
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dagenhq/dagen/dag"
 	"github.com/dagenhq/dagen/internal/pgtest"
 	"github.com/dagenhq/dagen/store"
 	"github.com/dagenhq/dagen/store/pgstore"
@@ -292,4 +293,29 @@ func TestCompletionRoundTrips(t *testing.T) {
 	log.mu.Lock()
 	defer log.mu.Unlock()
 	require.Equal(t, 3, log.sends, "lock runs and read tasks, count children down, write and commit")
+}
+
+// TestReadRunRoundTrips checks that a run and its tasks are read in one
+// round trip, and that the pool's connection is free again after it.
+func TestReadRunRoundTrips(t *testing.T) {
+	ctx := context.Background()
+	pool, log := tracedPool(t)
+	s := pgstore.New(pool, nil)
+	r := newRun("w", "t", step("a"), step("b", "a"))
+	require.NoError(t, s.CreateRuns(ctx, []store.NewRun{r}))
+	log.mu.Lock()
+	log.sends = 0
+	log.mu.Unlock()
+	run, tasks, err := s.ReadRun(ctx, r.ID)
+	require.NoError(t, err)
+	require.Equal(t, store.RunRunning, run.Status)
+	require.Len(t, tasks, 2)
+	log.mu.Lock()
+	require.Equal(t, 1, log.sends)
+	log.mu.Unlock()
+	require.Zero(t, pool.Stat().AcquiredConns(), "the batch's connection went back to the pool")
+
+	_, _, err = s.ReadRun(ctx, dag.NewRunID())
+	require.ErrorIs(t, err, store.ErrRunNotFound)
+	require.Zero(t, pool.Stat().AcquiredConns())
 }

@@ -25,6 +25,39 @@ func (s *Store) NextTimer(ctx context.Context) (time.Time, bool, error) {
 // GetRun implements store.Store.
 func (s *Store) GetRun(ctx context.Context, id dag.RunID) (store.Run, error) {
 	r, err := s.q.GetRun(ctx, s.pool, uuidOf(id))
+	return runOf(id, r, err)
+}
+
+// ListTasks implements store.Store.
+func (s *Store) ListTasks(ctx context.Context, id dag.RunID) ([]store.Task, error) {
+	rows, err := s.q.ListTasks(ctx, s.pool, uuidOf(id))
+	return tasksOf(id, rows, err)
+}
+
+// ReadRun implements store.RunReader: the run and its tasks are read by
+// two statements sent together.
+func (s *Store) ReadRun(ctx context.Context, id dag.RunID) (store.Run, []store.Task, error) {
+	p := &pipeline{db: s.pool}
+	p.queryAhead(record(func(db dbsqlc.DBTX) error {
+		_, err := s.q.ListTasks(ctx, db, uuidOf(id))
+		return err
+	}))
+	r, err := s.q.GetRun(ctx, p, uuidOf(id))
+	run, err := runOf(id, r, err)
+	if err != nil {
+		_ = p.closeOpen()
+		return store.Run{}, nil, err
+	}
+	rows, err := s.q.ListTasks(ctx, p, uuidOf(id))
+	tasks, err := tasksOf(id, rows, err)
+	if err != nil {
+		return store.Run{}, nil, err
+	}
+	return run, tasks, nil
+}
+
+// runOf turns GetRun's row into a run.
+func runOf(id dag.RunID, r dbsqlc.GetRunRow, err error) (store.Run, error) {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Run{}, fmt.Errorf("get run %s: %w", id, store.ErrRunNotFound)
 	}
@@ -52,9 +85,8 @@ func (s *Store) GetRun(ctx context.Context, id dag.RunID) (store.Run, error) {
 	return run, nil
 }
 
-// ListTasks implements store.Store.
-func (s *Store) ListTasks(ctx context.Context, id dag.RunID) ([]store.Task, error) {
-	rows, err := s.q.ListTasks(ctx, s.pool, uuidOf(id))
+// tasksOf turns ListTasks' rows into tasks.
+func tasksOf(id dag.RunID, rows []dbsqlc.ListTasksRow, err error) ([]store.Task, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list tasks of run %s: %w", id, err)
 	}

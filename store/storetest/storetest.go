@@ -72,6 +72,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"EventLog", testEventLog},
 		{"ConcurrentWorkers", testConcurrentWorkers},
 		{"Notifier", testNotifier},
+		{"ReadRun", testReadRun},
 	}
 	for _, wt := range workersTests {
 		tests = append(tests, struct {

@@ -207,3 +207,33 @@ func testNotifier(f *fixture) {
 	f.complete(done(f.claimOne(), `1`))
 	wait("enqueuing a child")
 }
+
+// testReadRun checks store.RunReader: a run and its tasks, as GetRun and
+// ListTasks return them, finished or not, and an unknown id's error.
+func testReadRun(f *fixture) {
+	t := f.t
+	rr, ok := f.st.(store.RunReader)
+	if !ok {
+		t.Skipf("%T does not implement store.RunReader", f.st)
+	}
+	r := newRun("wf", "t", task("a"), task("b", "a"))
+	f.create(r)
+	check := func(when string) {
+		t.Helper()
+		run, tasks, err := rr.ReadRun(f.ctx, r.ID)
+		require.NoError(t, err, when)
+		require.Equal(t, f.run(r.ID), run, when)
+		list, err := f.st.ListTasks(f.ctx, r.ID)
+		require.NoError(t, err)
+		require.Equal(t, list, tasks, when)
+	}
+	check("created")
+	f.complete(done(f.claimOne(), `1`))
+	check("a completed")
+	f.complete(done(f.claimOne(), `2`))
+	check("finished")
+	require.Equal(t, store.RunCompleted, f.run(r.ID).Status)
+
+	_, _, err := rr.ReadRun(f.ctx, dag.NewRunID())
+	require.ErrorIs(t, err, store.ErrRunNotFound)
+}
