@@ -8,8 +8,11 @@
 // the first rows of the fair ready queue with FOR UPDATE SKIP LOCKED,
 // deletes them, starts the tasks and returns what the steps need.
 // [Store.CompleteTasks] applies a batch of results in one transaction with
-// array parameters expanded by unnest; the statements that need no result
-// are pipelined, and [Store.CreateRuns] is a single round trip.
+// array parameters expanded by unnest, every key found by its own index
+// lookup whatever the batch size. Its statements are pipelined: BEGIN goes
+// with the run locks and the task reads, the writes with COMMIT, so a batch
+// of leaf tasks takes two round trips. [Store.CreateRuns] is a single round
+// trip, and so is [Store.ReadRun].
 //
 // The event log is dagen_events plus the events a task row keeps: the
 // QUEUED, STARTED and COMPLETED events of its current round are stamped on
@@ -22,8 +25,8 @@
 // a task goes through are HOT and write no index entries.
 //
 // Prepared statements may keep generic plans made while the tables were
-// small; the store analyzes its tables each time the tasks table doubles,
-// which also has them planned again.
+// small; the store analyzes its tables each time the tasks table or the
+// ready queue doubles, which also has them planned again.
 //
 // Writers other than a claim lock the runs they touch first, in run id
 // order; that single rule serializes the changes to one run (so a fan-in

@@ -138,7 +138,7 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *txn) error) (err error) {
 // A txn is a transaction whose statements are pipelined (see pipeline):
 // BEGIN goes with its first query, statements without results wait for
 // the next query, and COMMIT goes with whatever is left. A transaction
-// that reads once and then writes takes three round trips, not five.
+// that reads once and then writes takes two round trips, not four.
 type txn struct {
 	pipeline
 }
