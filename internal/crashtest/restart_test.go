@@ -37,7 +37,11 @@ func TestPostgresRestartMidRun(t *testing.T) {
 	require.NoError(t, err)
 	ids := make([]dag.RunID, 0, runs)
 	for i := range runs {
-		run, err := wf.Start(ctx, fmt.Sprintf("tenant-%d", i%3), flow.Job{N: i, Work: 50 * time.Millisecond, Nap: 200 * time.Millisecond})
+		// Naps of different lengths spread the runs' ends over three
+		// seconds: the first run to finish leaves most in flight, however
+		// fast the workers are.
+		nap := 200*time.Millisecond + time.Duration(i)*30*time.Millisecond
+		run, err := wf.Start(ctx, fmt.Sprintf("tenant-%d", i%3), flow.Job{N: i, Work: 50 * time.Millisecond, Nap: nap})
 		require.NoError(t, err)
 		ids = append(ids, run.ID())
 	}
