@@ -35,13 +35,17 @@ func eachStore(t *testing.T, test func(t *testing.T, open func() store.Store)) {
 	})
 }
 
-// worker starts an engine named id over st with a short lease, so
-// heartbeats and rescues happen within a test's patience.
+// worker starts an engine named id over st that heartbeats, and leads
+// housekeeping, every 20 ms, so cancellations reach it and the tasks of
+// lost workers are rescued within a test's patience. Its own lease, the
+// TTL of its heartbeat, is 2 s: a test machine busy enough to stall a
+// worker for a few hundred milliseconds (the race detector, packages
+// tested in parallel) must not make a live worker look lost.
 func worker(t *testing.T, st store.Store, id string, defs ...*engine.Definition) *engine.Engine {
 	t.Helper()
 	e, err := engine.New(st, &engine.Config{
 		WorkerID: id, Concurrency: 4, PollInterval: 5 * time.Millisecond,
-		Lease: 300 * time.Millisecond, HeartbeatInterval: 20 * time.Millisecond,
+		Lease: 2 * time.Second, HeartbeatInterval: 20 * time.Millisecond,
 	})
 	require.NoError(t, err)
 	for _, d := range defs {
