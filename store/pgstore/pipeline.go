@@ -75,9 +75,7 @@ func (p *pipeline) Query(ctx context.Context, sql string, args ...any) (pgx.Rows
 	if p.batch == nil && len(p.ahead) == 0 {
 		return p.db.Query(ctx, sql, args...)
 	}
-	ahead := p.ahead
-	p.ahead = nil
-	br, err := p.sendQueued(ctx, sql, args, ahead)
+	br, err := p.sendQueued(ctx, sql, args)
 	if err != nil {
 		return nil, err
 	}
@@ -135,9 +133,7 @@ func (p *pipeline) QueryRow(ctx context.Context, sql string, args ...any) pgx.Ro
 	if p.batch == nil && len(p.ahead) == 0 {
 		return p.db.QueryRow(ctx, sql, args...)
 	}
-	ahead := p.ahead
-	p.ahead = nil
-	br, err := p.sendQueued(ctx, sql, args, ahead)
+	br, err := p.sendQueued(ctx, sql, args)
 	if err != nil {
 		return errRow{err}
 	}
@@ -152,7 +148,7 @@ func (p *pipeline) send(ctx context.Context) error {
 	if p.batch == nil {
 		return nil
 	}
-	br, err := p.sendQueued(ctx, "", nil, nil)
+	br, err := p.sendQueued(ctx, "", nil)
 	if err != nil {
 		return err
 	}
@@ -160,12 +156,16 @@ func (p *pipeline) send(ctx context.Context) error {
 }
 
 // sendQueued sends the queued statements, then sql unless it is empty and
-// the queries in ahead, and reads the results of the queued ones. The
+// the queries to send ahead, and reads the results of the queued ones. The
 // caller reads sql's result; the batch stays open for the queries sent
 // ahead, if any, and is closed with the last result read.
-func (p *pipeline) sendQueued(ctx context.Context, sql string, args []any, ahead []recorded) (pgx.BatchResults, error) {
+func (p *pipeline) sendQueued(ctx context.Context, sql string, args []any) (pgx.BatchResults, error) {
 	if err := p.closeOpen(); err != nil {
 		return nil, err
+	}
+	var ahead []recorded
+	if sql != "" {
+		ahead, p.ahead = p.ahead, nil
 	}
 	b := p.batch
 	if b == nil {
@@ -216,13 +216,25 @@ type pipelineRows struct {
 
 func (r *pipelineRows) Close() {
 	r.Rows.Close()
-	if o := r.p.open; o != nil && o.br == r.br {
-		if len(o.left) > 0 {
-			return // the next query sent ahead reads on
-		}
-		r.p.open = nil
+	if r.p.readsOn(r.br, true) {
+		return
 	}
 	_ = r.br.Close() // the rows were the batch's last result: their Err reports failures
+}
+
+// readsOn reports whether br stays open after a result of it was read:
+// when that result was read whole (ok) and queries sent ahead are left to
+// read from it. Otherwise br is done with, and no longer open.
+func (p *pipeline) readsOn(br pgx.BatchResults, ok bool) bool {
+	o := p.open
+	if o == nil || o.br != br {
+		return false
+	}
+	if ok && len(o.left) > 0 {
+		return true // the next query sent ahead reads on
+	}
+	p.open = nil
+	return false
 }
 
 // pipelineRow closes the batch once the row is scanned, unless results of
@@ -235,11 +247,8 @@ type pipelineRow struct {
 
 func (r pipelineRow) Scan(dest ...any) error {
 	err := r.row.Scan(dest...)
-	if o := r.p.open; o != nil && o.br == r.br {
-		if err == nil && len(o.left) > 0 {
-			return nil // the next query sent ahead reads on
-		}
-		r.p.open = nil
+	if r.p.readsOn(r.br, err == nil) {
+		return nil
 	}
 	if cerr := r.br.Close(); err == nil {
 		err = cerr
