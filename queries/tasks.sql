@@ -1,24 +1,42 @@
 -- name: InsertTasks :exec
 -- parents and children are Postgres array literals, one per task, because
 -- unnest cannot take an array of arrays of different lengths. A task that
--- starts QUEUED keeps its QUEUED event in its row.
-INSERT INTO dagen_tasks (run_id, name, seq, kind, parents, children, pending_parents, status, max_attempts,
-                         queued_event, queued_at)
-SELECT t.run_id, t.name, t.seq, t.kind, t.parents::text[], t.children::text[],
-       t.pending_parents, t.status, t.max_attempts,
-       CASE WHEN t.status = 'QUEUED' THEN nextval('dagen_event_seq') END,
-       CASE WHEN t.status = 'QUEUED' THEN coalesce(sqlc.narg('now')::timestamptz, now()) END
-FROM (
-    SELECT unnest(@run_ids::uuid[]) AS run_id,
-           unnest(@names::text[]) AS name,
-           unnest(@seqs::integer[]) AS seq,
-           unnest(@kinds::text[]) AS kind,
-           unnest(@parents::text[]) AS parents,
-           unnest(@children::text[]) AS children,
-           unnest(@pending_parents::integer[]) AS pending_parents,
-           unnest(@statuses::text[]) AS status,
-           unnest(@max_attempts::integer[]) AS max_attempts
-) AS t;
+-- starts QUEUED keeps its QUEUED event in its row. A task that starts
+-- RUNNING was claimed as it was created (StartRuns): it is at attempt 1 for
+-- @worker, keeps its QUEUED and then its STARTED event, and gets its lease.
+WITH clock AS (
+    SELECT coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now
+),
+inserted AS (
+    INSERT INTO dagen_tasks (run_id, name, seq, kind, parents, children, pending_parents, status, max_attempts,
+                             attempt, worker, queued_event, queued_at, started_event, started_at)
+    SELECT t.run_id, t.name, t.seq, t.kind, t.parents::text[], t.children::text[],
+           t.pending_parents, t.status, t.max_attempts,
+           CASE WHEN t.status = 'RUNNING' THEN 1 ELSE 0 END,
+           CASE WHEN t.status = 'RUNNING' THEN @worker::text ELSE '' END,
+           -- Target entries are evaluated in order: QUEUED's id comes first.
+           CASE WHEN t.status IN ('QUEUED', 'RUNNING') THEN nextval('dagen_event_seq') END,
+           CASE WHEN t.status IN ('QUEUED', 'RUNNING') THEN clock.now END,
+           CASE WHEN t.status = 'RUNNING' THEN nextval('dagen_event_seq') END,
+           CASE WHEN t.status = 'RUNNING' THEN clock.now END
+    FROM (
+        SELECT unnest(@run_ids::uuid[]) AS run_id,
+               unnest(@names::text[]) AS name,
+               unnest(@seqs::integer[]) AS seq,
+               unnest(@kinds::text[]) AS kind,
+               unnest(@parents::text[]) AS parents,
+               unnest(@children::text[]) AS children,
+               unnest(@pending_parents::integer[]) AS pending_parents,
+               unnest(@statuses::text[]) AS status,
+               unnest(@max_attempts::integer[]) AS max_attempts
+    ) AS t, clock
+    RETURNING dagen_tasks.run_id, dagen_tasks.name, dagen_tasks.started_event
+)
+INSERT INTO dagen_leases (id, run_id, task, worker, lease_until)
+SELECT i.started_event, i.run_id, i.name, @worker::text,
+       clock.now + make_interval(secs => @lease_seconds::float8)
+FROM inserted i, clock
+WHERE i.started_event IS NOT NULL;
 
 -- name: GetTasks :many
 -- Reads tasks by key. Callers hold the lock of the tasks' runs, which every

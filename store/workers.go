@@ -69,3 +69,19 @@ type RunReader interface {
 	// [ErrRunNotFound].
 	ReadRun(ctx context.Context, id dag.RunID) (Run, []Task, error)
 }
+
+// Starter is implemented by stores that can hand a new run's first steps
+// straight to the worker that creates it. The engine starts runs through it
+// when it has free slots, so those steps skip the ready queue: no wait for a
+// poll, and no claim of their own.
+type Starter interface {
+	// StartRuns creates runs as CreateRuns does and, in the same unit,
+	// claims up to p.Limit of their root tasks for p.Worker instead of
+	// enqueuing them: in run order, then task order, and only tasks of the
+	// workflows in p.Workflows (all when it is empty). A claimed root is
+	// RUNNING at attempt 1 with a lease of p.Lease, its QUEUED and STARTED
+	// events logged, exactly as if ClaimTasks had taken it from the queue.
+	// The roots not claimed are enqueued. It returns the claimed tasks, in
+	// that order.
+	StartRuns(ctx context.Context, runs []NewRun, p ClaimParams) ([]ClaimedTask, error)
+}

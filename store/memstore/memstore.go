@@ -105,14 +105,26 @@ type tenantGroup struct {
 
 // CreateRuns implements store.Store.
 func (s *Store) CreateRuns(ctx context.Context, runs []store.NewRun) error {
+	_, err := s.createRuns(ctx, runs, store.ClaimParams{})
+	return err
+}
+
+// StartRuns implements store.Starter.
+func (s *Store) StartRuns(ctx context.Context, runs []store.NewRun, p store.ClaimParams) ([]store.ClaimedTask, error) {
+	return s.createRuns(ctx, runs, p)
+}
+
+// createRuns creates runs, claims up to p.Limit of their roots for
+// p.Worker and enqueues the others.
+func (s *Store) createRuns(ctx context.Context, runs []store.NewRun, p store.ClaimParams) ([]store.ClaimedTask, error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return nil, err
 	}
 	shapes := make([]*shape, len(runs))
 	for i := range runs {
 		sh, err := s.shapeFor(&runs[i])
 		if err != nil {
-			return err
+			return nil, err
 		}
 		shapes[i] = sh
 	}
@@ -121,16 +133,17 @@ func (s *Store) CreateRuns(ctx context.Context, runs []store.NewRun) error {
 	seen := make(map[dag.RunID]bool, len(runs))
 	for _, nr := range runs {
 		if _, ok := s.runs[nr.ID]; ok || seen[nr.ID] {
-			return fmt.Errorf("create run %s: %w", nr.ID, store.ErrRunExists)
+			return nil, fmt.Errorf("create run %s: %w", nr.ID, store.ErrRunExists)
 		}
 		seen[nr.ID] = true
 	}
 	for _, nr := range runs {
 		if _, ok := s.groups[nr.Tenant]; !ok && s.nextGroup >= store.BlockLength {
-			return fmt.Errorf("create run %s: more than %d tenants", nr.ID, store.BlockLength)
+			return nil, fmt.Errorf("create run %s: more than %d tenants", nr.ID, store.BlockLength)
 		}
 	}
 	now := s.now()
+	var claimed []store.ClaimedTask
 	for i, nr := range runs {
 		sh := shapes[i]
 		r := &run{
@@ -146,11 +159,17 @@ func (s *Store) CreateRuns(ctx context.Context, runs []store.NewRun) error {
 			r.tasks[ti] = task{status: store.TaskPending, pendingParents: len(sh.parents[ti])}
 		}
 		s.runs[nr.ID] = r
+		claim := len(p.Workflows) == 0 || slices.Contains(p.Workflows, nr.Workflow)
 		for _, ti := range sh.roots {
+			if claim && len(claimed) < p.Limit {
+				r.event(now, ti, store.EventQueued, 0, "")
+				claimed = append(claimed, s.claim(r, ti, p, now))
+				continue
+			}
 			s.enqueue(r, ti, now)
 		}
 	}
-	return nil
+	return claimed, nil
 }
 
 // shapeFor validates a new run's tasks and returns their shape, from the

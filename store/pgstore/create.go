@@ -18,26 +18,43 @@ import (
 // their QUEUED events) and the roots' queue entries are written with one
 // statement each, all sent in one round trip and run in one transaction.
 func (s *Store) CreateRuns(ctx context.Context, runs []store.NewRun) error {
+	_, err := s.createRuns(ctx, runs, store.ClaimParams{})
+	return err
+}
+
+// StartRuns implements store.Starter. It is CreateRuns in the same round
+// trip: the claimed roots are written RUNNING, with their QUEUED and
+// STARTED events and their leases, by the statement that writes the tasks,
+// and only the others are enqueued.
+func (s *Store) StartRuns(ctx context.Context, runs []store.NewRun, p store.ClaimParams) ([]store.ClaimedTask, error) {
+	return s.createRuns(ctx, runs, p)
+}
+
+// createRuns creates runs, claims up to p.Limit of their roots for p.Worker
+// and enqueues the others.
+func (s *Store) createRuns(ctx context.Context, runs []store.NewRun, p store.ClaimParams) ([]store.ClaimedTask, error) {
 	if len(runs) == 0 {
-		return nil
+		return nil, nil
 	}
 	var (
 		rp      dbsqlc.InsertRunsParams
 		tp      dbsqlc.InsertTasksParams
 		ep      dbsqlc.EnqueueParams
 		tenants []string
+		claimed []store.ClaimedTask
 	)
 	rp.Now = s.clock()
 	tp.Now = rp.Now
+	tp.Worker, tp.LeaseSeconds = p.Worker, p.Lease.Seconds()
 	seen := make(map[dag.RunID]bool, len(runs))
 	for i := range runs {
 		nr := &runs[i]
 		g, err := validate(nr)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if seen[nr.ID] {
-			return fmt.Errorf("create run %s: %w (twice in one batch)", nr.ID, store.ErrRunExists)
+			return nil, fmt.Errorf("create run %s: %w (twice in one batch)", nr.ID, store.ErrRunExists)
 		}
 		seen[nr.ID] = true
 		id := uuidOf(nr.ID)
@@ -48,9 +65,18 @@ func (s *Store) CreateRuns(ctx context.Context, runs []store.NewRun) error {
 		rp.Inputs = append(rp.Inputs, nr.Input)
 		rp.Pendings = append(rp.Pendings, int32(g.counted))
 		tenants = append(tenants, nr.Tenant)
+		claim := len(p.Workflows) == 0 || slices.Contains(p.Workflows, nr.Workflow)
 		for ti, t := range nr.Tasks {
 			status := store.TaskPending
-			if len(t.Parents) == 0 && t.Kind != store.KindOnFailure {
+			switch {
+			case len(t.Parents) > 0 || t.Kind == store.KindOnFailure:
+			case claim && len(claimed) < p.Limit:
+				status = store.TaskRunning // InsertTasks keeps its QUEUED and STARTED events
+				claimed = append(claimed, store.ClaimedTask{
+					RunID: nr.ID, Workflow: nr.Workflow, Tenant: nr.Tenant,
+					Step: t.Name, Kind: t.Kind, Attempt: 1, Input: nr.Input,
+				})
+			default:
 				status = store.TaskQueued
 				ep.RunIds = append(ep.RunIds, id)
 				ep.Tasks = append(ep.Tasks, t.Name)
@@ -73,23 +99,23 @@ func (s *Store) CreateRuns(ctx context.Context, runs []store.NewRun) error {
 	// One round trip: the statements go in one pipeline, which runs them
 	// in one implicit transaction. Nothing needs a result of another, and a
 	// queued statement returns no error: its error comes from send.
-	p := &pipeline{db: s.pool}
-	_ = s.q.InsertRuns(ctx, p, rp)
-	_ = s.q.InsertTasks(ctx, p, tp)
-	_ = s.q.EnsureTenants(ctx, p, tenants)
-	_ = s.q.Enqueue(ctx, p, ep)
-	if err := p.send(ctx); err != nil {
+	pl := &pipeline{db: s.pool}
+	_ = s.q.InsertRuns(ctx, pl, rp)
+	_ = s.q.InsertTasks(ctx, pl, tp)
+	_ = s.q.EnsureTenants(ctx, pl, tenants)
+	_ = s.q.Enqueue(ctx, pl, ep)
+	if err := pl.send(ctx); err != nil {
 		var pgErr *pgconn.PgError
 		switch {
 		case errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "dagen_runs_pkey":
-			return fmt.Errorf("create run %s: %w", keyValue(pgErr.Detail), store.ErrRunExists)
+			return nil, fmt.Errorf("create run %s: %w", keyValue(pgErr.Detail), store.ErrRunExists)
 		case errors.As(err, &pgErr) && pgErr.Code == "23514" && pgErr.TableName == "dagen_tenant_groups":
-			return fmt.Errorf("create %d runs: add tenants: more than %d tenants: %w", len(runs), store.BlockLength, err)
+			return nil, fmt.Errorf("create %d runs: add tenants: more than %d tenants: %w", len(runs), store.BlockLength, err)
 		}
-		return fmt.Errorf("create %d runs: %w", len(runs), err)
+		return nil, fmt.Errorf("create %d runs: %w", len(runs), err)
 	}
 	s.noteQueued(ctx, len(tp.Names))
-	return nil
+	return claimed, nil
 }
 
 // keyValue returns the value in a unique violation's detail, "Key

@@ -73,6 +73,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"ConcurrentWorkers", testConcurrentWorkers},
 		{"Notifier", testNotifier},
 		{"ReadRun", testReadRun},
+		{"StartRuns", testStartRuns},
 	}
 	for _, wt := range workersTests {
 		tests = append(tests, struct {

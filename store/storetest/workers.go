@@ -237,3 +237,94 @@ func testReadRun(f *fixture) {
 	_, _, err := rr.ReadRun(f.ctx, dag.NewRunID())
 	require.ErrorIs(t, err, store.ErrRunNotFound)
 }
+
+// testStartRuns checks store.Starter: the roots it claims are RUNNING for
+// the worker, with the events and the lease a claim from the queue gives
+// them; the others are enqueued; and a failed start creates nothing.
+func testStartRuns(f *fixture) {
+	t := f.t
+	st, ok := f.st.(store.Starter)
+	if !ok {
+		t.Skipf("%T does not implement store.Starter", f.st)
+	}
+	start := func(limit int, runs ...store.NewRun) []store.ClaimedTask {
+		t.Helper()
+		claimed, err := st.StartRuns(f.ctx, runs, store.ClaimParams{Worker: "w1", Workflows: []string{"wf"}, Limit: limit, Lease: time.Minute})
+		require.NoError(t, err)
+		return claimed
+	}
+	r1 := newRun("wf", "t1", task("a"), task("b", "a"), task("c"))
+	other := newRun("other", "t1", task("x")) // not a workflow the worker claims
+	r3 := newRun("wf", "t2", task("y"))
+	claimed := start(2, r1, other, r3)
+	require.Equal(t, []store.ClaimedTask{
+		{RunID: r1.ID, Workflow: "wf", Tenant: "t1", Step: "a", Kind: store.KindStep, Attempt: 1, Input: r1.Input},
+		{RunID: r1.ID, Workflow: "wf", Tenant: "t1", Step: "c", Kind: store.KindStep, Attempt: 1, Input: r1.Input},
+	}, claimed, "roots in run order, then task order, up to the limit")
+	tasks := f.tasks(r1.ID)
+	for _, name := range []string{"a", "c"} {
+		require.Equal(t, store.TaskRunning, tasks[name].Status, name)
+		require.Equal(t, 1, tasks[name].Attempt, name)
+	}
+	require.Equal(t, store.TaskPending, tasks["b"].Status)
+	require.Equal(t, store.TaskQueued, f.status(other.ID, "x"), "another workflow's root is enqueued")
+	require.Equal(t, store.TaskQueued, f.status(r3.ID, "y"), "a root past the limit is enqueued")
+	require.Equal(t, store.RunRunning, f.run(r1.ID).Status)
+
+	// The queue holds only the roots that were not claimed.
+	rest := f.claim(10)
+	require.ElementsMatch(t, []string{"x", "y"}, steps(rest))
+	f.complete(done(rest[0], `0`), done(rest[1], `0`))
+
+	// The started roots complete like claimed ones and resolve their children.
+	f.complete(done(claimed[0], `1`))
+	f.complete(done(claimed[1], `3`))
+	b := f.claimOne()
+	require.Equal(t, "b", b.Step)
+	require.Equal(t, []store.ParentResult{{Step: "a", Status: store.TaskCompleted, Output: []byte(`1`)}}, b.Parents)
+	require.Equal(t, store.RunCompleted, f.complete(done(b, `2`))[0].RunStatus)
+	type ev struct {
+		Step    string
+		Type    store.EventType
+		Attempt int
+	}
+	events, err := f.st.ListEvents(f.ctx, r1.ID)
+	require.NoError(t, err)
+	var got []ev
+	for _, e := range events {
+		got = append(got, ev{e.Step, e.Type, e.Attempt})
+	}
+	require.Equal(t, []ev{
+		{"a", store.EventQueued, 0}, {"a", store.EventStarted, 1},
+		{"c", store.EventQueued, 0}, {"c", store.EventStarted, 1},
+		{"a", store.EventCompleted, 1}, {"b", store.EventQueued, 0}, {"c", store.EventCompleted, 1},
+		{"b", store.EventStarted, 1}, {"b", store.EventCompleted, 1},
+	}, got)
+
+	// A started root holds a lease: once it ends, the task is rescued.
+	lost := newRun("wf", "t1", task("l"))
+	require.Len(t, start(1, lost), 1)
+	n, err := f.st.RescueExpired(f.ctx, 10)
+	require.NoError(t, err)
+	require.Equal(t, 0, n, "lease still held")
+	f.clock.advance(time.Minute + time.Second)
+	n, err = f.st.RescueExpired(f.ctx, 10)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	again := f.claimOne()
+	require.Equal(t, lost.ID, again.RunID)
+	require.Equal(t, 2, again.Attempt)
+
+	// Limit 0 starts nothing: StartRuns is CreateRuns.
+	queued := newRun("wf", "t1", task("q"))
+	require.Empty(t, start(0, queued))
+	require.Equal(t, store.TaskQueued, f.status(queued.ID, "q"))
+
+	// A run that exists already fails the whole start: nothing is created
+	// or claimed.
+	fresh := newRun("wf", "t1", task("f"))
+	_, err = st.StartRuns(f.ctx, []store.NewRun{fresh, r1}, store.ClaimParams{Worker: "w1", Limit: 5, Lease: time.Minute})
+	require.ErrorIs(t, err, store.ErrRunExists)
+	_, err = f.st.GetRun(f.ctx, fresh.ID)
+	require.ErrorIs(t, err, store.ErrRunNotFound)
+}

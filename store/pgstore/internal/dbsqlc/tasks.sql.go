@@ -233,26 +233,44 @@ func (q *Queries) GetTasks(ctx context.Context, db DBTX, runIds []pgtype.UUID, n
 }
 
 const insertTasks = `-- name: InsertTasks :exec
-INSERT INTO dagen_tasks (run_id, name, seq, kind, parents, children, pending_parents, status, max_attempts,
-                         queued_event, queued_at)
-SELECT t.run_id, t.name, t.seq, t.kind, t.parents::text[], t.children::text[],
-       t.pending_parents, t.status, t.max_attempts,
-       CASE WHEN t.status = 'QUEUED' THEN nextval('dagen_event_seq') END,
-       CASE WHEN t.status = 'QUEUED' THEN coalesce($1::timestamptz, now()) END
-FROM (
-    SELECT unnest($2::uuid[]) AS run_id,
-           unnest($3::text[]) AS name,
-           unnest($4::integer[]) AS seq,
-           unnest($5::text[]) AS kind,
-           unnest($6::text[]) AS parents,
-           unnest($7::text[]) AS children,
-           unnest($8::integer[]) AS pending_parents,
-           unnest($9::text[]) AS status,
-           unnest($10::integer[]) AS max_attempts
-) AS t
+WITH clock AS (
+    SELECT coalesce($3::timestamptz, now())::timestamptz AS now
+),
+inserted AS (
+    INSERT INTO dagen_tasks (run_id, name, seq, kind, parents, children, pending_parents, status, max_attempts,
+                             attempt, worker, queued_event, queued_at, started_event, started_at)
+    SELECT t.run_id, t.name, t.seq, t.kind, t.parents::text[], t.children::text[],
+           t.pending_parents, t.status, t.max_attempts,
+           CASE WHEN t.status = 'RUNNING' THEN 1 ELSE 0 END,
+           CASE WHEN t.status = 'RUNNING' THEN $1::text ELSE '' END,
+           -- Target entries are evaluated in order: QUEUED's id comes first.
+           CASE WHEN t.status IN ('QUEUED', 'RUNNING') THEN nextval('dagen_event_seq') END,
+           CASE WHEN t.status IN ('QUEUED', 'RUNNING') THEN clock.now END,
+           CASE WHEN t.status = 'RUNNING' THEN nextval('dagen_event_seq') END,
+           CASE WHEN t.status = 'RUNNING' THEN clock.now END
+    FROM (
+        SELECT unnest($4::uuid[]) AS run_id,
+               unnest($5::text[]) AS name,
+               unnest($6::integer[]) AS seq,
+               unnest($7::text[]) AS kind,
+               unnest($8::text[]) AS parents,
+               unnest($9::text[]) AS children,
+               unnest($10::integer[]) AS pending_parents,
+               unnest($11::text[]) AS status,
+               unnest($12::integer[]) AS max_attempts
+    ) AS t, clock
+    RETURNING dagen_tasks.run_id, dagen_tasks.name, dagen_tasks.started_event
+)
+INSERT INTO dagen_leases (id, run_id, task, worker, lease_until)
+SELECT i.started_event, i.run_id, i.name, $1::text,
+       clock.now + make_interval(secs => $2::float8)
+FROM inserted i, clock
+WHERE i.started_event IS NOT NULL
 `
 
 type InsertTasksParams struct {
+	Worker         string
+	LeaseSeconds   float64
 	Now            pgtype.Timestamptz
 	RunIds         []pgtype.UUID
 	Names          []string
@@ -267,9 +285,13 @@ type InsertTasksParams struct {
 
 // parents and children are Postgres array literals, one per task, because
 // unnest cannot take an array of arrays of different lengths. A task that
-// starts QUEUED keeps its QUEUED event in its row.
+// starts QUEUED keeps its QUEUED event in its row. A task that starts
+// RUNNING was claimed as it was created (StartRuns): it is at attempt 1 for
+// @worker, keeps its QUEUED and then its STARTED event, and gets its lease.
 func (q *Queries) InsertTasks(ctx context.Context, db DBTX, arg InsertTasksParams) error {
 	_, err := db.Exec(ctx, insertTasks,
+		arg.Worker,
+		arg.LeaseSeconds,
 		arg.Now,
 		arg.RunIds,
 		arg.Names,
