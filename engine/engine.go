@@ -45,6 +45,12 @@ type Config struct {
 	// DisableNotify ignores the store's notifications (LISTEN/NOTIFY on
 	// Postgres) and relies on polling alone.
 	DisableNotify bool
+	// DisableEagerStart sends every new run's first steps through the
+	// ready queue. By default, a run triggered on a started engine with
+	// free slots starts its first steps on this worker in the transaction
+	// that creates it (on stores that implement store.Starter), which
+	// saves the wait for a poll and a claim's round trip.
+	DisableEagerStart bool
 	// StepTimeout bounds an attempt of a step that sets no timeout of its
 	// own. Zero means no bound.
 	StepTimeout time.Duration
@@ -314,10 +320,16 @@ func (e *Engine) TriggerMany(ctx context.Context, reqs []TriggerRequest) ([]dag.
 		ids[i] = dag.NewRunID()
 		runs[i] = store.NewRun{ID: ids[i], Workflow: req.Workflow, Fingerprint: reg.fp, Tenant: req.Tenant, Input: in, Tasks: reg.tasks}
 	}
-	if err := e.store.CreateRuns(ctx, runs); err != nil {
+	tried, all, err := e.startRuns(ctx, runs)
+	if !tried {
+		err = e.store.CreateRuns(ctx, runs)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("trigger: %w", err)
 	}
-	e.wakeLoop()
+	if !all {
+		e.wakeLoop() // steps were enqueued
+	}
 	return ids, nil
 }
 

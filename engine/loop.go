@@ -33,10 +33,16 @@ type loop struct {
 	// counts finished steps whose result is not stored yet.
 	executing atomic.Int64
 	pending   atomic.Int64
+	slotMu    sync.Mutex   // held to take slots: see take
 	executors atomic.Int64 // executor goroutines running: see dispatch
-	execWG    sync.WaitGroup
-	done      chan struct{} // closed when poller, executors and completer are gone
-	keeper    chan struct{} // closed when the keeper is gone
+	// Triggers that start runs' first steps here (see startRuns) register
+	// in starts, until Stop sets stopped: work is closed only after them.
+	startMu sync.Mutex
+	stopped bool
+	starts  sync.WaitGroup
+	execWG  sync.WaitGroup
+	done    chan struct{} // closed when poller, executors and completer are gone
+	keeper  chan struct{} // closed when the keeper is gone
 
 	timerMu   sync.Mutex
 	nextTimer time.Time // earliest known pending wake time, zero if none
@@ -88,6 +94,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	go func() { defer close(l.keeper); e.keep(l) }()
 	go func() {
 		<-pollDone
+		l.starts.Wait() // Stop set stopped before the poller could end
 		close(l.work)
 		l.execWG.Wait()
 		for _, results := range l.results {
@@ -115,6 +122,9 @@ func (e *Engine) Stop(ctx context.Context) error {
 		return ErrNotStarted
 	}
 	e.stopping = true
+	l.startMu.Lock()
+	l.stopped = true
+	l.startMu.Unlock()
 	close(l.stopPoll)
 	e.loopMu.Unlock()
 
@@ -238,31 +248,48 @@ func (e *Engine) poller(l *loop) {
 // wait before its result's transaction fell from 7.5 to 4 ms when they
 // counted). It reports whether the batch was full, so more may be ready.
 func (e *Engine) claim(l *loop) (full bool, err error) {
-	executing, pending := int(l.executing.Load()), int(l.pending.Load())
-	limit := min(e.cfg.Concurrency-executing-pending, e.cfg.BatchSize)
 	// An empty workflow list would claim every workflow: a worker that
 	// knows none claims nothing.
 	names := e.registeredNames()
 	if len(names) == 0 {
-		limit = 0
+		return false, nil
 	}
-	// Under load, wait for a worthwhile batch rather than claiming a few
-	// at a time.
-	if executing+pending > 0 && limit < max(1, e.cfg.BatchSize/4) {
-		limit = 0
-	}
+	limit := l.take(e.cfg.Concurrency, func(free, held int) int {
+		// Under load, wait for a worthwhile batch rather than claiming a
+		// few at a time.
+		if n := min(free, e.cfg.BatchSize); held == 0 || n >= max(1, e.cfg.BatchSize/4) {
+			return n
+		}
+		return 0
+	})
 	if limit <= 0 {
 		return false, nil
 	}
 	tasks, err := e.store.ClaimTasks(l.ctx, store.ClaimParams{
 		Worker: e.cfg.WorkerID, Workflows: names, Limit: limit, Lease: e.cfg.Lease,
 	})
+	l.executing.Add(int64(len(tasks) - limit)) // give back the slots not used
 	if err != nil {
 		return false, err
 	}
-	l.executing.Add(int64(len(tasks)))
 	e.dispatch(l, tasks)
 	return len(tasks) == limit, nil
+}
+
+// take reserves slots for tasks about to be claimed, counting them as
+// executing: want is given the free slots and the slots held, and returns
+// how many to take. The caller gives back those it did not fill. Taking
+// before the store call, under slotMu, keeps the poller and triggers that
+// start runs here (see startRuns) from claiming the same free slots.
+func (l *loop) take(concurrency int, want func(free, held int) int) int {
+	l.slotMu.Lock()
+	defer l.slotMu.Unlock()
+	held := int(l.executing.Load() + l.pending.Load())
+	n := min(want(max(concurrency-held, 0), held), max(concurrency-held, 0))
+	if n > 0 {
+		l.executing.Add(int64(n))
+	}
+	return n
 }
 
 // fireTimers fires due timers, learns when the next one is due, and

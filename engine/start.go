@@ -1,0 +1,99 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/dagenhq/dagen/store"
+)
+
+// startRuns creates runs through a store.Starter when the engine is
+// started and has free slots, and hands the root steps the store claimed
+// for this worker to the executors: they skip the ready queue, so they
+// wait for no poll and need no claim of their own. It reports whether it
+// tried to create the runs, and whether it started all their roots; when
+// it did not try (no Starter, eager start disabled, the engine not started
+// or stopping, no free slot), the caller creates them.
+func (e *Engine) startRuns(ctx context.Context, runs []store.NewRun) (tried, all bool, err error) {
+	st, ok := e.store.(store.Starter)
+	if !ok || e.cfg.DisableEagerStart {
+		return false, false, nil
+	}
+	e.loopMu.Lock()
+	l := e.loop
+	e.loopMu.Unlock()
+	if l == nil || !l.beginStart() {
+		return false, false, nil
+	}
+	defer l.starts.Done()
+	roots := 0
+	for _, r := range runs {
+		for _, t := range r.Tasks {
+			if len(t.Parents) == 0 && t.Kind != store.KindOnFailure {
+				roots++
+			}
+		}
+	}
+	n := l.take(e.cfg.Concurrency, func(free, _ int) int { return min(free, roots) })
+	if n == 0 {
+		return false, false, nil
+	}
+	p := store.ClaimParams{Worker: e.cfg.WorkerID, Workflows: e.registeredNames(), Limit: n, Lease: e.cfg.Lease}
+	tasks, err := st.StartRuns(ctx, runs, p)
+	if err != nil {
+		tasks = e.recoverStarted(ctx, runs, n)
+	}
+	l.executing.Add(int64(len(tasks) - n)) // give back the slots not used
+	e.dispatch(l, tasks)
+	return true, err == nil && len(tasks) == roots, err
+}
+
+// recoverStarted returns the root steps a failed StartRuns claimed for this
+// worker all the same: its transaction committed, but its answer was lost
+// (the caller's context ended, or the connection broke). Left alone, those
+// steps would stay RUNNING as long as this worker heartbeats. It returns
+// at most limit of them; none when the runs were not created or cannot be
+// read now.
+func (e *Engine) recoverStarted(ctx context.Context, runs []store.NewRun, limit int) []store.ClaimedTask {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	var tasks []store.ClaimedTask
+	for _, nr := range runs {
+		run, err := e.store.GetRun(rctx, nr.ID)
+		if errors.Is(err, store.ErrRunNotFound) {
+			continue // not created: the whole start failed
+		}
+		var stored []store.Task
+		if err == nil {
+			stored, err = e.store.ListTasks(rctx, nr.ID)
+		}
+		if err != nil {
+			e.log.Error("dagen: cannot tell whether a failed start claimed steps here; they wait for this worker to stop",
+				"worker", e.cfg.WorkerID, "run", nr.ID, "err", err)
+			continue
+		}
+		for _, t := range stored {
+			if len(tasks) < limit && len(t.Parents) == 0 && t.Kind != store.KindOnFailure &&
+				t.Status == store.TaskRunning && t.Attempt == 1 && t.Worker == e.cfg.WorkerID {
+				tasks = append(tasks, store.ClaimedTask{
+					RunID: run.ID, Workflow: run.Workflow, Tenant: run.Tenant,
+					Step: t.Name, Kind: t.Kind, Attempt: 1, Input: run.Input,
+				})
+			}
+		}
+	}
+	return tasks
+}
+
+// beginStart registers a trigger that may hand steps to the executors. It
+// reports false once Stop has begun: work is about to close.
+func (l *loop) beginStart() bool {
+	l.startMu.Lock()
+	defer l.startMu.Unlock()
+	if l.stopped {
+		return false
+	}
+	l.starts.Add(1)
+	return true
+}
