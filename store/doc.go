@@ -15,6 +15,12 @@
 // it claims the child, so every store shares one implementation of the
 // semantics.
 //
+// Optional interfaces add what a store can do better: [Workers] (heartbeats
+// instead of per-task leases), [Elector] (one leader for housekeeping),
+// [Notifier] (wake idle workers), [RunReader] (a run and its tasks in one
+// read) and [Starter] (create runs and claim their first steps for the
+// creating worker in one unit).
+//
 // Two implementations exist: memstore (in memory, the embedded default) and
 // pgstore (Postgres). Package storetest is the conformance suite both pass.
 package store
