@@ -85,15 +85,17 @@ func TestWorkloads(t *testing.T) {
 	ordered("fairness loaded", f.P50Ms, f.P99Ms)
 	ordered("fairness idle", f.IdleP50Ms, f.IdleP99Ms)
 	ordered("fairness queued", f.QueuedP50Ms, f.QueuedP99Ms)
+	ordered("fairness commit idle", f.CommitIdleP50Ms, f.CommitIdleP99Ms)
+	ordered("fairness commit loaded", f.CommitP50Ms, f.CommitP99Ms)
 	ordered("low_load notify", l.P50Ms, l.P99Ms)
 	ordered("low_load poll", l.PollP50Ms, l.PollP99Ms)
 	if c.P99Ms <= 0 || f.IdleP99Ms <= 0 || f.P99Ms <= 0 || l.P99Ms <= 0 || l.PollP99Ms <= 0 {
 		t.Errorf("latencies missing: chain10 %+v\nfairness %+v\nlow_load %+v", c, f, l)
 	}
-	if f.BRuns != 200 || f.UnderLoad < 0 || f.UnderLoad > 1 || f.P99Ratio <= 0 {
+	if f.BRuns != 200 || f.UnderLoad < 0 || f.UnderLoad > 1 || f.P99Ratio <= 0 || f.CommitIdleP50Ms <= 0 || f.CommitP99Ratio <= 0 {
 		t.Errorf("fairness: %+v", f)
 	}
-	for _, want := range []string{"workload", "single_step", "fairness: tenant A", "low_load: step-to-step"} {
+	for _, want := range []string{"workload", "single_step", "fairness: tenant A", "fairness: one single-row UPDATE", "low_load: step-to-step"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}

@@ -30,6 +30,8 @@ func printTable(out io.Writer, results []Result) {
 				r.IdleP50Ms, r.IdleP99Ms, r.P50Ms, r.P99Ms, r.BRuns, r.UnderLoad, r.P99Ratio)
 			fmt.Fprintf(out, "fairness: A under load, from the event log: QUEUED->STARTED p50/p99 %.2f/%.2f ms, STARTED->COMPLETED p50/p99 %.2f/%.2f ms\n",
 				r.QueuedP50Ms, r.QueuedP99Ms, r.ClaimedP50Ms, r.ClaimedP99Ms)
+			fmt.Fprintf(out, "fairness: one single-row UPDATE committing alone, before each of A's runs: p50/p99 %.2f/%.2f ms idle, %.2f/%.2f ms under load; p99/idle p99 = %.2f (A's runs commit twice each)\n",
+				r.CommitIdleP50Ms, r.CommitIdleP99Ms, r.CommitP50Ms, r.CommitP99Ms, r.CommitP99Ratio)
 		case "low_load":
 			fmt.Fprintf(out, "low_load: step-to-step (B STARTED - A COMPLETED) p50/p99 %.2f/%.2f ms with notifications, %.2f/%.2f ms polling alone (every %.0f ms); 10ms ticks missed: %d\n",
 				r.P50Ms, r.P99Ms, r.PollP50Ms, r.PollP99Ms, r.PollMs, r.MissedTicks)

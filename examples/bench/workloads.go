@@ -83,6 +83,14 @@ type Result struct {
 	ClaimedP50Ms float64 `json:"a_claimed_p50_ms,omitempty"`
 	ClaimedP99Ms float64 `json:"a_claimed_p99_ms,omitempty"`
 	BRuns        int     `json:"b_runs,omitempty"`
+	// The floor under the fairness ratio: before each of A's runs, one
+	// single-row UPDATE commits on its own (one round trip), idle and
+	// under B's load. Every run of A commits twice.
+	CommitIdleP50Ms float64 `json:"commit_idle_p50_ms,omitempty"`
+	CommitIdleP99Ms float64 `json:"commit_idle_p99_ms,omitempty"`
+	CommitP50Ms     float64 `json:"commit_p50_ms,omitempty"`
+	CommitP99Ms     float64 `json:"commit_p99_ms,omitempty"`
+	CommitP99Ratio  float64 `json:"commit_p99_ratio,omitempty"`
 	// Seconds from the start of B's enqueue to its end, and to the end of
 	// A's loaded runs; b_drain_seconds is to the end of B's drain.
 	BEnqueueSec float64 `json:"b_enqueue_seconds,omitempty"`
@@ -360,9 +368,25 @@ func (b *bench) fairness(ctx context.Context, res *Result) (err error) {
 	if err := w.start(ctx); err != nil {
 		return err
 	}
+	// The commit probe's own table, dropped at the end.
+	if _, err := b.pool.Exec(ctx, `CREATE TABLE bench_commit_probe (id int PRIMARY KEY, n bigint NOT NULL);
+		INSERT INTO bench_commit_probe VALUES (1, 0)`); err != nil {
+		return fmt.Errorf("create commit probe: %w", err)
+	}
+	defer func() {
+		if _, derr := b.pool.Exec(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS bench_commit_probe"); derr != nil {
+			err = errors.Join(err, fmt.Errorf("drop commit probe: %w", derr))
+		}
+	}()
 	var loadedIDs []dag.RunID
+	var commits []float64 // the probe's, before each of A's runs
 	runA := func(i int) (time.Duration, error) {
 		t0 := time.Now()
+		if _, err := b.pool.Exec(ctx, "UPDATE bench_commit_probe SET n = n + 1 WHERE id = 1"); err != nil {
+			return 0, fmt.Errorf("commit probe: %w", err)
+		}
+		commits = append(commits, ms(time.Since(t0)))
+		t0 = time.Now()
 		r, err := w.h.single.Start(ctx, tenantA, flows.Single{N: i})
 		if err != nil {
 			return 0, fmt.Errorf("tenant A run %d: %w", i, err)
@@ -433,6 +457,13 @@ func (b *bench) fairness(ctx context.Context, res *Result) (err error) {
 	res.P50Ms, res.P99Ms = percentiles(loaded)
 	if res.IdleP99Ms > 0 {
 		res.P99Ratio = round(res.P99Ms/res.IdleP99Ms, 2)
+	}
+	// commits holds the warm-up's, then the idle runs', then the loaded
+	// runs' probes.
+	res.CommitIdleP50Ms, res.CommitIdleP99Ms = percentiles(commits[fairWarmRuns : fairWarmRuns+nA])
+	res.CommitP50Ms, res.CommitP99Ms = percentiles(commits[fairWarmRuns+nA:])
+	if res.CommitIdleP99Ms > 0 {
+		res.CommitP99Ratio = round(res.CommitP99Ms/res.CommitIdleP99Ms, 2)
 	}
 	// Where A's loaded latency went: waiting in the queue (QUEUED to
 	// STARTED) and from the claim to the stored completion.
