@@ -102,8 +102,10 @@ func (s *Store) createRuns(ctx context.Context, runs []store.NewRun, p store.Cla
 	pl := &pipeline{db: s.pool}
 	_ = s.q.InsertRuns(ctx, pl, rp)
 	_ = s.q.InsertTasks(ctx, pl, tp)
-	_ = s.q.EnsureTenants(ctx, pl, tenants)
-	_ = s.q.Enqueue(ctx, pl, ep)
+	_ = s.q.EnsureTenants(ctx, pl, tenants) // later enqueues need the tenants' rows, even when nothing is enqueued now
+	if len(ep.Tasks) > 0 {
+		_ = s.q.Enqueue(ctx, pl, ep)
+	}
 	if err := pl.send(ctx); err != nil {
 		var pgErr *pgconn.PgError
 		switch {
