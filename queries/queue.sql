@@ -2,12 +2,20 @@
 -- Gives each new tenant the next group id. Existing tenants are filtered
 -- out first so the sequence is only spent on a race between two first
 -- enqueues; rows go in tenant order so such a race cannot deadlock.
+--
+-- Tenants are found with = ANY(ARRAY(…)), one primary-key lookup each
+-- whatever the estimates, and the list is read through a subquery, so no
+-- plan is costed on its length: Postgres keeps one plan for the statement
+-- instead of planning it at each run (a tenth of a millisecond a trigger).
 INSERT INTO dagen_tenant_groups (tenant, group_id)
 SELECT t.tenant, nextval('dagen_tenant_group_seq')
 FROM (
     SELECT DISTINCT x.tenant
-    FROM (SELECT unnest(@tenants::text[]) AS tenant) AS x
-    WHERE NOT EXISTS (SELECT 1 FROM dagen_tenant_groups g WHERE g.tenant = x.tenant)
+    FROM (SELECT unnest((SELECT @tenants::text[])) AS tenant) AS x
+    WHERE x.tenant <> ALL(ARRAY(
+        SELECT g.tenant FROM dagen_tenant_groups g
+        WHERE g.tenant = ANY(ARRAY(SELECT unnest((SELECT @tenants::text[]))))
+    ))
     ORDER BY x.tenant
 ) t
 ON CONFLICT (tenant) DO NOTHING;
@@ -18,14 +26,18 @@ ON CONFLICT (tenant) DO NOTHING;
 -- and its pointer moves past them. Tenant rows are locked in tenant order.
 -- When rows went in, listeners of the schema's channel are notified (on
 -- commit): a hint for idle workers, never the truth.
+--
+-- As in EnsureTenants, tenants are found by key whatever the estimates,
+-- and the lists are read through subqueries so that Postgres keeps one
+-- plan rather than planning each run (a quarter of a millisecond).
 WITH input AS (
     SELECT x.run_id, x.task, x.workflow, x.tenant, x.ord
     FROM (
-        SELECT unnest(@run_ids::uuid[]) AS run_id,
-               unnest(@tasks::text[]) AS task,
-               unnest(@workflows::text[]) AS workflow,
-               unnest(@tenants::text[]) AS tenant,
-               generate_series(1, cardinality(@run_ids::uuid[])) AS ord
+        SELECT unnest((SELECT @run_ids::uuid[])) AS run_id,
+               unnest((SELECT @tasks::text[])) AS task,
+               unnest((SELECT @workflows::text[])) AS workflow,
+               unnest((SELECT @tenants::text[])) AS tenant,
+               generate_series(1, cardinality((SELECT @run_ids::uuid[]))) AS ord
     ) AS x
 ),
 counts AS (
@@ -34,7 +46,7 @@ counts AS (
 locked AS MATERIALIZED (
     SELECT g.tenant, g.block_ptr
     FROM dagen_tenant_groups g
-    WHERE g.tenant IN (SELECT counts.tenant FROM counts)
+    WHERE g.tenant = ANY(ARRAY(SELECT counts.tenant FROM counts))
     ORDER BY g.tenant
     FOR UPDATE
 ),
@@ -42,12 +54,14 @@ bumped AS (
     -- The frontier is a scalar subquery, not a join: joined, the planner
     -- took the one-row table for thousands of rows, and the estimates of a
     -- large enqueue grew past the point where Postgres JIT-compiles the
-    -- statement (hundreds of milliseconds).
+    -- statement (hundreds of milliseconds). The tenant list only narrows
+    -- the scan to the locked rows' keys.
     UPDATE dagen_tenant_groups g
     SET block_ptr = greatest(l.block_ptr, (SELECT f.block FROM dagen_queue_frontier f)) + c.k
     FROM locked l
     JOIN counts c ON c.tenant = l.tenant
     WHERE g.tenant = l.tenant
+      AND g.tenant = ANY(ARRAY(SELECT locked.tenant FROM locked))
     RETURNING g.tenant, g.group_id, g.block_ptr - c.k AS first_block
 ),
 inserted AS (

@@ -1,15 +1,21 @@
 -- name: HotTablePages :one
--- The sizes on disk, in pages, of the tasks table and of the ready queue.
+-- The sizes on disk, in pages, of the tasks table, of the ready queue and
+-- of the tenants' table.
 SELECT (pg_relation_size('dagen_tasks'::regclass) / current_setting('block_size')::bigint)::bigint AS tasks,
-       (pg_relation_size('dagen_ready'::regclass) / current_setting('block_size')::bigint)::bigint AS ready;
+       (pg_relation_size('dagen_ready'::regclass) / current_setting('block_size')::bigint)::bigint AS ready,
+       (pg_relation_size('dagen_tenant_groups'::regclass) / current_setting('block_size')::bigint)::bigint AS tenants;
 
 -- name: AnalyzeHotTables :exec
 -- Refreshes the planner's statistics of the tables that grow with the
 -- work. It also invalidates the plans cached for them, so prepared
 -- statements planned while the tables were nearly empty are planned again.
-ANALYZE dagen_runs, dagen_tasks, dagen_ready, dagen_leases, dagen_events;
+ANALYZE dagen_runs, dagen_tasks, dagen_ready, dagen_leases, dagen_events, dagen_tenant_groups;
 
 -- name: AnalyzeQueueTables :exec
 -- Like AnalyzeHotTables for the tables that grow with the queue alone:
 -- cheaper, when only the queue grew.
 ANALYZE dagen_ready, dagen_leases;
+
+-- name: AnalyzeTenantTable :exec
+-- Like AnalyzeHotTables for the tenants' table alone, when only it grew.
+ANALYZE dagen_tenant_groups;

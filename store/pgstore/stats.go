@@ -24,11 +24,14 @@ const growthCheckEvery = 1000
 // fan-out scanned all 10,000 of their children at each claim, 33 ms).
 // Autovacuum analyzes the tables eventually, at its own pace (a minute at
 // best, never where it is off). So every thousand tasks it creates or
-// enqueues, the store looks at the sizes of the tasks table and of the
-// ready queue on disk and, when either has at least doubled since the store
-// last analyzed them, analyzes the hot tables itself (only the queue's when
-// only the queue grew). ANALYZE also invalidates the cached plans, so every
-// connection plans them again from the new statistics.
+// enqueues, the store looks at the sizes of the tasks table, of the ready
+// queue and of the tenants' table on disk and, when one has at least
+// doubled since the store last analyzed it, analyzes the hot tables itself
+// (only the queue's, or only the tenants', when only those grew). ANALYZE
+// also invalidates the cached plans, so every connection plans them again
+// from the new statistics. (A plan made while the tenants' table held a few
+// rows reads it whole, which costs little until it has grown: EnsureTenants
+// and Enqueue, kept as one plan each, found tenants that way.)
 //
 // It is best effort: a failed check costs nothing but the refresh, and a
 // role that may not analyze the tables turns it off.
@@ -37,6 +40,7 @@ type plannerStats struct {
 	added    int   // tasks created or enqueued since the last look
 	tasks    int64 // the tasks table's pages when this store last analyzed it
 	ready    int64 // the ready queue's pages then
+	tenants  int64 // the tenants' table's pages then
 	checking bool  // a look is under way
 	off      bool  // not permitted: stop trying
 }
@@ -52,12 +56,12 @@ func (s *Store) noteQueued(ctx context.Context, n int) {
 		ps.checking = true
 		ps.added = 0
 	}
-	tasks, ready := ps.tasks, ps.ready
+	last := tablePages{tasks: ps.tasks, ready: ps.ready, tenants: ps.tenants}
 	ps.mu.Unlock()
 	if !due {
 		return
 	}
-	tasks, ready, analyzed, err := s.refreshStats(ctx, tasks, ready)
+	now, analyzed, err := s.refreshStats(ctx, last)
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	ps.checking = false
@@ -66,32 +70,48 @@ func (s *Store) noteQueued(ctx context.Context, n int) {
 	case errors.As(err, &pgErr) && pgErr.Code == "42501": // insufficient_privilege
 		ps.off = true
 	case err == nil && analyzed:
-		ps.tasks, ps.ready = tasks, ready
+		ps.tasks, ps.ready, ps.tenants = now.tasks, now.ready, now.tenants
 	}
 }
 
+// tablePages are the sizes of the tables whose growth refreshes the
+// statistics.
+type tablePages struct{ tasks, ready, tenants int64 }
+
 // refreshStats analyzes the hot tables when the tasks table has at least
-// doubled since it had lastTasks pages, or the queue's tables when only the
-// ready queue has since it had lastReady, and returns the sizes the tables
-// were analyzed at.
-func (s *Store) refreshStats(ctx context.Context, lastTasks, lastReady int64) (tasks, ready int64, analyzed bool, err error) {
-	pages, err := s.q.HotTablePages(ctx, s.pool)
+// doubled since it had last.tasks pages, the queue's tables when only the
+// ready queue has, and the tenants' table when it has (alone, or with the
+// hot tables). It returns the sizes the tables were analyzed at.
+func (s *Store) refreshStats(ctx context.Context, last tablePages) (tablePages, bool, error) {
+	p, err := s.q.HotTablePages(ctx, s.pool)
 	if err != nil {
-		return 0, 0, false, err
+		return last, false, err
 	}
+	now := tablePages{tasks: p.Tasks, ready: p.Ready, tenants: p.Tenants}
+	grew := func(now, last, slack int64) bool { return now >= 2*last+slack }
 	switch {
-	case pages.Tasks >= 2*lastTasks+8:
-		err = s.q.AnalyzeHotTables(ctx, s.pool)
-	case pages.Ready >= 2*lastReady+8:
+	case grew(now.tasks, last.tasks, 8):
+		err = s.q.AnalyzeHotTables(ctx, s.pool) // the tenants' table too
+	case grew(now.ready, last.ready, 8):
 		// Only the queue grew: analyzing the tasks table too would cost
 		// ten times as much (160 ms in fan50) for nothing.
+		now.tasks = last.tasks
+		if !grew(now.tenants, last.tenants, 2) {
+			now.tenants = last.tenants
+		} else if err = s.q.AnalyzeTenantTable(ctx, s.pool); err != nil {
+			return last, false, err
+		}
 		err = s.q.AnalyzeQueueTables(ctx, s.pool)
-		pages.Tasks = lastTasks
+	case grew(now.tenants, last.tenants, 2):
+		// A small table: a few pages more already make a plan that reads
+		// it whole cost more than one that looks tenants up.
+		now.tasks, now.ready = last.tasks, last.ready
+		err = s.q.AnalyzeTenantTable(ctx, s.pool)
 	default:
-		return lastTasks, lastReady, false, nil
+		return last, false, nil
 	}
 	if err != nil {
-		return lastTasks, lastReady, false, err
+		return last, false, err
 	}
-	return pages.Tasks, pages.Ready, true, nil
+	return now, true, nil
 }

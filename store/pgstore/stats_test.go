@@ -64,6 +64,28 @@ func TestStatisticsFollowQueueGrowth(t *testing.T) {
 
 // reltuplesOf is the planner's row count of a table: -1 before it was
 // first analyzed.
+// TestStatisticsFollowTenantGrowth checks that the tenants' table is
+// analyzed as it grows while the tasks table and the queue barely do: a
+// plan for EnsureTenants or Enqueue made while it held a few tenants reads
+// it whole, and only fresh statistics replace that plan.
+func TestStatisticsFollowTenantGrowth(t *testing.T) {
+	s := stores(t, 1, nil)[0]
+	reltuples := func() float64 { return reltuplesOf(t, s, "dagen_tenant_groups") }
+	var runs []store.NewRun
+	for range 20000 {
+		runs = append(runs, newRun("w", "big", step("a")))
+	}
+	createInBatches(t, s, runs)
+	require.Less(t, reltuples(), 2.0, "analyzed with one tenant")
+
+	runs = runs[:0]
+	for i := range 3000 {
+		runs = append(runs, newRun("w", fmt.Sprint("small-", i), step("a")))
+	}
+	createInBatches(t, s, runs)
+	require.GreaterOrEqual(t, reltuples(), 1000.0, "3,000 tenants more: analyzed again")
+}
+
 func reltuplesOf(t *testing.T, s *pgstore.Store, table string) float64 {
 	t.Helper()
 	var n float64

@@ -10,7 +10,7 @@ import (
 )
 
 const analyzeHotTables = `-- name: AnalyzeHotTables :exec
-ANALYZE dagen_runs, dagen_tasks, dagen_ready, dagen_leases, dagen_events
+ANALYZE dagen_runs, dagen_tasks, dagen_ready, dagen_leases, dagen_events, dagen_tenant_groups
 `
 
 // Refreshes the planner's statistics of the tables that grow with the
@@ -32,20 +32,33 @@ func (q *Queries) AnalyzeQueueTables(ctx context.Context, db DBTX) error {
 	return err
 }
 
+const analyzeTenantTable = `-- name: AnalyzeTenantTable :exec
+ANALYZE dagen_tenant_groups
+`
+
+// Like AnalyzeHotTables for the tenants' table alone, when only it grew.
+func (q *Queries) AnalyzeTenantTable(ctx context.Context, db DBTX) error {
+	_, err := db.Exec(ctx, analyzeTenantTable)
+	return err
+}
+
 const hotTablePages = `-- name: HotTablePages :one
 SELECT (pg_relation_size('dagen_tasks'::regclass) / current_setting('block_size')::bigint)::bigint AS tasks,
-       (pg_relation_size('dagen_ready'::regclass) / current_setting('block_size')::bigint)::bigint AS ready
+       (pg_relation_size('dagen_ready'::regclass) / current_setting('block_size')::bigint)::bigint AS ready,
+       (pg_relation_size('dagen_tenant_groups'::regclass) / current_setting('block_size')::bigint)::bigint AS tenants
 `
 
 type HotTablePagesRow struct {
-	Tasks int64
-	Ready int64
+	Tasks   int64
+	Ready   int64
+	Tenants int64
 }
 
-// The sizes on disk, in pages, of the tasks table and of the ready queue.
+// The sizes on disk, in pages, of the tasks table, of the ready queue and
+// of the tenants' table.
 func (q *Queries) HotTablePages(ctx context.Context, db DBTX) (HotTablePagesRow, error) {
 	row := db.QueryRow(ctx, hotTablePages)
 	var i HotTablePagesRow
-	err := row.Scan(&i.Tasks, &i.Ready)
+	err := row.Scan(&i.Tasks, &i.Ready, &i.Tenants)
 	return i, err
 }
