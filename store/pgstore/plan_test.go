@@ -322,7 +322,8 @@ func TestReadRunRoundTrips(t *testing.T) {
 
 // TestTriggersKeepOnePlan checks that a connection creating runs one at a
 // time, and completing tasks that enqueue their children, keeps one plan
-// for the statements that add tenants and enqueue, rather than planning
+// for the statements that add tenants, count children down and enqueue,
+// rather than planning
 // them at every trigger and completion: their array arguments used to make
 // each plan for a few rows cost less than the generic plan, and planning
 // took a third of a trigger's time. A completion's Enqueue must also come
@@ -344,7 +345,7 @@ func TestTriggersKeepOnePlan(t *testing.T) {
 		require.NoError(t, s.CreateRuns(ctx, []store.NewRun{newRun("w", fmt.Sprintf("t%d", i%3), step("a"), step("b", "a"))}))
 		drain(t, s, 2, 1) // a, which enqueues b, then b
 	}
-	enqueues := map[string]int64{"EnsureTenants": triggers, "Enqueue": 2 * triggers}
+	enqueues := map[string]int64{"EnsureTenants": triggers, "Enqueue": 2 * triggers, "DecrementChildren": triggers}
 	plans := map[string][2]int64{}
 	rows, err := pool.Query(ctx, `SELECT split_part(statement, ' ', 3), generic_plans, custom_plans
 		FROM pg_prepared_statements WHERE statement LIKE '-- name: %'`)
@@ -356,7 +357,7 @@ func TestTriggersKeepOnePlan(t *testing.T) {
 		plans[name] = [2]int64{generic, custom}
 	}
 	require.NoError(t, rows.Err())
-	for _, name := range []string{"EnsureTenants", "Enqueue"} {
+	for _, name := range []string{"EnsureTenants", "Enqueue", "DecrementChildren"} {
 		p, ok := plans[name]
 		require.True(t, ok, "%s was not prepared: %v", name, plans)
 		// Postgres plans the first five runs for their arguments, then

@@ -76,13 +76,13 @@ SET pending_parents = t.pending_parents - d.n,
     queued_at = CASE WHEN t.pending_parents - d.n = 0 THEN coalesce($1::timestamptz, now()) END
 FROM (
     SELECT x.run_id, x.child, count(*)::integer AS n
-    FROM (SELECT unnest($2::uuid[]) AS run_id, unnest($3::text[]) AS child) AS x
+    FROM (SELECT unnest((SELECT $2::uuid[])) AS run_id, unnest((SELECT $3::text[])) AS child) AS x
     GROUP BY x.run_id, x.child
 ) AS d
 WHERE t.run_id = d.run_id AND t.name = d.child AND t.status = 'PENDING'
   AND t.ctid = ANY(ARRAY(
       SELECT x.ctid
-      FROM (SELECT unnest($2::uuid[]) AS run_id, unnest($3::text[]) AS name) AS k
+      FROM (SELECT unnest((SELECT $2::uuid[])) AS run_id, unnest((SELECT $3::text[])) AS name) AS k
       CROSS JOIN LATERAL (
           SELECT t2.ctid FROM dagen_tasks t2 WHERE t2.run_id = k.run_id AND t2.name = k.name LIMIT 1
       ) AS x
@@ -109,7 +109,9 @@ type DecrementChildrenRow struct {
 // transactions count down the same children at once; UPDATE … RETURNING
 // makes exactly one completion see a child reach zero. A child that becomes
 // QUEUED keeps its QUEUED event, at now, in its row. The ctid list narrows
-// the scan to one lookup a child, as in UpdateTasks.
+// the scan to one lookup a child, and the key lists are read through
+// subqueries so that the plan is kept, as in UpdateTasks (planned at each
+// execution, it cost a fifth of a millisecond a completion with children).
 func (q *Queries) DecrementChildren(ctx context.Context, db DBTX, arg DecrementChildrenParams) ([]DecrementChildrenRow, error) {
 	rows, err := db.Query(ctx, decrementChildren, arg.Now, arg.RunIds, arg.Children)
 	if err != nil {
