@@ -41,7 +41,8 @@ func (e *Engine) startRuns(ctx context.Context, runs []store.NewRun) (tried, all
 	}
 	p := store.ClaimParams{Worker: e.cfg.WorkerID, Workflows: e.registeredNames(), Limit: n, Lease: e.cfg.Lease}
 	tasks, err := st.StartRuns(ctx, runs, p)
-	if err != nil {
+	if err != nil && !errors.Is(err, store.ErrRunExists) && !errors.Is(err, store.ErrInvalidRun) {
+		// Not an answer from the store: it may have committed.
 		tasks = e.recoverStarted(ctx, runs, n)
 	}
 	l.executing.Add(int64(len(tasks) - n)) // give back the slots not used
