@@ -331,13 +331,7 @@ func TestReadRunRoundTrips(t *testing.T) {
 // each execution.
 func TestTriggersKeepOnePlan(t *testing.T) {
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(pgtest.URL())
-	require.NoError(t, err)
-	cfg.ConnConfig.RuntimeParams["search_path"] = pgtest.Schema(t)
-	cfg.MaxConns = 1 // one connection: one set of prepared statements
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
+	pool := pgtest.Pool(t, pgtest.Schema(t), 1) // one connection: one set of prepared statements
 	require.NoError(t, pgstore.Migrate(ctx, pool))
 	s := pgstore.New(pool, nil)
 	const triggers = 20
