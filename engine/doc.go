@@ -10,11 +10,13 @@
 //	                          carrying deadline, cancellation and attempt
 //	                     ->  complete the N results in one unit
 //
-// A run triggered on a started engine that has free slots skips the queue
-// for its first steps: on stores that implement [store.Starter], the
-// transaction that creates the run also claims its root tasks for this
-// worker, and they go straight to the executors (Config.DisableEagerStart
-// turns this off). Its other steps are claimed from the fair queue.
+// A run triggered on a started engine that has free slots may skip the
+// queue for its first step: on stores that implement [store.Starter], the
+// transaction that creates the run also claims its first root task for
+// this worker when the fair queue would hand that task out next anyway
+// (its tenant has no backlog), and it goes straight to the executors
+// (Config.DisableEagerStart turns this off). Its other steps are claimed
+// from the fair queue.
 //
 // A task is looked at once all its parents are resolved. The rules (DESIGN
 // §3): a skipped required parent skips the child; all parents skipped skips

@@ -47,9 +47,10 @@ type Config struct {
 	DisableNotify bool
 	// DisableEagerStart sends every new run's first steps through the
 	// ready queue. By default, a run triggered on a started engine with
-	// free slots starts its first steps on this worker in the transaction
-	// that creates it (on stores that implement store.Starter), which
-	// saves the wait for a poll and a claim's round trip.
+	// free slots starts its first root on this worker in the transaction
+	// that creates it, when its tenant has no backlog (on stores that
+	// implement store.Starter), which saves the wait for a poll and a
+	// claim's round trip.
 	DisableEagerStart bool
 	// StepTimeout bounds an attempt of a step that sets no timeout of its
 	// own. Zero means no bound.

@@ -11,7 +11,9 @@ import (
 // startRuns creates runs through a store.Starter when the engine is
 // started and has free slots, and hands the root steps the store claimed
 // for this worker to the executors: they skip the ready queue, so they
-// wait for no poll and need no claim of their own. It reports whether it
+// wait for no poll and need no claim of their own. The store starts only
+// the roots the fair queue would hand out next, one a tenant, so a run
+// started here gets no head start over other tenants' work. It reports whether it
 // tried to create the runs, and whether it started all their roots; when
 // it did not try (no Starter, eager start disabled, the engine not started
 // or stopping, no free slot), the caller creates them.
@@ -27,15 +29,18 @@ func (e *Engine) startRuns(ctx context.Context, runs []store.NewRun) (tried, all
 		return false, false, nil
 	}
 	defer l.starts.Done()
+	// The store starts at most one root a tenant.
 	roots := 0
+	tenants := make(map[string]bool, 1)
 	for _, r := range runs {
+		tenants[r.Tenant] = true
 		for _, t := range r.Tasks {
 			if len(t.Parents) == 0 && t.Kind != store.KindOnFailure {
 				roots++
 			}
 		}
 	}
-	n := l.take(e.cfg.Concurrency, func(free, _ int) int { return min(free, roots) })
+	n := l.take(e.cfg.Concurrency, func(free, _ int) int { return min(free, len(tenants)) })
 	if n == 0 {
 		return false, false, nil
 	}

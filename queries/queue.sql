@@ -27,6 +27,9 @@ ON CONFLICT (tenant) DO NOTHING;
 -- When rows went in, listeners of the schema's channel are notified (on
 -- commit): a hint for idle workers, never the truth.
 --
+-- A task flagged in @if_queued is enqueued only if it is QUEUED: StartRuns
+-- flags the tasks InsertTasks may have started instead.
+--
 -- As in EnsureTenants, tenants are found by key whatever the estimates,
 -- and the lists are read through subqueries so that Postgres keeps one
 -- plan rather than planning each run (a quarter of a millisecond).
@@ -37,8 +40,14 @@ WITH input AS (
                unnest((SELECT @tasks::text[])) AS task,
                unnest((SELECT @workflows::text[])) AS workflow,
                unnest((SELECT @tenants::text[])) AS tenant,
+               unnest((SELECT @if_queued::boolean[])) AS if_queued,
                generate_series(1, cardinality((SELECT @run_ids::uuid[]))) AS ord
     ) AS x
+    -- A scalar subquery, one lookup a flagged task: as EXISTS, the planner
+    -- hashed the whole tasks table instead.
+    WHERE NOT x.if_queued OR (
+        SELECT t.status FROM dagen_tasks t WHERE t.run_id = x.run_id AND t.name = x.task LIMIT 1
+    ) = 'QUEUED'
 ),
 counts AS (
     SELECT input.tenant, count(*) AS k FROM input GROUP BY input.tenant

@@ -1,9 +1,17 @@
 -- name: InsertTasks :exec
 -- parents and children are Postgres array literals, one per task, because
 -- unnest cannot take an array of arrays of different lengths. A task that
--- starts QUEUED keeps its QUEUED event in its row. A task that starts
--- RUNNING was claimed as it was created (StartRuns): it is at attempt 1 for
--- @worker, keeps its QUEUED and then its STARTED event, and gets its lease.
+-- starts QUEUED keeps its QUEUED event in its row.
+--
+-- A task given as STARTING (StartRuns) starts RUNNING when its tenant has
+-- nothing in the ready queue past the head block (its block pointer is at
+-- most one past the frontier), as the fair queue would hand it out next;
+-- otherwise it starts QUEUED, and Enqueue, told to check, queues it. A
+-- started task is at attempt 1 for @worker, keeps its QUEUED and then its
+-- STARTED event, and gets its lease.
+--
+-- The lists are read through subqueries, so that Postgres keeps one plan
+-- (as for GetTasks).
 WITH clock AS (
     SELECT coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now
 ),
@@ -11,24 +19,33 @@ inserted AS (
     INSERT INTO dagen_tasks (run_id, name, seq, kind, parents, children, pending_parents, status, max_attempts,
                              attempt, worker, queued_event, queued_at, started_event, started_at)
     SELECT t.run_id, t.name, t.seq, t.kind, t.parents::text[], t.children::text[],
-           t.pending_parents, t.status, t.max_attempts,
-           CASE WHEN t.status = 'RUNNING' THEN 1 ELSE 0 END,
-           CASE WHEN t.status = 'RUNNING' THEN @worker::text ELSE '' END,
+           t.pending_parents, t.state, t.max_attempts,
+           CASE WHEN t.state = 'RUNNING' THEN 1 ELSE 0 END,
+           CASE WHEN t.state = 'RUNNING' THEN @worker::text ELSE '' END,
            -- Target entries are evaluated in order: QUEUED's id comes first.
-           CASE WHEN t.status IN ('QUEUED', 'RUNNING') THEN nextval('dagen_event_seq') END,
-           CASE WHEN t.status IN ('QUEUED', 'RUNNING') THEN clock.now END,
-           CASE WHEN t.status = 'RUNNING' THEN nextval('dagen_event_seq') END,
-           CASE WHEN t.status = 'RUNNING' THEN clock.now END
+           CASE WHEN t.state IN ('QUEUED', 'RUNNING') THEN nextval('dagen_event_seq') END,
+           CASE WHEN t.state IN ('QUEUED', 'RUNNING') THEN clock.now END,
+           CASE WHEN t.state = 'RUNNING' THEN nextval('dagen_event_seq') END,
+           CASE WHEN t.state = 'RUNNING' THEN clock.now END
     FROM (
-        SELECT unnest(@run_ids::uuid[]) AS run_id,
-               unnest(@names::text[]) AS name,
-               unnest(@seqs::integer[]) AS seq,
-               unnest(@kinds::text[]) AS kind,
-               unnest(@parents::text[]) AS parents,
-               unnest(@children::text[]) AS children,
-               unnest(@pending_parents::integer[]) AS pending_parents,
-               unnest(@statuses::text[]) AS status,
-               unnest(@max_attempts::integer[]) AS max_attempts
+        SELECT x.*,
+               CASE WHEN x.status <> 'STARTING' THEN x.status
+                    WHEN coalesce((SELECT g.block_ptr FROM dagen_tenant_groups g WHERE g.tenant = x.tenant), 0)
+                         <= (SELECT f.block FROM dagen_queue_frontier f) + 1 THEN 'RUNNING'
+                    ELSE 'QUEUED'
+               END AS state
+        FROM (
+            SELECT unnest((SELECT @run_ids::uuid[])) AS run_id,
+                   unnest((SELECT @names::text[])) AS name,
+                   unnest((SELECT @seqs::integer[])) AS seq,
+                   unnest((SELECT @kinds::text[])) AS kind,
+                   unnest((SELECT @parents::text[])) AS parents,
+                   unnest((SELECT @children::text[])) AS children,
+                   unnest((SELECT @pending_parents::integer[])) AS pending_parents,
+                   unnest((SELECT @statuses::text[])) AS status,
+                   unnest((SELECT @max_attempts::integer[])) AS max_attempts,
+                   unnest((SELECT @tenants::text[])) AS tenant
+        ) AS x
     ) AS t, clock
     RETURNING dagen_tasks.run_id, dagen_tasks.name, dagen_tasks.started_event
 )
@@ -37,6 +54,16 @@ SELECT i.started_event, i.run_id, i.name, @worker::text,
        clock.now + make_interval(secs => @lease_seconds::float8)
 FROM inserted i, clock
 WHERE i.started_event IS NOT NULL;
+
+-- name: StartedTasks :many
+-- The tasks among the keys that are RUNNING: after InsertTasks in the same
+-- transaction, the ones it started. One lookup a key, as in GetTasks.
+SELECT k.run_id::uuid AS run_id, k.name::text AS name
+FROM (SELECT unnest((SELECT @run_ids::uuid[])) AS run_id, unnest((SELECT @names::text[])) AS name) AS k
+CROSS JOIN LATERAL (
+    SELECT t.status FROM dagen_tasks t WHERE t.run_id = k.run_id AND t.name = k.name LIMIT 1
+) AS t
+WHERE t.status = 'RUNNING';
 
 -- name: GetTasks :many
 -- Reads tasks by key. Callers hold the lock of the tasks' runs, which every

@@ -76,12 +76,17 @@ type RunReader interface {
 // poll, and no claim of their own.
 type Starter interface {
 	// StartRuns creates runs as CreateRuns does and, in the same unit,
-	// claims up to p.Limit of their root tasks for p.Worker instead of
-	// enqueuing them: in run order, then task order, and only tasks of the
-	// workflows in p.Workflows (all when it is empty). A claimed root is
-	// RUNNING at attempt 1 with a lease of p.Lease, its QUEUED and STARTED
-	// events logged, exactly as if ClaimTasks had taken it from the queue.
-	// The roots not claimed are enqueued. It returns the claimed tasks, in
-	// that order.
+	// claims for p.Worker the roots the fair queue would hand out next,
+	// instead of enqueuing them. It looks at the first root of each
+	// tenant of the runs, in run order, then task order, for up to
+	// p.Limit tenants, and only at runs of the workflows in p.Workflows
+	// (all when it is empty); of those roots it claims the ones whose
+	// tenant has nothing in the ready queue past the head block (its block
+	// pointer at most one past the frontier: see BlockLength). So a tenant
+	// with a backlog gets no head start over it, nor over other tenants,
+	// and a tenant gets at most one. A claimed root is RUNNING at attempt
+	// 1 with a lease of p.Lease, its QUEUED and STARTED events logged,
+	// exactly as if ClaimTasks had taken it from the queue. The roots not
+	// claimed are enqueued. It returns the claimed tasks, in run order.
 	StartRuns(ctx context.Context, runs []NewRun, p ClaimParams) ([]ClaimedTask, error)
 }

@@ -144,6 +144,7 @@ func (s *Store) createRuns(ctx context.Context, runs []store.NewRun, p store.Cla
 	}
 	now := s.now()
 	var claimed []store.ClaimedTask
+	considered := make(map[string]bool) // tenants whose first root was a candidate
 	for i, nr := range runs {
 		sh := shapes[i]
 		r := &run{
@@ -161,10 +162,16 @@ func (s *Store) createRuns(ctx context.Context, runs []store.NewRun, p store.Cla
 		s.runs[nr.ID] = r
 		claim := len(p.Workflows) == 0 || slices.Contains(p.Workflows, nr.Workflow)
 		for _, ti := range sh.roots {
-			if claim && len(claimed) < p.Limit {
-				r.event(now, ti, store.EventQueued, 0, "")
-				claimed = append(claimed, s.claim(r, ti, p, now))
-				continue
+			if claim && len(considered) < p.Limit && !considered[nr.Tenant] {
+				// The tenant's first root starts when the fair queue would
+				// hand it out next: nothing of the tenant's is queued past
+				// the head block.
+				considered[nr.Tenant] = true
+				if g := s.groups[nr.Tenant]; g == nil || g.ptr <= s.frontier+1 {
+					r.event(now, ti, store.EventQueued, 0, "")
+					claimed = append(claimed, s.claim(r, ti, p, now))
+					continue
+				}
 			}
 			s.enqueue(r, ti, now)
 		}

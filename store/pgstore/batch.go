@@ -525,6 +525,7 @@ func (b *batch) flush(ctx context.Context) error {
 		ep.Tasks = append(ep.Tasks, e.name)
 		ep.Workflows = append(ep.Workflows, e.run.workflow)
 		ep.Tenants = append(ep.Tenants, e.run.tenant)
+		ep.IfQueued = append(ep.IfQueued, false)
 		if !e.logged {
 			b.ev.add(e.run.id, e.name, store.EventQueued, e.attempt, "")
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/dagenhq/dagen/dag"
 	"github.com/dagenhq/dagen/store"
@@ -23,15 +24,17 @@ func (s *Store) CreateRuns(ctx context.Context, runs []store.NewRun) error {
 }
 
 // StartRuns implements store.Starter. It is CreateRuns in the same round
-// trip: the claimed roots are written RUNNING, with their QUEUED and
-// STARTED events and their leases, by the statement that writes the tasks,
-// and only the others are enqueued.
+// trip: the statement that writes the tasks decides which roots start,
+// from the tenants' block pointers and the frontier, and writes those
+// RUNNING with their QUEUED and STARTED events and their leases; Enqueue
+// checks the statuses of the candidates, and a last query reads which of
+// them started.
 func (s *Store) StartRuns(ctx context.Context, runs []store.NewRun, p store.ClaimParams) ([]store.ClaimedTask, error) {
 	return s.createRuns(ctx, runs, p)
 }
 
-// createRuns creates runs, claims up to p.Limit of their roots for p.Worker
-// and enqueues the others.
+// createRuns creates runs, starts up to p.Limit of their roots for p.Worker
+// as store.Starter says, and enqueues the others.
 func (s *Store) createRuns(ctx context.Context, runs []store.NewRun, p store.ClaimParams) ([]store.ClaimedTask, error) {
 	if len(runs) == 0 {
 		return nil, nil
@@ -41,7 +44,11 @@ func (s *Store) createRuns(ctx context.Context, runs []store.NewRun, p store.Cla
 		tp      dbsqlc.InsertTasksParams
 		ep      dbsqlc.EnqueueParams
 		tenants []string
-		claimed []store.ClaimedTask
+		// Candidates to start: each tenant's first root.
+		cands     []store.ClaimedTask
+		candRuns  []pgtype.UUID
+		candNames []string
+		candidate = map[string]bool{} // by tenant
 	)
 	rp.Now = s.clock()
 	tp.Now = rp.Now
@@ -70,18 +77,29 @@ func (s *Store) createRuns(ctx context.Context, runs []store.NewRun, p store.Cla
 			status := store.TaskPending
 			switch {
 			case len(t.Parents) > 0 || t.Kind == store.KindOnFailure:
-			case claim && len(claimed) < p.Limit:
-				status = store.TaskRunning // InsertTasks keeps its QUEUED and STARTED events
-				claimed = append(claimed, store.ClaimedTask{
+			case claim && len(cands) < p.Limit && !candidate[nr.Tenant]:
+				// InsertTasks starts it (RUNNING), or queues it when the
+				// tenant has work queued, and Enqueue then enqueues it.
+				status = taskStarting
+				candidate[nr.Tenant] = true
+				cands = append(cands, store.ClaimedTask{
 					RunID: nr.ID, Workflow: nr.Workflow, Tenant: nr.Tenant,
 					Step: t.Name, Kind: t.Kind, Attempt: 1, Input: nr.Input,
 				})
+				candRuns = append(candRuns, id)
+				candNames = append(candNames, t.Name)
+				ep.RunIds = append(ep.RunIds, id)
+				ep.Tasks = append(ep.Tasks, t.Name)
+				ep.Workflows = append(ep.Workflows, nr.Workflow)
+				ep.Tenants = append(ep.Tenants, nr.Tenant)
+				ep.IfQueued = append(ep.IfQueued, true)
 			default:
 				status = store.TaskQueued
 				ep.RunIds = append(ep.RunIds, id)
 				ep.Tasks = append(ep.Tasks, t.Name)
 				ep.Workflows = append(ep.Workflows, nr.Workflow)
 				ep.Tenants = append(ep.Tenants, nr.Tenant) // InsertTasks keeps its QUEUED event
+				ep.IfQueued = append(ep.IfQueued, false)
 			}
 			tp.RunIds = append(tp.RunIds, id)
 			tp.Names = append(tp.Names, t.Name)
@@ -92,13 +110,15 @@ func (s *Store) createRuns(ctx context.Context, runs []store.NewRun, p store.Cla
 			tp.PendingParents = append(tp.PendingParents, int32(len(t.Parents)))
 			tp.Statuses = append(tp.Statuses, string(status))
 			tp.MaxAttempts = append(tp.MaxAttempts, int32(max(t.MaxAttempts, 1)))
+			tp.Tenants = append(tp.Tenants, nr.Tenant)
 		}
 	}
 	slices.Sort(tenants)
 	tenants = slices.Compact(tenants)
 	// One round trip: the statements go in one pipeline, which runs them
-	// in one implicit transaction. Nothing needs a result of another, and a
-	// queued statement returns no error: its error comes from send.
+	// in one implicit transaction. A queued statement returns no error: its
+	// error comes from the send, which StartedTasks makes when there are
+	// candidates to start.
 	pl := &pipeline{db: s.pool}
 	_ = s.q.InsertRuns(ctx, pl, rp)
 	_ = s.q.InsertTasks(ctx, pl, tp)
@@ -106,7 +126,14 @@ func (s *Store) createRuns(ctx context.Context, runs []store.NewRun, p store.Cla
 	if len(ep.Tasks) > 0 {
 		_ = s.q.Enqueue(ctx, pl, ep)
 	}
-	if err := pl.send(ctx); err != nil {
+	var started []dbsqlc.StartedTasksRow
+	var err error
+	if len(cands) > 0 {
+		started, err = s.q.StartedTasks(ctx, pl, candRuns, candNames)
+	} else {
+		err = pl.send(ctx)
+	}
+	if err != nil {
 		var pgErr *pgconn.PgError
 		switch {
 		case errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "dagen_runs_pkey":
@@ -117,8 +144,20 @@ func (s *Store) createRuns(ctx context.Context, runs []store.NewRun, p store.Cla
 		return nil, fmt.Errorf("create %d runs: %w", len(runs), err)
 	}
 	s.noteQueued(ctx, len(tp.Names))
+	var claimed []store.ClaimedTask
+	for _, c := range cands {
+		for _, r := range started {
+			if dag.RunID(r.RunID.Bytes) == c.RunID && r.Name == c.Step {
+				claimed = append(claimed, c)
+				break
+			}
+		}
+	}
 	return claimed, nil
 }
+
+// taskStarting marks, for InsertTasks, a root that StartRuns may start.
+const taskStarting store.TaskStatus = "STARTING"
 
 // keyValue returns the value in a unique violation's detail, "Key
 // (id)=(value) already exists.", or the detail itself.

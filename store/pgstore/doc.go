@@ -12,8 +12,9 @@
 // lookup whatever the batch size. Its statements are pipelined: BEGIN goes
 // with the run locks and the task reads, the writes with COMMIT, so a batch
 // of leaf tasks takes two round trips. [Store.CreateRuns] is a single round
-// trip, and so are [Store.StartRuns], which writes the roots it claims as
-// RUNNING with their leases instead of enqueuing them, and [Store.ReadRun].
+// trip, and so are [Store.StartRuns], which writes the roots the fair
+// queue would hand out next as RUNNING with their leases instead of
+// enqueuing them, and [Store.ReadRun].
 //
 // The event log is dagen_events plus the events a task row keeps: the
 // QUEUED, STARTED and COMPLETED events of its current round are stamped on

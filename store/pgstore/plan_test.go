@@ -187,6 +187,14 @@ func TestBatchesFindRowsByKey(t *testing.T) {
 	require.NoError(t, s.CreateRuns(ctx, runs[1:]))
 	_, err := pool.Exec(ctx, "ANALYZE dagen_runs, dagen_tasks, dagen_tenant_groups")
 	require.NoError(t, err)
+	// A start of many runs, half of their roots started.
+	var starts []store.NewRun
+	for i := range 200 {
+		starts = append(starts, newRun("single", fmt.Sprintf("s%d", i), step("a")))
+	}
+	started, err := s.StartRuns(ctx, starts, store.ClaimParams{Worker: "w", Limit: 100, Lease: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, started, 100)
 	drain(t, s, 5000+100*4, 500)
 
 	log.mu.Lock()
@@ -217,7 +225,7 @@ func TestBatchesFindRowsByKey(t *testing.T) {
 	}
 	slices.Sort(scans)
 	require.Empty(t, slices.Compact(scans))
-	for _, name := range []string{"EnsureTenants", "Enqueue", "ClaimTasks", "LockRuns", "GetTasks", "UpdateTasks", "UpdateRuns", "DecrementChildren"} {
+	for _, name := range []string{"EnsureTenants", "InsertTasks", "Enqueue", "StartedTasks", "ClaimTasks", "LockRuns", "GetTasks", "UpdateTasks", "UpdateRuns", "DecrementChildren"} {
 		require.True(t, seen[name], "no %s statement ran", name)
 	}
 }
@@ -339,7 +347,7 @@ func TestTriggersKeepOnePlan(t *testing.T) {
 		require.NoError(t, s.CreateRuns(ctx, []store.NewRun{newRun("w", fmt.Sprintf("t%d", i%3), step("a"), step("b", "a"))}))
 		drain(t, s, 2, 1) // a, which enqueues b, then b
 	}
-	enqueues := map[string]int64{"EnsureTenants": triggers, "Enqueue": 2 * triggers, "DecrementChildren": triggers}
+	enqueues := map[string]int64{"InsertTasks": triggers, "EnsureTenants": triggers, "Enqueue": 2 * triggers, "DecrementChildren": triggers}
 	plans := map[string][2]int64{}
 	rows, err := pool.Query(ctx, `SELECT split_part(statement, ' ', 3), generic_plans, custom_plans
 		FROM pg_prepared_statements WHERE statement LIKE '-- name: %'`)
@@ -351,7 +359,7 @@ func TestTriggersKeepOnePlan(t *testing.T) {
 		plans[name] = [2]int64{generic, custom}
 	}
 	require.NoError(t, rows.Err())
-	for _, name := range []string{"EnsureTenants", "Enqueue", "DecrementChildren"} {
+	for _, name := range []string{"InsertTasks", "EnsureTenants", "Enqueue", "DecrementChildren"} {
 		p, ok := plans[name]
 		require.True(t, ok, "%s was not prepared: %v", name, plans)
 		// Postgres plans the first five runs for their arguments, then

@@ -238,9 +238,10 @@ func testReadRun(f *fixture) {
 	require.ErrorIs(t, err, store.ErrRunNotFound)
 }
 
-// testStartRuns checks store.Starter: the roots it claims are RUNNING for
-// the worker, with the events and the lease a claim from the queue gives
-// them; the others are enqueued; and a failed start creates nothing.
+// testStartRuns checks store.Starter: it claims the first root of each
+// tenant that has nothing queued past the head block, RUNNING for the
+// worker with the events and the lease a claim from the queue gives; it
+// enqueues the others; and a failed start creates nothing.
 func testStartRuns(f *fixture) {
 	t := f.t
 	st, ok := f.st.(store.Starter)
@@ -254,27 +255,30 @@ func testStartRuns(f *fixture) {
 		return claimed
 	}
 	r1 := newRun("wf", "t1", task("a"), task("b", "a"), task("c"))
-	other := newRun("other", "t1", task("x")) // not a workflow the worker claims
+	other := newRun("other", "t3", task("x")) // not a workflow the worker claims
 	r3 := newRun("wf", "t2", task("y"))
-	claimed := start(2, r1, other, r3)
+	r4 := newRun("wf", "t4", task("z")) // past the limit of two tenants
+	claimed := start(2, r1, other, r3, r4)
 	require.Equal(t, []store.ClaimedTask{
 		{RunID: r1.ID, Workflow: "wf", Tenant: "t1", Step: "a", Kind: store.KindStep, Attempt: 1, Input: r1.Input},
-		{RunID: r1.ID, Workflow: "wf", Tenant: "t1", Step: "c", Kind: store.KindStep, Attempt: 1, Input: r1.Input},
-	}, claimed, "roots in run order, then task order, up to the limit")
+		{RunID: r3.ID, Workflow: "wf", Tenant: "t2", Step: "y", Kind: store.KindStep, Attempt: 1, Input: r3.Input},
+	}, claimed, "each tenant's first root, in run order, up to the limit")
 	tasks := f.tasks(r1.ID)
-	for _, name := range []string{"a", "c"} {
-		require.Equal(t, store.TaskRunning, tasks[name].Status, name)
-		require.Equal(t, 1, tasks[name].Attempt, name)
-	}
+	require.Equal(t, store.TaskRunning, tasks["a"].Status)
+	require.Equal(t, 1, tasks["a"].Attempt)
+	require.Equal(t, store.TaskQueued, tasks["c"].Status, "one root a tenant: the fair queue has the next")
 	require.Equal(t, store.TaskPending, tasks["b"].Status)
 	require.Equal(t, store.TaskQueued, f.status(other.ID, "x"), "another workflow's root is enqueued")
-	require.Equal(t, store.TaskQueued, f.status(r3.ID, "y"), "a root past the limit is enqueued")
+	require.Equal(t, store.TaskQueued, f.status(r4.ID, "z"), "a tenant past the limit is enqueued")
+	require.Equal(t, store.TaskRunning, f.status(r3.ID, "y"))
 	require.Equal(t, store.RunRunning, f.run(r1.ID).Status)
 
 	// The queue holds only the roots that were not claimed.
 	rest := f.claim(10)
-	require.ElementsMatch(t, []string{"x", "y"}, steps(rest))
-	f.complete(done(rest[0], `0`), done(rest[1], `0`))
+	require.ElementsMatch(t, []string{"c", "x", "z"}, steps(rest))
+	for _, ct := range rest {
+		f.complete(done(ct, `0`))
+	}
 
 	// The started roots complete like claimed ones and resolve their children.
 	f.complete(done(claimed[0], `1`))
@@ -295,15 +299,38 @@ func testStartRuns(f *fixture) {
 		got = append(got, ev{e.Step, e.Type, e.Attempt})
 	}
 	require.Equal(t, []ev{
-		{"a", store.EventQueued, 0}, {"a", store.EventStarted, 1},
-		{"c", store.EventQueued, 0}, {"c", store.EventStarted, 1},
-		{"a", store.EventCompleted, 1}, {"b", store.EventQueued, 0}, {"c", store.EventCompleted, 1},
+		{"a", store.EventQueued, 0}, {"a", store.EventStarted, 1}, {"c", store.EventQueued, 0},
+		{"c", store.EventStarted, 1}, {"c", store.EventCompleted, 1},
+		{"a", store.EventCompleted, 1}, {"b", store.EventQueued, 0},
 		{"b", store.EventStarted, 1}, {"b", store.EventCompleted, 1},
 	}, got)
 
+	// A tenant with a backlog starts nothing: its new root queues behind
+	// the backlog, and a tenant without one still starts.
+	var backlog []store.NewRun
+	for range 3 {
+		backlog = append(backlog, newRun("wf", "busy", task("q")))
+	}
+	f.create(backlog...)
+	late := newRun("wf", "busy", task("q"))
+	fresh := newRun("wf", "idle", task("i"))
+	claimed = start(5, late, fresh)
+	require.Len(t, claimed, 1)
+	require.Equal(t, fresh.ID, claimed[0].RunID)
+	require.Equal(t, store.TaskQueued, f.status(late.ID, "q"))
+	f.complete(done(claimed[0], `0`))
+	var order []dag.RunID
+	for _, ct := range f.claim(10) {
+		order = append(order, ct.RunID)
+		f.complete(done(ct, `0`))
+	}
+	require.Equal(t, []dag.RunID{backlog[0].ID, backlog[1].ID, backlog[2].ID, late.ID}, order, "behind its backlog")
+
+	// Once its queue is drained, the tenant starts again.
+	again := newRun("wf", "busy", task("q"))
+	require.Len(t, start(1, again), 1)
+
 	// A started root holds a lease: once it ends, the task is rescued.
-	lost := newRun("wf", "t1", task("l"))
-	require.Len(t, start(1, lost), 1)
 	n, err := f.st.RescueExpired(f.ctx, 10)
 	require.NoError(t, err)
 	require.Equal(t, 0, n, "lease still held")
@@ -311,20 +338,20 @@ func testStartRuns(f *fixture) {
 	n, err = f.st.RescueExpired(f.ctx, 10)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
-	again := f.claimOne()
-	require.Equal(t, lost.ID, again.RunID)
-	require.Equal(t, 2, again.Attempt)
+	rescued := f.claimOne()
+	require.Equal(t, again.ID, rescued.RunID)
+	require.Equal(t, 2, rescued.Attempt)
 
 	// Limit 0 starts nothing: StartRuns is CreateRuns.
-	queued := newRun("wf", "t1", task("q"))
+	queued := newRun("wf", "t9", task("q"))
 	require.Empty(t, start(0, queued))
 	require.Equal(t, store.TaskQueued, f.status(queued.ID, "q"))
 
 	// A run that exists already fails the whole start: nothing is created
 	// or claimed.
-	fresh := newRun("wf", "t1", task("f"))
-	_, err = st.StartRuns(f.ctx, []store.NewRun{fresh, r1}, store.ClaimParams{Worker: "w1", Limit: 5, Lease: time.Minute})
+	fresh2 := newRun("wf", "t8", task("f"))
+	_, err = st.StartRuns(f.ctx, []store.NewRun{fresh2, r1}, store.ClaimParams{Worker: "w1", Limit: 5, Lease: time.Minute})
 	require.ErrorIs(t, err, store.ErrRunExists)
-	_, err = f.st.GetRun(f.ctx, fresh.ID)
+	_, err = f.st.GetRun(f.ctx, fresh2.ID)
 	require.ErrorIs(t, err, store.ErrRunNotFound)
 }

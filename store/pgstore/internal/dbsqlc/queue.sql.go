@@ -168,8 +168,14 @@ WITH input AS (
                unnest((SELECT $2::text[])) AS task,
                unnest((SELECT $3::text[])) AS workflow,
                unnest((SELECT $4::text[])) AS tenant,
+               unnest((SELECT $5::boolean[])) AS if_queued,
                generate_series(1, cardinality((SELECT $1::uuid[]))) AS ord
     ) AS x
+    -- A scalar subquery, one lookup a flagged task: as EXISTS, the planner
+    -- hashed the whole tasks table instead.
+    WHERE NOT x.if_queued OR (
+        SELECT t.status FROM dagen_tasks t WHERE t.run_id = x.run_id AND t.name = x.task LIMIT 1
+    ) = 'QUEUED'
 ),
 counts AS (
     SELECT input.tenant, count(*) AS k FROM input GROUP BY input.tenant
@@ -216,6 +222,7 @@ type EnqueueParams struct {
 	Tasks     []string
 	Workflows []string
 	Tenants   []string
+	IfQueued  []bool
 }
 
 // Puts tasks in the fair ready queue. Each tenant's k tasks get the
@@ -223,6 +230,9 @@ type EnqueueParams struct {
 // and its pointer moves past them. Tenant rows are locked in tenant order.
 // When rows went in, listeners of the schema's channel are notified (on
 // commit): a hint for idle workers, never the truth.
+//
+// A task flagged in @if_queued is enqueued only if it is QUEUED: StartRuns
+// flags the tasks InsertTasks may have started instead.
 //
 // As in EnsureTenants, tenants are found by key whatever the estimates,
 // and the lists are read through subqueries so that Postgres keeps one
@@ -233,6 +243,7 @@ func (q *Queries) Enqueue(ctx context.Context, db DBTX, arg EnqueueParams) error
 		arg.Tasks,
 		arg.Workflows,
 		arg.Tenants,
+		arg.IfQueued,
 	)
 	return err
 }

@@ -242,24 +242,33 @@ inserted AS (
     INSERT INTO dagen_tasks (run_id, name, seq, kind, parents, children, pending_parents, status, max_attempts,
                              attempt, worker, queued_event, queued_at, started_event, started_at)
     SELECT t.run_id, t.name, t.seq, t.kind, t.parents::text[], t.children::text[],
-           t.pending_parents, t.status, t.max_attempts,
-           CASE WHEN t.status = 'RUNNING' THEN 1 ELSE 0 END,
-           CASE WHEN t.status = 'RUNNING' THEN $1::text ELSE '' END,
+           t.pending_parents, t.state, t.max_attempts,
+           CASE WHEN t.state = 'RUNNING' THEN 1 ELSE 0 END,
+           CASE WHEN t.state = 'RUNNING' THEN $1::text ELSE '' END,
            -- Target entries are evaluated in order: QUEUED's id comes first.
-           CASE WHEN t.status IN ('QUEUED', 'RUNNING') THEN nextval('dagen_event_seq') END,
-           CASE WHEN t.status IN ('QUEUED', 'RUNNING') THEN clock.now END,
-           CASE WHEN t.status = 'RUNNING' THEN nextval('dagen_event_seq') END,
-           CASE WHEN t.status = 'RUNNING' THEN clock.now END
+           CASE WHEN t.state IN ('QUEUED', 'RUNNING') THEN nextval('dagen_event_seq') END,
+           CASE WHEN t.state IN ('QUEUED', 'RUNNING') THEN clock.now END,
+           CASE WHEN t.state = 'RUNNING' THEN nextval('dagen_event_seq') END,
+           CASE WHEN t.state = 'RUNNING' THEN clock.now END
     FROM (
-        SELECT unnest($4::uuid[]) AS run_id,
-               unnest($5::text[]) AS name,
-               unnest($6::integer[]) AS seq,
-               unnest($7::text[]) AS kind,
-               unnest($8::text[]) AS parents,
-               unnest($9::text[]) AS children,
-               unnest($10::integer[]) AS pending_parents,
-               unnest($11::text[]) AS status,
-               unnest($12::integer[]) AS max_attempts
+        SELECT x.run_id, x.name, x.seq, x.kind, x.parents, x.children, x.pending_parents, x.status, x.max_attempts, x.tenant,
+               CASE WHEN x.status <> 'STARTING' THEN x.status
+                    WHEN coalesce((SELECT g.block_ptr FROM dagen_tenant_groups g WHERE g.tenant = x.tenant), 0)
+                         <= (SELECT f.block FROM dagen_queue_frontier f) + 1 THEN 'RUNNING'
+                    ELSE 'QUEUED'
+               END AS state
+        FROM (
+            SELECT unnest((SELECT $4::uuid[])) AS run_id,
+                   unnest((SELECT $5::text[])) AS name,
+                   unnest((SELECT $6::integer[])) AS seq,
+                   unnest((SELECT $7::text[])) AS kind,
+                   unnest((SELECT $8::text[])) AS parents,
+                   unnest((SELECT $9::text[])) AS children,
+                   unnest((SELECT $10::integer[])) AS pending_parents,
+                   unnest((SELECT $11::text[])) AS status,
+                   unnest((SELECT $12::integer[])) AS max_attempts,
+                   unnest((SELECT $13::text[])) AS tenant
+        ) AS x
     ) AS t, clock
     RETURNING dagen_tasks.run_id, dagen_tasks.name, dagen_tasks.started_event
 )
@@ -283,13 +292,22 @@ type InsertTasksParams struct {
 	PendingParents []int32
 	Statuses       []string
 	MaxAttempts    []int32
+	Tenants        []string
 }
 
 // parents and children are Postgres array literals, one per task, because
 // unnest cannot take an array of arrays of different lengths. A task that
-// starts QUEUED keeps its QUEUED event in its row. A task that starts
-// RUNNING was claimed as it was created (StartRuns): it is at attempt 1 for
-// @worker, keeps its QUEUED and then its STARTED event, and gets its lease.
+// starts QUEUED keeps its QUEUED event in its row.
+//
+// A task given as STARTING (StartRuns) starts RUNNING when its tenant has
+// nothing in the ready queue past the head block (its block pointer is at
+// most one past the frontier), as the fair queue would hand it out next;
+// otherwise it starts QUEUED, and Enqueue, told to check, queues it. A
+// started task is at attempt 1 for @worker, keeps its QUEUED and then its
+// STARTED event, and gets its lease.
+//
+// The lists are read through subqueries, so that Postgres keeps one plan
+// (as for GetTasks).
 func (q *Queries) InsertTasks(ctx context.Context, db DBTX, arg InsertTasksParams) error {
 	_, err := db.Exec(ctx, insertTasks,
 		arg.Worker,
@@ -304,6 +322,7 @@ func (q *Queries) InsertTasks(ctx context.Context, db DBTX, arg InsertTasksParam
 		arg.PendingParents,
 		arg.Statuses,
 		arg.MaxAttempts,
+		arg.Tenants,
 	)
 	return err
 }
@@ -443,6 +462,42 @@ func (q *Queries) RescueCandidates(ctx context.Context, db DBTX, now pgtype.Time
 			&i.LeaseUntil,
 			&i.AliveUntil,
 		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const startedTasks = `-- name: StartedTasks :many
+SELECT k.run_id::uuid AS run_id, k.name::text AS name
+FROM (SELECT unnest((SELECT $1::uuid[])) AS run_id, unnest((SELECT $2::text[])) AS name) AS k
+CROSS JOIN LATERAL (
+    SELECT t.status FROM dagen_tasks t WHERE t.run_id = k.run_id AND t.name = k.name LIMIT 1
+) AS t
+WHERE t.status = 'RUNNING'
+`
+
+type StartedTasksRow struct {
+	RunID pgtype.UUID
+	Name  string
+}
+
+// The tasks among the keys that are RUNNING: after InsertTasks in the same
+// transaction, the ones it started. One lookup a key, as in GetTasks.
+func (q *Queries) StartedTasks(ctx context.Context, db DBTX, runIds []pgtype.UUID, names []string) ([]StartedTasksRow, error) {
+	rows, err := db.Query(ctx, startedTasks, runIds, names)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []StartedTasksRow
+	for rows.Next() {
+		var i StartedTasksRow
+		if err := rows.Scan(&i.RunID, &i.Name); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
