@@ -114,8 +114,8 @@ func (s *Store) StartRuns(ctx context.Context, runs []store.NewRun, p store.Clai
 	return s.createRuns(ctx, runs, p)
 }
 
-// createRuns creates runs, claims up to p.Limit of their roots for
-// p.Worker and enqueues the others.
+// createRuns creates runs, starts for p.Worker the roots store.Starter
+// says, up to p.Limit, and enqueues the others.
 func (s *Store) createRuns(ctx context.Context, runs []store.NewRun, p store.ClaimParams) ([]store.ClaimedTask, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err

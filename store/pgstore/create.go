@@ -144,13 +144,14 @@ func (s *Store) createRuns(ctx context.Context, runs []store.NewRun, p store.Cla
 		return nil, fmt.Errorf("create %d runs: %w", len(runs), err)
 	}
 	s.noteQueued(ctx, len(tp.Names))
+	isStarted := make(map[taskKey]bool, len(started))
+	for _, r := range started {
+		isStarted[taskKey{dag.RunID(r.RunID.Bytes), r.Name}] = true
+	}
 	var claimed []store.ClaimedTask
 	for _, c := range cands {
-		for _, r := range started {
-			if dag.RunID(r.RunID.Bytes) == c.RunID && r.Name == c.Step {
-				claimed = append(claimed, c)
-				break
-			}
+		if isStarted[taskKey{c.RunID, c.Step}] {
+			claimed = append(claimed, c)
 		}
 	}
 	return claimed, nil
