@@ -25,11 +25,11 @@ type starterSpy struct {
 	// loseAnswer makes StartRuns fail after its transaction committed, as
 	// when the caller's context ends while the answer is on its way.
 	loseAnswer bool
-	lastRun    dag.RunID // the first run of the last StartRuns
+	lastRun    atomic.Value // dag.RunID: the first run of the last StartRuns
 }
 
 func (s *starterSpy) StartRuns(ctx context.Context, runs []store.NewRun, p store.ClaimParams) ([]store.ClaimedTask, error) {
-	s.lastRun = runs[0].ID
+	s.lastRun.Store(runs[0].ID)
 	tasks, err := s.Store.(store.Starter).StartRuns(ctx, runs, p)
 	if err == nil && s.loseAnswer {
 		return nil, errors.New("connection reset: answer lost")
@@ -169,7 +169,7 @@ func testEagerStartRecoversALostAnswer(t *testing.T, open func() store.Store) {
 	_, err := e.Trigger(ctx, "echo", "t", 7)
 	require.ErrorContains(t, err, "answer lost")
 
-	res, err := e.Wait(ctx, st.lastRun)
+	res, err := e.Wait(ctx, st.lastRun.Load().(dag.RunID))
 	require.NoError(t, err, "the started step ran and its result was stored")
 	require.Equal(t, "7", output(t, res, "only"))
 	require.Zero(t, st.claimed.Load(), "it was never queued")
@@ -219,4 +219,72 @@ func assertNoError(t *testing.T, err error) bool {
 		return false
 	}
 	return true
+}
+
+func TestEagerStartAcrossWorkersRunsEachStepOnce(t *testing.T) {
+	eachStore(t, testEagerStartAcrossWorkersRunsEachStepOnce)
+}
+
+// testEagerStartAcrossWorkersRunsEachStepOnce has four workers trigger runs
+// from many goroutines at once, over a few tenants, while all of them work
+// the queue: a root is started by the worker that creates it or claimed
+// from the queue, never both, and every step runs exactly once.
+func testEagerStartAcrossWorkersRunsEachStepOnce(t *testing.T, open func() store.Store) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	ran := map[string]int{} // run/step -> executions
+	count := func(ctx context.Context, in int, _ []string) (string, error) {
+		info, _ := dag.Info(ctx)
+		mu.Lock()
+		ran[info.RunID.String()+"/"+info.Step]++
+		mu.Unlock()
+		return fmt.Sprint(in), nil
+	}
+	def := &engine.Definition{Name: "twice", Steps: []engine.Step{
+		{Name: "a", Run: fn(count)},
+		{Name: "b", Run: fn(count)}, // a second root: queued, one root a tenant starts
+		{Name: "c", Parents: req("a", "b"), Run: fn(count)},
+	}}
+	spies := make([]*starterSpy, 4)
+	workers := make([]*engine.Engine, 4)
+	for i := range workers {
+		spies[i] = &starterSpy{spyStore: spy(open())}
+		workers[i] = worker(t, spies[i], fmt.Sprintf("w%d", i), def)
+	}
+	var ids sync.Map
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			e := workers[g%len(workers)]
+			for i := range 25 {
+				id, err := e.Trigger(ctx, "twice", fmt.Sprintf("t%d", (g+i)%3), g*100+i)
+				if !assertNoError(t, err) {
+					return
+				}
+				ids.Store(id, true)
+			}
+		})
+	}
+	wg.Wait()
+	n := 0
+	ids.Range(func(k, _ any) bool {
+		res, err := workers[0].Wait(ctx, k.(dag.RunID))
+		require.NoError(t, err)
+		require.Equal(t, store.RunCompleted, res.Status)
+		n++
+		return true
+	})
+	require.Equal(t, 200, n)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, ran, 600)
+	for k, times := range ran {
+		require.Equal(t, 1, times, "%s ran %d times", k, times)
+	}
+	var started int64
+	for _, s := range spies {
+		started += s.started.Load()
+	}
+	require.Positive(t, started, "some roots started where they were triggered")
 }
