@@ -29,7 +29,8 @@ type loop struct {
 	notify   <-chan struct{}         // the store's notifications, or nil
 	work     chan *store.ClaimedTask
 	results  [numCompleters]chan store.TaskResult // by run: see completerOf
-	// executing counts claimed tasks whose step has not finished; pending
+	// executing counts claimed tasks whose step has not finished, and the
+	// slots taken for a claim or a start under way (see take); pending
 	// counts finished steps whose result is not stored yet.
 	executing atomic.Int64
 	pending   atomic.Int64
