@@ -164,11 +164,12 @@ func scannedTables(node map[string]any) []string {
 	return out
 }
 
-// TestBatchesFindRowsByKey checks that the creations, claims and
-// completions of large batches find their tasks, runs and tenants by key. While the tables are small
-// next to a batch, the planner prefers to hash the whole table over one
-// index lookup a row: with 20,000 tasks, each batch of 500 completions
-// read all of them three times (25 ms a statement in the benchmark).
+// TestBatchesFindRowsByKey checks that the creations, starts, claims and
+// completions of large batches find their tasks, runs and tenants by key.
+// While the tables are small next to a batch, the planner prefers to hash
+// the whole table over one index lookup a row: with 20,000 tasks, each
+// batch of 500 completions read all of them three times (25 ms a statement
+// in the benchmark).
 func TestBatchesFindRowsByKey(t *testing.T) {
 	ctx := context.Background()
 	pool, log := tracedPool(t)
@@ -330,13 +331,12 @@ func TestReadRunRoundTrips(t *testing.T) {
 
 // TestTriggersKeepOnePlan checks that a connection creating runs one at a
 // time, and completing tasks that enqueue their children, keeps one plan
-// for the statements that add tenants, count children down and enqueue,
-// rather than planning
-// them at every trigger and completion: their array arguments used to make
-// each plan for a few rows cost less than the generic plan, and planning
-// took a third of a trigger's time. A completion's Enqueue must also come
-// before PlanEachExecution, which has the statements after it planned at
-// each execution.
+// for the statements that write tasks, add tenants, count children down
+// and enqueue, rather than planning them at every trigger and completion:
+// their array arguments used to make each plan for a few rows cost less
+// than the generic plan, and planning took a third of a trigger's time. A
+// completion's Enqueue must also come before PlanEachExecution, which has
+// the statements after it planned at each execution.
 func TestTriggersKeepOnePlan(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.Pool(t, pgtest.Schema(t), 1) // one connection: one set of prepared statements
@@ -347,7 +347,7 @@ func TestTriggersKeepOnePlan(t *testing.T) {
 		require.NoError(t, s.CreateRuns(ctx, []store.NewRun{newRun("w", fmt.Sprintf("t%d", i%3), step("a"), step("b", "a"))}))
 		drain(t, s, 2, 1) // a, which enqueues b, then b
 	}
-	enqueues := map[string]int64{"InsertTasks": triggers, "EnsureTenants": triggers, "Enqueue": 2 * triggers, "DecrementChildren": triggers}
+	executions := map[string]int64{"InsertTasks": triggers, "EnsureTenants": triggers, "Enqueue": 2 * triggers, "DecrementChildren": triggers}
 	plans := map[string][2]int64{}
 	rows, err := pool.Query(ctx, `SELECT split_part(statement, ' ', 3), generic_plans, custom_plans
 		FROM pg_prepared_statements WHERE statement LIKE '-- name: %'`)
@@ -365,6 +365,6 @@ func TestTriggersKeepOnePlan(t *testing.T) {
 		// Postgres plans the first five runs for their arguments, then
 		// compares with the generic plan.
 		require.LessOrEqual(t, p[1], int64(5), "%s: %d generic plans, %d planned for their arguments", name, p[0], p[1])
-		require.Equal(t, enqueues[name], p[0]+p[1], name)
+		require.Equal(t, executions[name], p[0]+p[1], name)
 	}
 }

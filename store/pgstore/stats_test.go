@@ -62,8 +62,6 @@ func TestStatisticsFollowQueueGrowth(t *testing.T) {
 	require.GreaterOrEqual(t, reltuples(), 4000.0, "5,000 children enqueued: the queue was analyzed again")
 }
 
-// reltuplesOf is the planner's row count of a table: -1 before it was
-// first analyzed.
 // TestStatisticsFollowTenantGrowth checks that the tenants' table is
 // analyzed as it grows while the tasks table and the queue barely do: a
 // plan for EnsureTenants or Enqueue made while it held a few tenants reads
@@ -86,6 +84,8 @@ func TestStatisticsFollowTenantGrowth(t *testing.T) {
 	require.GreaterOrEqual(t, reltuples(), 1000.0, "3,000 tenants more: analyzed again")
 }
 
+// reltuplesOf is the planner's row count of a table: -1 before it was
+// first analyzed.
 func reltuplesOf(t *testing.T, s *pgstore.Store, table string) float64 {
 	t.Helper()
 	var n float64
