@@ -88,18 +88,15 @@ func (s *Store) createRuns(ctx context.Context, runs []store.NewRun, p store.Cla
 				})
 				candRuns = append(candRuns, id)
 				candNames = append(candNames, t.Name)
+			default:
+				status = store.TaskQueued // InsertTasks keeps its QUEUED event
+			}
+			if status != store.TaskPending {
 				ep.RunIds = append(ep.RunIds, id)
 				ep.Tasks = append(ep.Tasks, t.Name)
 				ep.Workflows = append(ep.Workflows, nr.Workflow)
 				ep.Tenants = append(ep.Tenants, nr.Tenant)
-				ep.IfQueued = append(ep.IfQueued, true)
-			default:
-				status = store.TaskQueued
-				ep.RunIds = append(ep.RunIds, id)
-				ep.Tasks = append(ep.Tasks, t.Name)
-				ep.Workflows = append(ep.Workflows, nr.Workflow)
-				ep.Tenants = append(ep.Tenants, nr.Tenant) // InsertTasks keeps its QUEUED event
-				ep.IfQueued = append(ep.IfQueued, false)
+				ep.IfQueued = append(ep.IfQueued, status == taskStarting)
 			}
 			tp.RunIds = append(tp.RunIds, id)
 			tp.Names = append(tp.Names, t.Name)
