@@ -18,7 +18,7 @@ fmt-check:
 vet:
 	$(GO) vet ./...
 
-## sqlc: regenerate store/pgstore/internal/dbsqlc from queries/ and migrations/.
+## sqlc: regenerate runtime/store/pgstore/internal/dbsqlc from queries/ and migrations/.
 SQLC = $(GO) tool -modfile=tools/go.mod sqlc
 sqlc:
 	$(SQLC) generate -f sqlc.yaml

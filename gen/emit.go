@@ -11,13 +11,13 @@ import (
 
 	"github.com/dave/jennifer/jen"
 
-	"github.com/dagenhq/dagen/dag"
-	"github.com/dagenhq/dagen/engine"
 	"github.com/dagenhq/dagen/internal/analysis"
+	"github.com/dagenhq/dagen/runtime/dag"
+	"github.com/dagenhq/dagen/runtime/engine"
 )
 
 const (
-	enginePath = "github.com/dagenhq/dagen/engine"
+	enginePath = "github.com/dagenhq/dagen/runtime/engine"
 	dagPath    = analysis.DagPkgPath
 )
 

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/dagenhq/dagen/internal/pgtest"
-	"github.com/dagenhq/dagen/store"
+	"github.com/dagenhq/dagen/runtime/store"
 )
 
 // TestWorkloads runs every workload at a small scale on a schema of its

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dagenhq/dagen/dag"
-	"github.com/dagenhq/dagen/engine"
+	"github.com/dagenhq/dagen/runtime/dag"
+	"github.com/dagenhq/dagen/runtime/engine"
 )
 
 // OrderFingerprint is the shape of workflow "Order" (its steps and edges) as generated:

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dagenhq/dagen/engine"
 	"github.com/dagenhq/dagen/examples/order"
-	"github.com/dagenhq/dagen/store/memstore"
+	"github.com/dagenhq/dagen/runtime/engine"
+	"github.com/dagenhq/dagen/runtime/store/memstore"
 )
 
 // The generated handle runs the workflow with typed input and output.

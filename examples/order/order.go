@@ -8,7 +8,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/dagenhq/dagen/dag"
+	"github.com/dagenhq/dagen/runtime/dag"
 )
 
 // DefaultFraudHold is how long a charged order waits before it ships.

@@ -7,7 +7,7 @@ import (
 
 // DagPkgPath is the import path of the package holding dag.Maybe and
 // dag.Failure.
-const DagPkgPath = "github.com/dagenhq/dagen/dag"
+const DagPkgPath = "github.com/dagenhq/dagen/runtime/dag"
 
 // isNamed reports whether t is the named type path.name.
 func isNamed(t types.Type, path, name string) bool {

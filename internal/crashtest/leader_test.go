@@ -7,10 +7,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/dagenhq/dagen/engine"
 	"github.com/dagenhq/dagen/internal/crashtest/flow"
 	"github.com/dagenhq/dagen/internal/pgtest"
-	"github.com/dagenhq/dagen/store/pgstore"
+	"github.com/dagenhq/dagen/runtime/engine"
+	"github.com/dagenhq/dagen/runtime/store/pgstore"
 )
 
 // TestLeaderFailover kills the connection that holds the leader lock:

@@ -9,11 +9,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dagenhq/dagen/dag"
-	"github.com/dagenhq/dagen/engine"
 	"github.com/dagenhq/dagen/internal/crashtest/flow"
-	"github.com/dagenhq/dagen/store"
-	"github.com/dagenhq/dagen/store/pgstore"
+	"github.com/dagenhq/dagen/runtime/dag"
+	"github.com/dagenhq/dagen/runtime/engine"
+	"github.com/dagenhq/dagen/runtime/store"
+	"github.com/dagenhq/dagen/runtime/store/pgstore"
 )
 
 // TestPostgresRestartMidRun restarts the database under two working worker

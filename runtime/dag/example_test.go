@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/dagenhq/dagen/dag"
+	"github.com/dagenhq/dagen/runtime/dag"
 )
 
 func ExampleMaybe() {

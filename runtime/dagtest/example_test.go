@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/dagenhq/dagen/dagtest"
-	"github.com/dagenhq/dagen/engine"
 	"github.com/dagenhq/dagen/examples/order"
+	"github.com/dagenhq/dagen/runtime/dagtest"
+	"github.com/dagenhq/dagen/runtime/engine"
 )
 
 // fatal stands in for the *testing.T that a test passes to dagtest.New:

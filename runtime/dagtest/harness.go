@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/dagenhq/dagen/engine"
-	"github.com/dagenhq/dagen/store/memstore"
+	"github.com/dagenhq/dagen/runtime/engine"
+	"github.com/dagenhq/dagen/runtime/store/memstore"
 )
 
 // maxRounds bounds RunUntilIdle so a workflow that never settles (a step

@@ -7,9 +7,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/dagenhq/dagen/dagtest"
-	"github.com/dagenhq/dagen/engine"
-	"github.com/dagenhq/dagen/store"
+	"github.com/dagenhq/dagen/runtime/dagtest"
+	"github.com/dagenhq/dagen/runtime/engine"
+	"github.com/dagenhq/dagen/runtime/store"
 )
 
 func napDefinition() *engine.Definition {

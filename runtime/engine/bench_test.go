@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dagenhq/dagen/engine"
 	"github.com/dagenhq/dagen/internal/pgtest"
-	"github.com/dagenhq/dagen/store"
-	"github.com/dagenhq/dagen/store/memstore"
-	"github.com/dagenhq/dagen/store/pgstore"
+	"github.com/dagenhq/dagen/runtime/engine"
+	"github.com/dagenhq/dagen/runtime/store"
+	"github.com/dagenhq/dagen/runtime/store/memstore"
+	"github.com/dagenhq/dagen/runtime/store/pgstore"
 )
 
 // BenchmarkEngineMemstore measures whole-engine throughput on the in-memory

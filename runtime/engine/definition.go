@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dagenhq/dagen/dag"
-	"github.com/dagenhq/dagen/store"
+	"github.com/dagenhq/dagen/runtime/dag"
+	"github.com/dagenhq/dagen/runtime/store"
 )
 
 // Definition is a workflow the engine can run: its steps, their edges and

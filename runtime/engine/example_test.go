@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dagenhq/dagen/engine"
-	"github.com/dagenhq/dagen/store/memstore"
+	"github.com/dagenhq/dagen/runtime/engine"
+	"github.com/dagenhq/dagen/runtime/store/memstore"
 )
 
 // A definition wired by hand, the way dagen's generated code wires it:

@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/dagenhq/dagen/dag"
-	"github.com/dagenhq/dagen/store"
+	"github.com/dagenhq/dagen/runtime/dag"
+	"github.com/dagenhq/dagen/runtime/store"
 )
 
 // StepInput is what a step's adapter gets: the encoded run input and the

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/dagenhq/dagen/store/memstore"
+	"github.com/dagenhq/dagen/runtime/store/memstore"
 )
 
 // TestRegisterLeavesNamesInUseAlone checks that Register does not change

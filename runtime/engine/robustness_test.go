@@ -10,11 +10,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/dagenhq/dagen/dag"
-	"github.com/dagenhq/dagen/dagtest"
-	"github.com/dagenhq/dagen/engine"
-	"github.com/dagenhq/dagen/store"
-	"github.com/dagenhq/dagen/store/memstore"
+	"github.com/dagenhq/dagen/runtime/dag"
+	"github.com/dagenhq/dagen/runtime/dagtest"
+	"github.com/dagenhq/dagen/runtime/engine"
+	"github.com/dagenhq/dagen/runtime/store"
+	"github.com/dagenhq/dagen/runtime/store/memstore"
 )
 
 func TestStaleAttemptIsRejected(t *testing.T) {

@@ -8,9 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/dagenhq/dagen/dag"
-	"github.com/dagenhq/dagen/engine"
-	"github.com/dagenhq/dagen/store"
+	"github.com/dagenhq/dagen/runtime/dag"
+	"github.com/dagenhq/dagen/runtime/engine"
+	"github.com/dagenhq/dagen/runtime/store"
 )
 
 // never and always are skip predicates.

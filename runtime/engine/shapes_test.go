@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/dagenhq/dagen/engine"
-	"github.com/dagenhq/dagen/store"
+	"github.com/dagenhq/dagen/runtime/engine"
+	"github.com/dagenhq/dagen/runtime/store"
 )
 
 // recorder records the order in which steps ran; its steps join their

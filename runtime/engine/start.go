@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/dagenhq/dagen/store"
+	"github.com/dagenhq/dagen/runtime/store"
 )
 
 // startRuns creates runs through a store.Starter when the engine is

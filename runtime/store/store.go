@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/dagenhq/dagen/dag"
+	"github.com/dagenhq/dagen/runtime/dag"
 )
 
 // BlockLength is the width of one block of the fair ready queue. A queue

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/dagenhq/dagen/dag"
+	"github.com/dagenhq/dagen/runtime/dag"
 )
 
 // ReleasedDetail is the detail of the RESCUED event of a task that

@@ -17,11 +17,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dagenhq/dagen/engine"
 	"github.com/dagenhq/dagen/examples/order"
-	"github.com/dagenhq/dagen/store"
-	"github.com/dagenhq/dagen/store/memstore"
-	"github.com/dagenhq/dagen/store/pgstore"
+	"github.com/dagenhq/dagen/runtime/engine"
+	"github.com/dagenhq/dagen/runtime/store"
+	"github.com/dagenhq/dagen/runtime/store/memstore"
+	"github.com/dagenhq/dagen/runtime/store/pgstore"
 )
 
 func main() {

@@ -2,7 +2,7 @@ package bad_predicate_param
 
 import (
 	"context"
-	"github.com/dagenhq/dagen/dag"
+	"github.com/dagenhq/dagen/runtime/dag"
 )
 
 //dag:workflow

@@ -2,7 +2,7 @@ package param_type
 
 import (
 	"context"
-	"github.com/dagenhq/dagen/dag"
+	"github.com/dagenhq/dagen/runtime/dag"
 )
 
 //dag:workflow

@@ -2,7 +2,7 @@ package unknown_key
 
 import (
 	"context"
-	"github.com/dagenhq/dagen/dag"
+	"github.com/dagenhq/dagen/runtime/dag"
 	"time"
 )
 

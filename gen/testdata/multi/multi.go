@@ -10,7 +10,7 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/dagenhq/dagen/dag"
+	"github.com/dagenhq/dagen/runtime/dag"
 )
 
 // engine is a package-level name that collides with the engine import.

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dagenhq/dagen/dagtest"
-	enginepkg "github.com/dagenhq/dagen/engine"
-	"github.com/dagenhq/dagen/store"
+	"github.com/dagenhq/dagen/runtime/dagtest"
+	enginepkg "github.com/dagenhq/dagen/runtime/engine"
+	"github.com/dagenhq/dagen/runtime/store"
 )
 
 func TestMulti(t *testing.T) {

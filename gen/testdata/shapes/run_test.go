@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dagenhq/dagen/dagtest"
-	"github.com/dagenhq/dagen/engine"
-	"github.com/dagenhq/dagen/store"
+	"github.com/dagenhq/dagen/runtime/dagtest"
+	"github.com/dagenhq/dagen/runtime/engine"
+	"github.com/dagenhq/dagen/runtime/store"
 )
 
 func TestShapes(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/dagenhq/dagen/dag"
+	"github.com/dagenhq/dagen/runtime/dag"
 )
 
 // Signup is the workflow input; the workflow is stored as "signup".

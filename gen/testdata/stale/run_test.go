@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/dagenhq/dagen/dagtest"
+	"github.com/dagenhq/dagen/runtime/dagtest"
 )
 
 func TestFresh(t *testing.T) {

@@ -2,7 +2,7 @@ package needless_maybe
 
 import (
 	"context"
-	"github.com/dagenhq/dagen/dag"
+	"github.com/dagenhq/dagen/runtime/dag"
 )
 
 //dag:workflow

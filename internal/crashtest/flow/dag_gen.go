@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dagenhq/dagen/dag"
-	"github.com/dagenhq/dagen/engine"
+	"github.com/dagenhq/dagen/runtime/dag"
+	"github.com/dagenhq/dagen/runtime/engine"
 )
 
 // JobFingerprint is the shape of workflow "crash" (its steps and edges) as generated:

@@ -11,7 +11,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/dagenhq/dagen/dag"
+	"github.com/dagenhq/dagen/runtime/dag"
 )
 
 // Job is the input of the Crash workflow.

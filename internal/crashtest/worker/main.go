@@ -16,10 +16,10 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/dagenhq/dagen/dag"
-	"github.com/dagenhq/dagen/engine"
 	"github.com/dagenhq/dagen/internal/crashtest/flow"
-	"github.com/dagenhq/dagen/store/pgstore"
+	"github.com/dagenhq/dagen/runtime/dag"
+	"github.com/dagenhq/dagen/runtime/engine"
+	"github.com/dagenhq/dagen/runtime/store/pgstore"
 )
 
 func main() {

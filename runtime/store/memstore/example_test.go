@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dagenhq/dagen/engine"
 	"github.com/dagenhq/dagen/examples/order"
-	"github.com/dagenhq/dagen/store"
-	"github.com/dagenhq/dagen/store/memstore"
+	"github.com/dagenhq/dagen/runtime/engine"
+	"github.com/dagenhq/dagen/runtime/store"
+	"github.com/dagenhq/dagen/runtime/store/memstore"
 )
 
 // An engine on the in-memory store needs nothing set up, and its runs last

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dagenhq/dagen/dag"
-	"github.com/dagenhq/dagen/store"
+	"github.com/dagenhq/dagen/runtime/dag"
+	"github.com/dagenhq/dagen/runtime/store"
 )
 
 // Config configures a Store. The zero value is ready to use.

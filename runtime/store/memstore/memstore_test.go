@@ -4,9 +4,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dagenhq/dagen/store"
-	"github.com/dagenhq/dagen/store/memstore"
-	"github.com/dagenhq/dagen/store/storetest"
+	"github.com/dagenhq/dagen/runtime/store"
+	"github.com/dagenhq/dagen/runtime/store/memstore"
+	"github.com/dagenhq/dagen/runtime/store/storetest"
 )
 
 func TestConformance(t *testing.T) {

@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/dagenhq/dagen/dag"
-	"github.com/dagenhq/dagen/store"
+	"github.com/dagenhq/dagen/runtime/dag"
+	"github.com/dagenhq/dagen/runtime/store"
 )
 
 // lock and unlock guard the store; unlock also wakes subscribers when the

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dagenhq/dagen/store"
+	"github.com/dagenhq/dagen/runtime/store"
 )
 
 // BenchmarkClaimComplete measures store throughput on Postgres: workers

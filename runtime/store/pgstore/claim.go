@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/dagenhq/dagen/dag"
-	"github.com/dagenhq/dagen/store"
-	"github.com/dagenhq/dagen/store/pgstore/internal/dbsqlc"
+	"github.com/dagenhq/dagen/runtime/dag"
+	"github.com/dagenhq/dagen/runtime/store"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
 )
 
 // ClaimTasks implements store.Store with a single statement (see

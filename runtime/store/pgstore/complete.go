@@ -7,8 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/dagenhq/dagen/dag"
-	"github.com/dagenhq/dagen/store"
+	"github.com/dagenhq/dagen/runtime/dag"
+	"github.com/dagenhq/dagen/runtime/store"
 )
 
 // CompleteTasks implements store.Store: one transaction per batch, with a

@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/dagenhq/dagen/internal/pgtest"
-	"github.com/dagenhq/dagen/store"
-	"github.com/dagenhq/dagen/store/pgstore"
-	"github.com/dagenhq/dagen/store/storetest"
+	"github.com/dagenhq/dagen/runtime/store"
+	"github.com/dagenhq/dagen/runtime/store/pgstore"
+	"github.com/dagenhq/dagen/runtime/store/storetest"
 )
 
 func TestConformance(t *testing.T) {

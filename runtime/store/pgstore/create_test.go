@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/dagenhq/dagen/store"
+	"github.com/dagenhq/dagen/runtime/store"
 )
 
 // TestCreateRunsErrors checks the errors of the one-round-trip create: an

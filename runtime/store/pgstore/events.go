@@ -7,9 +7,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/dagenhq/dagen/dag"
-	"github.com/dagenhq/dagen/store"
-	"github.com/dagenhq/dagen/store/pgstore/internal/dbsqlc"
+	"github.com/dagenhq/dagen/runtime/dag"
+	"github.com/dagenhq/dagen/runtime/store"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
 )
 
 // events collects event rows to insert with one statement.

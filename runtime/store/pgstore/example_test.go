@@ -8,9 +8,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/dagenhq/dagen/engine"
 	"github.com/dagenhq/dagen/examples/order"
-	"github.com/dagenhq/dagen/store/pgstore"
+	"github.com/dagenhq/dagen/runtime/engine"
+	"github.com/dagenhq/dagen/runtime/store/pgstore"
 )
 
 // Open connects, migrates the schema and returns a store that owns its

@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/dagenhq/dagen/migrations"
-	"github.com/dagenhq/dagen/store/pgstore/internal/dbsqlc"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
 )
 
 // ErrSchemaTooNew is returned by [Migrate] when the database schema is at a

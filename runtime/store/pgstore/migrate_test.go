@@ -11,7 +11,7 @@ import (
 
 	"github.com/dagenhq/dagen/internal/pgtest"
 	"github.com/dagenhq/dagen/migrations"
-	"github.com/dagenhq/dagen/store/pgstore"
+	"github.com/dagenhq/dagen/runtime/store/pgstore"
 )
 
 func TestMigrateIsIdempotent(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/dagenhq/dagen/store"
+	"github.com/dagenhq/dagen/runtime/store"
 )
 
 var _ store.Notifier = (*Store)(nil)

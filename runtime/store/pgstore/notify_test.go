@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/dagenhq/dagen/store"
+	"github.com/dagenhq/dagen/runtime/store"
 )
 
 // TestSubscribeSurvivesLostConnection kills the listening connection: the

@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/dagenhq/dagen/store"
-	"github.com/dagenhq/dagen/store/pgstore"
+	"github.com/dagenhq/dagen/runtime/store"
+	"github.com/dagenhq/dagen/runtime/store/pgstore"
 )
 
 // TestStatisticsFollowGrowth checks that the store analyzes its tables as

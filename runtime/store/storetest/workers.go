@@ -6,8 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/dagenhq/dagen/dag"
-	"github.com/dagenhq/dagen/store"
+	"github.com/dagenhq/dagen/runtime/dag"
+	"github.com/dagenhq/dagen/runtime/store"
 )
 
 // workersTests run against stores that implement store.Workers.

@@ -6,8 +6,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/dagenhq/dagen/dag"
-	"github.com/dagenhq/dagen/engine"
+	"github.com/dagenhq/dagen/runtime/dag"
+	"github.com/dagenhq/dagen/runtime/engine"
 )
 
 // GreetingFingerprint is the shape of workflow "Greeting" (its steps and edges) as generated:

@@ -8,8 +8,8 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/dagenhq/dagen/dag"
-	enginepkg "github.com/dagenhq/dagen/engine"
+	"github.com/dagenhq/dagen/runtime/dag"
+	enginepkg "github.com/dagenhq/dagen/runtime/engine"
 )
 
 // PingFingerprint is the shape of workflow "Ping" (its steps and edges) as generated:

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dagenhq/dagen/dag"
-	"github.com/dagenhq/dagen/engine"
+	"github.com/dagenhq/dagen/runtime/dag"
+	"github.com/dagenhq/dagen/runtime/engine"
 )
 
 // SignupFingerprint is the shape of workflow "signup" (its steps and edges) as generated:
