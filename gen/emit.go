@@ -311,10 +311,15 @@ func (g *emitter) workflow(w *analysis.Workflow) {
 
 // fingerprint computes what engine.Definition.Fingerprint will say about
 // the generated definition, from the same shape.
-func fingerprint(w *analysis.Workflow) string {
-	def := &engine.Definition{Name: w.Name}
+func fingerprint(w *analysis.Workflow) string { return Skeleton(w).Fingerprint() }
+
+// Skeleton returns the definition the generated code builds for w without
+// its funcs: names, kinds, edges and types, all that signatures and the
+// fingerprint are computed from ([engine.Definition.Signatures]).
+func Skeleton(w *analysis.Workflow) *engine.Definition {
+	def := &engine.Definition{Name: w.Name, InputType: typeID(w.Input)}
 	for _, s := range w.Steps {
-		step := engine.Step{Name: s.Name}
+		step := engine.Step{Name: s.Name, OutputType: typeID(s.Output)}
 		if s.Kind == analysis.KindSleep {
 			step.Kind = engine.KindSleep
 		}
@@ -326,7 +331,17 @@ func fingerprint(w *analysis.Workflow) string {
 	if w.OnFailure != "" {
 		def.OnFailure = func(context.Context, engine.StepInput, dag.Failure) error { return nil }
 	}
-	return def.Fingerprint()
+	return def
+}
+
+// typeID identifies a type in signatures: types.TypeString with full
+// package paths ("example.com/shop.Receipt", "[]example.com/shop.Item"),
+// or "" for no type.
+func typeID(t types.Type) string {
+	if t == nil {
+		return ""
+	}
+	return types.TypeString(t, func(p *types.Package) string { return p.Path() })
 }
 
 func (g *emitter) definition(w *analysis.Workflow) {
@@ -334,6 +349,7 @@ func (g *emitter) definition(w *analysis.Workflow) {
 	def := g.name("def")
 	var fields fieldList
 	fields.add("Name", jen.Lit(w.Name))
+	fields.add("InputType", jen.Lit(typeID(w.Input)))
 	fields.add("Steps", jen.Make(jen.Index().Qual(enginePath, "Step"), jen.Lit(0), jen.Lit(len(w.Steps))))
 	if w.OnFailure != "" {
 		fields.add("OnFailure", g.onFailure(w))
@@ -386,7 +402,7 @@ func (g *emitter) decodeParent(s *analysis.Step, i int, zero ...jen.Code) []jen.
 		fn = "ParentMaybe"
 	}
 	return []jen.Code{
-		jen.List(jen.Id(g.parentVar(i)), jen.Id(g.name("err"))).Op(":=").Qual(enginePath, fn).Types(g.typ(e.Parent.Output)).Call(jen.Id(g.name("in")), jen.Lit(i)),
+		jen.List(jen.Id(g.parentVar(i)), jen.Id(g.name("err"))).Op(":=").Qual(enginePath, fn).Types(g.typ(e.Parent.Output)).Call(jen.Id(g.name("in")), jen.Lit(e.Parent.Name)),
 		g.checkErr(zero...),
 	}
 }
@@ -397,6 +413,9 @@ func (g *emitter) step(w *analysis.Workflow, s *analysis.Step) jen.Code {
 	field("Name", jen.Lit(s.Name))
 	if s.Kind == analysis.KindSleep {
 		field("Kind", jen.Qual(enginePath, "KindSleep"))
+	}
+	if s.Output != nil {
+		field("OutputType", jen.Lit(typeID(s.Output)))
 	}
 	if len(s.Parents) > 0 {
 		field("Parents", jen.Index().Qual(enginePath, "Parent").ValuesFunc(func(grp *jen.Group) {

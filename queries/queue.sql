@@ -34,11 +34,11 @@ ON CONFLICT (tenant) DO NOTHING;
 -- and the lists are read through subqueries so that Postgres keeps one
 -- plan rather than planning each run (a quarter of a millisecond).
 WITH input AS (
-    SELECT x.run_id, x.task, x.workflow, x.tenant, x.ord
+    SELECT x.run_id, x.task, x.signature, x.tenant, x.ord
     FROM (
         SELECT unnest((SELECT @run_ids::uuid[])) AS run_id,
                unnest((SELECT @tasks::text[])) AS task,
-               unnest((SELECT @workflows::text[])) AS workflow,
+               unnest((SELECT @signatures::text[])) AS signature,
                unnest((SELECT @tenants::text[])) AS tenant,
                unnest((SELECT @if_queued::boolean[])) AS if_queued,
                generate_series(1, cardinality((SELECT @run_ids::uuid[]))) AS ord
@@ -74,9 +74,9 @@ bumped AS (
     RETURNING g.tenant, g.group_id, g.block_ptr - c.k AS first_block
 ),
 inserted AS (
-    INSERT INTO dagen_ready (id, run_id, task, workflow)
+    INSERT INTO dagen_ready (id, run_id, task, signature)
     SELECT b.group_id + 1048576 * (b.first_block + row_number() OVER (PARTITION BY i.tenant ORDER BY i.ord) - 1),
-           i.run_id, i.task, i.workflow
+           i.run_id, i.task, i.signature
     FROM input i
     JOIN bumped b ON b.tenant = i.tenant
     ON CONFLICT (run_id, task) DO NOTHING
@@ -90,7 +90,8 @@ FROM counted;
 
 -- name: ClaimTasks :many
 -- Claims ready tasks in one statement: takes the first rows of the queue in
--- id order (skipping rows other claims hold), deletes them, starts the tasks
+-- id order whose signatures the worker serves (skipping rows other claims
+-- hold, and leaving the others for workers that serve them), deletes them, starts the tasks
 -- with a new attempt, a lease and their STARTED event, moves the
 -- frontier, and returns what the steps need: input, parents' results in the
 -- task's parent order, and the run's failure for an onfailure task.
@@ -100,7 +101,7 @@ WITH clock AS (
 picked AS (
     SELECT q.id
     FROM dagen_ready q
-    WHERE cardinality(@workflows::text[]) = 0 OR q.workflow = ANY(@workflows::text[])
+    WHERE cardinality(@signatures::text[]) = 0 OR q.signature = ANY(@signatures::text[])
     ORDER BY q.id
     LIMIT @max
     FOR UPDATE SKIP LOCKED
@@ -121,7 +122,7 @@ claimed AS (
         started_at = clock.now
     FROM deleted d, clock
     WHERE t.run_id = d.run_id AND t.name = d.task AND t.status = 'QUEUED'
-    RETURNING d.id AS queue_id, t.run_id, t.name, t.kind, t.attempt, t.parents, t.started_event
+    RETURNING d.id AS queue_id, t.run_id, t.name, t.kind, t.attempt, t.parents, t.started_event, t.signature
 ),
 leased AS (
     INSERT INTO dagen_leases (id, run_id, task, worker, lease_until)
@@ -135,7 +136,7 @@ frontier AS (
     FROM (SELECT max(claimed.queue_id) / 1048576 AS block FROM claimed) m
     WHERE m.block > f.block
 )
-SELECT c.queue_id, c.run_id, c.name, c.kind, c.attempt, r.workflow, r.tenant, r.input,
+SELECT c.queue_id, c.run_id, c.name, c.kind, c.attempt, c.signature, r.workflow, r.tenant, r.input,
        r.status AS run_status, r.failure_step, r.failure_attempt, r.failure_message,
        c.parents::text[] AS parent_names,
        coalesce(par.statuses, '{}')::text[] AS parent_statuses,

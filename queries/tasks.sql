@@ -17,9 +17,9 @@ WITH clock AS (
 ),
 inserted AS (
     INSERT INTO dagen_tasks (run_id, name, seq, kind, parents, children, pending_parents, status, max_attempts,
-                             attempt, worker, queued_event, queued_at, started_event, started_at)
+                             signature, attempt, worker, queued_event, queued_at, started_event, started_at)
     SELECT t.run_id, t.name, t.seq, t.kind, t.parents::text[], t.children::text[],
-           t.pending_parents, t.state, t.max_attempts,
+           t.pending_parents, t.state, t.max_attempts, t.signature,
            CASE WHEN t.state = 'RUNNING' THEN 1 ELSE 0 END,
            CASE WHEN t.state = 'RUNNING' THEN @worker::text ELSE '' END,
            -- Target entries are evaluated in order: QUEUED's id comes first.
@@ -44,6 +44,7 @@ inserted AS (
                    unnest((SELECT @pending_parents::integer[])) AS pending_parents,
                    unnest((SELECT @statuses::text[])) AS status,
                    unnest((SELECT @max_attempts::integer[])) AS max_attempts,
+                   unnest((SELECT @signatures::text[])) AS signature,
                    unnest((SELECT @tenants::text[])) AS tenant
         ) AS x
     ) AS t, clock
@@ -74,7 +75,7 @@ WHERE t.status = 'RUNNING';
 -- plan made for one batch then costs what a generic plan costs, and
 -- Postgres keeps the generic plan rather than planning every execution
 -- (a quarter of the database's time per step in batches of a few tasks).
-SELECT t.run_id, t.name, t.kind, t.children, t.status, t.attempt, t.max_attempts,
+SELECT t.run_id, t.name, t.kind, t.children, t.status, t.attempt, t.max_attempts, t.signature,
        t.error, t.reason, t.wake_at, t.worker,
        t.queued_event, t.queued_at, t.started_event, t.started_at
 FROM (SELECT unnest((SELECT @run_ids::uuid[])) AS run_id, unnest(@names::text[]) AS name) AS k
@@ -157,14 +158,14 @@ WHERE t.run_id = d.run_id AND t.name = d.child AND t.status = 'PENDING'
           SELECT t2.ctid FROM dagen_tasks t2 WHERE t2.run_id = k.run_id AND t2.name = k.name LIMIT 1
       ) AS x
   ))
-RETURNING t.run_id, t.name, t.status;
+RETURNING t.run_id, t.name, t.status, t.signature;
 
 -- name: QueueOnFailure :many
 -- Marks the pending onfailure tasks of failed runs QUEUED.
 UPDATE dagen_tasks
 SET status = 'QUEUED'
 WHERE run_id = ANY(@run_ids::uuid[]) AND kind = 'onfailure' AND status = 'PENDING'
-RETURNING run_id, name, attempt;
+RETURNING run_id, name, attempt, signature;
 
 -- name: CancelTasks :many
 -- Cancels the unfinished tasks of runs, either only the waiting ones (a
@@ -218,7 +219,7 @@ SELECT set_config('plan_cache_mode', 'force_custom_plan', true);
 DELETE FROM dagen_leases WHERE id = ANY(@ids::bigint[]);
 
 -- name: ListTasks :many
-SELECT name, kind, parents, status, attempt, output, error, reason, wake_at, worker, finished_at
+SELECT name, kind, parents, signature, status, attempt, output, error, reason, wake_at, worker, finished_at
 FROM dagen_tasks
 WHERE run_id = @run_id
 ORDER BY seq;

@@ -13,7 +13,7 @@ import (
 
 // OrderFingerprint is the shape of workflow "Order" (its steps and edges) as generated:
 // OrderDefinition().Fingerprint() returns it, and runs record it.
-const OrderFingerprint = "0d9778fd23d95dab"
+const OrderFingerprint = "9737d38a8f8ac700"
 
 // The signatures of the funcs of workflow "Order" as generated. OrderDefinition
 // assigns each func to a variable of its type, so a func changed since then
@@ -47,8 +47,9 @@ func OrderDefinition() *engine.Definition {
 		AlertFn       _dagenSignature_Alert_changed_run_go_generate       = Alert
 	)
 	def := &engine.Definition{
-		Name:  "Order",
-		Steps: make([]engine.Step, 0, 6),
+		Name:      "Order",
+		InputType: "github.com/dagenhq/dagen/examples/order.Order",
+		Steps:     make([]engine.Step, 0, 6),
 		OnFailure: func(ctx context.Context, in engine.StepInput, failure dag.Failure) error {
 			input, err := engine.Input[Order](in)
 			if err != nil {
@@ -58,7 +59,8 @@ func OrderDefinition() *engine.Definition {
 		},
 	}
 	def.Steps = append(def.Steps, engine.Step{
-		Name: "Validate",
+		Name:       "Validate",
+		OutputType: "github.com/dagenhq/dagen/examples/order.Validation",
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
 			input, err := engine.Input[Order](in)
 			if err != nil {
@@ -72,12 +74,13 @@ func OrderDefinition() *engine.Definition {
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
-		Name:    "Charge",
-		Parents: []engine.Parent{{Name: "Validate"}},
+		Name:       "Charge",
+		OutputType: "github.com/dagenhq/dagen/examples/order.Receipt",
+		Parents:    []engine.Parent{{Name: "Validate"}},
 		Skip: []engine.Predicate{{
 			Name: "invalid",
 			Eval: func(ctx context.Context, in engine.StepInput) (bool, error) {
-				p0, err := engine.ParentOutput[Validation](in, 0)
+				p0, err := engine.ParentOutput[Validation](in, "Validate")
 				if err != nil {
 					return false, err
 				}
@@ -94,7 +97,7 @@ func OrderDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			p0, err := engine.ParentOutput[Validation](in, 0)
+			p0, err := engine.ParentOutput[Validation](in, "Validate")
 			if err != nil {
 				return nil, err
 			}
@@ -106,12 +109,13 @@ func OrderDefinition() *engine.Definition {
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
-		Name:    "Reject",
-		Parents: []engine.Parent{{Name: "Validate"}},
+		Name:       "Reject",
+		OutputType: "github.com/dagenhq/dagen/examples/order.Rejection",
+		Parents:    []engine.Parent{{Name: "Validate"}},
 		Skip: []engine.Predicate{{
 			Name: "valid",
 			Eval: func(ctx context.Context, in engine.StepInput) (bool, error) {
-				p0, err := engine.ParentOutput[Validation](in, 0)
+				p0, err := engine.ParentOutput[Validation](in, "Validate")
 				if err != nil {
 					return false, err
 				}
@@ -123,7 +127,7 @@ func OrderDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			p0, err := engine.ParentOutput[Validation](in, 0)
+			p0, err := engine.ParentOutput[Validation](in, "Validate")
 			if err != nil {
 				return nil, err
 			}
@@ -143,7 +147,7 @@ func OrderDefinition() *engine.Definition {
 			if err != nil {
 				return engine.Wake{}, err
 			}
-			p0, err := engine.ParentOutput[Receipt](in, 0)
+			p0, err := engine.ParentOutput[Receipt](in, "Charge")
 			if err != nil {
 				return engine.Wake{}, err
 			}
@@ -155,14 +159,15 @@ func OrderDefinition() *engine.Definition {
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
-		Name:    "Ship",
-		Parents: []engine.Parent{{Name: "Charge"}, {Name: "FraudWindow"}},
+		Name:       "Ship",
+		OutputType: "github.com/dagenhq/dagen/examples/order.Shipment",
+		Parents:    []engine.Parent{{Name: "Charge"}, {Name: "FraudWindow"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
 			input, err := engine.Input[Order](in)
 			if err != nil {
 				return nil, err
 			}
-			p0, err := engine.ParentOutput[Receipt](in, 0)
+			p0, err := engine.ParentOutput[Receipt](in, "Charge")
 			if err != nil {
 				return nil, err
 			}
@@ -174,7 +179,8 @@ func OrderDefinition() *engine.Definition {
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
-		Name: "Finalize",
+		Name:       "Finalize",
+		OutputType: "github.com/dagenhq/dagen/examples/order.Summary",
 		Parents: []engine.Parent{{
 			Name:     "Ship",
 			Optional: true,
@@ -187,11 +193,11 @@ func OrderDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			p0, err := engine.ParentMaybe[Shipment](in, 0)
+			p0, err := engine.ParentMaybe[Shipment](in, "Ship")
 			if err != nil {
 				return nil, err
 			}
-			p1, err := engine.ParentMaybe[Rejection](in, 1)
+			p1, err := engine.ParentMaybe[Rejection](in, "Reject")
 			if err != nil {
 				return nil, err
 			}

@@ -2,12 +2,9 @@ package engine
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -22,6 +19,12 @@ type Definition struct {
 	// Name is the stored workflow name. Runs in storage refer to it, so it
 	// must stay the same across deploys.
 	Name string
+	// InputType identifies the workflow input's Go type, as its package
+	// path and name ("example.com/shop.Order"). It is part of every task's
+	// signature, so runs started with another input type are left to
+	// workers built with that one. Generated code sets it; a hand-written
+	// definition may leave it empty.
+	InputType string
 	// Steps in any order; the edges come from each step's Parents.
 	Steps []Step
 	// OnFailure, if set, is called once when a run fails for good.
@@ -47,8 +50,13 @@ type Step struct {
 	// Kind is KindStep (the default) or KindSleep.
 	Kind StepKind
 	// Parents must finish (complete or be skipped) before this step is
-	// looked at. Their outputs reach Run in this order.
+	// looked at. Run reads their outputs by name ([ParentOutput]).
 	Parents []Parent
+	// OutputType identifies the Go type of the step's output as package
+	// path and name, or is empty for a step without output (and a sleep).
+	// It is part of the signatures of the step and of its children (see
+	// [Definition.Signatures]). Generated code sets it.
+	OutputType string
 	// Skip predicates, evaluated in order once the parents are resolved;
 	// the first that returns true skips the step.
 	Skip []Predicate
@@ -255,39 +263,15 @@ func (d *Definition) findCycle(index map[string]int) []string {
 	return nil
 }
 
-// Fingerprint is a short hash of the DAG shape: step names, kinds and
-// edges, and whether an onfailure handler exists. Runs record it, so a
-// deploy that changes the shape of a workflow with runs in flight can be
-// told apart from one that does not.
-func (d *Definition) Fingerprint() string {
-	steps := make([]string, 0, len(d.Steps)+1)
-	for _, s := range d.Steps {
-		parents := make([]string, len(s.Parents))
-		for i, p := range s.Parents {
-			opt := ""
-			if p.Optional {
-				opt = "?"
-			}
-			parents[i] = p.Name + opt
-		}
-		steps = append(steps, fmt.Sprintf("%s/%d<%s", s.Name, s.Kind, strings.Join(parents, ",")))
-	}
-	sort.Strings(steps)
-	if d.OnFailure != nil {
-		steps = append(steps, OnFailureStep)
-	}
-	sum := sha256.Sum256([]byte(d.Name + "\n" + strings.Join(steps, "\n")))
-	return hex.EncodeToString(sum[:8])
-}
-
 // rescueAttempts is how many attempts sleep and onfailure tasks get: they
 // have no retry policy of their own, and a worker lost while running one
 // should not fail the run. (A failing onfailure handler is still not
 // retried; only a lost worker costs these attempts.)
 const rescueAttempts = 3
 
-// newTasks returns the tasks a run of d starts with.
-func (d *Definition) newTasks() []store.NewTask {
+// newTasks returns the tasks a run of d starts with; sigs are d's
+// signatures.
+func (d *Definition) newTasks(sigs map[string]string) []store.NewTask {
 	tasks := make([]store.NewTask, 0, len(d.Steps)+1)
 	for _, s := range d.Steps {
 		kind := store.KindStep
@@ -302,10 +286,10 @@ func (d *Definition) newTasks() []store.NewTask {
 		if kind == store.KindSleep {
 			attempts = max(attempts, rescueAttempts)
 		}
-		tasks = append(tasks, store.NewTask{Name: s.Name, Kind: kind, Parents: parents, MaxAttempts: attempts})
+		tasks = append(tasks, store.NewTask{Name: s.Name, Kind: kind, Parents: parents, MaxAttempts: attempts, Signature: sigs[s.Name]})
 	}
 	if d.OnFailure != nil {
-		tasks = append(tasks, store.NewTask{Name: OnFailureStep, Kind: store.KindOnFailure, MaxAttempts: rescueAttempts})
+		tasks = append(tasks, store.NewTask{Name: OnFailureStep, Kind: store.KindOnFailure, MaxAttempts: rescueAttempts, Signature: sigs[OnFailureStep]})
 	}
 	return tasks
 }

@@ -144,6 +144,11 @@ type RunResult struct {
 	Status   store.RunStatus
 	Failure  *dag.Failure
 	Tasks    map[string]store.Task
+	// Waiting lists, in a result from Result, the QUEUED tasks of an
+	// unfinished run that no live worker serves: the code that could run
+	// them is not deployed (see WaitingMessage). Only stores that
+	// implement store.Deploys tell.
+	Waiting []Waiting
 }
 
 // Output decodes the output of a COMPLETED step of a run.
@@ -189,9 +194,9 @@ type Engine struct {
 	cfg   Config
 	log   *slog.Logger
 
-	mu        sync.RWMutex
-	defs      map[string]*registered
-	workflows []string // registered names, sorted, for claims
+	mu         sync.RWMutex
+	defs       map[string]*registered
+	signatures []string // the task signatures of the registered workflows, sorted, for claims
 
 	waitMu  sync.Mutex
 	waiters map[dag.RunID][]chan struct{}
@@ -217,6 +222,15 @@ type registered struct {
 	steps map[string]*Step
 	fp    string
 	tasks []store.NewTask
+	sigs  map[string]string // task signatures by stored task name
+	// serves are the signatures this definition serves: its tasks', and
+	// the legacy signature of runs created before signatures existed
+	// with the same shape.
+	served []string
+	infos  []store.SignatureInfo
+	// recorded is set once the signatures' descriptions are in the store
+	// (store.Deploys).
+	recorded atomic.Bool
 }
 
 // runScope lets Cancel reach the steps of a run executing here.
@@ -255,7 +269,14 @@ func (e *Engine) Register(def *Definition) error {
 	if err := def.Validate(); err != nil {
 		return err
 	}
-	reg := &registered{def: def, steps: make(map[string]*Step, len(def.Steps)), fp: def.Fingerprint(), tasks: def.newTasks()}
+	reg := &registered{def: def, steps: make(map[string]*Step, len(def.Steps)), fp: def.Fingerprint(), infos: def.SignatureInfos()}
+	reg.sigs = make(map[string]string, len(reg.infos))
+	for _, si := range reg.infos {
+		reg.sigs[si.Step] = si.Signature
+		reg.served = append(reg.served, si.Signature)
+	}
+	reg.served = append(reg.served, legacySignature(def.Name, def.legacyFingerprint()))
+	reg.tasks = def.newTasks(reg.sigs)
 	for i := range def.Steps {
 		reg.steps[def.Steps[i].Name] = &def.Steps[i]
 	}
@@ -265,10 +286,10 @@ func (e *Engine) Register(def *Definition) error {
 		return fmt.Errorf("register %q: %w", def.Name, ErrDuplicateWorkflow)
 	}
 	e.defs[def.Name] = reg
-	// A new slice: one that registeredNames handed out may be in use.
-	names := append(slices.Clone(e.workflows), def.Name)
-	slices.Sort(names)
-	e.workflows = names
+	// A new slice: one that servedSignatures handed out may be in use.
+	sigs := append(slices.Clone(e.signatures), reg.served...)
+	slices.Sort(sigs)
+	e.signatures = slices.Compact(sigs)
 	return nil
 }
 
@@ -278,12 +299,13 @@ func (e *Engine) lookup(workflow string) *registered {
 	return e.defs[workflow]
 }
 
-// registeredNames returns the registered workflow names, sorted. The
-// slice is never changed afterwards: callers may use it unlocked.
-func (e *Engine) registeredNames() []string {
+// servedSignatures returns the task signatures of the registered
+// workflows, sorted: what this worker claims. The slice is never changed
+// afterwards: callers may use it unlocked.
+func (e *Engine) servedSignatures() []string {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	return e.workflows
+	return e.signatures
 }
 
 // TriggerRequest is one run to start with TriggerMany.
@@ -318,6 +340,7 @@ func (e *Engine) TriggerMany(ctx context.Context, reqs []TriggerRequest) ([]dag.
 		if err != nil {
 			return nil, fmt.Errorf("trigger %q: %w", req.Workflow, errors.Unwrap(err))
 		}
+		e.recordOnce(ctx, reg)
 		ids[i] = dag.NewRunID()
 		runs[i] = store.NewRun{ID: ids[i], Workflow: req.Workflow, Fingerprint: reg.fp, Tenant: req.Tenant, Input: in, Tasks: reg.tasks}
 	}
@@ -417,14 +440,21 @@ func (e *Engine) Wait(ctx context.Context, id dag.RunID) (*RunResult, error) {
 	}
 }
 
-// Result returns a run's current status and tasks, finished or not.
+// Result returns a run's current status and tasks, finished or not, and,
+// for an unfinished run, the tasks that wait for a worker that serves them.
 func (e *Engine) Result(ctx context.Context, id dag.RunID) (*RunResult, error) {
 	res, err := e.read(ctx, id)
 	var runErr *RunError
 	if errors.As(err, &runErr) {
 		err = nil
 	}
-	return res, err
+	if err != nil {
+		return res, err
+	}
+	if res.Waiting, err = e.waitingTasks(ctx, res); err != nil {
+		return nil, fmt.Errorf("result of run %s: %w", id, err)
+	}
+	return res, nil
 }
 
 // read reads a run and its tasks, in one store call when the store can.

@@ -26,7 +26,7 @@ func Example() {
 				return engine.Encode(strings.ToUpper(name))
 			}},
 			{Name: "Greet", Parents: []engine.Parent{{Name: "Upper"}}, Run: func(_ context.Context, in engine.StepInput) ([]byte, error) {
-				upper, err := engine.ParentOutput[string](in, 0)
+				upper, err := engine.ParentOutput[string](in, "Upper")
 				if err != nil {
 					return nil, err
 				}

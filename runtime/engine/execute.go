@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/dagenhq/dagen/runtime/dag"
@@ -45,6 +47,19 @@ func (e *Engine) execute(ctx context.Context, ct *store.ClaimedTask) (store.Task
 			"worker", e.cfg.WorkerID, "workflow", ct.Workflow, "run", ct.RunID, "step", ct.Step)
 		return res, true
 	}
+	if !reg.serves(ct) {
+		// Claims ask only for signatures registered here, so only a store
+		// that ignored them gets here. Running the step could hand it
+		// another step's data, and failing it would fail a run some other
+		// worker could finish: hand it back for one whose code has the
+		// signature.
+		res.Outcome, res.Delay = store.OutcomeRetry, unknownWorkflowDelay
+		res.Error = fmt.Sprintf("step %s (signature %s) of workflow %q is not served by worker %s (fingerprint %s); handed back for another worker",
+			ct.Step, ct.Signature, ct.Workflow, e.cfg.WorkerID, reg.fp)
+		e.log.Error("dagen: claimed a task whose signature no registered definition has; handing it back",
+			"worker", e.cfg.WorkerID, "workflow", ct.Workflow, "run", ct.RunID, "step", ct.Step, "signature", ct.Signature)
+		return res, true
+	}
 	parent := ctx
 	ctx = e.enterRun(ctx, ct.RunID)
 	defer e.leaveRun(ct.RunID)
@@ -71,10 +86,6 @@ func (e *Engine) execute(ctx context.Context, ct *store.ClaimedTask) (store.Task
 	}
 
 	step := reg.steps[ct.Step]
-	if step == nil || len(step.Parents) != len(ct.Parents) {
-		return fail(fmt.Errorf("step %q of run %s does not match workflow %q as registered here (fingerprint %s): was the DAG changed while the run was in flight?",
-			ct.Step, ct.RunID, ct.Workflow, reg.fp))
-	}
 	if reason, skip := cascade(step, ct.Parents); skip {
 		res.Outcome, res.Reason = store.OutcomeSkipped, reason
 		return res, true
@@ -173,18 +184,19 @@ func (e *Engine) releasedAttempts(ctx context.Context, id dag.RunID, step string
 }
 
 // cascade applies the first two rows of the truth table: a skipped required
-// parent, or every parent skipped, skips the step.
+// parent, or every parent skipped, skips the step. Parents are matched by
+// name; one the step does not list counts as required.
 func cascade(step *Step, parents []store.ParentResult) (reason string, skip bool) {
 	if len(parents) == 0 {
 		return "", false
 	}
 	all := true
-	for i, p := range parents {
+	for _, p := range parents {
 		if p.Status != store.TaskSkipped {
 			all = false
 			continue
 		}
-		if !step.Parents[i].Optional {
+		if !step.optional(p.Step) {
 			return "parent " + p.Step + " skipped", true
 		}
 	}
@@ -192,6 +204,41 @@ func cascade(step *Step, parents []store.ParentResult) (reason string, skip bool
 		return "all parents skipped", true
 	}
 	return "", false
+}
+
+// optional reports whether the step takes parent name as optional.
+func (s *Step) optional(name string) bool {
+	for _, p := range s.Parents {
+		if p.Name == name {
+			return p.Optional
+		}
+	}
+	return false
+}
+
+// serves reports whether this definition may run the claimed task: its
+// signature is the step's, or the task predates signatures (legacy) and
+// the definition has its shape, with the same parents.
+func (r *registered) serves(ct *store.ClaimedTask) bool {
+	if sig, ok := r.sigs[ct.Step]; ok && sig == ct.Signature {
+		return true
+	}
+	if !slices.Contains(r.served, ct.Signature) || !strings.HasPrefix(ct.Signature, "legacy:") {
+		return false
+	}
+	if ct.Kind == store.KindOnFailure {
+		return r.def.OnFailure != nil
+	}
+	step := r.steps[ct.Step]
+	if step == nil || len(step.Parents) != len(ct.Parents) {
+		return false
+	}
+	for _, p := range ct.Parents {
+		if !slices.ContainsFunc(step.Parents, func(q Parent) bool { return q.Name == p.Step }) {
+			return false
+		}
+	}
+	return true
 }
 
 // protect calls f, turning a panic into an error with its stack.

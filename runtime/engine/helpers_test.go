@@ -44,7 +44,7 @@ func fn(f func(ctx context.Context, in int, parents []string) (string, error)) f
 				ps[i] = "nil" // a parent without output, like a sleep
 				continue
 			}
-			m, err := engine.ParentMaybe[string](si, i)
+			m, err := engine.ParentMaybe[string](si, si.Parents[i].Step)
 			if err != nil {
 				return nil, err
 			}

@@ -9,7 +9,7 @@ import (
 )
 
 // StepInput is what a step's adapter gets: the encoded run input and the
-// results of its parents, in the order the step lists them.
+// results of its parents, which it reads by name.
 type StepInput struct {
 	Info    dag.StepInfo
 	Input   []byte
@@ -44,27 +44,44 @@ func Input[T any](in StepInput) (T, error) {
 	return decode[T](in.Input, "workflow input")
 }
 
-// ParentOutput decodes the output of the i-th parent, which must have
-// completed.
-func ParentOutput[T any](in StepInput, i int) (T, error) {
-	var zero T
-	if i < 0 || i >= len(in.Parents) {
-		return zero, dag.Terminal(fmt.Errorf("step %s has no parent %d", in.Info.Step, i))
+// parent returns the result of the parent named name, which the task must
+// have. A parent is found by its stored name, never by position, so a
+// step reads what that parent produced whatever the order of after= in
+// the code that created the run.
+func (in StepInput) parent(name string) (store.ParentResult, error) {
+	for _, p := range in.Parents {
+		if p.Step == name {
+			return p, nil
+		}
 	}
-	p := in.Parents[i]
+	return store.ParentResult{}, dag.Terminal(fmt.Errorf("step %s reads parent %s, which this task of run %s does not have: the run was created by code with another DAG", in.Info.Step, name, in.Info.RunID))
+}
+
+// ParentOutput decodes the output of the parent with stored name name,
+// which must have completed.
+func ParentOutput[T any](in StepInput, name string) (T, error) {
+	var zero T
+	p, err := in.parent(name)
+	if err != nil {
+		return zero, err
+	}
 	if p.Status != store.TaskCompleted {
 		return zero, dag.Terminal(fmt.Errorf("parent %s of step %s is %s, not COMPLETED", p.Step, in.Info.Step, p.Status))
 	}
 	return decode[T](p.Output, "output of "+p.Step)
 }
 
-// ParentMaybe decodes the output of the i-th parent, or returns an empty
-// Maybe when that parent was skipped.
-func ParentMaybe[T any](in StepInput, i int) (dag.Maybe[T], error) {
-	if i >= 0 && i < len(in.Parents) && in.Parents[i].Status == store.TaskSkipped {
+// ParentMaybe decodes the output of the parent with stored name name, or
+// returns an empty Maybe when that parent was skipped.
+func ParentMaybe[T any](in StepInput, name string) (dag.Maybe[T], error) {
+	p, err := in.parent(name)
+	if err != nil {
+		return dag.None[T](), err
+	}
+	if p.Status == store.TaskSkipped {
 		return dag.None[T](), nil
 	}
-	v, err := ParentOutput[T](in, i)
+	v, err := ParentOutput[T](in, name)
 	if err != nil {
 		return dag.None[T](), err
 	}

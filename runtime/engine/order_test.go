@@ -30,7 +30,7 @@ func orderDefinition(ran *[]string) *engine.Definition {
 			name = "valid"
 		}
 		return engine.Predicate{Name: name, Eval: func(_ context.Context, in engine.StepInput) (bool, error) {
-			v, err := engine.ParentOutput[validation](in, 0)
+			v, err := engine.ParentOutput[validation](in, "Validate")
 			return v.OK == ok, err
 		}}
 	}
@@ -67,7 +67,7 @@ func orderDefinition(ran *[]string) *engine.Definition {
 				}},
 			{Name: "Ship", Parents: req("Charge", "FraudWindow"),
 				Run: func(_ context.Context, in engine.StepInput) ([]byte, error) {
-					r, err := engine.ParentOutput[string](in, 0)
+					r, err := engine.ParentOutput[string](in, "Charge")
 					if err != nil {
 						return nil, err
 					}
@@ -76,11 +76,11 @@ func orderDefinition(ran *[]string) *engine.Definition {
 				}},
 			{Name: "Finalize", Parents: opt("Ship", "Reject"),
 				Run: func(_ context.Context, in engine.StepInput) ([]byte, error) {
-					s, err := engine.ParentMaybe[string](in, 0)
+					s, err := engine.ParentMaybe[string](in, "Ship")
 					if err != nil {
 						return nil, err
 					}
-					r, err := engine.ParentMaybe[string](in, 1)
+					r, err := engine.ParentMaybe[string](in, "Reject")
 					if err != nil {
 						return nil, err
 					}

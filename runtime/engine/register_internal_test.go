@@ -10,10 +10,10 @@ import (
 	"github.com/dagenhq/dagen/runtime/store/memstore"
 )
 
-// TestRegisterLeavesNamesInUseAlone checks that Register does not change
-// a list of names that registeredNames handed out: a poller may be passing
-// it to a claim while Register runs.
-func TestRegisterLeavesNamesInUseAlone(t *testing.T) {
+// TestRegisterLeavesSignaturesInUseAlone checks that Register does not
+// change a list of signatures that servedSignatures handed out: a poller may
+// be passing it to a claim while Register runs.
+func TestRegisterLeavesSignaturesInUseAlone(t *testing.T) {
 	e, err := New(memstore.New(nil), &Config{Manual: true})
 	require.NoError(t, err)
 	register := func(name string) {
@@ -24,10 +24,17 @@ func TestRegisterLeavesNamesInUseAlone(t *testing.T) {
 	for _, n := range []string{"c", "d", "e"} {
 		register(n)
 	}
-	inUse := e.registeredNames()
+	inUse := e.servedSignatures()
 	seen := slices.Clone(inUse)
-	register("a") // sorts first
+	register("a")
 	register("b")
 	require.Equal(t, seen, inUse, "the list in use is unchanged")
-	require.Equal(t, []string{"a", "b", "c", "d", "e"}, e.registeredNames())
+	var want []string
+	for _, n := range []string{"a", "b", "c", "d", "e"} {
+		reg := e.lookup(n)
+		want = append(want, reg.served...)
+	}
+	slices.Sort(want)
+	require.Equal(t, want, e.servedSignatures(), "every registered task's signature and each workflow's legacy one, sorted")
+	require.Len(t, want, 10)
 }

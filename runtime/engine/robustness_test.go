@@ -83,7 +83,7 @@ func testReleasedAttemptIsNotARetry(t *testing.T, maxRetries int) {
 
 	// A worker claims attempt 1 and is stopped before it finishes: it
 	// releases the task.
-	claimed, err := h.Store.ClaimTasks(ctx, store.ClaimParams{Worker: "stopping", Workflows: []string{"released"}, Limit: 1, Lease: time.Minute})
+	claimed, err := h.Store.ClaimTasks(ctx, store.ClaimParams{Worker: "stopping", Signatures: []string{def.Signatures()["s"]}, Limit: 1, Lease: time.Minute})
 	require.NoError(t, err)
 	require.Len(t, claimed, 1)
 	n, err := h.Store.RetireWorker(ctx, "stopping", true)
@@ -370,7 +370,7 @@ func TestBadInput(t *testing.T) {
 		def := &engine.Definition{Name: "decode", Steps: []engine.Step{
 			{Name: "a", Run: func(context.Context, engine.StepInput) ([]byte, error) { return engine.Encode("text") }},
 			{Name: "b", Parents: req("a"), Retry: engine.RetryPolicy{MaxRetries: 5}, Run: func(_ context.Context, in engine.StepInput) ([]byte, error) {
-				_, err := engine.ParentOutput[int](in, 0)
+				_, err := engine.ParentOutput[int](in, "a")
 				return nil, err
 			}},
 		}}
@@ -433,12 +433,12 @@ func TestBadInput(t *testing.T) {
 	})
 }
 
-// claimAll is a store that claims tasks of every workflow, whatever the
+// claimAll is a store that claims tasks of every signature, whatever the
 // engine asks for.
 type claimAll struct{ store.Store }
 
 func (c claimAll) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.ClaimedTask, error) {
-	p.Workflows = nil
+	p.Signatures = nil
 	return c.Store.ClaimTasks(ctx, p)
 }
 

@@ -44,7 +44,7 @@ func (e *Engine) startRuns(ctx context.Context, runs []store.NewRun) (tried, all
 	if n == 0 {
 		return false, false, nil
 	}
-	p := store.ClaimParams{Worker: e.cfg.WorkerID, Workflows: e.registeredNames(), Limit: n, Lease: e.cfg.Lease}
+	p := store.ClaimParams{Worker: e.cfg.WorkerID, Signatures: e.servedSignatures(), Limit: n, Lease: e.cfg.Lease}
 	tasks, err := st.StartRuns(ctx, runs, p)
 	if err != nil && !errors.Is(err, store.ErrRunExists) && !errors.Is(err, store.ErrInvalidRun) {
 		// Not an answer from the store: it may have committed.
@@ -84,7 +84,7 @@ func (e *Engine) recoverStarted(ctx context.Context, runs []store.NewRun, limit 
 				t.Status == store.TaskRunning && t.Attempt == 1 && t.Worker == e.cfg.WorkerID {
 				tasks = append(tasks, store.ClaimedTask{
 					RunID: run.ID, Workflow: run.Workflow, Tenant: run.Tenant,
-					Step: t.Name, Kind: t.Kind, Attempt: 1, Input: run.Input,
+					Step: t.Name, Kind: t.Kind, Attempt: 1, Signature: t.Signature, Input: run.Input,
 				})
 			}
 		}

@@ -25,10 +25,11 @@ type Store interface {
 	// an error wrapping [ErrRunExists].
 	CreateRuns(ctx context.Context, runs []NewRun) error
 
-	// ClaimTasks claims up to p.Limit ready tasks of the workflows named in
-	// p.Workflows, in fair queue order. Each claimed task is RUNNING with
-	// its attempt incremented and a lease of p.Lease, and carries what the
-	// step needs: the run input and its parents' outputs.
+	// ClaimTasks claims up to p.Limit ready tasks whose signatures are in
+	// p.Signatures, in fair queue order; tasks of other signatures stay
+	// queued for a worker that serves them. Each claimed task is RUNNING
+	// with its attempt incremented and a lease of p.Lease, and carries what
+	// the step needs: the run input and its parents' outputs, by name.
 	ClaimTasks(ctx context.Context, p ClaimParams) ([]ClaimedTask, error)
 
 	// CompleteTasks applies a batch of attempt results in one unit. A result
@@ -154,14 +155,20 @@ type NewTask struct {
 	Kind        TaskKind
 	Parents     []string
 	MaxAttempts int // attempts allowed before a rescued task fails for good; 0 means 1
+	// Signature says what code may run the task: only a worker that serves
+	// it (ClaimParams.Signatures) claims the task. See engine.Definition's
+	// Signatures. Empty only in stores' own tests.
+	Signature string
 }
 
 // ClaimParams says what a worker claims.
 type ClaimParams struct {
-	Worker    string        // worker id, recorded on the task
-	Workflows []string      // only tasks of these workflows
-	Limit     int           // at most this many tasks
-	Lease     time.Duration // how long the claim holds without renewal
+	Worker string // worker id, recorded on the task
+	// Signatures are the task signatures the worker serves: it claims only
+	// tasks with one of them. Empty means any task (stores' tests only).
+	Signatures []string
+	Limit      int           // at most this many tasks
+	Lease      time.Duration // how long the claim holds without renewal
 }
 
 // ClaimedTask is a RUNNING task and everything its step needs.
@@ -172,8 +179,11 @@ type ClaimedTask struct {
 	Step     string
 	Kind     TaskKind
 	Attempt  int // the new attempt, 1 for the first
-	Input    []byte
+	// Signature is the task's signature, one of ClaimParams.Signatures.
+	Signature string
+	Input     []byte
 	// Parents has one entry per parent, in the order the task lists them.
+	// Steps read them by name.
 	Parents []ParentResult
 	// Failure is set for an onfailure task: what failed the run.
 	Failure *dag.Failure
@@ -240,17 +250,18 @@ type Run struct {
 
 // Task is a stored task.
 type Task struct {
-	Name     string
-	Kind     TaskKind
-	Parents  []string
-	Status   TaskStatus
-	Attempt  int    // attempts started so far
-	Output   []byte // COMPLETED only
-	Error    string // last error
-	Reason   string // SKIPPED only
-	WakeAt   time.Time
-	Worker   string // worker that claimed the last attempt
-	Finished time.Time
+	Name      string
+	Kind      TaskKind
+	Parents   []string
+	Signature string // what code may run it (NewTask.Signature)
+	Status    TaskStatus
+	Attempt   int    // attempts started so far
+	Output    []byte // COMPLETED only
+	Error     string // last error
+	Reason    string // SKIPPED only
+	WakeAt    time.Time
+	Worker    string // worker that claimed the last attempt
+	Finished  time.Time
 }
 
 // EventType names a task transition in the event log.
@@ -268,6 +279,9 @@ const (
 	EventFailed    EventType = "FAILED"
 	EventRescued   EventType = "RESCUED"
 	EventCancelled EventType = "CANCELLED"
+	// EventWaiting says a QUEUED task waits for a worker that serves its
+	// signature: no live worker does (see Deploys).
+	EventWaiting EventType = "WAITING"
 )
 
 // Event is one entry of a run's append-only event log.

@@ -12,7 +12,7 @@ import (
 
 // SingleFingerprint is the shape of workflow "Single" (its steps and edges) as generated:
 // SingleDefinition().Fingerprint() returns it, and runs record it.
-const SingleFingerprint = "32a310e210f240a5"
+const SingleFingerprint = "4b5293ec8137481a"
 
 // The signatures of the funcs of workflow "Single" as generated. SingleDefinition
 // assigns each func to a variable of its type, so a func changed since then
@@ -30,11 +30,13 @@ func SingleDefinition() *engine.Definition {
 		OnlyFn _dagenSignature_Only_changed_run_go_generate = Only
 	)
 	def := &engine.Definition{
-		Name:  "Single",
-		Steps: make([]engine.Step, 0, 1),
+		Name:      "Single",
+		InputType: "github.com/dagenhq/dagen/examples/bench/flows.Single",
+		Steps:     make([]engine.Step, 0, 1),
 	}
 	def.Steps = append(def.Steps, engine.Step{
-		Name: "Only",
+		Name:       "Only",
+		OutputType: "int",
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
 			input, err := engine.Input[Single](in)
 			if err != nil {
@@ -118,7 +120,7 @@ type SingleResult struct {
 
 // PairFingerprint is the shape of workflow "Pair" (its steps and edges) as generated:
 // PairDefinition().Fingerprint() returns it, and runs record it.
-const PairFingerprint = "e950efe75fc654bf"
+const PairFingerprint = "d49ee624ecde0855"
 
 // The signatures of the funcs of workflow "Pair" as generated. PairDefinition
 // assigns each func to a variable of its type, so a func changed since then
@@ -138,8 +140,9 @@ func PairDefinition() *engine.Definition {
 		BFn _dagenSignature_B_changed_run_go_generate = B
 	)
 	def := &engine.Definition{
-		Name:  "Pair",
-		Steps: make([]engine.Step, 0, 2),
+		Name:      "Pair",
+		InputType: "github.com/dagenhq/dagen/examples/bench/flows.Pair",
+		Steps:     make([]engine.Step, 0, 2),
 	}
 	def.Steps = append(def.Steps, engine.Step{
 		Name: "A",
@@ -152,8 +155,9 @@ func PairDefinition() *engine.Definition {
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
-		Name:    "B",
-		Parents: []engine.Parent{{Name: "A"}},
+		Name:       "B",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "A"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
 			input, err := engine.Input[Pair](in)
 			if err != nil {
@@ -237,7 +241,7 @@ type PairResult struct {
 
 // ChainFingerprint is the shape of workflow "Chain" (its steps and edges) as generated:
 // ChainDefinition().Fingerprint() returns it, and runs record it.
-const ChainFingerprint = "e736fdd30a9ec3f4"
+const ChainFingerprint = "c6149140aae04353"
 
 // The signatures of the funcs of workflow "Chain" as generated. ChainDefinition
 // assigns each func to a variable of its type, so a func changed since then
@@ -273,11 +277,13 @@ func ChainDefinition() *engine.Definition {
 		S10Fn _dagenSignature_S10_changed_run_go_generate = S10
 	)
 	def := &engine.Definition{
-		Name:  "Chain",
-		Steps: make([]engine.Step, 0, 10),
+		Name:      "Chain",
+		InputType: "github.com/dagenhq/dagen/examples/bench/flows.Chain",
+		Steps:     make([]engine.Step, 0, 10),
 	}
 	def.Steps = append(def.Steps, engine.Step{
-		Name: "S1",
+		Name:       "S1",
+		OutputType: "int",
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
 			input, err := engine.Input[Chain](in)
 			if err != nil {
@@ -291,14 +297,15 @@ func ChainDefinition() *engine.Definition {
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
-		Name:    "S2",
-		Parents: []engine.Parent{{Name: "S1"}},
+		Name:       "S2",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "S1"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
 			input, err := engine.Input[Chain](in)
 			if err != nil {
 				return nil, err
 			}
-			p0, err := engine.ParentOutput[int](in, 0)
+			p0, err := engine.ParentOutput[int](in, "S1")
 			if err != nil {
 				return nil, err
 			}
@@ -310,14 +317,15 @@ func ChainDefinition() *engine.Definition {
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
-		Name:    "S3",
-		Parents: []engine.Parent{{Name: "S2"}},
+		Name:       "S3",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "S2"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
 			input, err := engine.Input[Chain](in)
 			if err != nil {
 				return nil, err
 			}
-			p0, err := engine.ParentOutput[int](in, 0)
+			p0, err := engine.ParentOutput[int](in, "S2")
 			if err != nil {
 				return nil, err
 			}
@@ -329,14 +337,15 @@ func ChainDefinition() *engine.Definition {
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
-		Name:    "S4",
-		Parents: []engine.Parent{{Name: "S3"}},
+		Name:       "S4",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "S3"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
 			input, err := engine.Input[Chain](in)
 			if err != nil {
 				return nil, err
 			}
-			p0, err := engine.ParentOutput[int](in, 0)
+			p0, err := engine.ParentOutput[int](in, "S3")
 			if err != nil {
 				return nil, err
 			}
@@ -348,14 +357,15 @@ func ChainDefinition() *engine.Definition {
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
-		Name:    "S5",
-		Parents: []engine.Parent{{Name: "S4"}},
+		Name:       "S5",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "S4"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
 			input, err := engine.Input[Chain](in)
 			if err != nil {
 				return nil, err
 			}
-			p0, err := engine.ParentOutput[int](in, 0)
+			p0, err := engine.ParentOutput[int](in, "S4")
 			if err != nil {
 				return nil, err
 			}
@@ -367,14 +377,15 @@ func ChainDefinition() *engine.Definition {
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
-		Name:    "S6",
-		Parents: []engine.Parent{{Name: "S5"}},
+		Name:       "S6",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "S5"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
 			input, err := engine.Input[Chain](in)
 			if err != nil {
 				return nil, err
 			}
-			p0, err := engine.ParentOutput[int](in, 0)
+			p0, err := engine.ParentOutput[int](in, "S5")
 			if err != nil {
 				return nil, err
 			}
@@ -386,14 +397,15 @@ func ChainDefinition() *engine.Definition {
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
-		Name:    "S7",
-		Parents: []engine.Parent{{Name: "S6"}},
+		Name:       "S7",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "S6"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
 			input, err := engine.Input[Chain](in)
 			if err != nil {
 				return nil, err
 			}
-			p0, err := engine.ParentOutput[int](in, 0)
+			p0, err := engine.ParentOutput[int](in, "S6")
 			if err != nil {
 				return nil, err
 			}
@@ -405,14 +417,15 @@ func ChainDefinition() *engine.Definition {
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
-		Name:    "S8",
-		Parents: []engine.Parent{{Name: "S7"}},
+		Name:       "S8",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "S7"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
 			input, err := engine.Input[Chain](in)
 			if err != nil {
 				return nil, err
 			}
-			p0, err := engine.ParentOutput[int](in, 0)
+			p0, err := engine.ParentOutput[int](in, "S7")
 			if err != nil {
 				return nil, err
 			}
@@ -424,14 +437,15 @@ func ChainDefinition() *engine.Definition {
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
-		Name:    "S9",
-		Parents: []engine.Parent{{Name: "S8"}},
+		Name:       "S9",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "S8"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
 			input, err := engine.Input[Chain](in)
 			if err != nil {
 				return nil, err
 			}
-			p0, err := engine.ParentOutput[int](in, 0)
+			p0, err := engine.ParentOutput[int](in, "S8")
 			if err != nil {
 				return nil, err
 			}
@@ -443,14 +457,15 @@ func ChainDefinition() *engine.Definition {
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
-		Name:    "S10",
-		Parents: []engine.Parent{{Name: "S9"}},
+		Name:       "S10",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "S9"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
 			input, err := engine.Input[Chain](in)
 			if err != nil {
 				return nil, err
 			}
-			p0, err := engine.ParentOutput[int](in, 0)
+			p0, err := engine.ParentOutput[int](in, "S9")
 			if err != nil {
 				return nil, err
 			}
@@ -568,7 +583,7 @@ type ChainResult struct {
 
 // FanFingerprint is the shape of workflow "Fan" (its steps and edges) as generated:
 // FanDefinition().Fingerprint() returns it, and runs record it.
-const FanFingerprint = "69557596dbb65e55"
+const FanFingerprint = "846a5331811e17e1"
 
 // The signatures of the funcs of workflow "Fan" as generated. FanDefinition
 // assigns each func to a variable of its type, so a func changed since then
@@ -688,8 +703,9 @@ func FanDefinition() *engine.Definition {
 		JoinFn _dagenSignature_Join_changed_run_go_generate = Join
 	)
 	def := &engine.Definition{
-		Name:  "Fan",
-		Steps: make([]engine.Step, 0, 52),
+		Name:      "Fan",
+		InputType: "github.com/dagenhq/dagen/examples/bench/flows.Fan",
+		Steps:     make([]engine.Step, 0, 52),
 	}
 	def.Steps = append(def.Steps, engine.Step{
 		Name: "Root",
@@ -1252,8 +1268,9 @@ func FanDefinition() *engine.Definition {
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
-		Name:    "Join",
-		Parents: []engine.Parent{{Name: "F01"}, {Name: "F02"}, {Name: "F03"}, {Name: "F04"}, {Name: "F05"}, {Name: "F06"}, {Name: "F07"}, {Name: "F08"}, {Name: "F09"}, {Name: "F10"}, {Name: "F11"}, {Name: "F12"}, {Name: "F13"}, {Name: "F14"}, {Name: "F15"}, {Name: "F16"}, {Name: "F17"}, {Name: "F18"}, {Name: "F19"}, {Name: "F20"}, {Name: "F21"}, {Name: "F22"}, {Name: "F23"}, {Name: "F24"}, {Name: "F25"}, {Name: "F26"}, {Name: "F27"}, {Name: "F28"}, {Name: "F29"}, {Name: "F30"}, {Name: "F31"}, {Name: "F32"}, {Name: "F33"}, {Name: "F34"}, {Name: "F35"}, {Name: "F36"}, {Name: "F37"}, {Name: "F38"}, {Name: "F39"}, {Name: "F40"}, {Name: "F41"}, {Name: "F42"}, {Name: "F43"}, {Name: "F44"}, {Name: "F45"}, {Name: "F46"}, {Name: "F47"}, {Name: "F48"}, {Name: "F49"}, {Name: "F50"}},
+		Name:       "Join",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "F01"}, {Name: "F02"}, {Name: "F03"}, {Name: "F04"}, {Name: "F05"}, {Name: "F06"}, {Name: "F07"}, {Name: "F08"}, {Name: "F09"}, {Name: "F10"}, {Name: "F11"}, {Name: "F12"}, {Name: "F13"}, {Name: "F14"}, {Name: "F15"}, {Name: "F16"}, {Name: "F17"}, {Name: "F18"}, {Name: "F19"}, {Name: "F20"}, {Name: "F21"}, {Name: "F22"}, {Name: "F23"}, {Name: "F24"}, {Name: "F25"}, {Name: "F26"}, {Name: "F27"}, {Name: "F28"}, {Name: "F29"}, {Name: "F30"}, {Name: "F31"}, {Name: "F32"}, {Name: "F33"}, {Name: "F34"}, {Name: "F35"}, {Name: "F36"}, {Name: "F37"}, {Name: "F38"}, {Name: "F39"}, {Name: "F40"}, {Name: "F41"}, {Name: "F42"}, {Name: "F43"}, {Name: "F44"}, {Name: "F45"}, {Name: "F46"}, {Name: "F47"}, {Name: "F48"}, {Name: "F49"}, {Name: "F50"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
 			input, err := engine.Input[Fan](in)
 			if err != nil {

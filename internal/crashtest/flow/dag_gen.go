@@ -13,7 +13,7 @@ import (
 
 // JobFingerprint is the shape of workflow "crash" (its steps and edges) as generated:
 // JobDefinition().Fingerprint() returns it, and runs record it.
-const JobFingerprint = "0974bc269b609082"
+const JobFingerprint = "21913959dd1ee0db"
 
 // The signatures of the funcs of workflow "crash" as generated. JobDefinition
 // assigns each func to a variable of its type, so a func changed since then
@@ -45,11 +45,13 @@ func JobDefinition() *engine.Definition {
 		FlakyFn _dagenSignature_Flaky_changed_run_go_generate = Flaky
 	)
 	def := &engine.Definition{
-		Name:  "crash",
-		Steps: make([]engine.Step, 0, 8),
+		Name:      "crash",
+		InputType: "github.com/dagenhq/dagen/internal/crashtest/flow.Job",
+		Steps:     make([]engine.Step, 0, 8),
 	}
 	def.Steps = append(def.Steps, engine.Step{
-		Name: "Start",
+		Name:       "Start",
+		OutputType: "int",
 		Retry: engine.RetryPolicy{
 			Backoff:    10 * time.Millisecond,
 			MaxRetries: 10,
@@ -67,8 +69,9 @@ func JobDefinition() *engine.Definition {
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
-		Name:    "FanA",
-		Parents: []engine.Parent{{Name: "Start"}},
+		Name:       "FanA",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "Start"}},
 		Retry: engine.RetryPolicy{
 			Backoff:    10 * time.Millisecond,
 			MaxRetries: 10,
@@ -78,7 +81,7 @@ func JobDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			p0, err := engine.ParentOutput[int](in, 0)
+			p0, err := engine.ParentOutput[int](in, "Start")
 			if err != nil {
 				return nil, err
 			}
@@ -90,8 +93,9 @@ func JobDefinition() *engine.Definition {
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
-		Name:    "FanB",
-		Parents: []engine.Parent{{Name: "Start"}},
+		Name:       "FanB",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "Start"}},
 		Retry: engine.RetryPolicy{
 			Backoff:    10 * time.Millisecond,
 			MaxRetries: 10,
@@ -101,7 +105,7 @@ func JobDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			p0, err := engine.ParentOutput[int](in, 0)
+			p0, err := engine.ParentOutput[int](in, "Start")
 			if err != nil {
 				return nil, err
 			}
@@ -113,8 +117,9 @@ func JobDefinition() *engine.Definition {
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
-		Name:    "FanC",
-		Parents: []engine.Parent{{Name: "Start"}},
+		Name:       "FanC",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "Start"}},
 		Retry: engine.RetryPolicy{
 			Backoff:    10 * time.Millisecond,
 			MaxRetries: 10,
@@ -124,7 +129,7 @@ func JobDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			p0, err := engine.ParentOutput[int](in, 0)
+			p0, err := engine.ParentOutput[int](in, "Start")
 			if err != nil {
 				return nil, err
 			}
@@ -136,8 +141,9 @@ func JobDefinition() *engine.Definition {
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
-		Name:    "FanD",
-		Parents: []engine.Parent{{Name: "Start"}},
+		Name:       "FanD",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "Start"}},
 		Retry: engine.RetryPolicy{
 			Backoff:    10 * time.Millisecond,
 			MaxRetries: 10,
@@ -147,7 +153,7 @@ func JobDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			p0, err := engine.ParentOutput[int](in, 0)
+			p0, err := engine.ParentOutput[int](in, "Start")
 			if err != nil {
 				return nil, err
 			}
@@ -159,8 +165,9 @@ func JobDefinition() *engine.Definition {
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
-		Name:    "Join",
-		Parents: []engine.Parent{{Name: "FanA"}, {Name: "FanB"}, {Name: "FanC"}, {Name: "FanD"}},
+		Name:       "Join",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "FanA"}, {Name: "FanB"}, {Name: "FanC"}, {Name: "FanD"}},
 		Retry: engine.RetryPolicy{
 			Backoff:    10 * time.Millisecond,
 			MaxRetries: 10,
@@ -170,19 +177,19 @@ func JobDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			p0, err := engine.ParentOutput[int](in, 0)
+			p0, err := engine.ParentOutput[int](in, "FanA")
 			if err != nil {
 				return nil, err
 			}
-			p1, err := engine.ParentOutput[int](in, 1)
+			p1, err := engine.ParentOutput[int](in, "FanB")
 			if err != nil {
 				return nil, err
 			}
-			p2, err := engine.ParentOutput[int](in, 2)
+			p2, err := engine.ParentOutput[int](in, "FanC")
 			if err != nil {
 				return nil, err
 			}
-			p3, err := engine.ParentOutput[int](in, 3)
+			p3, err := engine.ParentOutput[int](in, "FanD")
 			if err != nil {
 				return nil, err
 			}
@@ -202,7 +209,7 @@ func JobDefinition() *engine.Definition {
 			if err != nil {
 				return engine.Wake{}, err
 			}
-			p0, err := engine.ParentOutput[int](in, 0)
+			p0, err := engine.ParentOutput[int](in, "Join")
 			if err != nil {
 				return engine.Wake{}, err
 			}
@@ -214,8 +221,9 @@ func JobDefinition() *engine.Definition {
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
-		Name:    "Flaky",
-		Parents: []engine.Parent{{Name: "Join"}, {Name: "Nap"}},
+		Name:       "Flaky",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "Join"}, {Name: "Nap"}},
 		Retry: engine.RetryPolicy{
 			Backoff:    50 * time.Millisecond,
 			MaxRetries: 10,
@@ -225,7 +233,7 @@ func JobDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			p0, err := engine.ParentOutput[int](in, 0)
+			p0, err := engine.ParentOutput[int](in, "Join")
 			if err != nil {
 				return nil, err
 			}

@@ -25,7 +25,7 @@ type Store struct {
 
 	mu        sync.Mutex
 	runs      map[dag.RunID]*run
-	queues    map[string]*readyQueue // by workflow
+	queues    map[string]*readyQueue // by task signature
 	groups    map[string]*tenantGroup
 	nextGroup int64
 	frontier  int64 // highest block claimed so far
@@ -33,6 +33,8 @@ type Store struct {
 	leases    leaseHeap
 	shapes    map[string]*shape
 	workers   map[string]time.Time // worker -> alive until
+	serves    map[string][]string  // worker -> signatures it serves
+	sigInfos  map[string]store.SignatureInfo
 	subs      map[chan struct{}]struct{}
 	enqueued  bool // set by enqueue; cleared by notifyIfEnqueued
 }
@@ -42,18 +44,21 @@ var (
 	_ store.Workers   = (*Store)(nil)
 	_ store.Notifier  = (*Store)(nil)
 	_ store.RunReader = (*Store)(nil)
+	_ store.Deploys   = (*Store)(nil)
 )
 
 // New returns an empty store. cfg may be nil.
 func New(cfg *Config) *Store {
 	s := &Store{
-		now:     time.Now,
-		runs:    make(map[dag.RunID]*run),
-		queues:  make(map[string]*readyQueue),
-		groups:  make(map[string]*tenantGroup),
-		shapes:  make(map[string]*shape),
-		workers: make(map[string]time.Time),
-		subs:    make(map[chan struct{}]struct{}),
+		now:      time.Now,
+		runs:     make(map[dag.RunID]*run),
+		queues:   make(map[string]*readyQueue),
+		groups:   make(map[string]*tenantGroup),
+		shapes:   make(map[string]*shape),
+		workers:  make(map[string]time.Time),
+		serves:   make(map[string][]string),
+		sigInfos: make(map[string]store.SignatureInfo),
+		subs:     make(map[chan struct{}]struct{}),
 	}
 	if cfg != nil && cfg.Now != nil {
 		s.now = cfg.Now
@@ -94,6 +99,8 @@ type task struct {
 	finished       time.Time
 	queueID        int64
 	released       int // attempts released by a stopping worker: they do not count
+	queuedAt       time.Time
+	waitingLogged  bool // a WAITING event was logged since it was last queued
 }
 
 type tenantGroup struct {
@@ -160,8 +167,8 @@ func (s *Store) createRuns(ctx context.Context, runs []store.NewRun, p store.Cla
 			r.tasks[ti] = task{status: store.TaskPending, pendingParents: len(sh.parents[ti])}
 		}
 		s.runs[nr.ID] = r
-		claim := len(p.Workflows) == 0 || slices.Contains(p.Workflows, nr.Workflow)
 		for _, ti := range sh.roots {
+			claim := len(p.Signatures) == 0 || slices.Contains(p.Signatures, sh.tasks[ti].Signature)
 			if claim && len(considered) < p.Limit && !considered[nr.Tenant] {
 				// The tenant's first root starts when the fair queue would
 				// hand it out next: nothing of the tenant's is queued past
@@ -204,7 +211,7 @@ func (s *Store) shapeFor(nr *store.NewRun) (*shape, error) {
 
 func sameTasks(a, b []store.NewTask) bool {
 	return slices.EqualFunc(a, b, func(x, y store.NewTask) bool {
-		return x.Name == y.Name && x.Kind == y.Kind && x.MaxAttempts == y.MaxAttempts && slices.Equal(x.Parents, y.Parents)
+		return x.Name == y.Name && x.Kind == y.Kind && x.MaxAttempts == y.MaxAttempts && x.Signature == y.Signature && slices.Equal(x.Parents, y.Parents)
 	})
 }
 
@@ -347,11 +354,14 @@ func (s *Store) enqueue(r *run, ti int, now time.Time) {
 	t := &r.tasks[ti]
 	t.status = store.TaskQueued
 	t.queueID = id
-	q := s.queues[r.rec.Workflow]
+	t.queuedAt = now
+	sig := r.shape.tasks[ti].Signature
+	q := s.queues[sig]
 	if q == nil {
 		q = &readyQueue{}
-		s.queues[r.rec.Workflow] = q
+		s.queues[sig] = q
 	}
+	t.waitingLogged = false
 	heap.Push(q, queueEntry{id: id, run: r, task: ti})
 	r.event(now, ti, store.EventQueued, t.attempt, "")
 	s.enqueued = true
@@ -368,13 +378,13 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.Cl
 	s.lock()
 	defer s.unlock()
 	var queues []*readyQueue
-	if len(p.Workflows) == 0 {
+	if len(p.Signatures) == 0 {
 		for _, q := range s.queues {
 			queues = append(queues, q)
 		}
 	} else {
-		for _, w := range p.Workflows {
-			if q := s.queues[w]; q != nil {
+		for _, sig := range p.Signatures {
+			if q := s.queues[sig]; q != nil {
 				queues = append(queues, q)
 			}
 		}
@@ -410,7 +420,7 @@ func (s *Store) claim(r *run, ti int, p store.ClaimParams, now time.Time) store.
 	nt := &r.shape.tasks[ti]
 	c := store.ClaimedTask{
 		RunID: r.rec.ID, Workflow: r.rec.Workflow, Tenant: r.rec.Tenant,
-		Step: nt.Name, Kind: nt.Kind, Attempt: t.attempt, Input: r.rec.Input,
+		Step: nt.Name, Kind: nt.Kind, Attempt: t.attempt, Signature: nt.Signature, Input: r.rec.Input,
 	}
 	if ps := r.shape.parents[ti]; len(ps) > 0 {
 		c.Parents = make([]store.ParentResult, len(ps))
@@ -791,7 +801,7 @@ func (s *Store) ListTasks(ctx context.Context, id dag.RunID) ([]store.Task, erro
 	for i, t := range r.tasks {
 		nt := r.shape.tasks[i]
 		tasks[i] = store.Task{
-			Name: nt.Name, Kind: nt.Kind, Parents: slices.Clone(nt.Parents),
+			Name: nt.Name, Kind: nt.Kind, Parents: slices.Clone(nt.Parents), Signature: nt.Signature,
 			Status: t.status, Attempt: t.attempt, Output: t.output, Error: t.err, Reason: t.reason,
 			WakeAt: t.wakeAt, Worker: t.worker, Finished: t.finished,
 		}

@@ -50,6 +50,7 @@ func (s *Store) RetireWorker(ctx context.Context, worker string, release bool) (
 	s.lock()
 	defer s.unlock()
 	delete(s.workers, worker)
+	delete(s.serves, worker)
 	if !release {
 		return 0, nil
 	}

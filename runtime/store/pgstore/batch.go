@@ -60,6 +60,7 @@ type taskState struct {
 	key         taskKey
 	run         *runState
 	kind        store.TaskKind
+	signature   string
 	children    []string
 	status      store.TaskStatus
 	attempt     int
@@ -89,12 +90,13 @@ type resolvedTask struct {
 }
 
 type enqueueItem struct {
-	run     *runState
-	name    string
-	kind    store.TaskKind
-	attempt int
-	src     int  // source credited with the enqueue, or -1
-	logged  bool // its QUEUED event is kept in its row already
+	run       *runState
+	name      string
+	signature string
+	kind      store.TaskKind
+	attempt   int
+	src       int  // source credited with the enqueue, or -1
+	logged    bool // its QUEUED event is kept in its row already
 }
 
 func (s *Store) newBatch(tx *txn, sources int) *batch {
@@ -190,7 +192,7 @@ func (b *batch) readTasks(ctx context.Context, ids []pgtype.UUID, names []string
 			continue // its run is not locked, or a key came twice
 		}
 		t := &taskState{
-			key: k, run: b.runs[k.run], kind: store.TaskKind(r.Kind), children: r.Children,
+			key: k, run: b.runs[k.run], kind: store.TaskKind(r.Kind), signature: r.Signature, children: r.Children,
 			status: store.TaskStatus(r.Status), attempt: int(r.Attempt), maxAttempts: int(r.MaxAttempts),
 			err: r.Error, reason: r.Reason, wakeAt: timeOf(r.WakeAt), worker: r.Worker,
 			queuedEvent: r.QueuedEvent.Int64, queuedAt: timeOf(r.QueuedAt),
@@ -353,7 +355,7 @@ func (b *batch) requeue(t *taskState, src int) {
 	t.newRound = true
 	t.status = store.TaskQueued
 	b.touch(t)
-	b.enqueue = append(b.enqueue, enqueueItem{run: t.run, name: t.key.name, kind: t.kind, attempt: t.attempt, src: src})
+	b.enqueue = append(b.enqueue, enqueueItem{run: t.run, name: t.key.name, signature: t.signature, kind: t.kind, attempt: t.attempt, src: src})
 }
 
 var (
@@ -477,7 +479,7 @@ func (b *batch) flush(ctx context.Context) error {
 			for _, row := range rows {
 				r := b.runs[dag.RunID(row.RunID.Bytes)]
 				b.enqueue = append(b.enqueue, enqueueItem{
-					run: r, name: row.Name, kind: store.KindOnFailure, attempt: int(row.Attempt), src: r.failSrc,
+					run: r, name: row.Name, signature: row.Signature, kind: store.KindOnFailure, attempt: int(row.Attempt), src: r.failSrc,
 				})
 			}
 		}
@@ -509,7 +511,7 @@ func (b *batch) flush(ctx context.Context) error {
 					continue
 				}
 				k := taskKey{dag.RunID(row.RunID.Bytes), row.Name}
-				b.enqueue = append(b.enqueue, enqueueItem{run: b.runs[k.run], name: k.name, kind: store.KindStep, src: lastSrc[k], logged: true})
+				b.enqueue = append(b.enqueue, enqueueItem{run: b.runs[k.run], name: k.name, signature: row.Signature, kind: store.KindStep, src: lastSrc[k], logged: true})
 			}
 		}
 	}
@@ -523,7 +525,7 @@ func (b *batch) flush(ctx context.Context) error {
 		}
 		ep.RunIds = append(ep.RunIds, uuidOf(e.run.id))
 		ep.Tasks = append(ep.Tasks, e.name)
-		ep.Workflows = append(ep.Workflows, e.run.workflow)
+		ep.Signatures = append(ep.Signatures, e.signature)
 		ep.Tenants = append(ep.Tenants, e.run.tenant)
 		ep.IfQueued = append(ep.IfQueued, false)
 		if !e.logged {

@@ -17,7 +17,7 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.Cl
 	}
 	rows, err := s.q.ClaimTasks(ctx, s.pool, dbsqlc.ClaimTasksParams{
 		Now:          s.clock(),
-		Workflows:    nonNil(p.Workflows),
+		Signatures:   nonNil(p.Signatures),
 		Max:          int32(min(p.Limit, 1<<30)),
 		Worker:       p.Worker,
 		LeaseSeconds: p.Lease.Seconds(),
@@ -28,13 +28,14 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.Cl
 	claimed := make([]store.ClaimedTask, len(rows))
 	for i, r := range rows {
 		c := store.ClaimedTask{
-			RunID:    dag.RunID(r.RunID.Bytes),
-			Workflow: r.Workflow,
-			Tenant:   r.Tenant,
-			Step:     r.Name,
-			Kind:     store.TaskKind(r.Kind),
-			Attempt:  int(r.Attempt),
-			Input:    r.Input,
+			RunID:     dag.RunID(r.RunID.Bytes),
+			Workflow:  r.Workflow,
+			Tenant:    r.Tenant,
+			Step:      r.Name,
+			Kind:      store.TaskKind(r.Kind),
+			Attempt:   int(r.Attempt),
+			Signature: r.Signature,
+			Input:     r.Input,
 		}
 		if n := len(r.ParentNames); n > 0 {
 			if len(r.ParentStatuses) != n || len(r.ParentOutputs) != n {
@@ -64,7 +65,7 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.Cl
 }
 
 // nonNil returns s, or an empty slice for nil: pgx sends a nil slice as
-// NULL, and the claim query reads an empty array as "any workflow".
+// NULL, and the claim query reads an empty array as "any signature".
 func nonNil(s []string) []string {
 	if s == nil {
 		return []string{}

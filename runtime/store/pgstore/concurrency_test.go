@@ -21,7 +21,13 @@ func step(name string, parents ...string) store.NewTask {
 	return store.NewTask{Name: name, Kind: store.KindStep, Parents: parents, MaxAttempts: 3}
 }
 
+// newRun returns a run; tasks without a signature get the workflow's name.
 func newRun(workflow, tenant string, tasks ...store.NewTask) store.NewRun {
+	for i := range tasks {
+		if tasks[i].Signature == "" {
+			tasks[i].Signature = workflow
+		}
+	}
 	return store.NewRun{ID: dag.NewRunID(), Workflow: workflow, Fingerprint: "fp", Tenant: tenant, Input: []byte(`{}`), Tasks: tasks}
 }
 

@@ -72,8 +72,8 @@ func (s *Store) createRuns(ctx context.Context, runs []store.NewRun, p store.Cla
 		rp.Inputs = append(rp.Inputs, nr.Input)
 		rp.Pendings = append(rp.Pendings, int32(g.counted))
 		tenants = append(tenants, nr.Tenant)
-		claim := len(p.Workflows) == 0 || slices.Contains(p.Workflows, nr.Workflow)
 		for ti, t := range nr.Tasks {
+			claim := len(p.Signatures) == 0 || slices.Contains(p.Signatures, t.Signature)
 			status := store.TaskPending
 			switch {
 			case len(t.Parents) > 0 || t.Kind == store.KindOnFailure:
@@ -84,7 +84,7 @@ func (s *Store) createRuns(ctx context.Context, runs []store.NewRun, p store.Cla
 				candidate[nr.Tenant] = true
 				cands = append(cands, store.ClaimedTask{
 					RunID: nr.ID, Workflow: nr.Workflow, Tenant: nr.Tenant,
-					Step: t.Name, Kind: t.Kind, Attempt: 1, Input: nr.Input,
+					Step: t.Name, Kind: t.Kind, Attempt: 1, Signature: t.Signature, Input: nr.Input,
 				})
 				candRuns = append(candRuns, id)
 				candNames = append(candNames, t.Name)
@@ -94,7 +94,7 @@ func (s *Store) createRuns(ctx context.Context, runs []store.NewRun, p store.Cla
 			if status != store.TaskPending {
 				ep.RunIds = append(ep.RunIds, id)
 				ep.Tasks = append(ep.Tasks, t.Name)
-				ep.Workflows = append(ep.Workflows, nr.Workflow)
+				ep.Signatures = append(ep.Signatures, t.Signature)
 				ep.Tenants = append(ep.Tenants, nr.Tenant)
 				ep.IfQueued = append(ep.IfQueued, status == taskStarting)
 			}
@@ -107,6 +107,7 @@ func (s *Store) createRuns(ctx context.Context, runs []store.NewRun, p store.Cla
 			tp.PendingParents = append(tp.PendingParents, int32(len(t.Parents)))
 			tp.Statuses = append(tp.Statuses, string(status))
 			tp.MaxAttempts = append(tp.MaxAttempts, int32(max(t.MaxAttempts, 1)))
+			tp.Signatures = append(tp.Signatures, t.Signature)
 			tp.Tenants = append(tp.Tenants, nr.Tenant)
 		}
 	}

@@ -251,7 +251,7 @@ func TestLeaseRemovalUsesTheIndex(t *testing.T) {
 	}
 	s := pgstore.New(pool, nil)
 	require.NoError(t, s.CreateRuns(ctx, []store.NewRun{newRun("w", "t", step("a"))}))
-	claimed, err := s.ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: 1, Lease: time.Minute, Workflows: []string{"w"}})
+	claimed, err := s.ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: 1, Lease: time.Minute, Signatures: []string{"w"}})
 	require.NoError(t, err)
 	require.Len(t, claimed, 1)
 	_, err = s.CompleteTasks(ctx, []store.TaskResult{completed(claimed[0])})

@@ -96,17 +96,18 @@ func tasksOf(id dag.RunID, rows []dbsqlc.ListTasksRow, err error) ([]store.Task,
 	tasks := make([]store.Task, len(rows))
 	for i, r := range rows {
 		tasks[i] = store.Task{
-			Name:     r.Name,
-			Kind:     store.TaskKind(r.Kind),
-			Parents:  parentsOf(r),
-			Status:   store.TaskStatus(r.Status),
-			Attempt:  int(r.Attempt),
-			Output:   r.Output,
-			Error:    r.Error,
-			Reason:   r.Reason,
-			WakeAt:   timeOf(r.WakeAt),
-			Worker:   r.Worker,
-			Finished: timeOf(r.FinishedAt),
+			Name:      r.Name,
+			Kind:      store.TaskKind(r.Kind),
+			Parents:   parentsOf(r),
+			Signature: r.Signature,
+			Status:    store.TaskStatus(r.Status),
+			Attempt:   int(r.Attempt),
+			Output:    r.Output,
+			Error:     r.Error,
+			Reason:    r.Reason,
+			WakeAt:    timeOf(r.WakeAt),
+			Worker:    r.Worker,
+			Finished:  timeOf(r.FinishedAt),
 		}
 	}
 	return tasks, nil

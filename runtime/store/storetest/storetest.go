@@ -96,7 +96,15 @@ func task(name string, parents ...string) store.NewTask {
 	return store.NewTask{Name: name, Kind: store.KindStep, Parents: parents, MaxAttempts: 3}
 }
 
+// newRun returns a run of workflow for tenant. Tasks without a signature get
+// the workflow's name as theirs, so a claim for the signature "wf" takes
+// the tasks of workflow wf.
 func newRun(workflow, tenant string, tasks ...store.NewTask) store.NewRun {
+	for i := range tasks {
+		if tasks[i].Signature == "" {
+			tasks[i].Signature = workflow
+		}
+	}
 	return store.NewRun{ID: dag.NewRunID(), Workflow: workflow, Fingerprint: "fp-" + workflow, Tenant: tenant, Input: []byte(`{"n":1}`), Tasks: tasks}
 }
 
@@ -105,9 +113,11 @@ func (f *fixture) create(runs ...store.NewRun) {
 	require.NoError(f.t, f.st.CreateRuns(f.ctx, runs))
 }
 
-func (f *fixture) claim(limit int, workflows ...string) []store.ClaimedTask {
+// claim claims up to limit tasks for worker w1, of these signatures (any
+// when none).
+func (f *fixture) claim(limit int, signatures ...string) []store.ClaimedTask {
 	f.t.Helper()
-	tasks, err := f.st.ClaimTasks(f.ctx, store.ClaimParams{Worker: "w1", Workflows: workflows, Limit: limit, Lease: time.Minute})
+	tasks, err := f.st.ClaimTasks(f.ctx, store.ClaimParams{Worker: "w1", Signatures: signatures, Limit: limit, Lease: time.Minute})
 	require.NoError(f.t, err)
 	return tasks
 }

@@ -250,7 +250,7 @@ func testStartRuns(f *fixture) {
 	}
 	start := func(limit int, runs ...store.NewRun) []store.ClaimedTask {
 		t.Helper()
-		claimed, err := st.StartRuns(f.ctx, runs, store.ClaimParams{Worker: "w1", Workflows: []string{"wf"}, Limit: limit, Lease: time.Minute})
+		claimed, err := st.StartRuns(f.ctx, runs, store.ClaimParams{Worker: "w1", Signatures: []string{"wf"}, Limit: limit, Lease: time.Minute})
 		require.NoError(t, err)
 		return claimed
 	}
@@ -260,8 +260,8 @@ func testStartRuns(f *fixture) {
 	r4 := newRun("wf", "t4", task("z")) // past the limit of two tenants
 	claimed := start(2, r1, other, r3, r4)
 	require.Equal(t, []store.ClaimedTask{
-		{RunID: r1.ID, Workflow: "wf", Tenant: "t1", Step: "a", Kind: store.KindStep, Attempt: 1, Input: r1.Input},
-		{RunID: r3.ID, Workflow: "wf", Tenant: "t2", Step: "y", Kind: store.KindStep, Attempt: 1, Input: r3.Input},
+		{RunID: r1.ID, Workflow: "wf", Tenant: "t1", Step: "a", Kind: store.KindStep, Attempt: 1, Signature: "wf", Input: r1.Input},
+		{RunID: r3.ID, Workflow: "wf", Tenant: "t2", Step: "y", Kind: store.KindStep, Attempt: 1, Signature: "wf", Input: r3.Input},
 	}, claimed, "each tenant's first root, in run order, up to the limit")
 	tasks := f.tasks(r1.ID)
 	require.Equal(t, store.TaskRunning, tasks["a"].Status)

@@ -12,7 +12,7 @@ import (
 
 // GreetingFingerprint is the shape of workflow "Greeting" (its steps and edges) as generated:
 // GreetingDefinition().Fingerprint() returns it, and runs record it.
-const GreetingFingerprint = "f67e7ac9de161e95"
+const GreetingFingerprint = "79be7158a3c3159d"
 
 // The signatures of the funcs of workflow "Greeting" as generated. GreetingDefinition
 // assigns each func to a variable of its type, so a func changed since then
@@ -32,11 +32,13 @@ func GreetingDefinition() *engine.Definition {
 		GreetFn _dagenSignature_Greet_changed_run_go_generate = Greet
 	)
 	def := &engine.Definition{
-		Name:  "Greeting",
-		Steps: make([]engine.Step, 0, 2),
+		Name:      "Greeting",
+		InputType: "github.com/dagenhq/dagen/gen/testdata/basic.Greeting",
+		Steps:     make([]engine.Step, 0, 2),
 	}
 	def.Steps = append(def.Steps, engine.Step{
-		Name: "Upper",
+		Name:       "Upper",
+		OutputType: "string",
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
 			input, err := engine.Input[Greeting](in)
 			if err != nil {
@@ -50,14 +52,15 @@ func GreetingDefinition() *engine.Definition {
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
-		Name:    "Greet",
-		Parents: []engine.Parent{{Name: "Upper"}},
+		Name:       "Greet",
+		OutputType: "string",
+		Parents:    []engine.Parent{{Name: "Upper"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
 			input, err := engine.Input[Greeting](in)
 			if err != nil {
 				return nil, err
 			}
-			p0, err := engine.ParentOutput[string](in, 0)
+			p0, err := engine.ParentOutput[string](in, "Upper")
 			if err != nil {
 				return nil, err
 			}

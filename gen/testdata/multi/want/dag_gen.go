@@ -14,7 +14,7 @@ import (
 
 // PingFingerprint is the shape of workflow "Ping" (its steps and edges) as generated:
 // PingDefinition().Fingerprint() returns it, and runs record it.
-const PingFingerprint = "c586a8fd50c83db1"
+const PingFingerprint = "852116ab4260fbf9"
 
 // The signatures of the funcs of workflow "Ping" as generated. PingDefinition
 // assigns each func to a variable of its type, so a func changed since then
@@ -40,8 +40,9 @@ func PingDefinition() *enginepkg.Definition {
 		ReportFn   _dagenSignature_Report_changed_run_go_generate  = Report
 	)
 	def := &enginepkg.Definition{
-		Name:  "Ping",
-		Steps: make([]enginepkg.Step, 0, 3),
+		Name:      "Ping",
+		InputType: "github.com/dagenhq/dagen/gen/testdata/multi.Ping",
+		Steps:     make([]enginepkg.Step, 0, 3),
 		OnFailure: func(ctx context.Context, in enginepkg.StepInput, failure dag.Failure) error {
 			input1, err1 := enginepkg.Input[Ping](in)
 			if err1 != nil {
@@ -51,7 +52,8 @@ func PingDefinition() *enginepkg.Definition {
 		},
 	}
 	def.Steps = append(def.Steps, enginepkg.Step{
-		Name: "Resolve",
+		Name:       "Resolve",
+		OutputType: "net/netip.Addr",
 		Run: func(ctx context.Context, in enginepkg.StepInput) ([]byte, error) {
 			input1, err1 := enginepkg.Input[Ping](in)
 			if err1 != nil {
@@ -65,14 +67,15 @@ func PingDefinition() *enginepkg.Definition {
 		},
 	})
 	def.Steps = append(def.Steps, enginepkg.Step{
-		Name:    "Measure",
-		Parents: []enginepkg.Parent{{Name: "Resolve"}},
+		Name:       "Measure",
+		OutputType: "time.Duration",
+		Parents:    []enginepkg.Parent{{Name: "Resolve"}},
 		Run: func(ctx context.Context, in enginepkg.StepInput) ([]byte, error) {
 			input1, err1 := enginepkg.Input[Ping](in)
 			if err1 != nil {
 				return nil, err1
 			}
-			p0, err1 := enginepkg.ParentOutput[netip.Addr](in, 0)
+			p0, err1 := enginepkg.ParentOutput[netip.Addr](in, "Resolve")
 			if err1 != nil {
 				return nil, err1
 			}
@@ -97,7 +100,7 @@ func PingDefinition() *enginepkg.Definition {
 			if err1 != nil {
 				return nil, err1
 			}
-			p0, err1 := enginepkg.ParentOutput[netip.Addr](in, 0)
+			p0, err1 := enginepkg.ParentOutput[netip.Addr](in, "Resolve")
 			if err1 != nil {
 				return nil, err1
 			}
@@ -179,7 +182,7 @@ type PingResult struct {
 
 // RefundFingerprint is the shape of workflow "refund" (its steps and edges) as generated:
 // RefundDefinition().Fingerprint() returns it, and runs record it.
-const RefundFingerprint = "89bd0963f4c21b9f"
+const RefundFingerprint = "256b8921d15e3f0c"
 
 // The signatures of the funcs of workflow "refund" as generated. RefundDefinition
 // assigns each func to a variable of its type, so a func changed since then
@@ -202,11 +205,13 @@ func RefundDefinition() *enginepkg.Definition {
 		neverFn _dagenSignature_never_changed_run_go_generate = never
 	)
 	def := &enginepkg.Definition{
-		Name:  "refund",
-		Steps: make([]enginepkg.Step, 0, 3),
+		Name:      "refund",
+		InputType: "github.com/dagenhq/dagen/gen/testdata/multi.refund",
+		Steps:     make([]enginepkg.Step, 0, 3),
 	}
 	def.Steps = append(def.Steps, enginepkg.Step{
-		Name: "audit",
+		Name:       "audit",
+		OutputType: "[]string",
 		Run: func(ctx context.Context, in enginepkg.StepInput) ([]byte, error) {
 			input1, err1 := enginepkg.Input[refund](in)
 			if err1 != nil {
@@ -233,7 +238,7 @@ func RefundDefinition() *enginepkg.Definition {
 			if err1 != nil {
 				return nil, err1
 			}
-			p0, err1 := enginepkg.ParentOutput[[]string](in, 0)
+			p0, err1 := enginepkg.ParentOutput[[]string](in, "audit")
 			if err1 != nil {
 				return nil, err1
 			}
@@ -241,14 +246,15 @@ func RefundDefinition() *enginepkg.Definition {
 		},
 	})
 	def.Steps = append(def.Steps, enginepkg.Step{
-		Name:    "pay",
-		Parents: []enginepkg.Parent{{Name: "audit"}},
+		Name:       "pay",
+		OutputType: "map[string]int",
+		Parents:    []enginepkg.Parent{{Name: "audit"}},
 		Run: func(ctx context.Context, in enginepkg.StepInput) ([]byte, error) {
 			input1, err1 := enginepkg.Input[refund](in)
 			if err1 != nil {
 				return nil, err1
 			}
-			p0, err1 := enginepkg.ParentOutput[[]string](in, 0)
+			p0, err1 := enginepkg.ParentOutput[[]string](in, "audit")
 			if err1 != nil {
 				return nil, err1
 			}

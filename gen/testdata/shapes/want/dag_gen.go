@@ -13,7 +13,7 @@ import (
 
 // SignupFingerprint is the shape of workflow "signup" (its steps and edges) as generated:
 // SignupDefinition().Fingerprint() returns it, and runs record it.
-const SignupFingerprint = "815375e3aa400eff"
+const SignupFingerprint = "cbbcad8fb3fc5712"
 
 // The signatures of the funcs of workflow "signup" as generated. SignupDefinition
 // assigns each func to a variable of its type, so a func changed since then
@@ -43,11 +43,13 @@ func SignupDefinition() *engine.Definition {
 		onTrialFn       _dagenSignature_onTrial_changed_run_go_generate       = onTrial
 	)
 	def := &engine.Definition{
-		Name:  "signup",
-		Steps: make([]engine.Step, 0, 5),
+		Name:      "signup",
+		InputType: "github.com/dagenhq/dagen/gen/testdata/shapes.Signup",
+		Steps:     make([]engine.Step, 0, 5),
 	}
 	def.Steps = append(def.Steps, engine.Step{
-		Name: "create-account",
+		Name:       "create-account",
+		OutputType: "github.com/dagenhq/dagen/gen/testdata/shapes.Account",
 		Retry: engine.RetryPolicy{
 			Backoff:    250 * time.Millisecond,
 			MaxBackoff: time.Second,
@@ -67,8 +69,9 @@ func SignupDefinition() *engine.Definition {
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
-		Name:    "Charge",
-		Parents: []engine.Parent{{Name: "create-account"}},
+		Name:       "Charge",
+		OutputType: "github.com/dagenhq/dagen/gen/testdata/shapes.Bill",
+		Parents:    []engine.Parent{{Name: "create-account"}},
 		Skip: []engine.Predicate{{
 			Name: "isFree",
 			Eval: func(ctx context.Context, in engine.StepInput) (bool, error) {
@@ -85,7 +88,7 @@ func SignupDefinition() *engine.Definition {
 				if err != nil {
 					return false, err
 				}
-				p0, err := engine.ParentOutput[Account](in, 0)
+				p0, err := engine.ParentOutput[Account](in, "create-account")
 				if err != nil {
 					return false, err
 				}
@@ -97,7 +100,7 @@ func SignupDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			p0, err := engine.ParentOutput[Account](in, 0)
+			p0, err := engine.ParentOutput[Account](in, "create-account")
 			if err != nil {
 				return nil, err
 			}
@@ -116,7 +119,7 @@ func SignupDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			p0, err := engine.ParentOutput[Account](in, 0)
+			p0, err := engine.ParentOutput[Account](in, "create-account")
 			if err != nil {
 				return nil, err
 			}
@@ -140,7 +143,8 @@ func SignupDefinition() *engine.Definition {
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
-		Name: "Summarize",
+		Name:       "Summarize",
+		OutputType: "string",
 		Parents: []engine.Parent{{
 			Name:     "Charge",
 			Optional: true,
@@ -150,7 +154,7 @@ func SignupDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			p0, err := engine.ParentMaybe[Bill](in, 0)
+			p0, err := engine.ParentMaybe[Bill](in, "Charge")
 			if err != nil {
 				return nil, err
 			}

@@ -12,7 +12,7 @@ import (
 
 // OrderFingerprint is the shape of workflow "Order" (its steps and edges) as generated:
 // OrderDefinition().Fingerprint() returns it, and runs record it.
-const OrderFingerprint = "2d5edd50fc1cb591"
+const OrderFingerprint = "9b311612067aacfc"
 
 // The signatures of the funcs of workflow "Order" as generated. OrderDefinition
 // assigns each func to a variable of its type, so a func changed since then
@@ -32,11 +32,13 @@ func OrderDefinition() *engine.Definition {
 		ChargeFn _dagenSignature_Charge_changed_run_go_generate = Charge
 	)
 	def := &engine.Definition{
-		Name:  "Order",
-		Steps: make([]engine.Step, 0, 2),
+		Name:      "Order",
+		InputType: "github.com/dagenhq/dagen/gen/testdata/stale.Order",
+		Steps:     make([]engine.Step, 0, 2),
 	}
 	def.Steps = append(def.Steps, engine.Step{
-		Name: "Check",
+		Name:       "Check",
+		OutputType: "bool",
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
 			input, err := engine.Input[Order](in)
 			if err != nil {
@@ -50,14 +52,15 @@ func OrderDefinition() *engine.Definition {
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
-		Name:    "Charge",
-		Parents: []engine.Parent{{Name: "Check"}},
+		Name:       "Charge",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "Check"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
 			input, err := engine.Input[Order](in)
 			if err != nil {
 				return nil, err
 			}
-			p0, err := engine.ParentOutput[bool](in, 0)
+			p0, err := engine.ParentOutput[bool](in, "Check")
 			if err != nil {
 				return nil, err
 			}

@@ -12,7 +12,7 @@ import (
 
 // OrderFingerprint is the shape of workflow "Order" (its steps and edges) as generated:
 // OrderDefinition().Fingerprint() returns it, and runs record it.
-const OrderFingerprint = "fce573055f7c3813"
+const OrderFingerprint = "acc05f738080ea6b"
 
 // The signatures of the funcs of workflow "Order" as generated. OrderDefinition
 // assigns each func to a variable of its type, so a func changed since then
@@ -38,11 +38,13 @@ func OrderDefinition() *engine.Definition {
 		invalidFn  _dagenSignature_invalid_changed_run_go_generate  = invalid
 	)
 	def := &engine.Definition{
-		Name:  "Order",
-		Steps: make([]engine.Step, 0, 4),
+		Name:      "Order",
+		InputType: "github.com/dagenhq/dagen/gen/testdata/warn_needless_maybe.Order",
+		Steps:     make([]engine.Step, 0, 4),
 	}
 	def.Steps = append(def.Steps, engine.Step{
-		Name: "Validate",
+		Name:       "Validate",
+		OutputType: "github.com/dagenhq/dagen/gen/testdata/warn_needless_maybe.Validation",
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
 			input, err := engine.Input[Order](in)
 			if err != nil {
@@ -56,7 +58,8 @@ func OrderDefinition() *engine.Definition {
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
-		Name: "Charge",
+		Name:       "Charge",
+		OutputType: "github.com/dagenhq/dagen/gen/testdata/warn_needless_maybe.Receipt",
 		Parents: []engine.Parent{{
 			Name:     "Validate",
 			Optional: true,
@@ -76,7 +79,7 @@ func OrderDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			p0, err := engine.ParentMaybe[Validation](in, 0)
+			p0, err := engine.ParentMaybe[Validation](in, "Validate")
 			if err != nil {
 				return nil, err
 			}
@@ -88,14 +91,15 @@ func OrderDefinition() *engine.Definition {
 		},
 	})
 	def.Steps = append(def.Steps, engine.Step{
-		Name:    "Ship",
-		Parents: []engine.Parent{{Name: "Charge"}},
+		Name:       "Ship",
+		OutputType: "github.com/dagenhq/dagen/gen/testdata/warn_needless_maybe.Receipt",
+		Parents:    []engine.Parent{{Name: "Charge"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
 			input, err := engine.Input[Order](in)
 			if err != nil {
 				return nil, err
 			}
-			p0, err := engine.ParentOutput[Receipt](in, 0)
+			p0, err := engine.ParentOutput[Receipt](in, "Charge")
 			if err != nil {
 				return nil, err
 			}
@@ -117,7 +121,7 @@ func OrderDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			p0, err := engine.ParentMaybe[Receipt](in, 0)
+			p0, err := engine.ParentMaybe[Receipt](in, "Ship")
 			if err != nil {
 				return nil, err
 			}

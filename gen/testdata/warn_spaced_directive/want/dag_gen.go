@@ -12,7 +12,7 @@ import (
 
 // OrderFingerprint is the shape of workflow "Order" (its steps and edges) as generated:
 // OrderDefinition().Fingerprint() returns it, and runs record it.
-const OrderFingerprint = "0b536652a15a9e54"
+const OrderFingerprint = "b6ed2527a2c6f771"
 
 // The signatures of the funcs of workflow "Order" as generated. OrderDefinition
 // assigns each func to a variable of its type, so a func changed since then
@@ -30,11 +30,13 @@ func OrderDefinition() *engine.Definition {
 		ValidateFn _dagenSignature_Validate_changed_run_go_generate = Validate
 	)
 	def := &engine.Definition{
-		Name:  "Order",
-		Steps: make([]engine.Step, 0, 1),
+		Name:      "Order",
+		InputType: "github.com/dagenhq/dagen/gen/testdata/warn_spaced_directive.Order",
+		Steps:     make([]engine.Step, 0, 1),
 	}
 	def.Steps = append(def.Steps, engine.Step{
-		Name: "Validate",
+		Name:       "Validate",
+		OutputType: "github.com/dagenhq/dagen/gen/testdata/warn_spaced_directive.Validation",
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
 			input, err := engine.Input[Order](in)
 			if err != nil {

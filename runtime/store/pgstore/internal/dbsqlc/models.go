@@ -38,10 +38,11 @@ type DagenQueueFrontier struct {
 }
 
 type DagenReady struct {
-	ID       int64
-	RunID    pgtype.UUID
-	Task     string
-	Workflow string
+	ID            int64
+	RunID         pgtype.UUID
+	Task          string
+	Signature     string
+	WaitingLogged bool
 }
 
 type DagenRun struct {
@@ -57,6 +58,17 @@ type DagenRun struct {
 	Pending        int32
 	CreatedAt      pgtype.Timestamptz
 	FinishedAt     pgtype.Timestamptz
+}
+
+type DagenSignature struct {
+	Signature  string
+	Workflow   string
+	Step       string
+	Kind       string
+	InputType  string
+	OutputType string
+	Parents    []byte
+	RecordedAt pgtype.Timestamptz
 }
 
 type DagenTask struct {
@@ -81,6 +93,7 @@ type DagenTask struct {
 	StartedEvent   pgtype.Int8
 	StartedAt      pgtype.Timestamptz
 	CompletedEvent pgtype.Int8
+	Signature      string
 }
 
 type DagenTenantGroup struct {
@@ -101,4 +114,5 @@ type DagenWorker struct {
 	ID          string
 	HeartbeatAt pgtype.Timestamptz
 	AliveUntil  pgtype.Timestamptz
+	Signatures  []string
 }

@@ -18,7 +18,7 @@ WITH clock AS (
 picked AS (
     SELECT q.id
     FROM dagen_ready q
-    WHERE cardinality($2::text[]) = 0 OR q.workflow = ANY($2::text[])
+    WHERE cardinality($2::text[]) = 0 OR q.signature = ANY($2::text[])
     ORDER BY q.id
     LIMIT $3
     FOR UPDATE SKIP LOCKED
@@ -39,7 +39,7 @@ claimed AS (
         started_at = clock.now
     FROM deleted d, clock
     WHERE t.run_id = d.run_id AND t.name = d.task AND t.status = 'QUEUED'
-    RETURNING d.id AS queue_id, t.run_id, t.name, t.kind, t.attempt, t.parents, t.started_event
+    RETURNING d.id AS queue_id, t.run_id, t.name, t.kind, t.attempt, t.parents, t.started_event, t.signature
 ),
 leased AS (
     INSERT INTO dagen_leases (id, run_id, task, worker, lease_until)
@@ -53,7 +53,7 @@ frontier AS (
     FROM (SELECT max(claimed.queue_id) / 1048576 AS block FROM claimed) m
     WHERE m.block > f.block
 )
-SELECT c.queue_id, c.run_id, c.name, c.kind, c.attempt, r.workflow, r.tenant, r.input,
+SELECT c.queue_id, c.run_id, c.name, c.kind, c.attempt, c.signature, r.workflow, r.tenant, r.input,
        r.status AS run_status, r.failure_step, r.failure_attempt, r.failure_message,
        c.parents::text[] AS parent_names,
        coalesce(par.statuses, '{}')::text[] AS parent_statuses,
@@ -77,7 +77,7 @@ ORDER BY c.queue_id
 
 type ClaimTasksParams struct {
 	Now          pgtype.Timestamptz
-	Workflows    []string
+	Signatures   []string
 	Max          int32
 	Worker       string
 	LeaseSeconds float64
@@ -89,6 +89,7 @@ type ClaimTasksRow struct {
 	Name           string
 	Kind           string
 	Attempt        int32
+	Signature      string
 	Workflow       string
 	Tenant         string
 	Input          []byte
@@ -102,14 +103,15 @@ type ClaimTasksRow struct {
 }
 
 // Claims ready tasks in one statement: takes the first rows of the queue in
-// id order (skipping rows other claims hold), deletes them, starts the tasks
+// id order whose signatures the worker serves (skipping rows other claims
+// hold, and leaving the others for workers that serve them), deletes them, starts the tasks
 // with a new attempt, a lease and their STARTED event, moves the
 // frontier, and returns what the steps need: input, parents' results in the
 // task's parent order, and the run's failure for an onfailure task.
 func (q *Queries) ClaimTasks(ctx context.Context, db DBTX, arg ClaimTasksParams) ([]ClaimTasksRow, error) {
 	rows, err := db.Query(ctx, claimTasks,
 		arg.Now,
-		arg.Workflows,
+		arg.Signatures,
 		arg.Max,
 		arg.Worker,
 		arg.LeaseSeconds,
@@ -127,6 +129,7 @@ func (q *Queries) ClaimTasks(ctx context.Context, db DBTX, arg ClaimTasksParams)
 			&i.Name,
 			&i.Kind,
 			&i.Attempt,
+			&i.Signature,
 			&i.Workflow,
 			&i.Tenant,
 			&i.Input,
@@ -162,11 +165,11 @@ func (q *Queries) DeleteReadyForRuns(ctx context.Context, db DBTX, runIds []pgty
 
 const enqueue = `-- name: Enqueue :exec
 WITH input AS (
-    SELECT x.run_id, x.task, x.workflow, x.tenant, x.ord
+    SELECT x.run_id, x.task, x.signature, x.tenant, x.ord
     FROM (
         SELECT unnest((SELECT $1::uuid[])) AS run_id,
                unnest((SELECT $2::text[])) AS task,
-               unnest((SELECT $3::text[])) AS workflow,
+               unnest((SELECT $3::text[])) AS signature,
                unnest((SELECT $4::text[])) AS tenant,
                unnest((SELECT $5::boolean[])) AS if_queued,
                generate_series(1, cardinality((SELECT $1::uuid[]))) AS ord
@@ -202,9 +205,9 @@ bumped AS (
     RETURNING g.tenant, g.group_id, g.block_ptr - c.k AS first_block
 ),
 inserted AS (
-    INSERT INTO dagen_ready (id, run_id, task, workflow)
+    INSERT INTO dagen_ready (id, run_id, task, signature)
     SELECT b.group_id + 1048576 * (b.first_block + row_number() OVER (PARTITION BY i.tenant ORDER BY i.ord) - 1),
-           i.run_id, i.task, i.workflow
+           i.run_id, i.task, i.signature
     FROM input i
     JOIN bumped b ON b.tenant = i.tenant
     ON CONFLICT (run_id, task) DO NOTHING
@@ -218,11 +221,11 @@ FROM counted
 `
 
 type EnqueueParams struct {
-	RunIds    []pgtype.UUID
-	Tasks     []string
-	Workflows []string
-	Tenants   []string
-	IfQueued  []bool
+	RunIds     []pgtype.UUID
+	Tasks      []string
+	Signatures []string
+	Tenants    []string
+	IfQueued   []bool
 }
 
 // Puts tasks in the fair ready queue. Each tenant's k tasks get the
@@ -241,7 +244,7 @@ func (q *Queries) Enqueue(ctx context.Context, db DBTX, arg EnqueueParams) error
 	_, err := db.Exec(ctx, enqueue,
 		arg.RunIds,
 		arg.Tasks,
-		arg.Workflows,
+		arg.Signatures,
 		arg.Tenants,
 		arg.IfQueued,
 	)

@@ -87,7 +87,7 @@ WHERE t.run_id = d.run_id AND t.name = d.child AND t.status = 'PENDING'
           SELECT t2.ctid FROM dagen_tasks t2 WHERE t2.run_id = k.run_id AND t2.name = k.name LIMIT 1
       ) AS x
   ))
-RETURNING t.run_id, t.name, t.status
+RETURNING t.run_id, t.name, t.status, t.signature
 `
 
 type DecrementChildrenParams struct {
@@ -97,9 +97,10 @@ type DecrementChildrenParams struct {
 }
 
 type DecrementChildrenRow struct {
-	RunID  pgtype.UUID
-	Name   string
-	Status string
+	RunID     pgtype.UUID
+	Name      string
+	Status    string
+	Signature string
 }
 
 // Counts pending parents down, one per (run, child) entry, and marks the
@@ -121,7 +122,12 @@ func (q *Queries) DecrementChildren(ctx context.Context, db DBTX, arg DecrementC
 	var items []DecrementChildrenRow
 	for rows.Next() {
 		var i DecrementChildrenRow
-		if err := rows.Scan(&i.RunID, &i.Name, &i.Status); err != nil {
+		if err := rows.Scan(
+			&i.RunID,
+			&i.Name,
+			&i.Status,
+			&i.Signature,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -163,12 +169,12 @@ func (q *Queries) ExtendLeases(ctx context.Context, db DBTX, ids []int64, leaseU
 }
 
 const getTasks = `-- name: GetTasks :many
-SELECT t.run_id, t.name, t.kind, t.children, t.status, t.attempt, t.max_attempts,
+SELECT t.run_id, t.name, t.kind, t.children, t.status, t.attempt, t.max_attempts, t.signature,
        t.error, t.reason, t.wake_at, t.worker,
        t.queued_event, t.queued_at, t.started_event, t.started_at
 FROM (SELECT unnest((SELECT $1::uuid[])) AS run_id, unnest($2::text[]) AS name) AS k
 CROSS JOIN LATERAL (
-    SELECT run_id, name, seq, kind, parents, children, pending_parents, status, attempt, max_attempts, output, error, reason, wake_at, worker, finished_at, queued_event, queued_at, started_event, started_at, completed_event FROM dagen_tasks t WHERE t.run_id = k.run_id AND t.name = k.name LIMIT 1
+    SELECT run_id, name, seq, kind, parents, children, pending_parents, status, attempt, max_attempts, output, error, reason, wake_at, worker, finished_at, queued_event, queued_at, started_event, started_at, completed_event, signature FROM dagen_tasks t WHERE t.run_id = k.run_id AND t.name = k.name LIMIT 1
 ) AS t
 `
 
@@ -180,6 +186,7 @@ type GetTasksRow struct {
 	Status       string
 	Attempt      int32
 	MaxAttempts  int32
+	Signature    string
 	Error        string
 	Reason       string
 	WakeAt       pgtype.Timestamptz
@@ -215,6 +222,7 @@ func (q *Queries) GetTasks(ctx context.Context, db DBTX, runIds []pgtype.UUID, n
 			&i.Status,
 			&i.Attempt,
 			&i.MaxAttempts,
+			&i.Signature,
 			&i.Error,
 			&i.Reason,
 			&i.WakeAt,
@@ -240,9 +248,9 @@ WITH clock AS (
 ),
 inserted AS (
     INSERT INTO dagen_tasks (run_id, name, seq, kind, parents, children, pending_parents, status, max_attempts,
-                             attempt, worker, queued_event, queued_at, started_event, started_at)
+                             signature, attempt, worker, queued_event, queued_at, started_event, started_at)
     SELECT t.run_id, t.name, t.seq, t.kind, t.parents::text[], t.children::text[],
-           t.pending_parents, t.state, t.max_attempts,
+           t.pending_parents, t.state, t.max_attempts, t.signature,
            CASE WHEN t.state = 'RUNNING' THEN 1 ELSE 0 END,
            CASE WHEN t.state = 'RUNNING' THEN $1::text ELSE '' END,
            -- Target entries are evaluated in order: QUEUED's id comes first.
@@ -251,7 +259,7 @@ inserted AS (
            CASE WHEN t.state = 'RUNNING' THEN nextval('dagen_event_seq') END,
            CASE WHEN t.state = 'RUNNING' THEN clock.now END
     FROM (
-        SELECT x.run_id, x.name, x.seq, x.kind, x.parents, x.children, x.pending_parents, x.status, x.max_attempts, x.tenant,
+        SELECT x.run_id, x.name, x.seq, x.kind, x.parents, x.children, x.pending_parents, x.status, x.max_attempts, x.signature, x.tenant,
                CASE WHEN x.status <> 'STARTING' THEN x.status
                     WHEN coalesce((SELECT g.block_ptr FROM dagen_tenant_groups g WHERE g.tenant = x.tenant), 0)
                          <= (SELECT f.block FROM dagen_queue_frontier f) + 1 THEN 'RUNNING'
@@ -267,7 +275,8 @@ inserted AS (
                    unnest((SELECT $10::integer[])) AS pending_parents,
                    unnest((SELECT $11::text[])) AS status,
                    unnest((SELECT $12::integer[])) AS max_attempts,
-                   unnest((SELECT $13::text[])) AS tenant
+                   unnest((SELECT $13::text[])) AS signature,
+                   unnest((SELECT $14::text[])) AS tenant
         ) AS x
     ) AS t, clock
     RETURNING dagen_tasks.run_id, dagen_tasks.name, dagen_tasks.started_event
@@ -292,6 +301,7 @@ type InsertTasksParams struct {
 	PendingParents []int32
 	Statuses       []string
 	MaxAttempts    []int32
+	Signatures     []string
 	Tenants        []string
 }
 
@@ -322,13 +332,14 @@ func (q *Queries) InsertTasks(ctx context.Context, db DBTX, arg InsertTasksParam
 		arg.PendingParents,
 		arg.Statuses,
 		arg.MaxAttempts,
+		arg.Signatures,
 		arg.Tenants,
 	)
 	return err
 }
 
 const listTasks = `-- name: ListTasks :many
-SELECT name, kind, parents, status, attempt, output, error, reason, wake_at, worker, finished_at
+SELECT name, kind, parents, signature, status, attempt, output, error, reason, wake_at, worker, finished_at
 FROM dagen_tasks
 WHERE run_id = $1
 ORDER BY seq
@@ -338,6 +349,7 @@ type ListTasksRow struct {
 	Name       string
 	Kind       string
 	Parents    []string
+	Signature  string
 	Status     string
 	Attempt    int32
 	Output     []byte
@@ -361,6 +373,7 @@ func (q *Queries) ListTasks(ctx context.Context, db DBTX, runID pgtype.UUID) ([]
 			&i.Name,
 			&i.Kind,
 			&i.Parents,
+			&i.Signature,
 			&i.Status,
 			&i.Attempt,
 			&i.Output,
@@ -396,13 +409,14 @@ const queueOnFailure = `-- name: QueueOnFailure :many
 UPDATE dagen_tasks
 SET status = 'QUEUED'
 WHERE run_id = ANY($1::uuid[]) AND kind = 'onfailure' AND status = 'PENDING'
-RETURNING run_id, name, attempt
+RETURNING run_id, name, attempt, signature
 `
 
 type QueueOnFailureRow struct {
-	RunID   pgtype.UUID
-	Name    string
-	Attempt int32
+	RunID     pgtype.UUID
+	Name      string
+	Attempt   int32
+	Signature string
 }
 
 // Marks the pending onfailure tasks of failed runs QUEUED.
@@ -415,7 +429,12 @@ func (q *Queries) QueueOnFailure(ctx context.Context, db DBTX, runIds []pgtype.U
 	var items []QueueOnFailureRow
 	for rows.Next() {
 		var i QueueOnFailureRow
-		if err := rows.Scan(&i.RunID, &i.Name, &i.Attempt); err != nil {
+		if err := rows.Scan(
+			&i.RunID,
+			&i.Name,
+			&i.Attempt,
+			&i.Signature,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

@@ -1,0 +1,86 @@
+-- name: RecordSignatures :exec
+-- Keeps what signatures mean (see dagen_signatures). A signature's
+-- description never changes, so one recorded already is left alone.
+INSERT INTO dagen_signatures (signature, workflow, step, kind, input_type, output_type, parents, recorded_at)
+SELECT x.signature, x.workflow, x.step, x.kind, x.input_type, x.output_type, x.parents::jsonb,
+       coalesce(sqlc.narg('now')::timestamptz, now())
+FROM (
+    SELECT unnest(@signatures::text[]) AS signature,
+           unnest(@workflows::text[]) AS workflow,
+           unnest(@steps::text[]) AS step,
+           unnest(@kinds::text[]) AS kind,
+           unnest(@input_types::text[]) AS input_type,
+           unnest(@output_types::text[]) AS output_type,
+           unnest(@parents::text[]) AS parents
+) AS x
+ORDER BY x.signature
+ON CONFLICT (signature) DO NOTHING;
+
+-- name: Serve :exec
+-- Publishes the signatures a worker serves in its record. A new record is
+-- not alive until the worker's first heartbeat.
+INSERT INTO dagen_workers (id, heartbeat_at, alive_until, signatures)
+SELECT @worker::text, clock.now, clock.now, @signatures::text[]
+FROM (SELECT coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now) AS clock
+ON CONFLICT (id) DO UPDATE SET signatures = excluded.signatures;
+
+-- name: UnservedTasks :many
+-- The QUEUED tasks of a run whose signature no live worker serves.
+SELECT t.name, t.signature, t.queued_at, r.workflow
+FROM dagen_tasks t
+JOIN dagen_runs r ON r.id = t.run_id
+WHERE t.run_id = @run_id AND t.status = 'QUEUED'
+  AND NOT EXISTS (
+      SELECT 1 FROM dagen_workers w
+      WHERE w.alive_until > coalesce(sqlc.narg('now')::timestamptz, now())
+        AND t.signature = ANY(w.signatures)
+  )
+ORDER BY t.seq;
+
+-- name: ReportUnserved :many
+-- Marks up to @max queue entries whose signature no live worker serves,
+-- queued before @queued_before and not marked yet, and returns them with
+-- their attempt, for their WAITING events. Only the leader runs it; it
+-- reads the whole ready queue, which holds only runnable tasks.
+WITH clock AS (
+    SELECT coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now
+),
+served AS (
+    SELECT DISTINCT unnest(w.signatures) AS signature
+    FROM dagen_workers w, clock
+    WHERE w.alive_until > clock.now
+),
+picked AS (
+    SELECT q.id, q.run_id, q.task, q.signature, t.attempt
+    FROM dagen_ready q
+    JOIN dagen_tasks t ON t.run_id = q.run_id AND t.name = q.task
+    WHERE NOT q.waiting_logged
+      AND q.signature NOT IN (SELECT served.signature FROM served)
+      AND t.queued_at < @queued_before::timestamptz
+    ORDER BY q.id
+    LIMIT @max
+    FOR UPDATE OF q SKIP LOCKED
+)
+UPDATE dagen_ready q
+SET waiting_logged = true
+FROM picked
+WHERE q.id = picked.id
+RETURNING picked.run_id, picked.task, picked.signature, picked.attempt;
+
+-- name: InFlight :many
+-- Per signature, the RUNNING runs with an unfinished task of it (a run has
+-- at most one task per signature), a few of their ids, and what the
+-- signature means when a worker recorded it. A PENDING onfailure task is
+-- not waited on. For operators before a deploy: it reads every RUNNING run.
+SELECT t.signature, r.workflow, t.name AS step, count(*)::integer AS runs,
+       (array_agg(t.run_id ORDER BY t.run_id))[1:@sample::integer]::uuid[] AS sample,
+       s.kind AS info_kind, s.input_type, s.output_type, coalesce(s.parents::text, '')::text AS parents,
+       (s.signature IS NOT NULL)::boolean AS known
+FROM dagen_runs r
+JOIN dagen_tasks t ON t.run_id = r.id
+LEFT JOIN dagen_signatures s ON s.signature = t.signature
+WHERE r.status = 'RUNNING'
+  AND t.status IN ('PENDING', 'QUEUED', 'RUNNING', 'SLEEPING', 'BACKOFF')
+  AND NOT (t.kind = 'onfailure' AND t.status = 'PENDING')
+GROUP BY t.signature, r.workflow, t.name, s.signature
+ORDER BY r.workflow, t.name, t.signature;

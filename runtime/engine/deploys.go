@@ -1,0 +1,137 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/dagenhq/dagen/runtime/store"
+)
+
+// What a worker tells a store.Deploys so a deploy strands no run: the
+// signatures it serves (in its worker record, kept alive by heartbeats)
+// and what they mean (recorded once per definition, for `dagen check -db`).
+// The leader logs a WAITING event for queued tasks no live worker serves.
+
+// Waiting is a QUEUED task that no live worker serves: it waits, and is
+// not failed, for a worker whose code has its signature.
+type Waiting = store.UnservedTask
+
+// WaitingMessage says why a task is not running:
+// "waiting: no live worker serves Ship (signature 3f2a…) since 10:42:05".
+func WaitingMessage(w Waiting) string {
+	msg := "waiting: " + store.WaitingDetail(w.Step, w.Signature)
+	if !w.Since.IsZero() {
+		msg += " since " + w.Since.Local().Format(time.DateTime)
+	}
+	return msg
+}
+
+// waitingGrace is how long a queued task may wait for a worker before the
+// leader reports it: a worker that serves it may have just started.
+func (e *Engine) waitingGrace() time.Duration { return 2 * e.cfg.HeartbeatInterval }
+
+// serve publishes the signatures this worker serves when they changed
+// since it last did (Register after Start). It runs before each heartbeat.
+func (e *Engine) serve(ctx context.Context, l *loop) {
+	d, ok := e.store.(store.Deploys)
+	if !ok {
+		return
+	}
+	e.recordSignatures(ctx)
+	sigs := e.servedSignatures()
+	if l.published != nil && slices.Equal(*l.published, sigs) {
+		return
+	}
+	if err := d.Serve(ctx, e.cfg.WorkerID, sigs); err != nil {
+		if ctx.Err() == nil {
+			e.log.Error("dagen: publish served signatures failed", "worker", e.cfg.WorkerID, "err", err)
+		}
+		return
+	}
+	l.published = &sigs
+}
+
+// recordSignatures records what the signatures of the registered
+// definitions mean, once per definition.
+func (e *Engine) recordSignatures(ctx context.Context) {
+	e.mu.RLock()
+	regs := make([]*registered, 0, len(e.defs))
+	for _, r := range e.defs {
+		regs = append(regs, r)
+	}
+	e.mu.RUnlock()
+	for _, r := range regs {
+		e.recordOnce(ctx, r)
+	}
+}
+
+// recordOnce records r's signatures unless that was done; a failure is
+// logged and tried again later.
+func (e *Engine) recordOnce(ctx context.Context, r *registered) {
+	d, ok := e.store.(store.Deploys)
+	if !ok || r.recorded.Load() {
+		return
+	}
+	if err := d.RecordSignatures(ctx, r.infos); err != nil {
+		if ctx.Err() == nil {
+			e.log.Warn("dagen: record signatures failed; will try again", "workflow", r.def.Name, "err", err)
+		}
+		return
+	}
+	r.recorded.Store(true)
+}
+
+// reportWaiting logs, as the leader, a WAITING event for tasks no live
+// worker serves.
+func (e *Engine) reportWaiting(ctx context.Context) {
+	d, ok := e.store.(store.Deploys)
+	if !ok {
+		return
+	}
+	n, err := d.ReportUnserved(ctx, time.Now().Add(-e.waitingGrace()), e.cfg.BatchSize)
+	if err != nil {
+		if ctx.Err() == nil {
+			e.log.Error("dagen: report tasks no worker serves failed", "worker", e.cfg.WorkerID, "err", err)
+		}
+		return
+	}
+	if n > 0 {
+		e.log.Warn("dagen: tasks wait for a worker that serves their signature; deploy code that has them, or see dagen check -db",
+			"worker", e.cfg.WorkerID, "tasks", n)
+	}
+}
+
+// waitingTasks returns the QUEUED tasks of an unfinished run that no live
+// worker serves, when the store can tell.
+func (e *Engine) waitingTasks(ctx context.Context, res *RunResult) ([]Waiting, error) {
+	d, ok := e.store.(store.Deploys)
+	if !ok || res.Status.Terminal() {
+		return nil, nil
+	}
+	queued := false
+	for _, t := range res.Tasks {
+		queued = queued || t.Status == store.TaskQueued
+	}
+	if !queued {
+		return nil, nil
+	}
+	w, err := d.Unserved(ctx, res.ID)
+	if err != nil {
+		return nil, fmt.Errorf("read tasks waiting for a worker: %w", err)
+	}
+	// This engine serves what it registered once it works (a manual
+	// engine, whenever it is polled), heartbeat or not.
+	e.loopMu.Lock()
+	working := e.loop != nil || e.cfg.Manual
+	e.loopMu.Unlock()
+	if working {
+		mine := e.servedSignatures()
+		w = slices.DeleteFunc(w, func(t Waiting) bool {
+			_, found := slices.BinarySearch(mine, t.Signature)
+			return found
+		})
+	}
+	return w, nil
+}

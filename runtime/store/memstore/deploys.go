@@ -1,0 +1,149 @@
+package memstore
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/dagenhq/dagen/runtime/dag"
+	"github.com/dagenhq/dagen/runtime/store"
+)
+
+// RecordSignatures implements store.Deploys.
+func (s *Store) RecordSignatures(ctx context.Context, infos []store.SignatureInfo) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.lock()
+	defer s.unlock()
+	for _, si := range infos {
+		if _, ok := s.sigInfos[si.Signature]; !ok {
+			si.Parents = slices.Clone(si.Parents)
+			s.sigInfos[si.Signature] = si
+		}
+	}
+	return nil
+}
+
+// Serve implements store.Deploys.
+func (s *Store) Serve(ctx context.Context, worker string, signatures []string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.lock()
+	defer s.unlock()
+	s.serves[worker] = slices.Clone(signatures)
+	return nil
+}
+
+// served returns the signatures live workers serve. The caller holds the
+// lock.
+func (s *Store) served(now time.Time) map[string]bool {
+	out := make(map[string]bool)
+	for w, sigs := range s.serves {
+		if s.workers[w].After(now) {
+			for _, sig := range sigs {
+				out[sig] = true
+			}
+		}
+	}
+	return out
+}
+
+// Unserved implements store.Deploys.
+func (s *Store) Unserved(ctx context.Context, id dag.RunID) ([]store.UnservedTask, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.lock()
+	defer s.unlock()
+	r := s.runs[id]
+	if r == nil {
+		return nil, fmt.Errorf("unserved tasks of run %s: %w", id, store.ErrRunNotFound)
+	}
+	served := s.served(s.now())
+	var out []store.UnservedTask
+	for ti := range r.tasks {
+		t, nt := &r.tasks[ti], &r.shape.tasks[ti]
+		if t.status == store.TaskQueued && !served[nt.Signature] {
+			out = append(out, store.UnservedTask{RunID: id, Workflow: r.rec.Workflow, Step: nt.Name, Signature: nt.Signature, Since: t.queuedAt})
+		}
+	}
+	return out, nil
+}
+
+// ReportUnserved implements store.Deploys.
+func (s *Store) ReportUnserved(ctx context.Context, queuedBefore time.Time, limit int) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	s.lock()
+	defer s.unlock()
+	now := s.now()
+	served := s.served(now)
+	n := 0
+	for sig, q := range s.queues {
+		if served[sig] {
+			continue
+		}
+		for _, e := range *q {
+			if n >= limit {
+				return n, nil
+			}
+			t := &e.run.tasks[e.task]
+			if !e.live() || t.waitingLogged || !t.queuedAt.Before(queuedBefore) {
+				continue
+			}
+			t.waitingLogged = true
+			e.run.event(now, e.task, store.EventWaiting, t.attempt, store.WaitingDetail(e.run.shape.tasks[e.task].Name, sig))
+			n++
+		}
+	}
+	return n, nil
+}
+
+// InFlight implements store.Deploys.
+func (s *Store) InFlight(ctx context.Context, sample int) ([]store.InFlight, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.lock()
+	defer s.unlock()
+	bySig := make(map[string]*store.InFlight)
+	for _, r := range s.runs {
+		if r.rec.Status != store.RunRunning {
+			continue
+		}
+		for ti := range r.tasks {
+			t, nt := &r.tasks[ti], &r.shape.tasks[ti]
+			if t.status.Terminal() || nt.Kind == store.KindOnFailure && t.status == store.TaskPending {
+				continue
+			}
+			f := bySig[nt.Signature]
+			if f == nil {
+				f = &store.InFlight{Signature: nt.Signature, Workflow: r.rec.Workflow, Step: nt.Name}
+				if si, ok := s.sigInfos[nt.Signature]; ok {
+					si.Parents = slices.Clone(si.Parents)
+					f.Info = &si
+				}
+				bySig[nt.Signature] = f
+			}
+			f.Runs++
+			f.Sample = append(f.Sample, r.rec.ID)
+		}
+	}
+	out := make([]store.InFlight, 0, len(bySig))
+	for _, f := range bySig {
+		slices.SortFunc(f.Sample, func(a, b dag.RunID) int { return slices.Compare(a[:], b[:]) })
+		f.Sample = f.Sample[:min(len(f.Sample), sample)]
+		out = append(out, *f)
+	}
+	slices.SortFunc(out, compareInFlight)
+	return out, nil
+}
+
+func compareInFlight(a, b store.InFlight) int {
+	return cmp.Or(cmp.Compare(a.Workflow, b.Workflow), cmp.Compare(a.Step, b.Step), cmp.Compare(a.Signature, b.Signature))
+}

@@ -1,0 +1,128 @@
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/dagenhq/dagen/runtime/dag"
+	"github.com/dagenhq/dagen/runtime/store"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
+)
+
+var _ store.Deploys = (*Store)(nil)
+
+// RecordSignatures implements store.Deploys with one statement; the
+// descriptions go to dagen_signatures.
+func (s *Store) RecordSignatures(ctx context.Context, infos []store.SignatureInfo) error {
+	if len(infos) == 0 {
+		return nil
+	}
+	p := dbsqlc.RecordSignaturesParams{Now: s.clock()}
+	for _, si := range infos {
+		parents := si.Parents
+		if parents == nil {
+			parents = []store.SignatureParent{}
+		}
+		js, err := json.Marshal(parents)
+		if err != nil {
+			return fmt.Errorf("record signature %s: %w", si.Signature, err)
+		}
+		p.Signatures = append(p.Signatures, si.Signature)
+		p.Workflows = append(p.Workflows, si.Workflow)
+		p.Steps = append(p.Steps, si.Step)
+		p.Kinds = append(p.Kinds, string(si.Kind))
+		p.InputTypes = append(p.InputTypes, si.Input)
+		p.OutputTypes = append(p.OutputTypes, si.Output)
+		p.Parents = append(p.Parents, string(js))
+	}
+	if err := s.q.RecordSignatures(ctx, s.pool, p); err != nil {
+		return fmt.Errorf("record %d signatures: %w", len(infos), err)
+	}
+	return nil
+}
+
+// Serve implements store.Deploys: the signatures go in the worker's row of
+// dagen_workers, which its heartbeats keep alive.
+func (s *Store) Serve(ctx context.Context, worker string, signatures []string) error {
+	if err := s.q.Serve(ctx, s.pool, dbsqlc.ServeParams{Worker: worker, Signatures: nonNil(signatures), Now: s.clock()}); err != nil {
+		return fmt.Errorf("publish the signatures worker %s serves: %w", worker, err)
+	}
+	return nil
+}
+
+// Unserved implements store.Deploys.
+func (s *Store) Unserved(ctx context.Context, id dag.RunID) ([]store.UnservedTask, error) {
+	rows, err := s.q.UnservedTasks(ctx, s.pool, uuidOf(id), s.clock())
+	if err != nil {
+		return nil, fmt.Errorf("unserved tasks of run %s: %w", id, err)
+	}
+	out := make([]store.UnservedTask, len(rows))
+	for i, r := range rows {
+		out[i] = store.UnservedTask{RunID: id, Workflow: r.Workflow, Step: r.Name, Signature: r.Signature, Since: timeOf(r.QueuedAt)}
+	}
+	return out, nil
+}
+
+// ReportUnserved implements store.Deploys: it marks the queue entries and
+// logs their WAITING events in one transaction.
+func (s *Store) ReportUnserved(ctx context.Context, queuedBefore time.Time, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, nil
+	}
+	n := 0
+	err := s.inTx(ctx, func(tx *txn) error {
+		rows, err := s.q.ReportUnserved(ctx, tx, dbsqlc.ReportUnservedParams{Now: s.clock(), QueuedBefore: tstz(queuedBefore), Max: int32(min(limit, 1<<30))})
+		if err != nil {
+			return fmt.Errorf("find unserved tasks: %w", err)
+		}
+		if len(rows) == 0 {
+			return errNothingToDo
+		}
+		var ev events
+		for _, r := range rows {
+			ev.add(dag.RunID(r.RunID.Bytes), r.Task, store.EventWaiting, int(r.Attempt), store.WaitingDetail(r.Task, r.Signature))
+		}
+		n = len(rows)
+		return ev.insert(ctx, s.q, tx, s.clock())
+	})
+	if err == errNothingToDo {
+		err = nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("report unserved tasks: %w", err)
+	}
+	return n, nil
+}
+
+// InFlight implements store.Deploys with one aggregate over the RUNNING
+// runs and their tasks.
+func (s *Store) InFlight(ctx context.Context, sample int) ([]store.InFlight, error) {
+	rows, err := s.q.InFlight(ctx, s.pool, int32(max(sample, 0)))
+	if err != nil {
+		return nil, fmt.Errorf("read in-flight signatures: %w", err)
+	}
+	out := make([]store.InFlight, len(rows))
+	for i, r := range rows {
+		f := store.InFlight{Signature: r.Signature, Workflow: r.Workflow, Step: r.Step, Runs: int(r.Runs)}
+		for _, id := range r.Sample {
+			f.Sample = append(f.Sample, dag.RunID(id.Bytes))
+		}
+		if r.Known {
+			si := store.SignatureInfo{
+				Signature: r.Signature, Workflow: r.Workflow, Step: r.Step, Kind: store.TaskKind(r.InfoKind.String),
+				Input: r.InputType.String, Output: r.OutputType.String,
+			}
+			if err := json.Unmarshal([]byte(r.Parents), &si.Parents); err != nil {
+				return nil, fmt.Errorf("read signature %s: parents: %w", r.Signature, err)
+			}
+			if len(si.Parents) == 0 {
+				si.Parents = nil
+			}
+			f.Info = &si
+		}
+		out[i] = f
+	}
+	return out, nil
+}
