@@ -537,10 +537,24 @@ func dedupe(xs []int) []int {
 	return out
 }
 
+// onFailure emits the onfailure adapter. It calls the handler even when
+// the run's input does not decode (its type changed incompatibly since the
+// run started): then with the zero input, and with the decode error in
+// the failure's InputError, because a handler that never runs would leave
+// the failed run unreported.
 func (g *emitter) onFailure(w *analysis.Workflow) jen.Code {
-	failure := g.name("failure")
-	body := g.decodeInput(w)
-	body = append(body, jen.Return(jen.Id(g.fnVar(w.OnFailure)).Call(jen.Id(g.name("ctx")), jen.Id(g.name("input")), jen.Id(failure))))
+	failure, input, err, zero := g.name("failure"), g.name("input"), g.name("err"), g.name("zero")
+	body := []jen.Code{
+		jen.List(jen.Id(input), jen.Id(err)).Op(":=").Qual(enginePath, "Input").Types(g.typ(w.Input)).Call(jen.Id(g.name("in"))),
+		jen.If(jen.Id(err).Op("!=").Nil()).Block(
+			// A failed decode may leave some fields set: start from zero.
+			jen.Comment("The input no longer decodes: the handler still runs, once, with the"),
+			jen.Comment("zero input and the reason in the failure."),
+			jen.Var().Id(zero).Add(g.typ(w.Input)),
+			jen.List(jen.Id(input), jen.Id(failure).Dot("InputError")).Op("=").List(jen.Id(zero), jen.Id(err).Dot("Error").Call()),
+		),
+		jen.Return(jen.Id(g.fnVar(w.OnFailure)).Call(jen.Id(g.name("ctx")), jen.Id(input), jen.Id(failure))),
+	}
 	return jen.Func().Params(g.ctxParam(), g.inParam(), jen.Id(failure).Qual(dagPath, "Failure")).Error().Block(body...)
 }
 

@@ -52,7 +52,10 @@ func OrderDefinition() *engine.Definition {
 		OnFailure: func(ctx context.Context, in engine.StepInput, failure dag.Failure) error {
 			input, err := engine.Input[Order](in)
 			if err != nil {
-				return err
+				// The input no longer decodes: the handler still runs, once, with the
+				// zero input and the reason in the failure.
+				var zero Order
+				input, failure.InputError = zero, err.Error()
 			}
 			return AlertFn(ctx, input, failure)
 		},

@@ -45,7 +45,10 @@ func PingDefinition() *enginepkg.Definition {
 		OnFailure: func(ctx context.Context, in enginepkg.StepInput, failure dag.Failure) error {
 			input1, err1 := enginepkg.Input[Ping](in)
 			if err1 != nil {
-				return err1
+				// The input no longer decodes: the handler still runs, once, with the
+				// zero input and the reason in the failure.
+				var zero Ping
+				input1, failure.InputError = zero, err1.Error()
 			}
 			return ReportFn(ctx, input1, failure)
 		},
