@@ -596,6 +596,15 @@ func (g *emitter) handle(w *analysis.Workflow) {
 	)
 	g.f.Line()
 
+	g.f.Commentf("Get returns the typed handle of the run of %q with %s, like the one Start", w.Name, id)
+	g.f.Comment("returns, so a run whose id was kept can be waited on. Get does not check that")
+	g.f.Comment("the run exists: Wait reports an unknown id with an error that wraps")
+	g.f.Comment("store.ErrRunNotFound.")
+	g.f.Func().Params(jen.Id(recv).Op("*").Id(wfType)).Id("Get").Params(jen.Id(id).Qual(dagPath, "RunID")).Op("*").Id(runType).Block(
+		jen.Return(jen.Op("&").Id(runType).Values(jen.Dict{jen.Id("engine"): jen.Id(recv).Dot("engine"), jen.Id("id"): jen.Id(id)})),
+	)
+	g.f.Line()
+
 	r, res, out := g.name("r"), g.name("res"), g.name("out")
 	g.f.Commentf("%s is one run of workflow %q.", runType, w.Name)
 	g.f.Type().Id(runType).Struct(

@@ -145,6 +145,17 @@ func (w *PingWorkflow) Start(ctx context.Context, tenant string, input1 Ping) (*
 	}, nil
 }
 
+// Get returns the typed handle of the run of "Ping" with id, like the one Start
+// returns, so a run whose id was kept can be waited on. Get does not check that
+// the run exists: Wait reports an unknown id with an error that wraps
+// store.ErrRunNotFound.
+func (w *PingWorkflow) Get(id dag.RunID) *PingRun {
+	return &PingRun{
+		engine: w.engine,
+		id:     id,
+	}
+}
+
 // PingRun is one run of workflow "Ping".
 type PingRun struct {
 	engine *enginepkg.Engine
@@ -298,6 +309,17 @@ func (w *RefundWorkflow) Start(ctx context.Context, tenant string, input1 refund
 		engine: w.engine,
 		id:     id,
 	}, nil
+}
+
+// Get returns the typed handle of the run of "refund" with id, like the one Start
+// returns, so a run whose id was kept can be waited on. Get does not check that
+// the run exists: Wait reports an unknown id with an error that wraps
+// store.ErrRunNotFound.
+func (w *RefundWorkflow) Get(id dag.RunID) *RefundRun {
+	return &RefundRun{
+		engine: w.engine,
+		id:     id,
+	}
 }
 
 // RefundRun is one run of workflow "refund".
