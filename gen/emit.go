@@ -556,10 +556,24 @@ func dedupe(xs []int) []int {
 	return out
 }
 
+// onFailure emits the onfailure adapter. It calls the handler even when
+// the run's input does not decode (its type changed incompatibly since the
+// run started): then with the zero input, and with the decode error in
+// the failure's InputError, because a handler that never runs would leave
+// the failed run unreported.
 func (g *emitter) onFailure(w *analysis.Workflow) jen.Code {
-	failure := g.name("failure")
-	body := g.decodeInput(w)
-	body = append(body, jen.Return(jen.Id(g.fnVar(w.OnFailure)).Call(jen.Id(g.name("ctx")), jen.Id(g.name("input")), jen.Id(failure))))
+	failure, input, err, zero := g.name("failure"), g.name("input"), g.name("err"), g.name("zero")
+	body := []jen.Code{
+		jen.List(jen.Id(input), jen.Id(err)).Op(":=").Qual(enginePath, "Input").Types(g.typ(w.Input)).Call(jen.Id(g.name("in"))),
+		jen.If(jen.Id(err).Op("!=").Nil()).Block(
+			// A failed decode may leave some fields set: start from zero.
+			jen.Comment("The input no longer decodes: the handler still runs, once, with the"),
+			jen.Comment("zero input and the reason in the failure."),
+			jen.Var().Id(zero).Add(g.typ(w.Input)),
+			jen.List(jen.Id(input), jen.Id(failure).Dot("InputError")).Op("=").List(jen.Id(zero), jen.Id(err).Dot("Error").Call()),
+		),
+		jen.Return(jen.Id(g.fnVar(w.OnFailure)).Call(jen.Id(g.name("ctx")), jen.Id(input), jen.Id(failure))),
+	}
 	return jen.Func().Params(g.ctxParam(), g.inParam(), jen.Id(failure).Qual(dagPath, "Failure")).Error().Block(body...)
 }
 
@@ -598,6 +612,15 @@ func (g *emitter) handle(w *analysis.Workflow) {
 		jen.List(jen.Id(id), jen.Id(err)).Op(":=").Id(recv).Dot("engine").Dot("Trigger").Call(jen.Id(ctx), jen.Lit(w.Name), jen.Id(tenant), jen.Id(input)),
 		jen.If(jen.Id(err).Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Id(err))),
 		jen.Return(jen.Op("&").Id(runType).Values(jen.Dict{jen.Id("engine"): jen.Id(recv).Dot("engine"), jen.Id("id"): jen.Id(id)}), jen.Nil()),
+	)
+	g.f.Line()
+
+	g.f.Commentf("Get returns the typed handle of the run of %q with %s, like the one Start", w.Name, id)
+	g.f.Comment("returns, so a run whose id was kept can be waited on. Get does not check that")
+	g.f.Comment("the run exists: Wait reports an unknown id with an error that wraps")
+	g.f.Comment("store.ErrRunNotFound.")
+	g.f.Func().Params(jen.Id(recv).Op("*").Id(wfType)).Id("Get").Params(jen.Id(id).Qual(dagPath, "RunID")).Op("*").Id(runType).Block(
+		jen.Return(jen.Op("&").Id(runType).Values(jen.Dict{jen.Id("engine"): jen.Id(recv).Dot("engine"), jen.Id("id"): jen.Id(id)})),
 	)
 	g.f.Line()
 

@@ -1,9 +1,13 @@
 // Command dagen checks the //dag: directives of Go packages and writes the
 // typed workflow wiring, dag_gen.go, next to them.
 //
-// Run it from go generate:
+// Add it to a module as a tool, once:
 //
-//	//go:generate go run github.com/dagenhq/dagen/cmd/dagen
+//	go get -tool github.com/dagenhq/dagen/cmd/dagen
+//
+// and run it from go generate:
+//
+//	//go:generate go tool dagen
 //
 // or by hand with package patterns; see dagen --help. All the logic lives
 // in package cli.

@@ -53,7 +53,10 @@ func OrderDefinition() *engine.Definition {
 		OnFailure: func(ctx context.Context, in engine.StepInput, failure dag.Failure) error {
 			input, err := engine.Input[Order](in)
 			if err != nil {
-				return err
+				// The input no longer decodes: the handler still runs, once, with the
+				// zero input and the reason in the failure.
+				var zero Order
+				input, failure.InputError = zero, err.Error()
 			}
 			return AlertFn(ctx, input, failure)
 		},
@@ -244,6 +247,17 @@ func (w *OrderWorkflow) Start(ctx context.Context, tenant string, input Order) (
 		engine: w.engine,
 		id:     id,
 	}, nil
+}
+
+// Get returns the typed handle of the run of "Order" with id, like the one Start
+// returns, so a run whose id was kept can be waited on. Get does not check that
+// the run exists: Wait reports an unknown id with an error that wraps
+// store.ErrRunNotFound.
+func (w *OrderWorkflow) Get(id dag.RunID) *OrderRun {
+	return &OrderRun{
+		engine: w.engine,
+		id:     id,
+	}
 }
 
 // OrderRun is one run of workflow "Order".

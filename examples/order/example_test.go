@@ -42,3 +42,34 @@ func Example() {
 	// o-1: shipped (trk-o-1), charged: true
 	// o-2: rejected (no card), charged: false
 }
+
+// A service that keeps a run's id, not its handle, gets a typed handle
+// back with Get and waits on it.
+func ExampleOrderWorkflow_Get() {
+	ctx := context.Background()
+	e, err := engine.New(memstore.New(nil), &engine.Config{PollInterval: 5 * time.Millisecond})
+	if err != nil {
+		panic(err)
+	}
+	wf, err := order.NewOrderWorkflow(e)
+	if err != nil {
+		panic(err)
+	}
+	if err := e.Start(ctx); err != nil {
+		panic(err)
+	}
+	defer e.Stop(ctx)
+
+	run, err := wf.Start(ctx, "tenant-42", order.Order{ID: "o-3", Amount: 1500, Card: "4242", FraudHold: time.Millisecond})
+	if err != nil {
+		panic(err)
+	}
+	id := run.ID() // stored, say, with the order
+
+	res, err := wf.Get(id).Wait(ctx)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(res.Finalize.Value().Status, res.Finalize.Value().Detail)
+	// Output: shipped trk-o-3
+}

@@ -8,9 +8,11 @@ import (
 
 	"github.com/dagenhq/dagen/examples/order"
 	"github.com/dagenhq/dagen/internal/pgtest"
+	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/dagtest"
 	"github.com/dagenhq/dagen/runtime/engine"
 	"github.com/dagenhq/dagen/runtime/store"
+	"github.com/dagenhq/dagen/runtime/store/memstore"
 	"github.com/dagenhq/dagen/runtime/store/pgstore"
 )
 
@@ -114,6 +116,91 @@ func bothBranches(t *testing.T, e *engine.Engine, advance func(d time.Duration))
 	if sum := shipped.Finalize.Value(); sum.Status != "shipped" || sum.Detail != "trk-o-1" {
 		t.Errorf("Finalize = %+v", sum)
 	}
+}
+
+// TestGetByID keeps only the id of a run, as a service stores it, drops
+// the handle Start returned, and waits for the typed result through
+// wf.Get: on the engine that started the run, and on a second engine over
+// the same store, as after a restart. An unknown id is reported by Wait.
+func TestGetByID(t *testing.T) {
+	ctx := context.Background()
+	h := dagtest.New(t)
+	wf, err := order.NewOrderWorkflow(h.Engine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := startID(t, wf, order.Order{ID: "o-7", Amount: 700, Card: "4242", FraudHold: time.Minute})
+	h.RunUntilIdle(ctx)
+	h.Advance(ctx, time.Minute)
+
+	run := wf.Get(id)
+	if run.ID() != id {
+		t.Fatalf("Get(%s).ID() = %s", id, run.ID())
+	}
+	res, err := run.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum := res.Finalize.Value(); sum.OrderID != "o-7" || sum.Status != "shipped" || sum.Detail != "trk-o-7" {
+		t.Errorf("Finalize = %+v", sum)
+	}
+	if r, ok := res.Charge.Get(); !ok || r.Amount != 700 {
+		t.Errorf("Charge = %+v", res.Charge)
+	}
+
+	restarted, err := engine.New(h.Store, &engine.Config{Manual: true, WorkerID: "restarted"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wf2, err := order.NewOrderWorkflow(restarted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := wf2.Get(id).Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again != res {
+		t.Errorf("the second engine's result %+v, the first's %+v", again, res)
+	}
+
+	unknown := dag.NewRunID()
+	if _, err := wf.Get(unknown).Wait(ctx); !errors.Is(err, store.ErrRunNotFound) {
+		t.Errorf("Wait on an unknown id: err = %v, want store.ErrRunNotFound", err)
+	}
+}
+
+// TestGetUnknownIDStarted checks that Wait on an unknown id fails at once
+// on a started engine too, which waits for runs differently from a manual
+// one, rather than waiting for the run to appear.
+func TestGetUnknownIDStarted(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	e, err := engine.New(memstore.New(nil), &engine.Config{PollInterval: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wf, err := order.NewOrderWorkflow(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer e.Stop(context.Background())
+	if _, err := wf.Get(dag.NewRunID()).Wait(ctx); !errors.Is(err, store.ErrRunNotFound) {
+		t.Errorf("Wait on an unknown id: err = %v, want store.ErrRunNotFound", err)
+	}
+}
+
+// startID starts a run of o and returns only its id.
+func startID(t *testing.T, wf *order.OrderWorkflow, o order.Order) dag.RunID {
+	t.Helper()
+	run, err := wf.Start(context.Background(), "tenant-42", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return run.ID()
 }
 
 // TestGeneratedDefinition checks the generated definition against the

@@ -39,4 +39,7 @@ func TestTerminalNil(t *testing.T) {
 func TestFailureError(t *testing.T) {
 	f := dag.Failure{Step: "Charge", Attempt: 3, Message: "declined"}
 	require.EqualError(t, f, "step Charge failed on attempt 3: declined")
+	f.InputError = "decode workflow input as orders.Order: json: cannot unmarshal string"
+	require.EqualError(t, f, "step Charge failed on attempt 3: declined; the run input did not decode, the handler got the zero input: "+
+		"decode workflow input as orders.Order: json: cannot unmarshal string")
 }

@@ -12,11 +12,22 @@ type Failure struct {
 	Step    string // stored name of the step that failed for good
 	Attempt int    // the attempt that failed (1-based)
 	Message string // the step's error text
+	// InputError is set when the run's input could not be decoded for the
+	// handler: the handler got the zero input. It says why, for instance
+	// when the input type changed incompatibly between deploys. The
+	// handler runs all the same, so that a failed run is never left
+	// unreported.
+	InputError string
 }
 
-// Error returns the failure as an error message.
+// Error returns the failure as an error message. It ends with the input's
+// decode error when the handler got the zero input.
 func (f Failure) Error() string {
-	return fmt.Sprintf("step %s failed on attempt %d: %s", f.Step, f.Attempt, f.Message)
+	msg := fmt.Sprintf("step %s failed on attempt %d: %s", f.Step, f.Attempt, f.Message)
+	if f.InputError != "" {
+		msg += "; the run input did not decode, the handler got the zero input: " + f.InputError
+	}
+	return msg
 }
 
 // terminalError marks an error as not worth retrying.

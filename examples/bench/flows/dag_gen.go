@@ -87,6 +87,17 @@ func (w *SingleWorkflow) Start(ctx context.Context, tenant string, input Single)
 	}, nil
 }
 
+// Get returns the typed handle of the run of "Single" with id, like the one Start
+// returns, so a run whose id was kept can be waited on. Get does not check that
+// the run exists: Wait reports an unknown id with an error that wraps
+// store.ErrRunNotFound.
+func (w *SingleWorkflow) Get(id dag.RunID) *SingleRun {
+	return &SingleRun{
+		engine: w.engine,
+		id:     id,
+	}
+}
+
 // SingleRun is one run of workflow "Single".
 type SingleRun struct {
 	engine *engine.Engine
@@ -206,6 +217,17 @@ func (w *PairWorkflow) Start(ctx context.Context, tenant string, input Pair) (*P
 		engine: w.engine,
 		id:     id,
 	}, nil
+}
+
+// Get returns the typed handle of the run of "Pair" with id, like the one Start
+// returns, so a run whose id was kept can be waited on. Get does not check that
+// the run exists: Wait reports an unknown id with an error that wraps
+// store.ErrRunNotFound.
+func (w *PairWorkflow) Get(id dag.RunID) *PairRun {
+	return &PairRun{
+		engine: w.engine,
+		id:     id,
+	}
 }
 
 // PairRun is one run of workflow "Pair".
@@ -512,6 +534,17 @@ func (w *ChainWorkflow) Start(ctx context.Context, tenant string, input Chain) (
 		engine: w.engine,
 		id:     id,
 	}, nil
+}
+
+// Get returns the typed handle of the run of "Chain" with id, like the one Start
+// returns, so a run whose id was kept can be waited on. Get does not check that
+// the run exists: Wait reports an unknown id with an error that wraps
+// store.ErrRunNotFound.
+func (w *ChainWorkflow) Get(id dag.RunID) *ChainRun {
+	return &ChainRun{
+		engine: w.engine,
+		id:     id,
+	}
 }
 
 // ChainRun is one run of workflow "Chain".
@@ -1319,6 +1352,17 @@ func (w *FanWorkflow) Start(ctx context.Context, tenant string, input Fan) (*Fan
 		engine: w.engine,
 		id:     id,
 	}, nil
+}
+
+// Get returns the typed handle of the run of "Fan" with id, like the one Start
+// returns, so a run whose id was kept can be waited on. Get does not check that
+// the run exists: Wait reports an unknown id with an error that wraps
+// store.ErrRunNotFound.
+func (w *FanWorkflow) Get(id dag.RunID) *FanRun {
+	return &FanRun{
+		engine: w.engine,
+		id:     id,
+	}
 }
 
 // FanRun is one run of workflow "Fan".

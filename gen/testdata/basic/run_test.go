@@ -14,7 +14,12 @@ func TestRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := wf.Run(ctx, "tenant", Greeting{Name: "gopher"})
+	run, err := wf.Start(ctx, "tenant", Greeting{Name: "gopher"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A handle from the id alone, as a service that stored it gets one.
+	res, err := wf.Get(run.ID()).Wait(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

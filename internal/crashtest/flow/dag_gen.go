@@ -282,6 +282,17 @@ func (w *JobWorkflow) Start(ctx context.Context, tenant string, input Job) (*Job
 	}, nil
 }
 
+// Get returns the typed handle of the run of "crash" with id, like the one Start
+// returns, so a run whose id was kept can be waited on. Get does not check that
+// the run exists: Wait reports an unknown id with an error that wraps
+// store.ErrRunNotFound.
+func (w *JobWorkflow) Get(id dag.RunID) *JobRun {
+	return &JobRun{
+		engine: w.engine,
+		id:     id,
+	}
+}
+
 // JobRun is one run of workflow "crash".
 type JobRun struct {
 	engine *engine.Engine

@@ -69,10 +69,12 @@ Exit status:
 
 Examples:
 
-	//go:generate go run github.com/dagenhq/dagen/cmd/dagen
+	go get -tool github.com/dagenhq/dagen/cmd/dagen   # add dagen to a module
+
+	//go:generate go tool dagen
 
 	go generate ./...                    # regenerate every package
-	go run github.com/dagenhq/dagen/cmd/dagen ./...
+	go tool dagen ./...                  # the same, without go generate
 	dagen check ./orders                 # CI: fail on graph errors
 	dagen diff ./...                     # CI: fail when dag_gen.go is stale
 	dagen graph -workflow Order ./orders > order.mmd

@@ -29,7 +29,7 @@ func TestHelp(t *testing.T) {
 	for _, arg := range []string{"--help", "-h", "help"} {
 		code, out, _ := dagen(t, arg)
 		if code != cli.ExitOK || !strings.Contains(out, "Examples:") || !strings.Contains(out, "Exit status:") ||
-			!strings.Contains(out, "//go:generate go run github.com/dagenhq/dagen/cmd/dagen") {
+			!strings.Contains(out, "//go:generate go tool dagen") {
 			t.Errorf("%s: exit %d\n%s", arg, code, out)
 		}
 	}

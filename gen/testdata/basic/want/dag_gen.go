@@ -109,6 +109,17 @@ func (w *GreetingWorkflow) Start(ctx context.Context, tenant string, input Greet
 	}, nil
 }
 
+// Get returns the typed handle of the run of "Greeting" with id, like the one Start
+// returns, so a run whose id was kept can be waited on. Get does not check that
+// the run exists: Wait reports an unknown id with an error that wraps
+// store.ErrRunNotFound.
+func (w *GreetingWorkflow) Get(id dag.RunID) *GreetingRun {
+	return &GreetingRun{
+		engine: w.engine,
+		id:     id,
+	}
+}
+
 // GreetingRun is one run of workflow "Greeting".
 type GreetingRun struct {
 	engine *engine.Engine

@@ -46,7 +46,10 @@ func PingDefinition() *enginepkg.Definition {
 		OnFailure: func(ctx context.Context, in enginepkg.StepInput, failure dag.Failure) error {
 			input1, err1 := enginepkg.Input[Ping](in)
 			if err1 != nil {
-				return err1
+				// The input no longer decodes: the handler still runs, once, with the
+				// zero input and the reason in the failure.
+				var zero Ping
+				input1, failure.InputError = zero, err1.Error()
 			}
 			return ReportFn(ctx, input1, failure)
 		},
@@ -143,6 +146,17 @@ func (w *PingWorkflow) Start(ctx context.Context, tenant string, input1 Ping) (*
 		engine: w.engine,
 		id:     id,
 	}, nil
+}
+
+// Get returns the typed handle of the run of "Ping" with id, like the one Start
+// returns, so a run whose id was kept can be waited on. Get does not check that
+// the run exists: Wait reports an unknown id with an error that wraps
+// store.ErrRunNotFound.
+func (w *PingWorkflow) Get(id dag.RunID) *PingRun {
+	return &PingRun{
+		engine: w.engine,
+		id:     id,
+	}
 }
 
 // PingRun is one run of workflow "Ping".
@@ -301,6 +315,17 @@ func (w *RefundWorkflow) Start(ctx context.Context, tenant string, input1 refund
 		engine: w.engine,
 		id:     id,
 	}, nil
+}
+
+// Get returns the typed handle of the run of "refund" with id, like the one Start
+// returns, so a run whose id was kept can be waited on. Get does not check that
+// the run exists: Wait reports an unknown id with an error that wraps
+// store.ErrRunNotFound.
+func (w *RefundWorkflow) Get(id dag.RunID) *RefundRun {
+	return &RefundRun{
+		engine: w.engine,
+		id:     id,
+	}
 }
 
 // RefundRun is one run of workflow "refund".

@@ -203,6 +203,17 @@ func (w *SignupWorkflow) Start(ctx context.Context, tenant string, input Signup)
 	}, nil
 }
 
+// Get returns the typed handle of the run of "signup" with id, like the one Start
+// returns, so a run whose id was kept can be waited on. Get does not check that
+// the run exists: Wait reports an unknown id with an error that wraps
+// store.ErrRunNotFound.
+func (w *SignupWorkflow) Get(id dag.RunID) *SignupRun {
+	return &SignupRun{
+		engine: w.engine,
+		id:     id,
+	}
+}
+
 // SignupRun is one run of workflow "signup".
 type SignupRun struct {
 	engine *engine.Engine

@@ -109,6 +109,17 @@ func (w *OrderWorkflow) Start(ctx context.Context, tenant string, input Order) (
 	}, nil
 }
 
+// Get returns the typed handle of the run of "Order" with id, like the one Start
+// returns, so a run whose id was kept can be waited on. Get does not check that
+// the run exists: Wait reports an unknown id with an error that wraps
+// store.ErrRunNotFound.
+func (w *OrderWorkflow) Get(id dag.RunID) *OrderRun {
+	return &OrderRun{
+		engine: w.engine,
+		id:     id,
+	}
+}
+
 // OrderRun is one run of workflow "Order".
 type OrderRun struct {
 	engine *engine.Engine
