@@ -12,7 +12,7 @@ import (
 
 // OrderFingerprint is the shape of workflow "Order" (its steps and edges) as generated:
 // OrderDefinition().Fingerprint() returns it, and runs record it.
-const OrderFingerprint = "18ef39b37a55fab8"
+const OrderFingerprint = "71b505be0d8800e6"
 
 // The signatures of the funcs of workflow "Order" as generated. OrderDefinition
 // assigns each func to a variable of its type, so a func changed since then
@@ -32,8 +32,9 @@ func OrderDefinition() *engine.Definition {
 		AlertFn  _dagenSignature_Alert_changed_run_go_generate  = Alert
 	)
 	def := &engine.Definition{
-		Name:  "Order",
-		Steps: make([]engine.Step, 0, 1),
+		Name:      "Order",
+		InputType: "github.com/dagenhq/dagen/gen/testdata/onfailure.Order",
+		Steps:     make([]engine.Step, 0, 1),
 		OnFailure: func(ctx context.Context, in engine.StepInput, failure dag.Failure) error {
 			input, err := engine.Input[Order](in)
 			if err != nil {
@@ -46,7 +47,8 @@ func OrderDefinition() *engine.Definition {
 		},
 	}
 	def.Steps = append(def.Steps, engine.Step{
-		Name: "Charge",
+		Name:       "Charge",
+		OutputType: "string",
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
 			input, err := engine.Input[Order](in)
 			if err != nil {
