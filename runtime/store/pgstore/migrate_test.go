@@ -67,6 +67,7 @@ func TestMigrateRefusesNewerSchema(t *testing.T) {
 
 	err = pgstore.Migrate(ctx, pool)
 	require.ErrorIs(t, err, pgstore.ErrSchemaTooNew)
+	require.ErrorIs(t, err, pgstore.ErrSchemaVersion)
 	require.Contains(t, err.Error(), "version 999")
 
 	var tables []string
@@ -117,7 +118,9 @@ func TestOpen(t *testing.T) {
 	defer s.Close()
 	var v int
 	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT max(version) FROM dagen_migrations`).Scan(&v))
-	require.Equal(t, 1, v)
+	all, err := migrations.All()
+	require.NoError(t, err)
+	require.Equal(t, len(all), v)
 }
 
 func TestOpenBadInput(t *testing.T) {
