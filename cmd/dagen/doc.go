@@ -9,6 +9,7 @@
 //
 //	//go:generate go tool dagen
 //
-// or by hand with package patterns; see dagen --help. All the logic lives
-// in package cli.
+// or by hand with package patterns; see dagen --help. dagen migrate up and
+// dagen migrate status apply and report the Postgres store's schema
+// migrations. All the logic lives in package cli.
 package main

@@ -233,8 +233,11 @@ type worker struct {
 }
 
 // newWorker makes an engine with every benchmark workflow registered.
-func (b *bench) newWorker(disableNotify bool) (*worker, error) {
-	st := pgstore.New(b.pool, nil)
+func (b *bench) newWorker(ctx context.Context, disableNotify bool) (*worker, error) {
+	st, err := pgstore.New(ctx, b.pool, nil)
+	if err != nil {
+		return nil, fmt.Errorf("new store: %w", err)
+	}
 	e, err := engine.New(st, &engine.Config{
 		Concurrency:   b.o.concurrency,
 		BatchSize:     b.o.batchSize,
@@ -302,7 +305,7 @@ func enqueue(ctx context.Context, e *engine.Engine, workflow, tenant string, n i
 // throughput enqueues runs of workflow, then starts an engine and times it
 // from Start until the last run is finished in the store.
 func (b *bench) throughput(ctx context.Context, res *Result, workflow string, runs, stepsPerRun int, input func(i int) any) (err error) {
-	w, err := b.newWorker(false)
+	w, err := b.newWorker(ctx, false)
 	if err != nil {
 		return err
 	}
@@ -360,7 +363,7 @@ func (b *bench) runLatency(ctx context.Context, res *Result, workflow string) er
 // idle engine and then while tenant B's backlog drains.
 func (b *bench) fairness(ctx context.Context, res *Result) (err error) {
 	nA, nB := b.scaled(fairARuns), b.scaled(fairBRuns)
-	w, err := b.newWorker(false)
+	w, err := b.newWorker(ctx, false)
 	if err != nil {
 		return err
 	}
@@ -547,7 +550,7 @@ func (b *bench) lowLoad(ctx context.Context, res *Result) error {
 // lowLoadOnce runs one half of low_load and returns the step-to-step
 // latencies in ms and the ticks missed.
 func (b *bench) lowLoadOnce(ctx context.Context, n int, disableNotify bool) (lat []float64, missed int, err error) {
-	w, err := b.newWorker(disableNotify)
+	w, err := b.newWorker(ctx, disableNotify)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -35,7 +35,11 @@ func TestBothBranchesPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock := dagtest.NewClock(dagtest.Epoch)
-	e, err := engine.New(pgstore.New(pool, &pgstore.Config{Now: clock.Now}), &engine.Config{Manual: true, WorkerID: "order-test"})
+	st, err := pgstore.New(ctx, pool, &pgstore.Config{Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.New(st, &engine.Config{Manual: true, WorkerID: "order-test"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -165,7 +165,8 @@ func TestKilledWorkersLoseNothing(t *testing.T) {
 	require.NoError(t, pgstore.Migrate(ctx, pool))
 	_, err := pool.Exec(ctx, execTable)
 	require.NoError(t, err)
-	st := pgstore.New(pool, nil)
+	st, err := pgstore.New(ctx, pool, nil)
+	require.NoError(t, err)
 
 	// Trigger every run up front from an engine that works nothing itself.
 	trigger, err := engine.New(st, &engine.Config{Manual: true})

@@ -26,7 +26,8 @@ func TestLeaderFailover(t *testing.T) {
 
 	var workers []*engine.Engine
 	for _, id := range []string{"a", "b", "c"} {
-		st := pgstore.New(pgtest.Pool(t, schema, 4), nil)
+		st, err := pgstore.New(ctx, pgtest.Pool(t, schema, 4), nil)
+		require.NoError(t, err)
 		e, err := engine.New(st, &engine.Config{WorkerID: id, Lease: time.Second, HeartbeatInterval: 100 * time.Millisecond})
 		require.NoError(t, err)
 		_, err = flow.NewJobWorkflow(e)

@@ -29,7 +29,8 @@ func TestPostgresRestartMidRun(t *testing.T) {
 	require.NoError(t, pgstore.Migrate(ctx, pool))
 	_, err = pool.Exec(ctx, execTable)
 	require.NoError(t, err)
-	st := pgstore.New(pool, nil)
+	st, err := pgstore.New(ctx, pool, nil)
+	require.NoError(t, err)
 
 	trigger, err := engine.New(st, &engine.Config{Manual: true})
 	require.NoError(t, err)

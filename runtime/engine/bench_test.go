@@ -40,7 +40,11 @@ func BenchmarkEnginePostgres(b *testing.B) {
 			if err := pgstore.Migrate(context.Background(), pool); err != nil {
 				b.Fatal(err)
 			}
-			benchChain(b, pgstore.New(pool, nil), chain, 64)
+			st, err := pgstore.New(context.Background(), pool, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			benchChain(b, st, chain, 64)
 		})
 	}
 }

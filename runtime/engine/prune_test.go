@@ -31,7 +31,11 @@ func eachStoreOnClock(t *testing.T, start time.Time, test func(t *testing.T, clo
 		clock := dagtest.NewClock(start)
 		schema := pgtest.Schema(t)
 		require.NoError(t, pgstore.Migrate(context.Background(), pgtest.Pool(t, schema, 2)))
-		test(t, clock, func() store.Store { return pgstore.New(pgtest.Pool(t, schema, 8), &pgstore.Config{Now: clock.Now}) })
+		test(t, clock, func() store.Store {
+			st, err := pgstore.New(context.Background(), pgtest.Pool(t, schema, 8), &pgstore.Config{Now: clock.Now})
+			require.NoError(t, err)
+			return st
+		})
 	})
 }
 

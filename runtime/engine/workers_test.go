@@ -31,7 +31,11 @@ func eachStore(t *testing.T, test func(t *testing.T, open func() store.Store)) {
 		t.Parallel()
 		schema := pgtest.Schema(t)
 		require.NoError(t, pgstore.Migrate(context.Background(), pgtest.Pool(t, schema, 2)))
-		test(t, func() store.Store { return pgstore.New(pgtest.Pool(t, schema, 8), nil) })
+		test(t, func() store.Store {
+			st, err := pgstore.New(context.Background(), pgtest.Pool(t, schema, 8), nil)
+			require.NoError(t, err)
+			return st
+		})
 	})
 }
 

@@ -43,7 +43,11 @@ func run(url, id string, lease time.Duration, notify bool) error {
 	}
 	defer pool.Close()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	e, err := engine.New(pgstore.New(pool, nil), &engine.Config{
+	st, err := pgstore.New(ctx, pool, nil)
+	if err != nil {
+		return err
+	}
+	e, err := engine.New(st, &engine.Config{
 		WorkerID: id, Concurrency: 8, PollInterval: 20 * time.Millisecond,
 		Lease: lease, HeartbeatInterval: lease / 5, Logger: log, DisableNotify: !notify,
 	})

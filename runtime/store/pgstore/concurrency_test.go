@@ -56,7 +56,9 @@ func stores(t *testing.T, n int, now func() time.Time) []*pgstore.Store {
 		if i == 0 {
 			require.NoError(t, pgstore.Migrate(context.Background(), pool))
 		}
-		out[i] = pgstore.New(pool, &pgstore.Config{Now: now})
+		s, err := pgstore.New(context.Background(), pool, &pgstore.Config{Now: now})
+		require.NoError(t, err)
+		out[i] = s
 	}
 	return out
 }
@@ -365,7 +367,8 @@ func TestSleepSurvivesReopen(t *testing.T) {
 	schema := pgtest.Schema(t)
 	pool := pgtest.Pool(t, schema, 2)
 	require.NoError(t, pgstore.Migrate(ctx, pool))
-	s := pgstore.New(pool, &pgstore.Config{Now: clock.Now})
+	s, err := pgstore.New(ctx, pool, &pgstore.Config{Now: clock.Now})
+	require.NoError(t, err)
 	r := newRun("wf", "t", store.NewTask{Name: "nap", Kind: store.KindSleep, MaxAttempts: 1}, step("after", "nap"))
 	require.NoError(t, s.CreateRuns(ctx, []store.NewRun{r}))
 	nap, err := s.ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: 1, Lease: time.Minute})
@@ -379,7 +382,8 @@ func TestSleepSurvivesReopen(t *testing.T) {
 	clock.Advance(24 * time.Hour)
 	pool2 := pgtest.Pool(t, schema, 2)
 	require.NoError(t, pgstore.Migrate(ctx, pool2))
-	s2 := pgstore.New(pool2, &pgstore.Config{Now: clock.Now})
+	s2, err := pgstore.New(ctx, pool2, &pgstore.Config{Now: clock.Now})
+	require.NoError(t, err)
 	next, pending, err := s2.NextTimer(ctx)
 	require.NoError(t, err)
 	require.True(t, pending)

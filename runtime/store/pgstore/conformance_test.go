@@ -25,5 +25,9 @@ func newStore(t testing.TB, now func() time.Time, maxConns int32) *pgstore.Store
 	if err := pgstore.Migrate(context.Background(), pool); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
-	return pgstore.New(pool, &pgstore.Config{Now: now})
+	s, err := pgstore.New(context.Background(), pool, &pgstore.Config{Now: now})
+	if err != nil {
+		t.Fatalf("new store: %v", err)
+	}
+	return s
 }

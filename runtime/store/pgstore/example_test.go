@@ -55,7 +55,10 @@ func ExampleNew() {
 	if err := pgstore.Migrate(ctx, pool); err != nil {
 		panic(err)
 	}
-	st := pgstore.New(pool, nil)
+	st, err := pgstore.New(ctx, pool, nil)
+	if err != nil {
+		panic(err)
+	}
 	defer st.Close()
 	e, err := engine.New(st, &engine.Config{WorkerID: "worker-1"})
 	if err != nil {

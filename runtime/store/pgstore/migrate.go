@@ -13,9 +13,15 @@ import (
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
 )
 
-// ErrSchemaTooNew is returned by [Migrate] when the database schema is at a
-// version newer than this binary knows: a newer dagen migrated it, and this
-// one must not run against it.
+// ErrSchemaVersion is wrapped by the error [New] returns when the schema is
+// not at the version this binary needs: unmigrated, older (run [Migrate] or
+// "dagen migrate up") or newer (the error also wraps [ErrSchemaTooNew]).
+var ErrSchemaVersion = errors.New("database schema is not at the version this binary needs")
+
+// ErrSchemaTooNew is wrapped by the errors of [Migrate] and [New] when the
+// database schema is at a version newer than this binary knows: a newer
+// dagen migrated it, and this one must not run against it. Those errors
+// wrap [ErrSchemaVersion] too.
 var ErrSchemaTooNew = errors.New("database schema is newer than this binary")
 
 //go:embed migrations_table.sql
@@ -29,57 +35,72 @@ var migrationsTableDDL string
 // changes nothing. A schema at a newer version is left alone and reported
 // with an error wrapping [ErrSchemaTooNew].
 func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	_, err := ApplyMigrations(ctx, pool)
+	return err
+}
+
+// ApplyMigrations is [Migrate], and it also returns the migrations this
+// call applied, in order: none when the schema was up to date, or when a
+// concurrent process applied them first. When a migration fails, it
+// returns the ones applied before it with the error.
+func ApplyMigrations(ctx context.Context, pool *pgxpool.Pool) ([]migrations.Migration, error) {
 	all, err := migrations.All()
 	if err != nil {
-		return fmt.Errorf("pgstore: migrate: %w", err)
+		return nil, fmt.Errorf("pgstore: migrate: %w", err)
 	}
 	q := dbsqlc.New()
+	var applied []migrations.Migration
 	for {
-		done, err := migrateOne(ctx, pool, q, all)
+		m, err := migrateOne(ctx, pool, q, all)
 		if err != nil {
-			return fmt.Errorf("pgstore: migrate: %w", err)
+			return applied, fmt.Errorf("pgstore: migrate: %w", err)
 		}
-		if done {
-			return nil
+		if m == nil {
+			return applied, nil
 		}
+		applied = append(applied, *m)
 	}
 }
 
-// migrateOne applies the next pending migration, in one transaction. It
-// reports done when there is none.
-func migrateOne(ctx context.Context, pool *pgxpool.Pool, q *dbsqlc.Queries, all []migrations.Migration) (done bool, err error) {
+// migrateOne applies the next pending migration, in one transaction, and
+// returns it. It returns nil when there is none.
+func migrateOne(ctx context.Context, pool *pgxpool.Pool, q *dbsqlc.Queries, all []migrations.Migration) (*migrations.Migration, error) {
 	tx, err := pool.Begin(ctx)
 	if err != nil {
-		return false, fmt.Errorf("begin: %w", err)
+		return nil, fmt.Errorf("begin: %w", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }() // no-op after Commit
 	if err := q.MigrationLock(ctx, tx); err != nil {
-		return false, fmt.Errorf("take migration lock: %w", err)
+		return nil, fmt.Errorf("take migration lock: %w", err)
 	}
 	if _, err := tx.Exec(ctx, migrationsTableDDL); err != nil {
-		return false, fmt.Errorf("create dagen_migrations: %w", err)
+		return nil, fmt.Errorf("create dagen_migrations: %w", err)
 	}
 	v, err := q.MigrationVersion(ctx, tx)
 	if err != nil {
-		return false, fmt.Errorf("read schema version: %w", err)
+		return nil, fmt.Errorf("read schema version: %w", err)
 	}
 	switch {
 	case int(v) > len(all):
-		return false, fmt.Errorf("%w: database is at version %d, this binary knows up to %d; upgrade dagen", ErrSchemaTooNew, v, len(all))
+		sc, err := q.MigrationSchema(ctx, tx)
+		if err != nil {
+			return nil, fmt.Errorf("read schema name: %w", err)
+		}
+		return nil, &versionError{schema: sc.Schema, found: int(v), want: len(all)}
 	case int(v) == len(all):
-		return true, commit(ctx, tx)
+		return nil, commit(ctx, tx)
 	}
 	m := all[v]
 	if _, err := tx.Exec(ctx, m.SQL); err != nil {
-		return false, fmt.Errorf("apply %s: %w", m.Name, err)
+		return nil, fmt.Errorf("apply %s: %w", m.Name, err)
 	}
 	if err := q.MigrationRecord(ctx, tx, int32(m.Version), m.Name); err != nil {
-		return false, fmt.Errorf("record %s: %w", m.Name, err)
+		return nil, fmt.Errorf("record %s: %w", m.Name, err)
 	}
 	if err := commit(ctx, tx); err != nil {
-		return false, fmt.Errorf("apply %s: %w", m.Name, err)
+		return nil, fmt.Errorf("apply %s: %w", m.Name, err)
 	}
-	return false, nil
+	return &m, nil
 }
 
 func commit(ctx context.Context, tx pgx.Tx) error {

@@ -67,6 +67,7 @@ func TestMigrateRefusesNewerSchema(t *testing.T) {
 
 	err = pgstore.Migrate(ctx, pool)
 	require.ErrorIs(t, err, pgstore.ErrSchemaTooNew)
+	require.ErrorIs(t, err, pgstore.ErrSchemaVersion)
 	require.Contains(t, err.Error(), "version 999")
 
 	var tables []string

@@ -38,14 +38,26 @@ type Store struct {
 
 var _ store.Store = (*Store)(nil)
 
-// New returns a store over pool. The pool's schema must have been migrated
-// with [Migrate]. cfg may be nil.
-func New(pool *pgxpool.Pool, cfg *Config) *Store {
+// New returns a store over pool. cfg may be nil.
+//
+// The schema of pool's search_path must be at the version this binary
+// needs: migrate it first with [Migrate] or "dagen migrate up". New checks
+// that at once, so an unmigrated, older or newer schema fails here, with
+// an error wrapping [ErrSchemaVersion] (and [ErrSchemaTooNew] for a newer
+// one) that names both versions, rather than on the first query.
+func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Store, error) {
+	st, err := MigrationStatus(ctx, pool)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.Err(); err != nil {
+		return nil, err
+	}
 	s := &Store{pool: pool, q: dbsqlc.New()}
 	if cfg != nil {
 		s.now = cfg.Now
 	}
-	return s
+	return s, nil
 }
 
 // DefaultConnectTimeout bounds how long [Open] waits for the database.
@@ -82,7 +94,11 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
-	s := New(pool, nil)
+	s, err := New(ctx, pool, nil)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
 	s.owned = true
 	return s, nil
 }

@@ -67,7 +67,7 @@ func TestTxn(t *testing.T) {
 	pool := pgtest.Pool(t, pgtest.Schema(t), 1) // one connection: each case reuses it
 	_, err := pool.Exec(ctx, `CREATE TABLE t (n int PRIMARY KEY)`)
 	require.NoError(t, err)
-	s := New(pool, nil)
+	s := &Store{pool: pool, q: dbsqlc.New()} // not New: the schema has only t
 	count := func() int {
 		var n int
 		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM t`).Scan(&n))

@@ -85,7 +85,8 @@ func tracedPool(t *testing.T) (*pgxpool.Pool, *statementLog) {
 func TestLargeBatchesAreNotJITCompiled(t *testing.T) {
 	ctx := context.Background()
 	pool, log := tracedPool(t)
-	s := pgstore.New(pool, nil)
+	s, err := pgstore.New(ctx, pool, nil)
+	require.NoError(t, err)
 
 	var runs []store.NewRun
 	for range 200 {
@@ -173,7 +174,8 @@ func scannedTables(node map[string]any) []string {
 func TestBatchesFindRowsByKey(t *testing.T) {
 	ctx := context.Background()
 	pool, log := tracedPool(t)
-	s := pgstore.New(pool, nil)
+	s, err := pgstore.New(ctx, pool, nil)
+	require.NoError(t, err)
 
 	// Runs of many tenants, so that the tenants' table is worth an index
 	// lookup too.
@@ -186,7 +188,7 @@ func TestBatchesFindRowsByKey(t *testing.T) {
 	}
 	require.NoError(t, s.CreateRuns(ctx, runs[:1]))
 	require.NoError(t, s.CreateRuns(ctx, runs[1:]))
-	_, err := pool.Exec(ctx, "ANALYZE dagen_runs, dagen_tasks, dagen_tenant_groups")
+	_, err = pool.Exec(ctx, "ANALYZE dagen_runs, dagen_tasks, dagen_tenant_groups")
 	require.NoError(t, err)
 	// A start of many runs, half of their roots started.
 	var starts []store.NewRun
@@ -249,7 +251,8 @@ func TestLeaseRemovalUsesTheIndex(t *testing.T) {
 		_, err := pool.Exec(ctx, sql)
 		require.NoError(t, err)
 	}
-	s := pgstore.New(pool, nil)
+	s, err := pgstore.New(ctx, pool, nil)
+	require.NoError(t, err)
 	require.NoError(t, s.CreateRuns(ctx, []store.NewRun{newRun("w", "t", step("a"))}))
 	claimed, err := s.ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: 1, Lease: time.Minute, Signatures: []string{"w"}})
 	require.NoError(t, err)
@@ -287,7 +290,8 @@ func TestLeaseRemovalUsesTheIndex(t *testing.T) {
 func TestCompletionRoundTrips(t *testing.T) {
 	ctx := context.Background()
 	pool, log := tracedPool(t)
-	s := pgstore.New(pool, nil)
+	s, err := pgstore.New(ctx, pool, nil)
+	require.NoError(t, err)
 	require.NoError(t, s.CreateRuns(ctx, []store.NewRun{newRun("w", "t", step("a"), step("b", "a"))}))
 	claimed, err := s.ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: 1, Lease: time.Minute})
 	require.NoError(t, err)
@@ -309,7 +313,8 @@ func TestCompletionRoundTrips(t *testing.T) {
 func TestReadRunRoundTrips(t *testing.T) {
 	ctx := context.Background()
 	pool, log := tracedPool(t)
-	s := pgstore.New(pool, nil)
+	s, err := pgstore.New(ctx, pool, nil)
+	require.NoError(t, err)
 	r := newRun("w", "t", step("a"), step("b", "a"))
 	require.NoError(t, s.CreateRuns(ctx, []store.NewRun{r}))
 	log.mu.Lock()
@@ -341,7 +346,8 @@ func TestTriggersKeepOnePlan(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.Pool(t, pgtest.Schema(t), 1) // one connection: one set of prepared statements
 	require.NoError(t, pgstore.Migrate(ctx, pool))
-	s := pgstore.New(pool, nil)
+	s, err := pgstore.New(ctx, pool, nil)
+	require.NoError(t, err)
 	const triggers = 20
 	for i := range triggers {
 		require.NoError(t, s.CreateRuns(ctx, []store.NewRun{newRun("w", fmt.Sprintf("t%d", i%3), step("a"), step("b", "a"))}))

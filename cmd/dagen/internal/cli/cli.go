@@ -18,15 +18,16 @@ import (
 // Exit codes.
 const (
 	ExitOK      = 0 // success; for diff: no file would change
-	ExitFailure = 1 // diagnostics with errors; for diff: a file would change
-	ExitError   = 2 // bad usage, or diff could not compare
+	ExitFailure = 1 // diagnostics with errors; for diff: a file would change; for migrate: the schema is not up to date
+	ExitError   = 2 // bad usage, or diff could not compare, or migrate could not connect
 )
 
 // commands are dagen's subcommands, generate first: it is the default.
-var commands = []string{"generate", "check", "diff", "graph"}
+var commands = []string{"generate", "check", "diff", "graph", "migrate"}
 
 const usage = `dagen checks the //dag: directives of Go packages and writes dag_gen.go,
-the typed wiring of their workflows.
+the typed wiring of their workflows. It also migrates the Postgres schema
+the workflows run on.
 
 Usage:
 
@@ -34,6 +35,8 @@ Usage:
 	dagen check [flags] [packages]
 	dagen diff [flags] [packages]
 	dagen graph [-format mermaid|dot] [-workflow name] [flags] [packages]
+	dagen migrate up [-db URL] [-schema name] [-json]
+	dagen migrate status [-db URL] [-schema name] [-json]
 
 Commands:
 
@@ -44,6 +47,12 @@ Commands:
 	diff      print how dag_gen.go would change, as a unified diff, and
 	          write nothing
 	graph     print a workflow as a Mermaid flowchart or a Graphviz digraph
+	migrate up
+	          apply the schema migrations the database lacks, each in its
+	          own transaction, and print each one applied
+	migrate status
+	          print the schema's version, the latest this dagen knows, and
+	          each migration: applied (when) or pending
 
 Packages are go list patterns; the default is the current directory, which
 is the package being generated when dagen runs from go generate.
@@ -59,13 +68,22 @@ Flags:
 	-format f     graph: mermaid (default) or dot
 	-workflow w   graph: the workflow to draw, by type or stored name
 	              (needed when the packages hold more than one)
+	-db URL       migrate: the database (default $DATABASE_URL; one of
+	              them is required)
+	-schema name  migrate: the schema, instead of the database's default
+	              search_path; migrate up creates it if missing
+	-json         migrate: print the result as JSON, for scripts
 
 Exit status:
 
-	0  success; for diff: every dag_gen.go is up to date
+	0  success; for diff: every dag_gen.go is up to date; for migrate
+	   status: the schema is at the latest version
 	1  generate, check, graph: the packages have errors (graph: or no such
-	   workflow); diff: a dag_gen.go is stale, missing or left over
-	2  bad usage; for diff: the packages have errors, so it cannot compare
+	   workflow); diff: a dag_gen.go is stale, missing or left over;
+	   migrate status: migrations are pending, or the schema is newer than
+	   this dagen; migrate up: the schema is newer, or a migration failed
+	2  bad usage; for diff: the packages have errors, so it cannot compare;
+	   for migrate: no database URL, or it cannot connect
 
 Examples:
 
@@ -79,6 +97,8 @@ Examples:
 	dagen diff ./...                     # CI: fail when dag_gen.go is stale
 	dagen graph -workflow Order ./orders > order.mmd
 	dagen graph -format dot ./orders | dot -Tsvg > order.svg
+	DATABASE_URL=postgres://... dagen migrate up   # before starting workers
+	dagen migrate status -db "$URL" -schema dagen  # CI: exit 1 when not migrated
 `
 
 // Main runs dagen with args (without the program name) and returns the
@@ -87,6 +107,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cmd := "generate"
 	if len(args) > 0 {
 		switch first := args[0]; {
+		case first == "migrate":
+			return migrate(ctx, args[1:], stdout, stderr)
 		case slices.Contains(commands, first):
 			cmd, args = first, args[1:]
 		case first == "help" || first == "-h" || first == "-help" || first == "--help":

@@ -1,4 +1,5 @@
 // Package cli is the dagen command: argument parsing, exit codes and
-// output. It is a thin layer over package gen, which does the work, so
-// that the command can be tested without building a binary.
+// output. It is a thin layer over package gen, which does the work (and,
+// for dagen migrate, over pgstore's migrations), so that the command can
+// be tested without building a binary.
 package cli

@@ -9,6 +9,30 @@ import (
 	"context"
 )
 
+const migrationList = `-- name: MigrationList :many
+SELECT version, name, applied_at FROM dagen_migrations ORDER BY version
+`
+
+func (q *Queries) MigrationList(ctx context.Context, db DBTX) ([]DagenMigration, error) {
+	rows, err := db.Query(ctx, migrationList)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []DagenMigration
+	for rows.Next() {
+		var i DagenMigration
+		if err := rows.Scan(&i.Version, &i.Name, &i.AppliedAt); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const migrationLock = `-- name: MigrationLock :exec
 SELECT pg_advisory_xact_lock(hashtext('dagen.migrate.' || current_schema()))
 `
@@ -27,6 +51,25 @@ INSERT INTO dagen_migrations (version, name) VALUES ($1, $2)
 func (q *Queries) MigrationRecord(ctx context.Context, db DBTX, version int32, name string) error {
 	_, err := db.Exec(ctx, migrationRecord, version, name)
 	return err
+}
+
+const migrationSchema = `-- name: MigrationSchema :one
+SELECT coalesce(current_schema()::text, '')::text AS schema,
+       (to_regclass('dagen_migrations') IS NOT NULL)::boolean AS migrated
+`
+
+type MigrationSchemaRow struct {
+	Schema   string
+	Migrated bool
+}
+
+// The schema Migrate creates objects in (” when no schema of the
+// search_path exists) and whether the version table is visible.
+func (q *Queries) MigrationSchema(ctx context.Context, db DBTX) (MigrationSchemaRow, error) {
+	row := db.QueryRow(ctx, migrationSchema)
+	var i MigrationSchemaRow
+	err := row.Scan(&i.Schema, &i.Migrated)
+	return i, err
 }
 
 const migrationVersion = `-- name: MigrationVersion :one
