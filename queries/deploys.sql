@@ -72,7 +72,8 @@ RETURNING picked.run_id, picked.task, picked.signature, picked.attempt;
 -- at most one task per signature), a few of their ids, and what the
 -- signature means when a worker recorded it. A PENDING onfailure task is
 -- not waited on. For operators before a deploy: it reads every RUNNING run.
-SELECT t.signature, r.workflow, t.name AS step, count(*)::integer AS runs,
+SELECT t.signature, r.workflow, t.name AS step, (t.signature = ANY(@served::text[]))::boolean AS served,
+       count(*)::integer AS runs,
        (array_agg(t.run_id ORDER BY t.run_id))[1:@sample::integer]::uuid[] AS sample,
        s.kind AS info_kind, s.input_type, s.output_type, coalesce(s.parents::text, '')::text AS parents,
        (s.signature IS NOT NULL)::boolean AS known
@@ -84,3 +85,22 @@ WHERE r.status = 'RUNNING'
   AND NOT (t.kind = 'onfailure' AND t.status = 'PENDING')
 GROUP BY t.signature, r.workflow, t.name, s.signature
 ORDER BY r.workflow, t.name, t.signature;
+
+-- name: InFlightRuns :many
+-- Per workflow, the RUNNING runs, and those with an unfinished task whose
+-- signature is not in @served (code serving @served could not finish
+-- them), with a few of their ids.
+SELECT r.workflow, count(*)::integer AS runs,
+       count(*) FILTER (WHERE x.stranded)::integer AS stranded,
+       coalesce((array_agg(r.id ORDER BY r.id) FILTER (WHERE x.stranded))[1:@sample::integer], '{}')::uuid[] AS sample
+FROM dagen_runs r
+CROSS JOIN LATERAL (
+    SELECT bool_or(NOT (t.signature = ANY(@served::text[]))) AS stranded
+    FROM dagen_tasks t
+    WHERE t.run_id = r.id
+      AND t.status IN ('PENDING', 'QUEUED', 'RUNNING', 'SLEEPING', 'BACKOFF')
+      AND NOT (t.kind = 'onfailure' AND t.status = 'PENDING')
+) AS x
+WHERE r.status = 'RUNNING'
+GROUP BY r.workflow
+ORDER BY r.workflow;

@@ -101,11 +101,12 @@ func main() {
 // TestInstallAsTool installs dagen in a throwaway user module the way the
 // README's Install section says, through the module's tool directive, and
 // runs a workflow generated with it. The module requires this checkout
-// through a replace directive and works from the module cache: GOPROXY is
-// off, because even with the replace, go get asks the proxy whether
-// github.com/dagenhq/dagen/cmd/dagen is a module of its own, and only
-// "off" answers that without the network; go.sum comes from the checkout,
-// so no checksum database is asked either.
+// through a replace directive. Even with the replace, go get asks the
+// module proxy whether github.com/dagenhq/dagen/cmd/dagen is a module of
+// its own; a proxy that refuses (rather than answering "not found") would
+// stop it, so the environment's proxies are tried and then "off", which
+// answers without the network (see moduleProxies). go.sum comes from the
+// checkout, so no checksum database is asked either.
 func TestInstallAsTool(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a throwaway module with the go command")
@@ -131,16 +132,17 @@ func TestInstallAsTool(t *testing.T) {
 		}
 	}
 
-	goEnv := exec.CommandContext(t.Context(), "go", "env", "GOFLAGS")
-	flags, err := goEnv.Output()
+	goEnv := exec.CommandContext(t.Context(), "go", "env", "GOFLAGS", "GOPROXY")
+	vars, err := goEnv.Output()
 	if err != nil {
-		t.Fatalf("go env GOFLAGS: %v", err)
+		t.Fatalf("go env GOFLAGS GOPROXY: %v", err)
 	}
+	flags, proxy, _ := strings.Cut(string(vars), "\n")
 	// The environment's GOMODCACHE, and its GOFLAGS plus -mod=mod so that
 	// go.mod and go.sum may gain what the build needs.
 	env := append(os.Environ(),
-		"GOFLAGS="+strings.TrimSpace(string(flags)+" -mod=mod"),
-		"GOPROXY=off", "GOWORK=off", "GOTOOLCHAIN=local")
+		"GOFLAGS="+strings.TrimSpace(flags+" -mod=mod"),
+		"GOPROXY="+moduleProxies(strings.TrimSpace(proxy)), "GOWORK=off", "GOTOOLCHAIN=local")
 	goCmd := func(args ...string) string {
 		t.Helper()
 		cmd := exec.CommandContext(t.Context(), "go", args...)
@@ -175,4 +177,19 @@ func TestInstallAsTool(t *testing.T) {
 	if out != want {
 		t.Errorf("go run ./cmd/shop printed\n%s\nwant\n%s", out, want)
 	}
+}
+
+// moduleProxies turns a GOPROXY list into one that falls through on any
+// error ("|") and ends with "off": the proxies still serve the modules the
+// cache lacks, and a refusal to look up this unpublished module ends in
+// "off" instead of failing go get. "direct" is dropped: it would need the
+// network beyond the proxy.
+func moduleProxies(goproxy string) string {
+	var out []string
+	for _, p := range strings.FieldsFunc(goproxy, func(r rune) bool { return r == ',' || r == '|' }) {
+		if p != "direct" && p != "off" {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(append(out, "off"), "|")
 }

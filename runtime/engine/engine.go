@@ -273,9 +273,8 @@ func (e *Engine) Register(def *Definition) error {
 	reg.sigs = make(map[string]string, len(reg.infos))
 	for _, si := range reg.infos {
 		reg.sigs[si.Step] = si.Signature
-		reg.served = append(reg.served, si.Signature)
 	}
-	reg.served = append(reg.served, legacySignature(def.Name, def.legacyFingerprint()))
+	reg.served = def.ServedSignatures()
 	reg.tasks = def.newTasks(reg.sigs)
 	for i := range def.Steps {
 		reg.steps[def.Steps[i].Name] = &def.Steps[i]

@@ -91,6 +91,18 @@ func (k StepKind) taskKind() store.TaskKind {
 	return store.KindStep
 }
 
+// ServedSignatures returns the signatures a worker with d registered
+// serves: its tasks' (in SignatureInfos order), then the legacy signature of
+// runs created before signatures existed that have d's shape.
+func (d *Definition) ServedSignatures() []string {
+	infos := d.SignatureInfos()
+	out := make([]string, 0, len(infos)+1)
+	for _, si := range infos {
+		out = append(out, si.Signature)
+	}
+	return append(out, legacySignature(d.Name, d.legacyFingerprint()))
+}
+
 // legacySignature is what migration 002 gave the unfinished tasks of runs
 // created before signatures existed: the workflow and the fingerprint of
 // its shape as it was then computed (legacyFingerprint). A worker serves it

@@ -38,16 +38,35 @@ type UnservedTask struct {
 }
 
 // InFlight counts the unfinished tasks (PENDING, QUEUED, RUNNING, SLEEPING or
-// BACKOFF) of RUNNING runs that have one signature.
+// BACKOFF; not a PENDING onfailure task) of RUNNING runs that have one
+// signature.
 type InFlight struct {
 	Signature string
 	Workflow  string
 	Step      string
+	Served    bool        // one of the signatures asked about
 	Runs      int         // how many runs have such a task (one each)
 	Sample    []dag.RunID // a few of those runs, in id order
 	// Info describes the signature, when a worker recorded it
 	// ([Deploys.RecordSignatures]); nil otherwise.
 	Info *SignatureInfo
+}
+
+// InFlightRuns counts the RUNNING runs of a workflow, and those of them
+// that code serving the signatures asked about could not finish: they have
+// an unfinished task of another signature.
+type InFlightRuns struct {
+	Workflow string
+	Runs     int
+	Stranded int
+	Sample   []dag.RunID // a few stranded runs, in id order
+}
+
+// InFlightReport is what [Deploys.InFlight] returns, sorted: signatures by
+// workflow, step and signature; workflows by name.
+type InFlightReport struct {
+	Signatures []InFlight
+	Workflows  []InFlightRuns
 }
 
 // Deploys is implemented by stores that know what code can run the tasks
@@ -73,10 +92,13 @@ type Deploys interface {
 	// returns how many it logged. The leader calls it.
 	ReportUnserved(ctx context.Context, queuedBefore time.Time, limit int) (int, error)
 
-	// InFlight returns, for each signature of an unfinished task of a
-	// RUNNING run, how many runs wait on it, with up to sample run ids;
-	// sorted by workflow, step, signature.
-	InFlight(ctx context.Context, sample int) ([]InFlight, error)
+	// InFlight describes the RUNNING runs as code that serves the
+	// signatures served would see them: for each signature of their
+	// unfinished tasks, how many runs wait on it and whether it is served;
+	// for each workflow, how many runs that code could not finish. Samples
+	// hold up to sample run ids. It reads every RUNNING run: it is for
+	// operators before a deploy, not for workers.
+	InFlight(ctx context.Context, served []string, sample int) (InFlightReport, error)
 }
 
 // WaitingDetail is the detail of an [EventWaiting].

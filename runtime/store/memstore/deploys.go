@@ -105,17 +105,25 @@ func (s *Store) ReportUnserved(ctx context.Context, queuedBefore time.Time, limi
 }
 
 // InFlight implements store.Deploys.
-func (s *Store) InFlight(ctx context.Context, sample int) ([]store.InFlight, error) {
+func (s *Store) InFlight(ctx context.Context, served []string, sample int) (store.InFlightReport, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return store.InFlightReport{}, err
 	}
 	s.lock()
 	defer s.unlock()
 	bySig := make(map[string]*store.InFlight)
+	byWorkflow := make(map[string]*store.InFlightRuns)
 	for _, r := range s.runs {
 		if r.rec.Status != store.RunRunning {
 			continue
 		}
+		wf := byWorkflow[r.rec.Workflow]
+		if wf == nil {
+			wf = &store.InFlightRuns{Workflow: r.rec.Workflow}
+			byWorkflow[r.rec.Workflow] = wf
+		}
+		wf.Runs++
+		stranded := false
 		for ti := range r.tasks {
 			t, nt := &r.tasks[ti], &r.shape.tasks[ti]
 			if t.status.Terminal() || nt.Kind == store.KindOnFailure && t.status == store.TaskPending {
@@ -123,7 +131,7 @@ func (s *Store) InFlight(ctx context.Context, sample int) ([]store.InFlight, err
 			}
 			f := bySig[nt.Signature]
 			if f == nil {
-				f = &store.InFlight{Signature: nt.Signature, Workflow: r.rec.Workflow, Step: nt.Name}
+				f = &store.InFlight{Signature: nt.Signature, Workflow: r.rec.Workflow, Step: nt.Name, Served: slices.Contains(served, nt.Signature)}
 				if si, ok := s.sigInfos[nt.Signature]; ok {
 					si.Parents = slices.Clone(si.Parents)
 					f.Info = &si
@@ -132,16 +140,31 @@ func (s *Store) InFlight(ctx context.Context, sample int) ([]store.InFlight, err
 			}
 			f.Runs++
 			f.Sample = append(f.Sample, r.rec.ID)
+			stranded = stranded || !f.Served
+		}
+		if stranded {
+			wf.Stranded++
+			wf.Sample = append(wf.Sample, r.rec.ID)
 		}
 	}
-	out := make([]store.InFlight, 0, len(bySig))
+	var rep store.InFlightReport
 	for _, f := range bySig {
-		slices.SortFunc(f.Sample, func(a, b dag.RunID) int { return slices.Compare(a[:], b[:]) })
-		f.Sample = f.Sample[:min(len(f.Sample), sample)]
-		out = append(out, *f)
+		f.Sample = firstIDs(f.Sample, sample)
+		rep.Signatures = append(rep.Signatures, *f)
 	}
-	slices.SortFunc(out, compareInFlight)
-	return out, nil
+	slices.SortFunc(rep.Signatures, compareInFlight)
+	for _, wf := range byWorkflow {
+		wf.Sample = firstIDs(wf.Sample, sample)
+		rep.Workflows = append(rep.Workflows, *wf)
+	}
+	slices.SortFunc(rep.Workflows, func(a, b store.InFlightRuns) int { return cmp.Compare(a.Workflow, b.Workflow) })
+	return rep, nil
+}
+
+// firstIDs returns the first n of ids in id order.
+func firstIDs(ids []dag.RunID, n int) []dag.RunID {
+	slices.SortFunc(ids, func(a, b dag.RunID) int { return slices.Compare(a[:], b[:]) })
+	return ids[:min(len(ids), max(n, 0))]
 }
 
 func compareInFlight(a, b store.InFlight) int {

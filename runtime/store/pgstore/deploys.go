@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgtype"
+
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
@@ -96,33 +98,55 @@ func (s *Store) ReportUnserved(ctx context.Context, queuedBefore time.Time, limi
 	return n, nil
 }
 
-// InFlight implements store.Deploys with one aggregate over the RUNNING
-// runs and their tasks.
-func (s *Store) InFlight(ctx context.Context, sample int) ([]store.InFlight, error) {
-	rows, err := s.q.InFlight(ctx, s.pool, int32(max(sample, 0)))
+// InFlight implements store.Deploys with two aggregates over the RUNNING
+// runs and their tasks, in one snapshot.
+func (s *Store) InFlight(ctx context.Context, served []string, sample int) (store.InFlightReport, error) {
+	var rep store.InFlightReport
+	served = nonNil(served)
+	err := s.inTx(ctx, func(tx *txn) error {
+		if _, err := tx.Exec(ctx, "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"); err != nil {
+			return fmt.Errorf("begin snapshot: %w", err)
+		}
+		rows, err := s.q.InFlight(ctx, tx, served, int32(max(sample, 0)))
+		if err != nil {
+			return fmt.Errorf("read in-flight signatures: %w", err)
+		}
+		for _, r := range rows {
+			f := store.InFlight{Signature: r.Signature, Workflow: r.Workflow, Step: r.Step, Served: r.Served, Runs: int(r.Runs), Sample: runIDs(r.Sample)}
+			if r.Known {
+				si := store.SignatureInfo{
+					Signature: r.Signature, Workflow: r.Workflow, Step: r.Step, Kind: store.TaskKind(r.InfoKind.String),
+					Input: r.InputType.String, Output: r.OutputType.String,
+				}
+				if err := json.Unmarshal([]byte(r.Parents), &si.Parents); err != nil {
+					return fmt.Errorf("read signature %s: parents: %w", r.Signature, err)
+				}
+				if len(si.Parents) == 0 {
+					si.Parents = nil
+				}
+				f.Info = &si
+			}
+			rep.Signatures = append(rep.Signatures, f)
+		}
+		wrows, err := s.q.InFlightRuns(ctx, tx, int32(max(sample, 0)), served)
+		if err != nil {
+			return fmt.Errorf("read in-flight runs: %w", err)
+		}
+		for _, r := range wrows {
+			rep.Workflows = append(rep.Workflows, store.InFlightRuns{Workflow: r.Workflow, Runs: int(r.Runs), Stranded: int(r.Stranded), Sample: runIDs(r.Sample)})
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("read in-flight signatures: %w", err)
+		return store.InFlightReport{}, err
 	}
-	out := make([]store.InFlight, len(rows))
-	for i, r := range rows {
-		f := store.InFlight{Signature: r.Signature, Workflow: r.Workflow, Step: r.Step, Runs: int(r.Runs)}
-		for _, id := range r.Sample {
-			f.Sample = append(f.Sample, dag.RunID(id.Bytes))
-		}
-		if r.Known {
-			si := store.SignatureInfo{
-				Signature: r.Signature, Workflow: r.Workflow, Step: r.Step, Kind: store.TaskKind(r.InfoKind.String),
-				Input: r.InputType.String, Output: r.OutputType.String,
-			}
-			if err := json.Unmarshal([]byte(r.Parents), &si.Parents); err != nil {
-				return nil, fmt.Errorf("read signature %s: parents: %w", r.Signature, err)
-			}
-			if len(si.Parents) == 0 {
-				si.Parents = nil
-			}
-			f.Info = &si
-		}
-		out[i] = f
+	return rep, nil
+}
+
+func runIDs(ids []pgtype.UUID) []dag.RunID {
+	var out []dag.RunID
+	for _, id := range ids {
+		out = append(out, dag.RunID(id.Bytes))
 	}
-	return out, nil
+	return out
 }

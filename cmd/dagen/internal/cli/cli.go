@@ -33,6 +33,7 @@ Usage:
 
 	dagen [generate] [flags] [packages]
 	dagen check [flags] [packages]
+	dagen check -db URL [-schema name] [-strict] [-json] [flags] [packages]
 	dagen diff [flags] [packages]
 	dagen graph [-format mermaid|dot] [-workflow name] [flags] [packages]
 	dagen migrate up [-db URL] [-schema name] [-json]
@@ -43,7 +44,12 @@ Commands:
 	generate  check the packages and write dag_gen.go into each package that
 	          has workflows (the default command); a dag_gen.go left in a
 	          package with no directives any more is deleted
-	check     check the packages and print diagnostics only
+	check     check the packages and print diagnostics only; with -db,
+	          also compare the task signatures of their workflows with the
+	          unfinished tasks in that database, and print, per workflow,
+	          the running runs this code could not finish and why (a step
+	          renamed without name=, removed, a parent added or removed, a
+	          type changed): run it before a deploy
 	diff      print how dag_gen.go would change, as a unified diff, and
 	          write nothing
 	graph     print a workflow as a Mermaid flowchart or a Graphviz digraph
@@ -69,21 +75,24 @@ Flags:
 	-workflow w   graph: the workflow to draw, by type or stored name
 	              (needed when the packages hold more than one)
 	-db URL       migrate: the database (default $DATABASE_URL; one of
-	              them is required)
-	-schema name  migrate: the schema, instead of the database's default
+	              them is required); check: the database to compare with
+	-strict       check -db: exit 1 when this code could not finish some
+	              running runs
+	-schema name  migrate, check -db: the schema, instead of the database's default
 	              search_path; migrate up creates it if missing
-	-json         migrate: print the result as JSON, for scripts
+	-json         migrate, check -db: print the result as JSON, for scripts
 
 Exit status:
 
 	0  success; for diff: every dag_gen.go is up to date; for migrate
 	   status: the schema is at the latest version
 	1  generate, check, graph: the packages have errors (graph: or no such
-	   workflow); diff: a dag_gen.go is stale, missing or left over;
+	   workflow); check -db -strict: running runs this code could not
+	   finish; diff: a dag_gen.go is stale, missing or left over;
 	   migrate status: migrations are pending, or the schema is newer than
 	   this dagen; migrate up: the schema is newer, or a migration failed
 	2  bad usage; for diff: the packages have errors, so it cannot compare;
-	   for migrate: no database URL, or it cannot connect
+	   for migrate and check -db: no database URL, or it cannot connect
 
 Examples:
 
@@ -94,6 +103,7 @@ Examples:
 	go generate ./...                    # regenerate every package
 	go tool dagen ./...                  # the same, without go generate
 	dagen check ./orders                 # CI: fail on graph errors
+	dagen check -db "$DATABASE_URL" -strict ./...  # before a deploy: fail when runs would be stranded
 	dagen diff ./...                     # CI: fail when dag_gen.go is stale
 	dagen graph -workflow Order ./orders > order.mmd
 	dagen graph -format dot ./orders | dot -Tsvg > order.svg
@@ -126,6 +136,11 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	tags := fs.String("tags", "", "build tags")
 	format := fs.String("format", "mermaid", "graph format: mermaid or dot")
 	workflow := fs.String("workflow", "", "workflow to draw")
+	var dbf checkDBFlags
+	fs.StringVar(&dbf.db, "db", "", "database to compare with (check)")
+	fs.StringVar(&dbf.schema, "schema", "", "schema of the database (check -db)")
+	fs.BoolVar(&dbf.strict, "strict", false, "exit 1 when runs would be stranded (check -db)")
+	fs.BoolVar(&dbf.json, "json", false, "print JSON (check -db)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, usage)
@@ -143,10 +158,21 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "dagen: -format and -workflow are flags of dagen graph\n")
 		return ExitError
 	}
+	if cmd != "check" && dbf != (checkDBFlags{}) {
+		fmt.Fprintf(stderr, "dagen: -db, -schema, -strict and -json are flags of dagen check (and -db, -schema, -json of dagen migrate)\n")
+		return ExitError
+	}
+	if dbf.db == "" && (dbf.schema != "" || dbf.strict || dbf.json) {
+		fmt.Fprintf(stderr, "dagen check: -schema, -strict and -json compare with a database: add -db URL (or -db \"$DATABASE_URL\")\n")
+		return ExitError
+	}
 	switch cmd {
 	case "check":
-		_, diags := analysis.Run(ctx, cfg, patterns...)
-		return report(stderr, diags)
+		pkgs, diags := analysis.Run(ctx, cfg, patterns...)
+		if code := report(stderr, diags); code != ExitOK || dbf.db == "" {
+			return code
+		}
+		return checkDB(ctx, pkgs, dbf, stdout, stderr)
 	case "diff":
 		return diff(ctx, cfg, patterns, stdout, stderr)
 	case "graph":

@@ -67,13 +67,9 @@ func migrate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "dagen migrate %s: unexpected argument %q\n", sub, fs.Arg(0))
 		return ExitError
 	}
-	url := f.db
-	if url == "" {
-		url = os.Getenv("DATABASE_URL")
-	}
-	if url == "" {
-		fmt.Fprintf(stderr, "dagen migrate %s: no database: set DATABASE_URL or pass -db URL\n", sub)
-		return ExitError
+	url, code := databaseURL(f.db, "migrate "+sub, stderr)
+	if code != ExitOK {
+		return code
 	}
 	pool, err := connect(ctx, url, f.schema)
 	if err != nil {
@@ -85,6 +81,20 @@ func migrate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return migrateUp(ctx, pool, f, stdout, stderr)
 	}
 	return migrateStatus(ctx, pool, f, stdout, stderr)
+}
+
+// databaseURL returns flag, or $DATABASE_URL when flag is empty; with
+// neither it says so for cmd and returns ExitError.
+func databaseURL(flag, cmd string, stderr io.Writer) (string, int) {
+	url := flag
+	if url == "" {
+		url = os.Getenv("DATABASE_URL")
+	}
+	if url == "" {
+		fmt.Fprintf(stderr, "dagen %s: no database: set DATABASE_URL or pass -db URL\n", cmd)
+		return "", ExitError
+	}
+	return url, ExitOK
 }
 
 // connect opens a pool on url whose search_path is schema (when set) and

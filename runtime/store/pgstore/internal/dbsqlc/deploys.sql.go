@@ -12,8 +12,9 @@ import (
 )
 
 const inFlight = `-- name: InFlight :many
-SELECT t.signature, r.workflow, t.name AS step, count(*)::integer AS runs,
-       (array_agg(t.run_id ORDER BY t.run_id))[1:$1::integer]::uuid[] AS sample,
+SELECT t.signature, r.workflow, t.name AS step, (t.signature = ANY($1::text[]))::boolean AS served,
+       count(*)::integer AS runs,
+       (array_agg(t.run_id ORDER BY t.run_id))[1:$2::integer]::uuid[] AS sample,
        s.kind AS info_kind, s.input_type, s.output_type, coalesce(s.parents::text, '')::text AS parents,
        (s.signature IS NOT NULL)::boolean AS known
 FROM dagen_runs r
@@ -30,6 +31,7 @@ type InFlightRow struct {
 	Signature  string
 	Workflow   string
 	Step       string
+	Served     bool
 	Runs       int32
 	Sample     []pgtype.UUID
 	InfoKind   pgtype.Text
@@ -43,8 +45,8 @@ type InFlightRow struct {
 // at most one task per signature), a few of their ids, and what the
 // signature means when a worker recorded it. A PENDING onfailure task is
 // not waited on. For operators before a deploy: it reads every RUNNING run.
-func (q *Queries) InFlight(ctx context.Context, db DBTX, sample int32) ([]InFlightRow, error) {
-	rows, err := db.Query(ctx, inFlight, sample)
+func (q *Queries) InFlight(ctx context.Context, db DBTX, served []string, sample int32) ([]InFlightRow, error) {
+	rows, err := db.Query(ctx, inFlight, served, sample)
 	if err != nil {
 		return nil, err
 	}
@@ -56,6 +58,7 @@ func (q *Queries) InFlight(ctx context.Context, db DBTX, sample int32) ([]InFlig
 			&i.Signature,
 			&i.Workflow,
 			&i.Step,
+			&i.Served,
 			&i.Runs,
 			&i.Sample,
 			&i.InfoKind,
@@ -63,6 +66,58 @@ func (q *Queries) InFlight(ctx context.Context, db DBTX, sample int32) ([]InFlig
 			&i.OutputType,
 			&i.Parents,
 			&i.Known,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const inFlightRuns = `-- name: InFlightRuns :many
+SELECT r.workflow, count(*)::integer AS runs,
+       count(*) FILTER (WHERE x.stranded)::integer AS stranded,
+       coalesce((array_agg(r.id ORDER BY r.id) FILTER (WHERE x.stranded))[1:$1::integer], '{}')::uuid[] AS sample
+FROM dagen_runs r
+CROSS JOIN LATERAL (
+    SELECT bool_or(NOT (t.signature = ANY($2::text[]))) AS stranded
+    FROM dagen_tasks t
+    WHERE t.run_id = r.id
+      AND t.status IN ('PENDING', 'QUEUED', 'RUNNING', 'SLEEPING', 'BACKOFF')
+      AND NOT (t.kind = 'onfailure' AND t.status = 'PENDING')
+) AS x
+WHERE r.status = 'RUNNING'
+GROUP BY r.workflow
+ORDER BY r.workflow
+`
+
+type InFlightRunsRow struct {
+	Workflow string
+	Runs     int32
+	Stranded int32
+	Sample   []pgtype.UUID
+}
+
+// Per workflow, the RUNNING runs, and those with an unfinished task whose
+// signature is not in @served (code serving @served could not finish
+// them), with a few of their ids.
+func (q *Queries) InFlightRuns(ctx context.Context, db DBTX, sample int32, served []string) ([]InFlightRunsRow, error) {
+	rows, err := db.Query(ctx, inFlightRuns, sample, served)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []InFlightRunsRow
+	for rows.Next() {
+		var i InFlightRunsRow
+		if err := rows.Scan(
+			&i.Workflow,
+			&i.Runs,
+			&i.Stranded,
+			&i.Sample,
 		); err != nil {
 			return nil, err
 		}
