@@ -25,8 +25,14 @@ FROM (SELECT coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now)
 ON CONFLICT (id) DO UPDATE SET signatures = excluded.signatures;
 
 -- name: UnservedTasks :many
--- The QUEUED tasks of a run whose signature no live worker serves.
-SELECT t.name, t.signature, t.queued_at, r.workflow
+-- The QUEUED tasks of a run whose signature no live worker serves, with
+-- when they were queued: a task queued again (a retry, a rescue) keeps that
+-- time in the log, not in its row.
+SELECT t.name, t.signature, r.workflow,
+       coalesce(t.queued_at, (
+           SELECT max(e.at) FROM dagen_events e
+           WHERE e.run_id = t.run_id AND e.task = t.name AND e.type = 'QUEUED'
+       ))::timestamptz AS queued_at
 FROM dagen_tasks t
 JOIN dagen_runs r ON r.id = t.run_id
 WHERE t.run_id = @run_id AND t.status = 'QUEUED'
@@ -56,7 +62,10 @@ picked AS (
     JOIN dagen_tasks t ON t.run_id = q.run_id AND t.name = q.task
     WHERE NOT q.waiting_logged
       AND q.signature NOT IN (SELECT served.signature FROM served)
-      AND t.queued_at < @queued_before::timestamptz
+      AND coalesce(t.queued_at, (
+              SELECT max(e.at) FROM dagen_events e
+              WHERE e.run_id = t.run_id AND e.task = t.name AND e.type = 'QUEUED'
+          )) < @queued_before::timestamptz
     ORDER BY q.id
     LIMIT @max
     FOR UPDATE OF q SKIP LOCKED

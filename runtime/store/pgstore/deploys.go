@@ -60,6 +60,15 @@ func (s *Store) Unserved(ctx context.Context, id dag.RunID) ([]store.UnservedTas
 	if err != nil {
 		return nil, fmt.Errorf("unserved tasks of run %s: %w", id, err)
 	}
+	if len(rows) == 0 {
+		ok, err := s.q.RunExists(ctx, s.pool, uuidOf(id))
+		if err != nil {
+			return nil, fmt.Errorf("unserved tasks of run %s: %w", id, err)
+		}
+		if !ok {
+			return nil, fmt.Errorf("unserved tasks of run %s: %w", id, store.ErrRunNotFound)
+		}
+	}
 	out := make([]store.UnservedTask, len(rows))
 	for i, r := range rows {
 		out[i] = store.UnservedTask{RunID: id, Workflow: r.Workflow, Step: r.Name, Signature: r.Signature, Since: timeOf(r.QueuedAt)}

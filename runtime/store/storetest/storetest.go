@@ -81,6 +81,12 @@ func Run(t *testing.T, newStore NewStore) {
 			fn   func(f *fixture)
 		}{"Workers/" + wt.name, func(f *fixture) { wt.fn(f, f.workers()) }})
 	}
+	for _, dt := range deploysTests {
+		tests = append(tests, struct {
+			name string
+			fn   func(f *fixture)
+		}{"Deploys/" + dt.name, func(f *fixture) { d, ws := f.deploys(); dt.fn(f, d, ws) }})
+	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -188,7 +188,10 @@ picked AS (
     JOIN dagen_tasks t ON t.run_id = q.run_id AND t.name = q.task
     WHERE NOT q.waiting_logged
       AND q.signature NOT IN (SELECT served.signature FROM served)
-      AND t.queued_at < $2::timestamptz
+      AND coalesce(t.queued_at, (
+              SELECT max(e.at) FROM dagen_events e
+              WHERE e.run_id = t.run_id AND e.task = t.name AND e.type = 'QUEUED'
+          )) < $2::timestamptz
     ORDER BY q.id
     LIMIT $3
     FOR UPDATE OF q SKIP LOCKED
@@ -263,7 +266,11 @@ func (q *Queries) Serve(ctx context.Context, db DBTX, arg ServeParams) error {
 }
 
 const unservedTasks = `-- name: UnservedTasks :many
-SELECT t.name, t.signature, t.queued_at, r.workflow
+SELECT t.name, t.signature, r.workflow,
+       coalesce(t.queued_at, (
+           SELECT max(e.at) FROM dagen_events e
+           WHERE e.run_id = t.run_id AND e.task = t.name AND e.type = 'QUEUED'
+       ))::timestamptz AS queued_at
 FROM dagen_tasks t
 JOIN dagen_runs r ON r.id = t.run_id
 WHERE t.run_id = $1 AND t.status = 'QUEUED'
@@ -278,11 +285,13 @@ ORDER BY t.seq
 type UnservedTasksRow struct {
 	Name      string
 	Signature string
-	QueuedAt  pgtype.Timestamptz
 	Workflow  string
+	QueuedAt  pgtype.Timestamptz
 }
 
-// The QUEUED tasks of a run whose signature no live worker serves.
+// The QUEUED tasks of a run whose signature no live worker serves, with
+// when they were queued: a task queued again (a retry, a rescue) keeps that
+// time in the log, not in its row.
 func (q *Queries) UnservedTasks(ctx context.Context, db DBTX, runID pgtype.UUID, now pgtype.Timestamptz) ([]UnservedTasksRow, error) {
 	rows, err := db.Query(ctx, unservedTasks, runID, now)
 	if err != nil {
@@ -295,8 +304,8 @@ func (q *Queries) UnservedTasks(ctx context.Context, db DBTX, runID pgtype.UUID,
 		if err := rows.Scan(
 			&i.Name,
 			&i.Signature,
-			&i.QueuedAt,
 			&i.Workflow,
+			&i.QueuedAt,
 		); err != nil {
 			return nil, err
 		}
