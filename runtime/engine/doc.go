@@ -25,6 +25,15 @@
 // fails for good (retries spent, or dag.Terminal) fails the run, and the
 // workflow's onfailure handler runs once.
 //
+// Deploys never hand a step wrong data nor fail a run that other code could
+// finish. Every task has a signature ([Definition.Signatures]: names,
+// kinds and types of the task and its parents), stored with it; a worker
+// claims only the tasks whose signatures its registered definitions have,
+// and steps read their parents by stored name ([ParentOutput]). A task no
+// live worker serves waits in the queue: [Engine.Result] lists it in
+// RunResult.Waiting, and the leader logs a WAITING event for it, on stores
+// that implement [store.Deploys].
+//
 // For tests, Config.Manual gives an engine without background goroutines
 // that [Engine.Poll] drives step by step; package dagtest builds on it with
 // a fake clock.

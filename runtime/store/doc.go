@@ -18,8 +18,10 @@
 // Optional interfaces add what a store can do better: [Workers] (heartbeats
 // instead of per-task leases), [Elector] (one leader for housekeeping),
 // [Notifier] (wake idle workers), [RunReader] (a run and its tasks in one
-// read) and [Starter] (create runs and claim their first steps for the
-// creating worker in one unit).
+// read), [Starter] (create runs and claim their first steps for the
+// creating worker in one unit) and [Deploys] (the signatures workers serve,
+// the tasks none serves, and what the runs in flight need of the next
+// build).
 //
 // Two implementations exist: memstore (in memory, the embedded default) and
 // pgstore (Postgres). Package storetest is the conformance suite both pass.
