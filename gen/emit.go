@@ -295,7 +295,7 @@ func (g *emitter) inParam() jen.Code { return jen.Id(g.name("in")).Qual(enginePa
 func (g *emitter) workflow(w *analysis.Workflow) {
 	n := analysis.GoName(w)
 	fp := fingerprint(w)
-	g.f.Commentf("%sFingerprint is the shape of workflow %q (its steps and edges) as generated:", n, w.Name)
+	g.f.Commentf("%sFingerprint identifies workflow %q as generated (its steps, edges and types):", n, w.Name)
 	g.f.Commentf("%sDefinition().Fingerprint() returns it, and runs record it.", n)
 	g.f.Const().Id(n + "Fingerprint").Op("=").Lit(fp)
 	g.f.Line()

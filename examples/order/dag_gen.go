@@ -11,7 +11,7 @@ import (
 	"github.com/dagenhq/dagen/runtime/engine"
 )
 
-// OrderFingerprint is the shape of workflow "Order" (its steps and edges) as generated:
+// OrderFingerprint identifies workflow "Order" as generated (its steps, edges and types):
 // OrderDefinition().Fingerprint() returns it, and runs record it.
 const OrderFingerprint = "9737d38a8f8ac700"
 

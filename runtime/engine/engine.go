@@ -223,7 +223,7 @@ type registered struct {
 	fp    string
 	tasks []store.NewTask
 	sigs  map[string]string // task signatures by stored task name
-	// serves are the signatures this definition serves: its tasks', and
+	// served are the signatures this definition serves: its tasks', and
 	// the legacy signature of runs created before signatures existed
 	// with the same shape.
 	served []string

@@ -10,7 +10,7 @@ import (
 	"github.com/dagenhq/dagen/runtime/engine"
 )
 
-// SingleFingerprint is the shape of workflow "Single" (its steps and edges) as generated:
+// SingleFingerprint identifies workflow "Single" as generated (its steps, edges and types):
 // SingleDefinition().Fingerprint() returns it, and runs record it.
 const SingleFingerprint = "4b5293ec8137481a"
 
@@ -129,7 +129,7 @@ type SingleResult struct {
 	Only int
 }
 
-// PairFingerprint is the shape of workflow "Pair" (its steps and edges) as generated:
+// PairFingerprint identifies workflow "Pair" as generated (its steps, edges and types):
 // PairDefinition().Fingerprint() returns it, and runs record it.
 const PairFingerprint = "d49ee624ecde0855"
 
@@ -261,7 +261,7 @@ type PairResult struct {
 	B int
 }
 
-// ChainFingerprint is the shape of workflow "Chain" (its steps and edges) as generated:
+// ChainFingerprint identifies workflow "Chain" as generated (its steps, edges and types):
 // ChainDefinition().Fingerprint() returns it, and runs record it.
 const ChainFingerprint = "c6149140aae04353"
 
@@ -614,7 +614,7 @@ type ChainResult struct {
 	S10 int
 }
 
-// FanFingerprint is the shape of workflow "Fan" (its steps and edges) as generated:
+// FanFingerprint identifies workflow "Fan" as generated (its steps, edges and types):
 // FanDefinition().Fingerprint() returns it, and runs record it.
 const FanFingerprint = "846a5331811e17e1"
 

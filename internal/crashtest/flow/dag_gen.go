@@ -11,7 +11,7 @@ import (
 	"github.com/dagenhq/dagen/runtime/engine"
 )
 
-// JobFingerprint is the shape of workflow "crash" (its steps and edges) as generated:
+// JobFingerprint identifies workflow "crash" as generated (its steps, edges and types):
 // JobDefinition().Fingerprint() returns it, and runs record it.
 const JobFingerprint = "21913959dd1ee0db"
 

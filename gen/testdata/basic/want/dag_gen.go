@@ -10,7 +10,7 @@ import (
 	"github.com/dagenhq/dagen/runtime/engine"
 )
 
-// GreetingFingerprint is the shape of workflow "Greeting" (its steps and edges) as generated:
+// GreetingFingerprint identifies workflow "Greeting" as generated (its steps, edges and types):
 // GreetingDefinition().Fingerprint() returns it, and runs record it.
 const GreetingFingerprint = "79be7158a3c3159d"
 

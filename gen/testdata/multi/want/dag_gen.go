@@ -12,7 +12,7 @@ import (
 	enginepkg "github.com/dagenhq/dagen/runtime/engine"
 )
 
-// PingFingerprint is the shape of workflow "Ping" (its steps and edges) as generated:
+// PingFingerprint identifies workflow "Ping" as generated (its steps, edges and types):
 // PingDefinition().Fingerprint() returns it, and runs record it.
 const PingFingerprint = "852116ab4260fbf9"
 
@@ -194,7 +194,7 @@ type PingResult struct {
 	Measure time.Duration
 }
 
-// RefundFingerprint is the shape of workflow "refund" (its steps and edges) as generated:
+// RefundFingerprint identifies workflow "refund" as generated (its steps, edges and types):
 // RefundDefinition().Fingerprint() returns it, and runs record it.
 const RefundFingerprint = "256b8921d15e3f0c"
 

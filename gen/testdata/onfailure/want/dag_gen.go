@@ -10,7 +10,7 @@ import (
 	"github.com/dagenhq/dagen/runtime/engine"
 )
 
-// OrderFingerprint is the shape of workflow "Order" (its steps and edges) as generated:
+// OrderFingerprint identifies workflow "Order" as generated (its steps, edges and types):
 // OrderDefinition().Fingerprint() returns it, and runs record it.
 const OrderFingerprint = "71b505be0d8800e6"
 

@@ -11,7 +11,7 @@ import (
 	"github.com/dagenhq/dagen/runtime/engine"
 )
 
-// SignupFingerprint is the shape of workflow "signup" (its steps and edges) as generated:
+// SignupFingerprint identifies workflow "signup" as generated (its steps, edges and types):
 // SignupDefinition().Fingerprint() returns it, and runs record it.
 const SignupFingerprint = "cbbcad8fb3fc5712"
 
