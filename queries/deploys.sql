@@ -45,7 +45,7 @@ ORDER BY t.seq;
 
 -- name: ReportUnserved :many
 -- Marks up to @max queue entries whose signature no live worker serves,
--- queued before @queued_before and not marked yet, and returns them with
+-- queued more than @grace_seconds ago and not marked yet, and returns them with
 -- their attempt, for their WAITING events. Only the leader runs it; it
 -- reads the whole ready queue, which holds only runnable tasks.
 WITH clock AS (
@@ -65,7 +65,7 @@ picked AS (
       AND coalesce(t.queued_at, (
               SELECT max(e.at) FROM dagen_events e
               WHERE e.run_id = t.run_id AND e.task = t.name AND e.type = 'QUEUED'
-          )) < @queued_before::timestamptz
+          )) < (SELECT clock.now FROM clock) - make_interval(secs => @grace_seconds::float8)
     ORDER BY q.id
     LIMIT @max
     FOR UPDATE OF q SKIP LOCKED

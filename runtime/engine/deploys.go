@@ -90,7 +90,7 @@ func (e *Engine) reportWaiting(ctx context.Context) {
 	if !ok {
 		return
 	}
-	n, err := d.ReportUnserved(ctx, time.Now().Add(-e.waitingGrace()), e.cfg.BatchSize)
+	n, err := d.ReportUnserved(ctx, e.waitingGrace(), e.cfg.BatchSize)
 	if err != nil {
 		if ctx.Err() == nil {
 			e.log.Error("dagen: report tasks no worker serves failed", "worker", e.cfg.WorkerID, "err", err)

@@ -82,6 +82,12 @@ func (e *Engine) Start(ctx context.Context) error {
 	for i := range l.results {
 		l.results[i] = make(chan store.TaskResult, e.cfg.Concurrency) // never more results than tasks held
 	}
+	if _, ok := e.store.(store.Workers); ok {
+		if _, ok := e.store.(store.Deploys); !ok {
+			e.log.Warn("dagen: the store keeps workers but not what they serve (store.Deploys): other workers will report this worker's tasks as waiting for a worker; a wrapping store should pass Deploys through",
+				"worker", e.cfg.WorkerID, "store", fmt.Sprintf("%T", e.store))
+		}
+	}
 	e.heartbeat(l) // register before claiming, so the first claims are covered
 	e.loop = l
 	e.stopping = false
@@ -217,17 +223,23 @@ func (e *Engine) poller(l *loop) {
 		}
 		backoff = e.cfg.PollInterval
 		now := time.Now()
+		// A timer due on this host's clock that the store does not fire is
+		// not due on the store's clock (the clocks differ): waiting for it
+		// by this clock would poll without a pause until the store's clock
+		// catches up.
+		notFired := false
 		if due, _ := l.timerDue(now); due || now.Sub(lastTimers) >= e.cfg.PollInterval {
 			lastTimers = now
 			if e.fireTimers(l) > 0 {
 				continue // claim the tasks they enqueued
 			}
+			notFired = due
 		}
 		if full {
 			continue // a full batch: there may be more
 		}
 		wait := e.cfg.PollInterval
-		if _, next := l.timerDue(now); !next.IsZero() {
+		if _, next := l.timerDue(now); !next.IsZero() && !notFired {
 			wait = max(min(wait, time.Until(next)), 0)
 		}
 		t := time.NewTimer(wait)

@@ -73,6 +73,11 @@ type InFlightReport struct {
 // they hold, so a deploy never strands or corrupts a run: workers record
 // the signatures they serve, and operators see which tasks wait for a
 // worker and which runs the next build could not finish.
+//
+// A store that wraps another (for metrics, say) and implements [Workers]
+// should implement Deploys too, by passing it through: a worker whose store
+// does not publishes nothing it serves, so the other workers' leader
+// reports its tasks as waiting for a worker.
 type Deploys interface {
 	// RecordSignatures keeps the descriptions of signatures, by signature:
 	// recording one again changes nothing.
@@ -87,10 +92,11 @@ type Deploys interface {
 	Unserved(ctx context.Context, id dag.RunID) ([]UnservedTask, error)
 
 	// ReportUnserved logs an [EventWaiting] for up to limit QUEUED tasks
-	// that were queued before queuedBefore, whose signature no live worker
-	// serves, and that have no such event for their current round yet. It
-	// returns how many it logged. The leader calls it.
-	ReportUnserved(ctx context.Context, queuedBefore time.Time, limit int) (int, error)
+	// that have been queued for longer than grace (on the store's clock),
+	// whose signature no live worker serves, and that have no such event
+	// for their current round yet. It returns how many it logged. The
+	// leader calls it.
+	ReportUnserved(ctx context.Context, grace time.Duration, limit int) (int, error)
 
 	// InFlight describes the RUNNING runs as code that serves the
 	// signatures served would see them: for each signature of their

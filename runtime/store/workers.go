@@ -79,8 +79,8 @@ type Starter interface {
 	// claims for p.Worker the roots the fair queue would hand out next,
 	// instead of enqueuing them. It looks at the first root of each
 	// tenant of the runs, in run order, then task order, for up to
-	// p.Limit tenants, and only at runs of the workflows in p.Workflows
-	// (all when it is empty); of those roots it claims the ones whose
+	// p.Limit tenants, and only at roots whose signature is in
+	// p.Signatures (all when it is empty); of those roots it claims the ones whose
 	// tenant has nothing in the ready queue past the head block (its block
 	// pointer at most one past the frontier: see BlockLength). So a tenant
 	// with a backlog gets no head start over it, nor over other tenants,

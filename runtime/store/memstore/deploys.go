@@ -75,13 +75,14 @@ func (s *Store) Unserved(ctx context.Context, id dag.RunID) ([]store.UnservedTas
 }
 
 // ReportUnserved implements store.Deploys.
-func (s *Store) ReportUnserved(ctx context.Context, queuedBefore time.Time, limit int) (int, error) {
+func (s *Store) ReportUnserved(ctx context.Context, grace time.Duration, limit int) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
 	s.lock()
 	defer s.unlock()
 	now := s.now()
+	queuedBefore := now.Add(-grace)
 	served := s.served(now)
 	n := 0
 	for sig, q := range s.queues {

@@ -78,13 +78,13 @@ func (s *Store) Unserved(ctx context.Context, id dag.RunID) ([]store.UnservedTas
 
 // ReportUnserved implements store.Deploys: it marks the queue entries and
 // logs their WAITING events in one transaction.
-func (s *Store) ReportUnserved(ctx context.Context, queuedBefore time.Time, limit int) (int, error) {
+func (s *Store) ReportUnserved(ctx context.Context, grace time.Duration, limit int) (int, error) {
 	if limit <= 0 {
 		return 0, nil
 	}
 	n := 0
 	err := s.inTx(ctx, func(tx *txn) error {
-		rows, err := s.q.ReportUnserved(ctx, tx, dbsqlc.ReportUnservedParams{Now: s.clock(), QueuedBefore: tstz(queuedBefore), Max: int32(min(limit, 1<<30))})
+		rows, err := s.q.ReportUnserved(ctx, tx, dbsqlc.ReportUnservedParams{Now: s.clock(), GraceSeconds: grace.Seconds(), Max: int32(min(limit, 1<<30))})
 		if err != nil {
 			return fmt.Errorf("find unserved tasks: %w", err)
 		}

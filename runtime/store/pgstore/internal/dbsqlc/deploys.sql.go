@@ -191,7 +191,7 @@ picked AS (
       AND coalesce(t.queued_at, (
               SELECT max(e.at) FROM dagen_events e
               WHERE e.run_id = t.run_id AND e.task = t.name AND e.type = 'QUEUED'
-          )) < $2::timestamptz
+          )) < (SELECT clock.now FROM clock) - make_interval(secs => $2::float8)
     ORDER BY q.id
     LIMIT $3
     FOR UPDATE OF q SKIP LOCKED
@@ -205,7 +205,7 @@ RETURNING picked.run_id, picked.task, picked.signature, picked.attempt
 
 type ReportUnservedParams struct {
 	Now          pgtype.Timestamptz
-	QueuedBefore pgtype.Timestamptz
+	GraceSeconds float64
 	Max          int32
 }
 
@@ -217,11 +217,11 @@ type ReportUnservedRow struct {
 }
 
 // Marks up to @max queue entries whose signature no live worker serves,
-// queued before @queued_before and not marked yet, and returns them with
+// queued more than @grace_seconds ago and not marked yet, and returns them with
 // their attempt, for their WAITING events. Only the leader runs it; it
 // reads the whole ready queue, which holds only runnable tasks.
 func (q *Queries) ReportUnserved(ctx context.Context, db DBTX, arg ReportUnservedParams) ([]ReportUnservedRow, error) {
-	rows, err := db.Query(ctx, reportUnserved, arg.Now, arg.QueuedBefore, arg.Max)
+	rows, err := db.Query(ctx, reportUnserved, arg.Now, arg.GraceSeconds, arg.Max)
 	if err != nil {
 		return nil, err
 	}
