@@ -6,8 +6,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
+	"net"
 	"net/url"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,6 +41,37 @@ func SchemaURL(t testing.TB, schema string) string {
 	}
 	q := u.Query()
 	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// ServerAddr returns how to reach the test server directly: "tcp" and
+// host:port, or "unix" and the socket's path when URL names a socket
+// directory.
+func ServerAddr(t testing.TB) (network, address string) {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(URL())
+	if err != nil {
+		t.Fatalf("pgtest: parse %s: %v", URL(), err)
+	}
+	if strings.HasPrefix(cfg.Host, "/") {
+		return "unix", filepath.Join(cfg.Host, fmt.Sprintf(".s.PGSQL.%d", cfg.Port))
+	}
+	return "tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))
+}
+
+// ViaURL returns SchemaURL(schema) with its host and port replaced by addr
+// (host:port), such as a proxy's in front of the test server.
+func ViaURL(t testing.TB, schema, addr string) string {
+	t.Helper()
+	u, err := url.Parse(SchemaURL(t, schema))
+	if err != nil {
+		t.Fatalf("pgtest: parse: %v", err)
+	}
+	u.Host = addr
+	q := u.Query()
+	q.Del("host")
+	q.Del("port")
 	u.RawQuery = q.Encode()
 	return u.String()
 }

@@ -46,7 +46,7 @@ func (e *Engine) serve(ctx context.Context, l *loop) {
 	}
 	if err := d.Serve(ctx, e.cfg.WorkerID, sigs); err != nil {
 		if ctx.Err() == nil {
-			e.log.Error("dagen: publish served signatures failed", "worker", e.cfg.WorkerID, "err", err)
+			e.health.failed("publish served signatures", err)
 		}
 		return
 	}
@@ -93,7 +93,7 @@ func (e *Engine) reportWaiting(ctx context.Context) {
 	n, err := d.ReportUnserved(ctx, e.waitingGrace(), e.cfg.BatchSize)
 	if err != nil {
 		if ctx.Err() == nil {
-			e.log.Error("dagen: report tasks no worker serves failed", "worker", e.cfg.WorkerID, "err", err)
+			e.health.failed("report tasks no worker serves", err)
 		}
 		return
 	}

@@ -190,9 +190,10 @@ func OutputMaybe[T any](res *RunResult, step string) (dag.Maybe[T], error) {
 // Engine registers workflows, triggers runs and works their tasks. Create
 // one with New; it is safe for concurrent use.
 type Engine struct {
-	store store.Store
-	cfg   Config
-	log   *slog.Logger
+	store  store.Store
+	cfg    Config
+	log    *slog.Logger
+	health *storeHealth // logs store outages once per change
 
 	mu         sync.RWMutex
 	defs       map[string]*registered
@@ -250,6 +251,7 @@ func New(st store.Store, cfg *Config) (*Engine, error) {
 		store:   st,
 		cfg:     c,
 		log:     c.Logger,
+		health:  &storeHealth{log: c.Logger, worker: c.WorkerID},
 		defs:    make(map[string]*registered),
 		waiters: make(map[dag.RunID][]chan struct{}),
 		runs:    make(map[dag.RunID]*runScope),

@@ -241,6 +241,26 @@ func (r *registered) serves(ct *store.ClaimedTask) bool {
 	return true
 }
 
+// errGoexit is the error of an attempt whose step called runtime.Goexit.
+var errGoexit = errors.New("the step called runtime.Goexit (t.FailNow or a log.Fatal-like helper?): its goroutine ended without returning")
+
+// goexited is the result of an attempt whose step called runtime.Goexit:
+// a failed attempt, retried by the step's policy as a panic is (or, when
+// Stop was cutting it short, nothing to store, as failed says).
+func (e *Engine) goexited(ctx context.Context, ct *store.ClaimedTask) (store.TaskResult, bool) {
+	res := store.TaskResult{RunID: ct.RunID, Step: ct.Step, Attempt: ct.Attempt}
+	reg := e.lookup(ct.Workflow)
+	var step *Step
+	if reg != nil && ct.Kind != store.KindOnFailure {
+		step = reg.steps[ct.Step]
+	}
+	if step == nil {
+		res.Outcome, res.Error = store.OutcomeFailed, errGoexit.Error()
+		return res, true
+	}
+	return e.failed(ctx, ctx, step, res, errGoexit)
+}
+
 // protect calls f, turning a panic into an error with its stack.
 func protect(f func() error) (err error) {
 	defer func() {

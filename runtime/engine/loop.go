@@ -22,13 +22,20 @@ const numCompleters = 2
 // for the tasks it claims, completers batching results back to the store,
 // and a keeper that heartbeats and, while leading, does housekeeping.
 type loop struct {
-	ctx      context.Context         // cancelled at the end of Stop: steps see it
-	cancel   context.CancelCauseFunc // cancels ctx, with errStopped
-	stopPoll chan struct{}           // closed by Stop: claim no more
-	wake     chan struct{}           // a hint that work may be ready or slots free
-	notify   <-chan struct{}         // the store's notifications, or nil
-	work     chan *store.ClaimedTask
-	results  [numCompleters]chan store.TaskResult // by run: see completerOf
+	ctx    context.Context         // cancelled at the end of Stop: steps see it
+	cancel context.CancelCauseFunc // cancels ctx, with errStopped
+	// abandon is the context results are stored under: unlike ctx it
+	// outlives the drain, and is cancelled only when Stop's deadline
+	// passed, so a store that does not answer cannot hold Stop (or the
+	// pool's Close) past it. Results not stored then are left to their
+	// leases.
+	abandon       context.Context
+	abandonCancel context.CancelFunc
+	stopPoll      chan struct{}   // closed by Stop: claim no more
+	wake          chan struct{}   // a hint that work may be ready or slots free
+	notify        <-chan struct{} // the store's notifications, or nil
+	work          chan *store.ClaimedTask
+	results       [numCompleters]chan store.TaskResult // by run: see completerOf
 	// executing counts claimed tasks whose step has not finished, and the
 	// slots taken for a claim or a start under way (see take); pending
 	// counts finished steps whose result is not stored yet.
@@ -64,8 +71,10 @@ func (e *Engine) Start(ctx context.Context) error {
 		return ErrAlreadyStarted
 	}
 	lctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	actx, acancel := context.WithCancel(context.WithoutCancel(ctx))
 	l := &loop{
 		ctx: lctx, cancel: cancel,
+		abandon: actx, abandonCancel: acancel,
 		stopPoll: make(chan struct{}),
 		wake:     make(chan struct{}, 1),
 		work:     make(chan *store.ClaimedTask, e.cfg.Concurrency),
@@ -137,18 +146,40 @@ func (e *Engine) Stop(ctx context.Context) error {
 	close(l.stopPoll)
 	e.loopMu.Unlock()
 
+	// The drain may take ctx's time but for a reserve, kept to hand the
+	// worker's unfinished tasks to other workers (RetireWorker): a store
+	// that does not answer then costs no more than the reserve, and Stop
+	// returns by ctx's deadline whatever the store does.
+	drain, cleanup := ctx, context.WithoutCancel(ctx)
+	var cancelDrain, cancelCleanup context.CancelFunc = func() {}, nil
+	if dl, ok := ctx.Deadline(); ok {
+		reserve := min(stopReserve, time.Until(dl)/10)
+		drain, cancelDrain = context.WithDeadline(ctx, dl.Add(-reserve))
+		cleanup, cancelCleanup = context.WithDeadline(cleanup, dl)
+	} else {
+		cleanup, cancelCleanup = context.WithTimeout(cleanup, stopReserve)
+	}
+	defer cancelDrain()
+	defer cancelCleanup()
 	var err error
 	select {
 	case <-l.done:
-	case <-ctx.Done():
+	case <-drain.Done():
+		running, unstored := l.executing.Load(), l.pending.Load()
+		cause := ctx.Err()
+		if cause == nil {
+			cause = context.DeadlineExceeded // the drain's share of it passed
+		}
 		err = fmt.Errorf("stop: %d steps still running and %d results unstored when the deadline passed: %w",
-			l.executing.Load(), l.pending.Load(), ctx.Err())
+			running, unstored, cause)
+		if unstored > 0 {
+			e.log.Warn("dagen: stopping: results not stored by the deadline are left to their leases; another worker runs those attempts again",
+				"worker", e.cfg.WorkerID, "results", unstored)
+		}
+		l.abandonCancel()
 	}
 	l.cancel(errStopped)
 	<-l.keeper
-	// Use a short context of our own: ctx may be done already.
-	cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
 	if ws, ok := e.store.(store.Workers); ok {
 		if n, rerr := ws.RetireWorker(cleanup, e.cfg.WorkerID, true); rerr != nil {
 			err = errors.Join(err, fmt.Errorf("stop: retire worker: %w", rerr))
@@ -161,11 +192,16 @@ func (e *Engine) Stop(ctx context.Context) error {
 			err = errors.Join(err, fmt.Errorf("stop: resign leadership: %w", rerr))
 		}
 	}
+	l.abandonCancel()
 	e.loopMu.Lock()
 	e.loop = nil
 	e.loopMu.Unlock()
 	return err
 }
+
+// stopReserve is the most of Stop's time kept to release the worker's
+// tasks, and what Stop gives that when its ctx has no deadline.
+const stopReserve = time.Second
 
 // wakeLoop tells a running poller that work may be ready.
 func (e *Engine) wakeLoop() {
@@ -205,7 +241,7 @@ func (l *loop) timerDue(now time.Time) (due bool, next time.Time) {
 
 func (e *Engine) poller(l *loop) {
 	var lastTimers time.Time
-	backoff := e.cfg.PollInterval
+	retry := backoff{min: e.cfg.PollInterval, max: maxStoreBackoff}
 	for {
 		select {
 		case <-l.stopPoll:
@@ -216,12 +252,10 @@ func (e *Engine) poller(l *loop) {
 		// just enqueued, which should not wait for the timer queries.
 		full, err := e.claim(l)
 		if err != nil {
-			e.log.Error("dagen: claim tasks failed; retrying", "worker", e.cfg.WorkerID, "err", err, "retry_in", backoff)
-			sleepFor(l.ctx, backoff, l.stopPoll)
-			backoff = min(backoff*2, 5*time.Second)
+			e.health.failed("claim tasks", err)
+			sleepFor(l.ctx, retry.next(), l.stopPoll)
 			continue
 		}
-		backoff = e.cfg.PollInterval
 		now := time.Now()
 		// A timer due on this host's clock that the store does not fire is
 		// not due on the store's clock (the clocks differ): waiting for it
@@ -230,7 +264,16 @@ func (e *Engine) poller(l *loop) {
 		notFired := false
 		if due, _ := l.timerDue(now); due || now.Sub(lastTimers) >= e.cfg.PollInterval {
 			lastTimers = now
-			if e.fireTimers(l) > 0 {
+			fired, err := e.fireTimers(l)
+			if err != nil {
+				// Every error path waits: a timer that stays due must not
+				// turn a store that fails into a busy loop.
+				e.health.failed("fire timers", err)
+				sleepFor(l.ctx, retry.next(), l.stopPoll)
+				continue
+			}
+			retry.reset()
+			if fired > 0 {
 				continue // claim the tasks they enqueued
 			}
 			notFired = due
@@ -287,6 +330,7 @@ func (e *Engine) claim(l *loop) (full bool, err error) {
 	if err != nil {
 		return false, err
 	}
+	e.health.succeeded()
 	e.dispatch(l, tasks)
 	return len(tasks) == limit, nil
 }
@@ -308,14 +352,17 @@ func (l *loop) take(concurrency int, want func(free, held int) int) int {
 }
 
 // fireTimers fires due timers, learns when the next one is due, and
-// returns how many it fired.
-func (e *Engine) fireTimers(l *loop) int {
+// returns how many it fired. On an error, the timers fired before it count
+// as fired only when some were.
+func (e *Engine) fireTimers(l *loop) (int, error) {
 	fired := 0
 	for {
 		n, err := e.store.FireTimers(l.ctx, e.cfg.BatchSize)
 		if err != nil {
-			e.log.Error("dagen: fire timers failed", "worker", e.cfg.WorkerID, "err", err)
-			return fired
+			if fired > 0 {
+				return fired, nil // claim what they enqueued; the next round fails again if the store does
+			}
+			return 0, err
 		}
 		fired += n
 		if n < e.cfg.BatchSize {
@@ -324,16 +371,19 @@ func (e *Engine) fireTimers(l *loop) int {
 	}
 	at, ok, err := e.store.NextTimer(l.ctx)
 	if err != nil {
-		e.log.Error("dagen: read next timer failed", "worker", e.cfg.WorkerID, "err", err)
-		return fired
+		if fired > 0 {
+			return fired, nil
+		}
+		return 0, err
 	}
+	e.health.succeeded()
 	l.timerMu.Lock()
 	l.nextTimer = time.Time{}
 	if ok {
 		l.nextTimer = at
 	}
 	l.timerMu.Unlock()
-	return fired
+	return fired, nil
 }
 
 // dispatch hands claimed tasks to the executors, starting as many more as
@@ -382,19 +432,46 @@ func (e *Engine) executor(l *loop) {
 			l.executors.Add(-1)
 			return
 		}
-		res, keep := e.execute(l.ctx, ct)
-		if !keep {
-			// Stop cancelled the attempt: RetireWorker releases the task.
-			l.executing.Add(-1)
-			e.log.Info("dagen: step cut short by Stop; its task goes to another worker",
-				"worker", e.cfg.WorkerID, "run", res.RunID, "step", res.Step, "attempt", res.Attempt)
-			continue
-		}
-		l.pending.Add(1)
-		l.executing.Add(-1)
-		l.signal()
-		l.results[completerOf(res.RunID)] <- res
+		e.run(l, ct)
 	}
+}
+
+// run executes a claimed task and hands its result to a completer. A step
+// that calls runtime.Goexit (t.FailNow in a helper, a log.Fatal-like
+// wrapper that exits the goroutine) ends this goroutine, recover or not:
+// run's deferred call then hands on a failed attempt, as for a panic, and
+// starts an executor in this one's place, so neither the task nor the slot
+// is lost.
+func (e *Engine) run(l *loop, ct *store.ClaimedTask) {
+	returned := false
+	defer func() {
+		if returned {
+			return
+		}
+		res, keep := e.goexited(l.ctx, ct)
+		e.handOn(l, res, keep)
+		l.execWG.Add(1)
+		go e.executor(l) // counted in l.executors already: this one's place
+	}()
+	res, keep := e.execute(l.ctx, ct)
+	returned = true
+	e.handOn(l, res, keep)
+}
+
+// handOn passes a finished attempt's result to its completer, or, when
+// Stop cut the attempt short (keep is false), drops it: RetireWorker
+// releases the task.
+func (e *Engine) handOn(l *loop, res store.TaskResult, keep bool) {
+	if !keep {
+		l.executing.Add(-1)
+		e.log.Info("dagen: step cut short by Stop; its task goes to another worker",
+			"worker", e.cfg.WorkerID, "run", res.RunID, "step", res.Step, "attempt", res.Attempt)
+		return
+	}
+	l.pending.Add(1)
+	l.executing.Add(-1)
+	l.signal()
+	l.results[completerOf(res.RunID)] <- res
 }
 
 // completerOf is the completer that stores the results of run id.
@@ -423,13 +500,15 @@ func (e *Engine) completer(l *loop, results <-chan store.TaskResult) {
 }
 
 // completeBatch stores a batch of results, retrying while the store is
-// unreachable. Results that cannot be stored before the engine gives up are
-// left to lease expiry: another worker re-runs those attempts.
+// unreachable. Results that cannot be stored before Stop gives up on them
+// (its deadline passed) are left to lease expiry: another worker re-runs
+// those attempts.
 func (e *Engine) completeBatch(l *loop, batch []store.TaskResult) {
-	backoff := 10 * time.Millisecond
+	retry := backoff{min: 10 * time.Millisecond, max: maxStoreBackoff}
 	for {
-		outs, err := e.store.CompleteTasks(context.WithoutCancel(l.ctx), batch)
+		outs, err := e.store.CompleteTasks(l.abandon, batch)
 		if err == nil {
+			e.health.succeeded()
 			e.afterComplete(batch, outs)
 			for _, r := range batch {
 				if r.Outcome == store.OutcomeRetry || r.Outcome == store.OutcomeSleep {
@@ -442,13 +521,17 @@ func (e *Engine) completeBatch(l *loop, batch []store.TaskResult) {
 			}
 			return
 		}
-		e.log.Error("dagen: complete tasks failed; retrying", "worker", e.cfg.WorkerID, "tasks", len(batch), "err", err, "retry_in", backoff)
-		select {
-		case <-l.ctx.Done():
-			return
-		case <-time.After(backoff):
+		if l.abandon.Err() != nil {
+			return // Stop gave up on them: it logged how many
 		}
-		backoff = min(backoff*2, 5*time.Second)
+		e.health.failed("complete tasks", err)
+		t := time.NewTimer(retry.next())
+		select {
+		case <-l.abandon.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
 	}
 }
 
@@ -489,7 +572,9 @@ func (e *Engine) keep(l *loop) {
 			continue
 		case <-t.C:
 		}
-		e.heartbeat(l)
+		if !e.heartbeat(l) {
+			continue // the store does not answer: housekeeping can wait for the next beat
+		}
 		if stopping {
 			continue
 		}
@@ -511,7 +596,9 @@ func (e *Engine) keep(l *loop) {
 		for {
 			n, err := e.store.RescueExpired(l.ctx, e.cfg.BatchSize)
 			if err != nil {
-				e.log.Error("dagen: rescue expired tasks failed", "worker", e.cfg.WorkerID, "err", err)
+				if l.ctx.Err() == nil {
+					e.health.failed("rescue expired tasks", err)
+				}
 				break
 			}
 			if n > 0 {
@@ -525,19 +612,20 @@ func (e *Engine) keep(l *loop) {
 		e.reportWaiting(l.ctx)
 		if ws, ok := e.store.(store.Workers); ok && e.cfg.Retention > 0 && time.Since(lastPrune) > time.Minute {
 			lastPrune = time.Now()
-			if _, err := ws.PruneRuns(l.ctx, time.Now().Add(-e.cfg.Retention), 1000); err != nil {
-				e.log.Error("dagen: prune finished runs failed", "worker", e.cfg.WorkerID, "err", err)
+			if _, err := ws.PruneRuns(l.ctx, time.Now().Add(-e.cfg.Retention), 1000); err != nil && l.ctx.Err() == nil {
+				e.health.failed("prune finished runs", err)
 			}
 		}
 	}
 }
 
 // heartbeat proves the worker alive, with the signatures it serves, and
-// cancels the steps of runs that were cancelled elsewhere.
-func (e *Engine) heartbeat(l *loop) {
+// cancels the steps of runs that were cancelled elsewhere. It reports false
+// when the store failed.
+func (e *Engine) heartbeat(l *loop) bool {
 	ws, ok := e.store.(store.Workers)
 	if !ok {
-		return
+		return true
 	}
 	e.serve(l.ctx, l)
 	e.runMu.Lock()
@@ -549,12 +637,13 @@ func (e *Engine) heartbeat(l *loop) {
 	cancelled, err := ws.Heartbeat(l.ctx, e.cfg.WorkerID, e.cfg.Lease, runs)
 	if err != nil {
 		if l.ctx.Err() == nil {
-			e.log.Error("dagen: heartbeat failed", "worker", e.cfg.WorkerID, "err", err)
+			e.health.failed("heartbeat", err)
 		}
-		return
+		return false
 	}
+	e.health.succeeded()
 	if len(cancelled) == 0 {
-		return
+		return true
 	}
 	e.runMu.Lock()
 	for _, id := range cancelled {
@@ -563,6 +652,7 @@ func (e *Engine) heartbeat(l *loop) {
 		}
 	}
 	e.runMu.Unlock()
+	return true
 }
 
 // resignEarly gives up leadership when Stop begins, so that housekeeping
@@ -591,7 +681,7 @@ func (e *Engine) lead(l *loop) bool {
 	leading, err := el.Lead(l.ctx)
 	if err != nil {
 		if l.ctx.Err() == nil {
-			e.log.Error("dagen: leader election failed", "worker", e.cfg.WorkerID, "err", err)
+			e.health.failed("leader election", err)
 		}
 		return false
 	}

@@ -197,7 +197,9 @@ func testStopPastDeadlineReleasesTasks(t *testing.T, open func() store.Store) {
 	require.NoError(t, err)
 	require.Equal(t, 1, <-started)
 
-	stopCtx, stopCancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	// Stop keeps a tenth of its time (up to a second) to release tasks:
+	// 200 ms here, enough for the hook above and the release.
+	stopCtx, stopCancel := context.WithTimeout(ctx, 2*time.Second)
 	defer stopCancel()
 	require.ErrorIs(t, first.Stop(stopCtx), context.DeadlineExceeded, "a step that ignores cancellation does not hang Stop")
 
@@ -410,7 +412,7 @@ func testStopPastDeadlineSpendsNoAttempt(t *testing.T, open func() store.Store) 
 	// for a moment.)
 	firstStore.beforeRetire = func() {
 		<-returned
-		give := time.After(500 * time.Millisecond)
+		give := time.After(100 * time.Millisecond) // within Stop's reserve for releasing tasks
 		for firstStore.stores.Load() == storedBefore.Load() {
 			select {
 			case <-give:
@@ -427,7 +429,9 @@ func testStopPastDeadlineSpendsNoAttempt(t *testing.T, open func() store.Store) 
 	require.NoError(t, err)
 	require.Equal(t, 1, <-started)
 
-	stopCtx, stopCancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	// Stop keeps a tenth of its time (up to a second) to release tasks:
+	// 200 ms here, enough for the hook above and the release.
+	stopCtx, stopCancel := context.WithTimeout(ctx, 2*time.Second)
 	defer stopCancel()
 	require.ErrorIs(t, first.Stop(stopCtx), context.DeadlineExceeded)
 

@@ -70,3 +70,16 @@ func (s *Store) Resign(ctx context.Context) error {
 	}
 	return nil
 }
+
+// dropLeader closes the leader's connection, if any, without asking the
+// database anything: the session's end releases the lock. The close itself
+// is bounded by ctx.
+func (s *Store) dropLeader(ctx context.Context) {
+	s.leader.mu.Lock()
+	c := s.leader.conn
+	s.leader.conn = nil
+	s.leader.mu.Unlock()
+	if c != nil {
+		_ = c.Close(ctx)
+	}
+}

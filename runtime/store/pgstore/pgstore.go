@@ -106,13 +106,40 @@ func Open(ctx context.Context, url string) (*Store, error) {
 // Pool returns the store's connection pool.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
-// Close gives up leadership, if held, and closes the pool if the store
-// opened it ([Open]); a pool passed to [New] belongs to the caller and is
-// left open.
+// DefaultCloseTimeout bounds how long [Store.Close] waits for the pool's
+// connections to come back.
+const DefaultCloseTimeout = 5 * time.Second
+
+// Close is CloseContext with [DefaultCloseTimeout]: it returns within
+// that time whatever the database does.
 func (s *Store) Close() {
-	_ = s.Resign(context.Background()) // closing the connection releases the lock anyway
-	if s.owned {
+	ctx, cancel := context.WithTimeout(context.Background(), DefaultCloseTimeout)
+	defer cancel()
+	_ = s.CloseContext(ctx)
+}
+
+// CloseContext gives up leadership, if held, by closing the leader's
+// connection (which ends its lock without a query that a stalled database
+// would never answer), and closes the pool if the store opened it
+// ([Open]); a pool passed to [New] belongs to the caller and is left open.
+// Closing the pool waits for the connections in use to come back; when ctx
+// ends first, CloseContext returns an error and the pool finishes closing
+// in the background, as the queries holding its connections end.
+func (s *Store) CloseContext(ctx context.Context) error {
+	s.dropLeader(ctx)
+	if !s.owned {
+		return nil
+	}
+	closed := make(chan struct{})
+	go func() {
 		s.pool.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("pgstore: close: %d connections still in use: %w", s.pool.Stat().AcquiredConns(), ctx.Err())
 	}
 }
 
