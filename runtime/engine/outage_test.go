@@ -28,8 +28,8 @@ type logCount struct {
 }
 
 func (h *logCount) Enabled(context.Context, slog.Level) bool { return true }
-func (h *logCount) WithAttrs([]slog.Attr) slog.Handler        { return h }
-func (h *logCount) WithGroup(string) slog.Handler             { return h }
+func (h *logCount) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *logCount) WithGroup(string) slog.Handler            { return h }
 func (h *logCount) Handle(_ context.Context, r slog.Record) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
