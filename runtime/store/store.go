@@ -22,7 +22,9 @@ type Store interface {
 	// CreateRuns creates the runs with all their tasks and enqueues each
 	// run's root tasks (those without parents), all in one unit: either
 	// every run is created or none is. A run id that exists already is
-	// an error wrapping [ErrRunExists].
+	// an error wrapping [ErrRunExists]; a run whose tasks do not form a
+	// DAG, or whose tenant [ValidTenant] rejects, is an error wrapping
+	// [ErrInvalidRun] (and then [ErrInvalidTenant]).
 	CreateRuns(ctx context.Context, runs []NewRun) error
 
 	// ClaimTasks claims up to p.Limit ready tasks whose signatures are in
@@ -81,7 +83,8 @@ var (
 	// ErrRunExists is returned when a run is created twice.
 	ErrRunExists = errors.New("run already exists")
 	// ErrInvalidRun is returned for a run whose tasks do not form a DAG
-	// (duplicate names, unknown parents, cycles) or lack required fields.
+	// (duplicate names, unknown parents, cycles), that lacks required
+	// fields or whose tenant is not valid (see [ValidTenant]).
 	ErrInvalidRun = errors.New("invalid run")
 )
 
@@ -142,7 +145,7 @@ type NewRun struct {
 	ID          dag.RunID
 	Workflow    string // stored workflow name
 	Fingerprint string // DAG shape of the definition that created it
-	Tenant      string
+	Tenant      string // see ValidTenant
 	Input       []byte // encoded workflow input
 	Tasks       []NewTask
 }

@@ -57,6 +57,7 @@ func Run(t *testing.T, newStore NewStore) {
 	}{
 		{"CreateAndRead", testCreateAndRead},
 		{"CreateRejectsBadRuns", testCreateRejectsBadRuns},
+		{"CreateRejectsBadTenants", testCreateRejectsBadTenants},
 		{"ClaimCarriesInputAndParents", testClaimCarriesInputAndParents},
 		{"ClaimLimitAndWorkflowFilter", testClaimLimitAndWorkflowFilter},
 		{"FanInEnqueuesOnce", testFanInEnqueuesOnce},
