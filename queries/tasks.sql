@@ -171,13 +171,14 @@ RETURNING run_id, name, attempt, signature;
 -- Cancels the unfinished tasks of runs, either only the waiting ones (a
 -- failed run: running attempts may finish, the onfailure task is spared)
 -- or all of them (a cancelled run). A cancelled running task's lease id is
--- its started_event.
+-- its started_event; seq orders the tasks' CANCELLED events as the run
+-- lists its tasks.
 UPDATE dagen_tasks
 SET status = 'CANCELLED', finished_at = @now::timestamptz
 WHERE run_id = ANY(@run_ids::uuid[])
   AND status = ANY(@statuses::text[])
   AND (@include_onfailure::boolean OR kind <> 'onfailure')
-RETURNING run_id, name, attempt, started_event;
+RETURNING run_id, seq, name, attempt, started_event;
 
 -- name: RescueCandidates :many
 -- Leases that ended, earliest first, with how long their worker is known

@@ -110,6 +110,9 @@ var (
 	ErrAlreadyStarted    = errors.New("engine already started")
 	ErrManual            = errors.New("engine is manual: drive it with Poll")
 	ErrNoOutput          = errors.New("step has no output")
+	// ErrInvalidTenant is store.ErrInvalidTenant: a trigger's tenant is
+	// not valid (see store.ValidTenant).
+	ErrInvalidTenant = store.ErrInvalidTenant
 )
 
 // RunError is returned by Wait and Run when a run ends FAILED or CANCELLED.
@@ -312,11 +315,18 @@ func (e *Engine) servedSignatures() []string {
 // TriggerRequest is one run to start with TriggerMany.
 type TriggerRequest struct {
 	Workflow string
-	Tenant   string
-	Input    any
+	// Tenant is who the run is for: the fair queue serves tenants in
+	// turn. It is 1 to store.MaxTenantLen (200) bytes of UTF-8 text
+	// without control characters or white space at either end (see
+	// store.ValidTenant): it is a key of indexed columns and appears in
+	// logs.
+	Tenant string
+	Input  any
 }
 
 // Trigger starts a run of workflow for tenant and returns its id at once.
+// A tenant that is not valid (see TriggerRequest.Tenant) is an error
+// wrapping ErrInvalidTenant, and no run is created.
 func (e *Engine) Trigger(ctx context.Context, workflow, tenant string, input any) (dag.RunID, error) {
 	ids, err := e.TriggerMany(ctx, []TriggerRequest{{Workflow: workflow, Tenant: tenant, Input: input}})
 	if err != nil {
@@ -326,13 +336,21 @@ func (e *Engine) Trigger(ctx context.Context, workflow, tenant string, input any
 }
 
 // TriggerMany starts many runs in one store call: all are created or none.
+// Every request is checked first (its workflow registered, its tenant
+// valid, its input encodable): one bad request fails the call before
+// anything is written. A tenant that is not valid (see
+// TriggerRequest.Tenant) is an error wrapping ErrInvalidTenant.
 func (e *Engine) TriggerMany(ctx context.Context, reqs []TriggerRequest) ([]dag.RunID, error) {
 	runs := make([]store.NewRun, len(reqs))
 	ids := make([]dag.RunID, len(reqs))
+	regs := make([]*registered, len(reqs))
 	for i, req := range reqs {
 		reg := e.lookup(req.Workflow)
 		if reg == nil {
 			return nil, fmt.Errorf("trigger %q: %w", req.Workflow, ErrUnknownWorkflow)
+		}
+		if err := store.ValidTenant(req.Tenant); err != nil {
+			return nil, fmt.Errorf("trigger %q: %w", req.Workflow, err)
 		}
 		if isNil(req.Input) {
 			return nil, fmt.Errorf("trigger %q: %w", req.Workflow, ErrNilInput)
@@ -341,9 +359,12 @@ func (e *Engine) TriggerMany(ctx context.Context, reqs []TriggerRequest) ([]dag.
 		if err != nil {
 			return nil, fmt.Errorf("trigger %q: %w", req.Workflow, errors.Unwrap(err))
 		}
-		e.recordOnce(ctx, reg)
+		regs[i] = reg
 		ids[i] = dag.NewRunID()
 		runs[i] = store.NewRun{ID: ids[i], Workflow: req.Workflow, Fingerprint: reg.fp, Tenant: req.Tenant, Input: in, Tasks: reg.tasks}
+	}
+	for _, reg := range regs {
+		e.recordOnce(ctx, reg) // once every request is known good
 	}
 	tried, all, err := e.startRuns(ctx, runs)
 	if !tried {

@@ -22,7 +22,9 @@ type Store interface {
 	// CreateRuns creates the runs with all their tasks and enqueues each
 	// run's root tasks (those without parents), all in one unit: either
 	// every run is created or none is. A run id that exists already is
-	// an error wrapping [ErrRunExists].
+	// an error wrapping [ErrRunExists]; a run whose tasks do not form a
+	// DAG, or whose tenant [ValidTenant] rejects, is an error wrapping
+	// [ErrInvalidRun] (and then [ErrInvalidTenant]).
 	CreateRuns(ctx context.Context, runs []NewRun) error
 
 	// ClaimTasks claims up to p.Limit ready tasks whose signatures are in
@@ -42,9 +44,10 @@ type Store interface {
 	// has one entry per result, in order.
 	CompleteTasks(ctx context.Context, results []TaskResult) ([]CompletionOutcome, error)
 
-	// FireTimers fires up to limit timers that are due on the store's clock:
-	// a sleeping task completes (and its children are resolved), a task
-	// waiting out a retry delay is enqueued again. It returns how many fired.
+	// FireTimers fires up to limit timers that are due on the store's clock,
+	// earliest first: a sleeping task completes (and its children are
+	// resolved), a task waiting out a retry delay is enqueued again. It
+	// returns how many fired.
 	FireTimers(ctx context.Context, limit int) (int, error)
 
 	// NextTimer returns the earliest pending wake time, and false if no timer
@@ -70,7 +73,29 @@ type Store interface {
 	// created. An unknown id is an error wrapping [ErrRunNotFound].
 	ListTasks(ctx context.Context, id dag.RunID) ([]Task, error)
 
-	// ListEvents returns the event log of a run, oldest first.
+	// ListEvents returns the event log of a run, oldest first: in the
+	// order the store logged the events. Every store keeps to these
+	// rules, also when one call (a CompleteTasks batch, a FireTimers or
+	// RescueExpired round) logs many events of a run:
+	//
+	//   - a task's events come in the order of its transitions;
+	//   - a task's QUEUED comes after the events of the parents that made
+	//     it ready: their COMPLETED or SKIPPED, a sleep's WOKEN and
+	//     COMPLETED;
+	//   - a failure logs FAILED, then CANCELLED for each task of the run
+	//     it cancels, in the run's task order, then the onfailure task's
+	//     QUEUED; CancelRun logs CANCELLED for each task it cancels, in
+	//     task order too;
+	//   - FireTimers fires timers in wake order and logs them in that
+	//     order.
+	//
+	// Events that one call logs for tasks of a run that do not depend on
+	// each other (two sibling results in one CompleteTasks batch, say) may
+	// come in another order on another store: memstore logs each result's
+	// events and what they cause before the next result's, in the order
+	// of the results; pgstore logs the COMPLETED events of results first,
+	// then the call's other events, then the QUEUED events of the children
+	// it made ready. An unknown id is an error wrapping [ErrRunNotFound].
 	ListEvents(ctx context.Context, id dag.RunID) ([]Event, error)
 }
 
@@ -81,7 +106,8 @@ var (
 	// ErrRunExists is returned when a run is created twice.
 	ErrRunExists = errors.New("run already exists")
 	// ErrInvalidRun is returned for a run whose tasks do not form a DAG
-	// (duplicate names, unknown parents, cycles) or lack required fields.
+	// (duplicate names, unknown parents, cycles), that lacks required
+	// fields or whose tenant is not valid (see [ValidTenant]).
 	ErrInvalidRun = errors.New("invalid run")
 )
 
@@ -142,7 +168,7 @@ type NewRun struct {
 	ID          dag.RunID
 	Workflow    string // stored workflow name
 	Fingerprint string // DAG shape of the definition that created it
-	Tenant      string
+	Tenant      string // see ValidTenant
 	Input       []byte // encoded workflow input
 	Tasks       []NewTask
 }

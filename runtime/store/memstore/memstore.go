@@ -129,6 +129,9 @@ func (s *Store) createRuns(ctx context.Context, runs []store.NewRun, p store.Cla
 	}
 	shapes := make([]*shape, len(runs))
 	for i := range runs {
+		if err := store.ValidTenant(runs[i].Tenant); err != nil {
+			return nil, fmt.Errorf("create run %s: %w: %w", runs[i].ID, store.ErrInvalidRun, err)
+		}
 		sh, err := s.shapeFor(&runs[i])
 		if err != nil {
 			return nil, err

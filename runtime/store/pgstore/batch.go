@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -464,6 +465,13 @@ func (b *batch) flush(ctx context.Context) error {
 			if err != nil {
 				return fmt.Errorf("cancel tasks of %d runs: %w", len(c.ids), err)
 			}
+			// In task order, as memstore logs them.
+			slices.SortFunc(rows, func(x, y dbsqlc.CancelTasksRow) int {
+				if c := compareIDs(x.RunID.Bytes, y.RunID.Bytes); c != 0 {
+					return c
+				}
+				return cmp.Compare(x.Seq, y.Seq)
+			})
 			for _, row := range rows {
 				b.ev.add(dag.RunID(row.RunID.Bytes), row.Name, store.EventCancelled, int(row.Attempt), "")
 				if row.StartedEvent.Valid { // a running task's lease; for others, no lease has it
@@ -483,6 +491,24 @@ func (b *batch) flush(ctx context.Context) error {
 				})
 			}
 		}
+	}
+
+	// The events go in before the children are counted down, so that a
+	// child's QUEUED, which DecrementChildren takes from the log's
+	// sequence, comes after the events of the parents that made it ready:
+	// a SKIPPED, a sleep's WOKEN and COMPLETED (a COMPLETED kept in a row
+	// took its id in UpdateTasks). With them go the QUEUED events of the
+	// tasks enqueued so far (requeued and onfailure tasks), which no
+	// child's depends on. It is still the batch's one InsertEvents,
+	// queued in the pipeline as before: this order costs no statement and
+	// no round trip.
+	for _, e := range b.enqueue {
+		if e.live() && !e.logged {
+			b.ev.add(e.run.id, e.name, store.EventQueued, e.attempt, "")
+		}
+	}
+	if err := b.ev.insert(ctx, q, pl, now); err != nil {
+		return err
 	}
 
 	// Children of completed and skipped tasks, in runs still RUNNING. The
@@ -516,11 +542,10 @@ func (b *batch) flush(ctx context.Context) error {
 		}
 	}
 
-	// The ready queue. A run that ended in this batch only enqueues its
-	// onfailure task: its other requeued tasks were cancelled above.
+	// The ready queue.
 	var ep dbsqlc.EnqueueParams
 	for _, e := range b.enqueue {
-		if e.run.status != store.RunRunning && e.kind != store.KindOnFailure {
+		if !e.live() {
 			continue
 		}
 		ep.RunIds = append(ep.RunIds, uuidOf(e.run.id))
@@ -528,17 +553,11 @@ func (b *batch) flush(ctx context.Context) error {
 		ep.Signatures = append(ep.Signatures, e.signature)
 		ep.Tenants = append(ep.Tenants, e.run.tenant)
 		ep.IfQueued = append(ep.IfQueued, false)
-		if !e.logged {
-			b.ev.add(e.run.id, e.name, store.EventQueued, e.attempt, "")
-		}
 		if e.src >= 0 {
 			b.credit[e.src]++
 		}
 	}
 
-	if err := b.ev.insert(ctx, q, pl, now); err != nil {
-		return err
-	}
 	// Enqueue goes last but for the lease removal: it locks the tenants'
 	// rows of the fair queue, which every transaction enqueueing for those
 	// tenants needs, so they are held for as short a while as can be, up
@@ -549,6 +568,13 @@ func (b *batch) flush(ctx context.Context) error {
 		}
 	}
 	return b.endLeases(ctx, pl)
+}
+
+// live reports whether flush enqueues e. A run that ended in this batch
+// only enqueues its onfailure task: its other requeued tasks were
+// cancelled.
+func (e enqueueItem) live() bool {
+	return e.run.status == store.RunRunning || e.kind == store.KindOnFailure
 }
 
 // endLeases removes the leases in b.ended (ids with no lease are fine). It

@@ -174,8 +174,8 @@ type graph struct {
 	counted  int        // tasks that count toward completion
 }
 
-// validate checks that a new run's tasks form a DAG the store can run: the
-// same rules as memstore.
+// validate checks that a new run has a valid tenant and that its tasks form
+// a DAG the store can run: the same rules as memstore.
 func validate(nr *store.NewRun) (*graph, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("create run %s: %w: %s", nr.ID, store.ErrInvalidRun, fmt.Sprintf(format, args...))
@@ -185,6 +185,9 @@ func validate(nr *store.NewRun) (*graph, error) {
 	}
 	if nr.Workflow == "" {
 		return nil, bad("empty workflow name")
+	}
+	if err := store.ValidTenant(nr.Tenant); err != nil {
+		return nil, fmt.Errorf("create run %s: %w: %w", nr.ID, store.ErrInvalidRun, err)
 	}
 	if len(nr.Tasks) == 0 {
 		return nil, bad("no tasks")

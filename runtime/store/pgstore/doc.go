@@ -20,7 +20,10 @@
 // QUEUED, STARTED and COMPLETED events of its current round are stamped on
 // the row the transition writes anyway (with an id from the log's sequence,
 // so the merged log keeps its order), and written out to dagen_events when
-// a retry, rescue or release starts a new round.
+// a retry, rescue or release starts a new round. A batch inserts its other
+// events (SKIPPED, WOKEN, FAILED, …) before it counts children down, so a
+// child's QUEUED, stamped on its row then, comes after the events of the
+// parents that made it ready (see [store.Store]'s ListEvents).
 //
 // A running task's lease is a row of its own in dagen_leases, not a column
 // of the task: dagen_tasks has no index but its primary key, so the updates

@@ -57,6 +57,7 @@ func Run(t *testing.T, newStore NewStore) {
 	}{
 		{"CreateAndRead", testCreateAndRead},
 		{"CreateRejectsBadRuns", testCreateRejectsBadRuns},
+		{"CreateRejectsBadTenants", testCreateRejectsBadTenants},
 		{"ClaimCarriesInputAndParents", testClaimCarriesInputAndParents},
 		{"ClaimLimitAndWorkflowFilter", testClaimLimitAndWorkflowFilter},
 		{"FanInEnqueuesOnce", testFanInEnqueuesOnce},
@@ -70,6 +71,9 @@ func Run(t *testing.T, newStore NewStore) {
 		{"FairnessAcrossTenants", testFairness},
 		{"FairnessAfterRetries", testFairnessAfterRetries},
 		{"EventLog", testEventLog},
+		{"EventOrder/CompleteBatch", testEventOrderCompleteBatch},
+		{"EventOrder/TimerBatch", testEventOrderTimerBatch},
+		{"EventOrder/RescueBatch", testEventOrderRescueBatch},
 		{"ConcurrentWorkers", testConcurrentWorkers},
 		{"Notifier", testNotifier},
 		{"ReadRun", testReadRun},

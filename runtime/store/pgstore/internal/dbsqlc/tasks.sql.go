@@ -17,7 +17,7 @@ SET status = 'CANCELLED', finished_at = $1::timestamptz
 WHERE run_id = ANY($2::uuid[])
   AND status = ANY($3::text[])
   AND ($4::boolean OR kind <> 'onfailure')
-RETURNING run_id, name, attempt, started_event
+RETURNING run_id, seq, name, attempt, started_event
 `
 
 type CancelTasksParams struct {
@@ -29,6 +29,7 @@ type CancelTasksParams struct {
 
 type CancelTasksRow struct {
 	RunID        pgtype.UUID
+	Seq          int32
 	Name         string
 	Attempt      int32
 	StartedEvent pgtype.Int8
@@ -37,7 +38,8 @@ type CancelTasksRow struct {
 // Cancels the unfinished tasks of runs, either only the waiting ones (a
 // failed run: running attempts may finish, the onfailure task is spared)
 // or all of them (a cancelled run). A cancelled running task's lease id is
-// its started_event.
+// its started_event; seq orders the tasks' CANCELLED events as the run
+// lists its tasks.
 func (q *Queries) CancelTasks(ctx context.Context, db DBTX, arg CancelTasksParams) ([]CancelTasksRow, error) {
 	rows, err := db.Query(ctx, cancelTasks,
 		arg.Now,
@@ -54,6 +56,7 @@ func (q *Queries) CancelTasks(ctx context.Context, db DBTX, arg CancelTasksParam
 		var i CancelTasksRow
 		if err := rows.Scan(
 			&i.RunID,
+			&i.Seq,
 			&i.Name,
 			&i.Attempt,
 			&i.StartedEvent,
