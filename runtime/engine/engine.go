@@ -43,7 +43,8 @@ type Config struct {
 	// them. Default 7 days; negative keeps them forever.
 	Retention time.Duration
 	// DisableNotify ignores the store's notifications (LISTEN/NOTIFY on
-	// Postgres) and relies on polling alone.
+	// Postgres), of ready work and of cancelled runs, and relies on
+	// polling and heartbeats alone.
 	DisableNotify bool
 	// DisableEagerStart sends every new run's first steps through the
 	// ready queue. By default, a run triggered on a started engine with
@@ -500,8 +501,10 @@ func (e *Engine) Events(ctx context.Context, id dag.RunID) ([]store.Event, error
 }
 
 // Cancel cancels a running run: nothing more of it is scheduled, and steps
-// of it executing on this engine see their ctx done. It reports whether the
-// run was running.
+// of it executing on this engine see their ctx done. Steps of it executing
+// on other started engines see theirs done within moments on stores that
+// announce cancellations (store.CancelNotifier), and at the engines' next
+// heartbeat otherwise. It reports whether the run was running.
 func (e *Engine) Cancel(ctx context.Context, id dag.RunID) (bool, error) {
 	ok, err := e.store.CancelRun(ctx, id)
 	if err != nil {
@@ -563,6 +566,23 @@ func (e *Engine) enterRun(parent context.Context, id dag.RunID) context.Context 
 	}
 	sc.refs++
 	return sc.ctx
+}
+
+// cancelNotified cancels the steps executing here of the runs the store
+// announces cancelled, until ctx ends.
+func (e *Engine) cancelNotified(ctx context.Context, ids <-chan dag.RunID) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case id := <-ids:
+			e.runMu.Lock()
+			if sc := e.runs[id]; sc != nil {
+				sc.cancel()
+			}
+			e.runMu.Unlock()
+		}
+	}
 }
 
 func (e *Engine) leaveRun(id dag.RunID) {
