@@ -382,35 +382,44 @@ func (e *Engine) Run(ctx context.Context, workflow, tenant string, input any) (*
 // ends FAILED or CANCELLED the result comes with a *RunError. A manual
 // engine drives Poll itself and returns ErrRunBlocked when only a timer
 // could move the run on.
+//
+// Until the run finishes Wait reads its status alone (on stores that
+// implement store.StatusReader), then the run with its tasks once: a large
+// input is not read again on every poll.
 func (e *Engine) Wait(ctx context.Context, id dag.RunID) (*RunResult, error) {
-	reader, _ := e.store.(store.RunReader)
+	_, reader := e.store.(store.RunReader)
 	woken := false // by this engine finishing the run: it is most likely over
 	for {
-		// The waiter is registered before the run is read, so a run that
-		// finishes after the read wakes it.
+		// The waiter is registered before the status is read, so a run
+		// that finishes after the read wakes it.
 		var ch chan struct{}
 		if !e.cfg.Manual {
 			ch = e.addWaiter(id)
 		}
-		var run store.Run
-		var tasks []store.Task
+		// Only a finished run wakes a waiter: a woken waiter with a
+		// RunReader reads the run at once, in one round trip.
+		readNow := woken && reader
+		var status store.RunStatus
 		var err error
-		if woken && reader != nil {
-			run, tasks, err = reader.ReadRun(ctx, id) // one round trip, not two
-		} else {
-			run, err = e.store.GetRun(ctx, id)
+		if !readNow {
+			status, err = e.runStatus(ctx, id)
 		}
-		if err != nil || run.Status.Terminal() {
+		if err != nil || readNow || status.Terminal() {
 			if ch != nil {
 				e.dropWaiter(id, ch)
 			}
 			if err != nil {
 				return nil, fmt.Errorf("wait for run %s: %w", id, err)
 			}
-			if tasks != nil {
-				return resultOf(run, tasks)
+			res, err := e.read(ctx, id)
+			if res == nil {
+				return nil, fmt.Errorf("wait for run %s: %w", id, err)
 			}
-			return e.result(ctx, run)
+			if res.Status.Terminal() {
+				return res, err
+			}
+			woken = false
+			continue
 		}
 		if e.cfg.Manual {
 			n, err := e.Poll(ctx)
@@ -418,14 +427,13 @@ func (e *Engine) Wait(ctx context.Context, id dag.RunID) (*RunResult, error) {
 				return nil, fmt.Errorf("wait for run %s: %w", id, err)
 			}
 			if n == 0 {
-				if run, err = e.store.GetRun(ctx, id); err == nil && !run.Status.Terminal() {
+				if status, err = e.runStatus(ctx, id); err == nil && !status.Terminal() {
 					return nil, fmt.Errorf("wait for run %s: %w", id, ErrRunBlocked)
 				}
 			}
 			continue
 		}
 		t := time.NewTimer(e.cfg.PollInterval * 4)
-		woken = false
 		select {
 		case <-ch:
 			woken = true
@@ -438,6 +446,15 @@ func (e *Engine) Wait(ctx context.Context, id dag.RunID) (*RunResult, error) {
 		}
 		t.Stop()
 	}
+}
+
+// runStatus reads a run's status, without its input when the store can.
+func (e *Engine) runStatus(ctx context.Context, id dag.RunID) (store.RunStatus, error) {
+	if sr, ok := e.store.(store.StatusReader); ok {
+		return sr.RunStatus(ctx, id)
+	}
+	run, err := e.store.GetRun(ctx, id)
+	return run.Status, err
 }
 
 // Result returns a run's current status and tasks, finished or not, and,
