@@ -264,11 +264,14 @@ func (q *Queries) LockRunsSkipLocked(ctx context.Context, db DBTX, now pgtype.Ti
 }
 
 const notifyCancelled = `-- name: NotifyCancelled :exec
-SELECT pg_notify('dagen_cancel.' || current_schema(), $1::uuid::text)
+SELECT CASE WHEN octet_length('dagen_cancel.' || current_schema()) <= 63
+            THEN pg_notify('dagen_cancel.' || current_schema(), $1::uuid::text) END
 `
 
 // Tells the schema's listeners, on commit, that a run was cancelled: the
-// payload is its id.
+// payload is its id. A schema whose name makes the channel longer than a
+// Postgres identifier (63 bytes) gets no notification rather than a
+// failed cancel: heartbeats deliver cancellations anyway.
 func (q *Queries) NotifyCancelled(ctx context.Context, db DBTX, runID pgtype.UUID) error {
 	_, err := db.Exec(ctx, notifyCancelled, runID)
 	return err
