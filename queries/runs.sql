@@ -61,6 +61,23 @@ SELECT id, workflow, fingerprint, tenant, status, input, failure_step, failure_a
 FROM dagen_runs
 WHERE id = @id;
 
+-- name: GetRunStatus :one
+-- A run's status alone: one lookup by primary key that leaves the input
+-- (stored out of line once large) unread.
+SELECT status FROM dagen_runs WHERE id = @id;
+
+-- name: NotifyCancelled :exec
+-- Tells the schema's listeners, on commit, that a run was cancelled: the
+-- payload is its id. A schema whose name makes the channel longer than a
+-- Postgres identifier (63 bytes) gets no notification rather than a
+-- failed cancel: heartbeats deliver cancellations anyway.
+SELECT CASE WHEN octet_length('dagen_cancel.' || current_schema()) <= 63
+            THEN pg_notify('dagen_cancel.' || current_schema(), sqlc.arg('run_id')::uuid::text) END;
+
+-- name: CancelChannel :one
+-- The channel NotifyCancelled notifies: one per schema.
+SELECT ('dagen_cancel.' || current_schema())::text AS channel;
+
 -- name: RunExists :one
 SELECT EXISTS (SELECT 1 FROM dagen_runs WHERE id = @id);
 

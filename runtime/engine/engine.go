@@ -43,7 +43,8 @@ type Config struct {
 	// them. Default 7 days; negative keeps them forever.
 	Retention time.Duration
 	// DisableNotify ignores the store's notifications (LISTEN/NOTIFY on
-	// Postgres) and relies on polling alone.
+	// Postgres), of ready work and of cancelled runs, and relies on
+	// polling and heartbeats alone.
 	DisableNotify bool
 	// DisableEagerStart sends every new run's first steps through the
 	// ready queue. By default, a run triggered on a started engine with
@@ -404,35 +405,44 @@ func (e *Engine) Run(ctx context.Context, workflow, tenant string, input any) (*
 // ends FAILED or CANCELLED the result comes with a *RunError. A manual
 // engine drives Poll itself and returns ErrRunBlocked when only a timer
 // could move the run on.
+//
+// Until the run finishes Wait reads its status alone (on stores that
+// implement store.StatusReader), then the run with its tasks once: a large
+// input is not read again on every poll.
 func (e *Engine) Wait(ctx context.Context, id dag.RunID) (*RunResult, error) {
-	reader, _ := e.store.(store.RunReader)
+	_, reader := e.store.(store.RunReader)
 	woken := false // by this engine finishing the run: it is most likely over
 	for {
-		// The waiter is registered before the run is read, so a run that
-		// finishes after the read wakes it.
+		// The waiter is registered before the status is read, so a run
+		// that finishes after the read wakes it.
 		var ch chan struct{}
 		if !e.cfg.Manual {
 			ch = e.addWaiter(id)
 		}
-		var run store.Run
-		var tasks []store.Task
+		// Only a finished run wakes a waiter: a woken waiter with a
+		// RunReader reads the run at once, in one round trip.
+		readNow := woken && reader
+		var status store.RunStatus
 		var err error
-		if woken && reader != nil {
-			run, tasks, err = reader.ReadRun(ctx, id) // one round trip, not two
-		} else {
-			run, err = e.store.GetRun(ctx, id)
+		if !readNow {
+			status, err = e.runStatus(ctx, id)
 		}
-		if err != nil || run.Status.Terminal() {
+		if err != nil || readNow || status.Terminal() {
 			if ch != nil {
 				e.dropWaiter(id, ch)
 			}
 			if err != nil {
 				return nil, fmt.Errorf("wait for run %s: %w", id, err)
 			}
-			if tasks != nil {
-				return resultOf(run, tasks)
+			res, err := e.read(ctx, id)
+			if res == nil {
+				return nil, fmt.Errorf("wait for run %s: %w", id, err)
 			}
-			return e.result(ctx, run)
+			if res.Status.Terminal() {
+				return res, err
+			}
+			woken = false
+			continue
 		}
 		if e.cfg.Manual {
 			n, err := e.Poll(ctx)
@@ -440,14 +450,13 @@ func (e *Engine) Wait(ctx context.Context, id dag.RunID) (*RunResult, error) {
 				return nil, fmt.Errorf("wait for run %s: %w", id, err)
 			}
 			if n == 0 {
-				if run, err = e.store.GetRun(ctx, id); err == nil && !run.Status.Terminal() {
+				if status, err = e.runStatus(ctx, id); err == nil && !status.Terminal() {
 					return nil, fmt.Errorf("wait for run %s: %w", id, ErrRunBlocked)
 				}
 			}
 			continue
 		}
 		t := time.NewTimer(e.cfg.PollInterval * 4)
-		woken = false
 		select {
 		case <-ch:
 			woken = true
@@ -460,6 +469,15 @@ func (e *Engine) Wait(ctx context.Context, id dag.RunID) (*RunResult, error) {
 		}
 		t.Stop()
 	}
+}
+
+// runStatus reads a run's status, without its input when the store can.
+func (e *Engine) runStatus(ctx context.Context, id dag.RunID) (store.RunStatus, error) {
+	if sr, ok := e.store.(store.StatusReader); ok {
+		return sr.RunStatus(ctx, id)
+	}
+	run, err := e.store.GetRun(ctx, id)
+	return run.Status, err
 }
 
 // Result returns a run's current status and tasks, finished or not, and,
@@ -523,8 +541,10 @@ func (e *Engine) Events(ctx context.Context, id dag.RunID) ([]store.Event, error
 }
 
 // Cancel cancels a running run: nothing more of it is scheduled, and steps
-// of it executing on this engine see their ctx done. It reports whether the
-// run was running.
+// of it executing on this engine see their ctx done. Steps of it executing
+// on other started engines see theirs done within moments on stores that
+// announce cancellations (store.CancelNotifier), and at the engines' next
+// heartbeat otherwise. It reports whether the run was running.
 func (e *Engine) Cancel(ctx context.Context, id dag.RunID) (bool, error) {
 	ok, err := e.store.CancelRun(ctx, id)
 	if err != nil {
@@ -586,6 +606,23 @@ func (e *Engine) enterRun(parent context.Context, id dag.RunID) context.Context 
 	}
 	sc.refs++
 	return sc.ctx
+}
+
+// cancelNotified cancels the steps executing here of the runs the store
+// announces cancelled, until ctx ends.
+func (e *Engine) cancelNotified(ctx context.Context, ids <-chan dag.RunID) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case id := <-ids:
+			e.runMu.Lock()
+			if sc := e.runs[id]; sc != nil {
+				sc.cancel()
+			}
+			e.runMu.Unlock()
+		}
+	}
 }
 
 func (e *Engine) leaveRun(id dag.RunID) {

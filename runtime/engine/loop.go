@@ -88,6 +88,14 @@ func (e *Engine) Start(ctx context.Context) error {
 		}
 		l.notify = ch
 	}
+	if n, ok := e.store.(store.CancelNotifier); ok && !e.cfg.DisableNotify {
+		// A hint that saves waiting for the heartbeat, which stays the truth.
+		if ch, err := n.SubscribeCancels(lctx); err != nil {
+			e.log.Warn("dagen: store cancel notifications unavailable; cancellations reach steps by heartbeat", "worker", e.cfg.WorkerID, "err", err)
+		} else {
+			go e.cancelNotified(lctx, ch)
+		}
+	}
 	for i := range l.results {
 		l.results[i] = make(chan store.TaskResult, e.cfg.Concurrency) // never more results than tasks held
 	}

@@ -17,8 +17,9 @@
 //
 // Optional interfaces add what a store can do better: [Workers] (heartbeats
 // instead of per-task leases), [Elector] (one leader for housekeeping),
-// [Notifier] (wake idle workers), [RunReader] (a run and its tasks in one
-// read), [Starter] (create runs and claim their first steps for the
+// [Notifier] (wake idle workers), [CancelNotifier] (tell workers at once
+// that a run was cancelled), [RunReader] (a run and its tasks in one
+// read), [StatusReader] (a run's status without its input), [Starter] (create runs and claim their first steps for the
 // creating worker in one unit) and [Deploys] (the signatures workers serve,
 // the tasks none serves, and what the runs in flight need of the next
 // build).

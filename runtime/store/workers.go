@@ -60,6 +60,34 @@ type Notifier interface {
 	Subscribe(ctx context.Context) (<-chan struct{}, error)
 }
 
+// CancelNotifier is implemented by stores that tell workers at once that a
+// run was cancelled, so that the run's steps executing on them see their
+// ctx done within moments rather than at the worker's next heartbeat. Like
+// Notifier's, these notifications are hints: a worker must not rely on
+// seeing every one, and [Workers.Heartbeat] stays the truth. A run that
+// fails is not announced: its running steps are left to finish.
+//
+// A store that implements both Notifier and CancelNotifier may serve the
+// two subscriptions with one listener (on Postgres, one connection).
+type CancelNotifier interface {
+	// SubscribeCancels returns a channel that receives the id of each run
+	// cancelled (by [Store.CancelRun], in any process sharing the store)
+	// after the cancellation is stored. Ids may be dropped when the
+	// receiver falls behind, or when the store loses its listener for a
+	// while. The subscription ends, and the channel is no longer written,
+	// when ctx is done.
+	SubscribeCancels(ctx context.Context) (<-chan dag.RunID, error)
+}
+
+// StatusReader is implemented by stores that read a run's status alone,
+// without its input or tasks. The engine polls the status of the runs it
+// waits for through it, and reads a run whole once it has finished.
+type StatusReader interface {
+	// RunStatus returns the status of a run. An unknown id is an error
+	// wrapping [ErrRunNotFound].
+	RunStatus(ctx context.Context, id dag.RunID) (RunStatus, error)
+}
+
 // RunReader is implemented by stores that read a run and its tasks
 // together, in one round trip on Postgres. The engine reads the runs it
 // waits for through it when the store has it.

@@ -37,6 +37,8 @@ type Store struct {
 	sigInfos  map[string]store.SignatureInfo
 	subs      map[chan struct{}]struct{}
 	enqueued  bool // set by enqueue; cleared by notifyIfEnqueued
+
+	cancels map[chan dag.RunID]struct{} // SubscribeCancels' channels
 }
 
 var (
@@ -45,6 +47,11 @@ var (
 	_ store.Notifier  = (*Store)(nil)
 	_ store.RunReader = (*Store)(nil)
 	_ store.Deploys   = (*Store)(nil)
+)
+
+var (
+	_ store.CancelNotifier = (*Store)(nil)
+	_ store.StatusReader   = (*Store)(nil)
 )
 
 // New returns an empty store. cfg may be nil.
@@ -59,6 +66,7 @@ func New(cfg *Config) *Store {
 		serves:   make(map[string][]string),
 		sigInfos: make(map[string]store.SignatureInfo),
 		subs:     make(map[chan struct{}]struct{}),
+		cancels:  make(map[chan dag.RunID]struct{}),
 	}
 	if cfg != nil && cfg.Now != nil {
 		s.now = cfg.Now
@@ -754,6 +762,12 @@ func (s *Store) CancelRun(ctx context.Context, id dag.RunID) (bool, error) {
 			s.cancelTask(r, i, now)
 		}
 	}
+	for ch := range s.cancels {
+		select {
+		case ch <- id:
+		default: // a hint: the subscriber's heartbeat tells it anyway
+		}
+	}
 	return true, nil
 }
 
@@ -774,6 +788,20 @@ func (s *Store) GetRun(ctx context.Context, id dag.RunID) (store.Run, error) {
 		rec.Failure = &f
 	}
 	return rec, nil
+}
+
+// RunStatus implements store.StatusReader.
+func (s *Store) RunStatus(ctx context.Context, id dag.RunID) (store.RunStatus, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	s.lock()
+	defer s.unlock()
+	r := s.runs[id]
+	if r == nil {
+		return "", fmt.Errorf("read status of run %s: %w", id, store.ErrRunNotFound)
+	}
+	return r.rec.Status, nil
 }
 
 // ReadRun implements store.RunReader.

@@ -128,3 +128,19 @@ func (s *Store) Subscribe(ctx context.Context) (<-chan struct{}, error) {
 	}()
 	return ch, nil
 }
+
+// SubscribeCancels implements store.CancelNotifier: the channel receives
+// the id of every run CancelRun cancels, unless it is full.
+func (s *Store) SubscribeCancels(ctx context.Context) (<-chan dag.RunID, error) {
+	ch := make(chan dag.RunID, 64)
+	s.lock()
+	s.cancels[ch] = struct{}{}
+	s.unlock()
+	go func() {
+		<-ctx.Done()
+		s.lock()
+		delete(s.cancels, ch)
+		s.unlock()
+	}()
+	return ch, nil
+}

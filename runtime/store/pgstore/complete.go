@@ -261,6 +261,10 @@ func (s *Store) CancelRun(ctx context.Context, id dag.RunID) (bool, error) {
 		r.cancelled = true
 		r.dirty = true
 		cancelled = true
+		// Workers running its steps hear of it on commit (SubscribeCancels).
+		if err := s.q.NotifyCancelled(ctx, tx, uuidOf(id)); err != nil {
+			return fmt.Errorf("notify: %w", err)
+		}
 		return b.flush(ctx)
 	})
 	if err != nil && !errors.Is(err, errNothingToDo) {

@@ -41,6 +41,12 @@
 // removes queue rows (a failing or cancelled run) does so before it touches
 // the run's queued tasks.
 //
+// Notifications go through LISTEN/NOTIFY on two channels per schema: one
+// that transactions enqueuing work notify ([Store.Subscribe]), one that
+// [Store.CancelRun] notifies with the run's id ([Store.SubscribeCancels]).
+// A store listens to both on one connection, taken out of the pool while
+// any subscription lasts.
+//
 // Time comes from the database clock (now()) unless [Config.Now] is set, in
 // which case every query uses that clock instead, so tests can drive time.
 package pgstore

@@ -3,83 +3,183 @@ package pgstore
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
 )
 
-var _ store.Notifier = (*Store)(nil)
+var (
+	_ store.Notifier       = (*Store)(nil)
+	_ store.CancelNotifier = (*Store)(nil)
+)
 
-// Subscribe implements store.Notifier with LISTEN on a connection of its
-// own, taken out of the pool for the subscription's lifetime. Every
-// transaction that enqueues work notifies the schema's channel on commit.
-// If the connection is lost, Subscribe reconnects in the background and
-// sends one hint after it does, since notifications may have been missed.
-// Behind a transaction-pooling PgBouncer LISTEN does not work; workers
-// then rely on polling, which stays the truth anyway.
+// Subscribe implements store.Notifier with LISTEN (see listener). Every
+// transaction that enqueues work notifies the schema's ready channel on
+// commit. If the connection is lost, the listener reconnects in the
+// background and sends one hint after it does, since notifications may
+// have been missed. Behind a transaction-pooling PgBouncer LISTEN does not
+// work; workers then rely on polling, which stays the truth anyway.
 func (s *Store) Subscribe(ctx context.Context) (<-chan struct{}, error) {
-	conn, err := s.listen(ctx)
+	ch := make(chan struct{}, 1)
+	l := &s.listener
+	err := s.subscribe(ctx, func() { l.ready[ch] = struct{}{} }, func() { delete(l.ready, ch) })
 	if err != nil {
 		return nil, fmt.Errorf("subscribe: %w", err)
 	}
-	ch := make(chan struct{}, 1)
-	hint := func() {
+	return ch, nil
+}
+
+// SubscribeCancels implements store.CancelNotifier with LISTEN (see
+// listener). CancelRun notifies the schema's cancel channel, with the run
+// id as the payload, in its transaction: the id arrives once the
+// cancellation is committed. Ids sent while the connection was lost are
+// not sent again; heartbeats deliver those cancellations.
+func (s *Store) SubscribeCancels(ctx context.Context) (<-chan dag.RunID, error) {
+	ch := make(chan dag.RunID, 64)
+	l := &s.listener
+	err := s.subscribe(ctx, func() { l.cancels[ch] = struct{}{} }, func() { delete(l.cancels, ch) })
+	if err != nil {
+		return nil, fmt.Errorf("subscribe to cancellations: %w", err)
+	}
+	return ch, nil
+}
+
+// listener is the store's LISTEN connection, on both of the schema's
+// channels, shared by every subscription of the store (Subscribe and
+// SubscribeCancels, of any number of engines) while one lasts: a worker
+// holds one connection out of the pool for its notifications, not one per
+// kind.
+type listener struct {
+	mu      sync.Mutex
+	subs    int // subscriptions whose ctx is not done
+	ready   map[chan struct{}]struct{}
+	cancels map[chan dag.RunID]struct{}
+	stop    context.CancelFunc // ends the connection's goroutine; nil when none runs
+}
+
+// subscribe adds a subscription, with add, under the listener's lock,
+// starting the listening connection if none runs, and removes it, with
+// remove, when ctx is done; the last one to go stops the connection.
+func (s *Store) subscribe(ctx context.Context, add, remove func()) error {
+	l := &s.listener
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stop == nil {
+		conn, cancelChannel, err := s.listen(ctx)
+		if err != nil {
+			return err
+		}
+		lctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+		l.stop = stop
+		go s.receive(lctx, conn, cancelChannel)
+	}
+	if l.ready == nil {
+		l.ready = make(map[chan struct{}]struct{})
+		l.cancels = make(map[chan dag.RunID]struct{})
+	}
+	add()
+	l.subs++
+	go func() {
+		<-ctx.Done()
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		remove()
+		if l.subs--; l.subs == 0 {
+			l.stop()
+			l.stop = nil
+		}
+	}()
+	return nil
+}
+
+// receive hands the notifications of conn to the subscribers until ctx
+// ends, reconnecting when the connection fails.
+func (s *Store) receive(ctx context.Context, conn *pgx.Conn, cancelChannel string) {
+	defer func() {
+		if conn != nil {
+			_ = conn.Close(context.WithoutCancel(ctx))
+		}
+	}()
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err == nil {
+			if n.Channel != cancelChannel {
+				s.listener.hint()
+			} else if id, err := dag.ParseRunID(n.Payload); err == nil {
+				s.listener.cancelled(id)
+			}
+			continue
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		// The connection failed: reconnect until ctx ends.
+		_ = conn.Close(context.WithoutCancel(ctx))
+		conn = nil
+		for conn == nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			if c, channel, err := s.listen(ctx); err == nil {
+				conn, cancelChannel = c, channel
+			}
+		}
+		s.listener.hint()
+	}
+}
+
+// hint tells every Subscribe subscriber that work may be ready.
+func (l *listener) hint() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for ch := range l.ready {
 		select {
 		case ch <- struct{}{}:
 		default:
 		}
 	}
-	go func() {
-		defer func() {
-			if conn != nil {
-				_ = conn.Close(context.WithoutCancel(ctx))
-			}
-		}()
-		for {
-			_, err := conn.WaitForNotification(ctx)
-			if err == nil {
-				hint()
-				continue
-			}
-			if ctx.Err() != nil {
-				return
-			}
-			// The connection failed: reconnect until ctx ends.
-			_ = conn.Close(context.WithoutCancel(ctx))
-			conn = nil
-			for conn == nil {
-				select {
-				case <-ctx.Done():
-					return
-				case <-time.After(time.Second):
-				}
-				if c, err := s.listen(ctx); err == nil {
-					conn = c
-				}
-			}
-			hint()
+}
+
+// cancelled tells every SubscribeCancels subscriber that run id was
+// cancelled, unless its channel is full.
+func (l *listener) cancelled(id dag.RunID) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for ch := range l.cancels {
+		select {
+		case ch <- id:
+		default:
 		}
-	}()
-	return ch, nil
+	}
 }
 
 // listen takes a connection out of the pool and listens on the schema's
-// channel.
-func (s *Store) listen(ctx context.Context) (*pgx.Conn, error) {
+// channels. It returns the connection and the name of the cancel channel.
+func (s *Store) listen(ctx context.Context) (*pgx.Conn, string, error) {
 	pc, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("acquire a connection: %w", err)
+		return nil, "", fmt.Errorf("acquire a connection: %w", err)
 	}
 	conn := pc.Hijack()
-	channel, err := s.q.NotifyChannel(ctx, conn)
+	ready, err := s.q.NotifyChannel(ctx, conn)
+	var cancelled string
 	if err == nil {
-		_, err = conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize())
+		cancelled, err = s.q.CancelChannel(ctx, conn)
+	}
+	for _, channel := range []string{cancelled, ready} {
+		if err == nil {
+			_, err = conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize())
+		}
 	}
 	if err != nil {
 		_ = conn.Close(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("listen: %w", err)
+		return nil, "", fmt.Errorf("listen: %w", err)
 	}
-	return conn, nil
+	return conn, cancelled, nil
 }

@@ -39,6 +39,57 @@ func TestSubscribeSurvivesLostConnection(t *testing.T) {
 	require.True(t, hinted(ch, enqueue), "a notification on the new connection")
 }
 
+// TestSubscriptionsShareOneConnection checks that Subscribe and
+// SubscribeCancels, however many, listen on one connection, closed when
+// the last subscription ends and opened again by the next one.
+func TestSubscriptionsShareOneConnection(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	s := newStore(t, nil, 4)
+	var channel string
+	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT 'dagen_ready.' || current_schema()`).Scan(&channel))
+	listening := func() int {
+		t.Helper()
+		var n int
+		require.NoError(t, s.Pool().QueryRow(ctx, `
+			SELECT count(*) FROM pg_stat_activity WHERE query = 'LISTEN ' || quote_ident($1)`, channel).Scan(&n))
+		return n
+	}
+
+	first, endFirst := context.WithCancel(ctx)
+	_, err := s.Subscribe(first)
+	require.NoError(t, err)
+	_, err = s.SubscribeCancels(first)
+	require.NoError(t, err)
+	second, endSecond := context.WithCancel(ctx)
+	ready, err := s.Subscribe(second)
+	require.NoError(t, err)
+	require.Equal(t, 1, listening(), "one connection for every subscription")
+
+	endFirst()
+	require.True(t, hinted(ready, func() {
+		require.NoError(t, s.CreateRuns(ctx, []store.NewRun{newRun("wf", "t", step("a"))}))
+	}), "a subscription outlives another's end")
+	endSecond()
+	require.Eventually(t, func() bool { return listening() == 0 }, 10*time.Second, 10*time.Millisecond,
+		"the connection is closed after the last subscription")
+
+	cancels, err := s.SubscribeCancels(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, listening())
+	r := newRun("wf", "t", step("a"))
+	require.NoError(t, s.CreateRuns(ctx, []store.NewRun{r}))
+	_, err = s.CancelRun(ctx, r.ID)
+	require.NoError(t, err)
+	select {
+	case id := <-cancels:
+		require.Equal(t, r.ID, id)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no cancel notification on the new connection")
+	}
+}
+
 // hinted calls trigger until ch receives, for up to 30s; with a nil
 // trigger it waits once, 300ms.
 func hinted(ch <-chan struct{}, trigger func()) bool {

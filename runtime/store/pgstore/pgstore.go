@@ -34,6 +34,8 @@ type Store struct {
 
 	leader leader
 	stats  plannerStats
+
+	listener listener // Subscribe's and SubscribeCancels' connection
 }
 
 var _ store.Store = (*Store)(nil)

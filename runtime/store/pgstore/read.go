@@ -28,11 +28,26 @@ func (s *Store) GetRun(ctx context.Context, id dag.RunID) (store.Run, error) {
 	return runOf(id, r, err)
 }
 
+// RunStatus implements store.StatusReader: one lookup by primary key that
+// does not read the run's input.
+func (s *Store) RunStatus(ctx context.Context, id dag.RunID) (store.RunStatus, error) {
+	status, err := s.q.GetRunStatus(ctx, s.pool, uuidOf(id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", fmt.Errorf("read status of run %s: %w", id, store.ErrRunNotFound)
+	}
+	if err != nil {
+		return "", fmt.Errorf("read status of run %s: %w", id, err)
+	}
+	return store.RunStatus(status), nil
+}
+
 // ListTasks implements store.Store.
 func (s *Store) ListTasks(ctx context.Context, id dag.RunID) ([]store.Task, error) {
 	rows, err := s.q.ListTasks(ctx, s.pool, uuidOf(id))
 	return tasksOf(id, rows, err)
 }
+
+var _ store.StatusReader = (*Store)(nil)
 
 // ReadRun implements store.RunReader: the run and its tasks are read by
 // two statements sent together.

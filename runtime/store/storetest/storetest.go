@@ -77,6 +77,8 @@ func Run(t *testing.T, newStore NewStore) {
 		{"ConcurrentWorkers", testConcurrentWorkers},
 		{"Notifier", testNotifier},
 		{"ReadRun", testReadRun},
+		{"CancelNotifier", testCancelNotifier},
+		{"RunStatus", testRunStatus},
 		{"StartRuns", testStartRuns},
 	}
 	for _, wt := range workersTests {

@@ -208,6 +208,95 @@ func testNotifier(f *fixture) {
 	wait("enqueuing a child")
 }
 
+// testCancelNotifier checks store.CancelNotifier: cancelling a run
+// announces its id once, failing a run or cancelling a finished one does
+// not, and a Subscribe subscription that ends leaves the cancel
+// subscription working.
+func testCancelNotifier(f *fixture) {
+	t := f.t
+	cn, ok := f.st.(store.CancelNotifier)
+	if !ok {
+		t.Skipf("%T does not implement store.CancelNotifier", f.st)
+	}
+	ctx, cancel := context.WithCancel(f.ctx)
+	defer cancel()
+	ch, err := cn.SubscribeCancels(ctx)
+	require.NoError(t, err)
+	if n, ok := f.st.(store.Notifier); ok {
+		short, end := context.WithCancel(f.ctx)
+		_, err := n.Subscribe(short)
+		require.NoError(t, err)
+		end()
+	}
+	next := func(what string) dag.RunID {
+		t.Helper()
+		select {
+		case id := <-ch:
+			return id
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no cancel notification after %s", what)
+			return dag.RunID{}
+		}
+	}
+
+	failed := newRun("wf", "t", task("a"), task("b"))
+	cancelled := newRun("wf", "t", task("a"), task("b"))
+	f.create(failed, cancelled)
+	for _, ct := range f.claim(10) {
+		if ct.RunID == failed.ID && ct.Step == "a" {
+			f.complete(store.TaskResult{RunID: ct.RunID, Step: ct.Step, Attempt: ct.Attempt, Outcome: store.OutcomeFailed, Error: "boom"})
+		}
+	}
+	require.Equal(t, store.RunFailed, f.run(failed.ID).Status)
+	ok, err = f.st.CancelRun(f.ctx, cancelled.ID)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, cancelled.ID, next("cancelling a run"), "the cancelled run is announced, the failed one is not")
+
+	ok, err = f.st.CancelRun(f.ctx, cancelled.ID)
+	require.NoError(t, err)
+	require.False(t, ok)
+	other := newRun("wf", "t", task("a"))
+	f.create(other)
+	ok, err = f.st.CancelRun(f.ctx, other.ID)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, other.ID, next("cancelling another run"), "cancelling a finished run announces nothing")
+}
+
+// testRunStatus checks store.StatusReader: a run's status as GetRun has
+// it, finished or not, and an unknown id's error.
+func testRunStatus(f *fixture) {
+	t := f.t
+	sr, ok := f.st.(store.StatusReader)
+	if !ok {
+		t.Skipf("%T does not implement store.StatusReader", f.st)
+	}
+	check := func(id dag.RunID, want store.RunStatus) {
+		t.Helper()
+		got, err := sr.RunStatus(f.ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, want, got)
+		require.Equal(t, f.run(id).Status, got)
+	}
+	r := newRun("wf", "t", task("a"))
+	c := newRun("wf", "t", task("a"))
+	f.create(r, c)
+	check(r.ID, store.RunRunning)
+	for _, ct := range f.claim(10) {
+		if ct.RunID == r.ID {
+			f.complete(done(ct, `1`))
+		}
+	}
+	check(r.ID, store.RunCompleted)
+	_, err := f.st.CancelRun(f.ctx, c.ID)
+	require.NoError(t, err)
+	check(c.ID, store.RunCancelled)
+
+	_, err = sr.RunStatus(f.ctx, dag.NewRunID())
+	require.ErrorIs(t, err, store.ErrRunNotFound)
+}
+
 // testReadRun checks store.RunReader: a run and its tasks, as GetRun and
 // ListTasks return them, finished or not, and an unknown id's error.
 func testReadRun(f *fixture) {

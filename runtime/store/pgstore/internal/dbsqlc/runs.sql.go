@@ -11,6 +11,18 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+const cancelChannel = `-- name: CancelChannel :one
+SELECT ('dagen_cancel.' || current_schema())::text AS channel
+`
+
+// The channel NotifyCancelled notifies: one per schema.
+func (q *Queries) CancelChannel(ctx context.Context, db DBTX) (string, error) {
+	row := db.QueryRow(ctx, cancelChannel)
+	var channel string
+	err := row.Scan(&channel)
+	return channel, err
+}
+
 const deleteRuns = `-- name: DeleteRuns :one
 WITH tasks AS (DELETE FROM dagen_tasks WHERE dagen_tasks.run_id = ANY($1::uuid[])),
      evs AS (DELETE FROM dagen_events WHERE dagen_events.run_id = ANY($1::uuid[])),
@@ -66,6 +78,19 @@ func (q *Queries) GetRun(ctx context.Context, db DBTX, id pgtype.UUID) (GetRunRo
 		&i.FinishedAt,
 	)
 	return i, err
+}
+
+const getRunStatus = `-- name: GetRunStatus :one
+SELECT status FROM dagen_runs WHERE id = $1
+`
+
+// A run's status alone: one lookup by primary key that leaves the input
+// (stored out of line once large) unread.
+func (q *Queries) GetRunStatus(ctx context.Context, db DBTX, id pgtype.UUID) (string, error) {
+	row := db.QueryRow(ctx, getRunStatus, id)
+	var status string
+	err := row.Scan(&status)
+	return status, err
 }
 
 const insertRuns = `-- name: InsertRuns :exec
@@ -236,6 +261,20 @@ func (q *Queries) LockRunsSkipLocked(ctx context.Context, db DBTX, now pgtype.Ti
 		return nil, err
 	}
 	return items, nil
+}
+
+const notifyCancelled = `-- name: NotifyCancelled :exec
+SELECT CASE WHEN octet_length('dagen_cancel.' || current_schema()) <= 63
+            THEN pg_notify('dagen_cancel.' || current_schema(), $1::uuid::text) END
+`
+
+// Tells the schema's listeners, on commit, that a run was cancelled: the
+// payload is its id. A schema whose name makes the channel longer than a
+// Postgres identifier (63 bytes) gets no notification rather than a
+// failed cancel: heartbeats deliver cancellations anyway.
+func (q *Queries) NotifyCancelled(ctx context.Context, db DBTX, runID pgtype.UUID) error {
+	_, err := db.Exec(ctx, notifyCancelled, runID)
+	return err
 }
 
 const pruneCandidates = `-- name: PruneCandidates :many
