@@ -27,3 +27,15 @@ UPDATE dagen_tasks t
 SET max_attempts = t.max_attempts + 1
 FROM (SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@names::text[]) AS name) AS x
 WHERE t.run_id = x.run_id AND t.name = x.name;
+
+-- name: UnclaimedTasks :many
+-- The running tasks leased to a worker, claimed before now - ttl, in runs
+-- the worker does not hold: the answer to their claim never reached it.
+-- dagen_leases holds only running tasks; the worker's are few.
+SELECT l.run_id, l.task AS name
+FROM dagen_leases l
+JOIN dagen_tasks t ON t.run_id = l.run_id AND t.name = l.task
+WHERE l.worker = @worker
+  AND NOT (l.run_id = ANY(@held::uuid[]))
+  AND t.status = 'RUNNING' AND t.started_event = l.id
+  AND t.started_at < coalesce(sqlc.narg('now')::timestamptz, now()) - make_interval(secs => @ttl_seconds::float8);

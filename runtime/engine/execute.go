@@ -163,7 +163,8 @@ func (e *Engine) failed(ctx, stepCtx context.Context, step *Step, res store.Task
 }
 
 // releasedAttempts counts the attempts of a step that stopping workers
-// released (store.Workers.RetireWorker): they were cut short, not failed.
+// released (store.Workers.RetireWorker), or that never reached their worker
+// (released by store.Workers.Heartbeat): they were cut short, not failed.
 // It reads the run's event log, so it is asked only after an attempt that
 // was not the first. When the log cannot be read it counts none.
 func (e *Engine) releasedAttempts(ctx context.Context, id dag.RunID, step string) int {
@@ -176,7 +177,7 @@ func (e *Engine) releasedAttempts(ctx context.Context, id dag.RunID, step string
 	}
 	n := 0
 	for _, ev := range events {
-		if ev.Step == step && ev.Type == store.EventRescued && ev.Detail == store.ReleasedDetail {
+		if ev.Step == step && ev.Type == store.EventRescued && (ev.Detail == store.ReleasedDetail || ev.Detail == store.UnclaimedDetail) {
 			n++
 		}
 	}

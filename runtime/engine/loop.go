@@ -56,6 +56,41 @@ type loop struct {
 	nextTimer time.Time // earliest known pending wake time, zero if none
 
 	published *[]string // the signatures last published (store.Deploys), nil before
+
+	// held counts, by run, the tasks this worker holds: claimed and not
+	// yet stored or dropped. Heartbeats name these runs, so the store can
+	// tell a task whose claim never reached the worker from one it holds.
+	heldMu sync.Mutex
+	held   map[dag.RunID]int
+}
+
+// hold records that the worker holds these tasks.
+func (l *loop) hold(tasks []store.ClaimedTask) {
+	l.heldMu.Lock()
+	defer l.heldMu.Unlock()
+	for i := range tasks {
+		l.held[tasks[i].RunID]++
+	}
+}
+
+// unhold records that the worker no longer holds a task of run id.
+func (l *loop) unhold(id dag.RunID) {
+	l.heldMu.Lock()
+	defer l.heldMu.Unlock()
+	if l.held[id]--; l.held[id] <= 0 {
+		delete(l.held, id)
+	}
+}
+
+// heldRuns returns the runs whose tasks the worker holds.
+func (l *loop) heldRuns() []dag.RunID {
+	l.heldMu.Lock()
+	defer l.heldMu.Unlock()
+	runs := make([]dag.RunID, 0, len(l.held))
+	for id := range l.held {
+		runs = append(runs, id)
+	}
+	return runs
 }
 
 // Start starts working the registered workflows in the background until
@@ -80,6 +115,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		work:     make(chan *store.ClaimedTask, e.cfg.Concurrency),
 		done:     make(chan struct{}),
 		keeper:   make(chan struct{}),
+		held:     make(map[dag.RunID]int),
 	}
 	if n, ok := e.store.(store.Notifier); ok && !e.cfg.DisableNotify {
 		ch, err := n.Subscribe(lctx)
@@ -401,6 +437,7 @@ func (e *Engine) fireTimers(l *loop) (int, error) {
 // the garbage collector scanned their stacks and shrank them, and each
 // step grew its executor's stack back.
 func (e *Engine) dispatch(l *loop, tasks []store.ClaimedTask) {
+	l.hold(tasks)
 	for i := range tasks {
 		l.work <- &tasks[i] // never blocks: work holds Concurrency
 	}
@@ -471,6 +508,7 @@ func (e *Engine) run(l *loop, ct *store.ClaimedTask) {
 // releases the task.
 func (e *Engine) handOn(l *loop, res store.TaskResult, keep bool) {
 	if !keep {
+		l.unhold(res.RunID)
 		l.executing.Add(-1)
 		e.log.Info("dagen: step cut short by Stop; its task goes to another worker",
 			"worker", e.cfg.WorkerID, "run", res.RunID, "step", res.Step, "attempt", res.Attempt)
@@ -502,6 +540,9 @@ func (e *Engine) completer(l *loop, results <-chan store.TaskResult) {
 			}
 		}
 		e.completeBatch(l, batch)
+		for _, r := range batch {
+			l.unhold(r.RunID)
+		}
 		l.pending.Add(-int64(len(batch)))
 		l.signal()
 	}
@@ -636,13 +677,7 @@ func (e *Engine) heartbeat(l *loop) bool {
 		return true
 	}
 	e.serve(l.ctx, l)
-	e.runMu.Lock()
-	runs := make([]dag.RunID, 0, len(e.runs))
-	for id := range e.runs {
-		runs = append(runs, id)
-	}
-	e.runMu.Unlock()
-	cancelled, err := ws.Heartbeat(l.ctx, e.cfg.WorkerID, e.cfg.Lease, runs)
+	cancelled, err := ws.Heartbeat(l.ctx, e.cfg.WorkerID, e.cfg.Lease, l.heldRuns())
 	if err != nil {
 		if l.ctx.Err() == nil {
 			e.health.failed("heartbeat", err)

@@ -12,15 +12,27 @@ import (
 // and does not count against the task's retries.
 const ReleasedDetail = "worker stopped"
 
+// UnclaimedDetail is the detail of the RESCUED event of a task that
+// Heartbeat released because its worker never received it (the answer to
+// its claim was lost). Like a released attempt, it does not count against
+// the task's retries.
+const UnclaimedDetail = "claim never reached its worker"
+
 // Workers is implemented by stores that many worker processes share. A
 // worker proves it is alive with one narrow heartbeat row; while it is
 // alive the store does not rescue its RUNNING tasks, even past their claim
 // lease, so long steps need no per-task lease renewal.
 type Workers interface {
 	// Heartbeat records that worker is alive until the store's now plus
-	// ttl. runs are the runs with steps executing on the worker; Heartbeat
-	// returns those of them that were cancelled, so the worker can cancel
-	// the steps' contexts.
+	// ttl. runs are the runs whose tasks the worker holds (executing, or
+	// with results not stored yet); Heartbeat returns those of them that
+	// were cancelled, so the worker can cancel the steps' contexts.
+	//
+	// A RUNNING task claimed by worker more than ttl ago whose run is not
+	// among runs never reached the worker (the answer to its claim was
+	// lost on the way): the heartbeat that keeps the worker alive would
+	// keep it RUNNING forever, so Heartbeat releases it as RetireWorker
+	// does, with a RESCUED event whose detail is [UnclaimedDetail].
 	Heartbeat(ctx context.Context, worker string, ttl time.Duration, runs []dag.RunID) (cancelled []dag.RunID, err error)
 
 	// RetireWorker removes worker's heartbeat. With release, its RUNNING

@@ -107,6 +107,7 @@ type task struct {
 	finished       time.Time
 	queueID        int64
 	released       int // attempts released by a stopping worker: they do not count
+	claimedAt      time.Time
 	queuedAt       time.Time
 	waitingLogged  bool // a WAITING event was logged since it was last queued
 }
@@ -425,6 +426,7 @@ func (s *Store) claim(r *run, ti int, p store.ClaimParams, now time.Time) store.
 	t.status = store.TaskRunning
 	t.attempt++
 	t.worker = p.Worker
+	t.claimedAt = now
 	t.leaseUntil = now.Add(p.Lease)
 	heap.Push(&s.leases, leaseEntry{until: t.leaseUntil, run: r, task: ti, attempt: t.attempt})
 	r.event(now, ti, store.EventStarted, t.attempt, "")

@@ -32,11 +32,31 @@ func (s *Store) Heartbeat(ctx context.Context, worker string, ttl time.Duration,
 	}
 	s.lock()
 	defer s.unlock()
-	s.workers[worker] = s.now().Add(ttl)
+	now := s.now()
+	s.workers[worker] = now.Add(ttl)
 	var cancelled []dag.RunID
+	held := make(map[dag.RunID]bool, len(runs))
 	for _, id := range runs {
+		held[id] = true
 		if r := s.runs[id]; r == nil || r.rec.Status == store.RunCancelled {
 			cancelled = append(cancelled, id)
+		}
+	}
+	// Tasks claimed for worker long ago in runs it does not hold: the
+	// answer to their claim was lost.
+	// The lease heap holds every running attempt (and stale entries, which
+	// the checks skip).
+	var lost []leaseEntry
+	for _, le := range s.leases {
+		t := &le.run.tasks[le.task]
+		if !held[le.run.rec.ID] && t.status == store.TaskRunning && t.attempt == le.attempt &&
+			t.worker == worker && t.claimedAt.Before(now.Add(-ttl)) {
+			lost = append(lost, le)
+		}
+	}
+	for _, le := range lost {
+		if t := &le.run.tasks[le.task]; t.status == store.TaskRunning && t.attempt == le.attempt {
+			s.release(le.run, le.task, now, store.UnclaimedDetail)
 		}
 	}
 	return cancelled, nil
@@ -59,7 +79,7 @@ func (s *Store) RetireWorker(ctx context.Context, worker string, release bool) (
 	for _, r := range s.runs {
 		for ti := range r.tasks {
 			if t := &r.tasks[ti]; t.status == store.TaskRunning && t.worker == worker {
-				s.release(r, ti, now)
+				s.release(r, ti, now, store.ReleasedDetail)
 				n++
 			}
 		}
@@ -67,17 +87,18 @@ func (s *Store) RetireWorker(ctx context.Context, worker string, release bool) (
 	return n, nil
 }
 
-// release hands a RUNNING task of a stopping worker back: enqueued again
-// whatever attempts it has left, its attempt not counted; in a run that is
-// no longer RUNNING it is cancelled.
-func (s *Store) release(r *run, ti int, now time.Time) {
+// release hands a RUNNING task back from a stopping worker (or one that
+// never received it): enqueued again whatever attempts it has left, its
+// attempt not counted, with a RESCUED event of that detail; in a run that
+// is no longer RUNNING it is cancelled.
+func (s *Store) release(r *run, ti int, now time.Time, detail string) {
 	t := &r.tasks[ti]
 	if r.rec.Status != store.RunRunning && r.shape.tasks[ti].Kind != store.KindOnFailure {
 		s.cancelTask(r, ti, now)
 		return
 	}
 	t.released++
-	r.event(now, ti, store.EventRescued, t.attempt, store.ReleasedDetail)
+	r.event(now, ti, store.EventRescued, t.attempt, detail)
 	s.enqueue(r, ti, now)
 }
 

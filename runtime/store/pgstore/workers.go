@@ -31,6 +31,21 @@ func (s *Store) Heartbeat(ctx context.Context, worker string, ttl time.Duration,
 	for _, id := range ids {
 		cancelled = append(cancelled, dag.RunID(id.Bytes))
 	}
+	lost, err := s.q.UnclaimedTasks(ctx, s.pool, dbsqlc.UnclaimedTasksParams{
+		Worker: worker, Held: uuids(runs), Now: s.clock(), TtlSeconds: ttl.Seconds(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("heartbeat of worker %s: find tasks it never received: %w", worker, err)
+	}
+	if len(lost) > 0 {
+		keys := make([]taskKey, len(lost))
+		for i, r := range lost {
+			keys[i] = taskKey{dag.RunID(r.RunID.Bytes), r.Name}
+		}
+		if _, err := s.releaseTasks(ctx, worker, keys, store.UnclaimedDetail); err != nil {
+			return nil, fmt.Errorf("heartbeat of worker %s: release tasks it never received: %w", worker, err)
+		}
+	}
 	return cancelled, nil
 }
 
@@ -44,20 +59,34 @@ func (s *Store) RetireWorker(ctx context.Context, worker string, release bool) (
 	if !release {
 		return 0, nil
 	}
+	var keys []taskKey
+	rows, err := s.q.WorkerTasks(ctx, s.pool, worker)
+	if err != nil {
+		return 0, fmt.Errorf("retire worker %s: read running tasks: %w", worker, err)
+	}
+	for _, r := range rows {
+		keys = append(keys, taskKey{dag.RunID(r.RunID.Bytes), r.Name})
+	}
+	n, err := s.releaseTasks(ctx, worker, keys, store.ReleasedDetail)
+	if err != nil {
+		return 0, fmt.Errorf("retire worker %s: release tasks: %w", worker, err)
+	}
+	return n, nil
+}
+
+// releaseTasks hands the tasks with these keys that worker runs back, in
+// one transaction: each is enqueued again whatever attempts it has left,
+// with a RESCUED event of that detail, and its max_attempts grows by one so
+// the released attempt does not count. A task of a run that is no longer
+// RUNNING is cancelled instead (but an onfailure task). It returns how many
+// it released or cancelled.
+func (s *Store) releaseTasks(ctx context.Context, worker string, keys []taskKey, detail string) (int, error) {
+	if len(keys) == 0 {
+		return 0, nil
+	}
 	n := 0
 	err := s.inTx(ctx, func(tx *txn) error {
-		rows, err := s.q.WorkerTasks(ctx, tx, worker)
-		if err != nil {
-			return fmt.Errorf("read running tasks: %w", err)
-		}
-		if len(rows) == 0 {
-			return errNothingToDo
-		}
-		b := s.newBatch(tx, len(rows))
-		keys := make([]taskKey, len(rows))
-		for i, r := range rows {
-			keys[i] = taskKey{dag.RunID(r.RunID.Bytes), r.Name}
-		}
+		b := s.newBatch(tx, len(keys))
 		if err := b.lockRunsAndLoad(ctx, keys); err != nil {
 			return err
 		}
@@ -77,7 +106,7 @@ func (s *Store) RetireWorker(ctx context.Context, worker string, release bool) (
 				b.cancel(t) // a failed or cancelled run schedules nothing new
 				continue
 			}
-			b.event(t, store.EventRescued, store.ReleasedDetail)
+			b.event(t, store.EventRescued, detail)
 			b.requeue(t, src)
 			granted.RunIds = append(granted.RunIds, uuidOf(k.run))
 			granted.Names = append(granted.Names, k.name)
@@ -95,7 +124,7 @@ func (s *Store) RetireWorker(ctx context.Context, worker string, release bool) (
 		return b.flush(ctx)
 	})
 	if err != nil && !errors.Is(err, errNothingToDo) {
-		return 0, fmt.Errorf("retire worker %s: release tasks: %w", worker, err)
+		return 0, err
 	}
 	return n, nil
 }

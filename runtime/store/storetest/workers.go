@@ -20,6 +20,7 @@ var workersTests = []struct {
 	{"RetireWorkerReleasesTasks", testRetireWorker},
 	{"ReleasedAttemptDoesNotCount", testReleasedAttemptDoesNotCount},
 	{"PruneFinishedRuns", testPruneRuns},
+	{"HeartbeatReleasesUnreceivedClaims", testHeartbeatReleasesUnreceivedClaims},
 }
 
 func (f *fixture) workers() store.Workers {
@@ -443,4 +444,47 @@ func testStartRuns(f *fixture) {
 	require.ErrorIs(t, err, store.ErrRunExists)
 	_, err = f.st.GetRun(f.ctx, fresh2.ID)
 	require.ErrorIs(t, err, store.ErrRunNotFound)
+}
+
+// testHeartbeatReleasesUnreceivedClaims claims tasks for a worker as if the
+// answer to the claim were lost: the worker never names their runs in its
+// heartbeats. Once claimed longer than the heartbeat's ttl ago, they are
+// released for another worker, and the lost attempt does not count; a task
+// claimed more recently, or of a run the worker names, is kept.
+func testHeartbeatReleasesUnreceivedClaims(f *fixture, ws store.Workers) {
+	t := f.t
+	lost := newRun("wf", "t", store.NewTask{Name: "a", Kind: store.KindStep, MaxAttempts: 1})
+	held := newRun("wf", "t", task("a"))
+	f.create(lost, held)
+	claimed := f.claim(2)
+	require.Len(t, claimed, 2)
+	late := newRun("wf", "t", task("a"))
+	f.create(late)
+
+	f.clock.advance(30 * time.Second)
+	require.Len(t, f.claim(1), 1, "late's task, claimed now")
+	_, err := ws.Heartbeat(f.ctx, "w1", time.Minute, []dag.RunID{held.ID})
+	require.NoError(t, err)
+	require.Equal(t, store.TaskRunning, f.status(lost.ID, "a"), "claimed 30 s ago: within the ttl, it may still be on its way")
+
+	f.clock.advance(45 * time.Second)
+	_, err = ws.Heartbeat(f.ctx, "w1", time.Minute, []dag.RunID{held.ID})
+	require.NoError(t, err)
+	require.Equal(t, store.TaskQueued, f.status(lost.ID, "a"), "claimed 75 s ago and never named: released")
+	require.Equal(t, store.TaskRunning, f.status(held.ID, "a"), "its run is named: kept")
+	require.Equal(t, store.TaskRunning, f.status(late.ID, "a"), "claimed 45 s ago: kept")
+	events, err := f.st.ListEvents(f.ctx, lost.ID)
+	require.NoError(t, err)
+	last := events[len(events)-1]
+	require.Equal(t, store.EventQueued, last.Type)
+	require.Equal(t, store.EventRescued, events[len(events)-2].Type)
+	require.Equal(t, store.UnclaimedDetail, events[len(events)-2].Detail)
+
+	// The lost attempt does not count: the task, allowed one attempt, runs.
+	again := f.claim(10)
+	require.Len(t, again, 1)
+	require.Equal(t, lost.ID, again[0].RunID)
+	require.Equal(t, 2, again[0].Attempt)
+	require.Equal(t, store.OutcomeCompleted, f.complete(done(again[0], "1"))[0].Outcome)
+	require.Equal(t, store.RunCompleted, f.run(lost.ID).Status)
 }

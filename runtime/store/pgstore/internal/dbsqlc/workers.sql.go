@@ -85,3 +85,53 @@ func (q *Queries) Heartbeat(ctx context.Context, db DBTX, arg HeartbeatParams) (
 	}
 	return items, nil
 }
+
+const unclaimedTasks = `-- name: UnclaimedTasks :many
+SELECT l.run_id, l.task AS name
+FROM dagen_leases l
+JOIN dagen_tasks t ON t.run_id = l.run_id AND t.name = l.task
+WHERE l.worker = $1
+  AND NOT (l.run_id = ANY($2::uuid[]))
+  AND t.status = 'RUNNING' AND t.started_event = l.id
+  AND t.started_at < coalesce($3::timestamptz, now()) - make_interval(secs => $4::float8)
+`
+
+type UnclaimedTasksParams struct {
+	Worker     string
+	Held       []pgtype.UUID
+	Now        pgtype.Timestamptz
+	TtlSeconds float64
+}
+
+type UnclaimedTasksRow struct {
+	RunID pgtype.UUID
+	Name  string
+}
+
+// The running tasks leased to a worker, claimed before now - ttl, in runs
+// the worker does not hold: the answer to their claim never reached it.
+// dagen_leases holds only running tasks; the worker's are few.
+func (q *Queries) UnclaimedTasks(ctx context.Context, db DBTX, arg UnclaimedTasksParams) ([]UnclaimedTasksRow, error) {
+	rows, err := db.Query(ctx, unclaimedTasks,
+		arg.Worker,
+		arg.Held,
+		arg.Now,
+		arg.TtlSeconds,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []UnclaimedTasksRow
+	for rows.Next() {
+		var i UnclaimedTasksRow
+		if err := rows.Scan(&i.RunID, &i.Name); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
