@@ -99,6 +99,9 @@ type analyzer struct {
 	wfOf      map[*Step]*Workflow
 	afters    map[*Step]arg // the after= argument, when given
 	skips     map[*Step]arg // the skip= argument, when given
+	// aliasTargets are the types aliased by //dag:workflow aliases,
+	// already reported.
+	aliasTargets []types.Type
 	// unresolved marks steps with an after= name that did not resolve:
 	// binding their parameters would only report the same mistake again.
 	unresolved map[*Step]bool
@@ -110,6 +113,8 @@ type found struct {
 	fn   *ast.FuncDecl // set for a directive on a func
 	spec *ast.TypeSpec // set for a directive on a type
 	args map[string]arg
+	// dupKeys holds the keys given more than once; args has their first value.
+	dupKeys map[string]bool
 }
 
 func (a *analyzer) position(p token.Pos) token.Position { return a.fset.Position(p) }
@@ -263,7 +268,8 @@ func (a *analyzer) collectFile(file *ast.File) []*found {
 				}
 				continue
 			}
-			f := &found{dir: d, args: a.checkKeys(d, keys)}
+			f := &found{dir: d}
+			f.args, f.dupKeys = a.checkKeys(d, keys)
 			switch {
 			case funcDocs[group] != nil:
 				f.fn = funcDocs[group]
@@ -327,8 +333,14 @@ func declName(f *found) string {
 
 // checkKeys reports unknown, repeated and empty keys and returns the
 // arguments that are fine, by key.
-func (a *analyzer) checkKeys(d *directive, keys []string) map[string]arg {
-	args := map[string]arg{}
+//
+// A key given more than once is reported once; the result keeps its first
+// value, and dups holds the key so that checks which would only point the
+// wrong way (a parameter "with no parent" whose parent is in the second
+// after=) can stand down.
+func (a *analyzer) checkKeys(d *directive, keys []string) (args map[string]arg, dups map[string]bool) {
+	args = map[string]arg{}
+	dups = map[string]bool{}
 	for _, ar := range d.Args {
 		if !slices.Contains(keys, ar.Key) {
 			msg := fmt.Sprintf("unknown key %s in //dag:%s", ar.Key, d.Name)
@@ -342,9 +354,11 @@ func (a *analyzer) checkKeys(d *directive, keys []string) map[string]arg {
 			a.errorf(ar.KeyPos, ar.ValuePos-1, UnknownKey, "%s", msg)
 			continue
 		}
-		if first, dup := args[ar.Key]; dup {
-			a.report(ar.KeyPos, ar.End, DuplicateKey, Error, fmt.Sprintf("key %s given twice in //dag:%s", ar.Key, d.Name),
-				Related{Pos: a.position(first.KeyPos), Message: "first " + ar.Key + "=" + first.Value})
+		if _, dup := args[ar.Key]; dup {
+			if !dups[ar.Key] {
+				a.duplicateKey(d, ar.Key)
+			}
+			dups[ar.Key] = true
 			continue
 		}
 		if ar.Value == "" {
@@ -353,7 +367,45 @@ func (a *analyzer) checkKeys(d *directive, keys []string) map[string]arg {
 		}
 		args[ar.Key] = ar
 	}
-	return args
+	return args, dups
+}
+
+// duplicateKey reports every use of key in d in one diagnostic, at the
+// second, with the others as related positions.
+func (a *analyzer) duplicateKey(d *directive, key string) {
+	var uses []arg
+	for _, ar := range d.Args {
+		if ar.Key == key {
+			uses = append(uses, ar)
+		}
+	}
+	values := make([]string, len(uses))
+	for i, u := range uses {
+		values[i] = u.Value
+	}
+	msg := fmt.Sprintf("key %s given %s in //dag:%s: give it once", key, times(len(uses)), d.Name)
+	if isListKey(key) {
+		msg = fmt.Sprintf("key %s given %s in //dag:%s: give one list, as in %s=%s", key, times(len(uses)), d.Name, key, strings.Join(values, ","))
+	}
+	var related []Related
+	for i, u := range uses {
+		if i == 1 {
+			continue
+		}
+		what := "first"
+		if i > 0 {
+			what = "also"
+		}
+		related = append(related, Related{Pos: a.position(u.KeyPos), Message: what + " " + key + "=" + u.Value})
+	}
+	a.report(uses[1].KeyPos, uses[1].End, DuplicateKey, Error, msg, related...)
+}
+
+func times(n int) string {
+	if n == 2 {
+		return "twice"
+	}
+	return strconv.Itoa(n) + " times"
 }
 
 // checkPlacement reports a directive that is not on a declaration it can
@@ -370,6 +422,10 @@ func (a *analyzer) checkPlacement(f *found, other string) bool {
 		}
 		if f.spec.Name.Name == "_" {
 			a.errorf(d.Pos, d.NameEnd, BadName, "//dag:workflow on a blank type: generated code cannot refer to _; give the type a name")
+			return false
+		}
+		if f.spec.Assign.IsValid() {
+			a.aliasWorkflow(f.spec)
 			return false
 		}
 		return true
@@ -405,6 +461,27 @@ func (a *analyzer) checkPlacement(f *found, other string) bool {
 	}
 	a.errorf(d.Pos, d.NameEnd, MisplacedDirective, "//dag:%s must be directly above %s, but it is %s", d.Name, want, on)
 	return false
+}
+
+// aliasWorkflow reports //dag:workflow on a type alias. An alias is no
+// type of its own: steps taking the aliased type would silently belong to
+// it, and the workflow's name would be the alias's while every message and
+// signature spoke of the other type. Steps taking the aliased type are
+// then not blamed again for it (aliasTargets).
+func (a *analyzer) aliasWorkflow(spec *ast.TypeSpec) {
+	name := spec.Name.Name
+	obj, _ := a.pkg.TypesInfo.Defs[spec.Name].(*types.TypeName)
+	if obj == nil {
+		return
+	}
+	target := types.Unalias(obj.Type())
+	a.aliasTargets = append(a.aliasTargets, target)
+	what := a.typeString(target)
+	fix := fmt.Sprintf("make %s a defined type: type %s %s", name, name, what)
+	if n, ok := target.(*types.Named); ok && n.Obj().Pkg() == a.pkg.Types && n.TypeArgs().Len() == 0 {
+		fix = fmt.Sprintf("put the directive on type %s, or make %s a defined type: type %s %s", what, name, name, what)
+	}
+	a.errorf(spec.Name.Pos(), spec.Type.End(), AliasWorkflow, "//dag:workflow on type alias %s, an alias of %s: a workflow input must be a type of its own; %s", name, what, fix)
 }
 
 // storedName returns the name= value, or def, and checks it.
@@ -508,6 +585,11 @@ func (a *analyzer) signatureWorkflow(f *found, fn *types.Func, sig *types.Signat
 	if w := a.workflowFor(in.Type()); w != nil {
 		return w, ok
 	}
+	for _, t := range a.aliasTargets {
+		if types.Identical(t, in.Type()) {
+			return nil, false // the alias's error says what to do
+		}
+	}
 	msg := fmt.Sprintf("second parameter of %s has type %s, which is not a //dag:workflow type of this package", name, a.typeString(in.Type()))
 	if p, ok := in.Type().(*types.Pointer); ok && a.workflowFor(p.Elem()) != nil {
 		msg += fmt.Sprintf(": take %s, not a pointer", a.typeString(p.Elem()))
@@ -541,6 +623,11 @@ func (a *analyzer) addStep(f *found) {
 	}
 	if ar, ok := f.args["skip"]; ok {
 		a.skips[s] = ar
+	}
+	if f.dupKeys["after"] {
+		// Its parents are unknown: binding its parameters would only
+		// blame parents missing from the first after= that are in another.
+		a.unresolved[s] = true
 	}
 	a.readPolicy(f, s)
 	w, shaped := a.signatureWorkflow(f, fn, sig)
@@ -939,7 +1026,29 @@ func (a *analyzer) bindParams(w *Workflow, s *Step) {
 		if len(values) > 0 {
 			msg += " (" + a.describeValues(values) + ")"
 		}
-		msg += fmt.Sprintf(": parameter %s has no parent; add its step to after=", paramName(p, 2+len(values)))
+		var silent []*Edge
+		for _, e := range s.Parents {
+			if e.Parent.Output == nil {
+				silent = append(silent, e)
+			}
+		}
+		if len(silent) == 0 {
+			msg += fmt.Sprintf(": parameter %s has no parent; add its step to after=", paramName(p, 2+len(values)))
+		} else {
+			// The parameter was most likely meant for a parent that is in
+			// after= but gives nothing to bind: say so, rather than ask
+			// for a parent that is already there.
+			msg += ": " + a.describeSilent(silent) + fmt.Sprintf("; drop parameter %s", paramName(p, 2+len(values)))
+			var steps []string
+			for _, e := range silent {
+				if e.Parent.Kind == KindStep {
+					steps = append(steps, e.Parent.Func)
+				}
+			}
+			if len(steps) > 0 {
+				msg += fmt.Sprintf(", or make %s return (T, error)", strings.Join(steps, " or "))
+			}
+		}
 		a.errorf(p.Pos(), token.NoPos, ParamCount, "%s", msg)
 	case extra < len(values):
 		for _, e := range values[extra:] {
@@ -963,6 +1072,25 @@ func (a *analyzer) describeValues(values []*Edge) string {
 		parts[i] = e.Parent.Func + " " + a.typeString(e.Parent.Output)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// describeSilent says why parents that produce no value bind no
+// parameter: "Wait is a sleep and Audit returns only error, so they give
+// no value and bind nothing".
+func (a *analyzer) describeSilent(edges []*Edge) string {
+	parts := make([]string, len(edges))
+	for i, e := range edges {
+		if e.Parent.Kind == KindSleep {
+			parts[i] = e.Parent.Func + " is a sleep"
+		} else {
+			parts[i] = e.Parent.Func + " returns only error"
+		}
+	}
+	they := "it gives no value and binds nothing"
+	if len(edges) > 1 {
+		they = "they give no value and bind nothing"
+	}
+	return strings.Join(parts, " and ") + ", so " + they
 }
 
 func funcsOf(edges []*Edge) []string {
@@ -1130,8 +1258,8 @@ func (a *analyzer) checkPredicate(w *Workflow, s *Step, p *Predicate, it item) b
 			p.Args = append(p.Args, matches[0].arg)
 		case 0:
 			ok = false
-			if !s.valid {
-				continue // the step's own signature error makes its parents unknown
+			if !s.valid || a.unresolved[s] {
+				continue // the step's own error makes its parents unknown
 			}
 			var can []string
 			for _, src := range sources {

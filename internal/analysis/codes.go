@@ -25,6 +25,12 @@ const (
 	//	//dag:step retry=three
 	MalformedDirective
 
+	// SpacedList is a list value with spaces after or before its commas,
+	// which would otherwise read as more arguments.
+	//
+	//	//dag:step after=Validate, Quote
+	SpacedList
+
 	// UnknownDirective is //dag:NAME with a NAME dagen does not know.
 	//
 	//	//dag:stpe
@@ -52,6 +58,13 @@ const (
 	//	//dag:workflow
 	//	func Order() {}
 	MisplacedDirective
+
+	// AliasWorkflow is //dag:workflow on a type alias, which is no type of
+	// its own.
+	//
+	//	//dag:workflow
+	//	type Purchase = Order
+	AliasWorkflow
 
 	// MethodStep is a step, sleep or onfailure directive on a method.
 	//
@@ -245,11 +258,13 @@ const (
 var codeNames = [...]string{
 	LoadError:               "LoadError",
 	MalformedDirective:      "MalformedDirective",
+	SpacedList:              "SpacedList",
 	UnknownDirective:        "UnknownDirective",
 	UnknownKey:              "UnknownKey",
 	DuplicateKey:            "DuplicateKey",
 	EmptyValue:              "EmptyValue",
 	MisplacedDirective:      "MisplacedDirective",
+	AliasWorkflow:           "AliasWorkflow",
 	MethodStep:              "MethodStep",
 	GenericDecl:             "GenericDecl",
 	DuplicateDirective:      "DuplicateDirective",

@@ -75,10 +75,21 @@ func (a arg) items() []item {
 	}
 	for i := 0; i <= len(a.Value); i++ {
 		if i == len(a.Value) || a.Value[i] == ',' {
+			from, to := start, i
+			if !a.Quoted {
+				// Spaces can only be there after a SpacedList error,
+				// which has said all there is to say about them.
+				for from < to && isSpace(a.Value[from]) {
+					from++
+				}
+				for to > from && isSpace(a.Value[to-1]) {
+					to--
+				}
+			}
 			out = append(out, item{
-				Text: a.Value[start:i],
-				Pos:  offset + token.Pos(start),
-				End:  offset + token.Pos(i),
+				Text: a.Value[from:to],
+				Pos:  offset + token.Pos(from),
+				End:  offset + token.Pos(to),
 			})
 			start = i + 1
 		}
@@ -170,6 +181,15 @@ func parseDirective(c *ast.Comment) (*directive, []syntaxError) {
 			for i < len(text) && !isSpace(text[i]) {
 				i++
 			}
+			if isListKey(key) {
+				if end, gap := spacedList(text, vstart, i); end > i {
+					// One mistake, one error: the words after the spaces
+					// are the rest of the list, not arguments of their own.
+					fixed := strings.Join(strings.Fields(text[vstart:end]), "")
+					bad(gap, end, SpacedList, "spaces in the list "+key+"=: lists are comma-separated without spaces; write "+key+"="+fixed)
+					i = end
+				}
+			}
 			a.Value = text[vstart:i]
 			if strings.ContainsAny(a.Value, "\"`") {
 				bad(vstart, i, MalformedDirective, "value of "+key+" has a quote inside it: quote the whole value, as in "+key+"=\"…\"")
@@ -180,6 +200,41 @@ func parseDirective(c *ast.Comment) (*directive, []syntaxError) {
 		d.Args = append(d.Args, a)
 	}
 	return d, errs
+}
+
+// isListKey reports whether a key takes a comma-separated list.
+func isListKey(key string) bool { return key == "after" || key == "skip" }
+
+// spacedList looks past the unquoted list value text[start:end] for
+// words that continue it across spaces, as in "after=A, B" or "after=A ,B":
+// a word is taken when the value so far ends with a comma or the word
+// starts with one, and it is not an argument of its own (no = or quote).
+// It returns the end of the last word taken, or end when there is none,
+// and the index of the first space.
+func spacedList(text string, start, end int) (newEnd, gap int) {
+	newEnd, gap = end, -1
+	for {
+		j := newEnd
+		for j < len(text) && isSpace(text[j]) {
+			j++
+		}
+		if j == newEnd || j >= len(text) {
+			return newEnd, gap
+		}
+		k := j
+		for k < len(text) && !isSpace(text[k]) {
+			k++
+		}
+		word := text[j:k]
+		if strings.ContainsAny(word, "=\"`") ||
+			!strings.HasSuffix(text[start:newEnd], ",") && !strings.HasPrefix(word, ",") {
+			return newEnd, gap
+		}
+		if gap < 0 {
+			gap = newEnd
+		}
+		newEnd = k
+	}
 }
 
 // skipWord returns the index just past the word starting at i, treating Go

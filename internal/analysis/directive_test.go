@@ -40,6 +40,10 @@ func TestParseDirectiveColumns(t *testing.T) {
 	if len(items) != 2 || items[1].Text != "B" || text[items[1].Pos-10:items[1].End-10] != "B" {
 		t.Errorf("items %+v", items)
 	}
+	spaced, _ := parseDirective(comment(`//dag:step after=A , B`))
+	if it := spaced.Args[0].items(); len(it) != 2 || it[0].Text != "A" || it[1].Text != "B" || int(it[1].Pos-10) != len(`//dag:step after=A , `) {
+		t.Errorf("spaced items %+v", it)
+	}
 	if q := d.Args[1].items(); text[q[0].Pos-10:q[0].End-10] != "charge it" {
 		t.Errorf("quoted item at %q", text[q[0].Pos-10:q[0].End-10])
 	}
@@ -56,6 +60,11 @@ func TestParseDirectiveErrors(t *testing.T) {
 		{`//dag:step name="a"b c=1`, []string{"b"}},
 		{`//dag:step name=a"b`, []string{`a"b`}},
 		{`//dag:step   `, nil},
+		{`//dag:step after=A, B`, []string{" B"}},
+		{`//dag:step after=A ,B, C retry=1`, []string{" ,B, C"}},
+		{`//dag:step skip=p,	q`, []string{"\tq"}},
+		{`//dag:step after=A, retry=1`, nil}, // a trailing comma, then a key: EmptyValue later
+		{`//dag:step name=A, B`, []string{"B"}},
 	} {
 		_, errs := parseDirective(comment(tc.text))
 		if len(errs) != len(tc.want) {
