@@ -648,21 +648,29 @@ func (a *analyzer) readPolicy(f *found, s *Step) {
 		}
 		s.MaxRetries = n
 	}
-	dur := func(key string, dst *time.Duration) {
+	// Zero is what an omitted key means, and what zero means differs by
+	// key (the engine's default, no delay, no cap): a written 0 reads as
+	// "no timeout" as easily as "the default", so it is refused, with what
+	// leaving the key out does.
+	dur := func(key, omitted string, dst *time.Duration) {
 		ar, ok := f.args[key]
 		if !ok {
 			return
 		}
 		d, err := time.ParseDuration(ar.Value)
-		if err != nil || d < 0 {
+		if err != nil {
 			a.errorf(ar.ValuePos, ar.End, MalformedDirective, "%s=%s: want a duration such as %s=1s", key, ar.Value, key)
+			return
+		}
+		if d <= 0 {
+			a.errorf(ar.ValuePos, ar.End, NonPositiveDuration, "%s=%s: a duration must be positive; omit %s for %s", key, ar.Value, key, omitted)
 			return
 		}
 		*dst = d
 	}
-	dur("backoff", &s.Backoff)
-	dur("maxbackoff", &s.MaxBackoff)
-	dur("timeout", &s.Timeout)
+	dur("backoff", "retries without delay", &s.Backoff)
+	dur("maxbackoff", "no cap on the delay", &s.MaxBackoff)
+	dur("timeout", "the engine's default", &s.Timeout)
 	if s.MaxBackoff > 0 && s.MaxBackoff < s.Backoff {
 		ar := f.args["maxbackoff"]
 		a.errorf(ar.ValuePos, ar.End, MalformedDirective, "maxbackoff=%s is less than backoff=%s", s.MaxBackoff, s.Backoff)

@@ -31,6 +31,14 @@ const (
 	//	//dag:step after=Validate, Quote
 	SpacedList
 
+	// NonPositiveDuration is a duration key (timeout=, backoff=,
+	// maxbackoff=) given zero or less. Zero is what leaving the key out
+	// means, so writing it only leaves readers guessing.
+	//
+	//	//dag:step timeout=0
+	//	//dag:step backoff=-1s
+	NonPositiveDuration
+
 	// UnknownDirective is //dag:NAME with a NAME dagen does not know.
 	//
 	//	//dag:stpe
@@ -259,6 +267,7 @@ var codeNames = [...]string{
 	LoadError:               "LoadError",
 	MalformedDirective:      "MalformedDirective",
 	SpacedList:              "SpacedList",
+	NonPositiveDuration:     "NonPositiveDuration",
 	UnknownDirective:        "UnknownDirective",
 	UnknownKey:              "UnknownKey",
 	DuplicateKey:            "DuplicateKey",
