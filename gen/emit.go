@@ -364,7 +364,7 @@ func (g *emitter) definition(w *analysis.Workflow) {
 	}
 	body = append(body, jen.Return(jen.Id(def)))
 	g.f.Commentf("%sDefinition returns the engine definition of workflow %q.", n, w.Name)
-	g.f.Commentf("New%sWorkflow registers it and returns a typed handle.", n)
+	g.f.Commentf("%s registers it and returns a typed handle.", analysis.NewFuncName(w))
 	g.f.Func().Id(n+"Definition").Params().Op("*").Qual(enginePath, "Definition").Block(body...)
 }
 
@@ -588,9 +588,9 @@ func (g *emitter) handle(w *analysis.Workflow) {
 	g.f.Type().Id(wfType).Struct(jen.Id("engine").Op("*").Qual(enginePath, "Engine"))
 	g.f.Line()
 
-	g.f.Commentf("New%s registers workflow %q with %s and returns its typed handle.", wfType, w.Name, e)
+	g.f.Commentf("%s registers workflow %q with %s and returns its typed handle.", analysis.NewFuncName(w), w.Name, e)
 	g.f.Commentf("Registering the same workflow twice on one engine is an error.")
-	g.f.Func().Id("New"+wfType).Params(jen.Id(e).Op("*").Qual(enginePath, "Engine")).Params(jen.Op("*").Id(wfType), jen.Error()).Block(
+	g.f.Func().Id(analysis.NewFuncName(w)).Params(jen.Id(e).Op("*").Qual(enginePath, "Engine")).Params(jen.Op("*").Id(wfType), jen.Error()).Block(
 		jen.If(jen.Id(err).Op(":=").Id(e).Dot("Register").Call(jen.Id(n+"Definition").Call()), jen.Id(err).Op("!=").Nil()).Block(
 			jen.Return(jen.Nil(), jen.Qual("fmt", "Errorf").Call(jen.Lit(fmt.Sprintf("register workflow %s: %%w", w.Name)), jen.Id(err))),
 		),

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"golang.org/x/tools/go/packages"
 )
@@ -1297,25 +1299,50 @@ func (a *analyzer) checkPredicate(w *Workflow, s *Step, p *Predicate, it item) b
 	return ok
 }
 
-// GoName returns the exported name generated identifiers of a workflow are
-// built from: the input type's name with its first letter upper-cased.
-func GoName(w *Workflow) string { return exported(w.TypeName) }
+// GoName returns the name generated identifiers of a workflow are built
+// from: the input type's name, with its first letter upper-cased when the
+// type is exported ("Order" → OrderWorkflow), as it is (lower-case) when
+// it is not ("order" → orderWorkflow).
+//
+// An unexported input type says the workflow is the package's own
+// business. Exported API around it would be API that other packages can
+// see but hardly use (they cannot name the input they must pass to Run),
+// which linters flag and reviewers question; a warning would leave
+// exporting the type as the only way out. So the API follows the input's
+// visibility, the way Go ties visibility to the name: see [NewFuncName].
+func GoName(w *Workflow) string {
+	if !token.IsExported(w.TypeName) {
+		return w.TypeName
+	}
+	return exported(w.TypeName)
+}
+
+// NewFuncName returns the name of the generated func that registers a
+// workflow and returns its handle: NewOrderWorkflow, or newOrderWorkflow
+// for an unexported input type order.
+func NewFuncName(w *Workflow) string {
+	if !token.IsExported(w.TypeName) {
+		return "new" + exported(w.TypeName) + "Workflow"
+	}
+	return "New" + GoName(w) + "Workflow"
+}
 
 // ResultField returns the name of a step's field in the generated result
 // struct.
 func ResultField(s *Step) string { return exported(s.Func) }
 
 func exported(name string) string {
-	if name == "" {
+	r, size := utf8.DecodeRuneInString(name)
+	if size == 0 {
 		return name
 	}
-	return strings.ToUpper(name[:1]) + name[1:]
+	return string(unicode.ToUpper(r)) + name[size:]
 }
 
 // GeneratedNames returns the package-level names generated for a workflow.
 func GeneratedNames(w *Workflow) []string {
 	n := GoName(w)
-	return []string{n + "Fingerprint", n + "Definition", n + "Workflow", "New" + n + "Workflow", n + "Run", n + "Result"}
+	return []string{n + "Fingerprint", n + "Definition", n + "Workflow", NewFuncName(w), n + "Run", n + "Result"}
 }
 
 // checkNames reports generated names that the package already declares

@@ -20,8 +20,18 @@ func validate(ctx context.Context, o Order) (Validation, error) { return Validat
 // OrderResult is a name dagen wants.
 type OrderResult struct{}
 
+// order is no clash: its API is unexported (orderWorkflow, …).
+//
 //dag:workflow
 type order struct{}
 
 //dag:step
 func Lower(ctx context.Context, o order) error { return nil }
+
+// NewOrder's handle type NewOrderWorkflow is Order's constructor.
+//
+//dag:workflow
+type NewOrder struct{}
+
+//dag:step
+func Create(ctx context.Context, o NewOrder) error { return nil }

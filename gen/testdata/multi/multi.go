@@ -61,7 +61,8 @@ func Log(ctx context.Context, p Ping, addr netip.Addr) error { return nil }
 //dag:onfailure
 func Report(ctx context.Context, p Ping, f dag.Failure) error { return nil }
 
-// refund is the second workflow's input; its type is unexported.
+// refund is the second workflow's input; its type is unexported, and so
+// is its generated API: newRefundWorkflow, refundResult, …
 //
 //dag:workflow
 type refund struct {

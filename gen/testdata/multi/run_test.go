@@ -18,7 +18,7 @@ func TestMulti(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref, err := NewRefundWorkflow(h.Engine)
+	ref, err := newRefundWorkflow(h.Engine)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -194,11 +194,11 @@ type PingResult struct {
 	Measure time.Duration
 }
 
-// RefundFingerprint identifies workflow "refund" as generated (its steps, edges and types):
-// RefundDefinition().Fingerprint() returns it, and runs record it.
-const RefundFingerprint = "256b8921d15e3f0c"
+// refundFingerprint identifies workflow "refund" as generated (its steps, edges and types):
+// refundDefinition().Fingerprint() returns it, and runs record it.
+const refundFingerprint = "256b8921d15e3f0c"
 
-// The signatures of the funcs of workflow "refund" as generated. RefundDefinition
+// The signatures of the funcs of workflow "refund" as generated. refundDefinition
 // assigns each func to a variable of its type, so a func changed since then
 // fails the build there, with an error that names the type: run go generate.
 type (
@@ -207,9 +207,9 @@ type (
 	_dagenSignature_pay_changed_run_go_generate   func(context.Context, refund, []string) (map[string]int, error)
 )
 
-// RefundDefinition returns the engine definition of workflow "refund".
-// NewRefundWorkflow registers it and returns a typed handle.
-func RefundDefinition() *enginepkg.Definition {
+// refundDefinition returns the engine definition of workflow "refund".
+// newRefundWorkflow registers it and returns a typed handle.
+func refundDefinition() *enginepkg.Definition {
 	// Compile-time guards: each func with the signature it was generated for.
 	// If one of these lines does not compile, the func changed: run go generate.
 	var (
@@ -282,36 +282,36 @@ func RefundDefinition() *enginepkg.Definition {
 	return def
 }
 
-// RefundWorkflow runs workflow "refund" on an engine with typed inputs and outputs.
-type RefundWorkflow struct {
+// refundWorkflow runs workflow "refund" on an engine with typed inputs and outputs.
+type refundWorkflow struct {
 	engine *enginepkg.Engine
 }
 
-// NewRefundWorkflow registers workflow "refund" with e and returns its typed handle.
+// newRefundWorkflow registers workflow "refund" with e and returns its typed handle.
 // Registering the same workflow twice on one engine is an error.
-func NewRefundWorkflow(e *enginepkg.Engine) (*RefundWorkflow, error) {
-	if err1 := e.Register(RefundDefinition()); err1 != nil {
+func newRefundWorkflow(e *enginepkg.Engine) (*refundWorkflow, error) {
+	if err1 := e.Register(refundDefinition()); err1 != nil {
 		return nil, fmt.Errorf("register workflow refund: %w", err1)
 	}
-	return &RefundWorkflow{engine: e}, nil
+	return &refundWorkflow{engine: e}, nil
 }
 
 // Run starts a run of "refund" for tenant and waits until it finishes.
-func (w *RefundWorkflow) Run(ctx context.Context, tenant string, input1 refund) (RefundResult, error) {
+func (w *refundWorkflow) Run(ctx context.Context, tenant string, input1 refund) (refundResult, error) {
 	run, err1 := w.Start(ctx, tenant, input1)
 	if err1 != nil {
-		return RefundResult{}, err1
+		return refundResult{}, err1
 	}
 	return run.Wait(ctx)
 }
 
 // Start starts a run of "refund" for tenant and returns at once.
-func (w *RefundWorkflow) Start(ctx context.Context, tenant string, input1 refund) (*RefundRun, error) {
+func (w *refundWorkflow) Start(ctx context.Context, tenant string, input1 refund) (*refundRun, error) {
 	id, err1 := w.engine.Trigger(ctx, "refund", tenant, input1)
 	if err1 != nil {
 		return nil, err1
 	}
-	return &RefundRun{
+	return &refundRun{
 		engine: w.engine,
 		id:     id,
 	}, nil
@@ -321,44 +321,44 @@ func (w *RefundWorkflow) Start(ctx context.Context, tenant string, input1 refund
 // returns, so a run whose id was kept can be waited on. Get does not check that
 // the run exists: Wait reports an unknown id with an error that wraps
 // store.ErrRunNotFound.
-func (w *RefundWorkflow) Get(id dag.RunID) *RefundRun {
-	return &RefundRun{
+func (w *refundWorkflow) Get(id dag.RunID) *refundRun {
+	return &refundRun{
 		engine: w.engine,
 		id:     id,
 	}
 }
 
-// RefundRun is one run of workflow "refund".
-type RefundRun struct {
+// refundRun is one run of workflow "refund".
+type refundRun struct {
 	engine *enginepkg.Engine
 	id     dag.RunID
 }
 
 // ID returns the run's id.
-func (r *RefundRun) ID() dag.RunID {
+func (r *refundRun) ID() dag.RunID {
 	return r.id
 }
 
 // Wait blocks until the run finishes and returns the outputs of its steps.
 // When the run failed or was cancelled, the error is the engine's *engine.RunError.
-func (r *RefundRun) Wait(ctx context.Context) (RefundResult, error) {
+func (r *refundRun) Wait(ctx context.Context) (refundResult, error) {
 	res, err1 := r.engine.Wait(ctx, r.id)
 	if err1 != nil {
-		return RefundResult{}, err1
+		return refundResult{}, err1
 	}
-	var out RefundResult
+	var out refundResult
 	if out.Audit, err1 = enginepkg.Output[[]string](res, "audit"); err1 != nil {
-		return RefundResult{}, err1
+		return refundResult{}, err1
 	}
 	if out.Pay, err1 = enginepkg.Output[map[string]int](res, "pay"); err1 != nil {
-		return RefundResult{}, err1
+		return refundResult{}, err1
 	}
 	return out, nil
 }
 
-// RefundResult holds the outputs of a finished run of workflow "refund": one field
+// refundResult holds the outputs of a finished run of workflow "refund": one field
 // per step that returns a value, a dag.Maybe when the step can be skipped.
-type RefundResult struct {
+type refundResult struct {
 	Audit []string
 	Pay   map[string]int
 }
