@@ -223,6 +223,18 @@ const (
 	//	func Open(ctx context.Context, o Order) (chan int, error)
 	Unencodable
 
+	// LostField (a warning) is a field of a workflow input or step output
+	// that encoding/json skips, unexported or tagged json:"-", so it
+	// arrives zeroed in the steps that read the value. Types with
+	// MarshalJSON, UnmarshalJSON, MarshalText or UnmarshalText methods are
+	// trusted. Each type is reported once.
+	//
+	//	type Receipt struct {
+	//		ID   string
+	//		note string // zeroed in every step after the one returning it
+	//	}
+	LostField
+
 	// UndefinedPredicate is a skip= name that is not a package-level func.
 	//
 	//	//dag:step after=Validate skip=invlid
@@ -297,6 +309,7 @@ var codeNames = [...]string{
 	BadOnFailure:            "BadOnFailure",
 	DuplicateOnFailure:      "DuplicateOnFailure",
 	Unencodable:             "Unencodable",
+	LostField:               "LostField",
 	UndefinedPredicate:      "UndefinedPredicate",
 	BadPredicate:            "BadPredicate",
 	BadPredicateParam:       "BadPredicateParam",

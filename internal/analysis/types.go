@@ -143,3 +143,91 @@ func validMapKey(t types.Type) bool {
 	b, ok := t.Underlying().(*types.Basic)
 	return ok && b.Info()&(types.IsString|types.IsInteger) != 0
 }
+
+// lostField is a struct field that encoding/json leaves out, so a value
+// stored and read back has it zeroed.
+type lostField struct {
+	Owner  types.Type // the struct type holding the field, usually named
+	Field  *types.Var
+	Tagged bool // skipped for json:"-" rather than for being unexported
+}
+
+// lostFields returns the fields of t, and of the types it holds (struct
+// fields, pointers, slices, arrays, map values), that encoding/json skips:
+// unexported fields and fields tagged json:"-". Types with their own JSON
+// or text methods are trusted, and not looked into. Each type is looked at
+// once, across calls: checked holds the types already seen, so a type used
+// twice is reported once and recursive types end.
+func lostFields(t types.Type, checked map[types.Type]bool) []lostField {
+	var out []lostField
+	var walk func(t types.Type, owner types.Type)
+	walk = func(t types.Type, owner types.Type) {
+		t = types.Unalias(t)
+		switch u := t.(type) {
+		case *types.Named:
+			if checked[u] {
+				return
+			}
+			checked[u] = true
+			if roundTrips(u) {
+				return
+			}
+			walk(u.Underlying(), u)
+		case *types.Pointer:
+			walk(u.Elem(), nil)
+		case *types.Slice:
+			walk(u.Elem(), nil)
+		case *types.Array:
+			walk(u.Elem(), nil)
+		case *types.Map:
+			walk(u.Elem(), nil)
+		case *types.Struct:
+			if owner == nil {
+				if checked[u] {
+					return
+				}
+				checked[u] = true
+				owner = u
+			}
+			for i := range u.NumFields() {
+				f := u.Field(i)
+				tag := reflect.StructTag(u.Tag(i)).Get("json")
+				switch {
+				case tag == "-":
+					out = append(out, lostField{Owner: owner, Field: f, Tagged: true})
+				case f.Embedded() && !f.Exported():
+					// encoding/json promotes the exported fields of an
+					// embedded struct, exported or not; anything else
+					// embedded and unexported is skipped.
+					et := f.Type()
+					if p, ok := types.Unalias(et).(*types.Pointer); ok {
+						et = p.Elem()
+					}
+					if _, isStruct := et.Underlying().(*types.Struct); isStruct {
+						walk(f.Type(), nil)
+					} else {
+						out = append(out, lostField{Owner: owner, Field: f})
+					}
+				case !f.Exported():
+					out = append(out, lostField{Owner: owner, Field: f})
+				default:
+					walk(f.Type(), nil)
+				}
+			}
+		}
+	}
+	walk(t, nil)
+	return out
+}
+
+// roundTrips reports whether a named type says itself how it is encoded:
+// it implements json.Marshaler or json.Unmarshaler, or
+// encoding.TextMarshaler or TextUnmarshaler (on the value or the pointer).
+func roundTrips(n *types.Named) bool {
+	for _, m := range []string{"MarshalJSON", "UnmarshalJSON", "MarshalText", "UnmarshalText"} {
+		if hasMethod(n, m) {
+			return true
+		}
+	}
+	return false
+}
