@@ -346,7 +346,7 @@ func typeID(t types.Type) string {
 
 func (g *emitter) definition(w *analysis.Workflow) {
 	n := analysis.GoName(w)
-	def := g.name("def")
+	def, fns, funcsType := g.name("def"), g.name("fns"), g.name("_dagen"+n+"Funcs")
 	var fields fieldList
 	fields.add("Name", jen.Lit(w.Name))
 	fields.add("InputType", jen.Lit(typeID(w.Input)))
@@ -354,18 +354,49 @@ func (g *emitter) definition(w *analysis.Workflow) {
 	if w.OnFailure != "" {
 		fields.add("OnFailure", g.onFailure(w))
 	}
-	// One statement per step rather than one literal holding them all:
-	// go/printer measures nested literals again at every level, which is
-	// slow for workflows with thousands of steps.
+	stepFuncs := make([]string, len(w.Steps))
+	for i, s := range w.Steps {
+		stepFuncs[i] = g.name("_dagen" + n + "_" + s.Func)
+	}
+
+	g.f.Commentf("%s holds the funcs of workflow %q with the signatures they", funcsType, w.Name)
+	g.f.Commentf("were generated for. %sDefinition fills it from its guards; the step", n)
+	g.f.Comment("funcs below call the funcs through it.")
+	g.f.Type().Id(funcsType).StructFunc(func(grp *jen.Group) {
+		for _, fn := range userFuncs(w) {
+			grp.Id(g.fnVar(fn.name)).Id(signatureType(fn.name))
+		}
+	})
+	g.f.Line()
+
+	// The definition assigns the guards and calls one small func per step
+	// rather than holding every step's closures itself: the compiler's
+	// cost of a function grows faster than its size, and a definition of
+	// thousands of closures took minutes to build. One statement per step
+	// rather than one literal holding them all, because go/printer
+	// measures nested literals again at every level.
 	body := g.guards(w)
+	var funcs fieldList
+	for _, fn := range userFuncs(w) {
+		funcs.add(g.fnVar(fn.name), jen.Id(g.fnVar(fn.name)))
+	}
+	body = append(body, jen.Id(fns).Op(":=").Op("&").Id(funcsType).Add(funcs.values()))
 	body = append(body, jen.Id(def).Op(":=").Op("&").Qual(enginePath, "Definition").Add(fields.values()))
-	for _, s := range w.Steps {
-		body = append(body, jen.Id(def).Dot("Steps").Op("=").Append(jen.Id(def).Dot("Steps"), jen.Qual(enginePath, "Step").Add(g.step(w, s))))
+	for i := range w.Steps {
+		body = append(body, jen.Id(def).Dot("Steps").Op("=").Append(jen.Id(def).Dot("Steps"), jen.Id(stepFuncs[i]).Call(jen.Id(fns))))
 	}
 	body = append(body, jen.Return(jen.Id(def)))
 	g.f.Commentf("%sDefinition returns the engine definition of workflow %q.", n, w.Name)
 	g.f.Commentf("New%sWorkflow registers it and returns a typed handle.", n)
 	g.f.Func().Id(n+"Definition").Params().Op("*").Qual(enginePath, "Definition").Block(body...)
+
+	for i, s := range w.Steps {
+		g.f.Line()
+		g.f.Commentf("%s returns step %q of workflow %q.", stepFuncs[i], s.Name, w.Name)
+		g.f.Func().Id(stepFuncs[i]).Params(jen.Id(fns).Op("*").Id(funcsType)).Qual(enginePath, "Step").Block(
+			jen.Return(jen.Qual(enginePath, "Step").Add(g.step(w, s))),
+		)
+	}
 }
 
 // fieldList is a composite literal's fields, kept in the order they are
@@ -479,7 +510,7 @@ func (g *emitter) callArgs(w *analysis.Workflow, s *analysis.Step, zero ...jen.C
 
 func (g *emitter) runAdapter(w *analysis.Workflow, s *analysis.Step) jen.Code {
 	body, args := g.callArgs(w, s, jen.Nil())
-	call := jen.Id(g.fnVar(s.Func)).Call(args...)
+	call := g.callee(s.Func).Call(args...)
 	if s.Output == nil {
 		body = append(body, jen.Return(jen.Nil(), call))
 	} else {
@@ -502,7 +533,7 @@ func (g *emitter) sleepAdapter(w *analysis.Workflow, s *analysis.Step) jen.Code 
 		field = "At"
 	}
 	body = append(body,
-		jen.List(jen.Id(wake), jen.Id(g.name("err"))).Op(":=").Id(g.fnVar(s.Func)).Call(args...),
+		jen.List(jen.Id(wake), jen.Id(g.name("err"))).Op(":=").Add(g.callee(s.Func)).Call(args...),
 		g.checkErr(zero),
 		jen.Return(jen.Qual(enginePath, "Wake").Values(jen.Dict{jen.Id(field): jen.Id(wake)}), jen.Nil()),
 	)
@@ -531,7 +562,7 @@ func (g *emitter) predicate(w *analysis.Workflow, s *analysis.Step, p *analysis.
 	for _, i := range dedupe(parents) {
 		body = append(body, g.decodeParent(s, i, jen.False())...)
 	}
-	call := jen.Id(g.fnVar(p.Func)).Call(args...)
+	call := g.callee(p.Func).Call(args...)
 	if p.ReturnsErr {
 		body = append(body, jen.Return(call))
 	} else {
@@ -572,7 +603,7 @@ func (g *emitter) onFailure(w *analysis.Workflow) jen.Code {
 			jen.Var().Id(zero).Add(g.typ(w.Input)),
 			jen.List(jen.Id(input), jen.Id(failure).Dot("InputError")).Op("=").List(jen.Id(zero), jen.Id(err).Dot("Error").Call()),
 		),
-		jen.Return(jen.Id(g.fnVar(w.OnFailure)).Call(jen.Id(g.name("ctx")), jen.Id(input), jen.Id(failure))),
+		jen.Return(g.callee(w.OnFailure).Call(jen.Id(g.name("ctx")), jen.Id(input), jen.Id(failure))),
 	}
 	return jen.Func().Params(g.ctxParam(), g.inParam(), jen.Id(failure).Qual(dagPath, "Failure")).Error().Block(body...)
 }
@@ -635,10 +666,21 @@ func (g *emitter) handle(w *analysis.Workflow) {
 	g.f.Func().Params(jen.Id(r).Op("*").Id(runType)).Id("ID").Params().Qual(dagPath, "RunID").Block(jen.Return(jen.Id(r).Dot("id")))
 	g.f.Line()
 
-	body := []jen.Code{
-		jen.List(jen.Id(res), jen.Id(err)).Op(":=").Id(r).Dot("engine").Dot("Wait").Call(jen.Id(ctx), jen.Id(r).Dot("id")),
-		jen.If(jen.Id(err).Op("!=").Nil()).Block(jen.Return(jen.Id(resType).Values(), jen.Id(err))),
-		jen.Var().Id(out).Id(resType),
+	wait := jen.Id(r).Dot("engine").Dot("Wait").Call(jen.Id(ctx), jen.Id(r).Dot("id"))
+	var body []jen.Code
+	if !hasOutputs(w) {
+		// Nothing to decode: the engine's result is not needed, and a
+		// variable holding it would not compile.
+		body = []jen.Code{
+			jen.If(jen.List(jen.Id("_"), jen.Id(err)).Op(":=").Add(wait), jen.Id(err).Op("!=").Nil()).Block(jen.Return(jen.Id(resType).Values(), jen.Id(err))),
+			jen.Return(jen.Id(resType).Values(), jen.Nil()),
+		}
+	} else {
+		body = []jen.Code{
+			jen.List(jen.Id(res), jen.Id(err)).Op(":=").Add(wait),
+			jen.If(jen.Id(err).Op("!=").Nil()).Block(jen.Return(jen.Id(resType).Values(), jen.Id(err))),
+			jen.Var().Id(out).Id(resType),
+		}
 	}
 	for _, s := range w.Steps {
 		if s.Output == nil {
@@ -653,10 +695,22 @@ func (g *emitter) handle(w *analysis.Workflow) {
 			jen.Id(err).Op("!=").Nil(),
 		).Block(jen.Return(jen.Id(resType).Values(), jen.Id(err))))
 	}
-	body = append(body, jen.Return(jen.Id(out), jen.Nil()))
+	if hasOutputs(w) {
+		body = append(body, jen.Return(jen.Id(out), jen.Nil()))
+	}
 	g.f.Comment("Wait blocks until the run finishes and returns the outputs of its steps.")
 	g.f.Comment("When the run failed or was cancelled, the error is the engine's *engine.RunError.")
 	g.f.Func().Params(jen.Id(r).Op("*").Id(runType)).Id("Wait").Params(ctxP).Params(jen.Id(resType), jen.Error()).Block(body...)
+}
+
+// hasOutputs reports whether a step of w returns a value.
+func hasOutputs(w *analysis.Workflow) bool {
+	for _, s := range w.Steps {
+		if s.Output != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // result emits the typed result struct.
@@ -735,6 +789,11 @@ func (g *emitter) signatureTypes(w *analysis.Workflow) bool {
 // fnVar is the local variable through which a definition calls the user
 // func fn.
 func (g *emitter) fnVar(fn string) string { return g.name(fn + "Fn") }
+
+// callee is the expression through which the generated code calls the
+// user func fn: the field of the funcs struct that the definition filled
+// from the guards.
+func (g *emitter) callee(fn string) *jen.Statement { return jen.Id(g.name("fns")).Dot(g.fnVar(fn)) }
 
 // guards returns the statements that open a definition: one variable per
 // user func, declared with the func's signature type and assigned the
