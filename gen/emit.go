@@ -7,7 +7,10 @@ import (
 	"go/types"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/dave/jennifer/jen"
 
@@ -86,8 +89,21 @@ func (g *emitter) imports() {
 		sorted = append(sorted, path)
 	}
 	sort.Strings(sorted)
+	// Packages that share a name are all aliased by their paths, as is a
+	// package named like the one generated: model.Receipt must not
+	// silently mean one model package here and another there.
+	count := map[string]int{g.pkg.Name: 1}
+	for _, name := range paths {
+		count[name]++
+	}
 	for _, path := range sorted {
 		name := paths[path]
+		if count[name] > 1 {
+			alias := pathAlias(path, name, g.taken)
+			g.f.ImportAlias(path, alias)
+			g.taken[alias] = true
+			continue
+		}
 		if !g.taken[name] {
 			g.f.ImportName(path, name)
 			g.taken[name] = true
@@ -100,6 +116,58 @@ func (g *emitter) imports() {
 		g.f.ImportAlias(path, alias)
 		g.taken[alias] = true
 	}
+}
+
+// pathAlias returns an import name for the package at path named name
+// that says where it comes from: the name prefixed with the path's
+// elements above the package's directory, as few as make it untaken
+// (example.com/shop/model is shopmodel), or numbered when they run out.
+func pathAlias(path, name string, taken map[string]bool) string {
+	elems := strings.Split(path, "/")
+	// Drop the directory, and a major version suffix (pgx/v5) with it.
+	if n := len(elems); n > 1 && majorVersion(elems[n-1]) {
+		elems = elems[:n-1]
+	}
+	elems = elems[:len(elems)-1]
+	alias := name
+	for i := len(elems) - 1; i >= 0; i-- {
+		if e := identPart(elems[i]); e != "" {
+			alias = e + alias
+			if !taken[alias] && (alias[0] < '0' || alias[0] > '9') {
+				return alias
+			}
+		}
+	}
+	if alias[0] >= '0' && alias[0] <= '9' {
+		alias = "pkg" + alias
+	}
+	base := alias
+	for i := 2; taken[alias]; i++ {
+		alias = base + strconv.Itoa(i)
+	}
+	return alias
+}
+
+// majorVersion reports whether a path element is a major version suffix
+// such as v2.
+func majorVersion(e string) bool {
+	if len(e) < 2 || e[0] != 'v' {
+		return false
+	}
+	_, err := strconv.Atoi(e[1:])
+	return err == nil
+}
+
+// identPart returns the lower-case letters and digits of a path element,
+// so that example-corp.com gives examplecorpcom.
+func identPart(e string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(e) {
+		if r < utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // collectPkgs adds the packages named in t to paths.
