@@ -49,7 +49,12 @@ func emitPackage(p *analysis.Package) ([]byte, error) {
 	g := &emitter{pkg: p, f: f, taken: map[string]bool{}, local: map[string]string{}, declared: map[string]bool{}}
 	if p.Types != nil {
 		for _, name := range p.Types.Scope().Names() {
-			g.taken[name] = true
+			// Names with the _dagen prefix are dagen's own: those in
+			// scope come from the dag_gen.go being replaced, and taking
+			// them would rename the new file's, every other run.
+			if !strings.HasPrefix(name, "_dagen") {
+				g.taken[name] = true
+			}
 		}
 	}
 	g.imports()

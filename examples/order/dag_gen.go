@@ -30,10 +30,10 @@ type (
 	_dagenSignature_Alert_changed_run_go_generate       func(context.Context, Order, dag.Failure) error
 )
 
-// _dagenOrderFuncs1 holds the funcs of workflow "Order" with the signatures they
+// _dagenOrderFuncs holds the funcs of workflow "Order" with the signatures they
 // were generated for. OrderDefinition fills it from its guards; the step
 // funcs below call the funcs through it.
-type _dagenOrderFuncs1 struct {
+type _dagenOrderFuncs struct {
 	ValidateFn    _dagenSignature_Validate_changed_run_go_generate
 	ChargeFn      _dagenSignature_Charge_changed_run_go_generate
 	RejectFn      _dagenSignature_Reject_changed_run_go_generate
@@ -61,7 +61,7 @@ func OrderDefinition() *engine.Definition {
 		validFn       _dagenSignature_valid_changed_run_go_generate       = valid
 		AlertFn       _dagenSignature_Alert_changed_run_go_generate       = Alert
 	)
-	fns := &_dagenOrderFuncs1{
+	fns := &_dagenOrderFuncs{
 		ValidateFn:    ValidateFn,
 		ChargeFn:      ChargeFn,
 		RejectFn:      RejectFn,
@@ -87,17 +87,17 @@ func OrderDefinition() *engine.Definition {
 			return fns.AlertFn(ctx, input, failure)
 		},
 	}
-	def.Steps = append(def.Steps, _dagenOrder_Validate1(fns))
-	def.Steps = append(def.Steps, _dagenOrder_Charge1(fns))
-	def.Steps = append(def.Steps, _dagenOrder_Reject1(fns))
-	def.Steps = append(def.Steps, _dagenOrder_FraudWindow1(fns))
-	def.Steps = append(def.Steps, _dagenOrder_Ship1(fns))
-	def.Steps = append(def.Steps, _dagenOrder_Finalize1(fns))
+	def.Steps = append(def.Steps, _dagenOrder_Validate(fns))
+	def.Steps = append(def.Steps, _dagenOrder_Charge(fns))
+	def.Steps = append(def.Steps, _dagenOrder_Reject(fns))
+	def.Steps = append(def.Steps, _dagenOrder_FraudWindow(fns))
+	def.Steps = append(def.Steps, _dagenOrder_Ship(fns))
+	def.Steps = append(def.Steps, _dagenOrder_Finalize(fns))
 	return def
 }
 
-// _dagenOrder_Validate1 returns step "Validate" of workflow "Order".
-func _dagenOrder_Validate1(fns *_dagenOrderFuncs1) engine.Step {
+// _dagenOrder_Validate returns step "Validate" of workflow "Order".
+func _dagenOrder_Validate(fns *_dagenOrderFuncs) engine.Step {
 	return engine.Step{
 		Name:       "Validate",
 		OutputType: "github.com/dagenhq/dagen/examples/order.Validation",
@@ -115,8 +115,8 @@ func _dagenOrder_Validate1(fns *_dagenOrderFuncs1) engine.Step {
 	}
 }
 
-// _dagenOrder_Charge1 returns step "Charge" of workflow "Order".
-func _dagenOrder_Charge1(fns *_dagenOrderFuncs1) engine.Step {
+// _dagenOrder_Charge returns step "Charge" of workflow "Order".
+func _dagenOrder_Charge(fns *_dagenOrderFuncs) engine.Step {
 	return engine.Step{
 		Name:       "Charge",
 		OutputType: "github.com/dagenhq/dagen/examples/order.Receipt",
@@ -154,8 +154,8 @@ func _dagenOrder_Charge1(fns *_dagenOrderFuncs1) engine.Step {
 	}
 }
 
-// _dagenOrder_Reject1 returns step "Reject" of workflow "Order".
-func _dagenOrder_Reject1(fns *_dagenOrderFuncs1) engine.Step {
+// _dagenOrder_Reject returns step "Reject" of workflow "Order".
+func _dagenOrder_Reject(fns *_dagenOrderFuncs) engine.Step {
 	return engine.Step{
 		Name:       "Reject",
 		OutputType: "github.com/dagenhq/dagen/examples/order.Rejection",
@@ -188,8 +188,8 @@ func _dagenOrder_Reject1(fns *_dagenOrderFuncs1) engine.Step {
 	}
 }
 
-// _dagenOrder_FraudWindow1 returns step "FraudWindow" of workflow "Order".
-func _dagenOrder_FraudWindow1(fns *_dagenOrderFuncs1) engine.Step {
+// _dagenOrder_FraudWindow returns step "FraudWindow" of workflow "Order".
+func _dagenOrder_FraudWindow(fns *_dagenOrderFuncs) engine.Step {
 	return engine.Step{
 		Name:    "FraudWindow",
 		Kind:    engine.KindSleep,
@@ -212,8 +212,8 @@ func _dagenOrder_FraudWindow1(fns *_dagenOrderFuncs1) engine.Step {
 	}
 }
 
-// _dagenOrder_Ship1 returns step "Ship" of workflow "Order".
-func _dagenOrder_Ship1(fns *_dagenOrderFuncs1) engine.Step {
+// _dagenOrder_Ship returns step "Ship" of workflow "Order".
+func _dagenOrder_Ship(fns *_dagenOrderFuncs) engine.Step {
 	return engine.Step{
 		Name:       "Ship",
 		OutputType: "github.com/dagenhq/dagen/examples/order.Shipment",
@@ -236,8 +236,8 @@ func _dagenOrder_Ship1(fns *_dagenOrderFuncs1) engine.Step {
 	}
 }
 
-// _dagenOrder_Finalize1 returns step "Finalize" of workflow "Order".
-func _dagenOrder_Finalize1(fns *_dagenOrderFuncs1) engine.Step {
+// _dagenOrder_Finalize returns step "Finalize" of workflow "Order".
+func _dagenOrder_Finalize(fns *_dagenOrderFuncs) engine.Step {
 	return engine.Step{
 		Name:       "Finalize",
 		OutputType: "github.com/dagenhq/dagen/examples/order.Summary",

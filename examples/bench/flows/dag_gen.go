@@ -21,10 +21,10 @@ type (
 	_dagenSignature_Only_changed_run_go_generate func(context.Context, Single) (int, error)
 )
 
-// _dagenSingleFuncs1 holds the funcs of workflow "Single" with the signatures they
+// _dagenSingleFuncs holds the funcs of workflow "Single" with the signatures they
 // were generated for. SingleDefinition fills it from its guards; the step
 // funcs below call the funcs through it.
-type _dagenSingleFuncs1 struct {
+type _dagenSingleFuncs struct {
 	OnlyFn _dagenSignature_Only_changed_run_go_generate
 }
 
@@ -36,7 +36,7 @@ func SingleDefinition() *engine.Definition {
 	var (
 		OnlyFn _dagenSignature_Only_changed_run_go_generate = Only
 	)
-	fns := &_dagenSingleFuncs1{
+	fns := &_dagenSingleFuncs{
 		OnlyFn: OnlyFn,
 	}
 	def := &engine.Definition{
@@ -44,12 +44,12 @@ func SingleDefinition() *engine.Definition {
 		InputType: "github.com/dagenhq/dagen/examples/bench/flows.Single",
 		Steps:     make([]engine.Step, 0, 1),
 	}
-	def.Steps = append(def.Steps, _dagenSingle_Only1(fns))
+	def.Steps = append(def.Steps, _dagenSingle_Only(fns))
 	return def
 }
 
-// _dagenSingle_Only1 returns step "Only" of workflow "Single".
-func _dagenSingle_Only1(fns *_dagenSingleFuncs1) engine.Step {
+// _dagenSingle_Only returns step "Only" of workflow "Single".
+func _dagenSingle_Only(fns *_dagenSingleFuncs) engine.Step {
 	return engine.Step{
 		Name:       "Only",
 		OutputType: "int",
@@ -156,10 +156,10 @@ type (
 	_dagenSignature_B_changed_run_go_generate func(context.Context, Pair) (int, error)
 )
 
-// _dagenPairFuncs1 holds the funcs of workflow "Pair" with the signatures they
+// _dagenPairFuncs holds the funcs of workflow "Pair" with the signatures they
 // were generated for. PairDefinition fills it from its guards; the step
 // funcs below call the funcs through it.
-type _dagenPairFuncs1 struct {
+type _dagenPairFuncs struct {
 	AFn _dagenSignature_A_changed_run_go_generate
 	BFn _dagenSignature_B_changed_run_go_generate
 }
@@ -173,7 +173,7 @@ func PairDefinition() *engine.Definition {
 		AFn _dagenSignature_A_changed_run_go_generate = A
 		BFn _dagenSignature_B_changed_run_go_generate = B
 	)
-	fns := &_dagenPairFuncs1{
+	fns := &_dagenPairFuncs{
 		AFn: AFn,
 		BFn: BFn,
 	}
@@ -182,13 +182,13 @@ func PairDefinition() *engine.Definition {
 		InputType: "github.com/dagenhq/dagen/examples/bench/flows.Pair",
 		Steps:     make([]engine.Step, 0, 2),
 	}
-	def.Steps = append(def.Steps, _dagenPair_A1(fns))
-	def.Steps = append(def.Steps, _dagenPair_B1(fns))
+	def.Steps = append(def.Steps, _dagenPair_A(fns))
+	def.Steps = append(def.Steps, _dagenPair_B(fns))
 	return def
 }
 
-// _dagenPair_A1 returns step "A" of workflow "Pair".
-func _dagenPair_A1(fns *_dagenPairFuncs1) engine.Step {
+// _dagenPair_A returns step "A" of workflow "Pair".
+func _dagenPair_A(fns *_dagenPairFuncs) engine.Step {
 	return engine.Step{
 		Name: "A",
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -201,8 +201,8 @@ func _dagenPair_A1(fns *_dagenPairFuncs1) engine.Step {
 	}
 }
 
-// _dagenPair_B1 returns step "B" of workflow "Pair".
-func _dagenPair_B1(fns *_dagenPairFuncs1) engine.Step {
+// _dagenPair_B returns step "B" of workflow "Pair".
+func _dagenPair_B(fns *_dagenPairFuncs) engine.Step {
 	return engine.Step{
 		Name:       "B",
 		OutputType: "int",
@@ -318,10 +318,10 @@ type (
 	_dagenSignature_S10_changed_run_go_generate func(context.Context, Chain, int) (int, error)
 )
 
-// _dagenChainFuncs1 holds the funcs of workflow "Chain" with the signatures they
+// _dagenChainFuncs holds the funcs of workflow "Chain" with the signatures they
 // were generated for. ChainDefinition fills it from its guards; the step
 // funcs below call the funcs through it.
-type _dagenChainFuncs1 struct {
+type _dagenChainFuncs struct {
 	S1Fn  _dagenSignature_S1_changed_run_go_generate
 	S2Fn  _dagenSignature_S2_changed_run_go_generate
 	S3Fn  _dagenSignature_S3_changed_run_go_generate
@@ -351,7 +351,7 @@ func ChainDefinition() *engine.Definition {
 		S9Fn  _dagenSignature_S9_changed_run_go_generate  = S9
 		S10Fn _dagenSignature_S10_changed_run_go_generate = S10
 	)
-	fns := &_dagenChainFuncs1{
+	fns := &_dagenChainFuncs{
 		S1Fn:  S1Fn,
 		S2Fn:  S2Fn,
 		S3Fn:  S3Fn,
@@ -368,21 +368,21 @@ func ChainDefinition() *engine.Definition {
 		InputType: "github.com/dagenhq/dagen/examples/bench/flows.Chain",
 		Steps:     make([]engine.Step, 0, 10),
 	}
-	def.Steps = append(def.Steps, _dagenChain_S11(fns))
-	def.Steps = append(def.Steps, _dagenChain_S21(fns))
-	def.Steps = append(def.Steps, _dagenChain_S31(fns))
-	def.Steps = append(def.Steps, _dagenChain_S41(fns))
-	def.Steps = append(def.Steps, _dagenChain_S51(fns))
-	def.Steps = append(def.Steps, _dagenChain_S61(fns))
-	def.Steps = append(def.Steps, _dagenChain_S71(fns))
-	def.Steps = append(def.Steps, _dagenChain_S81(fns))
-	def.Steps = append(def.Steps, _dagenChain_S91(fns))
-	def.Steps = append(def.Steps, _dagenChain_S101(fns))
+	def.Steps = append(def.Steps, _dagenChain_S1(fns))
+	def.Steps = append(def.Steps, _dagenChain_S2(fns))
+	def.Steps = append(def.Steps, _dagenChain_S3(fns))
+	def.Steps = append(def.Steps, _dagenChain_S4(fns))
+	def.Steps = append(def.Steps, _dagenChain_S5(fns))
+	def.Steps = append(def.Steps, _dagenChain_S6(fns))
+	def.Steps = append(def.Steps, _dagenChain_S7(fns))
+	def.Steps = append(def.Steps, _dagenChain_S8(fns))
+	def.Steps = append(def.Steps, _dagenChain_S9(fns))
+	def.Steps = append(def.Steps, _dagenChain_S10(fns))
 	return def
 }
 
-// _dagenChain_S11 returns step "S1" of workflow "Chain".
-func _dagenChain_S11(fns *_dagenChainFuncs1) engine.Step {
+// _dagenChain_S1 returns step "S1" of workflow "Chain".
+func _dagenChain_S1(fns *_dagenChainFuncs) engine.Step {
 	return engine.Step{
 		Name:       "S1",
 		OutputType: "int",
@@ -400,8 +400,8 @@ func _dagenChain_S11(fns *_dagenChainFuncs1) engine.Step {
 	}
 }
 
-// _dagenChain_S21 returns step "S2" of workflow "Chain".
-func _dagenChain_S21(fns *_dagenChainFuncs1) engine.Step {
+// _dagenChain_S2 returns step "S2" of workflow "Chain".
+func _dagenChain_S2(fns *_dagenChainFuncs) engine.Step {
 	return engine.Step{
 		Name:       "S2",
 		OutputType: "int",
@@ -424,8 +424,8 @@ func _dagenChain_S21(fns *_dagenChainFuncs1) engine.Step {
 	}
 }
 
-// _dagenChain_S31 returns step "S3" of workflow "Chain".
-func _dagenChain_S31(fns *_dagenChainFuncs1) engine.Step {
+// _dagenChain_S3 returns step "S3" of workflow "Chain".
+func _dagenChain_S3(fns *_dagenChainFuncs) engine.Step {
 	return engine.Step{
 		Name:       "S3",
 		OutputType: "int",
@@ -448,8 +448,8 @@ func _dagenChain_S31(fns *_dagenChainFuncs1) engine.Step {
 	}
 }
 
-// _dagenChain_S41 returns step "S4" of workflow "Chain".
-func _dagenChain_S41(fns *_dagenChainFuncs1) engine.Step {
+// _dagenChain_S4 returns step "S4" of workflow "Chain".
+func _dagenChain_S4(fns *_dagenChainFuncs) engine.Step {
 	return engine.Step{
 		Name:       "S4",
 		OutputType: "int",
@@ -472,8 +472,8 @@ func _dagenChain_S41(fns *_dagenChainFuncs1) engine.Step {
 	}
 }
 
-// _dagenChain_S51 returns step "S5" of workflow "Chain".
-func _dagenChain_S51(fns *_dagenChainFuncs1) engine.Step {
+// _dagenChain_S5 returns step "S5" of workflow "Chain".
+func _dagenChain_S5(fns *_dagenChainFuncs) engine.Step {
 	return engine.Step{
 		Name:       "S5",
 		OutputType: "int",
@@ -496,8 +496,8 @@ func _dagenChain_S51(fns *_dagenChainFuncs1) engine.Step {
 	}
 }
 
-// _dagenChain_S61 returns step "S6" of workflow "Chain".
-func _dagenChain_S61(fns *_dagenChainFuncs1) engine.Step {
+// _dagenChain_S6 returns step "S6" of workflow "Chain".
+func _dagenChain_S6(fns *_dagenChainFuncs) engine.Step {
 	return engine.Step{
 		Name:       "S6",
 		OutputType: "int",
@@ -520,8 +520,8 @@ func _dagenChain_S61(fns *_dagenChainFuncs1) engine.Step {
 	}
 }
 
-// _dagenChain_S71 returns step "S7" of workflow "Chain".
-func _dagenChain_S71(fns *_dagenChainFuncs1) engine.Step {
+// _dagenChain_S7 returns step "S7" of workflow "Chain".
+func _dagenChain_S7(fns *_dagenChainFuncs) engine.Step {
 	return engine.Step{
 		Name:       "S7",
 		OutputType: "int",
@@ -544,8 +544,8 @@ func _dagenChain_S71(fns *_dagenChainFuncs1) engine.Step {
 	}
 }
 
-// _dagenChain_S81 returns step "S8" of workflow "Chain".
-func _dagenChain_S81(fns *_dagenChainFuncs1) engine.Step {
+// _dagenChain_S8 returns step "S8" of workflow "Chain".
+func _dagenChain_S8(fns *_dagenChainFuncs) engine.Step {
 	return engine.Step{
 		Name:       "S8",
 		OutputType: "int",
@@ -568,8 +568,8 @@ func _dagenChain_S81(fns *_dagenChainFuncs1) engine.Step {
 	}
 }
 
-// _dagenChain_S91 returns step "S9" of workflow "Chain".
-func _dagenChain_S91(fns *_dagenChainFuncs1) engine.Step {
+// _dagenChain_S9 returns step "S9" of workflow "Chain".
+func _dagenChain_S9(fns *_dagenChainFuncs) engine.Step {
 	return engine.Step{
 		Name:       "S9",
 		OutputType: "int",
@@ -592,8 +592,8 @@ func _dagenChain_S91(fns *_dagenChainFuncs1) engine.Step {
 	}
 }
 
-// _dagenChain_S101 returns step "S10" of workflow "Chain".
-func _dagenChain_S101(fns *_dagenChainFuncs1) engine.Step {
+// _dagenChain_S10 returns step "S10" of workflow "Chain".
+func _dagenChain_S10(fns *_dagenChainFuncs) engine.Step {
 	return engine.Step{
 		Name:       "S10",
 		OutputType: "int",
@@ -791,10 +791,10 @@ type (
 	_dagenSignature_Join_changed_run_go_generate func(context.Context, Fan) (int, error)
 )
 
-// _dagenFanFuncs1 holds the funcs of workflow "Fan" with the signatures they
+// _dagenFanFuncs holds the funcs of workflow "Fan" with the signatures they
 // were generated for. FanDefinition fills it from its guards; the step
 // funcs below call the funcs through it.
-type _dagenFanFuncs1 struct {
+type _dagenFanFuncs struct {
 	RootFn _dagenSignature_Root_changed_run_go_generate
 	F01Fn  _dagenSignature_F01_changed_run_go_generate
 	F02Fn  _dagenSignature_F02_changed_run_go_generate
@@ -908,7 +908,7 @@ func FanDefinition() *engine.Definition {
 		F50Fn  _dagenSignature_F50_changed_run_go_generate  = F50
 		JoinFn _dagenSignature_Join_changed_run_go_generate = Join
 	)
-	fns := &_dagenFanFuncs1{
+	fns := &_dagenFanFuncs{
 		RootFn: RootFn,
 		F01Fn:  F01Fn,
 		F02Fn:  F02Fn,
@@ -967,63 +967,63 @@ func FanDefinition() *engine.Definition {
 		InputType: "github.com/dagenhq/dagen/examples/bench/flows.Fan",
 		Steps:     make([]engine.Step, 0, 52),
 	}
-	def.Steps = append(def.Steps, _dagenFan_Root1(fns))
-	def.Steps = append(def.Steps, _dagenFan_F011(fns))
-	def.Steps = append(def.Steps, _dagenFan_F021(fns))
-	def.Steps = append(def.Steps, _dagenFan_F031(fns))
-	def.Steps = append(def.Steps, _dagenFan_F041(fns))
-	def.Steps = append(def.Steps, _dagenFan_F051(fns))
-	def.Steps = append(def.Steps, _dagenFan_F061(fns))
-	def.Steps = append(def.Steps, _dagenFan_F071(fns))
-	def.Steps = append(def.Steps, _dagenFan_F081(fns))
-	def.Steps = append(def.Steps, _dagenFan_F091(fns))
-	def.Steps = append(def.Steps, _dagenFan_F101(fns))
-	def.Steps = append(def.Steps, _dagenFan_F111(fns))
-	def.Steps = append(def.Steps, _dagenFan_F121(fns))
-	def.Steps = append(def.Steps, _dagenFan_F131(fns))
-	def.Steps = append(def.Steps, _dagenFan_F141(fns))
-	def.Steps = append(def.Steps, _dagenFan_F151(fns))
-	def.Steps = append(def.Steps, _dagenFan_F161(fns))
-	def.Steps = append(def.Steps, _dagenFan_F171(fns))
-	def.Steps = append(def.Steps, _dagenFan_F181(fns))
-	def.Steps = append(def.Steps, _dagenFan_F191(fns))
-	def.Steps = append(def.Steps, _dagenFan_F201(fns))
-	def.Steps = append(def.Steps, _dagenFan_F211(fns))
-	def.Steps = append(def.Steps, _dagenFan_F221(fns))
-	def.Steps = append(def.Steps, _dagenFan_F231(fns))
-	def.Steps = append(def.Steps, _dagenFan_F241(fns))
-	def.Steps = append(def.Steps, _dagenFan_F251(fns))
-	def.Steps = append(def.Steps, _dagenFan_F261(fns))
-	def.Steps = append(def.Steps, _dagenFan_F271(fns))
-	def.Steps = append(def.Steps, _dagenFan_F281(fns))
-	def.Steps = append(def.Steps, _dagenFan_F291(fns))
-	def.Steps = append(def.Steps, _dagenFan_F301(fns))
-	def.Steps = append(def.Steps, _dagenFan_F311(fns))
-	def.Steps = append(def.Steps, _dagenFan_F321(fns))
-	def.Steps = append(def.Steps, _dagenFan_F331(fns))
-	def.Steps = append(def.Steps, _dagenFan_F341(fns))
-	def.Steps = append(def.Steps, _dagenFan_F351(fns))
-	def.Steps = append(def.Steps, _dagenFan_F361(fns))
-	def.Steps = append(def.Steps, _dagenFan_F371(fns))
-	def.Steps = append(def.Steps, _dagenFan_F381(fns))
-	def.Steps = append(def.Steps, _dagenFan_F391(fns))
-	def.Steps = append(def.Steps, _dagenFan_F401(fns))
-	def.Steps = append(def.Steps, _dagenFan_F411(fns))
-	def.Steps = append(def.Steps, _dagenFan_F421(fns))
-	def.Steps = append(def.Steps, _dagenFan_F431(fns))
-	def.Steps = append(def.Steps, _dagenFan_F441(fns))
-	def.Steps = append(def.Steps, _dagenFan_F451(fns))
-	def.Steps = append(def.Steps, _dagenFan_F461(fns))
-	def.Steps = append(def.Steps, _dagenFan_F471(fns))
-	def.Steps = append(def.Steps, _dagenFan_F481(fns))
-	def.Steps = append(def.Steps, _dagenFan_F491(fns))
-	def.Steps = append(def.Steps, _dagenFan_F501(fns))
-	def.Steps = append(def.Steps, _dagenFan_Join1(fns))
+	def.Steps = append(def.Steps, _dagenFan_Root(fns))
+	def.Steps = append(def.Steps, _dagenFan_F01(fns))
+	def.Steps = append(def.Steps, _dagenFan_F02(fns))
+	def.Steps = append(def.Steps, _dagenFan_F03(fns))
+	def.Steps = append(def.Steps, _dagenFan_F04(fns))
+	def.Steps = append(def.Steps, _dagenFan_F05(fns))
+	def.Steps = append(def.Steps, _dagenFan_F06(fns))
+	def.Steps = append(def.Steps, _dagenFan_F07(fns))
+	def.Steps = append(def.Steps, _dagenFan_F08(fns))
+	def.Steps = append(def.Steps, _dagenFan_F09(fns))
+	def.Steps = append(def.Steps, _dagenFan_F10(fns))
+	def.Steps = append(def.Steps, _dagenFan_F11(fns))
+	def.Steps = append(def.Steps, _dagenFan_F12(fns))
+	def.Steps = append(def.Steps, _dagenFan_F13(fns))
+	def.Steps = append(def.Steps, _dagenFan_F14(fns))
+	def.Steps = append(def.Steps, _dagenFan_F15(fns))
+	def.Steps = append(def.Steps, _dagenFan_F16(fns))
+	def.Steps = append(def.Steps, _dagenFan_F17(fns))
+	def.Steps = append(def.Steps, _dagenFan_F18(fns))
+	def.Steps = append(def.Steps, _dagenFan_F19(fns))
+	def.Steps = append(def.Steps, _dagenFan_F20(fns))
+	def.Steps = append(def.Steps, _dagenFan_F21(fns))
+	def.Steps = append(def.Steps, _dagenFan_F22(fns))
+	def.Steps = append(def.Steps, _dagenFan_F23(fns))
+	def.Steps = append(def.Steps, _dagenFan_F24(fns))
+	def.Steps = append(def.Steps, _dagenFan_F25(fns))
+	def.Steps = append(def.Steps, _dagenFan_F26(fns))
+	def.Steps = append(def.Steps, _dagenFan_F27(fns))
+	def.Steps = append(def.Steps, _dagenFan_F28(fns))
+	def.Steps = append(def.Steps, _dagenFan_F29(fns))
+	def.Steps = append(def.Steps, _dagenFan_F30(fns))
+	def.Steps = append(def.Steps, _dagenFan_F31(fns))
+	def.Steps = append(def.Steps, _dagenFan_F32(fns))
+	def.Steps = append(def.Steps, _dagenFan_F33(fns))
+	def.Steps = append(def.Steps, _dagenFan_F34(fns))
+	def.Steps = append(def.Steps, _dagenFan_F35(fns))
+	def.Steps = append(def.Steps, _dagenFan_F36(fns))
+	def.Steps = append(def.Steps, _dagenFan_F37(fns))
+	def.Steps = append(def.Steps, _dagenFan_F38(fns))
+	def.Steps = append(def.Steps, _dagenFan_F39(fns))
+	def.Steps = append(def.Steps, _dagenFan_F40(fns))
+	def.Steps = append(def.Steps, _dagenFan_F41(fns))
+	def.Steps = append(def.Steps, _dagenFan_F42(fns))
+	def.Steps = append(def.Steps, _dagenFan_F43(fns))
+	def.Steps = append(def.Steps, _dagenFan_F44(fns))
+	def.Steps = append(def.Steps, _dagenFan_F45(fns))
+	def.Steps = append(def.Steps, _dagenFan_F46(fns))
+	def.Steps = append(def.Steps, _dagenFan_F47(fns))
+	def.Steps = append(def.Steps, _dagenFan_F48(fns))
+	def.Steps = append(def.Steps, _dagenFan_F49(fns))
+	def.Steps = append(def.Steps, _dagenFan_F50(fns))
+	def.Steps = append(def.Steps, _dagenFan_Join(fns))
 	return def
 }
 
-// _dagenFan_Root1 returns step "Root" of workflow "Fan".
-func _dagenFan_Root1(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_Root returns step "Root" of workflow "Fan".
+func _dagenFan_Root(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name: "Root",
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -1036,8 +1036,8 @@ func _dagenFan_Root1(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_F011 returns step "F01" of workflow "Fan".
-func _dagenFan_F011(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_F01 returns step "F01" of workflow "Fan".
+func _dagenFan_F01(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F01",
 		Parents: []engine.Parent{{Name: "Root"}},
@@ -1051,8 +1051,8 @@ func _dagenFan_F011(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_F021 returns step "F02" of workflow "Fan".
-func _dagenFan_F021(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_F02 returns step "F02" of workflow "Fan".
+func _dagenFan_F02(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F02",
 		Parents: []engine.Parent{{Name: "Root"}},
@@ -1066,8 +1066,8 @@ func _dagenFan_F021(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_F031 returns step "F03" of workflow "Fan".
-func _dagenFan_F031(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_F03 returns step "F03" of workflow "Fan".
+func _dagenFan_F03(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F03",
 		Parents: []engine.Parent{{Name: "Root"}},
@@ -1081,8 +1081,8 @@ func _dagenFan_F031(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_F041 returns step "F04" of workflow "Fan".
-func _dagenFan_F041(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_F04 returns step "F04" of workflow "Fan".
+func _dagenFan_F04(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F04",
 		Parents: []engine.Parent{{Name: "Root"}},
@@ -1096,8 +1096,8 @@ func _dagenFan_F041(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_F051 returns step "F05" of workflow "Fan".
-func _dagenFan_F051(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_F05 returns step "F05" of workflow "Fan".
+func _dagenFan_F05(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F05",
 		Parents: []engine.Parent{{Name: "Root"}},
@@ -1111,8 +1111,8 @@ func _dagenFan_F051(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_F061 returns step "F06" of workflow "Fan".
-func _dagenFan_F061(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_F06 returns step "F06" of workflow "Fan".
+func _dagenFan_F06(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F06",
 		Parents: []engine.Parent{{Name: "Root"}},
@@ -1126,8 +1126,8 @@ func _dagenFan_F061(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_F071 returns step "F07" of workflow "Fan".
-func _dagenFan_F071(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_F07 returns step "F07" of workflow "Fan".
+func _dagenFan_F07(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F07",
 		Parents: []engine.Parent{{Name: "Root"}},
@@ -1141,8 +1141,8 @@ func _dagenFan_F071(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_F081 returns step "F08" of workflow "Fan".
-func _dagenFan_F081(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_F08 returns step "F08" of workflow "Fan".
+func _dagenFan_F08(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F08",
 		Parents: []engine.Parent{{Name: "Root"}},
@@ -1156,8 +1156,8 @@ func _dagenFan_F081(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_F091 returns step "F09" of workflow "Fan".
-func _dagenFan_F091(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_F09 returns step "F09" of workflow "Fan".
+func _dagenFan_F09(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F09",
 		Parents: []engine.Parent{{Name: "Root"}},
@@ -1171,8 +1171,8 @@ func _dagenFan_F091(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_F101 returns step "F10" of workflow "Fan".
-func _dagenFan_F101(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_F10 returns step "F10" of workflow "Fan".
+func _dagenFan_F10(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F10",
 		Parents: []engine.Parent{{Name: "Root"}},
@@ -1186,8 +1186,8 @@ func _dagenFan_F101(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_F111 returns step "F11" of workflow "Fan".
-func _dagenFan_F111(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_F11 returns step "F11" of workflow "Fan".
+func _dagenFan_F11(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F11",
 		Parents: []engine.Parent{{Name: "Root"}},
@@ -1201,8 +1201,8 @@ func _dagenFan_F111(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_F121 returns step "F12" of workflow "Fan".
-func _dagenFan_F121(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_F12 returns step "F12" of workflow "Fan".
+func _dagenFan_F12(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F12",
 		Parents: []engine.Parent{{Name: "Root"}},
@@ -1216,8 +1216,8 @@ func _dagenFan_F121(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_F131 returns step "F13" of workflow "Fan".
-func _dagenFan_F131(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_F13 returns step "F13" of workflow "Fan".
+func _dagenFan_F13(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F13",
 		Parents: []engine.Parent{{Name: "Root"}},
@@ -1231,8 +1231,8 @@ func _dagenFan_F131(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_F141 returns step "F14" of workflow "Fan".
-func _dagenFan_F141(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_F14 returns step "F14" of workflow "Fan".
+func _dagenFan_F14(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F14",
 		Parents: []engine.Parent{{Name: "Root"}},
@@ -1246,8 +1246,8 @@ func _dagenFan_F141(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_F151 returns step "F15" of workflow "Fan".
-func _dagenFan_F151(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_F15 returns step "F15" of workflow "Fan".
+func _dagenFan_F15(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F15",
 		Parents: []engine.Parent{{Name: "Root"}},
@@ -1261,8 +1261,8 @@ func _dagenFan_F151(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_F161 returns step "F16" of workflow "Fan".
-func _dagenFan_F161(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_F16 returns step "F16" of workflow "Fan".
+func _dagenFan_F16(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F16",
 		Parents: []engine.Parent{{Name: "Root"}},
@@ -1276,8 +1276,8 @@ func _dagenFan_F161(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_F171 returns step "F17" of workflow "Fan".
-func _dagenFan_F171(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_F17 returns step "F17" of workflow "Fan".
+func _dagenFan_F17(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F17",
 		Parents: []engine.Parent{{Name: "Root"}},
@@ -1291,8 +1291,8 @@ func _dagenFan_F171(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_F181 returns step "F18" of workflow "Fan".
-func _dagenFan_F181(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_F18 returns step "F18" of workflow "Fan".
+func _dagenFan_F18(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F18",
 		Parents: []engine.Parent{{Name: "Root"}},
@@ -1306,8 +1306,8 @@ func _dagenFan_F181(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_F191 returns step "F19" of workflow "Fan".
-func _dagenFan_F191(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_F19 returns step "F19" of workflow "Fan".
+func _dagenFan_F19(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F19",
 		Parents: []engine.Parent{{Name: "Root"}},
@@ -1321,8 +1321,8 @@ func _dagenFan_F191(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_F201 returns step "F20" of workflow "Fan".
-func _dagenFan_F201(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_F20 returns step "F20" of workflow "Fan".
+func _dagenFan_F20(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F20",
 		Parents: []engine.Parent{{Name: "Root"}},
@@ -1336,8 +1336,8 @@ func _dagenFan_F201(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_F211 returns step "F21" of workflow "Fan".
-func _dagenFan_F211(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_F21 returns step "F21" of workflow "Fan".
+func _dagenFan_F21(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F21",
 		Parents: []engine.Parent{{Name: "Root"}},
@@ -1351,8 +1351,8 @@ func _dagenFan_F211(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_F221 returns step "F22" of workflow "Fan".
-func _dagenFan_F221(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_F22 returns step "F22" of workflow "Fan".
+func _dagenFan_F22(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F22",
 		Parents: []engine.Parent{{Name: "Root"}},
@@ -1366,8 +1366,8 @@ func _dagenFan_F221(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_F231 returns step "F23" of workflow "Fan".
-func _dagenFan_F231(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_F23 returns step "F23" of workflow "Fan".
+func _dagenFan_F23(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F23",
 		Parents: []engine.Parent{{Name: "Root"}},
@@ -1381,8 +1381,8 @@ func _dagenFan_F231(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_F241 returns step "F24" of workflow "Fan".
-func _dagenFan_F241(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_F24 returns step "F24" of workflow "Fan".
+func _dagenFan_F24(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F24",
 		Parents: []engine.Parent{{Name: "Root"}},
@@ -1396,8 +1396,8 @@ func _dagenFan_F241(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_F251 returns step "F25" of workflow "Fan".
-func _dagenFan_F251(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_F25 returns step "F25" of workflow "Fan".
+func _dagenFan_F25(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F25",
 		Parents: []engine.Parent{{Name: "Root"}},
@@ -1411,8 +1411,8 @@ func _dagenFan_F251(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_F261 returns step "F26" of workflow "Fan".
-func _dagenFan_F261(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_F26 returns step "F26" of workflow "Fan".
+func _dagenFan_F26(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F26",
 		Parents: []engine.Parent{{Name: "Root"}},
@@ -1426,8 +1426,8 @@ func _dagenFan_F261(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_F271 returns step "F27" of workflow "Fan".
-func _dagenFan_F271(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_F27 returns step "F27" of workflow "Fan".
+func _dagenFan_F27(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F27",
 		Parents: []engine.Parent{{Name: "Root"}},
@@ -1441,8 +1441,8 @@ func _dagenFan_F271(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_F281 returns step "F28" of workflow "Fan".
-func _dagenFan_F281(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_F28 returns step "F28" of workflow "Fan".
+func _dagenFan_F28(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F28",
 		Parents: []engine.Parent{{Name: "Root"}},
@@ -1456,8 +1456,8 @@ func _dagenFan_F281(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_F291 returns step "F29" of workflow "Fan".
-func _dagenFan_F291(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_F29 returns step "F29" of workflow "Fan".
+func _dagenFan_F29(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F29",
 		Parents: []engine.Parent{{Name: "Root"}},
@@ -1471,8 +1471,8 @@ func _dagenFan_F291(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_F301 returns step "F30" of workflow "Fan".
-func _dagenFan_F301(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_F30 returns step "F30" of workflow "Fan".
+func _dagenFan_F30(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F30",
 		Parents: []engine.Parent{{Name: "Root"}},
@@ -1486,8 +1486,8 @@ func _dagenFan_F301(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_F311 returns step "F31" of workflow "Fan".
-func _dagenFan_F311(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_F31 returns step "F31" of workflow "Fan".
+func _dagenFan_F31(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F31",
 		Parents: []engine.Parent{{Name: "Root"}},
@@ -1501,8 +1501,8 @@ func _dagenFan_F311(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_F321 returns step "F32" of workflow "Fan".
-func _dagenFan_F321(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_F32 returns step "F32" of workflow "Fan".
+func _dagenFan_F32(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F32",
 		Parents: []engine.Parent{{Name: "Root"}},
@@ -1516,8 +1516,8 @@ func _dagenFan_F321(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_F331 returns step "F33" of workflow "Fan".
-func _dagenFan_F331(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_F33 returns step "F33" of workflow "Fan".
+func _dagenFan_F33(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F33",
 		Parents: []engine.Parent{{Name: "Root"}},
@@ -1531,8 +1531,8 @@ func _dagenFan_F331(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_F341 returns step "F34" of workflow "Fan".
-func _dagenFan_F341(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_F34 returns step "F34" of workflow "Fan".
+func _dagenFan_F34(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F34",
 		Parents: []engine.Parent{{Name: "Root"}},
@@ -1546,8 +1546,8 @@ func _dagenFan_F341(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_F351 returns step "F35" of workflow "Fan".
-func _dagenFan_F351(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_F35 returns step "F35" of workflow "Fan".
+func _dagenFan_F35(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F35",
 		Parents: []engine.Parent{{Name: "Root"}},
@@ -1561,8 +1561,8 @@ func _dagenFan_F351(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_F361 returns step "F36" of workflow "Fan".
-func _dagenFan_F361(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_F36 returns step "F36" of workflow "Fan".
+func _dagenFan_F36(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F36",
 		Parents: []engine.Parent{{Name: "Root"}},
@@ -1576,8 +1576,8 @@ func _dagenFan_F361(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_F371 returns step "F37" of workflow "Fan".
-func _dagenFan_F371(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_F37 returns step "F37" of workflow "Fan".
+func _dagenFan_F37(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F37",
 		Parents: []engine.Parent{{Name: "Root"}},
@@ -1591,8 +1591,8 @@ func _dagenFan_F371(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_F381 returns step "F38" of workflow "Fan".
-func _dagenFan_F381(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_F38 returns step "F38" of workflow "Fan".
+func _dagenFan_F38(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F38",
 		Parents: []engine.Parent{{Name: "Root"}},
@@ -1606,8 +1606,8 @@ func _dagenFan_F381(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_F391 returns step "F39" of workflow "Fan".
-func _dagenFan_F391(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_F39 returns step "F39" of workflow "Fan".
+func _dagenFan_F39(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F39",
 		Parents: []engine.Parent{{Name: "Root"}},
@@ -1621,8 +1621,8 @@ func _dagenFan_F391(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_F401 returns step "F40" of workflow "Fan".
-func _dagenFan_F401(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_F40 returns step "F40" of workflow "Fan".
+func _dagenFan_F40(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F40",
 		Parents: []engine.Parent{{Name: "Root"}},
@@ -1636,8 +1636,8 @@ func _dagenFan_F401(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_F411 returns step "F41" of workflow "Fan".
-func _dagenFan_F411(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_F41 returns step "F41" of workflow "Fan".
+func _dagenFan_F41(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F41",
 		Parents: []engine.Parent{{Name: "Root"}},
@@ -1651,8 +1651,8 @@ func _dagenFan_F411(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_F421 returns step "F42" of workflow "Fan".
-func _dagenFan_F421(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_F42 returns step "F42" of workflow "Fan".
+func _dagenFan_F42(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F42",
 		Parents: []engine.Parent{{Name: "Root"}},
@@ -1666,8 +1666,8 @@ func _dagenFan_F421(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_F431 returns step "F43" of workflow "Fan".
-func _dagenFan_F431(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_F43 returns step "F43" of workflow "Fan".
+func _dagenFan_F43(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F43",
 		Parents: []engine.Parent{{Name: "Root"}},
@@ -1681,8 +1681,8 @@ func _dagenFan_F431(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_F441 returns step "F44" of workflow "Fan".
-func _dagenFan_F441(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_F44 returns step "F44" of workflow "Fan".
+func _dagenFan_F44(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F44",
 		Parents: []engine.Parent{{Name: "Root"}},
@@ -1696,8 +1696,8 @@ func _dagenFan_F441(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_F451 returns step "F45" of workflow "Fan".
-func _dagenFan_F451(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_F45 returns step "F45" of workflow "Fan".
+func _dagenFan_F45(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F45",
 		Parents: []engine.Parent{{Name: "Root"}},
@@ -1711,8 +1711,8 @@ func _dagenFan_F451(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_F461 returns step "F46" of workflow "Fan".
-func _dagenFan_F461(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_F46 returns step "F46" of workflow "Fan".
+func _dagenFan_F46(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F46",
 		Parents: []engine.Parent{{Name: "Root"}},
@@ -1726,8 +1726,8 @@ func _dagenFan_F461(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_F471 returns step "F47" of workflow "Fan".
-func _dagenFan_F471(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_F47 returns step "F47" of workflow "Fan".
+func _dagenFan_F47(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F47",
 		Parents: []engine.Parent{{Name: "Root"}},
@@ -1741,8 +1741,8 @@ func _dagenFan_F471(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_F481 returns step "F48" of workflow "Fan".
-func _dagenFan_F481(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_F48 returns step "F48" of workflow "Fan".
+func _dagenFan_F48(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F48",
 		Parents: []engine.Parent{{Name: "Root"}},
@@ -1756,8 +1756,8 @@ func _dagenFan_F481(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_F491 returns step "F49" of workflow "Fan".
-func _dagenFan_F491(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_F49 returns step "F49" of workflow "Fan".
+func _dagenFan_F49(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F49",
 		Parents: []engine.Parent{{Name: "Root"}},
@@ -1771,8 +1771,8 @@ func _dagenFan_F491(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_F501 returns step "F50" of workflow "Fan".
-func _dagenFan_F501(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_F50 returns step "F50" of workflow "Fan".
+func _dagenFan_F50(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F50",
 		Parents: []engine.Parent{{Name: "Root"}},
@@ -1786,8 +1786,8 @@ func _dagenFan_F501(fns *_dagenFanFuncs1) engine.Step {
 	}
 }
 
-// _dagenFan_Join1 returns step "Join" of workflow "Fan".
-func _dagenFan_Join1(fns *_dagenFanFuncs1) engine.Step {
+// _dagenFan_Join returns step "Join" of workflow "Fan".
+func _dagenFan_Join(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:       "Join",
 		OutputType: "int",

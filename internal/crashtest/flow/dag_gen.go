@@ -29,10 +29,10 @@ type (
 	_dagenSignature_Flaky_changed_run_go_generate func(context.Context, Job, int) (int, error)
 )
 
-// _dagenJobFuncs1 holds the funcs of workflow "crash" with the signatures they
+// _dagenJobFuncs holds the funcs of workflow "crash" with the signatures they
 // were generated for. JobDefinition fills it from its guards; the step
 // funcs below call the funcs through it.
-type _dagenJobFuncs1 struct {
+type _dagenJobFuncs struct {
 	StartFn _dagenSignature_Start_changed_run_go_generate
 	FanAFn  _dagenSignature_FanA_changed_run_go_generate
 	FanBFn  _dagenSignature_FanB_changed_run_go_generate
@@ -58,7 +58,7 @@ func JobDefinition() *engine.Definition {
 		NapFn   _dagenSignature_Nap_changed_run_go_generate   = Nap
 		FlakyFn _dagenSignature_Flaky_changed_run_go_generate = Flaky
 	)
-	fns := &_dagenJobFuncs1{
+	fns := &_dagenJobFuncs{
 		StartFn: StartFn,
 		FanAFn:  FanAFn,
 		FanBFn:  FanBFn,
@@ -73,19 +73,19 @@ func JobDefinition() *engine.Definition {
 		InputType: "github.com/dagenhq/dagen/internal/crashtest/flow.Job",
 		Steps:     make([]engine.Step, 0, 8),
 	}
-	def.Steps = append(def.Steps, _dagenJob_Start1(fns))
-	def.Steps = append(def.Steps, _dagenJob_FanA1(fns))
-	def.Steps = append(def.Steps, _dagenJob_FanB1(fns))
-	def.Steps = append(def.Steps, _dagenJob_FanC1(fns))
-	def.Steps = append(def.Steps, _dagenJob_FanD1(fns))
-	def.Steps = append(def.Steps, _dagenJob_Join1(fns))
-	def.Steps = append(def.Steps, _dagenJob_Nap1(fns))
-	def.Steps = append(def.Steps, _dagenJob_Flaky1(fns))
+	def.Steps = append(def.Steps, _dagenJob_Start(fns))
+	def.Steps = append(def.Steps, _dagenJob_FanA(fns))
+	def.Steps = append(def.Steps, _dagenJob_FanB(fns))
+	def.Steps = append(def.Steps, _dagenJob_FanC(fns))
+	def.Steps = append(def.Steps, _dagenJob_FanD(fns))
+	def.Steps = append(def.Steps, _dagenJob_Join(fns))
+	def.Steps = append(def.Steps, _dagenJob_Nap(fns))
+	def.Steps = append(def.Steps, _dagenJob_Flaky(fns))
 	return def
 }
 
-// _dagenJob_Start1 returns step "Start" of workflow "crash".
-func _dagenJob_Start1(fns *_dagenJobFuncs1) engine.Step {
+// _dagenJob_Start returns step "Start" of workflow "crash".
+func _dagenJob_Start(fns *_dagenJobFuncs) engine.Step {
 	return engine.Step{
 		Name:       "Start",
 		OutputType: "int",
@@ -107,8 +107,8 @@ func _dagenJob_Start1(fns *_dagenJobFuncs1) engine.Step {
 	}
 }
 
-// _dagenJob_FanA1 returns step "FanA" of workflow "crash".
-func _dagenJob_FanA1(fns *_dagenJobFuncs1) engine.Step {
+// _dagenJob_FanA returns step "FanA" of workflow "crash".
+func _dagenJob_FanA(fns *_dagenJobFuncs) engine.Step {
 	return engine.Step{
 		Name:       "FanA",
 		OutputType: "int",
@@ -135,8 +135,8 @@ func _dagenJob_FanA1(fns *_dagenJobFuncs1) engine.Step {
 	}
 }
 
-// _dagenJob_FanB1 returns step "FanB" of workflow "crash".
-func _dagenJob_FanB1(fns *_dagenJobFuncs1) engine.Step {
+// _dagenJob_FanB returns step "FanB" of workflow "crash".
+func _dagenJob_FanB(fns *_dagenJobFuncs) engine.Step {
 	return engine.Step{
 		Name:       "FanB",
 		OutputType: "int",
@@ -163,8 +163,8 @@ func _dagenJob_FanB1(fns *_dagenJobFuncs1) engine.Step {
 	}
 }
 
-// _dagenJob_FanC1 returns step "FanC" of workflow "crash".
-func _dagenJob_FanC1(fns *_dagenJobFuncs1) engine.Step {
+// _dagenJob_FanC returns step "FanC" of workflow "crash".
+func _dagenJob_FanC(fns *_dagenJobFuncs) engine.Step {
 	return engine.Step{
 		Name:       "FanC",
 		OutputType: "int",
@@ -191,8 +191,8 @@ func _dagenJob_FanC1(fns *_dagenJobFuncs1) engine.Step {
 	}
 }
 
-// _dagenJob_FanD1 returns step "FanD" of workflow "crash".
-func _dagenJob_FanD1(fns *_dagenJobFuncs1) engine.Step {
+// _dagenJob_FanD returns step "FanD" of workflow "crash".
+func _dagenJob_FanD(fns *_dagenJobFuncs) engine.Step {
 	return engine.Step{
 		Name:       "FanD",
 		OutputType: "int",
@@ -219,8 +219,8 @@ func _dagenJob_FanD1(fns *_dagenJobFuncs1) engine.Step {
 	}
 }
 
-// _dagenJob_Join1 returns step "Join" of workflow "crash".
-func _dagenJob_Join1(fns *_dagenJobFuncs1) engine.Step {
+// _dagenJob_Join returns step "Join" of workflow "crash".
+func _dagenJob_Join(fns *_dagenJobFuncs) engine.Step {
 	return engine.Step{
 		Name:       "Join",
 		OutputType: "int",
@@ -259,8 +259,8 @@ func _dagenJob_Join1(fns *_dagenJobFuncs1) engine.Step {
 	}
 }
 
-// _dagenJob_Nap1 returns step "Nap" of workflow "crash".
-func _dagenJob_Nap1(fns *_dagenJobFuncs1) engine.Step {
+// _dagenJob_Nap returns step "Nap" of workflow "crash".
+func _dagenJob_Nap(fns *_dagenJobFuncs) engine.Step {
 	return engine.Step{
 		Name:    "Nap",
 		Kind:    engine.KindSleep,
@@ -283,8 +283,8 @@ func _dagenJob_Nap1(fns *_dagenJobFuncs1) engine.Step {
 	}
 }
 
-// _dagenJob_Flaky1 returns step "Flaky" of workflow "crash".
-func _dagenJob_Flaky1(fns *_dagenJobFuncs1) engine.Step {
+// _dagenJob_Flaky returns step "Flaky" of workflow "crash".
+func _dagenJob_Flaky(fns *_dagenJobFuncs) engine.Step {
 	return engine.Step{
 		Name:       "Flaky",
 		OutputType: "int",
