@@ -45,7 +45,17 @@ type emitter struct {
 
 func emitPackage(p *analysis.Package) ([]byte, error) {
 	f := jen.NewFilePathName(p.Path, p.Name)
-	f.HeaderComment(analysis.GeneratedHeader)
+	cons, err := buildConstraint(p)
+	if err != nil {
+		return nil, err
+	}
+	if cons == nil {
+		f.HeaderComment(analysis.GeneratedHeader)
+	} else {
+		// One literal comment: jennifer would not leave the blank line
+		// that separates a build constraint from the comments above it.
+		f.HeaderComment("// " + analysis.GeneratedHeader + "\n\n" + goBuildLine(cons))
+	}
 	g := &emitter{pkg: p, f: f, taken: map[string]bool{}, local: map[string]string{}, declared: map[string]bool{}}
 	if p.Types != nil {
 		for _, name := range p.Types.Scope().Names() {
