@@ -10,9 +10,10 @@ import (
 	"github.com/dagenhq/dagen/internal/analysis"
 )
 
-// TestGoldenCompileAndRun builds and runs the success cases with their
-// golden dag_gen.go in place, through a go build overlay, so the goldens
-// are known to compile and to work on the engine, not only to match.
+// TestGoldenCompileAndRun vets, builds and runs every success case (every
+// case with a want/dag_gen.go) with its golden dag_gen.go in place,
+// through a go build overlay, so the goldens are known to compile, to pass
+// go vet and to work on the engine, not only to match.
 // Each case carries a run_test.go that drives its workflow on dagtest.
 func TestGoldenCompileAndRun(t *testing.T) {
 	if testing.Short() {
@@ -39,7 +40,14 @@ func TestGoldenCompileAndRun(t *testing.T) {
 	if err := os.WriteFile(path, overlay, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(t.Context(), "go", append([]string{"test", "-count=1", "-overlay=" + path}, pkgs...)...)
+	// go test vets only a few checks: go vet runs them all, so a golden
+	// that compiles but that vet rejects (an unused result, a bad printf)
+	// fails too.
+	cmd := exec.CommandContext(t.Context(), "go", append([]string{"vet", "-overlay=" + path}, pkgs...)...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go vet of the golden cases %v: %v\n%s", pkgs, err, out)
+	}
+	cmd = exec.CommandContext(t.Context(), "go", append([]string{"test", "-count=1", "-overlay=" + path}, pkgs...)...)
 	out, err := cmd.CombinedOutput()
 	t.Logf("go test %v:\n%s", pkgs, out)
 	if err != nil {

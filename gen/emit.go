@@ -7,7 +7,10 @@ import (
 	"go/types"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/dave/jennifer/jen"
 
@@ -42,11 +45,26 @@ type emitter struct {
 
 func emitPackage(p *analysis.Package) ([]byte, error) {
 	f := jen.NewFilePathName(p.Path, p.Name)
-	f.HeaderComment(analysis.GeneratedHeader)
+	cons, err := buildConstraint(p)
+	if err != nil {
+		return nil, err
+	}
+	if cons == nil {
+		f.HeaderComment(analysis.GeneratedHeader)
+	} else {
+		// One literal comment: jennifer would not leave the blank line
+		// that separates a build constraint from the comments above it.
+		f.HeaderComment("// " + analysis.GeneratedHeader + "\n\n" + goBuildLine(cons))
+	}
 	g := &emitter{pkg: p, f: f, taken: map[string]bool{}, local: map[string]string{}, declared: map[string]bool{}}
 	if p.Types != nil {
 		for _, name := range p.Types.Scope().Names() {
-			g.taken[name] = true
+			// Names with the _dagen prefix are dagen's own: those in
+			// scope come from the dag_gen.go being replaced, and taking
+			// them would rename the new file's, every other run.
+			if !strings.HasPrefix(name, "_dagen") {
+				g.taken[name] = true
+			}
 		}
 	}
 	g.imports()
@@ -86,8 +104,21 @@ func (g *emitter) imports() {
 		sorted = append(sorted, path)
 	}
 	sort.Strings(sorted)
+	// Packages that share a name are all aliased by their paths, as is a
+	// package named like the one generated: model.Receipt must not
+	// silently mean one model package here and another there.
+	count := map[string]int{g.pkg.Name: 1}
+	for _, name := range paths {
+		count[name]++
+	}
 	for _, path := range sorted {
 		name := paths[path]
+		if count[name] > 1 {
+			alias := pathAlias(path, name, g.taken)
+			g.f.ImportAlias(path, alias)
+			g.taken[alias] = true
+			continue
+		}
 		if !g.taken[name] {
 			g.f.ImportName(path, name)
 			g.taken[name] = true
@@ -100,6 +131,58 @@ func (g *emitter) imports() {
 		g.f.ImportAlias(path, alias)
 		g.taken[alias] = true
 	}
+}
+
+// pathAlias returns an import name for the package at path named name
+// that says where it comes from: the name prefixed with the path's
+// elements above the package's directory, as few as make it untaken
+// (example.com/shop/model is shopmodel), or numbered when they run out.
+func pathAlias(path, name string, taken map[string]bool) string {
+	elems := strings.Split(path, "/")
+	// Drop the directory, and a major version suffix (pgx/v5) with it.
+	if n := len(elems); n > 1 && majorVersion(elems[n-1]) {
+		elems = elems[:n-1]
+	}
+	elems = elems[:len(elems)-1]
+	alias := name
+	for i := len(elems) - 1; i >= 0; i-- {
+		if e := identPart(elems[i]); e != "" {
+			alias = e + alias
+			if !taken[alias] && (alias[0] < '0' || alias[0] > '9') {
+				return alias
+			}
+		}
+	}
+	if alias[0] >= '0' && alias[0] <= '9' {
+		alias = "pkg" + alias
+	}
+	base := alias
+	for i := 2; taken[alias]; i++ {
+		alias = base + strconv.Itoa(i)
+	}
+	return alias
+}
+
+// majorVersion reports whether a path element is a major version suffix
+// such as v2.
+func majorVersion(e string) bool {
+	if len(e) < 2 || e[0] != 'v' {
+		return false
+	}
+	_, err := strconv.Atoi(e[1:])
+	return err == nil
+}
+
+// identPart returns the lower-case letters and digits of a path element,
+// so that example-corp.com gives examplecorpcom.
+func identPart(e string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(e) {
+		if r < utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // collectPkgs adds the packages named in t to paths.
@@ -346,7 +429,7 @@ func typeID(t types.Type) string {
 
 func (g *emitter) definition(w *analysis.Workflow) {
 	n := analysis.GoName(w)
-	def := g.name("def")
+	def, fns, funcsType := g.name("def"), g.name("fns"), g.name("_dagen"+n+"Funcs")
 	var fields fieldList
 	fields.add("Name", jen.Lit(w.Name))
 	fields.add("InputType", jen.Lit(typeID(w.Input)))
@@ -354,18 +437,49 @@ func (g *emitter) definition(w *analysis.Workflow) {
 	if w.OnFailure != "" {
 		fields.add("OnFailure", g.onFailure(w))
 	}
-	// One statement per step rather than one literal holding them all:
-	// go/printer measures nested literals again at every level, which is
-	// slow for workflows with thousands of steps.
+	stepFuncs := make([]string, len(w.Steps))
+	for i, s := range w.Steps {
+		stepFuncs[i] = g.name("_dagen" + n + "_" + s.Func)
+	}
+
+	g.f.Commentf("%s holds the funcs of workflow %q with the signatures they", funcsType, w.Name)
+	g.f.Commentf("were generated for. %sDefinition fills it from its guards; the step", n)
+	g.f.Comment("funcs below call the funcs through it.")
+	g.f.Type().Id(funcsType).StructFunc(func(grp *jen.Group) {
+		for _, fn := range userFuncs(w) {
+			grp.Id(g.fnVar(fn.name)).Id(signatureType(fn.name))
+		}
+	})
+	g.f.Line()
+
+	// The definition assigns the guards and calls one small func per step
+	// rather than holding every step's closures itself: the compiler's
+	// cost of a function grows faster than its size, and a definition of
+	// thousands of closures took minutes to build. One statement per step
+	// rather than one literal holding them all, because go/printer
+	// measures nested literals again at every level.
 	body := g.guards(w)
+	var funcs fieldList
+	for _, fn := range userFuncs(w) {
+		funcs.add(g.fnVar(fn.name), jen.Id(g.fnVar(fn.name)))
+	}
+	body = append(body, jen.Id(fns).Op(":=").Op("&").Id(funcsType).Add(funcs.values()))
 	body = append(body, jen.Id(def).Op(":=").Op("&").Qual(enginePath, "Definition").Add(fields.values()))
-	for _, s := range w.Steps {
-		body = append(body, jen.Id(def).Dot("Steps").Op("=").Append(jen.Id(def).Dot("Steps"), jen.Qual(enginePath, "Step").Add(g.step(w, s))))
+	for i := range w.Steps {
+		body = append(body, jen.Id(def).Dot("Steps").Op("=").Append(jen.Id(def).Dot("Steps"), jen.Id(stepFuncs[i]).Call(jen.Id(fns))))
 	}
 	body = append(body, jen.Return(jen.Id(def)))
 	g.f.Commentf("%sDefinition returns the engine definition of workflow %q.", n, w.Name)
 	g.f.Commentf("%s registers it and returns a typed handle.", analysis.NewFuncName(w))
 	g.f.Func().Id(n+"Definition").Params().Op("*").Qual(enginePath, "Definition").Block(body...)
+
+	for i, s := range w.Steps {
+		g.f.Line()
+		g.f.Commentf("%s returns step %q of workflow %q.", stepFuncs[i], s.Name, w.Name)
+		g.f.Func().Id(stepFuncs[i]).Params(jen.Id(fns).Op("*").Id(funcsType)).Qual(enginePath, "Step").Block(
+			jen.Return(jen.Qual(enginePath, "Step").Add(g.step(w, s))),
+		)
+	}
 }
 
 // fieldList is a composite literal's fields, kept in the order they are
@@ -479,7 +593,7 @@ func (g *emitter) callArgs(w *analysis.Workflow, s *analysis.Step, zero ...jen.C
 
 func (g *emitter) runAdapter(w *analysis.Workflow, s *analysis.Step) jen.Code {
 	body, args := g.callArgs(w, s, jen.Nil())
-	call := jen.Id(g.fnVar(s.Func)).Call(args...)
+	call := g.callee(s.Func).Call(args...)
 	if s.Output == nil {
 		body = append(body, jen.Return(jen.Nil(), call))
 	} else {
@@ -502,7 +616,7 @@ func (g *emitter) sleepAdapter(w *analysis.Workflow, s *analysis.Step) jen.Code 
 		field = "At"
 	}
 	body = append(body,
-		jen.List(jen.Id(wake), jen.Id(g.name("err"))).Op(":=").Id(g.fnVar(s.Func)).Call(args...),
+		jen.List(jen.Id(wake), jen.Id(g.name("err"))).Op(":=").Add(g.callee(s.Func)).Call(args...),
 		g.checkErr(zero),
 		jen.Return(jen.Qual(enginePath, "Wake").Values(jen.Dict{jen.Id(field): jen.Id(wake)}), jen.Nil()),
 	)
@@ -531,7 +645,7 @@ func (g *emitter) predicate(w *analysis.Workflow, s *analysis.Step, p *analysis.
 	for _, i := range dedupe(parents) {
 		body = append(body, g.decodeParent(s, i, jen.False())...)
 	}
-	call := jen.Id(g.fnVar(p.Func)).Call(args...)
+	call := g.callee(p.Func).Call(args...)
 	if p.ReturnsErr {
 		body = append(body, jen.Return(call))
 	} else {
@@ -572,7 +686,7 @@ func (g *emitter) onFailure(w *analysis.Workflow) jen.Code {
 			jen.Var().Id(zero).Add(g.typ(w.Input)),
 			jen.List(jen.Id(input), jen.Id(failure).Dot("InputError")).Op("=").List(jen.Id(zero), jen.Id(err).Dot("Error").Call()),
 		),
-		jen.Return(jen.Id(g.fnVar(w.OnFailure)).Call(jen.Id(g.name("ctx")), jen.Id(input), jen.Id(failure))),
+		jen.Return(g.callee(w.OnFailure).Call(jen.Id(g.name("ctx")), jen.Id(input), jen.Id(failure))),
 	}
 	return jen.Func().Params(g.ctxParam(), g.inParam(), jen.Id(failure).Qual(dagPath, "Failure")).Error().Block(body...)
 }
@@ -635,10 +749,21 @@ func (g *emitter) handle(w *analysis.Workflow) {
 	g.f.Func().Params(jen.Id(r).Op("*").Id(runType)).Id("ID").Params().Qual(dagPath, "RunID").Block(jen.Return(jen.Id(r).Dot("id")))
 	g.f.Line()
 
-	body := []jen.Code{
-		jen.List(jen.Id(res), jen.Id(err)).Op(":=").Id(r).Dot("engine").Dot("Wait").Call(jen.Id(ctx), jen.Id(r).Dot("id")),
-		jen.If(jen.Id(err).Op("!=").Nil()).Block(jen.Return(jen.Id(resType).Values(), jen.Id(err))),
-		jen.Var().Id(out).Id(resType),
+	wait := jen.Id(r).Dot("engine").Dot("Wait").Call(jen.Id(ctx), jen.Id(r).Dot("id"))
+	var body []jen.Code
+	if !hasOutputs(w) {
+		// Nothing to decode: the engine's result is not needed, and a
+		// variable holding it would not compile.
+		body = []jen.Code{
+			jen.If(jen.List(jen.Id("_"), jen.Id(err)).Op(":=").Add(wait), jen.Id(err).Op("!=").Nil()).Block(jen.Return(jen.Id(resType).Values(), jen.Id(err))),
+			jen.Return(jen.Id(resType).Values(), jen.Nil()),
+		}
+	} else {
+		body = []jen.Code{
+			jen.List(jen.Id(res), jen.Id(err)).Op(":=").Add(wait),
+			jen.If(jen.Id(err).Op("!=").Nil()).Block(jen.Return(jen.Id(resType).Values(), jen.Id(err))),
+			jen.Var().Id(out).Id(resType),
+		}
 	}
 	for _, s := range w.Steps {
 		if s.Output == nil {
@@ -653,10 +778,22 @@ func (g *emitter) handle(w *analysis.Workflow) {
 			jen.Id(err).Op("!=").Nil(),
 		).Block(jen.Return(jen.Id(resType).Values(), jen.Id(err))))
 	}
-	body = append(body, jen.Return(jen.Id(out), jen.Nil()))
+	if hasOutputs(w) {
+		body = append(body, jen.Return(jen.Id(out), jen.Nil()))
+	}
 	g.f.Comment("Wait blocks until the run finishes and returns the outputs of its steps.")
 	g.f.Comment("When the run failed or was cancelled, the error is the engine's *engine.RunError.")
 	g.f.Func().Params(jen.Id(r).Op("*").Id(runType)).Id("Wait").Params(ctxP).Params(jen.Id(resType), jen.Error()).Block(body...)
+}
+
+// hasOutputs reports whether a step of w returns a value.
+func hasOutputs(w *analysis.Workflow) bool {
+	for _, s := range w.Steps {
+		if s.Output != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // result emits the typed result struct.
@@ -735,6 +872,11 @@ func (g *emitter) signatureTypes(w *analysis.Workflow) bool {
 // fnVar is the local variable through which a definition calls the user
 // func fn.
 func (g *emitter) fnVar(fn string) string { return g.name(fn + "Fn") }
+
+// callee is the expression through which the generated code calls the
+// user func fn: the field of the funcs struct that the definition filled
+// from the guards.
+func (g *emitter) callee(fn string) *jen.Statement { return jen.Id(g.name("fns")).Dot(g.fnVar(fn)) }
 
 // guards returns the statements that open a definition: one variable per
 // user func, declared with the func's signature type and assigned the

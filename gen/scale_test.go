@@ -89,3 +89,106 @@ func TestThousandSteps(t *testing.T) {
 		t.Fatalf("generated 1,000-step package does not vet: %v\n%s", err, out)
 	}
 }
+
+// layeredWorkflow writes a workflow of n steps in layers of 25 (40 layers
+// at 1,000 steps), each step after three steps of the layer above. Every
+// tenth step is a sleep, which binds no parameter in its children; every
+// seventh has a skip predicate, every third a retry policy.
+func layeredWorkflow(n int) string {
+	const width = 25
+	var b strings.Builder
+	b.WriteString("package big\n\nimport (\n\t\"context\"\n\t\"time\"\n)\n\n//dag:workflow\ntype In struct{ N int }\n\n// V is every step's output.\ntype V struct{ N int }\n\nfunc never(in In) bool { return in.N < 0 }\n")
+	isSleep := func(k int) bool { return k%10 == 5 }
+	for k := range n {
+		layer, j := k/width, k%width
+		var after, params []string
+		sum := "in.N"
+		if layer > 0 {
+			for d := range 3 {
+				p := (layer-1)*width + (j+d)%width
+				after = append(after, fmt.Sprintf("S%04d", p))
+				if !isSleep(p) {
+					params = append(params, fmt.Sprintf("p%d V", d))
+					sum += fmt.Sprintf(" + p%d.N", d)
+				}
+			}
+		}
+		dir := "//dag:step"
+		if isSleep(k) {
+			dir = "//dag:sleep"
+		}
+		if len(after) > 0 {
+			dir += " after=" + strings.Join(after, ",")
+		}
+		if !isSleep(k) && k%7 == 0 {
+			dir += " skip=never"
+		}
+		if !isSleep(k) && k%3 == 0 {
+			dir += " retry=2 backoff=1s"
+		}
+		args := strings.Join(append([]string{"ctx context.Context", "in In"}, params...), ", ")
+		if isSleep(k) {
+			fmt.Fprintf(&b, "\n%s\nfunc S%04d(%s) (time.Duration, error) { return time.Duration(%s) * time.Millisecond, nil }\n", dir, k, args, sum)
+			continue
+		}
+		fmt.Fprintf(&b, "\n%s\nfunc S%04d(%s) (V, error) { return V{N: %s + %d}, nil }\n", dir, k, args, sum, k)
+	}
+	return b.String()
+}
+
+// BenchmarkBuild generates layered workflows of growing size into a
+// throwaway module and measures dagen's generation and go build of the
+// generated package. Every measured build has a GOCACHE of its own, warmed
+// with the package's dependencies beforehand, so the package itself is
+// really compiled and nothing else is. Run it with
+//
+//	go test ./gen -run '^$' -bench BenchmarkBuild -benchtime 1x
+//
+// It reports gen-s (load, analysis and generation) and build-s; ns/op is
+// the build alone too.
+func BenchmarkBuild(b *testing.B) {
+	for _, n := range []int{250, 500, 1000, 2000} {
+		b.Run(fmt.Sprintf("steps=%d", n), func(b *testing.B) {
+			dir := gentest.TempModule(b, map[string]string{
+				"big/big.go":   layeredWorkflow(n),
+				"warm/warm.go": "package warm\n\nimport (\n\t_ \"context\"\n\t_ \"fmt\"\n\t_ \"time\"\n\n\t_ \"github.com/dagenhq/dagen/runtime/dag\"\n\t_ \"github.com/dagenhq/dagen/runtime/engine\"\n)\n",
+			})
+			env := gentest.Env()
+			goCmd := func(env []string, args ...string) []byte {
+				b.Helper()
+				cmd := exec.CommandContext(b.Context(), "go", args...)
+				cmd.Dir = dir
+				cmd.Env = env
+				out, err := cmd.CombinedOutput()
+				if err != nil {
+					b.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+				}
+				return out
+			}
+			var genTime, buildTime time.Duration
+			b.StopTimer()
+			for range b.N {
+				cache := append(env[:len(env):len(env)], "GOCACHE="+b.TempDir())
+				// Warm the cache with everything but the package itself:
+				// warm imports what the generated code imports.
+				goCmd(cache, "build", "./warm")
+				start := time.Now()
+				files, diags := gen.Generate(b.Context(), gen.Config{Dir: dir, Env: cache}, "./big")
+				genTime += time.Since(start)
+				if len(diags) > 0 || len(files) != 1 {
+					b.Fatalf("generate: %d files, %v", len(files), diags)
+				}
+				if _, err := gen.Write(files); err != nil {
+					b.Fatal(err)
+				}
+				start = time.Now()
+				b.StartTimer()
+				goCmd(cache, "build", "./big")
+				b.StopTimer()
+				buildTime += time.Since(start)
+			}
+			b.ReportMetric(genTime.Seconds()/float64(b.N), "gen-s")
+			b.ReportMetric(buildTime.Seconds()/float64(b.N), "build-s")
+		})
+	}
+}

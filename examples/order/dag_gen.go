@@ -30,6 +30,21 @@ type (
 	_dagenSignature_Alert_changed_run_go_generate       func(context.Context, Order, dag.Failure) error
 )
 
+// _dagenOrderFuncs holds the funcs of workflow "Order" with the signatures they
+// were generated for. OrderDefinition fills it from its guards; the step
+// funcs below call the funcs through it.
+type _dagenOrderFuncs struct {
+	ValidateFn    _dagenSignature_Validate_changed_run_go_generate
+	ChargeFn      _dagenSignature_Charge_changed_run_go_generate
+	RejectFn      _dagenSignature_Reject_changed_run_go_generate
+	FraudWindowFn _dagenSignature_FraudWindow_changed_run_go_generate
+	ShipFn        _dagenSignature_Ship_changed_run_go_generate
+	FinalizeFn    _dagenSignature_Finalize_changed_run_go_generate
+	invalidFn     _dagenSignature_invalid_changed_run_go_generate
+	validFn       _dagenSignature_valid_changed_run_go_generate
+	AlertFn       _dagenSignature_Alert_changed_run_go_generate
+}
+
 // OrderDefinition returns the engine definition of workflow "Order".
 // NewOrderWorkflow registers it and returns a typed handle.
 func OrderDefinition() *engine.Definition {
@@ -46,6 +61,17 @@ func OrderDefinition() *engine.Definition {
 		validFn       _dagenSignature_valid_changed_run_go_generate       = valid
 		AlertFn       _dagenSignature_Alert_changed_run_go_generate       = Alert
 	)
+	fns := &_dagenOrderFuncs{
+		ValidateFn:    ValidateFn,
+		ChargeFn:      ChargeFn,
+		RejectFn:      RejectFn,
+		FraudWindowFn: FraudWindowFn,
+		ShipFn:        ShipFn,
+		FinalizeFn:    FinalizeFn,
+		invalidFn:     invalidFn,
+		validFn:       validFn,
+		AlertFn:       AlertFn,
+	}
 	def := &engine.Definition{
 		Name:      "Order",
 		InputType: "github.com/dagenhq/dagen/examples/order.Order",
@@ -58,10 +84,21 @@ func OrderDefinition() *engine.Definition {
 				var zero Order
 				input, failure.InputError = zero, err.Error()
 			}
-			return AlertFn(ctx, input, failure)
+			return fns.AlertFn(ctx, input, failure)
 		},
 	}
-	def.Steps = append(def.Steps, engine.Step{
+	def.Steps = append(def.Steps, _dagenOrder_Validate(fns))
+	def.Steps = append(def.Steps, _dagenOrder_Charge(fns))
+	def.Steps = append(def.Steps, _dagenOrder_Reject(fns))
+	def.Steps = append(def.Steps, _dagenOrder_FraudWindow(fns))
+	def.Steps = append(def.Steps, _dagenOrder_Ship(fns))
+	def.Steps = append(def.Steps, _dagenOrder_Finalize(fns))
+	return def
+}
+
+// _dagenOrder_Validate returns step "Validate" of workflow "Order".
+func _dagenOrder_Validate(fns *_dagenOrderFuncs) engine.Step {
+	return engine.Step{
 		Name:       "Validate",
 		OutputType: "github.com/dagenhq/dagen/examples/order.Validation",
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -69,14 +106,18 @@ func OrderDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := ValidateFn(ctx, input)
+			out, err := fns.ValidateFn(ctx, input)
 			if err != nil {
 				return nil, err
 			}
 			return engine.Encode(out)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenOrder_Charge returns step "Charge" of workflow "Order".
+func _dagenOrder_Charge(fns *_dagenOrderFuncs) engine.Step {
+	return engine.Step{
 		Name:       "Charge",
 		OutputType: "github.com/dagenhq/dagen/examples/order.Receipt",
 		Parents:    []engine.Parent{{Name: "Validate"}},
@@ -87,7 +128,7 @@ func OrderDefinition() *engine.Definition {
 				if err != nil {
 					return false, err
 				}
-				return invalidFn(p0), nil
+				return fns.invalidFn(p0), nil
 			},
 		}},
 		Retry: engine.RetryPolicy{
@@ -104,14 +145,18 @@ func OrderDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := ChargeFn(ctx, input, p0)
+			out, err := fns.ChargeFn(ctx, input, p0)
 			if err != nil {
 				return nil, err
 			}
 			return engine.Encode(out)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenOrder_Reject returns step "Reject" of workflow "Order".
+func _dagenOrder_Reject(fns *_dagenOrderFuncs) engine.Step {
+	return engine.Step{
 		Name:       "Reject",
 		OutputType: "github.com/dagenhq/dagen/examples/order.Rejection",
 		Parents:    []engine.Parent{{Name: "Validate"}},
@@ -122,7 +167,7 @@ func OrderDefinition() *engine.Definition {
 				if err != nil {
 					return false, err
 				}
-				return validFn(p0), nil
+				return fns.validFn(p0), nil
 			},
 		}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -134,14 +179,18 @@ func OrderDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := RejectFn(ctx, input, p0)
+			out, err := fns.RejectFn(ctx, input, p0)
 			if err != nil {
 				return nil, err
 			}
 			return engine.Encode(out)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenOrder_FraudWindow returns step "FraudWindow" of workflow "Order".
+func _dagenOrder_FraudWindow(fns *_dagenOrderFuncs) engine.Step {
+	return engine.Step{
 		Name:    "FraudWindow",
 		Kind:    engine.KindSleep,
 		Parents: []engine.Parent{{Name: "Charge"}},
@@ -154,14 +203,18 @@ func OrderDefinition() *engine.Definition {
 			if err != nil {
 				return engine.Wake{}, err
 			}
-			wake, err := FraudWindowFn(ctx, input, p0)
+			wake, err := fns.FraudWindowFn(ctx, input, p0)
 			if err != nil {
 				return engine.Wake{}, err
 			}
 			return engine.Wake{Delay: wake}, nil
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenOrder_Ship returns step "Ship" of workflow "Order".
+func _dagenOrder_Ship(fns *_dagenOrderFuncs) engine.Step {
+	return engine.Step{
 		Name:       "Ship",
 		OutputType: "github.com/dagenhq/dagen/examples/order.Shipment",
 		Parents:    []engine.Parent{{Name: "Charge"}, {Name: "FraudWindow"}},
@@ -174,14 +227,18 @@ func OrderDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := ShipFn(ctx, input, p0)
+			out, err := fns.ShipFn(ctx, input, p0)
 			if err != nil {
 				return nil, err
 			}
 			return engine.Encode(out)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenOrder_Finalize returns step "Finalize" of workflow "Order".
+func _dagenOrder_Finalize(fns *_dagenOrderFuncs) engine.Step {
+	return engine.Step{
 		Name:       "Finalize",
 		OutputType: "github.com/dagenhq/dagen/examples/order.Summary",
 		Parents: []engine.Parent{{
@@ -204,14 +261,13 @@ func OrderDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := FinalizeFn(ctx, input, p0, p1)
+			out, err := fns.FinalizeFn(ctx, input, p0, p1)
 			if err != nil {
 				return nil, err
 			}
 			return engine.Encode(out)
 		},
-	})
-	return def
+	}
 }
 
 // OrderWorkflow runs workflow "Order" on an engine with typed inputs and outputs.

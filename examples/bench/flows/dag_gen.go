@@ -21,6 +21,13 @@ type (
 	_dagenSignature_Only_changed_run_go_generate func(context.Context, Single) (int, error)
 )
 
+// _dagenSingleFuncs holds the funcs of workflow "Single" with the signatures they
+// were generated for. SingleDefinition fills it from its guards; the step
+// funcs below call the funcs through it.
+type _dagenSingleFuncs struct {
+	OnlyFn _dagenSignature_Only_changed_run_go_generate
+}
+
 // SingleDefinition returns the engine definition of workflow "Single".
 // NewSingleWorkflow registers it and returns a typed handle.
 func SingleDefinition() *engine.Definition {
@@ -29,12 +36,21 @@ func SingleDefinition() *engine.Definition {
 	var (
 		OnlyFn _dagenSignature_Only_changed_run_go_generate = Only
 	)
+	fns := &_dagenSingleFuncs{
+		OnlyFn: OnlyFn,
+	}
 	def := &engine.Definition{
 		Name:      "Single",
 		InputType: "github.com/dagenhq/dagen/examples/bench/flows.Single",
 		Steps:     make([]engine.Step, 0, 1),
 	}
-	def.Steps = append(def.Steps, engine.Step{
+	def.Steps = append(def.Steps, _dagenSingle_Only(fns))
+	return def
+}
+
+// _dagenSingle_Only returns step "Only" of workflow "Single".
+func _dagenSingle_Only(fns *_dagenSingleFuncs) engine.Step {
+	return engine.Step{
 		Name:       "Only",
 		OutputType: "int",
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -42,14 +58,13 @@ func SingleDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := OnlyFn(ctx, input)
+			out, err := fns.OnlyFn(ctx, input)
 			if err != nil {
 				return nil, err
 			}
 			return engine.Encode(out)
 		},
-	})
-	return def
+	}
 }
 
 // SingleWorkflow runs workflow "Single" on an engine with typed inputs and outputs.
@@ -141,6 +156,14 @@ type (
 	_dagenSignature_B_changed_run_go_generate func(context.Context, Pair) (int, error)
 )
 
+// _dagenPairFuncs holds the funcs of workflow "Pair" with the signatures they
+// were generated for. PairDefinition fills it from its guards; the step
+// funcs below call the funcs through it.
+type _dagenPairFuncs struct {
+	AFn _dagenSignature_A_changed_run_go_generate
+	BFn _dagenSignature_B_changed_run_go_generate
+}
+
 // PairDefinition returns the engine definition of workflow "Pair".
 // NewPairWorkflow registers it and returns a typed handle.
 func PairDefinition() *engine.Definition {
@@ -150,22 +173,37 @@ func PairDefinition() *engine.Definition {
 		AFn _dagenSignature_A_changed_run_go_generate = A
 		BFn _dagenSignature_B_changed_run_go_generate = B
 	)
+	fns := &_dagenPairFuncs{
+		AFn: AFn,
+		BFn: BFn,
+	}
 	def := &engine.Definition{
 		Name:      "Pair",
 		InputType: "github.com/dagenhq/dagen/examples/bench/flows.Pair",
 		Steps:     make([]engine.Step, 0, 2),
 	}
-	def.Steps = append(def.Steps, engine.Step{
+	def.Steps = append(def.Steps, _dagenPair_A(fns))
+	def.Steps = append(def.Steps, _dagenPair_B(fns))
+	return def
+}
+
+// _dagenPair_A returns step "A" of workflow "Pair".
+func _dagenPair_A(fns *_dagenPairFuncs) engine.Step {
+	return engine.Step{
 		Name: "A",
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
 			input, err := engine.Input[Pair](in)
 			if err != nil {
 				return nil, err
 			}
-			return nil, AFn(ctx, input)
+			return nil, fns.AFn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenPair_B returns step "B" of workflow "Pair".
+func _dagenPair_B(fns *_dagenPairFuncs) engine.Step {
+	return engine.Step{
 		Name:       "B",
 		OutputType: "int",
 		Parents:    []engine.Parent{{Name: "A"}},
@@ -174,14 +212,13 @@ func PairDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := BFn(ctx, input)
+			out, err := fns.BFn(ctx, input)
 			if err != nil {
 				return nil, err
 			}
 			return engine.Encode(out)
 		},
-	})
-	return def
+	}
 }
 
 // PairWorkflow runs workflow "Pair" on an engine with typed inputs and outputs.
@@ -281,6 +318,22 @@ type (
 	_dagenSignature_S10_changed_run_go_generate func(context.Context, Chain, int) (int, error)
 )
 
+// _dagenChainFuncs holds the funcs of workflow "Chain" with the signatures they
+// were generated for. ChainDefinition fills it from its guards; the step
+// funcs below call the funcs through it.
+type _dagenChainFuncs struct {
+	S1Fn  _dagenSignature_S1_changed_run_go_generate
+	S2Fn  _dagenSignature_S2_changed_run_go_generate
+	S3Fn  _dagenSignature_S3_changed_run_go_generate
+	S4Fn  _dagenSignature_S4_changed_run_go_generate
+	S5Fn  _dagenSignature_S5_changed_run_go_generate
+	S6Fn  _dagenSignature_S6_changed_run_go_generate
+	S7Fn  _dagenSignature_S7_changed_run_go_generate
+	S8Fn  _dagenSignature_S8_changed_run_go_generate
+	S9Fn  _dagenSignature_S9_changed_run_go_generate
+	S10Fn _dagenSignature_S10_changed_run_go_generate
+}
+
 // ChainDefinition returns the engine definition of workflow "Chain".
 // NewChainWorkflow registers it and returns a typed handle.
 func ChainDefinition() *engine.Definition {
@@ -298,12 +351,39 @@ func ChainDefinition() *engine.Definition {
 		S9Fn  _dagenSignature_S9_changed_run_go_generate  = S9
 		S10Fn _dagenSignature_S10_changed_run_go_generate = S10
 	)
+	fns := &_dagenChainFuncs{
+		S1Fn:  S1Fn,
+		S2Fn:  S2Fn,
+		S3Fn:  S3Fn,
+		S4Fn:  S4Fn,
+		S5Fn:  S5Fn,
+		S6Fn:  S6Fn,
+		S7Fn:  S7Fn,
+		S8Fn:  S8Fn,
+		S9Fn:  S9Fn,
+		S10Fn: S10Fn,
+	}
 	def := &engine.Definition{
 		Name:      "Chain",
 		InputType: "github.com/dagenhq/dagen/examples/bench/flows.Chain",
 		Steps:     make([]engine.Step, 0, 10),
 	}
-	def.Steps = append(def.Steps, engine.Step{
+	def.Steps = append(def.Steps, _dagenChain_S1(fns))
+	def.Steps = append(def.Steps, _dagenChain_S2(fns))
+	def.Steps = append(def.Steps, _dagenChain_S3(fns))
+	def.Steps = append(def.Steps, _dagenChain_S4(fns))
+	def.Steps = append(def.Steps, _dagenChain_S5(fns))
+	def.Steps = append(def.Steps, _dagenChain_S6(fns))
+	def.Steps = append(def.Steps, _dagenChain_S7(fns))
+	def.Steps = append(def.Steps, _dagenChain_S8(fns))
+	def.Steps = append(def.Steps, _dagenChain_S9(fns))
+	def.Steps = append(def.Steps, _dagenChain_S10(fns))
+	return def
+}
+
+// _dagenChain_S1 returns step "S1" of workflow "Chain".
+func _dagenChain_S1(fns *_dagenChainFuncs) engine.Step {
+	return engine.Step{
 		Name:       "S1",
 		OutputType: "int",
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -311,14 +391,18 @@ func ChainDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := S1Fn(ctx, input)
+			out, err := fns.S1Fn(ctx, input)
 			if err != nil {
 				return nil, err
 			}
 			return engine.Encode(out)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenChain_S2 returns step "S2" of workflow "Chain".
+func _dagenChain_S2(fns *_dagenChainFuncs) engine.Step {
+	return engine.Step{
 		Name:       "S2",
 		OutputType: "int",
 		Parents:    []engine.Parent{{Name: "S1"}},
@@ -331,14 +415,18 @@ func ChainDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := S2Fn(ctx, input, p0)
+			out, err := fns.S2Fn(ctx, input, p0)
 			if err != nil {
 				return nil, err
 			}
 			return engine.Encode(out)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenChain_S3 returns step "S3" of workflow "Chain".
+func _dagenChain_S3(fns *_dagenChainFuncs) engine.Step {
+	return engine.Step{
 		Name:       "S3",
 		OutputType: "int",
 		Parents:    []engine.Parent{{Name: "S2"}},
@@ -351,14 +439,18 @@ func ChainDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := S3Fn(ctx, input, p0)
+			out, err := fns.S3Fn(ctx, input, p0)
 			if err != nil {
 				return nil, err
 			}
 			return engine.Encode(out)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenChain_S4 returns step "S4" of workflow "Chain".
+func _dagenChain_S4(fns *_dagenChainFuncs) engine.Step {
+	return engine.Step{
 		Name:       "S4",
 		OutputType: "int",
 		Parents:    []engine.Parent{{Name: "S3"}},
@@ -371,14 +463,18 @@ func ChainDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := S4Fn(ctx, input, p0)
+			out, err := fns.S4Fn(ctx, input, p0)
 			if err != nil {
 				return nil, err
 			}
 			return engine.Encode(out)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenChain_S5 returns step "S5" of workflow "Chain".
+func _dagenChain_S5(fns *_dagenChainFuncs) engine.Step {
+	return engine.Step{
 		Name:       "S5",
 		OutputType: "int",
 		Parents:    []engine.Parent{{Name: "S4"}},
@@ -391,14 +487,18 @@ func ChainDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := S5Fn(ctx, input, p0)
+			out, err := fns.S5Fn(ctx, input, p0)
 			if err != nil {
 				return nil, err
 			}
 			return engine.Encode(out)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenChain_S6 returns step "S6" of workflow "Chain".
+func _dagenChain_S6(fns *_dagenChainFuncs) engine.Step {
+	return engine.Step{
 		Name:       "S6",
 		OutputType: "int",
 		Parents:    []engine.Parent{{Name: "S5"}},
@@ -411,14 +511,18 @@ func ChainDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := S6Fn(ctx, input, p0)
+			out, err := fns.S6Fn(ctx, input, p0)
 			if err != nil {
 				return nil, err
 			}
 			return engine.Encode(out)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenChain_S7 returns step "S7" of workflow "Chain".
+func _dagenChain_S7(fns *_dagenChainFuncs) engine.Step {
+	return engine.Step{
 		Name:       "S7",
 		OutputType: "int",
 		Parents:    []engine.Parent{{Name: "S6"}},
@@ -431,14 +535,18 @@ func ChainDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := S7Fn(ctx, input, p0)
+			out, err := fns.S7Fn(ctx, input, p0)
 			if err != nil {
 				return nil, err
 			}
 			return engine.Encode(out)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenChain_S8 returns step "S8" of workflow "Chain".
+func _dagenChain_S8(fns *_dagenChainFuncs) engine.Step {
+	return engine.Step{
 		Name:       "S8",
 		OutputType: "int",
 		Parents:    []engine.Parent{{Name: "S7"}},
@@ -451,14 +559,18 @@ func ChainDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := S8Fn(ctx, input, p0)
+			out, err := fns.S8Fn(ctx, input, p0)
 			if err != nil {
 				return nil, err
 			}
 			return engine.Encode(out)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenChain_S9 returns step "S9" of workflow "Chain".
+func _dagenChain_S9(fns *_dagenChainFuncs) engine.Step {
+	return engine.Step{
 		Name:       "S9",
 		OutputType: "int",
 		Parents:    []engine.Parent{{Name: "S8"}},
@@ -471,14 +583,18 @@ func ChainDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := S9Fn(ctx, input, p0)
+			out, err := fns.S9Fn(ctx, input, p0)
 			if err != nil {
 				return nil, err
 			}
 			return engine.Encode(out)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenChain_S10 returns step "S10" of workflow "Chain".
+func _dagenChain_S10(fns *_dagenChainFuncs) engine.Step {
+	return engine.Step{
 		Name:       "S10",
 		OutputType: "int",
 		Parents:    []engine.Parent{{Name: "S9"}},
@@ -491,14 +607,13 @@ func ChainDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := S10Fn(ctx, input, p0)
+			out, err := fns.S10Fn(ctx, input, p0)
 			if err != nil {
 				return nil, err
 			}
 			return engine.Encode(out)
 		},
-	})
-	return def
+	}
 }
 
 // ChainWorkflow runs workflow "Chain" on an engine with typed inputs and outputs.
@@ -676,6 +791,64 @@ type (
 	_dagenSignature_Join_changed_run_go_generate func(context.Context, Fan) (int, error)
 )
 
+// _dagenFanFuncs holds the funcs of workflow "Fan" with the signatures they
+// were generated for. FanDefinition fills it from its guards; the step
+// funcs below call the funcs through it.
+type _dagenFanFuncs struct {
+	RootFn _dagenSignature_Root_changed_run_go_generate
+	F01Fn  _dagenSignature_F01_changed_run_go_generate
+	F02Fn  _dagenSignature_F02_changed_run_go_generate
+	F03Fn  _dagenSignature_F03_changed_run_go_generate
+	F04Fn  _dagenSignature_F04_changed_run_go_generate
+	F05Fn  _dagenSignature_F05_changed_run_go_generate
+	F06Fn  _dagenSignature_F06_changed_run_go_generate
+	F07Fn  _dagenSignature_F07_changed_run_go_generate
+	F08Fn  _dagenSignature_F08_changed_run_go_generate
+	F09Fn  _dagenSignature_F09_changed_run_go_generate
+	F10Fn  _dagenSignature_F10_changed_run_go_generate
+	F11Fn  _dagenSignature_F11_changed_run_go_generate
+	F12Fn  _dagenSignature_F12_changed_run_go_generate
+	F13Fn  _dagenSignature_F13_changed_run_go_generate
+	F14Fn  _dagenSignature_F14_changed_run_go_generate
+	F15Fn  _dagenSignature_F15_changed_run_go_generate
+	F16Fn  _dagenSignature_F16_changed_run_go_generate
+	F17Fn  _dagenSignature_F17_changed_run_go_generate
+	F18Fn  _dagenSignature_F18_changed_run_go_generate
+	F19Fn  _dagenSignature_F19_changed_run_go_generate
+	F20Fn  _dagenSignature_F20_changed_run_go_generate
+	F21Fn  _dagenSignature_F21_changed_run_go_generate
+	F22Fn  _dagenSignature_F22_changed_run_go_generate
+	F23Fn  _dagenSignature_F23_changed_run_go_generate
+	F24Fn  _dagenSignature_F24_changed_run_go_generate
+	F25Fn  _dagenSignature_F25_changed_run_go_generate
+	F26Fn  _dagenSignature_F26_changed_run_go_generate
+	F27Fn  _dagenSignature_F27_changed_run_go_generate
+	F28Fn  _dagenSignature_F28_changed_run_go_generate
+	F29Fn  _dagenSignature_F29_changed_run_go_generate
+	F30Fn  _dagenSignature_F30_changed_run_go_generate
+	F31Fn  _dagenSignature_F31_changed_run_go_generate
+	F32Fn  _dagenSignature_F32_changed_run_go_generate
+	F33Fn  _dagenSignature_F33_changed_run_go_generate
+	F34Fn  _dagenSignature_F34_changed_run_go_generate
+	F35Fn  _dagenSignature_F35_changed_run_go_generate
+	F36Fn  _dagenSignature_F36_changed_run_go_generate
+	F37Fn  _dagenSignature_F37_changed_run_go_generate
+	F38Fn  _dagenSignature_F38_changed_run_go_generate
+	F39Fn  _dagenSignature_F39_changed_run_go_generate
+	F40Fn  _dagenSignature_F40_changed_run_go_generate
+	F41Fn  _dagenSignature_F41_changed_run_go_generate
+	F42Fn  _dagenSignature_F42_changed_run_go_generate
+	F43Fn  _dagenSignature_F43_changed_run_go_generate
+	F44Fn  _dagenSignature_F44_changed_run_go_generate
+	F45Fn  _dagenSignature_F45_changed_run_go_generate
+	F46Fn  _dagenSignature_F46_changed_run_go_generate
+	F47Fn  _dagenSignature_F47_changed_run_go_generate
+	F48Fn  _dagenSignature_F48_changed_run_go_generate
+	F49Fn  _dagenSignature_F49_changed_run_go_generate
+	F50Fn  _dagenSignature_F50_changed_run_go_generate
+	JoinFn _dagenSignature_Join_changed_run_go_generate
+}
+
 // FanDefinition returns the engine definition of workflow "Fan".
 // NewFanWorkflow registers it and returns a typed handle.
 func FanDefinition() *engine.Definition {
@@ -735,22 +908,137 @@ func FanDefinition() *engine.Definition {
 		F50Fn  _dagenSignature_F50_changed_run_go_generate  = F50
 		JoinFn _dagenSignature_Join_changed_run_go_generate = Join
 	)
+	fns := &_dagenFanFuncs{
+		RootFn: RootFn,
+		F01Fn:  F01Fn,
+		F02Fn:  F02Fn,
+		F03Fn:  F03Fn,
+		F04Fn:  F04Fn,
+		F05Fn:  F05Fn,
+		F06Fn:  F06Fn,
+		F07Fn:  F07Fn,
+		F08Fn:  F08Fn,
+		F09Fn:  F09Fn,
+		F10Fn:  F10Fn,
+		F11Fn:  F11Fn,
+		F12Fn:  F12Fn,
+		F13Fn:  F13Fn,
+		F14Fn:  F14Fn,
+		F15Fn:  F15Fn,
+		F16Fn:  F16Fn,
+		F17Fn:  F17Fn,
+		F18Fn:  F18Fn,
+		F19Fn:  F19Fn,
+		F20Fn:  F20Fn,
+		F21Fn:  F21Fn,
+		F22Fn:  F22Fn,
+		F23Fn:  F23Fn,
+		F24Fn:  F24Fn,
+		F25Fn:  F25Fn,
+		F26Fn:  F26Fn,
+		F27Fn:  F27Fn,
+		F28Fn:  F28Fn,
+		F29Fn:  F29Fn,
+		F30Fn:  F30Fn,
+		F31Fn:  F31Fn,
+		F32Fn:  F32Fn,
+		F33Fn:  F33Fn,
+		F34Fn:  F34Fn,
+		F35Fn:  F35Fn,
+		F36Fn:  F36Fn,
+		F37Fn:  F37Fn,
+		F38Fn:  F38Fn,
+		F39Fn:  F39Fn,
+		F40Fn:  F40Fn,
+		F41Fn:  F41Fn,
+		F42Fn:  F42Fn,
+		F43Fn:  F43Fn,
+		F44Fn:  F44Fn,
+		F45Fn:  F45Fn,
+		F46Fn:  F46Fn,
+		F47Fn:  F47Fn,
+		F48Fn:  F48Fn,
+		F49Fn:  F49Fn,
+		F50Fn:  F50Fn,
+		JoinFn: JoinFn,
+	}
 	def := &engine.Definition{
 		Name:      "Fan",
 		InputType: "github.com/dagenhq/dagen/examples/bench/flows.Fan",
 		Steps:     make([]engine.Step, 0, 52),
 	}
-	def.Steps = append(def.Steps, engine.Step{
+	def.Steps = append(def.Steps, _dagenFan_Root(fns))
+	def.Steps = append(def.Steps, _dagenFan_F01(fns))
+	def.Steps = append(def.Steps, _dagenFan_F02(fns))
+	def.Steps = append(def.Steps, _dagenFan_F03(fns))
+	def.Steps = append(def.Steps, _dagenFan_F04(fns))
+	def.Steps = append(def.Steps, _dagenFan_F05(fns))
+	def.Steps = append(def.Steps, _dagenFan_F06(fns))
+	def.Steps = append(def.Steps, _dagenFan_F07(fns))
+	def.Steps = append(def.Steps, _dagenFan_F08(fns))
+	def.Steps = append(def.Steps, _dagenFan_F09(fns))
+	def.Steps = append(def.Steps, _dagenFan_F10(fns))
+	def.Steps = append(def.Steps, _dagenFan_F11(fns))
+	def.Steps = append(def.Steps, _dagenFan_F12(fns))
+	def.Steps = append(def.Steps, _dagenFan_F13(fns))
+	def.Steps = append(def.Steps, _dagenFan_F14(fns))
+	def.Steps = append(def.Steps, _dagenFan_F15(fns))
+	def.Steps = append(def.Steps, _dagenFan_F16(fns))
+	def.Steps = append(def.Steps, _dagenFan_F17(fns))
+	def.Steps = append(def.Steps, _dagenFan_F18(fns))
+	def.Steps = append(def.Steps, _dagenFan_F19(fns))
+	def.Steps = append(def.Steps, _dagenFan_F20(fns))
+	def.Steps = append(def.Steps, _dagenFan_F21(fns))
+	def.Steps = append(def.Steps, _dagenFan_F22(fns))
+	def.Steps = append(def.Steps, _dagenFan_F23(fns))
+	def.Steps = append(def.Steps, _dagenFan_F24(fns))
+	def.Steps = append(def.Steps, _dagenFan_F25(fns))
+	def.Steps = append(def.Steps, _dagenFan_F26(fns))
+	def.Steps = append(def.Steps, _dagenFan_F27(fns))
+	def.Steps = append(def.Steps, _dagenFan_F28(fns))
+	def.Steps = append(def.Steps, _dagenFan_F29(fns))
+	def.Steps = append(def.Steps, _dagenFan_F30(fns))
+	def.Steps = append(def.Steps, _dagenFan_F31(fns))
+	def.Steps = append(def.Steps, _dagenFan_F32(fns))
+	def.Steps = append(def.Steps, _dagenFan_F33(fns))
+	def.Steps = append(def.Steps, _dagenFan_F34(fns))
+	def.Steps = append(def.Steps, _dagenFan_F35(fns))
+	def.Steps = append(def.Steps, _dagenFan_F36(fns))
+	def.Steps = append(def.Steps, _dagenFan_F37(fns))
+	def.Steps = append(def.Steps, _dagenFan_F38(fns))
+	def.Steps = append(def.Steps, _dagenFan_F39(fns))
+	def.Steps = append(def.Steps, _dagenFan_F40(fns))
+	def.Steps = append(def.Steps, _dagenFan_F41(fns))
+	def.Steps = append(def.Steps, _dagenFan_F42(fns))
+	def.Steps = append(def.Steps, _dagenFan_F43(fns))
+	def.Steps = append(def.Steps, _dagenFan_F44(fns))
+	def.Steps = append(def.Steps, _dagenFan_F45(fns))
+	def.Steps = append(def.Steps, _dagenFan_F46(fns))
+	def.Steps = append(def.Steps, _dagenFan_F47(fns))
+	def.Steps = append(def.Steps, _dagenFan_F48(fns))
+	def.Steps = append(def.Steps, _dagenFan_F49(fns))
+	def.Steps = append(def.Steps, _dagenFan_F50(fns))
+	def.Steps = append(def.Steps, _dagenFan_Join(fns))
+	return def
+}
+
+// _dagenFan_Root returns step "Root" of workflow "Fan".
+func _dagenFan_Root(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name: "Root",
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
 			input, err := engine.Input[Fan](in)
 			if err != nil {
 				return nil, err
 			}
-			return nil, RootFn(ctx, input)
+			return nil, fns.RootFn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_F01 returns step "F01" of workflow "Fan".
+func _dagenFan_F01(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:    "F01",
 		Parents: []engine.Parent{{Name: "Root"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -758,10 +1046,14 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F01Fn(ctx, input)
+			return nil, fns.F01Fn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_F02 returns step "F02" of workflow "Fan".
+func _dagenFan_F02(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:    "F02",
 		Parents: []engine.Parent{{Name: "Root"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -769,10 +1061,14 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F02Fn(ctx, input)
+			return nil, fns.F02Fn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_F03 returns step "F03" of workflow "Fan".
+func _dagenFan_F03(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:    "F03",
 		Parents: []engine.Parent{{Name: "Root"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -780,10 +1076,14 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F03Fn(ctx, input)
+			return nil, fns.F03Fn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_F04 returns step "F04" of workflow "Fan".
+func _dagenFan_F04(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:    "F04",
 		Parents: []engine.Parent{{Name: "Root"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -791,10 +1091,14 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F04Fn(ctx, input)
+			return nil, fns.F04Fn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_F05 returns step "F05" of workflow "Fan".
+func _dagenFan_F05(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:    "F05",
 		Parents: []engine.Parent{{Name: "Root"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -802,10 +1106,14 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F05Fn(ctx, input)
+			return nil, fns.F05Fn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_F06 returns step "F06" of workflow "Fan".
+func _dagenFan_F06(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:    "F06",
 		Parents: []engine.Parent{{Name: "Root"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -813,10 +1121,14 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F06Fn(ctx, input)
+			return nil, fns.F06Fn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_F07 returns step "F07" of workflow "Fan".
+func _dagenFan_F07(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:    "F07",
 		Parents: []engine.Parent{{Name: "Root"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -824,10 +1136,14 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F07Fn(ctx, input)
+			return nil, fns.F07Fn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_F08 returns step "F08" of workflow "Fan".
+func _dagenFan_F08(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:    "F08",
 		Parents: []engine.Parent{{Name: "Root"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -835,10 +1151,14 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F08Fn(ctx, input)
+			return nil, fns.F08Fn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_F09 returns step "F09" of workflow "Fan".
+func _dagenFan_F09(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:    "F09",
 		Parents: []engine.Parent{{Name: "Root"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -846,10 +1166,14 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F09Fn(ctx, input)
+			return nil, fns.F09Fn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_F10 returns step "F10" of workflow "Fan".
+func _dagenFan_F10(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:    "F10",
 		Parents: []engine.Parent{{Name: "Root"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -857,10 +1181,14 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F10Fn(ctx, input)
+			return nil, fns.F10Fn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_F11 returns step "F11" of workflow "Fan".
+func _dagenFan_F11(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:    "F11",
 		Parents: []engine.Parent{{Name: "Root"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -868,10 +1196,14 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F11Fn(ctx, input)
+			return nil, fns.F11Fn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_F12 returns step "F12" of workflow "Fan".
+func _dagenFan_F12(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:    "F12",
 		Parents: []engine.Parent{{Name: "Root"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -879,10 +1211,14 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F12Fn(ctx, input)
+			return nil, fns.F12Fn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_F13 returns step "F13" of workflow "Fan".
+func _dagenFan_F13(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:    "F13",
 		Parents: []engine.Parent{{Name: "Root"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -890,10 +1226,14 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F13Fn(ctx, input)
+			return nil, fns.F13Fn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_F14 returns step "F14" of workflow "Fan".
+func _dagenFan_F14(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:    "F14",
 		Parents: []engine.Parent{{Name: "Root"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -901,10 +1241,14 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F14Fn(ctx, input)
+			return nil, fns.F14Fn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_F15 returns step "F15" of workflow "Fan".
+func _dagenFan_F15(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:    "F15",
 		Parents: []engine.Parent{{Name: "Root"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -912,10 +1256,14 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F15Fn(ctx, input)
+			return nil, fns.F15Fn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_F16 returns step "F16" of workflow "Fan".
+func _dagenFan_F16(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:    "F16",
 		Parents: []engine.Parent{{Name: "Root"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -923,10 +1271,14 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F16Fn(ctx, input)
+			return nil, fns.F16Fn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_F17 returns step "F17" of workflow "Fan".
+func _dagenFan_F17(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:    "F17",
 		Parents: []engine.Parent{{Name: "Root"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -934,10 +1286,14 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F17Fn(ctx, input)
+			return nil, fns.F17Fn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_F18 returns step "F18" of workflow "Fan".
+func _dagenFan_F18(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:    "F18",
 		Parents: []engine.Parent{{Name: "Root"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -945,10 +1301,14 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F18Fn(ctx, input)
+			return nil, fns.F18Fn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_F19 returns step "F19" of workflow "Fan".
+func _dagenFan_F19(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:    "F19",
 		Parents: []engine.Parent{{Name: "Root"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -956,10 +1316,14 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F19Fn(ctx, input)
+			return nil, fns.F19Fn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_F20 returns step "F20" of workflow "Fan".
+func _dagenFan_F20(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:    "F20",
 		Parents: []engine.Parent{{Name: "Root"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -967,10 +1331,14 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F20Fn(ctx, input)
+			return nil, fns.F20Fn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_F21 returns step "F21" of workflow "Fan".
+func _dagenFan_F21(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:    "F21",
 		Parents: []engine.Parent{{Name: "Root"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -978,10 +1346,14 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F21Fn(ctx, input)
+			return nil, fns.F21Fn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_F22 returns step "F22" of workflow "Fan".
+func _dagenFan_F22(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:    "F22",
 		Parents: []engine.Parent{{Name: "Root"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -989,10 +1361,14 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F22Fn(ctx, input)
+			return nil, fns.F22Fn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_F23 returns step "F23" of workflow "Fan".
+func _dagenFan_F23(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:    "F23",
 		Parents: []engine.Parent{{Name: "Root"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -1000,10 +1376,14 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F23Fn(ctx, input)
+			return nil, fns.F23Fn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_F24 returns step "F24" of workflow "Fan".
+func _dagenFan_F24(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:    "F24",
 		Parents: []engine.Parent{{Name: "Root"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -1011,10 +1391,14 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F24Fn(ctx, input)
+			return nil, fns.F24Fn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_F25 returns step "F25" of workflow "Fan".
+func _dagenFan_F25(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:    "F25",
 		Parents: []engine.Parent{{Name: "Root"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -1022,10 +1406,14 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F25Fn(ctx, input)
+			return nil, fns.F25Fn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_F26 returns step "F26" of workflow "Fan".
+func _dagenFan_F26(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:    "F26",
 		Parents: []engine.Parent{{Name: "Root"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -1033,10 +1421,14 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F26Fn(ctx, input)
+			return nil, fns.F26Fn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_F27 returns step "F27" of workflow "Fan".
+func _dagenFan_F27(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:    "F27",
 		Parents: []engine.Parent{{Name: "Root"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -1044,10 +1436,14 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F27Fn(ctx, input)
+			return nil, fns.F27Fn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_F28 returns step "F28" of workflow "Fan".
+func _dagenFan_F28(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:    "F28",
 		Parents: []engine.Parent{{Name: "Root"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -1055,10 +1451,14 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F28Fn(ctx, input)
+			return nil, fns.F28Fn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_F29 returns step "F29" of workflow "Fan".
+func _dagenFan_F29(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:    "F29",
 		Parents: []engine.Parent{{Name: "Root"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -1066,10 +1466,14 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F29Fn(ctx, input)
+			return nil, fns.F29Fn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_F30 returns step "F30" of workflow "Fan".
+func _dagenFan_F30(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:    "F30",
 		Parents: []engine.Parent{{Name: "Root"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -1077,10 +1481,14 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F30Fn(ctx, input)
+			return nil, fns.F30Fn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_F31 returns step "F31" of workflow "Fan".
+func _dagenFan_F31(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:    "F31",
 		Parents: []engine.Parent{{Name: "Root"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -1088,10 +1496,14 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F31Fn(ctx, input)
+			return nil, fns.F31Fn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_F32 returns step "F32" of workflow "Fan".
+func _dagenFan_F32(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:    "F32",
 		Parents: []engine.Parent{{Name: "Root"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -1099,10 +1511,14 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F32Fn(ctx, input)
+			return nil, fns.F32Fn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_F33 returns step "F33" of workflow "Fan".
+func _dagenFan_F33(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:    "F33",
 		Parents: []engine.Parent{{Name: "Root"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -1110,10 +1526,14 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F33Fn(ctx, input)
+			return nil, fns.F33Fn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_F34 returns step "F34" of workflow "Fan".
+func _dagenFan_F34(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:    "F34",
 		Parents: []engine.Parent{{Name: "Root"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -1121,10 +1541,14 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F34Fn(ctx, input)
+			return nil, fns.F34Fn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_F35 returns step "F35" of workflow "Fan".
+func _dagenFan_F35(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:    "F35",
 		Parents: []engine.Parent{{Name: "Root"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -1132,10 +1556,14 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F35Fn(ctx, input)
+			return nil, fns.F35Fn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_F36 returns step "F36" of workflow "Fan".
+func _dagenFan_F36(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:    "F36",
 		Parents: []engine.Parent{{Name: "Root"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -1143,10 +1571,14 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F36Fn(ctx, input)
+			return nil, fns.F36Fn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_F37 returns step "F37" of workflow "Fan".
+func _dagenFan_F37(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:    "F37",
 		Parents: []engine.Parent{{Name: "Root"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -1154,10 +1586,14 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F37Fn(ctx, input)
+			return nil, fns.F37Fn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_F38 returns step "F38" of workflow "Fan".
+func _dagenFan_F38(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:    "F38",
 		Parents: []engine.Parent{{Name: "Root"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -1165,10 +1601,14 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F38Fn(ctx, input)
+			return nil, fns.F38Fn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_F39 returns step "F39" of workflow "Fan".
+func _dagenFan_F39(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:    "F39",
 		Parents: []engine.Parent{{Name: "Root"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -1176,10 +1616,14 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F39Fn(ctx, input)
+			return nil, fns.F39Fn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_F40 returns step "F40" of workflow "Fan".
+func _dagenFan_F40(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:    "F40",
 		Parents: []engine.Parent{{Name: "Root"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -1187,10 +1631,14 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F40Fn(ctx, input)
+			return nil, fns.F40Fn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_F41 returns step "F41" of workflow "Fan".
+func _dagenFan_F41(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:    "F41",
 		Parents: []engine.Parent{{Name: "Root"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -1198,10 +1646,14 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F41Fn(ctx, input)
+			return nil, fns.F41Fn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_F42 returns step "F42" of workflow "Fan".
+func _dagenFan_F42(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:    "F42",
 		Parents: []engine.Parent{{Name: "Root"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -1209,10 +1661,14 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F42Fn(ctx, input)
+			return nil, fns.F42Fn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_F43 returns step "F43" of workflow "Fan".
+func _dagenFan_F43(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:    "F43",
 		Parents: []engine.Parent{{Name: "Root"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -1220,10 +1676,14 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F43Fn(ctx, input)
+			return nil, fns.F43Fn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_F44 returns step "F44" of workflow "Fan".
+func _dagenFan_F44(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:    "F44",
 		Parents: []engine.Parent{{Name: "Root"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -1231,10 +1691,14 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F44Fn(ctx, input)
+			return nil, fns.F44Fn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_F45 returns step "F45" of workflow "Fan".
+func _dagenFan_F45(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:    "F45",
 		Parents: []engine.Parent{{Name: "Root"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -1242,10 +1706,14 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F45Fn(ctx, input)
+			return nil, fns.F45Fn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_F46 returns step "F46" of workflow "Fan".
+func _dagenFan_F46(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:    "F46",
 		Parents: []engine.Parent{{Name: "Root"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -1253,10 +1721,14 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F46Fn(ctx, input)
+			return nil, fns.F46Fn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_F47 returns step "F47" of workflow "Fan".
+func _dagenFan_F47(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:    "F47",
 		Parents: []engine.Parent{{Name: "Root"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -1264,10 +1736,14 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F47Fn(ctx, input)
+			return nil, fns.F47Fn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_F48 returns step "F48" of workflow "Fan".
+func _dagenFan_F48(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:    "F48",
 		Parents: []engine.Parent{{Name: "Root"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -1275,10 +1751,14 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F48Fn(ctx, input)
+			return nil, fns.F48Fn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_F49 returns step "F49" of workflow "Fan".
+func _dagenFan_F49(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:    "F49",
 		Parents: []engine.Parent{{Name: "Root"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -1286,10 +1766,14 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F49Fn(ctx, input)
+			return nil, fns.F49Fn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_F50 returns step "F50" of workflow "Fan".
+func _dagenFan_F50(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:    "F50",
 		Parents: []engine.Parent{{Name: "Root"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -1297,10 +1781,14 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, F50Fn(ctx, input)
+			return nil, fns.F50Fn(ctx, input)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenFan_Join returns step "Join" of workflow "Fan".
+func _dagenFan_Join(fns *_dagenFanFuncs) engine.Step {
+	return engine.Step{
 		Name:       "Join",
 		OutputType: "int",
 		Parents:    []engine.Parent{{Name: "F01"}, {Name: "F02"}, {Name: "F03"}, {Name: "F04"}, {Name: "F05"}, {Name: "F06"}, {Name: "F07"}, {Name: "F08"}, {Name: "F09"}, {Name: "F10"}, {Name: "F11"}, {Name: "F12"}, {Name: "F13"}, {Name: "F14"}, {Name: "F15"}, {Name: "F16"}, {Name: "F17"}, {Name: "F18"}, {Name: "F19"}, {Name: "F20"}, {Name: "F21"}, {Name: "F22"}, {Name: "F23"}, {Name: "F24"}, {Name: "F25"}, {Name: "F26"}, {Name: "F27"}, {Name: "F28"}, {Name: "F29"}, {Name: "F30"}, {Name: "F31"}, {Name: "F32"}, {Name: "F33"}, {Name: "F34"}, {Name: "F35"}, {Name: "F36"}, {Name: "F37"}, {Name: "F38"}, {Name: "F39"}, {Name: "F40"}, {Name: "F41"}, {Name: "F42"}, {Name: "F43"}, {Name: "F44"}, {Name: "F45"}, {Name: "F46"}, {Name: "F47"}, {Name: "F48"}, {Name: "F49"}, {Name: "F50"}},
@@ -1309,14 +1797,13 @@ func FanDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := JoinFn(ctx, input)
+			out, err := fns.JoinFn(ctx, input)
 			if err != nil {
 				return nil, err
 			}
 			return engine.Encode(out)
 		},
-	})
-	return def
+	}
 }
 
 // FanWorkflow runs workflow "Fan" on an engine with typed inputs and outputs.

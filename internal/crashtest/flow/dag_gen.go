@@ -29,6 +29,20 @@ type (
 	_dagenSignature_Flaky_changed_run_go_generate func(context.Context, Job, int) (int, error)
 )
 
+// _dagenJobFuncs holds the funcs of workflow "crash" with the signatures they
+// were generated for. JobDefinition fills it from its guards; the step
+// funcs below call the funcs through it.
+type _dagenJobFuncs struct {
+	StartFn _dagenSignature_Start_changed_run_go_generate
+	FanAFn  _dagenSignature_FanA_changed_run_go_generate
+	FanBFn  _dagenSignature_FanB_changed_run_go_generate
+	FanCFn  _dagenSignature_FanC_changed_run_go_generate
+	FanDFn  _dagenSignature_FanD_changed_run_go_generate
+	JoinFn  _dagenSignature_Join_changed_run_go_generate
+	NapFn   _dagenSignature_Nap_changed_run_go_generate
+	FlakyFn _dagenSignature_Flaky_changed_run_go_generate
+}
+
 // JobDefinition returns the engine definition of workflow "crash".
 // NewJobWorkflow registers it and returns a typed handle.
 func JobDefinition() *engine.Definition {
@@ -44,12 +58,35 @@ func JobDefinition() *engine.Definition {
 		NapFn   _dagenSignature_Nap_changed_run_go_generate   = Nap
 		FlakyFn _dagenSignature_Flaky_changed_run_go_generate = Flaky
 	)
+	fns := &_dagenJobFuncs{
+		StartFn: StartFn,
+		FanAFn:  FanAFn,
+		FanBFn:  FanBFn,
+		FanCFn:  FanCFn,
+		FanDFn:  FanDFn,
+		JoinFn:  JoinFn,
+		NapFn:   NapFn,
+		FlakyFn: FlakyFn,
+	}
 	def := &engine.Definition{
 		Name:      "crash",
 		InputType: "github.com/dagenhq/dagen/internal/crashtest/flow.Job",
 		Steps:     make([]engine.Step, 0, 8),
 	}
-	def.Steps = append(def.Steps, engine.Step{
+	def.Steps = append(def.Steps, _dagenJob_Start(fns))
+	def.Steps = append(def.Steps, _dagenJob_FanA(fns))
+	def.Steps = append(def.Steps, _dagenJob_FanB(fns))
+	def.Steps = append(def.Steps, _dagenJob_FanC(fns))
+	def.Steps = append(def.Steps, _dagenJob_FanD(fns))
+	def.Steps = append(def.Steps, _dagenJob_Join(fns))
+	def.Steps = append(def.Steps, _dagenJob_Nap(fns))
+	def.Steps = append(def.Steps, _dagenJob_Flaky(fns))
+	return def
+}
+
+// _dagenJob_Start returns step "Start" of workflow "crash".
+func _dagenJob_Start(fns *_dagenJobFuncs) engine.Step {
+	return engine.Step{
 		Name:       "Start",
 		OutputType: "int",
 		Retry: engine.RetryPolicy{
@@ -61,14 +98,18 @@ func JobDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := StartFn(ctx, input)
+			out, err := fns.StartFn(ctx, input)
 			if err != nil {
 				return nil, err
 			}
 			return engine.Encode(out)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenJob_FanA returns step "FanA" of workflow "crash".
+func _dagenJob_FanA(fns *_dagenJobFuncs) engine.Step {
+	return engine.Step{
 		Name:       "FanA",
 		OutputType: "int",
 		Parents:    []engine.Parent{{Name: "Start"}},
@@ -85,14 +126,18 @@ func JobDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := FanAFn(ctx, input, p0)
+			out, err := fns.FanAFn(ctx, input, p0)
 			if err != nil {
 				return nil, err
 			}
 			return engine.Encode(out)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenJob_FanB returns step "FanB" of workflow "crash".
+func _dagenJob_FanB(fns *_dagenJobFuncs) engine.Step {
+	return engine.Step{
 		Name:       "FanB",
 		OutputType: "int",
 		Parents:    []engine.Parent{{Name: "Start"}},
@@ -109,14 +154,18 @@ func JobDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := FanBFn(ctx, input, p0)
+			out, err := fns.FanBFn(ctx, input, p0)
 			if err != nil {
 				return nil, err
 			}
 			return engine.Encode(out)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenJob_FanC returns step "FanC" of workflow "crash".
+func _dagenJob_FanC(fns *_dagenJobFuncs) engine.Step {
+	return engine.Step{
 		Name:       "FanC",
 		OutputType: "int",
 		Parents:    []engine.Parent{{Name: "Start"}},
@@ -133,14 +182,18 @@ func JobDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := FanCFn(ctx, input, p0)
+			out, err := fns.FanCFn(ctx, input, p0)
 			if err != nil {
 				return nil, err
 			}
 			return engine.Encode(out)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenJob_FanD returns step "FanD" of workflow "crash".
+func _dagenJob_FanD(fns *_dagenJobFuncs) engine.Step {
+	return engine.Step{
 		Name:       "FanD",
 		OutputType: "int",
 		Parents:    []engine.Parent{{Name: "Start"}},
@@ -157,14 +210,18 @@ func JobDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := FanDFn(ctx, input, p0)
+			out, err := fns.FanDFn(ctx, input, p0)
 			if err != nil {
 				return nil, err
 			}
 			return engine.Encode(out)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenJob_Join returns step "Join" of workflow "crash".
+func _dagenJob_Join(fns *_dagenJobFuncs) engine.Step {
+	return engine.Step{
 		Name:       "Join",
 		OutputType: "int",
 		Parents:    []engine.Parent{{Name: "FanA"}, {Name: "FanB"}, {Name: "FanC"}, {Name: "FanD"}},
@@ -193,14 +250,18 @@ func JobDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := JoinFn(ctx, input, p0, p1, p2, p3)
+			out, err := fns.JoinFn(ctx, input, p0, p1, p2, p3)
 			if err != nil {
 				return nil, err
 			}
 			return engine.Encode(out)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenJob_Nap returns step "Nap" of workflow "crash".
+func _dagenJob_Nap(fns *_dagenJobFuncs) engine.Step {
+	return engine.Step{
 		Name:    "Nap",
 		Kind:    engine.KindSleep,
 		Parents: []engine.Parent{{Name: "Join"}},
@@ -213,14 +274,18 @@ func JobDefinition() *engine.Definition {
 			if err != nil {
 				return engine.Wake{}, err
 			}
-			wake, err := NapFn(ctx, input, p0)
+			wake, err := fns.NapFn(ctx, input, p0)
 			if err != nil {
 				return engine.Wake{}, err
 			}
 			return engine.Wake{Delay: wake}, nil
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenJob_Flaky returns step "Flaky" of workflow "crash".
+func _dagenJob_Flaky(fns *_dagenJobFuncs) engine.Step {
+	return engine.Step{
 		Name:       "Flaky",
 		OutputType: "int",
 		Parents:    []engine.Parent{{Name: "Join"}, {Name: "Nap"}},
@@ -237,14 +302,13 @@ func JobDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := FlakyFn(ctx, input, p0)
+			out, err := fns.FlakyFn(ctx, input, p0)
 			if err != nil {
 				return nil, err
 			}
 			return engine.Encode(out)
 		},
-	})
-	return def
+	}
 }
 
 // JobWorkflow runs workflow "crash" on an engine with typed inputs and outputs.

@@ -70,7 +70,13 @@ packages still do.
 
 Flags:
 
-	-tags list    build tags to load the packages with
+	-tags list    build tags to load the packages with. dag_gen.go gets
+	              the //go:build constraint of the files its workflows are
+	              declared in (types, steps, predicates, onfailure funcs),
+	              so it builds exactly when they do; files with different
+	              constraints are joined with &&, and files without one add
+	              nothing. Workflows that should build with different tags
+	              belong in different packages.
 	-format f     graph: mermaid (default) or dot
 	-workflow w   graph: the workflow to draw, by type or stored name
 	              (needed when the packages hold more than one)

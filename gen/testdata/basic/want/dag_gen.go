@@ -22,6 +22,14 @@ type (
 	_dagenSignature_Greet_changed_run_go_generate func(context.Context, Greeting, string) (string, error)
 )
 
+// _dagenGreetingFuncs holds the funcs of workflow "Greeting" with the signatures they
+// were generated for. GreetingDefinition fills it from its guards; the step
+// funcs below call the funcs through it.
+type _dagenGreetingFuncs struct {
+	UpperFn _dagenSignature_Upper_changed_run_go_generate
+	GreetFn _dagenSignature_Greet_changed_run_go_generate
+}
+
 // GreetingDefinition returns the engine definition of workflow "Greeting".
 // NewGreetingWorkflow registers it and returns a typed handle.
 func GreetingDefinition() *engine.Definition {
@@ -31,12 +39,23 @@ func GreetingDefinition() *engine.Definition {
 		UpperFn _dagenSignature_Upper_changed_run_go_generate = Upper
 		GreetFn _dagenSignature_Greet_changed_run_go_generate = Greet
 	)
+	fns := &_dagenGreetingFuncs{
+		UpperFn: UpperFn,
+		GreetFn: GreetFn,
+	}
 	def := &engine.Definition{
 		Name:      "Greeting",
 		InputType: "github.com/dagenhq/dagen/gen/testdata/basic.Greeting",
 		Steps:     make([]engine.Step, 0, 2),
 	}
-	def.Steps = append(def.Steps, engine.Step{
+	def.Steps = append(def.Steps, _dagenGreeting_Upper(fns))
+	def.Steps = append(def.Steps, _dagenGreeting_Greet(fns))
+	return def
+}
+
+// _dagenGreeting_Upper returns step "Upper" of workflow "Greeting".
+func _dagenGreeting_Upper(fns *_dagenGreetingFuncs) engine.Step {
+	return engine.Step{
 		Name:       "Upper",
 		OutputType: "string",
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -44,14 +63,18 @@ func GreetingDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := UpperFn(ctx, input)
+			out, err := fns.UpperFn(ctx, input)
 			if err != nil {
 				return nil, err
 			}
 			return engine.Encode(out)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenGreeting_Greet returns step "Greet" of workflow "Greeting".
+func _dagenGreeting_Greet(fns *_dagenGreetingFuncs) engine.Step {
+	return engine.Step{
 		Name:       "Greet",
 		OutputType: "string",
 		Parents:    []engine.Parent{{Name: "Upper"}},
@@ -64,14 +87,13 @@ func GreetingDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := GreetFn(ctx, input, p0)
+			out, err := fns.GreetFn(ctx, input, p0)
 			if err != nil {
 				return nil, err
 			}
 			return engine.Encode(out)
 		},
-	})
-	return def
+	}
 }
 
 // GreetingWorkflow runs workflow "Greeting" on an engine with typed inputs and outputs.

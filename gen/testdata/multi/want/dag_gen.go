@@ -27,6 +27,17 @@ type (
 	_dagenSignature_Report_changed_run_go_generate  func(context.Context, Ping, dag.Failure) error
 )
 
+// _dagenPingFuncs holds the funcs of workflow "Ping" with the signatures they
+// were generated for. PingDefinition fills it from its guards; the step
+// funcs below call the funcs through it.
+type _dagenPingFuncs struct {
+	ResolveFn1 _dagenSignature_Resolve_changed_run_go_generate
+	MeasureFn  _dagenSignature_Measure_changed_run_go_generate
+	LogFn      _dagenSignature_Log_changed_run_go_generate
+	neverFn    _dagenSignature_never_changed_run_go_generate
+	ReportFn   _dagenSignature_Report_changed_run_go_generate
+}
+
 // PingDefinition returns the engine definition of workflow "Ping".
 // NewPingWorkflow registers it and returns a typed handle.
 func PingDefinition() *enginepkg.Definition {
@@ -39,6 +50,13 @@ func PingDefinition() *enginepkg.Definition {
 		neverFn    _dagenSignature_never_changed_run_go_generate   = never
 		ReportFn   _dagenSignature_Report_changed_run_go_generate  = Report
 	)
+	fns := &_dagenPingFuncs{
+		ResolveFn1: ResolveFn1,
+		MeasureFn:  MeasureFn,
+		LogFn:      LogFn,
+		neverFn:    neverFn,
+		ReportFn:   ReportFn,
+	}
 	def := &enginepkg.Definition{
 		Name:      "Ping",
 		InputType: "github.com/dagenhq/dagen/gen/testdata/multi.Ping",
@@ -51,10 +69,18 @@ func PingDefinition() *enginepkg.Definition {
 				var zero Ping
 				input1, failure.InputError = zero, err1.Error()
 			}
-			return ReportFn(ctx, input1, failure)
+			return fns.ReportFn(ctx, input1, failure)
 		},
 	}
-	def.Steps = append(def.Steps, enginepkg.Step{
+	def.Steps = append(def.Steps, _dagenPing_Resolve(fns))
+	def.Steps = append(def.Steps, _dagenPing_Measure(fns))
+	def.Steps = append(def.Steps, _dagenPing_Log(fns))
+	return def
+}
+
+// _dagenPing_Resolve returns step "Resolve" of workflow "Ping".
+func _dagenPing_Resolve(fns *_dagenPingFuncs) enginepkg.Step {
+	return enginepkg.Step{
 		Name:       "Resolve",
 		OutputType: "net/netip.Addr",
 		Run: func(ctx context.Context, in enginepkg.StepInput) ([]byte, error) {
@@ -62,14 +88,18 @@ func PingDefinition() *enginepkg.Definition {
 			if err1 != nil {
 				return nil, err1
 			}
-			out, err1 := ResolveFn1(ctx, input1)
+			out, err1 := fns.ResolveFn1(ctx, input1)
 			if err1 != nil {
 				return nil, err1
 			}
 			return enginepkg.Encode(out)
 		},
-	})
-	def.Steps = append(def.Steps, enginepkg.Step{
+	}
+}
+
+// _dagenPing_Measure returns step "Measure" of workflow "Ping".
+func _dagenPing_Measure(fns *_dagenPingFuncs) enginepkg.Step {
+	return enginepkg.Step{
 		Name:       "Measure",
 		OutputType: "time.Duration",
 		Parents:    []enginepkg.Parent{{Name: "Resolve"}},
@@ -82,20 +112,24 @@ func PingDefinition() *enginepkg.Definition {
 			if err1 != nil {
 				return nil, err1
 			}
-			out, err1 := MeasureFn(ctx, input1, p0)
+			out, err1 := fns.MeasureFn(ctx, input1, p0)
 			if err1 != nil {
 				return nil, err1
 			}
 			return enginepkg.Encode(out)
 		},
-	})
-	def.Steps = append(def.Steps, enginepkg.Step{
+	}
+}
+
+// _dagenPing_Log returns step "Log" of workflow "Ping".
+func _dagenPing_Log(fns *_dagenPingFuncs) enginepkg.Step {
+	return enginepkg.Step{
 		Name:    "Log",
 		Parents: []enginepkg.Parent{{Name: "Resolve"}},
 		Skip: []enginepkg.Predicate{{
 			Name: "never",
 			Eval: func(ctx context.Context, in enginepkg.StepInput) (bool, error) {
-				return neverFn(ctx), nil
+				return fns.neverFn(ctx), nil
 			},
 		}},
 		Run: func(ctx context.Context, in enginepkg.StepInput) ([]byte, error) {
@@ -107,10 +141,9 @@ func PingDefinition() *enginepkg.Definition {
 			if err1 != nil {
 				return nil, err1
 			}
-			return nil, LogFn(ctx, input1, p0)
+			return nil, fns.LogFn(ctx, input1, p0)
 		},
-	})
-	return def
+	}
 }
 
 // PingWorkflow runs workflow "Ping" on an engine with typed inputs and outputs.
@@ -207,6 +240,16 @@ type (
 	_dagenSignature_pay_changed_run_go_generate   func(context.Context, refund, []string) (map[string]int, error)
 )
 
+// _dagenrefundFuncs holds the funcs of workflow "refund" with the signatures they
+// were generated for. refundDefinition fills it from its guards; the step
+// funcs below call the funcs through it.
+type _dagenrefundFuncs struct {
+	auditFn _dagenSignature_audit_changed_run_go_generate
+	noteFn  _dagenSignature_note_changed_run_go_generate
+	payFn   _dagenSignature_pay_changed_run_go_generate
+	neverFn _dagenSignature_never_changed_run_go_generate
+}
+
 // refundDefinition returns the engine definition of workflow "refund".
 // newRefundWorkflow registers it and returns a typed handle.
 func refundDefinition() *enginepkg.Definition {
@@ -218,12 +261,26 @@ func refundDefinition() *enginepkg.Definition {
 		payFn   _dagenSignature_pay_changed_run_go_generate   = pay
 		neverFn _dagenSignature_never_changed_run_go_generate = never
 	)
+	fns := &_dagenrefundFuncs{
+		auditFn: auditFn,
+		noteFn:  noteFn,
+		payFn:   payFn,
+		neverFn: neverFn,
+	}
 	def := &enginepkg.Definition{
 		Name:      "refund",
 		InputType: "github.com/dagenhq/dagen/gen/testdata/multi.refund",
 		Steps:     make([]enginepkg.Step, 0, 3),
 	}
-	def.Steps = append(def.Steps, enginepkg.Step{
+	def.Steps = append(def.Steps, _dagenrefund_audit(fns))
+	def.Steps = append(def.Steps, _dagenrefund_note(fns))
+	def.Steps = append(def.Steps, _dagenrefund_pay(fns))
+	return def
+}
+
+// _dagenrefund_audit returns step "audit" of workflow "refund".
+func _dagenrefund_audit(fns *_dagenrefundFuncs) enginepkg.Step {
+	return enginepkg.Step{
 		Name:       "audit",
 		OutputType: "[]string",
 		Run: func(ctx context.Context, in enginepkg.StepInput) ([]byte, error) {
@@ -231,20 +288,24 @@ func refundDefinition() *enginepkg.Definition {
 			if err1 != nil {
 				return nil, err1
 			}
-			out, err1 := auditFn(ctx, input1)
+			out, err1 := fns.auditFn(ctx, input1)
 			if err1 != nil {
 				return nil, err1
 			}
 			return enginepkg.Encode(out)
 		},
-	})
-	def.Steps = append(def.Steps, enginepkg.Step{
+	}
+}
+
+// _dagenrefund_note returns step "note" of workflow "refund".
+func _dagenrefund_note(fns *_dagenrefundFuncs) enginepkg.Step {
+	return enginepkg.Step{
 		Name:    "note",
 		Parents: []enginepkg.Parent{{Name: "audit"}},
 		Skip: []enginepkg.Predicate{{
 			Name: "never",
 			Eval: func(ctx context.Context, in enginepkg.StepInput) (bool, error) {
-				return neverFn(ctx), nil
+				return fns.neverFn(ctx), nil
 			},
 		}},
 		Run: func(ctx context.Context, in enginepkg.StepInput) ([]byte, error) {
@@ -256,10 +317,14 @@ func refundDefinition() *enginepkg.Definition {
 			if err1 != nil {
 				return nil, err1
 			}
-			return nil, noteFn(ctx, input1, p0)
+			return nil, fns.noteFn(ctx, input1, p0)
 		},
-	})
-	def.Steps = append(def.Steps, enginepkg.Step{
+	}
+}
+
+// _dagenrefund_pay returns step "pay" of workflow "refund".
+func _dagenrefund_pay(fns *_dagenrefundFuncs) enginepkg.Step {
+	return enginepkg.Step{
 		Name:       "pay",
 		OutputType: "map[string]int",
 		Parents:    []enginepkg.Parent{{Name: "audit"}},
@@ -272,14 +337,13 @@ func refundDefinition() *enginepkg.Definition {
 			if err1 != nil {
 				return nil, err1
 			}
-			out, err1 := payFn(ctx, input1, p0)
+			out, err1 := fns.payFn(ctx, input1, p0)
 			if err1 != nil {
 				return nil, err1
 			}
 			return enginepkg.Encode(out)
 		},
-	})
-	return def
+	}
 }
 
 // refundWorkflow runs workflow "refund" on an engine with typed inputs and outputs.

@@ -22,6 +22,14 @@ type (
 	_dagenSignature_Alert_changed_run_go_generate  func(context.Context, Order, dag.Failure) error
 )
 
+// _dagenOrderFuncs holds the funcs of workflow "Order" with the signatures they
+// were generated for. OrderDefinition fills it from its guards; the step
+// funcs below call the funcs through it.
+type _dagenOrderFuncs struct {
+	ChargeFn _dagenSignature_Charge_changed_run_go_generate
+	AlertFn  _dagenSignature_Alert_changed_run_go_generate
+}
+
 // OrderDefinition returns the engine definition of workflow "Order".
 // NewOrderWorkflow registers it and returns a typed handle.
 func OrderDefinition() *engine.Definition {
@@ -31,6 +39,10 @@ func OrderDefinition() *engine.Definition {
 		ChargeFn _dagenSignature_Charge_changed_run_go_generate = Charge
 		AlertFn  _dagenSignature_Alert_changed_run_go_generate  = Alert
 	)
+	fns := &_dagenOrderFuncs{
+		ChargeFn: ChargeFn,
+		AlertFn:  AlertFn,
+	}
 	def := &engine.Definition{
 		Name:      "Order",
 		InputType: "github.com/dagenhq/dagen/gen/testdata/onfailure.Order",
@@ -43,10 +55,16 @@ func OrderDefinition() *engine.Definition {
 				var zero Order
 				input, failure.InputError = zero, err.Error()
 			}
-			return AlertFn(ctx, input, failure)
+			return fns.AlertFn(ctx, input, failure)
 		},
 	}
-	def.Steps = append(def.Steps, engine.Step{
+	def.Steps = append(def.Steps, _dagenOrder_Charge(fns))
+	return def
+}
+
+// _dagenOrder_Charge returns step "Charge" of workflow "Order".
+func _dagenOrder_Charge(fns *_dagenOrderFuncs) engine.Step {
+	return engine.Step{
 		Name:       "Charge",
 		OutputType: "string",
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -54,14 +72,13 @@ func OrderDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := ChargeFn(ctx, input)
+			out, err := fns.ChargeFn(ctx, input)
 			if err != nil {
 				return nil, err
 			}
 			return engine.Encode(out)
 		},
-	})
-	return def
+	}
 }
 
 // OrderWorkflow runs workflow "Order" on an engine with typed inputs and outputs.

@@ -28,6 +28,19 @@ type (
 	_dagenSignature_onTrial_changed_run_go_generate       func(context.Context, Signup, Account) (bool, error)
 )
 
+// _dagenSignupFuncs holds the funcs of workflow "signup" with the signatures they
+// were generated for. SignupDefinition fills it from its guards; the step
+// funcs below call the funcs through it.
+type _dagenSignupFuncs struct {
+	CreateAccountFn _dagenSignature_CreateAccount_changed_run_go_generate
+	ChargeFn        _dagenSignature_Charge_changed_run_go_generate
+	SendWelcomeFn   _dagenSignature_SendWelcome_changed_run_go_generate
+	NudgeFn         _dagenSignature_Nudge_changed_run_go_generate
+	SummarizeFn     _dagenSignature_Summarize_changed_run_go_generate
+	isFreeFn        _dagenSignature_isFree_changed_run_go_generate
+	onTrialFn       _dagenSignature_onTrial_changed_run_go_generate
+}
+
 // SignupDefinition returns the engine definition of workflow "signup".
 // NewSignupWorkflow registers it and returns a typed handle.
 func SignupDefinition() *engine.Definition {
@@ -42,12 +55,31 @@ func SignupDefinition() *engine.Definition {
 		isFreeFn        _dagenSignature_isFree_changed_run_go_generate        = isFree
 		onTrialFn       _dagenSignature_onTrial_changed_run_go_generate       = onTrial
 	)
+	fns := &_dagenSignupFuncs{
+		CreateAccountFn: CreateAccountFn,
+		ChargeFn:        ChargeFn,
+		SendWelcomeFn:   SendWelcomeFn,
+		NudgeFn:         NudgeFn,
+		SummarizeFn:     SummarizeFn,
+		isFreeFn:        isFreeFn,
+		onTrialFn:       onTrialFn,
+	}
 	def := &engine.Definition{
 		Name:      "signup",
 		InputType: "github.com/dagenhq/dagen/gen/testdata/shapes.Signup",
 		Steps:     make([]engine.Step, 0, 5),
 	}
-	def.Steps = append(def.Steps, engine.Step{
+	def.Steps = append(def.Steps, _dagenSignup_CreateAccount(fns))
+	def.Steps = append(def.Steps, _dagenSignup_Charge(fns))
+	def.Steps = append(def.Steps, _dagenSignup_SendWelcome(fns))
+	def.Steps = append(def.Steps, _dagenSignup_Nudge(fns))
+	def.Steps = append(def.Steps, _dagenSignup_Summarize(fns))
+	return def
+}
+
+// _dagenSignup_CreateAccount returns step "create-account" of workflow "signup".
+func _dagenSignup_CreateAccount(fns *_dagenSignupFuncs) engine.Step {
+	return engine.Step{
 		Name:       "create-account",
 		OutputType: "github.com/dagenhq/dagen/gen/testdata/shapes.Account",
 		Retry: engine.RetryPolicy{
@@ -61,14 +93,18 @@ func SignupDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := CreateAccountFn(ctx, input)
+			out, err := fns.CreateAccountFn(ctx, input)
 			if err != nil {
 				return nil, err
 			}
 			return engine.Encode(out)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenSignup_Charge returns step "Charge" of workflow "signup".
+func _dagenSignup_Charge(fns *_dagenSignupFuncs) engine.Step {
+	return engine.Step{
 		Name:       "Charge",
 		OutputType: "github.com/dagenhq/dagen/gen/testdata/shapes.Bill",
 		Parents:    []engine.Parent{{Name: "create-account"}},
@@ -79,7 +115,7 @@ func SignupDefinition() *engine.Definition {
 				if err != nil {
 					return false, err
 				}
-				return isFreeFn(input), nil
+				return fns.isFreeFn(input), nil
 			},
 		}, {
 			Name: "onTrial",
@@ -92,7 +128,7 @@ func SignupDefinition() *engine.Definition {
 				if err != nil {
 					return false, err
 				}
-				return onTrialFn(ctx, input, p0)
+				return fns.onTrialFn(ctx, input, p0)
 			},
 		}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -104,14 +140,18 @@ func SignupDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := ChargeFn(ctx, input, p0)
+			out, err := fns.ChargeFn(ctx, input, p0)
 			if err != nil {
 				return nil, err
 			}
 			return engine.Encode(out)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenSignup_SendWelcome returns step "SendWelcome" of workflow "signup".
+func _dagenSignup_SendWelcome(fns *_dagenSignupFuncs) engine.Step {
+	return engine.Step{
 		Name:    "SendWelcome",
 		Parents: []engine.Parent{{Name: "create-account"}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -123,10 +163,14 @@ func SignupDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, SendWelcomeFn(ctx, input, p0)
+			return nil, fns.SendWelcomeFn(ctx, input, p0)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenSignup_Nudge returns step "Nudge" of workflow "signup".
+func _dagenSignup_Nudge(fns *_dagenSignupFuncs) engine.Step {
+	return engine.Step{
 		Name:    "Nudge",
 		Kind:    engine.KindSleep,
 		Parents: []engine.Parent{{Name: "SendWelcome"}},
@@ -135,14 +179,18 @@ func SignupDefinition() *engine.Definition {
 			if err != nil {
 				return engine.Wake{}, err
 			}
-			wake, err := NudgeFn(ctx, input)
+			wake, err := fns.NudgeFn(ctx, input)
 			if err != nil {
 				return engine.Wake{}, err
 			}
 			return engine.Wake{At: wake}, nil
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenSignup_Summarize returns step "Summarize" of workflow "signup".
+func _dagenSignup_Summarize(fns *_dagenSignupFuncs) engine.Step {
+	return engine.Step{
 		Name:       "Summarize",
 		OutputType: "string",
 		Parents: []engine.Parent{{
@@ -158,14 +206,13 @@ func SignupDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := SummarizeFn(ctx, input, p0)
+			out, err := fns.SummarizeFn(ctx, input, p0)
 			if err != nil {
 				return nil, err
 			}
 			return engine.Encode(out)
 		},
-	})
-	return def
+	}
 }
 
 // SignupWorkflow runs workflow "signup" on an engine with typed inputs and outputs.

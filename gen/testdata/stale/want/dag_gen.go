@@ -22,6 +22,14 @@ type (
 	_dagenSignature_Charge_changed_run_go_generate func(context.Context, Order, bool) (int, error)
 )
 
+// _dagenOrderFuncs holds the funcs of workflow "Order" with the signatures they
+// were generated for. OrderDefinition fills it from its guards; the step
+// funcs below call the funcs through it.
+type _dagenOrderFuncs struct {
+	CheckFn  _dagenSignature_Check_changed_run_go_generate
+	ChargeFn _dagenSignature_Charge_changed_run_go_generate
+}
+
 // OrderDefinition returns the engine definition of workflow "Order".
 // NewOrderWorkflow registers it and returns a typed handle.
 func OrderDefinition() *engine.Definition {
@@ -31,12 +39,23 @@ func OrderDefinition() *engine.Definition {
 		CheckFn  _dagenSignature_Check_changed_run_go_generate  = Check
 		ChargeFn _dagenSignature_Charge_changed_run_go_generate = Charge
 	)
+	fns := &_dagenOrderFuncs{
+		CheckFn:  CheckFn,
+		ChargeFn: ChargeFn,
+	}
 	def := &engine.Definition{
 		Name:      "Order",
 		InputType: "github.com/dagenhq/dagen/gen/testdata/stale.Order",
 		Steps:     make([]engine.Step, 0, 2),
 	}
-	def.Steps = append(def.Steps, engine.Step{
+	def.Steps = append(def.Steps, _dagenOrder_Check(fns))
+	def.Steps = append(def.Steps, _dagenOrder_Charge(fns))
+	return def
+}
+
+// _dagenOrder_Check returns step "Check" of workflow "Order".
+func _dagenOrder_Check(fns *_dagenOrderFuncs) engine.Step {
+	return engine.Step{
 		Name:       "Check",
 		OutputType: "bool",
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -44,14 +63,18 @@ func OrderDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := CheckFn(ctx, input)
+			out, err := fns.CheckFn(ctx, input)
 			if err != nil {
 				return nil, err
 			}
 			return engine.Encode(out)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenOrder_Charge returns step "Charge" of workflow "Order".
+func _dagenOrder_Charge(fns *_dagenOrderFuncs) engine.Step {
+	return engine.Step{
 		Name:       "Charge",
 		OutputType: "int",
 		Parents:    []engine.Parent{{Name: "Check"}},
@@ -64,14 +87,13 @@ func OrderDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := ChargeFn(ctx, input, p0)
+			out, err := fns.ChargeFn(ctx, input, p0)
 			if err != nil {
 				return nil, err
 			}
 			return engine.Encode(out)
 		},
-	})
-	return def
+	}
 }
 
 // OrderWorkflow runs workflow "Order" on an engine with typed inputs and outputs.

@@ -23,6 +23,15 @@ type (
 	_dagenSignature_invalid_changed_run_go_generate  func(bool) bool
 )
 
+// _dagenorderFuncs holds the funcs of workflow "order" with the signatures they
+// were generated for. orderDefinition fills it from its guards; the step
+// funcs below call the funcs through it.
+type _dagenorderFuncs struct {
+	validateFn _dagenSignature_validate_changed_run_go_generate
+	chargeFn   _dagenSignature_charge_changed_run_go_generate
+	invalidFn  _dagenSignature_invalid_changed_run_go_generate
+}
+
 // orderDefinition returns the engine definition of workflow "order".
 // newOrderWorkflow registers it and returns a typed handle.
 func orderDefinition() *engine.Definition {
@@ -33,12 +42,24 @@ func orderDefinition() *engine.Definition {
 		chargeFn   _dagenSignature_charge_changed_run_go_generate   = charge
 		invalidFn  _dagenSignature_invalid_changed_run_go_generate  = invalid
 	)
+	fns := &_dagenorderFuncs{
+		validateFn: validateFn,
+		chargeFn:   chargeFn,
+		invalidFn:  invalidFn,
+	}
 	def := &engine.Definition{
 		Name:      "order",
 		InputType: "github.com/dagenhq/dagen/gen/testdata/unexported.order",
 		Steps:     make([]engine.Step, 0, 2),
 	}
-	def.Steps = append(def.Steps, engine.Step{
+	def.Steps = append(def.Steps, _dagenorder_validate(fns))
+	def.Steps = append(def.Steps, _dagenorder_charge(fns))
+	return def
+}
+
+// _dagenorder_validate returns step "validate" of workflow "order".
+func _dagenorder_validate(fns *_dagenorderFuncs) engine.Step {
+	return engine.Step{
 		Name:       "validate",
 		OutputType: "bool",
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -46,14 +67,18 @@ func orderDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := validateFn(ctx, input)
+			out, err := fns.validateFn(ctx, input)
 			if err != nil {
 				return nil, err
 			}
 			return engine.Encode(out)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenorder_charge returns step "charge" of workflow "order".
+func _dagenorder_charge(fns *_dagenorderFuncs) engine.Step {
+	return engine.Step{
 		Name:       "charge",
 		OutputType: "github.com/dagenhq/dagen/gen/testdata/unexported.receipt",
 		Parents:    []engine.Parent{{Name: "validate"}},
@@ -64,7 +89,7 @@ func orderDefinition() *engine.Definition {
 				if err != nil {
 					return false, err
 				}
-				return invalidFn(p0), nil
+				return fns.invalidFn(p0), nil
 			},
 		}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -76,14 +101,13 @@ func orderDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := chargeFn(ctx, input, p0)
+			out, err := fns.chargeFn(ctx, input, p0)
 			if err != nil {
 				return nil, err
 			}
 			return engine.Encode(out)
 		},
-	})
-	return def
+	}
 }
 
 // orderWorkflow runs workflow "order" on an engine with typed inputs and outputs.

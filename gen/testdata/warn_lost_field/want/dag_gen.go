@@ -27,6 +27,16 @@ type (
 	}, error)
 )
 
+// _dagenOrderFuncs holds the funcs of workflow "Order" with the signatures they
+// were generated for. OrderDefinition fills it from its guards; the step
+// funcs below call the funcs through it.
+type _dagenOrderFuncs struct {
+	ChargeFn _dagenSignature_Charge_changed_run_go_generate
+	RefundFn _dagenSignature_Refund_changed_run_go_generate
+	PackFn   _dagenSignature_Pack_changed_run_go_generate
+	LabelFn  _dagenSignature_Label_changed_run_go_generate
+}
+
 // OrderDefinition returns the engine definition of workflow "Order".
 // NewOrderWorkflow registers it and returns a typed handle.
 func OrderDefinition() *engine.Definition {
@@ -38,12 +48,27 @@ func OrderDefinition() *engine.Definition {
 		PackFn   _dagenSignature_Pack_changed_run_go_generate   = Pack
 		LabelFn  _dagenSignature_Label_changed_run_go_generate  = Label
 	)
+	fns := &_dagenOrderFuncs{
+		ChargeFn: ChargeFn,
+		RefundFn: RefundFn,
+		PackFn:   PackFn,
+		LabelFn:  LabelFn,
+	}
 	def := &engine.Definition{
 		Name:      "Order",
 		InputType: "github.com/dagenhq/dagen/gen/testdata/warn_lost_field.Order",
 		Steps:     make([]engine.Step, 0, 4),
 	}
-	def.Steps = append(def.Steps, engine.Step{
+	def.Steps = append(def.Steps, _dagenOrder_Charge(fns))
+	def.Steps = append(def.Steps, _dagenOrder_Refund(fns))
+	def.Steps = append(def.Steps, _dagenOrder_Pack(fns))
+	def.Steps = append(def.Steps, _dagenOrder_Label(fns))
+	return def
+}
+
+// _dagenOrder_Charge returns step "Charge" of workflow "Order".
+func _dagenOrder_Charge(fns *_dagenOrderFuncs) engine.Step {
+	return engine.Step{
 		Name:       "Charge",
 		OutputType: "github.com/dagenhq/dagen/gen/testdata/warn_lost_field.Receipt",
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -51,14 +76,18 @@ func OrderDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := ChargeFn(ctx, input)
+			out, err := fns.ChargeFn(ctx, input)
 			if err != nil {
 				return nil, err
 			}
 			return engine.Encode(out)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenOrder_Refund returns step "Refund" of workflow "Order".
+func _dagenOrder_Refund(fns *_dagenOrderFuncs) engine.Step {
+	return engine.Step{
 		Name:       "Refund",
 		OutputType: "github.com/dagenhq/dagen/gen/testdata/warn_lost_field.Receipt",
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -66,14 +95,18 @@ func OrderDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := RefundFn(ctx, input)
+			out, err := fns.RefundFn(ctx, input)
 			if err != nil {
 				return nil, err
 			}
 			return engine.Encode(out)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenOrder_Pack returns step "Pack" of workflow "Order".
+func _dagenOrder_Pack(fns *_dagenOrderFuncs) engine.Step {
+	return engine.Step{
 		Name:       "Pack",
 		OutputType: "github.com/dagenhq/dagen/gen/testdata/warn_lost_field.Batch",
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -81,14 +114,18 @@ func OrderDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := PackFn(ctx, input)
+			out, err := fns.PackFn(ctx, input)
 			if err != nil {
 				return nil, err
 			}
 			return engine.Encode(out)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenOrder_Label returns step "Label" of workflow "Order".
+func _dagenOrder_Label(fns *_dagenOrderFuncs) engine.Step {
+	return engine.Step{
 		Name:       "Label",
 		OutputType: "struct{Text string; width int}",
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -96,14 +133,13 @@ func OrderDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := LabelFn(ctx, input)
+			out, err := fns.LabelFn(ctx, input)
 			if err != nil {
 				return nil, err
 			}
 			return engine.Encode(out)
 		},
-	})
-	return def
+	}
 }
 
 // OrderWorkflow runs workflow "Order" on an engine with typed inputs and outputs.

@@ -25,6 +25,17 @@ type (
 	_dagenSignature_invalid_changed_run_go_generate  func(Order) bool
 )
 
+// _dagenOrderFuncs holds the funcs of workflow "Order" with the signatures they
+// were generated for. OrderDefinition fills it from its guards; the step
+// funcs below call the funcs through it.
+type _dagenOrderFuncs struct {
+	ValidateFn _dagenSignature_Validate_changed_run_go_generate
+	ChargeFn   _dagenSignature_Charge_changed_run_go_generate
+	ShipFn     _dagenSignature_Ship_changed_run_go_generate
+	NotifyFn   _dagenSignature_Notify_changed_run_go_generate
+	invalidFn  _dagenSignature_invalid_changed_run_go_generate
+}
+
 // OrderDefinition returns the engine definition of workflow "Order".
 // NewOrderWorkflow registers it and returns a typed handle.
 func OrderDefinition() *engine.Definition {
@@ -37,12 +48,28 @@ func OrderDefinition() *engine.Definition {
 		NotifyFn   _dagenSignature_Notify_changed_run_go_generate   = Notify
 		invalidFn  _dagenSignature_invalid_changed_run_go_generate  = invalid
 	)
+	fns := &_dagenOrderFuncs{
+		ValidateFn: ValidateFn,
+		ChargeFn:   ChargeFn,
+		ShipFn:     ShipFn,
+		NotifyFn:   NotifyFn,
+		invalidFn:  invalidFn,
+	}
 	def := &engine.Definition{
 		Name:      "Order",
 		InputType: "github.com/dagenhq/dagen/gen/testdata/warn_needless_maybe.Order",
 		Steps:     make([]engine.Step, 0, 4),
 	}
-	def.Steps = append(def.Steps, engine.Step{
+	def.Steps = append(def.Steps, _dagenOrder_Validate(fns))
+	def.Steps = append(def.Steps, _dagenOrder_Charge(fns))
+	def.Steps = append(def.Steps, _dagenOrder_Ship(fns))
+	def.Steps = append(def.Steps, _dagenOrder_Notify(fns))
+	return def
+}
+
+// _dagenOrder_Validate returns step "Validate" of workflow "Order".
+func _dagenOrder_Validate(fns *_dagenOrderFuncs) engine.Step {
+	return engine.Step{
 		Name:       "Validate",
 		OutputType: "github.com/dagenhq/dagen/gen/testdata/warn_needless_maybe.Validation",
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -50,14 +77,18 @@ func OrderDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := ValidateFn(ctx, input)
+			out, err := fns.ValidateFn(ctx, input)
 			if err != nil {
 				return nil, err
 			}
 			return engine.Encode(out)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenOrder_Charge returns step "Charge" of workflow "Order".
+func _dagenOrder_Charge(fns *_dagenOrderFuncs) engine.Step {
+	return engine.Step{
 		Name:       "Charge",
 		OutputType: "github.com/dagenhq/dagen/gen/testdata/warn_needless_maybe.Receipt",
 		Parents: []engine.Parent{{
@@ -71,7 +102,7 @@ func OrderDefinition() *engine.Definition {
 				if err != nil {
 					return false, err
 				}
-				return invalidFn(input), nil
+				return fns.invalidFn(input), nil
 			},
 		}},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -83,14 +114,18 @@ func OrderDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := ChargeFn(ctx, input, p0)
+			out, err := fns.ChargeFn(ctx, input, p0)
 			if err != nil {
 				return nil, err
 			}
 			return engine.Encode(out)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenOrder_Ship returns step "Ship" of workflow "Order".
+func _dagenOrder_Ship(fns *_dagenOrderFuncs) engine.Step {
+	return engine.Step{
 		Name:       "Ship",
 		OutputType: "github.com/dagenhq/dagen/gen/testdata/warn_needless_maybe.Receipt",
 		Parents:    []engine.Parent{{Name: "Charge"}},
@@ -103,14 +138,18 @@ func OrderDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := ShipFn(ctx, input, p0)
+			out, err := fns.ShipFn(ctx, input, p0)
 			if err != nil {
 				return nil, err
 			}
 			return engine.Encode(out)
 		},
-	})
-	def.Steps = append(def.Steps, engine.Step{
+	}
+}
+
+// _dagenOrder_Notify returns step "Notify" of workflow "Order".
+func _dagenOrder_Notify(fns *_dagenOrderFuncs) engine.Step {
+	return engine.Step{
 		Name: "Notify",
 		Parents: []engine.Parent{{
 			Name:     "Ship",
@@ -125,10 +164,9 @@ func OrderDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return nil, NotifyFn(ctx, input, p0)
+			return nil, fns.NotifyFn(ctx, input, p0)
 		},
-	})
-	return def
+	}
 }
 
 // OrderWorkflow runs workflow "Order" on an engine with typed inputs and outputs.

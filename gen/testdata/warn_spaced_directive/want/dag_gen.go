@@ -21,6 +21,13 @@ type (
 	_dagenSignature_Validate_changed_run_go_generate func(context.Context, Order) (Validation, error)
 )
 
+// _dagenOrderFuncs holds the funcs of workflow "Order" with the signatures they
+// were generated for. OrderDefinition fills it from its guards; the step
+// funcs below call the funcs through it.
+type _dagenOrderFuncs struct {
+	ValidateFn _dagenSignature_Validate_changed_run_go_generate
+}
+
 // OrderDefinition returns the engine definition of workflow "Order".
 // NewOrderWorkflow registers it and returns a typed handle.
 func OrderDefinition() *engine.Definition {
@@ -29,12 +36,21 @@ func OrderDefinition() *engine.Definition {
 	var (
 		ValidateFn _dagenSignature_Validate_changed_run_go_generate = Validate
 	)
+	fns := &_dagenOrderFuncs{
+		ValidateFn: ValidateFn,
+	}
 	def := &engine.Definition{
 		Name:      "Order",
 		InputType: "github.com/dagenhq/dagen/gen/testdata/warn_spaced_directive.Order",
 		Steps:     make([]engine.Step, 0, 1),
 	}
-	def.Steps = append(def.Steps, engine.Step{
+	def.Steps = append(def.Steps, _dagenOrder_Validate(fns))
+	return def
+}
+
+// _dagenOrder_Validate returns step "Validate" of workflow "Order".
+func _dagenOrder_Validate(fns *_dagenOrderFuncs) engine.Step {
+	return engine.Step{
 		Name:       "Validate",
 		OutputType: "github.com/dagenhq/dagen/gen/testdata/warn_spaced_directive.Validation",
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
@@ -42,14 +58,13 @@ func OrderDefinition() *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			out, err := ValidateFn(ctx, input)
+			out, err := fns.ValidateFn(ctx, input)
 			if err != nil {
 				return nil, err
 			}
 			return engine.Encode(out)
 		},
-	})
-	return def
+	}
 }
 
 // OrderWorkflow runs workflow "Order" on an engine with typed inputs and outputs.
