@@ -67,12 +67,14 @@ WHERE id = @id;
 SELECT status FROM dagen_runs WHERE id = @id;
 
 -- name: NotifyCancelled :exec
--- Tells the schema's listeners, on commit, that a run was cancelled: the
--- payload is its id. A schema whose name makes the channel longer than a
--- Postgres identifier (63 bytes) gets no notification rather than a
--- failed cancel: heartbeats deliver cancellations anyway.
-SELECT CASE WHEN octet_length('dagen_cancel.' || current_schema()) <= 63
-            THEN pg_notify('dagen_cancel.' || current_schema(), sqlc.arg('run_id')::uuid::text) END;
+-- Tells the schema's listeners, on commit, that runs were cancelled: one
+-- notification a run, whose payload is its id. A schema whose name makes
+-- the channel longer than a Postgres identifier (63 bytes) gets no
+-- notification rather than a failed cancel: heartbeats deliver
+-- cancellations anyway.
+SELECT pg_notify('dagen_cancel.' || current_schema(), id::text)
+FROM unnest(@run_ids::uuid[]) AS id
+WHERE octet_length('dagen_cancel.' || current_schema()) <= 63;
 
 -- name: CancelChannel :one
 -- The channel NotifyCancelled notifies: one per schema.

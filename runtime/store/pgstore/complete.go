@@ -241,31 +241,13 @@ func (b *batch) rescue(src int, t *taskState) {
 	}
 }
 
-// CancelRun implements store.Store.
+// CancelRun implements store.Store, as a CancelRuns batch of one run.
 func (s *Store) CancelRun(ctx context.Context, id dag.RunID) (bool, error) {
 	found, cancelled := false, false
 	err := s.inTx(ctx, func(tx *txn) error {
-		b := s.newBatch(tx, 0)
-		if err := b.lockRuns(ctx, []dag.RunID{id}, false); err != nil {
-			return err
-		}
-		r := b.runs[id]
-		if r == nil {
-			return errNothingToDo
-		}
-		found = true
-		if r.status != store.RunRunning {
-			return errNothingToDo
-		}
-		r.status = store.RunCancelled
-		r.cancelled = true
-		r.dirty = true
-		cancelled = true
-		// Workers running its steps hear of it on commit (SubscribeCancels).
-		if err := s.q.NotifyCancelled(ctx, tx, uuidOf(id)); err != nil {
-			return fmt.Errorf("notify: %w", err)
-		}
-		return b.flush(ctx)
+		n, ids, err := s.cancelLocked(ctx, tx, []dag.RunID{id})
+		found, cancelled = n == 1, len(ids) == 1
+		return err
 	})
 	if err != nil && !errors.Is(err, errNothingToDo) {
 		return false, fmt.Errorf("cancel run %s: %w", id, err)

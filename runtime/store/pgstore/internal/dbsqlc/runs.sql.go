@@ -264,16 +264,18 @@ func (q *Queries) LockRunsSkipLocked(ctx context.Context, db DBTX, now pgtype.Ti
 }
 
 const notifyCancelled = `-- name: NotifyCancelled :exec
-SELECT CASE WHEN octet_length('dagen_cancel.' || current_schema()) <= 63
-            THEN pg_notify('dagen_cancel.' || current_schema(), $1::uuid::text) END
+SELECT pg_notify('dagen_cancel.' || current_schema(), id::text)
+FROM unnest($1::uuid[]) AS id
+WHERE octet_length('dagen_cancel.' || current_schema()) <= 63
 `
 
-// Tells the schema's listeners, on commit, that a run was cancelled: the
-// payload is its id. A schema whose name makes the channel longer than a
-// Postgres identifier (63 bytes) gets no notification rather than a
-// failed cancel: heartbeats deliver cancellations anyway.
-func (q *Queries) NotifyCancelled(ctx context.Context, db DBTX, runID pgtype.UUID) error {
-	_, err := db.Exec(ctx, notifyCancelled, runID)
+// Tells the schema's listeners, on commit, that runs were cancelled: one
+// notification a run, whose payload is its id. A schema whose name makes
+// the channel longer than a Postgres identifier (63 bytes) gets no
+// notification rather than a failed cancel: heartbeats deliver
+// cancellations anyway.
+func (q *Queries) NotifyCancelled(ctx context.Context, db DBTX, runIds []pgtype.UUID) error {
+	_, err := db.Exec(ctx, notifyCancelled, runIds)
 	return err
 }
 

@@ -1,0 +1,44 @@
+-- Operators' queries (store.Operator). Every filter is optional: a NULL
+-- (or empty array) matches every run. Callers run PlanEachExecution first
+-- in the same transaction, so each execution is planned for its filters
+-- (a generic plan cannot pick the index of the filter that is set).
+
+-- name: ListRuns :many
+-- A page of runs matching the filters, newest first, older than after.
+SELECT r.id, r.workflow, r.tenant, r.status, r.failure_step, r.failure_attempt,
+       r.failure_message, r.created_at, r.finished_at
+FROM dagen_runs r
+WHERE (sqlc.narg('workflow')::text IS NULL OR r.workflow = sqlc.narg('workflow')::text)
+  AND (sqlc.narg('tenant')::text IS NULL OR r.tenant = sqlc.narg('tenant')::text)
+  AND (cardinality(@statuses::text[]) = 0 OR r.status = ANY(@statuses::text[]))
+  AND (sqlc.narg('created_from')::timestamptz IS NULL OR r.created_at >= sqlc.narg('created_from')::timestamptz)
+  AND (sqlc.narg('created_to')::timestamptz IS NULL OR r.created_at < sqlc.narg('created_to')::timestamptz)
+  AND (sqlc.narg('after')::uuid IS NULL OR r.id < sqlc.narg('after')::uuid)
+ORDER BY r.id DESC
+LIMIT @max;
+
+-- name: CountRuns :many
+-- The runs matching the filters, counted by status.
+SELECT r.status, count(*) AS n
+FROM dagen_runs r
+WHERE (sqlc.narg('workflow')::text IS NULL OR r.workflow = sqlc.narg('workflow')::text)
+  AND (sqlc.narg('tenant')::text IS NULL OR r.tenant = sqlc.narg('tenant')::text)
+  AND (cardinality(@statuses::text[]) = 0 OR r.status = ANY(@statuses::text[]))
+  AND (sqlc.narg('created_from')::timestamptz IS NULL OR r.created_at >= sqlc.narg('created_from')::timestamptz)
+  AND (sqlc.narg('created_to')::timestamptz IS NULL OR r.created_at < sqlc.narg('created_to')::timestamptz)
+GROUP BY r.status;
+
+-- name: RunningRunIDs :many
+-- RUNNING runs matching the filters, oldest first, newer than after: the
+-- candidates of a CancelRuns batch, read without locks (LockRuns then
+-- locks them in id order and rechecks their status).
+SELECT r.id
+FROM dagen_runs r
+WHERE r.status = 'RUNNING'
+  AND (sqlc.narg('workflow')::text IS NULL OR r.workflow = sqlc.narg('workflow')::text)
+  AND (sqlc.narg('tenant')::text IS NULL OR r.tenant = sqlc.narg('tenant')::text)
+  AND (sqlc.narg('created_from')::timestamptz IS NULL OR r.created_at >= sqlc.narg('created_from')::timestamptz)
+  AND (sqlc.narg('created_to')::timestamptz IS NULL OR r.created_at < sqlc.narg('created_to')::timestamptz)
+  AND (sqlc.narg('after')::uuid IS NULL OR r.id > sqlc.narg('after')::uuid)
+ORDER BY r.id
+LIMIT @max;
