@@ -756,7 +756,14 @@ func (s *Store) CancelRun(ctx context.Context, id dag.RunID) (bool, error) {
 	if r.rec.Status != store.RunRunning {
 		return false, nil
 	}
-	now := s.now()
+	s.cancelLocked(r, s.now())
+	return true, nil
+}
+
+// cancelLocked cancels a RUNNING run, with s.mu held: its unfinished tasks
+// become CANCELLED (its queue entries and timers die with them) and the
+// subscribers of cancellations hear of it.
+func (s *Store) cancelLocked(r *run, now time.Time) {
 	r.rec.Status = store.RunCancelled
 	r.rec.FinishedAt = now
 	for i := range r.tasks {
@@ -766,11 +773,10 @@ func (s *Store) CancelRun(ctx context.Context, id dag.RunID) (bool, error) {
 	}
 	for ch := range s.cancels {
 		select {
-		case ch <- id:
+		case ch <- r.rec.ID:
 		default: // a hint: the subscriber's heartbeat tells it anyway
 		}
 	}
-	return true, nil
 }
 
 // GetRun implements store.Store.
