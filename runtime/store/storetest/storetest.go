@@ -87,6 +87,12 @@ func Run(t *testing.T, newStore NewStore) {
 			fn   func(f *fixture)
 		}{"Workers/" + wt.name, func(f *fixture) { wt.fn(f, f.workers()) }})
 	}
+	for _, ot := range operatorTests {
+		tests = append(tests, struct {
+			name string
+			fn   func(f *fixture)
+		}{"Operator/" + ot.name, func(f *fixture) { ot.fn(f, f.operator()) }})
+	}
 	for _, dt := range deploysTests {
 		tests = append(tests, struct {
 			name string
