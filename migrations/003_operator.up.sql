@@ -11,6 +11,13 @@
 -- `dagen runs ls -workflow W`: a workflow's runs, newest first.
 CREATE INDEX dagen_runs_workflow_idx ON dagen_runs (workflow, id DESC);
 
+-- A workflow's runs in some statuses: `dagen runs ls -workflow W -status
+-- FAILED`, CancelRuns by workflow (its RUNNING runs, oldest first) and
+-- CountRuns by workflow (an index-only scan). Without it such a page walks
+-- the workflow's runs, or the status's, past every one that does not match:
+-- the whole table when none does.
+CREATE INDEX dagen_runs_workflow_status_idx ON dagen_runs (workflow, status, id DESC);
+
 -- `dagen runs ls -tenant T`: a tenant's runs, newest first.
 CREATE INDEX dagen_runs_tenant_idx ON dagen_runs (tenant, id DESC);
 
