@@ -38,7 +38,8 @@ type RunFilter struct {
 	Workflow string
 	Tenant   string
 	Statuses []RunStatus // any of these
-	// Created in [CreatedFrom, CreatedTo): by the time in the run id.
+	// Created in [CreatedFrom, CreatedTo): by the run's CreatedAt (the
+	// store's clock when it was created); a zero bound is open.
 	CreatedFrom, CreatedTo time.Time
 	// After is the cursor: runs older than this id (the previous page's
 	// Next). Zero starts at the newest.
