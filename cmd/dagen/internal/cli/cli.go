@@ -23,7 +23,7 @@ const (
 )
 
 // commands are dagen's subcommands, generate first: it is the default.
-var commands = []string{"generate", "check", "diff", "graph", "migrate"}
+var commands = []string{"generate", "check", "diff", "graph", "migrate", "runs"}
 
 const usage = `dagen checks the //dag: directives of Go packages and writes dag_gen.go,
 the typed wiring of their workflows. It also migrates the Postgres schema
@@ -38,6 +38,10 @@ Usage:
 	dagen graph [-format mermaid|dot] [-workflow name] [flags] [packages]
 	dagen migrate up [-db URL] [-schema name] [-json]
 	dagen migrate status [-db URL] [-schema name] [-json]
+	dagen runs ls [-workflow w] [-tenant t] [-status s,…] [-since d] [-limit n] [-after id] [-db URL] [-schema name] [-json]
+	dagen runs show ID [-graph] [-db URL] [-schema name] [-json]
+	dagen runs events ID [-db URL] [-schema name] [-json]
+	dagen runs cancel ID… | -filter [-workflow w] [-tenant t] [-since d] [-yes] [-db URL] [-schema name] [-json]
 
 Commands:
 
@@ -59,6 +63,17 @@ Commands:
 	migrate status
 	          print the schema's version, the latest this dagen knows, and
 	          each migration: applied (when) or pending
+	runs ls   list runs, newest first, with counts per status; -after the
+	          last id of a page for the next
+	runs show print a run's steps: status, attempts, duration, error or
+	          skip reason; -graph prints a Mermaid flowchart coloured by
+	          status
+	runs events
+	          print a run's event log, oldest first
+	runs cancel
+	          cancel runs by id, or every running run the filter flags
+	          select (-filter); asks before cancelling more than one unless
+	          -yes
 
 Packages are go list patterns; the default is the current directory, which
 is the package being generated when dagen runs from go generate.
@@ -97,6 +112,8 @@ Exit status:
 	   finish; diff: a dag_gen.go is stale, missing or left over;
 	   migrate status: migrations are pending, or the schema is newer than
 	   this dagen; migrate up: the schema is newer, or a migration failed
+	   runs: an unknown run id, a failed read or cancel, or a declined
+	   confirmation
 	2  bad usage; for diff: the packages have errors, so it cannot compare;
 	   for migrate and check -db: no database URL, or it cannot connect
 
@@ -115,6 +132,9 @@ Examples:
 	dagen graph -format dot ./orders | dot -Tsvg > order.svg
 	DATABASE_URL=postgres://... dagen migrate up   # before starting workers
 	dagen migrate status -db "$URL" -schema dagen  # CI: exit 1 when not migrated
+	dagen runs ls -status failed -since 24h        # what failed since yesterday
+	dagen runs show -graph 0192…                   # a run as a Mermaid flowchart
+	dagen runs cancel -filter -tenant acme -yes    # cancel every running run of a tenant
 `
 
 // Main runs dagen with args (without the program name) and returns the
@@ -125,6 +145,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		switch first := args[0]; {
 		case first == "migrate":
 			return migrate(ctx, args[1:], stdout, stderr)
+		case first == "runs":
+			return runs(ctx, args[1:], os.Stdin, stdout, stderr)
 		case slices.Contains(commands, first):
 			cmd, args = first, args[1:]
 		case first == "help" || first == "-h" || first == "-help" || first == "--help":

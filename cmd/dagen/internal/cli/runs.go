@@ -1,0 +1,583 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/dagenhq/dagen/internal/analysis"
+	"github.com/dagenhq/dagen/runtime/dag"
+	"github.com/dagenhq/dagen/runtime/store"
+	"github.com/dagenhq/dagen/runtime/store/pgstore"
+)
+
+// runsCommands are the subcommands of dagen runs.
+var runsCommands = []string{"ls", "show", "events", "cancel"}
+
+// runsFlags are the flags of dagen runs.
+type runsFlags struct {
+	db, schema       string
+	json             bool
+	workflow, tenant string
+	status           string
+	since            time.Duration
+	limit            int
+	after            string
+	graph            bool
+	filter, yes      bool
+}
+
+// runsIO is what a runs subcommand works with.
+type runsIO struct {
+	ctx            context.Context
+	st             *pgstore.Store
+	f              runsFlags
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	now            time.Time
+}
+
+// runs runs dagen runs with args (after "runs").
+func runs(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	var f runsFlags
+	fs := flag.NewFlagSet("dagen runs", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&f.db, "db", "", "database URL")
+	fs.StringVar(&f.schema, "schema", "", "schema")
+	fs.BoolVar(&f.json, "json", false, "print JSON")
+	fs.StringVar(&f.workflow, "workflow", "", "only runs of this workflow")
+	fs.StringVar(&f.tenant, "tenant", "", "only runs of this tenant")
+	fs.StringVar(&f.status, "status", "", "only runs in these statuses, comma-separated")
+	fs.DurationVar(&f.since, "since", 0, "only runs created this long ago or less")
+	fs.IntVar(&f.limit, "limit", store.DefaultPageSize, "runs per page")
+	fs.StringVar(&f.after, "after", "", "the page after this run id")
+	fs.BoolVar(&f.graph, "graph", false, "show: print the run as a Mermaid flowchart")
+	fs.BoolVar(&f.filter, "filter", false, "cancel: every RUNNING run the filter flags select")
+	fs.BoolVar(&f.yes, "yes", false, "cancel: do not ask before cancelling more than one run")
+	sub := ""
+	var ids []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fmt.Fprint(stdout, usage)
+				return ExitOK
+			}
+			fmt.Fprintf(stderr, "dagen runs: %v\nRun 'dagen --help' for usage.\n", err)
+			return ExitError
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		if sub == "" {
+			sub = fs.Arg(0)
+		} else {
+			ids = append(ids, fs.Arg(0))
+		}
+		args = fs.Args()[1:]
+	}
+	switch {
+	case sub == "":
+		fmt.Fprintf(stderr, "dagen runs: missing command: %s\nRun 'dagen --help' for usage.\n", strings.Join(runsCommands, ", "))
+		return ExitError
+	case !slices.Contains(runsCommands, sub):
+		if s := analysis.Suggest(sub, runsCommands); s != "" {
+			fmt.Fprintf(stderr, "dagen runs: unknown command %q: did you mean %s?\n", sub, s)
+		} else {
+			fmt.Fprintf(stderr, "dagen runs: unknown command %q: want %s\n", sub, strings.Join(runsCommands, ", "))
+		}
+		return ExitError
+	}
+	url, code := databaseURL(f.db, "runs "+sub, stderr)
+	if code != ExitOK {
+		return code
+	}
+	pool, err := connect(ctx, url, f.schema)
+	if err != nil {
+		fmt.Fprintf(stderr, "dagen runs %s: %v\n", sub, err)
+		return ExitError
+	}
+	defer pool.Close()
+	st, err := pgstore.New(ctx, pool, nil)
+	if err != nil {
+		fmt.Fprintf(stderr, "dagen runs %s: %v\n", sub, err)
+		return ExitError
+	}
+	r := &runsIO{ctx: ctx, st: st, f: f, stdin: stdin, stdout: stdout, stderr: stderr, now: time.Now()}
+	switch sub {
+	case "ls":
+		return r.ls(ids)
+	case "show":
+		return r.show(ids)
+	case "events":
+		return r.events(ids)
+	}
+	return r.cancel(ids)
+}
+
+// filter builds the run filter from the flags.
+func (r *runsIO) filter(cmd string) (store.RunFilter, bool) {
+	f := store.RunFilter{Workflow: r.f.workflow, Tenant: r.f.tenant, Limit: r.f.limit}
+	if r.f.status != "" {
+		for _, s := range strings.Split(r.f.status, ",") {
+			st := store.RunStatus(strings.ToUpper(strings.TrimSpace(s)))
+			known := []store.RunStatus{store.RunRunning, store.RunCompleted, store.RunFailed, store.RunCancelled}
+			if !slices.Contains(known, st) {
+				fmt.Fprintf(r.stderr, "dagen runs %s: unknown status %q: want running, completed, failed or cancelled (comma-separated)\n", cmd, s)
+				return f, false
+			}
+			f.Statuses = append(f.Statuses, st)
+		}
+	}
+	if r.f.since < 0 {
+		fmt.Fprintf(r.stderr, "dagen runs %s: -since %s: want a positive duration, such as -since 24h\n", cmd, r.f.since)
+		return f, false
+	}
+	if r.f.since > 0 {
+		f.CreatedFrom = r.now.Add(-r.f.since)
+	}
+	if r.f.limit <= 0 || r.f.limit > store.MaxPageSize {
+		fmt.Fprintf(r.stderr, "dagen runs %s: -limit %d: want 1 to %d\n", cmd, r.f.limit, store.MaxPageSize)
+		return f, false
+	}
+	if r.f.after != "" {
+		id, err := dag.ParseRunID(r.f.after)
+		if err != nil {
+			fmt.Fprintf(r.stderr, "dagen runs %s: -after %q: %v\n", cmd, r.f.after, err)
+			return f, false
+		}
+		f.After = id
+	}
+	return f, true
+}
+
+// runJSON is a run in -json output.
+type runJSON struct {
+	ID         string       `json:"id"`
+	Workflow   string       `json:"workflow"`
+	Tenant     string       `json:"tenant"`
+	Status     string       `json:"status"`
+	CreatedAt  time.Time    `json:"created_at"`
+	FinishedAt *time.Time   `json:"finished_at,omitempty"`
+	Failure    *dag.Failure `json:"failure,omitempty"`
+}
+
+func runOf(s store.RunSummary) runJSON {
+	j := runJSON{ID: s.ID.String(), Workflow: s.Workflow, Tenant: s.Tenant, Status: string(s.Status), CreatedAt: s.CreatedAt, Failure: s.Failure}
+	if !s.FinishedAt.IsZero() {
+		t := s.FinishedAt
+		j.FinishedAt = &t
+	}
+	return j
+}
+
+func (r *runsIO) ls(args []string) int {
+	if len(args) > 0 {
+		fmt.Fprintf(r.stderr, "dagen runs ls: unexpected argument %q: filter with -workflow, -tenant, -status, -since\n", args[0])
+		return ExitError
+	}
+	f, ok := r.filter("ls")
+	if !ok {
+		return ExitError
+	}
+	page, err := r.st.ListRuns(r.ctx, f)
+	if err != nil {
+		fmt.Fprintf(r.stderr, "dagen runs ls: %v\n", err)
+		return ExitFailure
+	}
+	counts, err := r.st.CountRuns(r.ctx, f)
+	if err != nil {
+		fmt.Fprintf(r.stderr, "dagen runs ls: %v\n", err)
+		return ExitFailure
+	}
+	if r.f.json {
+		out := struct {
+			Runs   []runJSON      `json:"runs"`
+			Counts map[string]int `json:"counts"`
+			Next   string         `json:"next,omitempty"`
+		}{Runs: []runJSON{}, Counts: map[string]int{}}
+		for _, s := range page.Runs {
+			out.Runs = append(out.Runs, runOf(s))
+		}
+		for st, n := range counts {
+			out.Counts[string(st)] = n
+		}
+		if !page.Next.IsZero() {
+			out.Next = page.Next.String()
+		}
+		printJSON(r.stdout, out)
+		return ExitOK
+	}
+	tw := tabwriter.NewWriter(r.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tWORKFLOW\tTENANT\tSTATUS\tAGE\tDURATION\tFAILED STEP")
+	for _, s := range page.Runs {
+		dur, failed := "-", ""
+		if !s.FinishedAt.IsZero() {
+			dur = short(s.FinishedAt.Sub(s.CreatedAt))
+		}
+		if s.Failure != nil {
+			failed = s.Failure.Step
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.Workflow, s.Tenant, s.Status, short(r.now.Sub(s.CreatedAt)), dur, failed)
+	}
+	_ = tw.Flush()
+	var parts []string
+	for _, st := range []store.RunStatus{store.RunRunning, store.RunCompleted, store.RunFailed, store.RunCancelled} {
+		if n := counts[st]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, strings.ToLower(string(st))))
+		}
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "no runs")
+	}
+	fmt.Fprintf(r.stdout, "\n%s\n", strings.Join(parts, ", "))
+	if !page.Next.IsZero() {
+		fmt.Fprintf(r.stdout, "more: add -after %s\n", page.Next)
+	}
+	return ExitOK
+}
+
+// oneRun parses the single run id a subcommand takes.
+func (r *runsIO) oneRun(cmd string, args []string) (dag.RunID, bool) {
+	if len(args) != 1 {
+		fmt.Fprintf(r.stderr, "dagen runs %s: want one run id (dagen runs ls lists them)\n", cmd)
+		return dag.RunID{}, false
+	}
+	id, err := dag.ParseRunID(args[0])
+	if err != nil {
+		fmt.Fprintf(r.stderr, "dagen runs %s: %q is not a run id: %v\n", cmd, args[0], err)
+		return dag.RunID{}, false
+	}
+	return id, true
+}
+
+// readFailed reports a store error, saying what to do for an unknown id.
+func (r *runsIO) readFailed(cmd string, id dag.RunID, err error) int {
+	if errors.Is(err, store.ErrRunNotFound) {
+		fmt.Fprintf(r.stderr, "dagen runs %s: no run %s in this schema: check the id, -db and -schema (dagen runs ls lists runs)\n", cmd, id)
+		return ExitFailure
+	}
+	fmt.Fprintf(r.stderr, "dagen runs %s: %v\n", cmd, err)
+	return ExitFailure
+}
+
+// taskTiming is when a task's last attempt started and ended, from the
+// event log.
+type taskTiming struct{ started, ended time.Time }
+
+func timings(events []store.Event) map[string]taskTiming {
+	out := map[string]taskTiming{}
+	for _, ev := range events {
+		t := out[ev.Step]
+		switch ev.Type {
+		case store.EventStarted:
+			t = taskTiming{started: ev.At}
+		case store.EventCompleted, store.EventFailed, store.EventSkipped, store.EventCancelled, store.EventSleeping, store.EventRetrying:
+			t.ended = ev.At
+		}
+		out[ev.Step] = t
+	}
+	return out
+}
+
+func (r *runsIO) show(args []string) int {
+	id, ok := r.oneRun("show", args)
+	if !ok {
+		return ExitError
+	}
+	run, err := r.st.GetRun(r.ctx, id)
+	if err != nil {
+		return r.readFailed("show", id, err)
+	}
+	tasks, err := r.st.ListTasks(r.ctx, id)
+	if err != nil {
+		return r.readFailed("show", id, err)
+	}
+	events, err := r.st.ListEvents(r.ctx, id)
+	if err != nil {
+		return r.readFailed("show", id, err)
+	}
+	if r.f.graph {
+		fmt.Fprint(r.stdout, mermaidRun(tasks))
+		return ExitOK
+	}
+	times := timings(events)
+	if r.f.json {
+		type taskJSON struct {
+			Name      string   `json:"name"`
+			Kind      string   `json:"kind"`
+			Parents   []string `json:"parents"`
+			Status    string   `json:"status"`
+			Attempt   int      `json:"attempt"`
+			Signature string   `json:"signature"`
+			Worker    string   `json:"worker,omitempty"`
+			Error     string   `json:"error,omitempty"`
+			Reason    string   `json:"reason,omitempty"`
+			Seconds   *float64 `json:"seconds,omitempty"`
+			Output    *string  `json:"output,omitempty"`
+		}
+		out := struct {
+			runJSON
+			Tasks []taskJSON `json:"tasks"`
+		}{runJSON: runOf(store.RunSummary{ID: run.ID, Workflow: run.Workflow, Tenant: run.Tenant, Status: run.Status,
+			CreatedAt: run.CreatedAt, FinishedAt: run.FinishedAt, Failure: run.Failure})}
+		for _, t := range tasks {
+			tj := taskJSON{Name: t.Name, Kind: string(t.Kind), Parents: t.Parents, Status: string(t.Status), Attempt: t.Attempt,
+				Signature: t.Signature, Worker: t.Worker, Error: t.Error, Reason: t.Reason}
+			if tm := times[t.Name]; !tm.started.IsZero() && !tm.ended.IsZero() {
+				s := tm.ended.Sub(tm.started).Seconds()
+				tj.Seconds = &s
+			}
+			if t.Output != nil {
+				o := string(t.Output)
+				tj.Output = &o
+			}
+			if tj.Parents == nil {
+				tj.Parents = []string{}
+			}
+			out.Tasks = append(out.Tasks, tj)
+		}
+		printJSON(r.stdout, out)
+		return ExitOK
+	}
+	fmt.Fprintf(r.stdout, "run %s\nworkflow %s, tenant %s: %s\ncreated %s", run.ID, run.Workflow, run.Tenant, run.Status, run.CreatedAt.Local().Format(time.DateTime))
+	if !run.FinishedAt.IsZero() {
+		fmt.Fprintf(r.stdout, ", finished after %s", short(run.FinishedAt.Sub(run.CreatedAt)))
+	}
+	fmt.Fprintln(r.stdout)
+	if run.Failure != nil {
+		fmt.Fprintf(r.stdout, "failed: step %s, attempt %d: %s\n", run.Failure.Step, run.Failure.Attempt, firstLine(run.Failure.Message))
+	}
+	fmt.Fprintln(r.stdout)
+	tw := tabwriter.NewWriter(r.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "STEP\tAFTER\tSTATUS\tATTEMPTS\tDURATION\tERROR OR REASON")
+	for _, t := range tasks {
+		if t.Kind == store.KindOnFailure && t.Status == store.TaskPending {
+			continue // the run did not fail: its handler never ran
+		}
+		dur := "-"
+		if tm := times[t.Name]; !tm.started.IsZero() && !tm.ended.IsZero() {
+			dur = short(tm.ended.Sub(tm.started))
+		}
+		why := t.Reason
+		if t.Error != "" {
+			why = t.Error
+		}
+		after := strings.Join(t.Parents, ",")
+		if after == "" {
+			after = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", t.Name, after, t.Status, t.Attempt, dur, firstLine(why))
+	}
+	_ = tw.Flush()
+	return ExitOK
+}
+
+// mermaidRun draws a run's tasks as a Mermaid flowchart, each step
+// coloured by its status.
+func mermaidRun(tasks []store.Task) string {
+	var b strings.Builder
+	b.WriteString("flowchart TD\n")
+	ids := map[string]string{}
+	for i, t := range tasks {
+		ids[t.Name] = fmt.Sprintf("t%d", i)
+	}
+	for _, t := range tasks {
+		label := t.Name
+		if t.Kind == store.KindSleep {
+			label += " (sleep)"
+		}
+		fmt.Fprintf(&b, "    %s[%q]:::%s\n", ids[t.Name], label+" · "+strings.ToLower(string(t.Status)), strings.ToLower(string(t.Status)))
+	}
+	for _, t := range tasks {
+		for _, p := range t.Parents {
+			fmt.Fprintf(&b, "    %s --> %s\n", ids[p], ids[t.Name])
+		}
+	}
+	for _, c := range []struct{ status, fill string }{
+		{"pending", "#eeeeee"}, {"queued", "#dde7f5"}, {"running", "#9ec5fe"}, {"sleeping", "#d8cff5"},
+		{"backoff", "#ffe69c"}, {"completed", "#a3cfbb"}, {"skipped", "#f8f9fa,stroke-dasharray: 4 4"},
+		{"failed", "#f1aeb5"}, {"cancelled", "#ced4da"},
+	} {
+		fmt.Fprintf(&b, "    classDef %s fill:%s\n", c.status, c.fill)
+	}
+	return b.String()
+}
+
+func (r *runsIO) events(args []string) int {
+	id, ok := r.oneRun("events", args)
+	if !ok {
+		return ExitError
+	}
+	if _, err := r.st.GetRun(r.ctx, id); err != nil {
+		return r.readFailed("events", id, err)
+	}
+	events, err := r.st.ListEvents(r.ctx, id)
+	if err != nil {
+		return r.readFailed("events", id, err)
+	}
+	if r.f.json {
+		type eventJSON struct {
+			At      time.Time `json:"at"`
+			Step    string    `json:"step"`
+			Type    string    `json:"type"`
+			Attempt int       `json:"attempt"`
+			Detail  string    `json:"detail,omitempty"`
+		}
+		out := []eventJSON{}
+		for _, ev := range events {
+			out = append(out, eventJSON{At: ev.At, Step: ev.Step, Type: string(ev.Type), Attempt: ev.Attempt, Detail: ev.Detail})
+		}
+		printJSON(r.stdout, out)
+		return ExitOK
+	}
+	tw := tabwriter.NewWriter(r.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "AT\tSTEP\tEVENT\tATTEMPT\tDETAIL")
+	for _, ev := range events {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", ev.At.Local().Format("2006-01-02 15:04:05.000"), ev.Step, ev.Type, ev.Attempt, firstLine(ev.Detail))
+	}
+	_ = tw.Flush()
+	return ExitOK
+}
+
+func (r *runsIO) cancel(args []string) int {
+	if r.f.filter {
+		if len(args) > 0 {
+			fmt.Fprintf(r.stderr, "dagen runs cancel: give run ids or -filter with filter flags, not both\n")
+			return ExitError
+		}
+		return r.cancelFilter()
+	}
+	if len(args) == 0 {
+		fmt.Fprintf(r.stderr, "dagen runs cancel: want run ids, or -filter with -workflow, -tenant, -since\n")
+		return ExitError
+	}
+	var ids []dag.RunID
+	for _, a := range args {
+		id, err := dag.ParseRunID(a)
+		if err != nil {
+			fmt.Fprintf(r.stderr, "dagen runs cancel: %q is not a run id: %v\n", a, err)
+			return ExitError
+		}
+		ids = append(ids, id)
+	}
+	if len(ids) > 1 && !r.confirm(fmt.Sprintf("cancel %d runs?", len(ids))) {
+		fmt.Fprintln(r.stderr, "dagen runs cancel: nothing cancelled")
+		return ExitFailure
+	}
+	code := ExitOK
+	var cancelled []string
+	for _, id := range ids {
+		ok, err := r.st.CancelRun(r.ctx, id)
+		switch {
+		case errors.Is(err, store.ErrRunNotFound):
+			code = r.readFailed("cancel", id, err)
+		case err != nil:
+			fmt.Fprintf(r.stderr, "dagen runs cancel: run %s: %v\n", id, err)
+			code = ExitFailure
+		case !ok:
+			fmt.Fprintf(r.stderr, "dagen runs cancel: run %s had finished: nothing to cancel\n", id)
+		default:
+			cancelled = append(cancelled, id.String())
+		}
+	}
+	r.printCancelled(cancelled, len(cancelled))
+	return code
+}
+
+func (r *runsIO) cancelFilter() int {
+	f, ok := r.filter("cancel")
+	if !ok {
+		return ExitError
+	}
+	if f.Workflow == "" && f.Tenant == "" && f.CreatedFrom.IsZero() && !r.f.yes {
+		fmt.Fprintf(r.stderr, "dagen runs cancel -filter: no filter given: that is every running run; add -workflow, -tenant or -since, or -yes to mean it\n")
+		return ExitError
+	}
+	f.Statuses = []store.RunStatus{store.RunRunning}
+	counts, err := r.st.CountRuns(r.ctx, f)
+	if err != nil {
+		fmt.Fprintf(r.stderr, "dagen runs cancel: %v\n", err)
+		return ExitFailure
+	}
+	n := counts[store.RunRunning]
+	if n == 0 {
+		r.printCancelled(nil, 0)
+		return ExitOK
+	}
+	if n > 1 && !r.confirm(fmt.Sprintf("cancel %d running runs?", n)) {
+		fmt.Fprintln(r.stderr, "dagen runs cancel: nothing cancelled")
+		return ExitFailure
+	}
+	total := 0
+	for {
+		k, err := r.st.CancelRuns(r.ctx, f, 500)
+		total += k
+		if err != nil {
+			fmt.Fprintf(r.stderr, "dagen runs cancel: after %d runs: %v\n", total, err)
+			return ExitFailure
+		}
+		if k == 0 {
+			break
+		}
+	}
+	r.printCancelled(nil, total)
+	return ExitOK
+}
+
+func (r *runsIO) printCancelled(ids []string, n int) {
+	if r.f.json {
+		if ids == nil {
+			ids = []string{}
+		}
+		printJSON(r.stdout, struct {
+			Cancelled int      `json:"cancelled"`
+			Runs      []string `json:"runs,omitempty"`
+		}{n, ids})
+		return
+	}
+	fmt.Fprintf(r.stdout, "cancelled %s\n", plural(n, "run"))
+}
+
+// confirm asks on stdout and reads the answer from stdin, unless -yes.
+func (r *runsIO) confirm(question string) bool {
+	if r.f.yes {
+		return true
+	}
+	fmt.Fprintf(r.stderr, "%s [y/N] ", question)
+	line, _ := bufio.NewReader(r.stdin).ReadString('\n')
+	answer := strings.ToLower(strings.TrimSpace(line))
+	return answer == "y" || answer == "yes"
+}
+
+// short renders a duration the way a table needs it: 3s, 4m12s, 2h5m, 3d4h.
+func short(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "-"
+	case d < time.Second:
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	case d < time.Hour:
+		return d.Round(time.Second).String()
+	case d < 48*time.Hour:
+		return strings.TrimSuffix(d.Round(time.Minute).String(), "0s")
+	}
+	days := d / (24 * time.Hour)
+	return fmt.Sprintf("%dd%dh", days, (d-days*24*time.Hour)/time.Hour)
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	if len(line) > 120 {
+		line = line[:117] + "..."
+	}
+	return line
+}
