@@ -42,3 +42,27 @@ WHERE r.status = 'RUNNING'
   AND (sqlc.narg('after')::uuid IS NULL OR r.id > sqlc.narg('after')::uuid)
 ORDER BY r.id
 LIMIT @max;
+
+-- name: ListWorkers :many
+-- Every worker record, by id.
+SELECT w.id, w.heartbeat_at, w.alive_until, w.signatures,
+       (w.alive_until > coalesce(sqlc.narg('now')::timestamptz, now()))::boolean AS alive
+FROM dagen_workers w
+ORDER BY w.id;
+
+-- name: Backlog :many
+-- Unfinished tasks per tenant, workflow and state, from the tables that
+-- hold only them: the ready queue (QUEUED), the leases (RUNNING) and the
+-- timers (SLEEPING, BACKOFF). None of these reads the history.
+SELECT r.tenant, r.workflow, x.state, count(*)::integer AS n
+FROM (
+    SELECT q.run_id, 'QUEUED' AS state FROM dagen_ready q
+    UNION ALL
+    SELECT l.run_id, 'RUNNING' FROM dagen_leases l
+    UNION ALL
+    SELECT t.run_id, CASE t.kind WHEN 'sleep' THEN 'SLEEPING' ELSE 'BACKOFF' END FROM dagen_timers t
+) AS x
+JOIN dagen_runs r ON r.id = x.run_id
+WHERE r.status = 'RUNNING'
+GROUP BY r.tenant, r.workflow, x.state
+ORDER BY r.tenant, r.workflow, x.state;

@@ -33,6 +33,7 @@ type Store struct {
 	leases    leaseHeap
 	shapes    map[string]*shape
 	workers   map[string]time.Time // worker -> alive until
+	beats     map[string]time.Time // worker -> last heartbeat
 	serves    map[string][]string  // worker -> signatures it serves
 	sigInfos  map[string]store.SignatureInfo
 	subs      map[chan struct{}]struct{}
@@ -63,6 +64,7 @@ func New(cfg *Config) *Store {
 		groups:   make(map[string]*tenantGroup),
 		shapes:   make(map[string]*shape),
 		workers:  make(map[string]time.Time),
+		beats:    make(map[string]time.Time),
 		serves:   make(map[string][]string),
 		sigInfos: make(map[string]store.SignatureInfo),
 		subs:     make(map[chan struct{}]struct{}),

@@ -34,6 +34,7 @@ func (s *Store) Heartbeat(ctx context.Context, worker string, ttl time.Duration,
 	defer s.unlock()
 	now := s.now()
 	s.workers[worker] = now.Add(ttl)
+	s.beats[worker] = now
 	var cancelled []dag.RunID
 	held := make(map[dag.RunID]bool, len(runs))
 	for _, id := range runs {
@@ -70,6 +71,7 @@ func (s *Store) RetireWorker(ctx context.Context, worker string, release bool) (
 	s.lock()
 	defer s.unlock()
 	delete(s.workers, worker)
+	delete(s.beats, worker)
 	delete(s.serves, worker)
 	if !release {
 		return 0, nil

@@ -87,6 +87,12 @@ func Run(t *testing.T, newStore NewStore) {
 			fn   func(f *fixture)
 		}{"Workers/" + wt.name, func(f *fixture) { wt.fn(f, f.workers()) }})
 	}
+	for _, ft := range fleetTests {
+		tests = append(tests, struct {
+			name string
+			fn   func(f *fixture)
+		}{"Fleet/" + ft.name, func(f *fixture) { fl, ws := f.fleet(); ft.fn(f, fl, ws) }})
+	}
 	for _, ot := range operatorTests {
 		tests = append(tests, struct {
 			name string

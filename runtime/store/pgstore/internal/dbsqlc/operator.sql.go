@@ -11,6 +11,56 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+const backlog = `-- name: Backlog :many
+SELECT r.tenant, r.workflow, x.state, count(*)::integer AS n
+FROM (
+    SELECT q.run_id, 'QUEUED' AS state FROM dagen_ready q
+    UNION ALL
+    SELECT l.run_id, 'RUNNING' FROM dagen_leases l
+    UNION ALL
+    SELECT t.run_id, CASE t.kind WHEN 'sleep' THEN 'SLEEPING' ELSE 'BACKOFF' END FROM dagen_timers t
+) AS x
+JOIN dagen_runs r ON r.id = x.run_id
+WHERE r.status = 'RUNNING'
+GROUP BY r.tenant, r.workflow, x.state
+ORDER BY r.tenant, r.workflow, x.state
+`
+
+type BacklogRow struct {
+	Tenant   string
+	Workflow string
+	State    string
+	N        int32
+}
+
+// Unfinished tasks per tenant, workflow and state, from the tables that
+// hold only them: the ready queue (QUEUED), the leases (RUNNING) and the
+// timers (SLEEPING, BACKOFF). None of these reads the history.
+func (q *Queries) Backlog(ctx context.Context, db DBTX) ([]BacklogRow, error) {
+	rows, err := db.Query(ctx, backlog)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []BacklogRow
+	for rows.Next() {
+		var i BacklogRow
+		if err := rows.Scan(
+			&i.Tenant,
+			&i.Workflow,
+			&i.State,
+			&i.N,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const countRuns = `-- name: CountRuns :many
 SELECT r.status, count(*) AS n
 FROM dagen_runs r
@@ -131,6 +181,48 @@ func (q *Queries) ListRuns(ctx context.Context, db DBTX, arg ListRunsParams) ([]
 			&i.FailureMessage,
 			&i.CreatedAt,
 			&i.FinishedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listWorkers = `-- name: ListWorkers :many
+SELECT w.id, w.heartbeat_at, w.alive_until, w.signatures,
+       (w.alive_until > coalesce($1::timestamptz, now()))::boolean AS alive
+FROM dagen_workers w
+ORDER BY w.id
+`
+
+type ListWorkersRow struct {
+	ID          string
+	HeartbeatAt pgtype.Timestamptz
+	AliveUntil  pgtype.Timestamptz
+	Signatures  []string
+	Alive       bool
+}
+
+// Every worker record, by id.
+func (q *Queries) ListWorkers(ctx context.Context, db DBTX, now pgtype.Timestamptz) ([]ListWorkersRow, error) {
+	rows, err := db.Query(ctx, listWorkers, now)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListWorkersRow
+	for rows.Next() {
+		var i ListWorkersRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.HeartbeatAt,
+			&i.AliveUntil,
+			&i.Signatures,
+			&i.Alive,
 		); err != nil {
 			return nil, err
 		}

@@ -1,0 +1,41 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// Fleet is implemented by stores that can show operators the workers that
+// share them and the work waiting for those workers. It is part of the
+// operator seam, like [Operator]: the engine's hot path never uses it.
+type Fleet interface {
+	// Workers returns the workers with a record (alive or not yet
+	// retired), by id.
+	Workers(ctx context.Context) ([]WorkerInfo, error)
+
+	// Backlog counts the unfinished tasks of RUNNING runs that are queued,
+	// running, sleeping or waiting out a retry delay, per tenant and
+	// workflow, sorted by tenant then workflow. Tenants and workflows with
+	// none are left out.
+	Backlog(ctx context.Context) ([]BacklogEntry, error)
+}
+
+// WorkerInfo is a worker as operators see it.
+type WorkerInfo struct {
+	ID          string
+	HeartbeatAt time.Time // its last heartbeat
+	AliveUntil  time.Time // when its tasks become others' to rescue
+	Alive       bool      // AliveUntil is ahead of the store's now
+	// Signatures are the task signatures it serves (see Deploys.Serve).
+	Signatures []string
+}
+
+// BacklogEntry counts one tenant's unfinished tasks of one workflow.
+type BacklogEntry struct {
+	Tenant   string
+	Workflow string
+	Queued   int // in the ready queue
+	Running  int // claimed by a worker
+	Sleeping int // a sleep step waiting for its timer
+	Backoff  int // waiting out a retry delay
+}

@@ -1,0 +1,53 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/dagenhq/dagen/runtime/store"
+)
+
+var _ store.Fleet = (*Store)(nil)
+
+// Workers implements store.Fleet.
+func (s *Store) Workers(ctx context.Context) ([]store.WorkerInfo, error) {
+	rows, err := s.q.ListWorkers(ctx, s.pool, s.clock())
+	if err != nil {
+		return nil, fmt.Errorf("list workers: %w", err)
+	}
+	out := make([]store.WorkerInfo, len(rows))
+	for i, r := range rows {
+		out[i] = store.WorkerInfo{
+			ID: r.ID, HeartbeatAt: timeOf(r.HeartbeatAt), AliveUntil: timeOf(r.AliveUntil),
+			Alive: r.Alive, Signatures: r.Signatures,
+		}
+	}
+	return out, nil
+}
+
+// Backlog implements store.Fleet with one aggregate over the tables that
+// hold unfinished work only: the ready queue, the leases and the timers.
+func (s *Store) Backlog(ctx context.Context) ([]store.BacklogEntry, error) {
+	rows, err := s.q.Backlog(ctx, s.pool)
+	if err != nil {
+		return nil, fmt.Errorf("read the backlog: %w", err)
+	}
+	var out []store.BacklogEntry
+	for _, r := range rows {
+		if n := len(out); n == 0 || out[n-1].Tenant != r.Tenant || out[n-1].Workflow != r.Workflow {
+			out = append(out, store.BacklogEntry{Tenant: r.Tenant, Workflow: r.Workflow})
+		}
+		e := &out[len(out)-1]
+		switch store.TaskStatus(r.State) {
+		case store.TaskQueued:
+			e.Queued = int(r.N)
+		case store.TaskRunning:
+			e.Running = int(r.N)
+		case store.TaskSleeping:
+			e.Sleeping = int(r.N)
+		case store.TaskBackoff:
+			e.Backoff = int(r.N)
+		}
+	}
+	return out, nil
+}

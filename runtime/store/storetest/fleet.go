@@ -1,0 +1,123 @@
+package storetest
+
+import (
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dagenhq/dagen/runtime/store"
+)
+
+// fleetTests run against stores that implement store.Fleet and
+// store.Workers.
+var fleetTests = []struct {
+	name string
+	fn   func(f *fixture, fl store.Fleet, ws store.Workers)
+}{
+	{"Workers", testFleetWorkers},
+	{"Backlog", testFleetBacklog},
+}
+
+func (f *fixture) fleet() (store.Fleet, store.Workers) {
+	fl, ok := f.st.(store.Fleet)
+	if !ok {
+		f.t.Skipf("%T does not implement store.Fleet", f.st)
+	}
+	return fl, f.workers()
+}
+
+// testFleetWorkers checks the workers' view: heartbeats, liveness on the
+// store's clock, the signatures each serves, and retirement.
+func testFleetWorkers(f *fixture, fl store.Fleet, ws store.Workers) {
+	t := f.t
+	_, err := ws.Heartbeat(f.ctx, "w2", time.Minute, nil)
+	require.NoError(t, err)
+	beat := f.clock.Now()
+	f.clock.advance(time.Second)
+	_, err = ws.Heartbeat(f.ctx, "w1", 10*time.Second, nil)
+	require.NoError(t, err)
+	if d, ok := f.st.(store.Deploys); ok {
+		require.NoError(t, d.Serve(f.ctx, "w1", []string{"sig-a", "sig-b"}))
+	}
+	f.clock.advance(30 * time.Second)
+
+	workers, err := fl.Workers(f.ctx)
+	require.NoError(t, err)
+	require.Len(t, workers, 2)
+	require.Equal(t, "w1", workers[0].ID)
+	require.Equal(t, "w2", workers[1].ID)
+	require.False(t, workers[0].Alive, "w1's 10 s ttl has passed")
+	require.True(t, workers[1].Alive)
+	require.True(t, workers[1].HeartbeatAt.Equal(beat), "heartbeat at %v, want %v", workers[1].HeartbeatAt, beat)
+	require.True(t, workers[1].AliveUntil.Equal(beat.Add(time.Minute)))
+	if _, ok := f.st.(store.Deploys); ok {
+		require.Equal(t, []string{"sig-a", "sig-b"}, workers[0].Signatures)
+	}
+
+	_, err = ws.RetireWorker(f.ctx, "w1", false)
+	require.NoError(t, err)
+	workers, err = fl.Workers(f.ctx)
+	require.NoError(t, err)
+	require.Len(t, workers, 1)
+	require.Equal(t, "w2", workers[0].ID)
+}
+
+// testFleetBacklog checks the backlog's counts per tenant and workflow
+// through queued, running, sleeping and retrying tasks, and that finished
+// and cancelled runs count for nothing.
+func testFleetBacklog(f *fixture, fl store.Fleet, _ store.Workers) {
+	t := f.t
+	f.create(
+		newRun("wf", "t1", task("a"), task("b")),
+		newRun("wf", "t1", task("a")),
+		newRun("other", "t1", task("x")),
+		newRun("wf", "t2", task("a"), task("c", "a")),
+	)
+	backlog := func() []store.BacklogEntry {
+		t.Helper()
+		b, err := fl.Backlog(f.ctx)
+		require.NoError(t, err)
+		return b
+	}
+	require.Equal(t, []store.BacklogEntry{
+		{Tenant: "t1", Workflow: "other", Queued: 1},
+		{Tenant: "t1", Workflow: "wf", Queued: 3},
+		{Tenant: "t2", Workflow: "wf", Queued: 1},
+	}, backlog())
+
+	claimed := f.claim(10)
+	require.Len(t, claimed, 5)
+	byKey := map[string]store.ClaimedTask{}
+	for _, c := range claimed {
+		byKey[c.Tenant+"/"+c.Workflow+"/"+c.Step+"/"+c.RunID.String()] = c
+	}
+	var sleeps, retries, completes []store.TaskResult
+	for _, c := range claimed {
+		switch {
+		case c.Workflow == "other":
+			retries = append(retries, store.TaskResult{RunID: c.RunID, Step: c.Step, Attempt: c.Attempt, Outcome: store.OutcomeRetry, Error: "x", Delay: time.Minute})
+		case c.Tenant == "t2":
+			completes = append(completes, done(c, "1"))
+		case c.Step == "b":
+			sleeps = append(sleeps, store.TaskResult{RunID: c.RunID, Step: c.Step, Attempt: c.Attempt, Outcome: store.OutcomeSleep, Delay: time.Hour})
+		}
+	}
+	f.complete(append(append(sleeps, retries...), completes...)...)
+	require.Equal(t, []store.BacklogEntry{
+		{Tenant: "t1", Workflow: "other", Backoff: 1},
+		{Tenant: "t1", Workflow: "wf", Running: 2, Sleeping: 1},
+		{Tenant: "t2", Workflow: "wf", Queued: 1},
+	}, backlog(), "t2's c is queued once a completes")
+
+	// A cancelled run counts for nothing.
+	for _, c := range claimed {
+		if c.Workflow == "other" {
+			_, err := f.st.CancelRun(f.ctx, c.RunID)
+			require.NoError(t, err)
+		}
+	}
+	require.Equal(t, []store.BacklogEntry{
+		{Tenant: "t1", Workflow: "wf", Running: 2, Sleeping: 1},
+		{Tenant: "t2", Workflow: "wf", Queued: 1},
+	}, backlog())
+}
