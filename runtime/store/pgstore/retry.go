@@ -13,10 +13,10 @@ import (
 var _ store.Retrier = (*Store)(nil)
 
 // RetryRun implements store.Retrier in one transaction, with the batch's
-// pieces: the run is locked as every writer locks it (lockRuns), its tasks
-// are read under the lock and the plan is made in Go (as memstore makes
-// it); then the queue entries and timers of the run go (a finished run has
-// only its onfailure task's), the reset tasks' rows are rewritten with the
+// pieces: the run is locked as every writer locks it (lockRuns), the queue
+// entries and timers of the run go (a finished run has only its onfailure
+// task's), its tasks are read and the plan is made in Go (as memstore
+// makes it); then the reset tasks' rows are rewritten with the
 // events they kept written out to the log first, the run is RUNNING again,
 // the events are logged, the ready tasks enqueued and the leases of reset
 // RUNNING attempts removed.
@@ -47,6 +47,18 @@ func (s *Store) retryLocked(ctx context.Context, tx *txn, id dag.RunID, rt store
 	if r == nil {
 		return store.RetryResult{}, store.ErrRunNotFound
 	}
+	// Queue entries first (a claim holding one waits for nothing we hold),
+	// then timers: in a finished run only the onfailure task has any, and
+	// it is reset. A claim that held a queue entry has committed once the
+	// entry is gone, and no other can start: the tasks read next are the
+	// last word. A refused retry rolls this back.
+	ids := uuids([]dag.RunID{id})
+	if err := s.q.DeleteReadyForRuns(ctx, tx, ids); err != nil {
+		return store.RetryResult{}, fmt.Errorf("dequeue tasks: %w", err)
+	}
+	if err := s.q.DeleteTimersForRuns(ctx, tx, ids); err != nil {
+		return store.RetryResult{}, fmt.Errorf("delete timers: %w", err)
+	}
 	rows, err := s.q.RetryLoadTasks(ctx, tx, uuidOf(id))
 	if err != nil {
 		return store.RetryResult{}, fmt.Errorf("read tasks: %w", err)
@@ -58,17 +70,6 @@ func (s *Store) retryLocked(ctx context.Context, tx *txn, id dag.RunID, rt store
 	p, err := retryplan.Make(r.status, tasks, rt)
 	if err != nil {
 		return store.RetryResult{}, err
-	}
-
-	// Queue entries first (a claim holding one waits for nothing we hold),
-	// then timers: in a finished run only the onfailure task has any, and
-	// it is reset.
-	ids := uuids([]dag.RunID{id})
-	if err := s.q.DeleteReadyForRuns(ctx, tx, ids); err != nil {
-		return store.RetryResult{}, fmt.Errorf("dequeue tasks: %w", err)
-	}
-	if err := s.q.DeleteTimersForRuns(ctx, tx, ids); err != nil {
-		return store.RetryResult{}, fmt.Errorf("delete timers: %w", err)
 	}
 
 	var rp dbsqlc.RetryResetTasksParams

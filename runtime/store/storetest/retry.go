@@ -3,6 +3,7 @@ package storetest
 import (
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -19,6 +20,7 @@ var retrierTests = []struct {
 	{"Refused", testRetryRefused},
 	{"StaleOldAttempts", testRetryStaleOldAttempts},
 	{"RacingLateCompletion", testRetryRacingLateCompletion},
+	{"RacingClaim", testRetryRacingClaim},
 }
 
 func (f *fixture) retrier() store.Retrier {
@@ -349,5 +351,52 @@ func testRetryRacingLateCompletion(f *fixture, rt store.Retrier) {
 		ran := f.drain(r.ID, func(s string) string { return s + "2" })
 		require.ElementsMatch(t, []string{"a", "b", "c", "d"}, mapKeys(ran))
 		require.Equal(t, store.RunCompleted, f.run(r.ID).Status)
+	}
+}
+
+// testRetryRacingClaim races a retry with a claim of the failed run's
+// queued onfailure task: whichever comes first, the onfailure task ends up
+// PENDING, a claimed attempt of it is stale, and the run completes.
+func testRetryRacingClaim(f *fixture, rt store.Retrier) {
+	t := f.t
+	for range 5 {
+		r := retryRun()
+		f.create(r)
+		byStep := claimedBy(f.claim(10))
+		f.complete(store.TaskResult{RunID: r.ID, Step: "a", Attempt: byStep["a"].Attempt, Outcome: store.OutcomeFailed, Error: "boom"}, done(byStep["b"], "B"))
+		require.Equal(t, store.TaskQueued, f.status(r.ID, onFailureName))
+
+		var wg sync.WaitGroup
+		var claimed []store.ClaimedTask
+		var cerr, rerr error
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			claimed, cerr = f.st.ClaimTasks(f.ctx, store.ClaimParams{Worker: "w2", Limit: 10, Lease: time.Minute})
+		}()
+		go func() {
+			defer wg.Done()
+			_, rerr = rt.RetryRun(f.ctx, r.ID, store.Retry{Mode: store.RetryFailed})
+		}()
+		wg.Wait()
+		require.NoError(t, cerr)
+		require.NoError(t, rerr)
+		require.Equal(t, store.TaskPending, f.status(r.ID, onFailureName))
+		ran := map[string]bool{}
+		for _, ct := range claimed {
+			out := f.complete(done(ct, ct.Step+"2"))
+			if ct.Step == onFailureName {
+				require.Equal(t, store.OutcomeStale, out[0].Outcome, "the onfailure attempt claimed before the retry")
+				continue
+			}
+			ran[ct.Step] = true // claimed after the retry
+		}
+		for step := range f.drain(r.ID, func(s string) string { return s + "2" }) {
+			require.False(t, ran[step], "%s ran twice", step)
+			ran[step] = true
+		}
+		require.Equal(t, map[string]bool{"a": true, "c": true, "d": true}, ran)
+		require.Equal(t, store.RunCompleted, f.run(r.ID).Status)
+		require.Equal(t, store.TaskPending, f.status(r.ID, onFailureName))
 	}
 }
