@@ -599,9 +599,16 @@ func (e *Engine) enterRun(parent context.Context, id dag.RunID) context.Context 
 	e.runMu.Lock()
 	defer e.runMu.Unlock()
 	sc := e.runs[id]
-	if sc == nil {
+	if sc == nil || sc.ctx.Err() != nil {
+		// A cancelled scope whose steps have not all left yet belongs to
+		// the run before an operator retried it (store.Retrier): the new
+		// step gets a scope of its own, which the old steps leave too.
 		ctx, cancel := context.WithCancel(parent)
-		sc = &runScope{ctx: ctx, cancel: cancel}
+		next := &runScope{ctx: ctx, cancel: cancel}
+		if sc != nil {
+			next.refs = sc.refs
+		}
+		sc = next
 		e.runs[id] = sc
 	}
 	sc.refs++

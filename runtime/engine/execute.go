@@ -165,8 +165,10 @@ func (e *Engine) failed(ctx, stepCtx context.Context, step *Step, res store.Task
 // releasedAttempts counts the attempts of a step that stopping workers
 // released (store.Workers.RetireWorker), or that never reached their worker
 // (released by store.Workers.Heartbeat): they were cut short, not failed.
-// It reads the run's event log, so it is asked only after an attempt that
-// was not the first. When the log cannot be read it counts none.
+// The attempts before an operator's retry of the run (a RETRIED event, whose
+// Attempt is the count at the retry) count as released too: a retried
+// task's retries start over. It reads the run's event log, so it is asked
+// only after an attempt that was not the first. When the log cannot be read it counts none.
 func (e *Engine) releasedAttempts(ctx context.Context, id dag.RunID, step string) int {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
@@ -177,7 +179,15 @@ func (e *Engine) releasedAttempts(ctx context.Context, id dag.RunID, step string
 	}
 	n := 0
 	for _, ev := range events {
-		if ev.Step == step && ev.Type == store.EventRescued && (ev.Detail == store.ReleasedDetail || ev.Detail == store.UnclaimedDetail) {
+		if ev.Step != step {
+			continue
+		}
+		switch {
+		case ev.Type == store.EventRetried:
+			// An operator retried the run (store.Retrier): the attempts
+			// before it do not count, and the count starts over.
+			n = ev.Attempt
+		case ev.Type == store.EventRescued && (ev.Detail == store.ReleasedDetail || ev.Detail == store.UnclaimedDetail):
 			n++
 		}
 	}

@@ -308,6 +308,10 @@ const (
 	// EventWaiting says a QUEUED task waits for a worker that serves its
 	// signature: no live worker does (see Deploys).
 	EventWaiting EventType = "WAITING"
+	// EventRetried says an operator reset the task ([Retrier.RetryRun]);
+	// its Attempt is the task's attempt count at the retry and its detail
+	// names the operator and the mode.
+	EventRetried EventType = "RETRIED"
 )
 
 // Event is one entry of a run's append-only event log.

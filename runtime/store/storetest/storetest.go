@@ -99,6 +99,12 @@ func Run(t *testing.T, newStore NewStore) {
 			fn   func(f *fixture)
 		}{"Operator/" + ot.name, func(f *fixture) { ot.fn(f, f.operator()) }})
 	}
+	for _, rt := range retrierTests {
+		tests = append(tests, struct {
+			name string
+			fn   func(f *fixture)
+		}{"Retry/" + rt.name, func(f *fixture) { rt.fn(f, f.retrier()) }})
+	}
 	for _, dt := range deploysTests {
 		tests = append(tests, struct {
 			name string

@@ -42,6 +42,7 @@ Usage:
 	dagen runs show ID [-graph] [-db URL] [-schema name] [-json]
 	dagen runs events ID [-db URL] [-schema name] [-json]
 	dagen runs cancel ID… | -filter [-workflow w] [-tenant t] [-since d] [-yes] [-db URL] [-schema name] [-json]
+	dagen runs retry ID [-mode failed|failed+downstream|from=STEP|all] [-operator name] [-db URL] [-schema name] [-json]
 
 Commands:
 
@@ -74,6 +75,12 @@ Commands:
 	          cancel runs by id, or every running run the filter flags
 	          select (-filter); asks before cancelling more than one unless
 	          -yes
+	runs retry
+	          retry a finished run: -mode failed (the default: its failed
+	          and cancelled steps), failed+downstream, from=STEP (that step
+	          and everything after it; also replays a completed run) or
+	          all; the steps not reset keep their outputs; -operator names
+	          who retried in the event log (default $USER)
 
 Packages are go list patterns; the default is the current directory, which
 is the package being generated when dagen runs from go generate.

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -19,7 +20,7 @@ import (
 )
 
 // runsCommands are the subcommands of dagen runs.
-var runsCommands = []string{"ls", "show", "events", "cancel"}
+var runsCommands = []string{"ls", "show", "events", "cancel", "retry"}
 
 // runsFlags are the flags of dagen runs.
 type runsFlags struct {
@@ -32,6 +33,7 @@ type runsFlags struct {
 	after            string
 	graph            bool
 	filter, yes      bool
+	mode, operator   string
 }
 
 // runsIO is what a runs subcommand works with.
@@ -61,6 +63,8 @@ func runs(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	fs.BoolVar(&f.graph, "graph", false, "show: print the run as a Mermaid flowchart")
 	fs.BoolVar(&f.filter, "filter", false, "cancel: every RUNNING run the filter flags select")
 	fs.BoolVar(&f.yes, "yes", false, "cancel: do not ask before cancelling more than one run")
+	fs.StringVar(&f.mode, "mode", "failed", "retry: failed, failed+downstream, from=STEP or all")
+	fs.StringVar(&f.operator, "operator", os.Getenv("USER"), "retry: who retries, for the event log")
 	sub := ""
 	var ids []string
 	for {
@@ -117,6 +121,8 @@ func runs(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return r.show(ids)
 	case "events":
 		return r.events(ids)
+	case "retry":
+		return r.retry(ids)
 	}
 	return r.cancel(ids)
 }

@@ -1,0 +1,68 @@
+package memstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/dagenhq/dagen/runtime/dag"
+	"github.com/dagenhq/dagen/runtime/store"
+	"github.com/dagenhq/dagen/runtime/store/internal/retryplan"
+)
+
+var _ store.Retrier = (*Store)(nil)
+
+// RetryRun implements store.Retrier. Queue entries, timers and leases of
+// the reset tasks die with their status (they are dropped lazily); the
+// attempts before the retry are added to the task's released attempts, so
+// they do not count against its MaxAttempts.
+func (s *Store) RetryRun(ctx context.Context, id dag.RunID, rt store.Retry) (store.RetryResult, error) {
+	if err := ctx.Err(); err != nil {
+		return store.RetryResult{}, err
+	}
+	s.lock()
+	defer s.unlock()
+	r := s.runs[id]
+	if r == nil {
+		return store.RetryResult{}, fmt.Errorf("retry run %s: %w", id, store.ErrRunNotFound)
+	}
+	tasks := make([]retryplan.Task, len(r.tasks))
+	for i := range r.tasks {
+		nt := &r.shape.tasks[i]
+		children := make([]string, len(r.shape.children[i]))
+		for j, c := range r.shape.children[i] {
+			children[j] = r.shape.tasks[c].Name
+		}
+		tasks[i] = retryplan.Task{Name: nt.Name, Kind: nt.Kind, Children: children, Status: r.tasks[i].status}
+	}
+	p, err := retryplan.Make(r.rec.Status, tasks, rt)
+	if err != nil {
+		return store.RetryResult{}, fmt.Errorf("retry run %s: %w", id, err)
+	}
+	now := s.now()
+	detail := rt.Detail()
+	for i := range r.tasks {
+		if !p.Reset[i] {
+			continue
+		}
+		t := &r.tasks[i]
+		r.event(now, i, store.EventRetried, t.attempt, detail)
+		*t = task{
+			status:         store.TaskPending,
+			attempt:        t.attempt, // never goes back: old attempts are stale
+			pendingParents: p.PendingParents[i],
+			released:       t.attempt, // the budget starts over
+			worker:         t.worker,
+		}
+	}
+	r.rec.Status = store.RunRunning
+	r.rec.Failure = nil
+	r.rec.FinishedAt = time.Time{}
+	r.pending = p.Pending
+	for i := range r.tasks {
+		if p.Enqueue[i] {
+			s.enqueue(r, i, now)
+		}
+	}
+	return p.Result, nil
+}

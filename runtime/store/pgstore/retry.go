@@ -1,0 +1,143 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/dagenhq/dagen/runtime/dag"
+	"github.com/dagenhq/dagen/runtime/store"
+	"github.com/dagenhq/dagen/runtime/store/internal/retryplan"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
+)
+
+var _ store.Retrier = (*Store)(nil)
+
+// RetryRun implements store.Retrier in one transaction, with the batch's
+// pieces: the run is locked as every writer locks it (lockRuns), the queue
+// entries and timers of the run go (a finished run has only its onfailure
+// task's), its tasks are read and the plan is made in Go (as memstore
+// makes it); then the reset tasks' rows are rewritten with the
+// events they kept written out to the log first, the run is RUNNING again,
+// the events are logged, the ready tasks enqueued and the leases of reset
+// RUNNING attempts removed.
+//
+// Fencing: a reset task keeps its attempt (the next claim counts on from
+// it), so a late result of an older attempt is stale; its max_attempts
+// grows by the attempts it had, so its budget starts over. No column was
+// added for this.
+func (s *Store) RetryRun(ctx context.Context, id dag.RunID, rt store.Retry) (store.RetryResult, error) {
+	var res store.RetryResult
+	err := s.inTx(ctx, func(tx *txn) error {
+		var err error
+		res, err = s.retryLocked(ctx, tx, id, rt)
+		return err
+	})
+	if err != nil {
+		return store.RetryResult{}, fmt.Errorf("retry run %s: %w", id, err)
+	}
+	return res, nil
+}
+
+func (s *Store) retryLocked(ctx context.Context, tx *txn, id dag.RunID, rt store.Retry) (store.RetryResult, error) {
+	b := s.newBatch(tx, 0)
+	if err := b.lockRuns(ctx, []dag.RunID{id}, false); err != nil {
+		return store.RetryResult{}, err
+	}
+	r := b.runs[id]
+	if r == nil {
+		return store.RetryResult{}, store.ErrRunNotFound
+	}
+	// Queue entries first (a claim holding one waits for nothing we hold),
+	// then timers: in a finished run only the onfailure task has any, and
+	// it is reset. A claim that held a queue entry has committed once the
+	// entry is gone, and no other can start: the tasks read next are the
+	// last word. A refused retry rolls this back.
+	ids := uuids([]dag.RunID{id})
+	if err := s.q.DeleteReadyForRuns(ctx, tx, ids); err != nil {
+		return store.RetryResult{}, fmt.Errorf("dequeue tasks: %w", err)
+	}
+	if err := s.q.DeleteTimersForRuns(ctx, tx, ids); err != nil {
+		return store.RetryResult{}, fmt.Errorf("delete timers: %w", err)
+	}
+	rows, err := s.q.RetryLoadTasks(ctx, tx, uuidOf(id))
+	if err != nil {
+		return store.RetryResult{}, fmt.Errorf("read tasks: %w", err)
+	}
+	tasks := make([]retryplan.Task, len(rows))
+	for i, row := range rows {
+		tasks[i] = retryplan.Task{Name: row.Name, Kind: store.TaskKind(row.Kind), Children: row.Children, Status: store.TaskStatus(row.Status)}
+	}
+	p, err := retryplan.Make(r.status, tasks, rt)
+	if err != nil {
+		return store.RetryResult{}, err
+	}
+
+	var rp dbsqlc.RetryResetTasksParams
+	rp.RunID = uuidOf(id)
+	var retried events // after the kept events, which are older
+	var ep dbsqlc.EnqueueParams
+	detail := rt.Detail()
+	for i, row := range rows {
+		if !p.Reset[i] {
+			continue
+		}
+		attempt := int(row.Attempt)
+		if row.QueuedEvent.Valid {
+			qa := attempt
+			if row.StartedEvent.Valid && row.StartedEvent.Int64 > row.QueuedEvent.Int64 {
+				qa-- // queued before the claim that counted this attempt
+			}
+			b.ev.addKept(id, row.QueuedEvent.Int64, row.QueuedAt.Time, row.Name, store.EventQueued, qa)
+		}
+		if row.StartedEvent.Valid {
+			b.ev.addKept(id, row.StartedEvent.Int64, row.StartedAt.Time, row.Name, store.EventStarted, attempt)
+			if store.TaskStatus(row.Status) == store.TaskRunning {
+				b.ended = append(b.ended, row.StartedEvent.Int64) // the attempt's lease
+			}
+		}
+		if row.CompletedEvent.Valid {
+			b.ev.addKept(id, row.CompletedEvent.Int64, row.FinishedAt.Time, row.Name, store.EventCompleted, attempt)
+		}
+		retried.add(id, row.Name, store.EventRetried, attempt, detail)
+		status := store.TaskPending
+		if p.Enqueue[i] {
+			status = store.TaskQueued
+			retried.add(id, row.Name, store.EventQueued, attempt, "")
+			ep.RunIds = append(ep.RunIds, uuidOf(id))
+			ep.Tasks = append(ep.Tasks, row.Name)
+			ep.Signatures = append(ep.Signatures, row.Signature)
+			ep.Tenants = append(ep.Tenants, r.tenant)
+			ep.IfQueued = append(ep.IfQueued, false)
+		}
+		rp.Names = append(rp.Names, row.Name)
+		rp.Statuses = append(rp.Statuses, string(status))
+		rp.PendingParents = append(rp.PendingParents, int32(p.PendingParents[i]))
+	}
+	if err := s.q.RetryResetTasks(ctx, tx, rp); err != nil {
+		return store.RetryResult{}, fmt.Errorf("reset %d tasks: %w", len(rp.Names), err)
+	}
+	if err := s.q.RetryRunning(ctx, tx, int32(p.Pending), uuidOf(id)); err != nil {
+		return store.RetryResult{}, fmt.Errorf("update run: %w", err)
+	}
+	b.ev.p.RunIds = append(b.ev.p.RunIds, retried.p.RunIds...)
+	b.ev.p.Ids = append(b.ev.p.Ids, retried.p.Ids...)
+	b.ev.p.Ats = append(b.ev.p.Ats, retried.p.Ats...)
+	b.ev.p.Tasks = append(b.ev.p.Tasks, retried.p.Tasks...)
+	b.ev.p.Types = append(b.ev.p.Types, retried.p.Types...)
+	b.ev.p.Attempts = append(b.ev.p.Attempts, retried.p.Attempts...)
+	b.ev.p.Details = append(b.ev.p.Details, retried.p.Details...)
+	if err := b.ev.insert(ctx, s.q, tx, tstz(b.now)); err != nil {
+		return store.RetryResult{}, err
+	}
+	// Enqueue goes last but for the lease removal, as in flush: it locks
+	// the tenant's row of the fair queue.
+	if len(ep.Tasks) > 0 {
+		if err := s.q.Enqueue(ctx, tx, ep); err != nil {
+			return store.RetryResult{}, fmt.Errorf("enqueue %d tasks: %w", len(ep.Tasks), err)
+		}
+	}
+	if err := b.endLeases(ctx, tx); err != nil {
+		return store.RetryResult{}, err
+	}
+	return p.Result, nil
+}
