@@ -17,3 +17,11 @@ CREATE INDEX dagen_runs_workflow_idx ON dagen_runs (workflow, id DESC);
 
 -- `dagen runs ls -tenant T`: a tenant's runs, newest first.
 CREATE INDEX dagen_runs_tenant_idx ON dagen_runs (tenant, id DESC);
+
+-- Which worker took the leader lock last (store.LeaderNamer), for the
+-- workers' view: the advisory lock itself does not say whose it is. One row.
+CREATE TABLE dagen_leader (
+    singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+    worker    text NOT NULL,
+    since     timestamptz NOT NULL
+);

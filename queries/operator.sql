@@ -46,7 +46,8 @@ LIMIT @max;
 -- name: ListWorkers :many
 -- Every worker record, by id.
 SELECT w.id, w.heartbeat_at, w.alive_until, w.signatures,
-       (w.alive_until > coalesce(sqlc.narg('now')::timestamptz, now()))::boolean AS alive
+       (w.alive_until > coalesce(sqlc.narg('now')::timestamptz, now()))::boolean AS alive,
+       EXISTS (SELECT 1 FROM dagen_leader l WHERE l.worker = w.id)::boolean AS named_leader
 FROM dagen_workers w
 ORDER BY w.id;
 

@@ -26,7 +26,7 @@ func testWorkersAndBacklog(t *testing.T, open func() store.Store) {
 		<-release
 		return engine.Encode(1)
 	}}}}
-	e, err := engine.New(open(), &engine.Config{WorkerID: "fleet-w", Concurrency: 1, PollInterval: 5 * time.Millisecond})
+	e, err := engine.New(open(), &engine.Config{WorkerID: "fleet-w", Concurrency: 1, PollInterval: 5 * time.Millisecond, HeartbeatInterval: 20 * time.Millisecond})
 	require.NoError(t, err)
 	require.NoError(t, e.Register(def))
 	require.NoError(t, e.Start(ctx))
@@ -45,10 +45,12 @@ func testWorkersAndBacklog(t *testing.T, open func() store.Store) {
 		return err == nil && len(b) == 1 && b[0] == store.BacklogEntry{Tenant: "acme", Workflow: "fleet", Running: 1, Queued: 2}
 	}, 10*time.Second, 5*time.Millisecond, "one running (the only slot), two queued")
 
+	require.Eventually(t, e.Leading, 10*time.Second, 5*time.Millisecond)
 	workers, err := e.Workers(ctx)
 	require.NoError(t, err)
 	require.Len(t, workers, 1)
 	require.Equal(t, "fleet-w", workers[0].ID)
 	require.True(t, workers[0].Alive)
+	require.True(t, workers[0].Leader, "the only worker leads")
 	require.Contains(t, workers[0].Signatures, def.Signatures()["s"])
 }

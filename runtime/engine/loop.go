@@ -633,6 +633,15 @@ func (e *Engine) keep(l *loop) {
 			continue
 		}
 		leading := e.lead(l)
+		if leading && !e.leading.Load() {
+			// Named before Leading reports it, so that whoever sees this
+			// worker lead finds it named in the workers' view.
+			if n, ok := e.store.(store.LeaderNamer); ok {
+				if err := n.NameLeader(l.ctx, e.cfg.WorkerID); err != nil && l.ctx.Err() == nil {
+					e.health.failed("name the leader", err)
+				}
+			}
+		}
 		if was := e.leading.Swap(leading); was && !leading {
 			e.log.Warn("dagen: lost leadership", "worker", e.cfg.WorkerID)
 			standBack = true

@@ -26,6 +26,10 @@ type WorkerInfo struct {
 	HeartbeatAt time.Time // its last heartbeat
 	AliveUntil  time.Time // when its tasks become others' to rescue
 	Alive       bool      // AliveUntil is ahead of the store's now
+	// Leader is set for the alive worker that does the housekeeping: the
+	// one that took the leader lock last (see LeaderNamer), or, in a store
+	// that elects no leader, every alive worker.
+	Leader bool
 	// Signatures are the task signatures it serves (see Deploys.Serve).
 	Signatures []string
 }
@@ -38,4 +42,11 @@ type BacklogEntry struct {
 	Running  int // claimed by a worker
 	Sleeping int // a sleep step waiting for its timer
 	Backoff  int // waiting out a retry delay
+}
+
+// LeaderNamer is implemented by stores that elect a leader ([Elector]) and
+// can record which worker took the lead, for [Fleet.Workers]. The engine
+// names itself when it becomes the leader.
+type LeaderNamer interface {
+	NameLeader(ctx context.Context, worker string) error
 }

@@ -29,7 +29,8 @@ func (s *Store) Workers(ctx context.Context) ([]store.WorkerInfo, error) {
 	for id := range ids {
 		until := s.workers[id]
 		out = append(out, store.WorkerInfo{
-			ID: id, HeartbeatAt: s.beats[id], AliveUntil: until, Alive: until.After(now),
+			// memstore elects no leader: every alive worker leads.
+			ID: id, HeartbeatAt: s.beats[id], AliveUntil: until, Alive: until.After(now), Leader: until.After(now),
 			Signatures: slices.Clone(s.serves[id]),
 		})
 	}

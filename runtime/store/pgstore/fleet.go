@@ -7,7 +7,18 @@ import (
 	"github.com/dagenhq/dagen/runtime/store"
 )
 
-var _ store.Fleet = (*Store)(nil)
+var (
+	_ store.Fleet       = (*Store)(nil)
+	_ store.LeaderNamer = (*Store)(nil)
+)
+
+// NameLeader implements store.LeaderNamer: one upsert of dagen_leader.
+func (s *Store) NameLeader(ctx context.Context, worker string) error {
+	if err := s.q.NameLeader(ctx, s.pool, worker, s.clock()); err != nil {
+		return fmt.Errorf("name the leader %s: %w", worker, err)
+	}
+	return nil
+}
 
 // Workers implements store.Fleet.
 func (s *Store) Workers(ctx context.Context) ([]store.WorkerInfo, error) {
@@ -19,7 +30,7 @@ func (s *Store) Workers(ctx context.Context) ([]store.WorkerInfo, error) {
 	for i, r := range rows {
 		out[i] = store.WorkerInfo{
 			ID: r.ID, HeartbeatAt: timeOf(r.HeartbeatAt), AliveUntil: timeOf(r.AliveUntil),
-			Alive: r.Alive, Signatures: r.Signatures,
+			Alive: r.Alive, Leader: r.Alive && r.NamedLeader, Signatures: r.Signatures,
 		}
 	}
 	return out, nil

@@ -39,6 +39,10 @@ func testFleetWorkers(f *fixture, fl store.Fleet, ws store.Workers) {
 	if d, ok := f.st.(store.Deploys); ok {
 		require.NoError(t, d.Serve(f.ctx, "w1", []string{"sig-a", "sig-b"}))
 	}
+	if n, ok := f.st.(store.LeaderNamer); ok {
+		require.NoError(t, n.NameLeader(f.ctx, "w1"))
+		require.NoError(t, n.NameLeader(f.ctx, "w2")) // the last to take the lead
+	}
 	f.clock.advance(30 * time.Second)
 
 	workers, err := fl.Workers(f.ctx)
@@ -48,6 +52,8 @@ func testFleetWorkers(f *fixture, fl store.Fleet, ws store.Workers) {
 	require.Equal(t, "w2", workers[1].ID)
 	require.False(t, workers[0].Alive, "w1's 10 s ttl has passed")
 	require.True(t, workers[1].Alive)
+	require.False(t, workers[0].Leader, "a dead worker leads nothing")
+	require.True(t, workers[1].Leader, "w2 took the lead last (or the store elects none: every alive worker leads)")
 	require.True(t, workers[1].HeartbeatAt.Equal(beat), "heartbeat at %v, want %v", workers[1].HeartbeatAt, beat)
 	require.True(t, workers[1].AliveUntil.Equal(beat.Add(time.Minute)))
 	if _, ok := f.st.(store.Deploys); ok {

@@ -7,7 +7,21 @@ package dbsqlc
 
 import (
 	"context"
+
+	"github.com/jackc/pgx/v5/pgtype"
 )
+
+const nameLeader = `-- name: NameLeader :exec
+INSERT INTO dagen_leader (singleton, worker, since)
+VALUES (true, $1::text, coalesce($2::timestamptz, now()))
+ON CONFLICT (singleton) DO UPDATE SET worker = excluded.worker, since = excluded.since
+`
+
+// Records that worker took the leader lock.
+func (q *Queries) NameLeader(ctx context.Context, db DBTX, worker string, now pgtype.Timestamptz) error {
+	_, err := db.Exec(ctx, nameLeader, worker, now)
+	return err
+}
 
 const releaseLeaderLock = `-- name: ReleaseLeaderLock :exec
 SELECT pg_advisory_unlock(hashtext('dagen.leader.' || current_schema()))

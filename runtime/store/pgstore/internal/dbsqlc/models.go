@@ -18,6 +18,12 @@ type DagenEvent struct {
 	Detail  string
 }
 
+type DagenLeader struct {
+	Singleton bool
+	Worker    string
+	Since     pgtype.Timestamptz
+}
+
 type DagenLease struct {
 	ID         int64
 	RunID      pgtype.UUID

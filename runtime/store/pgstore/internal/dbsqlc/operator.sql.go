@@ -194,7 +194,8 @@ func (q *Queries) ListRuns(ctx context.Context, db DBTX, arg ListRunsParams) ([]
 
 const listWorkers = `-- name: ListWorkers :many
 SELECT w.id, w.heartbeat_at, w.alive_until, w.signatures,
-       (w.alive_until > coalesce($1::timestamptz, now()))::boolean AS alive
+       (w.alive_until > coalesce($1::timestamptz, now()))::boolean AS alive,
+       EXISTS (SELECT 1 FROM dagen_leader l WHERE l.worker = w.id)::boolean AS named_leader
 FROM dagen_workers w
 ORDER BY w.id
 `
@@ -205,6 +206,7 @@ type ListWorkersRow struct {
 	AliveUntil  pgtype.Timestamptz
 	Signatures  []string
 	Alive       bool
+	NamedLeader bool
 }
 
 // Every worker record, by id.
@@ -223,6 +225,7 @@ func (q *Queries) ListWorkers(ctx context.Context, db DBTX, now pgtype.Timestamp
 			&i.AliveUntil,
 			&i.Signatures,
 			&i.Alive,
+			&i.NamedLeader,
 		); err != nil {
 			return nil, err
 		}
