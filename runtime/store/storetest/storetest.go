@@ -81,36 +81,17 @@ func Run(t *testing.T, newStore NewStore) {
 		{"RunStatus", testRunStatus},
 		{"StartRuns", testStartRuns},
 	}
-	for _, wt := range workersTests {
-		tests = append(tests, struct {
-			name string
-			fn   func(f *fixture)
-		}{"Workers/" + wt.name, func(f *fixture) { wt.fn(f, f.workers()) }})
-	}
-	for _, ft := range fleetTests {
-		tests = append(tests, struct {
-			name string
-			fn   func(f *fixture)
-		}{"Fleet/" + ft.name, func(f *fixture) { fl, ws := f.fleet(); ft.fn(f, fl, ws) }})
-	}
-	for _, ot := range operatorTests {
-		tests = append(tests, struct {
-			name string
-			fn   func(f *fixture)
-		}{"Operator/" + ot.name, func(f *fixture) { ot.fn(f, f.operator()) }})
-	}
-	for _, rt := range retrierTests {
-		tests = append(tests, struct {
-			name string
-			fn   func(f *fixture)
-		}{"Retry/" + rt.name, func(f *fixture) { rt.fn(f, f.retrier()) }})
-	}
-	for _, dt := range deploysTests {
-		tests = append(tests, struct {
-			name string
-			fn   func(f *fixture)
-		}{"Deploys/" + dt.name, func(f *fixture) { d, ws := f.deploys(); dt.fn(f, d, ws) }})
-	}
+	tests = append(tests, group("Workers/", workersTests, func(f *fixture, fn func(*fixture, store.Workers)) { fn(f, f.workers()) })...)
+	tests = append(tests, group("Fleet/", fleetTests, func(f *fixture, fn func(*fixture, store.Fleet, store.Workers)) {
+		fl, ws := f.fleet()
+		fn(f, fl, ws)
+	})...)
+	tests = append(tests, group("Operator/", operatorTests, func(f *fixture, fn func(*fixture, store.Operator)) { fn(f, f.operator()) })...)
+	tests = append(tests, group("Retry/", retrierTests, func(f *fixture, fn func(*fixture, store.Retrier)) { fn(f, f.retrier()) })...)
+	tests = append(tests, group("Deploys/", deploysTests, func(f *fixture, fn func(*fixture, store.Deploys, store.Workers)) {
+		d, ws := f.deploys()
+		fn(f, d, ws)
+	})...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -118,6 +99,26 @@ func Run(t *testing.T, newStore NewStore) {
 			tc.fn(&fixture{t: t, ctx: context.Background(), st: newStore(t, c.Now), clock: c})
 		})
 	}
+}
+
+// group names the tests of an optional interface with prefix and binds
+// each to a fixture through call, which gets the interface from the store
+// (or skips the test when the store lacks it).
+func group[F any](prefix string, tests []struct {
+	name string
+	fn   F
+}, call func(f *fixture, fn F)) []struct {
+	name string
+	fn   func(f *fixture)
+} {
+	out := make([]struct {
+		name string
+		fn   func(f *fixture)
+	}, len(tests))
+	for i, tc := range tests {
+		out[i].name, out[i].fn = prefix+tc.name, func(f *fixture) { call(f, tc.fn) }
+	}
+	return out
 }
 
 // ---- helpers ----
