@@ -164,7 +164,7 @@ func (s *Store) InFlight(ctx context.Context, served []string, sample int) (stor
 
 // firstIDs returns the first n of ids in id order.
 func firstIDs(ids []dag.RunID, n int) []dag.RunID {
-	slices.SortFunc(ids, func(a, b dag.RunID) int { return slices.Compare(a[:], b[:]) })
+	slices.SortFunc(ids, compareIDs)
 	return ids[:min(len(ids), max(n, 0))]
 }
 
