@@ -18,10 +18,7 @@ WHERE r.id = t.run_id
   AND t.status IN ('PENDING', 'QUEUED', 'RUNNING', 'SLEEPING', 'BACKOFF');
 
 -- The ready queue filters claims by signature instead of by workflow.
--- waiting_logged is set once the leader has logged, for the entry, that no
--- live worker serves its signature (a WAITING event).
 ALTER TABLE dagen_ready ADD COLUMN signature text NOT NULL DEFAULT '';
-ALTER TABLE dagen_ready ADD COLUMN waiting_logged boolean NOT NULL DEFAULT false;
 UPDATE dagen_ready q SET signature = t.signature
 FROM dagen_tasks t
 WHERE t.run_id = q.run_id AND t.name = q.task;
@@ -42,4 +39,13 @@ CREATE TABLE dagen_signatures (
     output_type text NOT NULL,
     parents     jsonb NOT NULL,
     recorded_at timestamptz NOT NULL
+);
+
+-- The queue entries for which the leader has logged that no live worker
+-- serves their signature (a WAITING event), by queue id. Queue ids are never
+-- reused (block pointers only move up), so an entry is reported once per
+-- queued round. A table of its own, not a column of dagen_ready: marking a
+-- queue row would lock it, and a claim (SKIP LOCKED) would pass it by.
+CREATE TABLE dagen_waiting_reported (
+    id bigint PRIMARY KEY
 );

@@ -44,10 +44,13 @@ WHERE t.run_id = @run_id AND t.status = 'QUEUED'
 ORDER BY t.seq;
 
 -- name: ReportUnserved :many
--- Marks up to @max queue entries whose signature no live worker serves,
--- queued more than @grace_seconds ago and not marked yet, and returns them with
--- their attempt, for their WAITING events. Only the leader runs it; it
--- reads the whole ready queue, which holds only runnable tasks.
+-- Records up to @max queue entries whose signature no live worker serves,
+-- queued more than @grace_seconds ago and not recorded yet, and returns them
+-- with their attempt, for their WAITING events; records of entries gone from
+-- the queue are dropped. Only the leader runs it; it reads the whole ready
+-- queue, which holds only runnable tasks, and locks none of its rows, so
+-- claims never pass an entry by because of it. Two leaders at once (a
+-- failover) record an entry once: ON CONFLICT.
 WITH clock AS (
     SELECT coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now
 ),
@@ -56,25 +59,32 @@ served AS (
     FROM dagen_workers w, clock
     WHERE w.alive_until > clock.now
 ),
+gone AS (
+    DELETE FROM dagen_waiting_reported w
+    WHERE NOT EXISTS (SELECT 1 FROM dagen_ready q WHERE q.id = w.id)
+),
 picked AS (
     SELECT q.id, q.run_id, q.task, q.signature, t.attempt
     FROM dagen_ready q
     JOIN dagen_tasks t ON t.run_id = q.run_id AND t.name = q.task
-    WHERE NOT q.waiting_logged
-      AND q.signature NOT IN (SELECT served.signature FROM served)
+    WHERE q.signature NOT IN (SELECT served.signature FROM served)
+      AND NOT EXISTS (SELECT 1 FROM dagen_waiting_reported w WHERE w.id = q.id)
       AND coalesce(t.queued_at, (
               SELECT max(e.at) FROM dagen_events e
               WHERE e.run_id = t.run_id AND e.task = t.name AND e.type = 'QUEUED'
           )) < (SELECT clock.now FROM clock) - make_interval(secs => @grace_seconds::float8)
     ORDER BY q.id
     LIMIT @max
-    FOR UPDATE OF q SKIP LOCKED
+),
+recorded AS (
+    INSERT INTO dagen_waiting_reported (id)
+    SELECT picked.id FROM picked
+    ON CONFLICT (id) DO NOTHING
+    RETURNING dagen_waiting_reported.id
 )
-UPDATE dagen_ready q
-SET waiting_logged = true
+SELECT picked.run_id, picked.task, picked.signature, picked.attempt
 FROM picked
-WHERE q.id = picked.id
-RETURNING picked.run_id, picked.task, picked.signature, picked.attempt;
+JOIN recorded ON recorded.id = picked.id;
 
 -- name: InFlight :many
 -- Per signature, the RUNNING runs with an unfinished task of it (a run has

@@ -44,11 +44,10 @@ type DagenQueueFrontier struct {
 }
 
 type DagenReady struct {
-	ID            int64
-	RunID         pgtype.UUID
-	Task          string
-	Signature     string
-	WaitingLogged bool
+	ID        int64
+	RunID     pgtype.UUID
+	Task      string
+	Signature string
 }
 
 type DagenRun struct {
@@ -114,6 +113,10 @@ type DagenTimer struct {
 	Attempt int32
 	WakeAt  pgtype.Timestamptz
 	Kind    string
+}
+
+type DagenWaitingReported struct {
+	ID int64
 }
 
 type DagenWorker struct {
