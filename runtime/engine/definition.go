@@ -69,6 +69,20 @@ type Step struct {
 	Retry RetryPolicy
 	// Timeout bounds one attempt; zero means the engine's default.
 	Timeout time.Duration
+	// Each, when set, maps the step: it names one parent, listed in
+	// Parents, whose output is a JSON array (a Go slice), and the step runs
+	// once per element of it, each element a task of its own with its own
+	// attempts. Run reads the element as that parent's output
+	// ([ParentOutput] of the element type), and OutputType is the type one
+	// element's run returns; the step's own output, as its children and
+	// the run's result see it, is the array of the elements' outputs in
+	// element order. Skip predicates and the cascade apply to the step as
+	// a whole, before it is mapped, and see the parent's whole array.
+	Each string
+	// Limit bounds how many elements of one run of a mapped step are in
+	// flight (queued, running or waiting out a retry) at once; 0 means no
+	// bound.
+	Limit int
 }
 
 // Parent is an edge into a step.
