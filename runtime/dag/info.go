@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -80,12 +81,22 @@ type StepInfo struct {
 	Step     string // stored step name
 	Tenant   string
 	Attempt  int // 1 for the first attempt
+	// Mapped is set for a mapped step (each=), which runs once per
+	// element; Element is then the index of the element this call runs
+	// for.
+	Mapped  bool
+	Element int
 }
 
-// IdempotencyKey is stable across the attempts of one step in one run: use
-// it to make side effects (charges, emails) happen once even though steps
-// are delivered at least once.
-func (s StepInfo) IdempotencyKey() string { return s.RunID.String() + "/" + s.Step }
+// IdempotencyKey is stable across the attempts of one step in one run (of
+// one element of a mapped step): use it to make side effects (charges,
+// emails) happen once even though steps are delivered at least once.
+func (s StepInfo) IdempotencyKey() string {
+	if s.Mapped {
+		return s.RunID.String() + "/" + s.Step + "[" + strconv.Itoa(s.Element) + "]"
+	}
+	return s.RunID.String() + "/" + s.Step
+}
 
 type stepInfoKey struct{}
 

@@ -171,6 +171,8 @@ func (d *Definition) Validate() error {
 			bad("step %d has no name", i)
 		case strings.HasPrefix(s.Name, "@"):
 			bad("step name %q may not start with '@'", s.Name)
+		case strings.ContainsAny(s.Name, "[]"):
+			bad("step name %q may not contain '[' or ']': they name the elements of mapped steps", s.Name)
 		default:
 			if _, dup := index[s.Name]; dup {
 				bad("duplicate step %q", s.Name)
@@ -209,6 +211,9 @@ func (d *Definition) Validate() error {
 			if p.Eval == nil {
 				bad("step %q: skip predicate %q has no Eval func", s.Name, p.Name)
 			}
+		}
+		if s.Each != "" || s.Limit != 0 {
+			validMap(s, bad)
 		}
 		if s.Retry.MaxRetries < 0 || s.Retry.Backoff < 0 || s.Retry.MaxBackoff < 0 || s.Timeout < 0 {
 			bad("step %q has negative retry or timeout settings", s.Name)
@@ -288,10 +293,7 @@ const rescueAttempts = 3
 func (d *Definition) newTasks(sigs map[string]string) []store.NewTask {
 	tasks := make([]store.NewTask, 0, len(d.Steps)+1)
 	for _, s := range d.Steps {
-		kind := store.KindStep
-		if s.Kind == KindSleep {
-			kind = store.KindSleep
-		}
+		kind := s.taskKind()
 		parents := make([]string, len(s.Parents))
 		for i, p := range s.Parents {
 			parents[i] = p.Name
@@ -306,4 +308,21 @@ func (d *Definition) newTasks(sigs map[string]string) []store.NewTask {
 		tasks = append(tasks, store.NewTask{Name: OnFailureStep, Kind: store.KindOnFailure, MaxAttempts: rescueAttempts, Signature: sigs[OnFailureStep]})
 	}
 	return tasks
+}
+
+// validMap checks a mapped step's Each and Limit.
+func validMap(s Step, bad func(format string, args ...any)) {
+	switch {
+	case s.Each == "":
+		bad("step %q sets Limit without Each: only a mapped step has a limit", s.Name)
+	case s.Kind != KindStep:
+		bad("step %q maps %q but is a sleep: only a step can be mapped", s.Name, s.Each)
+	case !slices.ContainsFunc(s.Parents, func(p Parent) bool { return p.Name == s.Each }):
+		bad("step %q maps %q, which is not one of its parents", s.Name, s.Each)
+	case slices.ContainsFunc(s.Parents, func(p Parent) bool { return p.Name == s.Each && p.Optional }):
+		bad("step %q maps %q, which it takes as optional: the parent it maps is required", s.Name, s.Each)
+	}
+	if s.Limit < 0 {
+		bad("step %q has a negative Limit", s.Name)
+	}
 }

@@ -58,6 +58,10 @@ type Config struct {
 	StepTimeout time.Duration
 	// Logger receives the engine's log. Default slog.Default().
 	Logger *slog.Logger
+	// MaxElements bounds how many elements a mapped step (each=) may have
+	// in one run: a step whose output a mapped step maps fails, for good,
+	// when its slice is longer. Default 100,000.
+	MaxElements int
 	// Manual makes an engine without background goroutines: Start is an
 	// error, Poll does the work and Wait drives Poll itself. For
 	// deterministic tests; see package dagtest.
@@ -95,6 +99,9 @@ func (c *Config) withDefaults() Config {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.MaxElements <= 0 {
+		cfg.MaxElements = DefaultMaxElements
 	}
 	return cfg
 }
@@ -233,6 +240,8 @@ type registered struct {
 	// with the same shape.
 	served []string
 	infos  []store.SignatureInfo
+	// mappedBy lists, by parent, the steps that map its output (each=).
+	mappedBy map[string][]string
 	// recorded is set once the signatures' descriptions are in the store
 	// (store.Deploys).
 	recorded atomic.Bool
@@ -283,7 +292,14 @@ func (e *Engine) Register(def *Definition) error {
 	reg.served = def.ServedSignatures()
 	reg.tasks = def.newTasks(reg.sigs)
 	for i := range def.Steps {
-		reg.steps[def.Steps[i].Name] = &def.Steps[i]
+		s := &def.Steps[i]
+		reg.steps[s.Name] = s
+		if s.Each != "" {
+			if reg.mappedBy == nil {
+				reg.mappedBy = make(map[string][]string)
+			}
+			reg.mappedBy[s.Each] = append(reg.mappedBy[s.Each], s.Name)
+		}
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -69,6 +69,10 @@ func (e *Engine) execute(ctx context.Context, ct *store.ClaimedTask) (store.Task
 		Input:   ct.Input,
 		Parents: ct.Parents,
 	}
+	if ct.Kind == store.KindElement {
+		in.Info.Step, _, _ = store.ParseElement(ct.Step)
+		in.Info.Mapped, in.Info.Element = true, ct.Element
+	}
 	ctx = dag.WithInfo(ctx, in.Info)
 
 	if ct.Kind == store.KindOnFailure {
@@ -85,7 +89,10 @@ func (e *Engine) execute(ctx context.Context, ct *store.ClaimedTask) (store.Task
 		return res, true
 	}
 
-	step := reg.steps[ct.Step]
+	step := reg.steps[in.Info.Step]
+	if ct.Kind == store.KindElement {
+		return e.runStep(parent, ctx, reg, step, in, res)
+	}
 	if reason, skip := cascade(step, ct.Parents); skip {
 		res.Outcome, res.Reason = store.OutcomeSkipped, reason
 		return res, true
@@ -101,7 +108,16 @@ func (e *Engine) execute(ctx context.Context, ct *store.ClaimedTask) (store.Task
 			return res, true
 		}
 	}
+	if ct.Kind == store.KindMap {
+		return e.mapStep(step, in, res)
+	}
+	return e.runStep(parent, ctx, reg, step, in, res)
+}
 
+// runStep runs a step's function (or a sleep's) for an attempt whose
+// cascade and predicates said to run it: parent is the context execute was
+// called with, ctx the attempt's.
+func (e *Engine) runStep(parent, ctx context.Context, reg *registered, step *Step, in StepInput, res store.TaskResult) (store.TaskResult, bool) {
 	timeout := step.Timeout
 	if timeout == 0 {
 		timeout = e.cfg.StepTimeout
@@ -123,6 +139,9 @@ func (e *Engine) execute(ctx context.Context, ct *store.ClaimedTask) (store.Task
 	default:
 		var out []byte
 		err = protect(func() (err error) { out, err = step.Run(ctx, in); return err })
+		if err == nil {
+			err = e.checkMappable(reg, step, out)
+		}
 		if err == nil {
 			res.Outcome, res.Output = store.OutcomeCompleted, out
 			return res, true
@@ -231,7 +250,11 @@ func (s *Step) optional(name string) bool {
 // signature is the step's, or the task predates signatures (legacy) and
 // the definition has its shape, with the same parents.
 func (r *registered) serves(ct *store.ClaimedTask) bool {
-	if sig, ok := r.sigs[ct.Step]; ok && sig == ct.Signature {
+	name := ct.Step
+	if ct.Kind == store.KindElement {
+		name, _, _ = store.ParseElement(ct.Step)
+	}
+	if sig, ok := r.sigs[name]; ok && sig == ct.Signature {
 		return true
 	}
 	if !slices.Contains(r.served, ct.Signature) || !strings.HasPrefix(ct.Signature, "legacy:") {
@@ -263,7 +286,11 @@ func (e *Engine) goexited(ctx context.Context, ct *store.ClaimedTask) (store.Tas
 	reg := e.lookup(ct.Workflow)
 	var step *Step
 	if reg != nil && ct.Kind != store.KindOnFailure {
-		step = reg.steps[ct.Step]
+		name := ct.Step
+		if ct.Kind == store.KindElement {
+			name, _, _ = store.ParseElement(ct.Step)
+		}
+		step = reg.steps[name]
 	}
 	if step == nil {
 		res.Outcome, res.Error = store.OutcomeFailed, errGoexit.Error()

@@ -42,13 +42,13 @@ func (d *Definition) Signatures() map[string]string {
 func (d *Definition) SignatureInfos() []store.SignatureInfo {
 	outputs := make(map[string]string, len(d.Steps))
 	for _, s := range d.Steps {
-		outputs[s.Name] = s.OutputType
+		outputs[s.Name] = s.outputAsParent()
 	}
 	infos := make([]store.SignatureInfo, 0, len(d.Steps)+1)
 	for _, s := range d.Steps {
 		si := store.SignatureInfo{
-			Workflow: d.Name, Step: s.Name, Kind: s.Kind.taskKind(),
-			Input: d.InputType, Output: s.OutputType,
+			Workflow: d.Name, Step: s.Name, Kind: s.taskKind(),
+			Input: d.InputType, Output: s.OutputType, Each: s.Each,
 		}
 		for _, p := range s.Parents {
 			si.Parents = append(si.Parents, store.SignatureParent{Name: p.Name, Type: outputs[p.Name]})
@@ -76,6 +76,9 @@ func Signature(si store.SignatureInfo) string {
 func canonical(si store.SignatureInfo) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\nworkflow %s\ntask %s %s\ninput %s\noutput %s\n", signatureVersion, si.Workflow, si.Step, si.Kind, si.Input, si.Output)
+	if si.Each != "" {
+		fmt.Fprintf(&b, "each %s\n", si.Each)
+	}
 	parents := slices.Clone(si.Parents)
 	slices.SortFunc(parents, func(a, b store.SignatureParent) int { return strings.Compare(a.Name, b.Name) })
 	for _, p := range parents {
@@ -84,11 +87,24 @@ func canonical(si store.SignatureInfo) string {
 	return b.String()
 }
 
-func (k StepKind) taskKind() store.TaskKind {
-	if k == KindSleep {
+// taskKind is the kind of the step's task.
+func (s *Step) taskKind() store.TaskKind {
+	switch {
+	case s.Kind == KindSleep:
 		return store.KindSleep
+	case s.Each != "":
+		return store.KindMap
 	}
 	return store.KindStep
+}
+
+// outputAsParent is the type of the step's output as its children read it:
+// a mapped step's is the slice of its elements' outputs.
+func (s *Step) outputAsParent() string {
+	if s.Each != "" && s.OutputType != "" {
+		return "[]" + s.OutputType
+	}
+	return s.OutputType
 }
 
 // ServedSignatures returns the signatures a worker with d registered

@@ -16,8 +16,11 @@ type SignatureInfo struct {
 	Step      string
 	Kind      TaskKind
 	Input     string // the workflow input type
-	Output    string // the step's output type
+	Output    string // the step's output type (one element's, for a mapped step)
 	Parents   []SignatureParent
+	// Each is the parent a mapped step (KindMap) maps; it is part of the
+	// signature but not recorded by Deploys.RecordSignatures.
+	Each string
 }
 
 // SignatureParent is a parent in a SignatureInfo: its stored name and the

@@ -135,6 +135,7 @@ const (
 	TaskRunning   TaskStatus = "RUNNING"   // claimed by a worker
 	TaskSleeping  TaskStatus = "SLEEPING"  // a sleep step waiting for its timer
 	TaskBackoff   TaskStatus = "BACKOFF"   // waiting out a retry delay
+	TaskMapping   TaskStatus = "MAPPING"   // a mapped step whose elements are under way
 	TaskCompleted TaskStatus = "COMPLETED" // ran and stored its output
 	TaskSkipped   TaskStatus = "SKIPPED"   // not run (cascade or predicate)
 	TaskFailed    TaskStatus = "FAILED"    // failed for good
@@ -161,6 +162,20 @@ const (
 	KindStep      TaskKind = "step"      // a function with an output
 	KindSleep     TaskKind = "sleep"     // computes a wake time, then sleeps
 	KindOnFailure TaskKind = "onfailure" // runs once when the run fails
+	// KindMap is a mapped step (each=): once its parents are resolved it is
+	// claimed like a step, and the engine either skips or completes it, or
+	// maps it (OutcomeMapped): the store then creates one KindElement task
+	// per element and the mapped task is MAPPING until they are all
+	// resolved. It then completes with their outputs, collected in
+	// element order (see [CollectOutputs]), and its children count down.
+	KindMap TaskKind = "map"
+	// KindElement is one element of a mapped step, named
+	// [ElementName](step, index). It has the mapped task's signature,
+	// parents and attempts; its claim hands the element as the output of
+	// the parent the step maps. Elements do not count toward the run's
+	// completion (their mapped task does), and failing one for good fails
+	// the run.
+	KindElement TaskKind = "element"
 )
 
 // NewRun is a run to create.
@@ -213,6 +228,10 @@ type ClaimedTask struct {
 	Parents []ParentResult
 	// Failure is set for an onfailure task: what failed the run.
 	Failure *dag.Failure
+	// Element is the index of a KindElement task's element; Step is then
+	// ElementName(the mapped step, Element), and the parent the step maps
+	// has that element as its Output.
+	Element int
 }
 
 // ParentResult is a finished parent as a child sees it.
@@ -233,6 +252,11 @@ const (
 	OutcomeRetry     Outcome = "retry"     // wait in BACKOFF until the wake time, then enqueue again
 	OutcomeSleep     Outcome = "sleep"     // sleep step: SLEEPING until the wake time, then complete
 	OutcomeStale     Outcome = "stale"     // not applied: the attempt is no longer current
+	// OutcomeMapped maps a KindMap task: the store creates its elements
+	// (TaskResult.Elements, at least one) in the same unit, queues up to
+	// TaskResult.Limit of them (all when 0) and the mapped task becomes
+	// MAPPING. Each element that resolves queues the next one waiting.
+	OutcomeMapped Outcome = "mapped"
 )
 
 // TaskResult is the result of one attempt, fenced on (RunID, Step, Attempt).
@@ -248,6 +272,13 @@ type TaskResult struct {
 	// otherwise the store's now plus Delay.
 	WakeAt time.Time
 	Delay  time.Duration
+	// OutcomeMapped: the encoded elements, in order; the name of the parent
+	// whose output each element stands for in its claim; how many elements
+	// may be in flight (queued, running or backing off) at once, 0 for no
+	// bound.
+	Elements [][]byte
+	Each     string
+	Limit    int
 }
 
 // CompletionOutcome reports what the store did with one TaskResult.
@@ -288,6 +319,10 @@ type Task struct {
 	WakeAt    time.Time
 	Worker    string // worker that claimed the last attempt
 	Finished  time.Time
+	// Elements is how many elements a KindMap task was mapped to (0 before
+	// it is); Element is a KindElement task's index.
+	Elements int
+	Element  int
 }
 
 // EventType names a task transition in the event log.
@@ -312,6 +347,9 @@ const (
 	// its Attempt is the task's attempt count at the retry and its detail
 	// names the operator and the mode.
 	EventRetried EventType = "RETRIED"
+	// EventMapped says a mapped step created its elements; its detail
+	// says how many.
+	EventMapped EventType = "MAPPED"
 )
 
 // Event is one entry of a run's append-only event log.

@@ -66,7 +66,7 @@ func (s *Store) Unserved(ctx context.Context, id dag.RunID) ([]store.UnservedTas
 	served := s.served(s.now())
 	var out []store.UnservedTask
 	for ti := range r.tasks {
-		t, nt := &r.tasks[ti], &r.shape.tasks[ti]
+		t, nt := &r.tasks[ti], r.spec(ti)
 		if t.status == store.TaskQueued && !served[nt.Signature] {
 			out = append(out, store.UnservedTask{RunID: id, Workflow: r.rec.Workflow, Step: nt.Name, Signature: nt.Signature, Since: t.queuedAt})
 		}
@@ -98,7 +98,7 @@ func (s *Store) ReportUnserved(ctx context.Context, grace time.Duration, limit i
 				continue
 			}
 			t.waitingLogged = true
-			e.run.event(now, e.task, store.EventWaiting, t.attempt, store.WaitingDetail(e.run.shape.tasks[e.task].Name, sig))
+			e.run.event(now, e.task, store.EventWaiting, t.attempt, store.WaitingDetail(e.run.spec(e.task).Name, sig))
 			n++
 		}
 	}
@@ -126,7 +126,7 @@ func (s *Store) InFlight(ctx context.Context, served []string, sample int) (stor
 		wf.Runs++
 		stranded := false
 		for ti := range r.tasks {
-			t, nt := &r.tasks[ti], &r.shape.tasks[ti]
+			t, nt := &r.tasks[ti], r.spec(ti)
 			if t.status.Terminal() || nt.Kind == store.KindOnFailure && t.status == store.TaskPending {
 				continue
 			}

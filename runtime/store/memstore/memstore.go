@@ -91,9 +91,13 @@ type shape struct {
 type run struct {
 	rec     store.Run
 	shape   *shape
-	tasks   []task
-	pending int // unfinished tasks that count toward completion
+	tasks   []task // the shape's tasks, then the elements of mapped tasks
+	pending int    // unfinished tasks that count toward completion
 	events  []store.Event
+	// elems describes r.tasks[len(shape.tasks)+i]: the elements of mapped
+	// tasks, created as they are mapped (see elements.go).
+	elems     []element
+	elemIndex map[string]int // live elements' task indexes, by name
 }
 
 type task struct {
@@ -112,6 +116,7 @@ type task struct {
 	claimedAt      time.Time
 	queuedAt       time.Time
 	waitingLogged  bool // a WAITING event was logged since it was last queued
+	mapping        *mapping // a KindMap task's elements, once it is mapped
 }
 
 type tenantGroup struct {
@@ -259,7 +264,7 @@ func buildShape(nr *store.NewRun) (*shape, error) {
 		}
 		sh.index[t.Name] = i
 		switch t.Kind {
-		case store.KindStep, store.KindSleep:
+		case store.KindStep, store.KindSleep, store.KindMap:
 			sh.counted++
 		case store.KindOnFailure:
 			if sh.onFailure >= 0 {
@@ -369,7 +374,7 @@ func (s *Store) enqueue(r *run, ti int, now time.Time) {
 	t.status = store.TaskQueued
 	t.queueID = id
 	t.queuedAt = now
-	sig := r.shape.tasks[ti].Signature
+	sig := r.spec(ti).Signature
 	q := s.queues[sig]
 	if q == nil {
 		q = &readyQueue{}
@@ -432,17 +437,24 @@ func (s *Store) claim(r *run, ti int, p store.ClaimParams, now time.Time) store.
 	t.leaseUntil = now.Add(p.Lease)
 	heap.Push(&s.leases, leaseEntry{until: t.leaseUntil, run: r, task: ti, attempt: t.attempt})
 	r.event(now, ti, store.EventStarted, t.attempt, "")
-	nt := &r.shape.tasks[ti]
+	nt := r.spec(ti)
 	c := store.ClaimedTask{
 		RunID: r.rec.ID, Workflow: r.rec.Workflow, Tenant: r.rec.Tenant,
 		Step: nt.Name, Kind: nt.Kind, Attempt: t.attempt, Signature: nt.Signature, Input: r.rec.Input,
 	}
-	if ps := r.shape.parents[ti]; len(ps) > 0 {
+	el := r.element(ti)
+	if ps := r.parentsOf(ti); len(ps) > 0 {
 		c.Parents = make([]store.ParentResult, len(ps))
 		for i, pi := range ps {
 			pt := &r.tasks[pi]
 			c.Parents[i] = store.ParentResult{Step: r.shape.tasks[pi].Name, Status: pt.status, Output: pt.output}
+			if el != nil && c.Parents[i].Step == el.each {
+				c.Parents[i].Output = el.item
+			}
 		}
+	}
+	if el != nil {
+		c.Element = el.index
 	}
 	if nt.Kind == store.KindOnFailure && r.rec.Failure != nil {
 		f := *r.rec.Failure
@@ -474,7 +486,7 @@ func (s *Store) complete(res *store.TaskResult, now time.Time) store.CompletionO
 	if r == nil {
 		return stale
 	}
-	ti, ok := r.shape.index[res.Step]
+	ti, ok := r.indexOf(res.Step)
 	if !ok {
 		return stale
 	}
@@ -498,14 +510,16 @@ func (s *Store) complete(res *store.TaskResult, now time.Time) store.CompletionO
 		t.err = res.Error
 		t.finished = now
 		r.event(now, ti, store.EventFailed, t.attempt, res.Error)
-		if r.shape.tasks[ti].Kind != store.KindOnFailure {
-			r.pending--
+		if k := r.spec(ti).Kind; k != store.KindOnFailure {
+			if k != store.KindElement {
+				r.pending--
+			}
 			if r.rec.Status == store.RunRunning {
 				out.Enqueued = s.failRun(r, ti, res.Error, now)
 			}
 		}
 	case store.OutcomeRetry, store.OutcomeSleep:
-		if r.rec.Status != store.RunRunning && r.shape.tasks[ti].Kind != store.KindOnFailure {
+		if r.rec.Status != store.RunRunning && r.spec(ti).Kind != store.KindOnFailure {
 			s.cancelTask(r, ti, now)
 			out.Outcome = store.OutcomeStale
 			break
@@ -523,6 +537,16 @@ func (s *Store) complete(res *store.TaskResult, now time.Time) store.CompletionO
 			r.event(now, ti, store.EventSleeping, t.attempt, t.wakeAt.UTC().Format(time.RFC3339Nano))
 		}
 		heap.Push(&s.timers, timerEntry{wake: t.wakeAt, run: r, task: ti, attempt: t.attempt})
+	case store.OutcomeMapped:
+		if r.spec(ti).Kind != store.KindMap || len(res.Elements) == 0 {
+			return stale
+		}
+		if r.rec.Status != store.RunRunning {
+			s.cancelTask(r, ti, now)
+			out.Outcome = store.OutcomeStale
+			break
+		}
+		out.Enqueued = s.mapTask(r, ti, res, now)
 	default:
 		return stale
 	}
@@ -537,8 +561,11 @@ func (s *Store) resolve(r *run, ti int, status store.TaskStatus, now time.Time) 
 	t := &r.tasks[ti]
 	t.status = status
 	t.finished = now
-	if r.shape.tasks[ti].Kind == store.KindOnFailure {
+	switch r.spec(ti).Kind {
+	case store.KindOnFailure:
 		return 0
+	case store.KindElement:
+		return s.elementResolved(r, ti, now)
 	}
 	r.pending--
 	if r.rec.Status != store.RunRunning {
@@ -564,10 +591,10 @@ func (s *Store) resolve(r *run, ti int, status store.TaskStatus, now time.Time) 
 func (s *Store) failRun(r *run, ti int, msg string, now time.Time) int {
 	r.rec.Status = store.RunFailed
 	r.rec.FinishedAt = now
-	r.rec.Failure = &dag.Failure{RunID: r.rec.ID, Step: r.shape.tasks[ti].Name, Attempt: r.tasks[ti].attempt, Message: msg}
+	r.rec.Failure = &dag.Failure{RunID: r.rec.ID, Step: r.spec(ti).Name, Attempt: r.tasks[ti].attempt, Message: msg}
 	for i := range r.tasks {
 		switch r.tasks[i].status {
-		case store.TaskPending, store.TaskQueued, store.TaskSleeping, store.TaskBackoff:
+		case store.TaskPending, store.TaskQueued, store.TaskSleeping, store.TaskBackoff, store.TaskMapping:
 			if i != r.shape.onFailure {
 				s.cancelTask(r, i, now)
 			}
@@ -725,7 +752,7 @@ func (s *Store) RescueExpired(ctx context.Context, limit int) (int, error) {
 // longer RUNNING it cancels it.
 func (s *Store) rescue(r *run, ti int, now time.Time) {
 	t := &r.tasks[ti]
-	nt := &r.shape.tasks[ti]
+	nt := r.spec(ti)
 	if r.rec.Status != store.RunRunning && nt.Kind != store.KindOnFailure {
 		// A failed or cancelled run schedules nothing new.
 		s.cancelTask(r, ti, now)
@@ -838,14 +865,21 @@ func (s *Store) ListTasks(ctx context.Context, id dag.RunID) ([]store.Task, erro
 	if r == nil {
 		return nil, fmt.Errorf("list tasks of run %s: %w", id, store.ErrRunNotFound)
 	}
-	tasks := make([]store.Task, len(r.tasks))
+	tasks := make([]store.Task, 0, len(r.tasks))
 	for i, t := range r.tasks {
-		nt := r.shape.tasks[i]
-		tasks[i] = store.Task{
+		nt := r.spec(i)
+		st := store.Task{
 			Name: nt.Name, Kind: nt.Kind, Parents: slices.Clone(nt.Parents), Signature: nt.Signature,
 			Status: t.status, Attempt: t.attempt, Output: t.output, Error: t.err, Reason: t.reason,
 			WakeAt: t.wakeAt, Worker: t.worker, Finished: t.finished,
 		}
+		if t.mapping != nil {
+			st.Elements = len(t.mapping.elems)
+		}
+		if el := r.element(i); el != nil {
+			st.Element = el.index
+		}
+		tasks = append(tasks, st)
 	}
 	return tasks, nil
 }
@@ -865,5 +899,5 @@ func (s *Store) ListEvents(ctx context.Context, id dag.RunID) ([]store.Event, er
 }
 
 func (r *run) event(at time.Time, ti int, typ store.EventType, attempt int, detail string) {
-	r.events = append(r.events, store.Event{At: at, Step: r.shape.tasks[ti].Name, Type: typ, Attempt: attempt, Detail: detail})
+	r.events = append(r.events, store.Event{At: at, Step: r.spec(ti).Name, Type: typ, Attempt: attempt, Detail: detail})
 }

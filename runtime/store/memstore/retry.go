@@ -26,8 +26,10 @@ func (s *Store) RetryRun(ctx context.Context, id dag.RunID, rt store.Retry) (sto
 	if r == nil {
 		return store.RetryResult{}, fmt.Errorf("retry run %s: %w", id, store.ErrRunNotFound)
 	}
-	tasks := make([]retryplan.Task, len(r.tasks))
-	for i := range r.tasks {
+	// Elements are not planned: a mapped task that is reset maps anew,
+	// and its elements with it.
+	tasks := make([]retryplan.Task, len(r.shape.tasks))
+	for i := range r.shape.tasks {
 		nt := &r.shape.tasks[i]
 		children := make([]string, len(r.shape.children[i]))
 		for j, c := range r.shape.children[i] {
@@ -41,10 +43,11 @@ func (s *Store) RetryRun(ctx context.Context, id dag.RunID, rt store.Retry) (sto
 	}
 	now := s.now()
 	detail := rt.Detail()
-	for i := range r.tasks {
+	for i := range r.shape.tasks {
 		if !p.Reset[i] {
 			continue
 		}
+		r.resetElements(i, detail, now)
 		t := &r.tasks[i]
 		r.event(now, i, store.EventRetried, t.attempt, detail)
 		*t = task{
@@ -59,7 +62,7 @@ func (s *Store) RetryRun(ctx context.Context, id dag.RunID, rt store.Retry) (sto
 	r.rec.Failure = nil
 	r.rec.FinishedAt = time.Time{}
 	r.pending = p.Pending
-	for i := range r.tasks {
+	for i := range r.shape.tasks {
 		if p.Enqueue[i] {
 			s.enqueue(r, i, now)
 		}

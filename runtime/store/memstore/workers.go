@@ -95,7 +95,7 @@ func (s *Store) RetireWorker(ctx context.Context, worker string, release bool) (
 // is no longer RUNNING it is cancelled.
 func (s *Store) release(r *run, ti int, now time.Time, detail string) {
 	t := &r.tasks[ti]
-	if r.rec.Status != store.RunRunning && r.shape.tasks[ti].Kind != store.KindOnFailure {
+	if r.rec.Status != store.RunRunning && r.spec(ti).Kind != store.KindOnFailure {
 		s.cancelTask(r, ti, now)
 		return
 	}
