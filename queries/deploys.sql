@@ -88,22 +88,23 @@ JOIN recorded ON recorded.id = picked.id;
 
 -- name: InFlight :many
 -- Per signature, the RUNNING runs with an unfinished task of it (a run has
--- at most one task per signature), a few of their ids, and what the
+-- one task per signature but for the elements of a mapped step, which
+-- count as their step), a few of their ids, and what the
 -- signature means when a worker recorded it. A PENDING onfailure task is
 -- not waited on. For operators before a deploy: it reads every RUNNING run.
-SELECT t.signature, r.workflow, t.name AS step, (t.signature = ANY(@served::text[]))::boolean AS served,
-       count(*)::integer AS runs,
-       (array_agg(t.run_id ORDER BY t.run_id))[1:@sample::integer]::uuid[] AS sample,
+SELECT t.signature, r.workflow, split_part(t.name, '[', 1)::text AS step, (t.signature = ANY(@served::text[]))::boolean AS served,
+       count(DISTINCT t.run_id)::integer AS runs,
+       (array_agg(DISTINCT t.run_id ORDER BY t.run_id))[1:@sample::integer]::uuid[] AS sample,
        s.kind AS info_kind, s.input_type, s.output_type, coalesce(s.parents::text, '')::text AS parents,
        (s.signature IS NOT NULL)::boolean AS known
 FROM dagen_runs r
 JOIN dagen_tasks t ON t.run_id = r.id
 LEFT JOIN dagen_signatures s ON s.signature = t.signature
 WHERE r.status = 'RUNNING'
-  AND t.status IN ('PENDING', 'QUEUED', 'RUNNING', 'SLEEPING', 'BACKOFF')
+  AND t.status IN ('PENDING', 'QUEUED', 'RUNNING', 'SLEEPING', 'BACKOFF', 'MAPPING')
   AND NOT (t.kind = 'onfailure' AND t.status = 'PENDING')
-GROUP BY t.signature, r.workflow, t.name, s.signature
-ORDER BY r.workflow, t.name, t.signature;
+GROUP BY t.signature, r.workflow, split_part(t.name, '[', 1), s.signature
+ORDER BY r.workflow, split_part(t.name, '[', 1), t.signature;
 
 -- name: InFlightRuns :many
 -- Per workflow, the RUNNING runs, and those with an unfinished task whose
@@ -117,7 +118,7 @@ CROSS JOIN LATERAL (
     SELECT bool_or(NOT (t.signature = ANY(@served::text[]))) AS stranded
     FROM dagen_tasks t
     WHERE t.run_id = r.id
-      AND t.status IN ('PENDING', 'QUEUED', 'RUNNING', 'SLEEPING', 'BACKOFF')
+      AND t.status IN ('PENDING', 'QUEUED', 'RUNNING', 'SLEEPING', 'BACKOFF', 'MAPPING')
       AND NOT (t.kind = 'onfailure' AND t.status = 'PENDING')
 ) AS x
 WHERE r.status = 'RUNNING'

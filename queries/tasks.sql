@@ -77,7 +77,8 @@ WHERE t.status = 'RUNNING';
 -- (a quarter of the database's time per step in batches of a few tasks).
 SELECT t.run_id, t.name, t.kind, t.children, t.status, t.attempt, t.max_attempts, t.signature,
        t.error, t.reason, t.wake_at, t.worker,
-       t.queued_event, t.queued_at, t.started_event, t.started_at
+       t.queued_event, t.queued_at, t.started_event, t.started_at,
+       t.pending_parents, t.elements, t.next_element, t.map_limit
 FROM (SELECT unnest((SELECT @run_ids::uuid[])) AS run_id, unnest(@names::text[]) AS name) AS k
 CROSS JOIN LATERAL (
     SELECT * FROM dagen_tasks t WHERE t.run_id = k.run_id AND t.name = k.name LIMIT 1
@@ -171,14 +172,14 @@ RETURNING run_id, name, attempt, signature;
 -- Cancels the unfinished tasks of runs, either only the waiting ones (a
 -- failed run: running attempts may finish, the onfailure task is spared)
 -- or all of them (a cancelled run). A cancelled running task's lease id is
--- its started_event; seq orders the tasks' CANCELLED events as the run
--- lists its tasks.
+-- its started_event; seq and element order the tasks' CANCELLED events as
+-- the run lists its tasks.
 UPDATE dagen_tasks
 SET status = 'CANCELLED', finished_at = @now::timestamptz
 WHERE run_id = ANY(@run_ids::uuid[])
   AND status = ANY(@statuses::text[])
   AND (@include_onfailure::boolean OR kind <> 'onfailure')
-RETURNING run_id, seq, name, attempt, started_event;
+RETURNING run_id, seq, coalesce(element, -1)::integer AS element, name, attempt, started_event;
 
 -- name: RescueCandidates :many
 -- Leases that ended, earliest first, with how long their worker is known
@@ -220,7 +221,10 @@ SELECT set_config('plan_cache_mode', 'force_custom_plan', true);
 DELETE FROM dagen_leases WHERE id = ANY(@ids::bigint[]);
 
 -- name: ListTasks :many
-SELECT name, kind, parents, signature, status, attempt, output, error, reason, wake_at, worker, finished_at
+-- A run's tasks in creation order, each mapped task's elements right after
+-- it (they have its seq).
+SELECT name, kind, parents, signature, status, attempt, output, error, reason, wake_at, worker, finished_at,
+       elements, coalesce(element, 0)::integer AS element
 FROM dagen_tasks
 WHERE run_id = @run_id
-ORDER BY seq;
+ORDER BY seq, element NULLS FIRST;

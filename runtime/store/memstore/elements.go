@@ -150,3 +150,27 @@ func (r *run) resetElements(ti int, detail string, now time.Time) {
 	}
 	r.tasks[ti].mapping = nil
 }
+
+// order returns the indexes of r's tasks in the order the run lists them:
+// the shape's tasks, each mapped task followed by its elements in element
+// order.
+func (r *run) order() []int {
+	n := len(r.shape.tasks)
+	if len(r.elems) == 0 {
+		out := make([]int, n)
+		for i := range out {
+			out[i] = i
+		}
+		return out
+	}
+	byMap := make(map[int][]int)
+	for i, el := range r.elems {
+		byMap[el.mapTi] = append(byMap[el.mapTi], n+i) // appended in element order
+	}
+	out := make([]int, 0, len(r.tasks))
+	for ti := range n {
+		out = append(out, ti)
+		out = append(out, byMap[ti]...)
+	}
+	return out
+}

@@ -592,7 +592,7 @@ func (s *Store) failRun(r *run, ti int, msg string, now time.Time) int {
 	r.rec.Status = store.RunFailed
 	r.rec.FinishedAt = now
 	r.rec.Failure = &dag.Failure{RunID: r.rec.ID, Step: r.spec(ti).Name, Attempt: r.tasks[ti].attempt, Message: msg}
-	for i := range r.tasks {
+	for _, i := range r.order() {
 		switch r.tasks[i].status {
 		case store.TaskPending, store.TaskQueued, store.TaskSleeping, store.TaskBackoff, store.TaskMapping:
 			if i != r.shape.onFailure {
@@ -795,7 +795,7 @@ func (s *Store) CancelRun(ctx context.Context, id dag.RunID) (bool, error) {
 func (s *Store) cancelLocked(r *run, now time.Time) {
 	r.rec.Status = store.RunCancelled
 	r.rec.FinishedAt = now
-	for i := range r.tasks {
+	for _, i := range r.order() {
 		if !r.tasks[i].status.Terminal() {
 			s.cancelTask(r, i, now)
 		}
@@ -866,8 +866,8 @@ func (s *Store) ListTasks(ctx context.Context, id dag.RunID) ([]store.Task, erro
 		return nil, fmt.Errorf("list tasks of run %s: %w", id, store.ErrRunNotFound)
 	}
 	tasks := make([]store.Task, 0, len(r.tasks))
-	for i, t := range r.tasks {
-		nt := r.spec(i)
+	for _, i := range r.order() {
+		t, nt := &r.tasks[i], r.spec(i)
 		st := store.Task{
 			Name: nt.Name, Kind: nt.Kind, Parents: slices.Clone(nt.Parents), Signature: nt.Signature,
 			Status: t.status, Attempt: t.attempt, Output: t.output, Error: t.err, Reason: t.reason,

@@ -34,6 +34,7 @@ type batch struct {
 
 	resolved []resolvedTask // completed or skipped tasks whose children count down
 	enqueue  []enqueueItem
+	maps     mapWork // elements to create, queue and collect (map.go)
 	ended    []int64 // leases to remove: their attempts ended
 	ev       events
 	credit   []int // tasks enqueued, per source index (result, timer or rescue)
@@ -83,6 +84,11 @@ type taskState struct {
 	newRound                  bool // the kept events were written out: forget them
 
 	lease int64 // the lease of the attempt RUNNING when loaded (its STARTED id), or 0
+
+	// A mapped task's state (see migration 004): pending counts its
+	// unresolved elements while MAPPING; mapDirty says to write it.
+	pending, elements, nextElement, mapLimit int
+	mapDirty                                 bool
 }
 
 type resolvedTask struct {
@@ -198,6 +204,7 @@ func (b *batch) readTasks(ctx context.Context, ids []pgtype.UUID, names []string
 			err: r.Error, reason: r.Reason, wakeAt: timeOf(r.WakeAt), worker: r.Worker,
 			queuedEvent: r.QueuedEvent.Int64, queuedAt: timeOf(r.QueuedAt),
 			startedEvent: r.StartedEvent.Int64, startedAt: timeOf(r.StartedAt),
+			pending: int(r.PendingParents), elements: int(r.Elements), nextElement: int(r.NextElement), mapLimit: int(r.MapLimit),
 		}
 		if t.status == store.TaskRunning {
 			t.lease = t.startedEvent
@@ -258,6 +265,16 @@ func (b *batch) apply(src int, res *store.TaskResult) store.CompletionOutcome {
 		b.resolve(t, store.TaskSkipped, src)
 	case store.OutcomeFailed:
 		b.fail(t, res.Error, src)
+	case store.OutcomeMapped:
+		if t.kind != store.KindMap || len(res.Elements) == 0 {
+			return stale
+		}
+		if r.status != store.RunRunning {
+			b.cancel(t)
+			out.Outcome = store.OutcomeStale
+			break
+		}
+		b.mapTask(t, res, src)
 	case store.OutcomeRetry, store.OutcomeSleep:
 		if r.status != store.RunRunning && t.kind != store.KindOnFailure {
 			b.cancel(t)
@@ -291,7 +308,11 @@ func (b *batch) resolve(t *taskState, status store.TaskStatus, src int) {
 	t.status = status
 	t.finished = true
 	b.touch(t)
-	if t.kind == store.KindOnFailure {
+	switch t.kind {
+	case store.KindOnFailure:
+		return
+	case store.KindElement:
+		b.elementResolved(t, src)
 		return
 	}
 	r := t.run
@@ -320,7 +341,9 @@ func (b *batch) fail(t *taskState, msg string, src int) {
 		return
 	}
 	r := t.run
-	r.pending--
+	if t.kind != store.KindElement { // elements count toward their mapped task, not the run
+		r.pending--
+	}
 	r.dirty = true
 	if r.status == store.RunRunning {
 		r.status = store.RunFailed
@@ -360,7 +383,7 @@ func (b *batch) requeue(t *taskState, src int) {
 }
 
 var (
-	waitingStatuses    = []string{string(store.TaskPending), string(store.TaskQueued), string(store.TaskSleeping), string(store.TaskBackoff)}
+	waitingStatuses    = []string{string(store.TaskPending), string(store.TaskQueued), string(store.TaskSleeping), string(store.TaskBackoff), string(store.TaskMapping)}
 	unfinishedStatuses = append(slices.Clone(waitingStatuses), string(store.TaskRunning))
 )
 
@@ -402,6 +425,9 @@ func (b *batch) flush(ctx context.Context) error {
 		}
 		if err := q.UpdateTasks(ctx, pl, p); err != nil {
 			return fmt.Errorf("update %d tasks: %w", len(p.Names), err)
+		}
+		if err := b.writeMapTasks(ctx); err != nil {
+			return err
 		}
 		if len(tp.Tasks) > 0 {
 			if err := q.UpsertTimers(ctx, pl, tp); err != nil {
@@ -470,7 +496,10 @@ func (b *batch) flush(ctx context.Context) error {
 				if c := compareIDs(x.RunID.Bytes, y.RunID.Bytes); c != 0 {
 					return c
 				}
-				return cmp.Compare(x.Seq, y.Seq)
+				if c := cmp.Compare(x.Seq, y.Seq); c != 0 {
+					return c
+				}
+				return cmp.Compare(x.Element, y.Element)
 			})
 			for _, row := range rows {
 				b.ev.add(dag.RunID(row.RunID.Bytes), row.Name, store.EventCancelled, int(row.Attempt), "")
@@ -508,6 +537,12 @@ func (b *batch) flush(ctx context.Context) error {
 		}
 	}
 	if err := b.ev.insert(ctx, q, pl, now); err != nil {
+		return err
+	}
+	// Elements take their QUEUED events' ids from the sequence after the
+	// events that made them ready: their mapped task's MAPPED, or the
+	// COMPLETED of the element whose slot they take.
+	if err := b.writeElements(ctx); err != nil {
 		return err
 	}
 

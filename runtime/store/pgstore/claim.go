@@ -36,6 +36,7 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.Cl
 			Attempt:   int(r.Attempt),
 			Signature: r.Signature,
 			Input:     r.Input,
+			Element:   int(r.Element),
 		}
 		if n := len(r.ParentNames); n > 0 {
 			if len(r.ParentStatuses) != n || len(r.ParentOutputs) != n {

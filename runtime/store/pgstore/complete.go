@@ -24,7 +24,7 @@ func (s *Store) CompleteTasks(ctx context.Context, results []store.TaskResult) (
 		for i, r := range results {
 			keys[i] = taskKey{r.RunID, r.Step}
 		}
-		if err := b.lockRunsAndLoad(ctx, keys); err != nil {
+		if err := b.lockRunsAndLoad(ctx, withMappedTasks(keys)); err != nil {
 			return err
 		}
 		for i := range results {
@@ -32,6 +32,9 @@ func (s *Store) CompleteTasks(ctx context.Context, results []store.TaskResult) (
 		}
 		if !b.changed() {
 			return errNothingToDo
+		}
+		if err := b.collect(ctx); err != nil {
+			return err
 		}
 		if err := b.flush(ctx); err != nil {
 			return err

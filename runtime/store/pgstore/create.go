@@ -205,7 +205,7 @@ func validate(nr *store.NewRun) (*graph, error) {
 		}
 		index[t.Name] = i
 		switch t.Kind {
-		case store.KindStep, store.KindSleep:
+		case store.KindStep, store.KindSleep, store.KindMap:
 			g.counted++
 		case store.KindOnFailure:
 			if onFailure {

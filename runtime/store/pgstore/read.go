@@ -123,6 +123,8 @@ func tasksOf(id dag.RunID, rows []dbsqlc.ListTasksRow, err error) ([]store.Task,
 			WakeAt:    timeOf(r.WakeAt),
 			Worker:    r.Worker,
 			Finished:  timeOf(r.FinishedAt),
+			Elements:  int(r.Elements),
+			Element:   int(r.Element),
 		}
 	}
 	return tasks, nil

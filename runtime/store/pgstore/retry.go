@@ -63,13 +63,36 @@ func (s *Store) retryLocked(ctx context.Context, tx *txn, id dag.RunID, rt store
 	if err != nil {
 		return store.RetryResult{}, fmt.Errorf("read tasks: %w", err)
 	}
-	tasks := make([]retryplan.Task, len(rows))
+	// Elements are not planned: a mapped task that is reset maps anew, and
+	// its elements are reset with it (CANCELLED until it does: see
+	// InsertElements, which reuses them).
+	var tasks []retryplan.Task
+	var planned []int // rows' indexes, by plan index
 	for i, row := range rows {
-		tasks[i] = retryplan.Task{Name: row.Name, Kind: store.TaskKind(row.Kind), Children: row.Children, Status: store.TaskStatus(row.Status)}
+		if store.TaskKind(row.Kind) == store.KindElement {
+			continue
+		}
+		tasks = append(tasks, retryplan.Task{Name: row.Name, Kind: store.TaskKind(row.Kind), Children: row.Children, Status: store.TaskStatus(row.Status)})
+		planned = append(planned, i)
 	}
 	p, err := retryplan.Make(r.status, tasks, rt)
 	if err != nil {
 		return store.RetryResult{}, err
+	}
+	reset := make([]bool, len(rows))
+	enqueue := make([]bool, len(rows))
+	pendingParents := make([]int, len(rows))
+	resetMaps := make(map[string]bool)
+	for j, i := range planned {
+		reset[i], enqueue[i], pendingParents[i] = p.Reset[j], p.Enqueue[j], p.PendingParents[j]
+		if p.Reset[j] && store.TaskKind(rows[i].Kind) == store.KindMap {
+			resetMaps[rows[i].Name] = true
+		}
+	}
+	for i, row := range rows {
+		if step, _, ok := store.ParseElement(row.Name); ok && resetMaps[step] {
+			reset[i] = true
+		}
 	}
 
 	var rp dbsqlc.RetryResetTasksParams
@@ -78,7 +101,7 @@ func (s *Store) retryLocked(ctx context.Context, tx *txn, id dag.RunID, rt store
 	var ep dbsqlc.EnqueueParams
 	detail := rt.Detail()
 	for i, row := range rows {
-		if !p.Reset[i] {
+		if !reset[i] {
 			continue
 		}
 		attempt := int(row.Attempt)
@@ -100,7 +123,10 @@ func (s *Store) retryLocked(ctx context.Context, tx *txn, id dag.RunID, rt store
 		}
 		retried.add(id, row.Name, store.EventRetried, attempt, detail)
 		status := store.TaskPending
-		if p.Enqueue[i] {
+		if store.TaskKind(row.Kind) == store.KindElement {
+			status = store.TaskCancelled
+		}
+		if enqueue[i] {
 			status = store.TaskQueued
 			retried.add(id, row.Name, store.EventQueued, attempt, "")
 			ep.RunIds = append(ep.RunIds, uuidOf(id))
@@ -111,7 +137,7 @@ func (s *Store) retryLocked(ctx context.Context, tx *txn, id dag.RunID, rt store
 		}
 		rp.Names = append(rp.Names, row.Name)
 		rp.Statuses = append(rp.Statuses, string(status))
-		rp.PendingParents = append(rp.PendingParents, int32(p.PendingParents[i]))
+		rp.PendingParents = append(rp.PendingParents, int32(pendingParents[i]))
 	}
 	if err := s.q.RetryResetTasks(ctx, tx, rp); err != nil {
 		return store.RetryResult{}, fmt.Errorf("reset %d tasks: %w", len(rp.Names), err)

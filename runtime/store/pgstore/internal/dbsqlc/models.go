@@ -99,6 +99,12 @@ type DagenTask struct {
 	StartedAt      pgtype.Timestamptz
 	CompletedEvent pgtype.Int8
 	Signature      string
+	Each           string
+	Element        pgtype.Int4
+	Item           []byte
+	Elements       int32
+	NextElement    int32
+	MapLimit       int32
 }
 
 type DagenTenantGroup struct {

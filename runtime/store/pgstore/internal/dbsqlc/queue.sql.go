@@ -43,7 +43,8 @@ claimed AS (
         started_at = clock.now
     FROM deleted d, clock
     WHERE t.run_id = d.run_id AND t.name = d.task AND t.status = 'QUEUED'
-    RETURNING d.id AS queue_id, t.run_id, t.name, t.kind, t.attempt, t.parents, t.started_event, t.signature
+    RETURNING d.id AS queue_id, t.run_id, t.name, t.kind, t.attempt, t.parents, t.started_event, t.signature,
+              t.each, t.item, t.element
 ),
 leased AS (
     INSERT INTO dagen_leases (id, run_id, task, worker, lease_until)
@@ -57,7 +58,8 @@ frontier AS (
     FROM (SELECT max(claimed.queue_id) / 1048576 AS block FROM claimed) m
     WHERE m.block > f.block
 )
-SELECT c.queue_id, c.run_id, c.name, c.kind, c.attempt, c.signature, r.workflow, r.tenant, r.input,
+SELECT c.queue_id, c.run_id, c.name, c.kind, c.attempt, c.signature, coalesce(c.element, 0)::integer AS element,
+       r.workflow, r.tenant, r.input,
        r.status AS run_status, r.failure_step, r.failure_attempt, r.failure_message,
        c.parents::text[] AS parent_names,
        coalesce(par.statuses, '{}')::text[] AS parent_statuses,
@@ -67,8 +69,10 @@ JOIN dagen_runs r ON r.id = c.run_id
 LEFT JOIN LATERAL (
     -- One primary-key lookup a parent (LIMIT 1 keeps it one: joined, the
     -- planner could scan all of the run's tasks for each claimed task).
+    -- An element gets its own element as the output of the parent it
+    -- stands for (each), not that parent's whole output.
     SELECT array_agg(pt.status ORDER BY p.ord) AS statuses,
-           array_agg(pt.output ORDER BY p.ord) AS outputs
+           array_agg(CASE WHEN p.name = c.each THEN c.item ELSE pt.output END ORDER BY p.ord) AS outputs
     FROM unnest(c.parents) WITH ORDINALITY AS p(name, ord)
     CROSS JOIN LATERAL (
         SELECT pt.status, pt.output FROM dagen_tasks pt
@@ -94,6 +98,7 @@ type ClaimTasksRow struct {
 	Kind           string
 	Attempt        int32
 	Signature      string
+	Element        int32
 	Workflow       string
 	Tenant         string
 	Input          []byte
@@ -134,6 +139,7 @@ func (q *Queries) ClaimTasks(ctx context.Context, db DBTX, arg ClaimTasksParams)
 			&i.Kind,
 			&i.Attempt,
 			&i.Signature,
+			&i.Element,
 			&i.Workflow,
 			&i.Tenant,
 			&i.Input,

@@ -17,7 +17,7 @@ SET status = 'CANCELLED', finished_at = $1::timestamptz
 WHERE run_id = ANY($2::uuid[])
   AND status = ANY($3::text[])
   AND ($4::boolean OR kind <> 'onfailure')
-RETURNING run_id, seq, name, attempt, started_event
+RETURNING run_id, seq, coalesce(element, -1)::integer AS element, name, attempt, started_event
 `
 
 type CancelTasksParams struct {
@@ -30,6 +30,7 @@ type CancelTasksParams struct {
 type CancelTasksRow struct {
 	RunID        pgtype.UUID
 	Seq          int32
+	Element      int32
 	Name         string
 	Attempt      int32
 	StartedEvent pgtype.Int8
@@ -38,8 +39,8 @@ type CancelTasksRow struct {
 // Cancels the unfinished tasks of runs, either only the waiting ones (a
 // failed run: running attempts may finish, the onfailure task is spared)
 // or all of them (a cancelled run). A cancelled running task's lease id is
-// its started_event; seq orders the tasks' CANCELLED events as the run
-// lists its tasks.
+// its started_event; seq and element order the tasks' CANCELLED events as
+// the run lists its tasks.
 func (q *Queries) CancelTasks(ctx context.Context, db DBTX, arg CancelTasksParams) ([]CancelTasksRow, error) {
 	rows, err := db.Query(ctx, cancelTasks,
 		arg.Now,
@@ -57,6 +58,7 @@ func (q *Queries) CancelTasks(ctx context.Context, db DBTX, arg CancelTasksParam
 		if err := rows.Scan(
 			&i.RunID,
 			&i.Seq,
+			&i.Element,
 			&i.Name,
 			&i.Attempt,
 			&i.StartedEvent,
@@ -174,30 +176,35 @@ func (q *Queries) ExtendLeases(ctx context.Context, db DBTX, ids []int64, leaseU
 const getTasks = `-- name: GetTasks :many
 SELECT t.run_id, t.name, t.kind, t.children, t.status, t.attempt, t.max_attempts, t.signature,
        t.error, t.reason, t.wake_at, t.worker,
-       t.queued_event, t.queued_at, t.started_event, t.started_at
+       t.queued_event, t.queued_at, t.started_event, t.started_at,
+       t.pending_parents, t.elements, t.next_element, t.map_limit
 FROM (SELECT unnest((SELECT $1::uuid[])) AS run_id, unnest($2::text[]) AS name) AS k
 CROSS JOIN LATERAL (
-    SELECT run_id, name, seq, kind, parents, children, pending_parents, status, attempt, max_attempts, output, error, reason, wake_at, worker, finished_at, queued_event, queued_at, started_event, started_at, completed_event, signature FROM dagen_tasks t WHERE t.run_id = k.run_id AND t.name = k.name LIMIT 1
+    SELECT run_id, name, seq, kind, parents, children, pending_parents, status, attempt, max_attempts, output, error, reason, wake_at, worker, finished_at, queued_event, queued_at, started_event, started_at, completed_event, signature, each, element, item, elements, next_element, map_limit FROM dagen_tasks t WHERE t.run_id = k.run_id AND t.name = k.name LIMIT 1
 ) AS t
 `
 
 type GetTasksRow struct {
-	RunID        pgtype.UUID
-	Name         string
-	Kind         string
-	Children     []string
-	Status       string
-	Attempt      int32
-	MaxAttempts  int32
-	Signature    string
-	Error        string
-	Reason       string
-	WakeAt       pgtype.Timestamptz
-	Worker       string
-	QueuedEvent  pgtype.Int8
-	QueuedAt     pgtype.Timestamptz
-	StartedEvent pgtype.Int8
-	StartedAt    pgtype.Timestamptz
+	RunID          pgtype.UUID
+	Name           string
+	Kind           string
+	Children       []string
+	Status         string
+	Attempt        int32
+	MaxAttempts    int32
+	Signature      string
+	Error          string
+	Reason         string
+	WakeAt         pgtype.Timestamptz
+	Worker         string
+	QueuedEvent    pgtype.Int8
+	QueuedAt       pgtype.Timestamptz
+	StartedEvent   pgtype.Int8
+	StartedAt      pgtype.Timestamptz
+	PendingParents int32
+	Elements       int32
+	NextElement    int32
+	MapLimit       int32
 }
 
 // Reads tasks by key. Callers hold the lock of the tasks' runs, which every
@@ -234,6 +241,10 @@ func (q *Queries) GetTasks(ctx context.Context, db DBTX, runIds []pgtype.UUID, n
 			&i.QueuedAt,
 			&i.StartedEvent,
 			&i.StartedAt,
+			&i.PendingParents,
+			&i.Elements,
+			&i.NextElement,
+			&i.MapLimit,
 		); err != nil {
 			return nil, err
 		}
@@ -342,10 +353,11 @@ func (q *Queries) InsertTasks(ctx context.Context, db DBTX, arg InsertTasksParam
 }
 
 const listTasks = `-- name: ListTasks :many
-SELECT name, kind, parents, signature, status, attempt, output, error, reason, wake_at, worker, finished_at
+SELECT name, kind, parents, signature, status, attempt, output, error, reason, wake_at, worker, finished_at,
+       elements, coalesce(element, 0)::integer AS element
 FROM dagen_tasks
 WHERE run_id = $1
-ORDER BY seq
+ORDER BY seq, element NULLS FIRST
 `
 
 type ListTasksRow struct {
@@ -361,8 +373,12 @@ type ListTasksRow struct {
 	WakeAt     pgtype.Timestamptz
 	Worker     string
 	FinishedAt pgtype.Timestamptz
+	Elements   int32
+	Element    int32
 }
 
+// A run's tasks in creation order, each mapped task's elements right after
+// it (they have its seq).
 func (q *Queries) ListTasks(ctx context.Context, db DBTX, runID pgtype.UUID) ([]ListTasksRow, error) {
 	rows, err := db.Query(ctx, listTasks, runID)
 	if err != nil {
@@ -385,6 +401,8 @@ func (q *Queries) ListTasks(ctx context.Context, db DBTX, runID pgtype.UUID) ([]
 			&i.WakeAt,
 			&i.Worker,
 			&i.FinishedAt,
+			&i.Elements,
+			&i.Element,
 		); err != nil {
 			return nil, err
 		}

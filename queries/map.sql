@@ -1,0 +1,101 @@
+-- name: InsertElements :exec
+-- Creates the elements of mapped tasks (one row per element, for any
+-- number of mapped tasks): each gets its mapped task's parents, signature
+-- and attempts, and is QUEUED (keeping its QUEUED event in its row) or
+-- PENDING, waiting for a slot under the limit. The caller holds the runs'
+-- locks. An element a retry reset (CANCELLED) is reused, its attempt
+-- counting on so that an older attempt's late result stays stale.
+--
+-- The mapped task is one primary-key lookup an element (LIMIT 1), and
+-- the lists are read through subqueries so that the plan is kept.
+WITH clock AS (
+    SELECT coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now
+)
+INSERT INTO dagen_tasks AS t (run_id, name, seq, kind, parents, children, pending_parents, status, max_attempts,
+                              signature, each, element, item, queued_event, queued_at)
+SELECT x.run_id, x.map || '[' || x.idx || ']', m.seq, 'element', m.parents, '{}', 0,
+       CASE WHEN x.queued THEN 'QUEUED' ELSE 'PENDING' END, m.max_attempts, m.signature, x.each, x.idx, x.item,
+       CASE WHEN x.queued THEN nextval('dagen_event_seq') END,
+       CASE WHEN x.queued THEN clock.now END
+FROM (
+    SELECT unnest((SELECT @run_ids::uuid[])) AS run_id,
+           unnest((SELECT @maps::text[])) AS map,
+           unnest((SELECT @indexes::integer[])) AS idx,
+           unnest((SELECT @items::bytea[])) AS item,
+           unnest((SELECT @queued::boolean[])) AS queued,
+           unnest((SELECT @eaches::text[])) AS each,
+           generate_series(1, cardinality((SELECT @run_ids::uuid[]))) AS ord
+) AS x
+CROSS JOIN LATERAL (
+    SELECT m.seq, m.parents, m.max_attempts, m.signature FROM dagen_tasks m
+    WHERE m.run_id = x.run_id AND m.name = x.map
+    LIMIT 1
+) AS m
+CROSS JOIN clock
+ORDER BY x.ord
+ON CONFLICT (run_id, name) DO UPDATE
+SET status = excluded.status,
+    parents = excluded.parents,
+    signature = excluded.signature,
+    each = excluded.each,
+    item = excluded.item,
+    max_attempts = t.attempt + excluded.max_attempts,
+    output = NULL,
+    error = '',
+    reason = '',
+    wake_at = NULL,
+    worker = t.worker,
+    finished_at = NULL,
+    queued_event = excluded.queued_event,
+    queued_at = excluded.queued_at,
+    started_event = NULL,
+    started_at = NULL,
+    completed_event = NULL;
+
+-- name: QueueElements :many
+-- Marks PENDING elements QUEUED, keeping their QUEUED event in their rows:
+-- the next ones of mapped tasks whose earlier elements resolved. The
+-- caller holds the runs' locks. One lookup a key, as in DecrementChildren.
+UPDATE dagen_tasks t
+SET status = 'QUEUED',
+    queued_event = nextval('dagen_event_seq'),
+    queued_at = coalesce(sqlc.narg('now')::timestamptz, now())
+WHERE t.status = 'PENDING'
+  AND t.ctid = ANY(ARRAY(
+      SELECT x.ctid
+      FROM (SELECT unnest((SELECT @run_ids::uuid[])) AS run_id, unnest((SELECT @names::text[])) AS name) AS k
+      CROSS JOIN LATERAL (
+          SELECT t2.ctid FROM dagen_tasks t2 WHERE t2.run_id = k.run_id AND t2.name = k.name LIMIT 1
+      ) AS x
+  ))
+RETURNING t.run_id, t.name, t.signature, t.queued_event;
+
+-- name: UpdateMapTasks :exec
+-- Writes the mapping state of mapped tasks (see migration 004): how many
+-- elements, how many are unresolved, the next to queue and the limit. It
+-- goes with UpdateTasks, which writes their status.
+UPDATE dagen_tasks t
+SET elements = u.elements,
+    pending_parents = u.pending,
+    next_element = u.next_element,
+    map_limit = u.map_limit
+FROM (
+    SELECT unnest((SELECT @run_ids::uuid[])) AS run_id,
+           unnest((SELECT @names::text[])) AS name,
+           unnest((SELECT @elements::integer[])) AS elements,
+           unnest((SELECT @pendings::integer[])) AS pending,
+           unnest((SELECT @next_elements::integer[])) AS next_element,
+           unnest((SELECT @map_limits::integer[])) AS map_limit
+) AS u
+WHERE t.run_id = u.run_id AND t.name = u.name;
+
+-- name: ElementOutputs :many
+-- The outputs of a mapped task's first n elements, in element order: what
+-- it completes with when the last one resolves.
+SELECT t.element::integer AS element, t.output
+FROM dagen_tasks t
+WHERE t.run_id = @run_id
+  AND t.kind = 'element'
+  AND starts_with(t.name, @prefix::text)
+  AND t.element < @n::integer
+ORDER BY t.element;
