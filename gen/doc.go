@@ -19,7 +19,10 @@
 //   - OrderWorkflow (NewOrderWorkflow registers the definition), with Run and
 //     Start, and OrderRun with ID and Wait;
 //   - OrderResult, one field per step with an output: dag.Maybe[T] for a
-//     step that can be skipped, T otherwise;
+//     step that can be skipped, T otherwise; a mapped step's (each=) T is
+//     the slice of its elements' outputs, []Out, as its children read it,
+//     while its own Run reads its each= parent as one element and its
+//     skip predicates read that parent's whole slice;
 //   - compile-time guards, one per user func: a type holding the signature
 //     the func was generated for, named for what to do
 //     (_dagenSignature_Validate_changed_run_go_generate), and at the top of

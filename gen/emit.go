@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"go/types"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -397,8 +398,9 @@ func (g *emitter) workflow(w *analysis.Workflow) {
 func fingerprint(w *analysis.Workflow) string { return Skeleton(w).Fingerprint() }
 
 // Skeleton returns the definition the generated code builds for w without
-// its funcs: names, kinds, edges and types, all that signatures and the
-// fingerprint are computed from ([engine.Definition.Signatures]).
+// its funcs: names, kinds, edges, maps (each=, limit=) and types, all
+// that signatures and the fingerprint are computed from
+// ([engine.Definition.Signatures]).
 func Skeleton(w *analysis.Workflow) *engine.Definition {
 	def := &engine.Definition{Name: w.Name, InputType: typeID(w.Input)}
 	for _, s := range w.Steps {
@@ -408,6 +410,9 @@ func Skeleton(w *analysis.Workflow) *engine.Definition {
 		}
 		for _, e := range s.Parents {
 			step.Parents = append(step.Parents, engine.Parent{Name: e.Parent.Name, Optional: e.Optional})
+		}
+		if s.Each != nil {
+			step.Each, step.Limit = s.Each.Parent.Name, s.Limit
 		}
 		def.Steps = append(def.Steps, step)
 	}
@@ -506,17 +511,22 @@ func (g *emitter) checkErr(zero ...jen.Code) jen.Code {
 	return jen.If(jen.Id(g.name("err")).Op("!=").Nil()).Block(jen.Return(append(zero, jen.Id(g.name("err")))...))
 }
 
-// decodeParent decodes the output of parent i into its local variable. It
-// declares with := even after the input's :=, which is legal because the
-// parent's variable is new.
-func (g *emitter) decodeParent(s *analysis.Step, i int, zero ...jen.Code) []jen.Code {
+// decodeParent decodes the output of parent i, as type t, into its local
+// variable. It declares with := even after the input's :=, which is legal
+// because the parent's variable is new.
+//
+// The type is the parent's [analysis.Step.ResultType] (a mapped parent's
+// slice of outputs), except in the Run of a mapped step, which reads its
+// each= parent as one element: the store hands each element task its
+// element as that parent's output.
+func (g *emitter) decodeParent(s *analysis.Step, i int, t types.Type, zero ...jen.Code) []jen.Code {
 	e := s.Parents[i]
 	fn := "ParentOutput"
 	if e.Optional {
 		fn = "ParentMaybe"
 	}
 	return []jen.Code{
-		jen.List(jen.Id(g.parentVar(i)), jen.Id(g.name("err"))).Op(":=").Qual(enginePath, fn).Types(g.typ(e.Parent.Output)).Call(jen.Id(g.name("in")), jen.Lit(e.Parent.Name)),
+		jen.List(jen.Id(g.parentVar(i)), jen.Id(g.name("err"))).Op(":=").Qual(enginePath, fn).Types(g.typ(t)).Call(jen.Id(g.name("in")), jen.Lit(e.Parent.Name)),
 		g.checkErr(zero...),
 	}
 }
@@ -541,6 +551,12 @@ func (g *emitter) step(w *analysis.Workflow, s *analysis.Step) jen.Code {
 				grp.Values(d)
 			}
 		}))
+	}
+	if s.Each != nil {
+		field("Each", jen.Lit(s.Each.Parent.Name))
+		if s.Limit > 0 {
+			field("Limit", jen.Lit(s.Limit))
+		}
 	}
 	if len(s.Skip) > 0 {
 		field("Skip", jen.Index().Qual(enginePath, "Predicate").ValuesFunc(func(grp *jen.Group) {
@@ -585,7 +601,7 @@ func (g *emitter) callArgs(w *analysis.Workflow, s *analysis.Step, zero ...jen.C
 		}
 	}
 	for _, i := range idx {
-		body = append(body, g.decodeParent(s, i, zero...)...)
+		body = append(body, g.decodeParent(s, i, s.ParamType(s.Parents[i]), zero...)...)
 		args = append(args, jen.Id(g.parentVar(i)))
 	}
 	return body, args
@@ -643,7 +659,8 @@ func (g *emitter) predicate(w *analysis.Workflow, s *analysis.Step, p *analysis.
 		body = append(body, g.decodeInput(w, jen.False())...)
 	}
 	for _, i := range dedupe(parents) {
-		body = append(body, g.decodeParent(s, i, jen.False())...)
+		// A mapped step's predicates see the each= parent's whole slice.
+		body = append(body, g.decodeParent(s, i, s.Parents[i].Parent.ResultType(), jen.False())...)
 	}
 	call := g.callee(p.Func).Call(args...)
 	if p.ReturnsErr {
@@ -774,7 +791,7 @@ func (g *emitter) handle(w *analysis.Workflow) {
 			fn = "OutputMaybe"
 		}
 		body = append(body, jen.If(
-			jen.List(jen.Id(out).Dot(analysis.ResultField(s)), jen.Id(err)).Op("=").Qual(enginePath, fn).Types(g.typ(s.Output)).Call(jen.Id(res), jen.Lit(s.Name)),
+			jen.List(jen.Id(out).Dot(analysis.ResultField(s)), jen.Id(err)).Op("=").Qual(enginePath, fn).Types(g.typ(s.ResultType())).Call(jen.Id(res), jen.Lit(s.Name)),
 			jen.Id(err).Op("!=").Nil(),
 		).Block(jen.Return(jen.Id(resType).Values(), jen.Id(err))))
 	}
@@ -800,13 +817,18 @@ func hasOutputs(w *analysis.Workflow) bool {
 func (g *emitter) result(w *analysis.Workflow) {
 	n := analysis.GoName(w)
 	g.f.Commentf("%sResult holds the outputs of a finished run of workflow %q: one field", n, w.Name)
-	g.f.Comment("per step that returns a value, a dag.Maybe when the step can be skipped.")
+	if slices.ContainsFunc(w.Steps, (*analysis.Step).Mapped) {
+		g.f.Comment("per step that returns a value, a dag.Maybe when the step can be skipped;")
+		g.f.Comment("a mapped step's field is the slice of its elements' outputs, in element order.")
+	} else {
+		g.f.Comment("per step that returns a value, a dag.Maybe when the step can be skipped.")
+	}
 	g.f.Type().Id(n + "Result").StructFunc(func(grp *jen.Group) {
 		for _, s := range w.Steps {
 			if s.Output == nil {
 				continue
 			}
-			t := g.typ(s.Output)
+			t := g.typ(s.ResultType())
 			if s.Skippable {
 				t = jen.Qual(dagPath, "Maybe").Types(t)
 			}

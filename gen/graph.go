@@ -10,23 +10,31 @@ import (
 
 // Mermaid renders a workflow as a Mermaid flowchart, top to bottom. Edges
 // point from a parent to its child; an optional parent (taken as
-// dag.Maybe) is a dotted edge; a sleep is a rounded node; skip predicates
-// and retries are part of a node's label.
+// dag.Maybe) is a dotted edge; a sleep is a rounded node; a mapped step
+// (each=) is a subroutine node, [[…]], with a thick edge from the parent
+// it maps; skip predicates, the map and retries are part of a node's
+// label.
 func Mermaid(w *analysis.Workflow) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "---\ntitle: %s\n---\nflowchart TD\n", yamlScalar(w.Name))
 	for _, s := range w.Steps {
 		label := strings.ReplaceAll(strings.Join(nodeLabel(s), "<br/>"), `"`, "#quot;")
-		if s.Kind == analysis.KindSleep {
+		switch {
+		case s.Kind == analysis.KindSleep:
 			fmt.Fprintf(&b, "    %s([\"%s\"])\n", mermaidID(s.Func), label)
-		} else {
+		case s.Mapped():
+			fmt.Fprintf(&b, "    %s[[\"%s\"]]\n", mermaidID(s.Func), label)
+		default:
 			fmt.Fprintf(&b, "    %s[\"%s\"]\n", mermaidID(s.Func), label)
 		}
 	}
 	for _, s := range w.Steps {
 		for _, e := range s.Parents {
 			arrow := "-->"
-			if e.Optional {
+			switch {
+			case e == s.Each:
+				arrow = "==>"
+			case e.Optional:
 				arrow = "-.->"
 			}
 			fmt.Fprintf(&b, "    %s %s %s\n", mermaidID(e.Parent.Func), arrow, mermaidID(s.Func))
@@ -61,22 +69,30 @@ func mermaidID(name string) string {
 }
 
 // DOT renders a workflow as a Graphviz digraph, with the same conventions
-// as [Mermaid]: dashed edges for optional parents, rounded sleeps.
+// as [Mermaid]: dashed edges for optional parents, rounded sleeps, mapped
+// steps as stacked boxes (box3d) with a bold edge from the parent they
+// map.
 func DOT(w *analysis.Workflow) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "digraph %q {\n    rankdir=TB;\n    node [shape=box];\n", w.Name)
 	for _, s := range w.Steps {
 		attrs := []string{fmt.Sprintf("label=%q", strings.Join(nodeLabel(s), "\n"))}
-		if s.Kind == analysis.KindSleep {
+		switch {
+		case s.Kind == analysis.KindSleep:
 			attrs = append(attrs, "shape=box", "style=rounded")
+		case s.Mapped():
+			attrs = append(attrs, "shape=box3d")
 		}
 		fmt.Fprintf(&b, "    %q [%s];\n", s.Func, strings.Join(attrs, ", "))
 	}
 	for _, s := range w.Steps {
 		for _, e := range s.Parents {
-			if e.Optional {
+			switch {
+			case e == s.Each:
+				fmt.Fprintf(&b, "    %q -> %q [style=bold];\n", e.Parent.Func, s.Func)
+			case e.Optional:
 				fmt.Fprintf(&b, "    %q -> %q [style=dashed];\n", e.Parent.Func, s.Func)
-			} else {
+			default:
 				fmt.Fprintf(&b, "    %q -> %q;\n", e.Parent.Func, s.Func)
 			}
 		}
@@ -96,6 +112,13 @@ func nodeLabel(s *analysis.Step) []string {
 	}
 	if s.Kind == analysis.KindSleep {
 		lines = append(lines, "sleep")
+	}
+	if s.Mapped() {
+		m := "each " + s.Each.Parent.Func
+		if s.Limit > 0 {
+			m += fmt.Sprintf(", limit %d", s.Limit)
+		}
+		lines = append(lines, m)
 	}
 	if len(s.Skip) > 0 {
 		names := make([]string, len(s.Skip))

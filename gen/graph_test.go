@@ -1,6 +1,7 @@
 package gen_test
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -27,5 +28,25 @@ func TestGraphQuoting(t *testing.T) {
 		if !strings.Contains(d, want) {
 			t.Errorf("dot lacks %q:\n%s", want, d)
 		}
+	}
+}
+
+// TestGraphGolden draws the workflows of a few cases as Mermaid and DOT and
+// compares them with want/graph.mmd and want/graph.dot (-update rewrites
+// them). The mapped case shows each=: a subroutine node (Mermaid) or a
+// box3d (DOT) labelled with the parent it maps and its limit, and a thick
+// or bold edge from that parent.
+func TestGraphGolden(t *testing.T) {
+	for _, name := range []string{"mapped"} {
+		t.Run(name, func(t *testing.T) {
+			pkgs, diags := analysis.Run(t.Context(), analysis.Config{}, "./testdata/"+name)
+			if analysis.HasErrors(diags) || len(pkgs) != 1 || len(pkgs[0].Workflows) != 1 {
+				t.Fatalf("packages %v, diagnostics %v", pkgs, diags)
+			}
+			w := pkgs[0].Workflows[0]
+			dir := filepath.Join("testdata", name, "want")
+			checkGolden(t, filepath.Join(dir, "graph.mmd"), []byte(gen.Mermaid(w)))
+			checkGolden(t, filepath.Join(dir, "graph.dot"), []byte(gen.DOT(w)))
+		})
 	}
 }

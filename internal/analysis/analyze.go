@@ -99,8 +99,12 @@ type analyzer struct {
 	wfTypes   []*types.TypeName // parallel to workflows
 	funcs     map[*types.Func]*Step
 	wfOf      map[*Step]*Workflow
-	afters    map[*Step]arg // the after= argument, when given
-	skips     map[*Step]arg // the skip= argument, when given
+	afters    map[*Step]arg     // the after= argument, when given
+	skips     map[*Step]arg     // the skip= argument, when given
+	eaches    map[*Step]eachArg // the each= argument, when given
+	// eachBroken marks mapped steps whose each= parent gives no slice:
+	// their parameter for it has no element type to check.
+	eachBroken map[*Step]bool
 	// lossChecked holds the types checkLostFields has looked at.
 	lossChecked map[types.Type]bool
 	// aliasTargets are the types aliased by //dag:workflow aliases,
@@ -173,6 +177,8 @@ func (a *analyzer) run() *Package {
 	}
 	a.afters = map[*Step]arg{}
 	a.skips = map[*Step]arg{}
+	a.eaches = map[*Step]eachArg{}
+	a.eachBroken = map[*Step]bool{}
 	a.unresolved = map[*Step]bool{}
 
 	for _, f := range decls {
@@ -346,6 +352,10 @@ func (a *analyzer) checkKeys(d *directive, keys []string) (args map[string]arg, 
 	args = map[string]arg{}
 	dups = map[string]bool{}
 	for _, ar := range d.Args {
+		if msg, ok := misplacedMapKey(d.Name, ar.Key); ok {
+			a.errorf(ar.KeyPos, ar.ValuePos-1, MisplacedEach, "%s", msg)
+			continue
+		}
 		if !slices.Contains(keys, ar.Key) {
 			msg := fmt.Sprintf("unknown key %s in //dag:%s", ar.Key, d.Name)
 			if len(keys) == 0 {
@@ -703,6 +713,7 @@ func (a *analyzer) addStep(f *found) {
 		a.unresolved[s] = true
 	}
 	a.readPolicy(f, s)
+	a.readEach(f, s)
 	w, shaped := a.signatureWorkflow(f, fn, sig)
 	s.valid = a.checkResults(f, s) && shaped && !sig.Variadic()
 	if w == nil {
@@ -837,6 +848,12 @@ func (a *analyzer) checkWorkflow(w *Workflow) {
 	for _, s := range w.Steps {
 		a.resolveParents(w, s)
 	}
+	for _, s := range w.Steps {
+		a.resolveEach(w, s)
+	}
+	for _, s := range w.Steps {
+		a.checkEachSlice(s)
+	}
 	a.checkCycles(w)
 	for _, s := range w.Steps {
 		a.bindParams(w, s)
@@ -848,10 +865,10 @@ func (a *analyzer) checkWorkflow(w *Workflow) {
 				continue
 			}
 			p := s.Sig.Params().At(e.Param)
-			if inner, _ := maybeOf(p.Type()); types.Identical(inner, e.Parent.Output) {
+			if out := e.Parent.ResultType(); types.Identical(unMaybe(p.Type()), out) {
 				a.report(p.Pos(), token.NoPos, NeedlessMaybe, Warning,
 					fmt.Sprintf("%s takes dag.Maybe[%s] for %s, which is never skipped: take %s instead",
-						s.Func, a.typeString(e.Parent.Output), e.Parent.Func, a.typeString(e.Parent.Output)))
+						s.Func, a.typeString(out), e.Parent.Func, a.typeString(out)))
 			}
 		}
 		a.resolvePredicates(w, s)
@@ -1070,7 +1087,7 @@ func (a *analyzer) bindParams(w *Workflow, s *Step) {
 	}
 	var values []*Edge
 	for _, e := range s.Parents {
-		if !e.Parent.valid {
+		if !e.Parent.valid || a.mapFailed(e.Parent) {
 			return // the parent's own error comes first; binding would only guess
 		}
 		if e.Parent.Output != nil {
@@ -1085,16 +1102,25 @@ func (a *analyzer) bindParams(w *Workflow, s *Step) {
 		}
 		e.Param = 2 + i
 		p := params.At(e.Param)
+		if e == s.Each {
+			// One element, and required: a skipped each= parent skips
+			// the mapped step as a whole.
+			a.checkEachParam(s, p, e.Param)
+			continue
+		}
 		t := p.Type()
 		if inner, ok := maybeOf(t); ok {
 			e.Optional = true
 			t = inner
 		}
-		if !types.Identical(t, e.Parent.Output) {
-			msg := fmt.Sprintf("parameter %s of %s has type %s, but its parent %s returns %s",
-				paramName(p, e.Param), s.Func, a.typeString(p.Type()), e.Parent.Func, a.typeString(e.Parent.Output))
+		if !types.Identical(t, s.ParamType(e)) {
+			if a.checkMappedParam(s, e, p, e.Param, t) {
+				continue
+			}
+			msg := fmt.Sprintf("parameter %s of %s has type %s, but its parent %s %s",
+				paramName(p, e.Param), s.Func, a.typeString(p.Type()), e.Parent.Func, a.gives(e.Parent))
 			for _, other := range values {
-				if other != e && types.Identical(t, other.Parent.Output) {
+				if other != e && types.Identical(t, s.ParamType(other)) {
 					msg += fmt.Sprintf(": parameters bind parents in after= order (%s)", strings.Join(funcsOf(values), ", "))
 					break
 				}
@@ -1135,9 +1161,14 @@ func (a *analyzer) bindParams(w *Workflow, s *Step) {
 		a.errorf(p.Pos(), token.NoPos, ParamCount, "%s", msg)
 	case extra < len(values):
 		for _, e := range values[extra:] {
-			out := a.typeString(e.Parent.Output)
-			a.errorAt(e.Pos, ParamCount, fmt.Sprintf("parent %s of %s returns %s, but %s has no parameter for it: add a parameter of type %s or dag.Maybe[%s]",
-				e.Parent.Func, s.Func, out, s.Func, out, out))
+			out := a.typeString(s.ParamType(e))
+			if e == s.Each {
+				a.errorAt(e.Pos, ParamCount, fmt.Sprintf("each= parent %s of %s gives one element of %s per run of %s, but %s has no parameter for it: add a parameter of type %s",
+					e.Parent.Func, s.Func, a.typeString(e.Parent.ResultType()), s.Func, s.Func, out))
+				continue
+			}
+			a.errorAt(e.Pos, ParamCount, fmt.Sprintf("parent %s of %s %s, but %s has no parameter for it: add a parameter of type %s or dag.Maybe[%s]",
+				e.Parent.Func, s.Func, a.gives(e.Parent), s.Func, out, out))
 		}
 	}
 }
@@ -1152,7 +1183,7 @@ func plural(n int, what string) string {
 func (a *analyzer) describeValues(values []*Edge) string {
 	parts := make([]string, len(values))
 	for i, e := range values {
-		parts[i] = e.Parent.Func + " " + a.typeString(e.Parent.Output)
+		parts[i] = e.Parent.Func + " " + a.typeString(e.Parent.ResultType())
 	}
 	return strings.Join(parts, ", ")
 }
@@ -1316,7 +1347,7 @@ func (a *analyzer) checkPredicate(w *Workflow, s *Step, p *Predicate, it item) b
 				continue
 			}
 			sources = append(sources, predicateSource{
-				arg:  PredicateArg{Source: ArgParent, Parent: i, Type: e.Parent.Output},
+				arg:  PredicateArg{Source: ArgParent, Parent: i, Type: e.Parent.ResultType()},
 				what: "parent " + e.Parent.Func,
 			})
 		}
@@ -1351,10 +1382,11 @@ func (a *analyzer) checkPredicate(w *Workflow, s *Step, p *Predicate, it item) b
 			msg := fmt.Sprintf("parameter %s of skip predicate %s has type %s, which step %s cannot give it; it can take context.Context, %s",
 				paramName(param, i), p.Func, a.typeString(t), s.Func, strings.Join(can, ", "))
 			for _, e := range optional {
-				if types.Identical(t, e.Parent.Output) {
+				if types.Identical(t, e.Parent.ResultType()) {
 					msg += fmt.Sprintf(" (parent %s is optional, taken as dag.Maybe, so its output may be missing)", e.Parent.Func)
 				}
 			}
+			msg += a.predicateMapHint(s, t)
 			a.report(param.Pos(), token.NoPos, BadPredicateParam, Error, msg,
 				Related{Pos: p.Pos, Message: "used by " + s.Func + " here"})
 		default:

@@ -90,3 +90,65 @@ func TestPanicBecomesInternal(t *testing.T) {
 		t.Fatalf("packages %v, diagnostics %v", pkgs, diags)
 	}
 }
+
+// TestMappedGraph checks the model of mapped steps (each=, limit=): the
+// each= edge, the limit, and the types a mapped step's parameter, its
+// children and its predicates see.
+func TestMappedGraph(t *testing.T) {
+	pkgs, diags := analysis.Run(context.Background(), analysis.Config{}, "../../gen/testdata/mapped")
+	for _, d := range diags {
+		t.Errorf("diagnostic: %v", d)
+	}
+	if len(pkgs) != 1 || len(pkgs[0].Workflows) != 1 {
+		t.Fatalf("packages %+v", pkgs)
+	}
+	w := pkgs[0].Workflows[0]
+	str := func(t types.Type) string {
+		if t == nil {
+			return "<nil>"
+		}
+		return types.TypeString(t, func(*types.Package) string { return "" })
+	}
+	for _, c := range []struct {
+		step, each    string
+		limit         int
+		output        string // Output: what one element returns
+		result        string // ResultType: what children see
+		param         string // ParamType of the each= edge
+		skippable     bool
+		parentsResult []string
+	}{
+		{"ListImages", "", 0, "[]Image", "[]Image", "", false, nil},
+		{"Resize", "ListImages", 16, "Thumb", "[]Thumb", "Image", true, []string{"[]Image"}},
+		{"Measure", "ListImages", 0, "int", "[]int", "Image", false, []string{"[]Image"}},
+		{"Audit", "ListImages", 0, "<nil>", "<nil>", "Image", false, []string{"[]Image"}},
+		{"Upload", "Resize", 4, "URL", "[]URL", "Thumb", true, []string{"[]Thumb"}},
+		{"Publish", "", 0, "string", "string", "", true, []string{"[]URL", "<nil>"}},
+		{"Report", "", 0, "int", "int", "", true, []string{"[]Thumb"}},
+	} {
+		s := w.Step(c.step)
+		if s == nil {
+			t.Fatalf("no step %s", c.step)
+		}
+		each, param := "", ""
+		if s.Mapped() {
+			each, param = s.Each.Parent.Func, str(s.ParamType(s.Each))
+			if s.Each.Optional || s.Each.Param != 2 {
+				t.Errorf("%s: each= edge %+v", c.step, s.Each)
+			}
+		}
+		if each != c.each || s.Limit != c.limit || str(s.Output) != c.output || str(s.ResultType()) != c.result || param != c.param || s.Skippable != c.skippable {
+			t.Errorf("%s: each %q limit %d output %s result %s param %s skippable %v, want %+v",
+				c.step, each, s.Limit, str(s.Output), str(s.ResultType()), param, s.Skippable, c)
+		}
+		for i, e := range s.Parents {
+			if i < len(c.parentsResult) && str(e.Parent.ResultType()) != c.parentsResult[i] {
+				t.Errorf("%s: parent %s gives %s, want %s", c.step, e.Parent.Func, str(e.Parent.ResultType()), c.parentsResult[i])
+			}
+		}
+	}
+	// The predicate of mapped step Resize is given ListImages's whole slice.
+	if p := w.Step("Resize").Skip; len(p) != 1 || p[0].Args[0].Source != analysis.ArgParent || str(p[0].Args[0].Type) != "[]Image" {
+		t.Errorf("Resize skip %+v", p)
+	}
+}

@@ -23,6 +23,7 @@ const (
 	//
 	//	//dag:step after Validate
 	//	//dag:step retry=three
+	//	//dag:step after=A,B each=A,B limit=0
 	MalformedDirective
 
 	// SpacedList is a list value with spaces after or before its commas,
@@ -197,6 +198,45 @@ const (
 	//	func Charge(ctx context.Context, o Order, v dag.Maybe[Validation]) error
 	NeedlessMaybe
 
+	// EachNotParent is an each= name that is not a parent listed in the
+	// step's after=.
+	//
+	//	//dag:step after=Fetch each=ListImages
+	EachNotParent
+
+	// EachNotSlice is an each= parent whose output, as its children see
+	// it, is not a slice: a mapped step runs once per element of it.
+	//
+	//	//dag:step after=Validate each=Validate // Validate returns Validation
+	EachNotSlice
+
+	// EachParamType is the parameter of a mapped step for its each=
+	// parent when it is not the element type of that parent's slice, or
+	// is a dag.Maybe (the each= parent is required).
+	//
+	//	//dag:step after=ListImages each=ListImages // ListImages returns []Image
+	//	func Resize(ctx context.Context, a Album, imgs []Image) (Thumb, error)
+	EachParamType
+
+	// MappedParentType is a parameter for a mapped parent that takes the
+	// type one element returns rather than the slice of all of them.
+	//
+	//	//dag:step after=Resize // Resize is mapped and returns Thumb per element
+	//	func Publish(ctx context.Context, a Album, t Thumb) (URL, error)
+	MappedParentType
+
+	// LimitWithoutEach is limit= on a step that is not mapped: it bounds
+	// how many elements of a mapped step run at once.
+	//
+	//	//dag:step after=ListImages limit=16
+	LimitWithoutEach
+
+	// MisplacedEach is each= or limit= on a directive other than
+	// //dag:step: only steps can be mapped.
+	//
+	//	//dag:sleep after=ListImages each=ListImages
+	MisplacedEach
+
 	// BadSleep is a sleep func that does not return (time.Duration, error)
 	// or (time.Time, error).
 	//
@@ -305,6 +345,12 @@ var codeNames = [...]string{
 	ParamCount:              "ParamCount",
 	ParamType:               "ParamType",
 	NeedlessMaybe:           "NeedlessMaybe",
+	EachNotParent:           "EachNotParent",
+	EachNotSlice:            "EachNotSlice",
+	EachParamType:           "EachParamType",
+	MappedParentType:        "MappedParentType",
+	LimitWithoutEach:        "LimitWithoutEach",
+	MisplacedEach:           "MisplacedEach",
 	BadSleep:                "BadSleep",
 	BadOnFailure:            "BadOnFailure",
 	DuplicateOnFailure:      "DuplicateOnFailure",

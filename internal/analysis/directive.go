@@ -30,7 +30,7 @@ func directiveKeys(name string) ([]string, bool) {
 	case dirWorkflow:
 		return []string{"name"}, true
 	case dirStep:
-		return []string{"after", "skip", "retry", "backoff", "maxbackoff", "timeout", "name"}, true
+		return []string{"after", "skip", "each", "limit", "retry", "backoff", "maxbackoff", "timeout", "name"}, true
 	case dirSleep:
 		return []string{"after", "name"}, true
 	case dirOnFailure:

@@ -65,6 +65,7 @@ func TestParseDirectiveErrors(t *testing.T) {
 		{`//dag:step skip=p,	q`, []string{"\tq"}},
 		{`//dag:step after=A, retry=1`, nil}, // a trailing comma, then a key: EmptyValue later
 		{`//dag:step name=A, B`, []string{"B"}},
+		{`//dag:step each=A, B`, []string{"B"}}, // each= names one parent: not a list
 	} {
 		_, errs := parseDirective(comment(tc.text))
 		if len(errs) != len(tc.want) {

@@ -15,6 +15,28 @@
 //     signatures bind parent outputs by type in after= order, skip
 //     predicates can be given their parameters, outputs can be stored.
 //
+// The directives and the keys they accept (unknown, repeated and malformed
+// keys are errors that say how to write them):
+//
+//	//dag:workflow   on the input type       name=
+//	//dag:step       on a step func          after=A,B skip=p,q each=P limit=N
+//	                                         retry=N backoff=1s maxbackoff=1m
+//	                                         timeout=30s name=
+//	//dag:sleep      on a sleep func         after=A,B name=
+//	//dag:onfailure  on the failure handler  (none)
+//
+// after= and skip= take comma-separated func names without spaces. each=P
+// maps a step: it names one parent listed in after= whose output is a
+// slice []T, the step's parameter for P is one element T (never
+// dag.Maybe), and the step runs once per element. A mapped step's value,
+// as its children, their skip predicates and the run's result see it, is
+// the slice of its elements' outputs ([]Out, or dag.Maybe[[]Out] for an
+// optional parent), so maps chain: each=Resize after a mapped Resize maps
+// its []Thumb. The mapped step's own skip predicates apply to it as a
+// whole and see P's whole slice. limit=N (N > 0, only with each=) bounds
+// how many elements of one run are in flight at once. Sleeps and
+// onfailure funcs cannot be mapped.
+//
 // Problems are data: each is a [Diagnostic] with a position, a [Code] and a
 // message that says how to fix it where that is obvious. Analyze collects
 // all of them, sorted by position, instead of stopping at the first; a

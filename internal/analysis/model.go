@@ -71,6 +71,14 @@ type Step struct {
 	Parents []*Edge
 	// Skip predicates in skip= order.
 	Skip []*Predicate
+	// Each is the parent named by each=, one of Parents, for a mapped
+	// step: the step runs once per element of that parent's slice, and its
+	// parameter for the parent is one element. Nil for a step that is not
+	// mapped.
+	Each *Edge
+	// Limit is limit=: how many elements of one run of a mapped step are
+	// in flight at once, or 0 for no bound.
+	Limit int
 
 	MaxRetries int
 	Backoff    time.Duration
@@ -83,6 +91,36 @@ type Step struct {
 	Skippable bool
 
 	valid bool // the signature was read; Output is meaningful
+}
+
+// Mapped reports whether the step runs once per element of a parent's
+// slice (each=).
+func (s *Step) Mapped() bool { return s.Each != nil }
+
+// ResultType returns the type of the step's value as its children, their
+// skip predicates and the run's result see it: Output, or []Output for a
+// mapped step, whose value is its elements' outputs in element order. It
+// is nil for a step without a value.
+func (s *Step) ResultType() types.Type {
+	if s.Output == nil || !s.Mapped() {
+		return s.Output
+	}
+	return types.NewSlice(s.Output)
+}
+
+// ParamType returns the type the step's parameter for parent edge e has,
+// without dag.Maybe: the element type of the parent's slice for the each=
+// parent, the parent's [Step.ResultType] for any other. It is nil for a
+// parent without a value.
+func (s *Step) ParamType(e *Edge) types.Type {
+	t := e.Parent.ResultType()
+	if e != s.Each || t == nil {
+		return t
+	}
+	if sl, ok := t.Underlying().(*types.Slice); ok {
+		return sl.Elem()
+	}
+	return nil
 }
 
 // ValueParents returns the parents that bind a parameter, in order.

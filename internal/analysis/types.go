@@ -40,6 +40,14 @@ func maybeOf(t types.Type) (types.Type, bool) {
 	return args.At(0), true
 }
 
+// unMaybe returns T for dag.Maybe[T], and t for any other t.
+func unMaybe(t types.Type) types.Type {
+	if inner, ok := maybeOf(t); ok {
+		return inner
+	}
+	return t
+}
+
 // unencodable explains why values of t cannot be stored as JSON, or
 // returns "". It looks for the kinds encoding/json rejects: channels, funcs,
 // unsafe pointers, complex numbers and maps with such keys, and for
