@@ -115,7 +115,7 @@ type task struct {
 	released       int // attempts released by a stopping worker: they do not count
 	claimedAt      time.Time
 	queuedAt       time.Time
-	waitingLogged  bool // a WAITING event was logged since it was last queued
+	waitingLogged  bool     // a WAITING event was logged since it was last queued
 	mapping        *mapping // a KindMap task's elements, once it is mapped
 }
 

@@ -12,7 +12,7 @@ import (
 
 // AlbumFingerprint identifies workflow "Album" as generated (its steps, edges and types):
 // AlbumDefinition().Fingerprint() returns it, and runs record it.
-const AlbumFingerprint = "ad5b3afb1d582107"
+const AlbumFingerprint = "c9c0da8865c96dbc"
 
 // The signatures of the funcs of workflow "Album" as generated. AlbumDefinition
 // assigns each func to a variable of its type, so a func changed since then
