@@ -3,18 +3,57 @@ package mapped
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"testing"
 
+	"github.com/dagenhq/dagen/runtime/dagtest"
 	"github.com/dagenhq/dagen/runtime/engine"
 	"github.com/dagenhq/dagen/runtime/store"
 )
 
-// The engine's half of mapping (element tasks, the collector) is not this
-// package's to test: these tests check the definition the generated code
-// builds, and that each adapter reads its parents in the shape the engine
-// hands them over: one element for the each= parent of a mapped step, the
-// whole slice for its skip predicates, the slice of the elements' outputs
-// for the children of a mapped step.
+// These tests check the definition the generated code builds, that each
+// adapter reads its parents in the shape the engine hands them over (one
+// element for the each= parent of a mapped step, the whole slice for its
+// skip predicates, the slice of the elements' outputs for the children of
+// a mapped step), and a whole run on dagtest.
+
+func TestRun(t *testing.T) {
+	ctx := context.Background()
+	h := dagtest.New(t)
+	wf, err := NewAlbumWorkflow(h.Engine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := wf.Run(ctx, "tenant", Album{Name: "trip", Images: []string{"a.jpg", "bb.jpg", "ccc.jpg"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	thumbs, ok := res.Resize.Get()
+	if !ok || len(thumbs) != 3 || thumbs[2] != (Thumb{Image: "ccc.jpg", Size: 64}) {
+		t.Errorf("Resize = %+v, %v", thumbs, ok)
+	}
+	if want := []int{5, 6, 7}; !slices.Equal(res.Measure, want) {
+		t.Errorf("Measure = %v, want %v", res.Measure, want)
+	}
+	if got, _ := res.Publish.Get(); got != "https://img.example/trip/a.jpg https://img.example/trip/bb.jpg https://img.example/trip/ccc.jpg" {
+		t.Errorf("Publish = %q", got)
+	}
+	if n, _ := res.Report.Get(); n != 3 {
+		t.Errorf("Report = %d", n)
+	}
+
+	// No images: every map completes empty, and Publish skips.
+	res, err = wf.Run(ctx, "tenant", Album{Name: "empty"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Measure == nil || len(res.Measure) != 0 {
+		t.Errorf("Measure of no images = %#v, want an empty slice", res.Measure)
+	}
+	if _, ok := res.Publish.Get(); ok {
+		t.Error("Publish ran with nothing uploaded")
+	}
+}
 
 func TestDefinition(t *testing.T) {
 	def := AlbumDefinition()
