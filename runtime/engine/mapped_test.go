@@ -171,3 +171,81 @@ func TestMapOverCapFailsParent(t *testing.T) {
 	require.Contains(t, res.Failure.Message, "4 elements")
 	require.Contains(t, res.Failure.Message, "cap of 3")
 }
+
+// TestMapTruthTable covers the truth table's rows for a mapped step as a
+// whole: a skipped parent cascades to it (and on to its children), a skip
+// predicate skips it before it is mapped, and an optional child of a
+// skipped mapped step runs with an empty Maybe.
+func TestMapTruthTable(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		listSkip   bool
+		mapSkip    bool
+		wantReason string
+	}{
+		{"skipped parent cascades", true, false, "parent List skipped"},
+		{"predicate skips the whole step", false, true, "skip=always"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := &mapDef{}
+			def := m.def()
+			if tc.listSkip {
+				def.Steps[0].Skip = []engine.Predicate{always}
+			}
+			if tc.mapSkip {
+				def.Steps[1].Skip = []engine.Predicate{{Name: "always", Eval: func(ctx context.Context, in engine.StepInput) (bool, error) {
+					whole, err := engine.ParentOutput[[]int](in, "List")
+					if err != nil || len(whole) != 3 {
+						return false, fmt.Errorf("the predicate sees the whole slice: %v, %w", whole, err)
+					}
+					return true, nil
+				}}}
+			}
+			def.Steps = append(def.Steps, engine.Step{Name: "Count", Parents: append(req("List"), opt("Square")...), OutputType: "int",
+				Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+					sq, err := engine.ParentMaybe[[]int](in, "Square")
+					if err != nil {
+						return nil, err
+					}
+					v, ok := sq.Get()
+					if !ok {
+						return engine.Encode(-1)
+					}
+					return engine.Encode(len(v))
+				}})
+			_, res, err := runDef(t, def, 3)
+			require.NoError(t, err)
+			require.Equal(t, store.TaskSkipped, res.Tasks["Square"].Status)
+			require.Equal(t, tc.wantReason, res.Tasks["Square"].Reason)
+			require.Equal(t, store.TaskSkipped, res.Tasks["Sum"].Status, "a required child cascades")
+			require.Equal(t, "parent Square skipped", res.Tasks["Sum"].Reason)
+			require.Empty(t, m.calls, "no element ran")
+			_, mapped := res.Tasks["Square[0]"]
+			require.False(t, mapped, "a skipped mapped step has no elements")
+			if !tc.listSkip {
+				n, err := engine.Output[int](res, "Count")
+				require.NoError(t, err)
+				require.Equal(t, -1, n, "an optional child gets an empty Maybe")
+			}
+		})
+	}
+}
+
+// TestMapOfMap maps a mapped step's output: element i feeds element i.
+func TestMapOfMap(t *testing.T) {
+	m := &mapDef{}
+	def := m.def()
+	def.Steps = append(def.Steps, engine.Step{Name: "Neg", Parents: req("Square"), Each: "Square", OutputType: "int",
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			v, err := engine.ParentOutput[int](in, "Square")
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(-v)
+		}})
+	_, res, err := runDef(t, def, 4)
+	require.NoError(t, err)
+	neg, err := engine.Output[[]int](res, "Neg")
+	require.NoError(t, err)
+	require.Equal(t, []int{-1, -4, -9, -16}, neg)
+}

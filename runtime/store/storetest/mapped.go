@@ -233,7 +233,7 @@ func testMapCancel(f *fixture) {
 // tenant's run: its task is claimed among the first, not after them.
 func testMapFairness(f *fixture) {
 	t := f.t
-	const n = 20_000
+	const n = 100_000
 	r := mapRun()
 	f.create(r)
 	f.mapped(r, n, 0)
