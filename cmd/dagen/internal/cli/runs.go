@@ -327,6 +327,8 @@ func (r *runsIO) show(args []string) int {
 			Reason    string   `json:"reason,omitempty"`
 			Seconds   *float64 `json:"seconds,omitempty"`
 			Output    *string  `json:"output,omitempty"`
+			Elements  int      `json:"elements,omitempty"` // a mapped step's, once mapped
+			Element   *int     `json:"element,omitempty"`  // an element's index
 		}
 		out := struct {
 			runJSON
@@ -347,6 +349,10 @@ func (r *runsIO) show(args []string) int {
 			if tj.Parents == nil {
 				tj.Parents = []string{}
 			}
+			tj.Elements = t.Elements
+			if t.Kind == store.KindElement {
+				tj.Element = &t.Element
+			}
 			out.Tasks = append(out.Tasks, tj)
 		}
 		printJSON(r.stdout, out)
@@ -363,9 +369,26 @@ func (r *runsIO) show(args []string) int {
 	fmt.Fprintln(r.stdout)
 	tw := tabwriter.NewWriter(r.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "STEP\tAFTER\tSTATUS\tATTEMPTS\tDURATION\tERROR OR REASON")
+	progress := mapProgress(tasks)
+	shown := map[string]int{} // elements listed, by mapped step
 	for _, t := range tasks {
 		if t.Kind == store.KindOnFailure && t.Status == store.TaskPending {
 			continue // the run did not fail: its handler never ran
+		}
+		if t.Kind == store.KindElement {
+			// Elements that completed are counted on their step's row;
+			// the others are listed, up to a few a step.
+			step, _, _ := store.ParseElement(t.Name)
+			if t.Status == store.TaskCompleted {
+				continue
+			}
+			if shown[step]++; shown[step] > maxElementsShown {
+				if shown[step] == maxElementsShown+1 {
+					rest := progress[step].total - progress[step].done - maxElementsShown
+					fmt.Fprintf(tw, "  …\t\t\t\t\t%d more elements not completed: dagen runs show -json lists them all\n", rest)
+				}
+				continue
+			}
 		}
 		dur := "-"
 		if tm := times[t.Name]; !tm.started.IsZero() && !tm.ended.IsZero() {
@@ -379,10 +402,45 @@ func (r *runsIO) show(args []string) int {
 		if after == "" {
 			after = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", t.Name, after, t.Status, t.Attempt, dur, firstLine(why))
+		name, status := t.Name, string(t.Status)
+		if t.Kind == store.KindElement {
+			name, after = "  "+name, "-"
+		}
+		if p, ok := progress[t.Name]; ok && t.Kind == store.KindMap {
+			status += fmt.Sprintf(" (%d of %d elements done)", p.done, p.total)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", name, after, status, t.Attempt, dur, firstLine(why))
 	}
 	_ = tw.Flush()
 	return ExitOK
+}
+
+// maxElementsShown is how many unfinished elements of a mapped step
+// `runs show` lists.
+const maxElementsShown = 10
+
+// elementProgress is how many of a mapped step's elements completed.
+type elementProgress struct{ done, total int }
+
+// mapProgress returns, by mapped step, how many of its elements completed.
+func mapProgress(tasks []store.Task) map[string]elementProgress {
+	out := map[string]elementProgress{}
+	for _, t := range tasks {
+		if t.Kind == store.KindMap && t.Elements > 0 {
+			out[t.Name] = elementProgress{total: t.Elements}
+		}
+	}
+	for _, t := range tasks {
+		if t.Kind != store.KindElement || t.Status != store.TaskCompleted {
+			continue
+		}
+		step, i, _ := store.ParseElement(t.Name)
+		if p, ok := out[step]; ok && i < p.total {
+			p.done++
+			out[step] = p
+		}
+	}
+	return out
 }
 
 // mermaidRun draws a run's tasks as a Mermaid flowchart, each step
@@ -390,14 +448,23 @@ func (r *runsIO) show(args []string) int {
 func mermaidRun(tasks []store.Task) string {
 	var b strings.Builder
 	b.WriteString("flowchart TD\n")
+	progress := mapProgress(tasks)
+	tasks = slices.DeleteFunc(slices.Clone(tasks), func(t store.Task) bool { return t.Kind == store.KindElement })
 	ids := map[string]string{}
 	for i, t := range tasks {
 		ids[t.Name] = fmt.Sprintf("t%d", i)
 	}
 	for _, t := range tasks {
 		label := t.Name
-		if t.Kind == store.KindSleep {
+		switch t.Kind {
+		case store.KindSleep:
 			label += " (sleep)"
+		case store.KindMap:
+			if p, ok := progress[t.Name]; ok {
+				label += fmt.Sprintf(" (each: %d of %d)", p.done, p.total)
+			} else {
+				label += " (each)"
+			}
 		}
 		fmt.Fprintf(&b, "    %s[%q]:::%s\n", ids[t.Name], label+" · "+strings.ToLower(string(t.Status)), strings.ToLower(string(t.Status)))
 	}
@@ -408,7 +475,7 @@ func mermaidRun(tasks []store.Task) string {
 	}
 	for _, c := range []struct{ status, fill string }{
 		{"pending", "#eeeeee"}, {"queued", "#dde7f5"}, {"running", "#9ec5fe"}, {"sleeping", "#d8cff5"},
-		{"backoff", "#ffe69c"}, {"completed", "#a3cfbb"}, {"skipped", "#f8f9fa,stroke-dasharray: 4 4"},
+		{"backoff", "#ffe69c"}, {"mapping", "#9ec5fe"}, {"completed", "#a3cfbb"}, {"skipped", "#f8f9fa,stroke-dasharray: 4 4"},
 		{"failed", "#f1aeb5"}, {"cancelled", "#ced4da"},
 	} {
 		fmt.Fprintf(&b, "    classDef %s fill:%s\n", c.status, c.fill)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -191,4 +192,78 @@ func TestRunsCommands(t *testing.T) {
 		t.Errorf("cancel of a finished run: %s", errOut)
 	}
 
+}
+
+// TestRunsShowMapped shows a run whose mapped step failed on one element:
+// the step's row counts its elements, the elements that did not complete
+// are listed (a few), and the graph draws the step as one node.
+func TestRunsShowMapped(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	schema := pgtest.Schema(t)
+	pool := pgtest.Pool(t, schema, 4)
+	if err := pgstore.Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	st, err := pgstore.New(ctx, pool, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.New(st, &engine.Config{Manual: true, BatchSize: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := &engine.Definition{Name: "fan", InputType: "int", Steps: []engine.Step{
+		{Name: "list", OutputType: "[]int", Run: func(context.Context, engine.StepInput) ([]byte, error) {
+			out := make([]int, 30)
+			for i := range out {
+				out[i] = i
+			}
+			return engine.Encode(out)
+		}},
+		{Name: "each", Parents: []engine.Parent{{Name: "list"}}, Each: "list", OutputType: "int",
+			Run: func(_ context.Context, in engine.StepInput) ([]byte, error) {
+				v, err := engine.ParentOutput[int](in, "list")
+				if err != nil {
+					return nil, err
+				}
+				if v == 3 {
+					return nil, dag.Terminal(errors.New("element three is bad"))
+				}
+				return engine.Encode(v)
+			}},
+	}}
+	if err := e.Register(def); err != nil {
+		t.Fatal(err)
+	}
+	id, err := e.Trigger(ctx, "fan", "acme", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Wait(ctx, id); !errors.Is(err, engine.ErrRunFailed) {
+		t.Fatalf("wait: %v", err)
+	}
+
+	out, _ := runsCmd(t, cli.ExitOK, schema, "show", id.String())
+	for _, re := range []string{
+		`failed: step each\[3\], attempt 1: element three is bad`,
+		`(?m)^each +list +CANCELLED \(\d+ of 30 elements done\) +1 `,
+		`(?m)^  each\[3\] +- +FAILED +1 +\S+ +element three is bad`,
+		`(?m)^  … +\d+ more elements not completed: dagen runs show -json lists them all`,
+	} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("show: no %s in\n%s", re, out)
+		}
+	}
+	if n := strings.Count(out, "\n  each["); n != 10 {
+		t.Errorf("show lists %d elements, want 10:\n%s", n, out)
+	}
+	out, _ = runsCmd(t, cli.ExitOK, schema, "show", "-graph", id.String())
+	if !regexp.MustCompile(`t1\["each \(each: \d+ of 30\) · cancelled"\]`).MatchString(out) || strings.Contains(out, "each[") {
+		t.Errorf("show -graph draws the mapped step as one node:\n%s", out)
+	}
+	out, _ = runsCmd(t, cli.ExitOK, schema, "show", "-json", id.String())
+	if strings.Count(out, `"element":`) != 30 || !strings.Contains(out, `"elements": 30`) {
+		t.Errorf("show -json lists every element:\n%.2000s", out)
+	}
 }
