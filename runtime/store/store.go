@@ -70,7 +70,9 @@ type Store interface {
 	GetRun(ctx context.Context, id dag.RunID) (Run, error)
 
 	// ListTasks returns every task of a run, in the order they were
-	// created. An unknown id is an error wrapping [ErrRunNotFound].
+	// created, but for elements: a mapped task's elements come right
+	// after it, in element order. An unknown id is an error wrapping
+	// [ErrRunNotFound].
 	ListTasks(ctx context.Context, id dag.RunID) ([]Task, error)
 
 	// ListEvents returns the event log of a run, oldest first: in the
