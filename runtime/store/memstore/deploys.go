@@ -125,14 +125,20 @@ func (s *Store) InFlight(ctx context.Context, served []string, sample int) (stor
 		}
 		wf.Runs++
 		stranded := false
+		counted := make(map[string]bool) // signatures counted for this run: elements share their step's
 		for ti := range r.tasks {
 			t, nt := &r.tasks[ti], r.spec(ti)
-			if t.status.Terminal() || nt.Kind == store.KindOnFailure && t.status == store.TaskPending {
+			if t.status.Terminal() || nt.Kind == store.KindOnFailure && t.status == store.TaskPending || counted[nt.Signature] {
 				continue
 			}
+			counted[nt.Signature] = true
 			f := bySig[nt.Signature]
 			if f == nil {
-				f = &store.InFlight{Signature: nt.Signature, Workflow: r.rec.Workflow, Step: nt.Name, Served: slices.Contains(served, nt.Signature)}
+				step := nt.Name
+				if el := r.element(ti); el != nil {
+					step = r.spec(el.mapTi).Name
+				}
+				f = &store.InFlight{Signature: nt.Signature, Workflow: r.rec.Workflow, Step: step, Served: slices.Contains(served, nt.Signature)}
 				if si, ok := s.sigInfos[nt.Signature]; ok {
 					si.Parents = slices.Clone(si.Parents)
 					f.Info = &si

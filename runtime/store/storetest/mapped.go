@@ -22,6 +22,7 @@ var mappedTests = []struct {
 	{"CancelRunCancelsElements", testMapCancel},
 	{"ElementsQueueFairly", testMapFairness},
 	{"RetryRunMapsAnew", testMapRetryRun},
+	{"InFlightCountsStepOnce", testMapInFlight},
 }
 
 // mapRun is list -> sq (mapping list) -> sum: the mapped task has the
@@ -282,4 +283,29 @@ func testMapRetryRun(f *fixture) {
 	sum := f.claimOne()
 	f.complete(done(sum, "5"))
 	require.Equal(t, store.RunCompleted, f.run(r.ID).Status)
+}
+
+// testMapInFlight: before a deploy, a run with a mapped step under way
+// counts once for the step's signature, under the step's name.
+func testMapInFlight(f *fixture) {
+	t := f.t
+	d, ok := f.st.(store.Deploys)
+	if !ok {
+		t.Skipf("%T does not implement store.Deploys", f.st)
+	}
+	r := mapRun()
+	f.create(r)
+	f.mapped(r, 5, 2)
+	f.claim(1)
+	rep, err := d.InFlight(f.ctx, nil, 3)
+	require.NoError(t, err)
+	var found bool
+	for _, s := range rep.Signatures {
+		if s.Signature == "wf/sq" {
+			found = true
+			require.Equal(t, "sq", s.Step)
+			require.Equal(t, 1, s.Runs)
+		}
+	}
+	require.True(t, found, "%+v", rep.Signatures)
 }
