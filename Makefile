@@ -33,10 +33,11 @@ verify-generated:
 	$(GO) run ./cmd/dagen diff ./...
 	$(GO) test -count=1 -run 'TestGolden' ./gen
 
-## demo: generate the example workflow and run it (Postgres when DATABASE_URL is set).
+## demo: generate the example workflows and run them, the order demo then the album demo (a mapped step) (Postgres when DATABASE_URL is set).
 demo:
 	$(GO) generate ./examples/...
 	$(GO) run ./examples/order/demo
+	$(GO) run ./examples/album/demo
 
 ## bench: dagen's benchmark workloads on Postgres (DATABASE_URL), with River's single_step on the same database right before and right after dagen's throughput workloads, then dagen/River throughput ratios (against the mean of the two River runs). BENCH_FLAGS and RIVER_FLAGS pass flags, e.g. BENCH_FLAGS='-scale 0.05' RIVER_FLAGS='-jobs 1000'.
 ## The throughput workloads run tuned (Concurrency 2048, batches of 512), as River runs tuned (2,000 workers); the latency workloads at Concurrency 64.
@@ -46,7 +47,7 @@ BENCH_OUT ?= $(or $(TMPDIR),/tmp)/dagen-bench
 bench:
 	@mkdir -p $(abspath $(BENCH_OUT))
 	cd bench/river && $(GO) run . -settings tuned $(RIVER_FLAGS) > $(abspath $(BENCH_OUT))/river.txt
-	$(GO) run ./examples/bench -workloads single_step,chain10,fan50 -concurrency 2048 -batch 512 $(BENCH_FLAGS) -json-out $(abspath $(BENCH_OUT))/dagen.jsonl
+	$(GO) run ./examples/bench -workloads single_step,chain10,fan50,map100k,map1k -concurrency 2048 -batch 512 $(BENCH_FLAGS) -json-out $(abspath $(BENCH_OUT))/dagen.jsonl
 	cd bench/river && $(GO) run . -settings tuned $(RIVER_FLAGS) >> $(abspath $(BENCH_OUT))/river.txt
 	$(GO) run ./examples/bench -workloads fairness,low_load $(BENCH_FLAGS) -json-out $(abspath $(BENCH_OUT))/dagen-latency.jsonl
 	@cat $(abspath $(BENCH_OUT))/river.txt

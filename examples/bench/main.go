@@ -1,11 +1,14 @@
 // Command bench is dagen's benchmark: generated workflows (package flows)
-// run by the engine on Postgres, in five workloads:
+// run by the engine on Postgres, in seven workloads:
 //
 //   - single_step: 20,000 runs of one no-op step, enqueued up front, then
 //     drained by a started engine: steps/s;
 //   - chain10: 2,000 runs of ten chained no-op steps: steps/s and run
 //     latency (finished_at − created_at) p50/p99;
 //   - fan50: 200 runs of 1 → 50 → 1: steps/s;
+//   - map100k: one run whose mapped step (each=) has 100,000 elements:
+//     steps/s (every element a step) and the worker's peak RSS;
+//   - map1k: 100 runs whose mapped step has 1,000 elements each: steps/s;
 //   - fairness: tenant A's run latency, one run at a time, on an idle
 //     engine and then while tenant B's 20,000 runs drain;
 //   - low_load: one two-step run every 10ms for 10s: the latency from A's
@@ -39,7 +42,7 @@ import (
 const defaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
 
 // allWorkloads lists the workloads in the order they run.
-var allWorkloads = []string{"single_step", "chain10", "fan50", "fairness", "low_load"}
+var allWorkloads = []string{"single_step", "chain10", "fan50", "map100k", "map1k", "fairness", "low_load"}
 
 // options is what the command line sets.
 type options struct {
@@ -63,6 +66,7 @@ type options struct {
 	planCacheMode string
 
 	cpuProfile string
+	memProfile string
 	jsonOut    string // also write the JSON lines here
 	riverJSON  string // River's output, for the ratios
 	compare    string // a saved output of this command: only compare it with riverJSON
@@ -95,7 +99,7 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 	fs.StringVar(&o.schema, "schema", "dagen_bench", "schema for dagen's tables: dropped and created at start, dropped at the end")
 	fs.BoolVar(&o.keep, "keep", false, "keep the schema at the end")
 	fs.StringVar(&workloads, "workloads", strings.Join(allWorkloads, ","), "comma-separated workloads to run")
-	fs.Float64Var(&o.scale, "scale", 1, "multiplies every run count (0.05 for a quick check)")
+	fs.Float64Var(&o.scale, "scale", 1, "multiplies every run count, and map100k's elements (0.05 for a quick check)")
 	fs.IntVar(&o.concurrency, "concurrency", 64, "engine Concurrency: steps executing at once")
 	fs.IntVar(&o.batchSize, "batch", 0, "engine BatchSize: tasks per claim and per completion (0: Concurrency)")
 	fs.DurationVar(&o.pollInterval, "poll", 20*time.Millisecond, "engine PollInterval")
@@ -103,6 +107,7 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up on a workload after this long")
 	fs.StringVar(&o.planCacheMode, "plan-cache-mode", "", "set the sessions' plan_cache_mode (auto, force_generic_plan, force_custom_plan); empty: the server's")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
+	fs.StringVar(&o.memProfile, "memprofile", "", "write a heap profile at the end of the run to this file (alloc_space: what the whole run allocated)")
 	fs.StringVar(&o.jsonOut, "json-out", "", "also write the JSON lines to this file")
 	fs.StringVar(&o.riverJSON, "river-json", "", "River's output (bench/river); print dagen/River ratios")
 	fs.StringVar(&o.compare, "compare", "", "run nothing: compare this saved output of bench with -river-json")
@@ -207,6 +212,11 @@ func run(ctx context.Context, o options, out, log io.Writer) error {
 		}()
 	}
 	results, err := runWorkloads(ctx, o, log)
+	if o.memProfile != "" {
+		if perr := writeHeapProfile(o.memProfile); perr != nil {
+			err = errors.Join(err, perr)
+		}
+	}
 	if len(results) > 0 {
 		printTable(out, results)
 		if werr := writeJSON(out, o.jsonOut, results); werr != nil {
@@ -222,6 +232,22 @@ func run(ctx context.Context, o options, out, log io.Writer) error {
 			return rerr
 		}
 		printRatios(out, results, rivers)
+	}
+	return nil
+}
+
+// writeHeapProfile writes the heap profile to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("heap profile: %w", err)
+	}
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		f.Close()
+		return fmt.Errorf("heap profile: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("heap profile: %w", err)
 	}
 	return nil
 }

@@ -21,8 +21,16 @@ func printTable(out io.Writer, results []Result) {
 			r.RSSMB, r.RSSNowMB, r.WorkerCPUSec, r.WorkerCPUPct, r.PGCPUSec, r.PGCPUPct, r.PGOwnCPUSec, r.PGOwnCPUPct, r.StealPct)
 	}
 	_ = tw.Flush()
+	var fan *Result
+	for i := range results {
+		if results[i].Workload == "fan50" {
+			fan = &results[i]
+		}
+	}
 	for _, r := range results {
 		switch r.Workload {
+		case "map100k", "map1k":
+			fmt.Fprintf(out, "%s: %d run(s) of %d elements; steps count every element, Items and Collect%s\n", r.Workload, r.Runs, r.Elements, mapVerdict(r, fan))
 		case "chain10":
 			fmt.Fprintf(out, "chain10: p50/p99 are run latencies (finished_at - created_at) of runs all enqueued before the engine started\n")
 		case "fairness":
@@ -44,6 +52,35 @@ func printTable(out io.Writer, results []Result) {
 			fmt.Fprintf(out, "WARNING: %s lost %.1f%% of the machine's CPU to its host (steal): its figures are not comparable; run it again\n", r.Workload, r.StealPct)
 		}
 	}
+}
+
+// The targets of the map workloads: steps/s against fan50's in the same
+// run, and map100k's peak RSS.
+const (
+	mapMinOfFan = 0.8
+	mapMaxRSSMB = 150
+)
+
+// mapVerdict compares a map workload with its targets: fan50's steps/s in
+// the same results (when fan50 ran), and for map100k the peak RSS.
+func mapVerdict(r Result, fan *Result) string {
+	var v string
+	if fan != nil && fan.StepsPerSec > 0 {
+		ratio := r.StepsPerSec / fan.StepsPerSec
+		verdict := "meets"
+		if ratio < mapMinOfFan {
+			verdict = "BELOW"
+		}
+		v += fmt.Sprintf("; steps/s %.2f of fan50's (target >= %.1f: %s)", ratio, mapMinOfFan, verdict)
+	}
+	if r.Workload == "map100k" {
+		verdict := "meets"
+		if r.RSSMB >= mapMaxRSSMB {
+			verdict = "ABOVE"
+		}
+		v += fmt.Sprintf("; peak RSS %.1f MB (target < %d MB: %s)", r.RSSMB, mapMaxRSSMB, verdict)
+	}
+	return v
 }
 
 func opt(v float64, format string) string {

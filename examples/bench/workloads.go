@@ -30,9 +30,16 @@ const (
 	fairWarmRuns = 10    // unmeasured runs of A first, so both phases run on warm connections
 	lowLoadRuns  = 1_000 // one every lowLoadEvery: 10s
 	lowLoadEvery = 10 * time.Millisecond
+	// map100k is one run of mapBigElements elements (-scale multiplies
+	// the elements: there is one run); map1k is mapSmallRuns runs of
+	// mapSmallElements elements (-scale multiplies the runs).
+	mapBigElements   = 100_000
+	mapSmallRuns     = 100
+	mapSmallElements = 1_000
 
 	chainSteps = 10
 	fanSteps   = 52 // Root, F01..F50, Join
+	mapSteps   = 2  // Items and Collect, besides one step per element
 
 	triggerChunk = 1_000 // runs per TriggerMany
 )
@@ -49,6 +56,7 @@ var (
 	singleName = flows.SingleDefinition().Name
 	chainName  = flows.ChainDefinition().Name
 	fanName    = flows.FanDefinition().Name
+	mapName    = flows.MapDefinition().Name
 )
 
 // Result is one workload's figures: one JSON line. Fields that do not
@@ -60,10 +68,14 @@ type Result struct {
 	// ended COMPLETED (anything else is an error).
 	Runs      int `json:"runs"`
 	Completed int `json:"completed"`
-	// Steps executed in the timed window, and the window.
+	// Steps executed in the timed window, and the window. A mapped step
+	// counts once per element.
 	Steps       int     `json:"steps,omitempty"`
 	Seconds     float64 `json:"seconds"`
 	StepsPerSec float64 `json:"steps_per_sec,omitempty"`
+	// Elements is how many elements each run's mapped step has (map100k,
+	// map1k).
+	Elements int `json:"elements,omitempty"`
 
 	// Latency percentiles in milliseconds: run latency for chain10, tenant
 	// A's latency under load for fairness, step-to-step latency with
@@ -199,6 +211,12 @@ func (b *bench) workload(ctx context.Context, name string) (Result, error) {
 		}
 	case "fan50":
 		err = b.throughput(ctx, &res, fanName, b.scaled(fanRuns), fanSteps, func(i int) any { return flows.Fan{N: i} })
+	case "map100k":
+		res.Elements = b.scaled(mapBigElements)
+		err = b.throughput(ctx, &res, mapName, 1, mapSteps+res.Elements, func(int) any { return flows.Map{N: res.Elements} })
+	case "map1k":
+		res.Elements = mapSmallElements
+		err = b.throughput(ctx, &res, mapName, b.scaled(mapSmallRuns), mapSteps+res.Elements, func(int) any { return flows.Map{N: res.Elements} })
 	case "fairness":
 		err = b.fairness(ctx, &res)
 	case "low_load":
@@ -259,6 +277,9 @@ func (b *bench) newWorker(ctx context.Context, disableNotify bool) (*worker, err
 		return nil, err
 	}
 	if _, err = flows.NewFanWorkflow(e); err != nil {
+		return nil, err
+	}
+	if _, err = flows.NewMapWorkflow(e); err != nil {
 		return nil, err
 	}
 	return w, nil

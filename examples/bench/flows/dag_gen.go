@@ -1882,3 +1882,205 @@ func (r *FanRun) Wait(ctx context.Context) (FanResult, error) {
 type FanResult struct {
 	Join int
 }
+
+// MapFingerprint identifies workflow "Map" as generated (its steps, edges and types):
+// MapDefinition().Fingerprint() returns it, and runs record it.
+const MapFingerprint = "8f9163ea9d4873b5"
+
+// The signatures of the funcs of workflow "Map" as generated. MapDefinition
+// assigns each func to a variable of its type, so a func changed since then
+// fails the build there, with an error that names the type: run go generate.
+type (
+	_dagenSignature_Items_changed_run_go_generate   func(context.Context, Map) ([]int, error)
+	_dagenSignature_Elem_changed_run_go_generate    func(context.Context, Map, int) (int, error)
+	_dagenSignature_Collect_changed_run_go_generate func(context.Context, Map, []int) (int, error)
+)
+
+// _dagenMapFuncs holds the funcs of workflow "Map" with the signatures they
+// were generated for. MapDefinition fills it from its guards; the step
+// funcs below call the funcs through it.
+type _dagenMapFuncs struct {
+	ItemsFn   _dagenSignature_Items_changed_run_go_generate
+	ElemFn    _dagenSignature_Elem_changed_run_go_generate
+	CollectFn _dagenSignature_Collect_changed_run_go_generate
+}
+
+// MapDefinition returns the engine definition of workflow "Map".
+// NewMapWorkflow registers it and returns a typed handle.
+func MapDefinition() *engine.Definition {
+	// Compile-time guards: each func with the signature it was generated for.
+	// If one of these lines does not compile, the func changed: run go generate.
+	var (
+		ItemsFn   _dagenSignature_Items_changed_run_go_generate   = Items
+		ElemFn    _dagenSignature_Elem_changed_run_go_generate    = Elem
+		CollectFn _dagenSignature_Collect_changed_run_go_generate = Collect
+	)
+	fns := &_dagenMapFuncs{
+		ItemsFn:   ItemsFn,
+		ElemFn:    ElemFn,
+		CollectFn: CollectFn,
+	}
+	def := &engine.Definition{
+		Name:      "Map",
+		InputType: "github.com/dagenhq/dagen/examples/bench/flows.Map",
+		Steps:     make([]engine.Step, 0, 3),
+	}
+	def.Steps = append(def.Steps, _dagenMap_Items(fns))
+	def.Steps = append(def.Steps, _dagenMap_Elem(fns))
+	def.Steps = append(def.Steps, _dagenMap_Collect(fns))
+	return def
+}
+
+// _dagenMap_Items returns step "Items" of workflow "Map".
+func _dagenMap_Items(fns *_dagenMapFuncs) engine.Step {
+	return engine.Step{
+		Name:       "Items",
+		OutputType: "[]int",
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Map](in)
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.ItemsFn(ctx, input)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// _dagenMap_Elem returns step "Elem" of workflow "Map".
+func _dagenMap_Elem(fns *_dagenMapFuncs) engine.Step {
+	return engine.Step{
+		Name:       "Elem",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "Items"}},
+		Each:       "Items",
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Map](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[int](in, "Items")
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.ElemFn(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// _dagenMap_Collect returns step "Collect" of workflow "Map".
+func _dagenMap_Collect(fns *_dagenMapFuncs) engine.Step {
+	return engine.Step{
+		Name:       "Collect",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "Elem"}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Map](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[[]int](in, "Elem")
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.CollectFn(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// MapWorkflow runs workflow "Map" on an engine with typed inputs and outputs.
+type MapWorkflow struct {
+	engine *engine.Engine
+}
+
+// NewMapWorkflow registers workflow "Map" with e and returns its typed handle.
+// Registering the same workflow twice on one engine is an error.
+func NewMapWorkflow(e *engine.Engine) (*MapWorkflow, error) {
+	if err := e.Register(MapDefinition()); err != nil {
+		return nil, fmt.Errorf("register workflow Map: %w", err)
+	}
+	return &MapWorkflow{engine: e}, nil
+}
+
+// Run starts a run of "Map" for tenant and waits until it finishes.
+func (w *MapWorkflow) Run(ctx context.Context, tenant string, input Map) (MapResult, error) {
+	run, err := w.Start(ctx, tenant, input)
+	if err != nil {
+		return MapResult{}, err
+	}
+	return run.Wait(ctx)
+}
+
+// Start starts a run of "Map" for tenant and returns at once.
+func (w *MapWorkflow) Start(ctx context.Context, tenant string, input Map) (*MapRun, error) {
+	id, err := w.engine.Trigger(ctx, "Map", tenant, input)
+	if err != nil {
+		return nil, err
+	}
+	return &MapRun{
+		engine: w.engine,
+		id:     id,
+	}, nil
+}
+
+// Get returns the typed handle of the run of "Map" with id, like the one Start
+// returns, so a run whose id was kept can be waited on. Get does not check that
+// the run exists: Wait reports an unknown id with an error that wraps
+// store.ErrRunNotFound.
+func (w *MapWorkflow) Get(id dag.RunID) *MapRun {
+	return &MapRun{
+		engine: w.engine,
+		id:     id,
+	}
+}
+
+// MapRun is one run of workflow "Map".
+type MapRun struct {
+	engine *engine.Engine
+	id     dag.RunID
+}
+
+// ID returns the run's id.
+func (r *MapRun) ID() dag.RunID {
+	return r.id
+}
+
+// Wait blocks until the run finishes and returns the outputs of its steps.
+// When the run failed or was cancelled, the error is the engine's *engine.RunError.
+func (r *MapRun) Wait(ctx context.Context) (MapResult, error) {
+	res, err := r.engine.Wait(ctx, r.id)
+	if err != nil {
+		return MapResult{}, err
+	}
+	var out MapResult
+	if out.Items, err = engine.Output[[]int](res, "Items"); err != nil {
+		return MapResult{}, err
+	}
+	if out.Elem, err = engine.Output[[]int](res, "Elem"); err != nil {
+		return MapResult{}, err
+	}
+	if out.Collect, err = engine.Output[int](res, "Collect"); err != nil {
+		return MapResult{}, err
+	}
+	return out, nil
+}
+
+// MapResult holds the outputs of a finished run of workflow "Map": one field
+// per step that returns a value, a dag.Maybe when the step can be skipped;
+// a mapped step's field is the slice of its elements' outputs, in element order.
+type MapResult struct {
+	Items   []int
+	Elem    []int
+	Collect int
+}

@@ -1,7 +1,8 @@
 // Package flows holds the workflows of dagen's benchmark (examples/bench):
 // Single (one no-op step), Chain (ten no-op steps in a chain), Fan (one
-// step, fifty parallel steps, one fan-in) and Pair (two steps, for
-// step-to-step latency). Every step is a no-op, so the benchmark measures
+// step, fifty parallel steps, one fan-in), Pair (two steps, for
+// step-to-step latency) and Map (a slice, a mapped step run once per
+// element, a collector). Every step is a no-op, so the benchmark measures
 // the engine and the store, not the work.
 //
 // The last step of each workflow reports to the [Probe] found in its
@@ -430,4 +431,38 @@ func F50(ctx context.Context, f Fan) error { return nil }
 func Join(ctx context.Context, f Fan) (int, error) {
 	finished(ctx)
 	return f.N, nil
+}
+
+// Map is the input of the Map workflow: Items returns N ints, Elem (a
+// mapped step, each=Items) runs once per int, and Collect takes the slice
+// of Elem's outputs.
+//
+//dag:workflow
+type Map struct {
+	N int
+}
+
+// Items is the first step of the Map workflow: the slice Elem maps.
+//
+//dag:step
+func Items(ctx context.Context, m Map) ([]int, error) {
+	items := make([]int, m.N)
+	for i := range items {
+		items[i] = i
+	}
+	return items, nil
+}
+
+// Elem runs once per element of Items, with no limit.
+//
+//dag:step after=Items each=Items
+func Elem(ctx context.Context, m Map, i int) (int, error) { return i, nil }
+
+// Collect is the Map workflow's last step: it gets every element's
+// output, in element order, once the last element is done.
+//
+//dag:step after=Elem
+func Collect(ctx context.Context, m Map, out []int) (int, error) {
+	finished(ctx)
+	return len(out), nil
 }
