@@ -1,38 +1,81 @@
 -- name: InsertElements :exec
 -- Creates the elements of mapped tasks (one row per element, for any
--- number of mapped tasks): each gets its mapped task's parents, signature
--- and attempts, and is QUEUED (keeping its QUEUED event in its row) or
--- PENDING, waiting for a slot under the limit. The caller holds the runs'
--- locks. An element a retry reset (CANCELLED) is reused, its attempt
--- counting on so that an older attempt's late result stays stale.
+-- number of mapped tasks): each gets its mapped task's seq, parents,
+-- signature and attempts, and is QUEUED (keeping its QUEUED event in its
+-- row) or PENDING, waiting for a slot. The caller holds the runs' locks.
 --
--- The mapped task is one primary-key lookup an element (LIMIT 1), and
--- the lists are read through subqueries so that the plan is kept.
+-- The mapped tasks come as lists of their own (@run_ids, @maps, @eaches),
+-- read once each by primary key; each element names its mapped task by
+-- its position there (@map_ords, from 1), so the per-element lists are
+-- narrow. Elements go in list order: their QUEUED events take their ids
+-- in element order.
 WITH clock AS (
     SELECT coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now
+),
+maps AS MATERIALIZED (
+    SELECT k.ord, k.run_id, k.map, k.each, m.seq, m.parents, m.max_attempts, m.signature
+    FROM (
+        SELECT unnest((SELECT @run_ids::uuid[])) AS run_id,
+               unnest((SELECT @maps::text[])) AS map,
+               unnest((SELECT @eaches::text[])) AS each,
+               generate_series(1, cardinality((SELECT @run_ids::uuid[]))) AS ord
+    ) AS k
+    CROSS JOIN LATERAL (
+        SELECT m.seq, m.parents, m.max_attempts, m.signature FROM dagen_tasks m
+        WHERE m.run_id = k.run_id AND m.name = k.map
+        LIMIT 1
+    ) AS m
 )
-INSERT INTO dagen_tasks AS t (run_id, name, seq, kind, parents, children, pending_parents, status, max_attempts,
-                              signature, each, element, item, queued_event, queued_at)
-SELECT x.run_id, x.map || '[' || x.idx || ']', m.seq, 'element', m.parents, '{}', 0,
-       CASE WHEN x.queued THEN 'QUEUED' ELSE 'PENDING' END, m.max_attempts, m.signature, x.each, x.idx, x.item,
+INSERT INTO dagen_tasks (run_id, name, seq, kind, parents, children, pending_parents, status, max_attempts,
+                         signature, each, element, item, queued_event, queued_at)
+SELECT m.run_id, m.map || '[' || x.idx || ']', m.seq, 'element', m.parents, '{}', 0,
+       CASE WHEN x.queued THEN 'QUEUED' ELSE 'PENDING' END, m.max_attempts, m.signature, m.each, x.idx, x.item,
        CASE WHEN x.queued THEN nextval('dagen_event_seq') END,
        CASE WHEN x.queued THEN clock.now END
 FROM (
-    SELECT unnest((SELECT @run_ids::uuid[])) AS run_id,
-           unnest((SELECT @maps::text[])) AS map,
+    SELECT unnest((SELECT @map_ords::integer[])) AS map_ord,
            unnest((SELECT @indexes::integer[])) AS idx,
            unnest((SELECT @items::bytea[])) AS item,
-           unnest((SELECT @queued::boolean[])) AS queued,
-           unnest((SELECT @eaches::text[])) AS each,
-           generate_series(1, cardinality((SELECT @run_ids::uuid[]))) AS ord
+           unnest((SELECT @queued::boolean[])) AS queued
 ) AS x
-CROSS JOIN LATERAL (
-    SELECT m.seq, m.parents, m.max_attempts, m.signature FROM dagen_tasks m
-    WHERE m.run_id = x.run_id AND m.name = x.map
-    LIMIT 1
-) AS m
+JOIN maps m ON m.ord = x.map_ord
+CROSS JOIN clock;
+
+-- name: ReuseElements :exec
+-- Like InsertElements, for mapped tasks mapped before (a retry reset
+-- them): an element that exists is reused, its attempt counting on so that
+-- an older attempt's late result stays stale, and its budget starting over.
+WITH clock AS (
+    SELECT coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now
+),
+maps AS MATERIALIZED (
+    SELECT k.ord, k.run_id, k.map, k.each, m.seq, m.parents, m.max_attempts, m.signature
+    FROM (
+        SELECT unnest((SELECT @run_ids::uuid[])) AS run_id,
+               unnest((SELECT @maps::text[])) AS map,
+               unnest((SELECT @eaches::text[])) AS each,
+               generate_series(1, cardinality((SELECT @run_ids::uuid[]))) AS ord
+    ) AS k
+    CROSS JOIN LATERAL (
+        SELECT m.seq, m.parents, m.max_attempts, m.signature FROM dagen_tasks m
+        WHERE m.run_id = k.run_id AND m.name = k.map
+        LIMIT 1
+    ) AS m
+)
+INSERT INTO dagen_tasks AS t (run_id, name, seq, kind, parents, children, pending_parents, status, max_attempts,
+                              signature, each, element, item, queued_event, queued_at)
+SELECT m.run_id, m.map || '[' || x.idx || ']', m.seq, 'element', m.parents, '{}', 0,
+       CASE WHEN x.queued THEN 'QUEUED' ELSE 'PENDING' END, m.max_attempts, m.signature, m.each, x.idx, x.item,
+       CASE WHEN x.queued THEN nextval('dagen_event_seq') END,
+       CASE WHEN x.queued THEN clock.now END
+FROM (
+    SELECT unnest((SELECT @map_ords::integer[])) AS map_ord,
+           unnest((SELECT @indexes::integer[])) AS idx,
+           unnest((SELECT @items::bytea[])) AS item,
+           unnest((SELECT @queued::boolean[])) AS queued
+) AS x
+JOIN maps m ON m.ord = x.map_ord
 CROSS JOIN clock
-ORDER BY x.ord
 ON CONFLICT (run_id, name) DO UPDATE
 SET status = excluded.status,
     parents = excluded.parents,
@@ -44,7 +87,6 @@ SET status = excluded.status,
     error = '',
     reason = '',
     wake_at = NULL,
-    worker = t.worker,
     finished_at = NULL,
     queued_event = excluded.queued_event,
     queued_at = excluded.queued_at,

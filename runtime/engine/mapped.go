@@ -22,7 +22,7 @@ func (e *Engine) mapStep(step *Step, in StepInput, res store.TaskResult) (store.
 	if err == nil && p.Status != store.TaskCompleted {
 		err = dag.Terminal(fmt.Errorf("parent %s of mapped step %s is %s, not COMPLETED", p.Step, step.Name, p.Status))
 	}
-	var elems []json.RawMessage
+	var elems [][]byte
 	if err == nil {
 		elems, err = splitArray(p.Output, step.Each)
 	}
@@ -38,10 +38,7 @@ func (e *Engine) mapStep(step *Step, in StepInput, res store.TaskResult) (store.
 		return res, true
 	}
 	res.Outcome, res.Each, res.Limit = store.OutcomeMapped, step.Each, step.Limit
-	res.Elements = make([][]byte, len(elems))
-	for i, el := range elems {
-		res.Elements[i] = el
-	}
+	res.Elements = elems
 	return res, true
 }
 
@@ -68,36 +65,51 @@ func tooManyElements(parent, mapper string, n, limit int) error {
 	return dag.Terminal(fmt.Errorf("%s returned %d elements for %s to map, more than the engine's element cap of %d (engine.Config.MaxElements): split the work or raise the cap", parent, n, mapper, limit))
 }
 
-// splitArray splits an encoded slice into its encoded elements; null (a
-// nil slice) has none.
-func splitArray(b []byte, what string) ([]json.RawMessage, error) {
-	var elems []json.RawMessage
-	if err := json.Unmarshal(b, &elems); err != nil {
-		return nil, dag.Terminal(fmt.Errorf("output of %s is not a slice to map: %w", what, err))
-	}
-	return elems, nil
+// splitArray splits an encoded slice into its encoded elements, which
+// share b's memory; null (a nil slice) has none.
+func splitArray(b []byte, what string) ([][]byte, error) {
+	var elems [][]byte
+	err := walkArray(b, what, func(el []byte) { elems = append(elems, el) })
+	return elems, err
 }
 
-// countArray counts the elements of an encoded slice without copying them.
-func countArray(b []byte, what string) (int, error) {
+// walkArray calls f with each encoded element of an encoded slice, a
+// subslice of b, in order. null (a nil slice) has none.
+func walkArray(b []byte, what string, f func(el []byte)) error {
+	bad := func(err error) error {
+		return dag.Terminal(fmt.Errorf("output of %s is not a slice to map: %w", what, err))
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	tok, err := dec.Token()
 	if err != nil {
-		return 0, dag.Terminal(fmt.Errorf("output of %s is not a slice to map: %w", what, err))
+		return bad(err)
 	}
 	if tok == nil {
-		return 0, nil
+		return nil
 	}
 	if d, ok := tok.(json.Delim); !ok || d != '[' {
-		return 0, dag.Terminal(fmt.Errorf("output of %s is not a slice to map: it starts with %v", what, tok))
+		return bad(fmt.Errorf("it starts with %v", tok))
 	}
-	n := 0
-	var skip json.RawMessage
+	var skip json.RawMessage // reused: its buffer is not kept
 	for dec.More() {
+		start := dec.InputOffset()
 		if err := dec.Decode(&skip); err != nil {
-			return 0, dag.Terminal(fmt.Errorf("output of %s is not a slice to map: %w", what, err))
+			return bad(err)
 		}
-		n++
+		f(bytes.TrimLeft(b[start:dec.InputOffset()], ", \t\r\n"))
 	}
-	return n, nil
+	if _, err := dec.Token(); err != nil {
+		return bad(err)
+	}
+	if rest := bytes.TrimSpace(b[dec.InputOffset():]); len(rest) > 0 {
+		return bad(fmt.Errorf("%d bytes after the slice", len(rest)))
+	}
+	return nil
+}
+
+// countArray counts the elements of an encoded slice.
+func countArray(b []byte, what string) (int, error) {
+	n := 0
+	err := walkArray(b, what, func([]byte) { n++ })
+	return n, err
 }

@@ -25,9 +25,17 @@ type newElements struct {
 	t        *taskState
 	items    [][]byte
 	each     string
-	admitted int // the first admitted elements start QUEUED
+	admitted int  // the first admitted elements start QUEUED
+	reuse    bool // mapped before (a retry reset it): its elements may exist
 	src      int
 }
+
+// elementWindow bounds the elements of a mapped task without a limit that
+// are in flight at once: the others wait PENDING and are queued as
+// elements resolve. It keeps the transaction that maps 100,000 elements
+// from also queueing them all (1.5 s of a fair-queue insert during which no
+// element could run), and it is far more than workers run at once.
+const elementWindow = 10_000
 
 type queuedElement struct {
 	run  *runState
@@ -44,16 +52,18 @@ type collectItem struct {
 // creates its elements and queues as many as its limit allows.
 func (b *batch) mapTask(t *taskState, res *store.TaskResult, src int) {
 	n := len(res.Elements)
-	admitted := n
+	limit := elementWindow
 	if res.Limit > 0 {
-		admitted = min(n, res.Limit)
+		limit = res.Limit
 	}
+	admitted := min(n, limit)
+	reuse := t.elements > 0
 	t.status = store.TaskMapping
-	t.elements, t.pending, t.nextElement, t.mapLimit = n, n, admitted, max(res.Limit, 0)
+	t.elements, t.pending, t.nextElement, t.mapLimit = n, n, admitted, limit
 	b.touch(t)
 	b.mapDirty(t)
 	b.event(t, store.EventMapped, store.MappedDetail(n, res.Limit))
-	b.maps.create = append(b.maps.create, newElements{t: t, items: res.Elements, each: res.Each, admitted: admitted, src: src})
+	b.maps.create = append(b.maps.create, newElements{t: t, items: res.Elements, each: res.Each, admitted: admitted, reuse: reuse, src: src})
 }
 
 func (b *batch) mapDirty(t *taskState) {
@@ -146,31 +156,42 @@ func (b *batch) writeMapTasks(ctx context.Context) error {
 // RUNNING, and adds the queued ones to the batch's enqueue list.
 func (b *batch) writeElements(ctx context.Context) error {
 	q, now := b.s.q, tstz(b.now)
-	var ip dbsqlc.InsertElementsParams
+	var fresh, reused dbsqlc.InsertElementsParams
 	for _, c := range b.maps.create {
 		if c.t.run.status != store.RunRunning {
 			continue
 		}
-		id := uuidOf(c.t.key.run)
+		p := &fresh
+		if c.reuse {
+			p = &reused
+		}
+		p.RunIds = append(p.RunIds, uuidOf(c.t.key.run))
+		p.Maps = append(p.Maps, c.t.key.name)
+		p.Eaches = append(p.Eaches, c.each)
+		ord := int32(len(p.RunIds))
 		for i, item := range c.items {
-			ip.RunIds = append(ip.RunIds, id)
-			ip.Maps = append(ip.Maps, c.t.key.name)
-			ip.Indexes = append(ip.Indexes, int32(i))
-			ip.Items = append(ip.Items, item)
-			ip.Queued = append(ip.Queued, i < c.admitted)
-			ip.Eaches = append(ip.Eaches, c.each)
-			if i < c.admitted {
-				b.enqueue = append(b.enqueue, enqueueItem{
-					run: c.t.run, name: store.ElementName(c.t.key.name, i), signature: c.t.signature,
-					kind: store.KindElement, src: c.src, logged: true,
-				})
-			}
+			p.MapOrds = append(p.MapOrds, ord)
+			p.Indexes = append(p.Indexes, int32(i))
+			p.Items = append(p.Items, item)
+			p.Queued = append(p.Queued, i < c.admitted)
+		}
+		for i := range c.admitted {
+			b.enqueue = append(b.enqueue, enqueueItem{
+				run: c.t.run, name: store.ElementName(c.t.key.name, i), signature: c.t.signature,
+				kind: store.KindElement, src: c.src, logged: true,
+			})
 		}
 	}
-	if len(ip.RunIds) > 0 {
-		ip.Now = now
-		if err := q.InsertElements(ctx, b.tx, ip); err != nil {
-			return fmt.Errorf("create %d elements: %w", len(ip.RunIds), err)
+	if len(fresh.Indexes) > 0 {
+		fresh.Now = now
+		if err := q.InsertElements(ctx, b.tx, fresh); err != nil {
+			return fmt.Errorf("create %d elements: %w", len(fresh.Indexes), err)
+		}
+	}
+	if len(reused.Indexes) > 0 {
+		reused.Now = now
+		if err := q.ReuseElements(ctx, b.tx, dbsqlc.ReuseElementsParams(reused)); err != nil {
+			return fmt.Errorf("create %d elements of tasks mapped again: %w", len(reused.Indexes), err)
 		}
 	}
 	var qp dbsqlc.QueueElementsParams

@@ -56,78 +56,69 @@ func (q *Queries) ElementOutputs(ctx context.Context, db DBTX, arg ElementOutput
 
 const insertElements = `-- name: InsertElements :exec
 WITH clock AS (
-    SELECT coalesce($7::timestamptz, now())::timestamptz AS now
+    SELECT coalesce($5::timestamptz, now())::timestamptz AS now
+),
+maps AS MATERIALIZED (
+    SELECT k.ord, k.run_id, k.map, k.each, m.seq, m.parents, m.max_attempts, m.signature
+    FROM (
+        SELECT unnest((SELECT $6::uuid[])) AS run_id,
+               unnest((SELECT $7::text[])) AS map,
+               unnest((SELECT $8::text[])) AS each,
+               generate_series(1, cardinality((SELECT $6::uuid[]))) AS ord
+    ) AS k
+    CROSS JOIN LATERAL (
+        SELECT m.seq, m.parents, m.max_attempts, m.signature FROM dagen_tasks m
+        WHERE m.run_id = k.run_id AND m.name = k.map
+        LIMIT 1
+    ) AS m
 )
-INSERT INTO dagen_tasks AS t (run_id, name, seq, kind, parents, children, pending_parents, status, max_attempts,
-                              signature, each, element, item, queued_event, queued_at)
-SELECT x.run_id, x.map || '[' || x.idx || ']', m.seq, 'element', m.parents, '{}', 0,
-       CASE WHEN x.queued THEN 'QUEUED' ELSE 'PENDING' END, m.max_attempts, m.signature, x.each, x.idx, x.item,
+INSERT INTO dagen_tasks (run_id, name, seq, kind, parents, children, pending_parents, status, max_attempts,
+                         signature, each, element, item, queued_event, queued_at)
+SELECT m.run_id, m.map || '[' || x.idx || ']', m.seq, 'element', m.parents, '{}', 0,
+       CASE WHEN x.queued THEN 'QUEUED' ELSE 'PENDING' END, m.max_attempts, m.signature, m.each, x.idx, x.item,
        CASE WHEN x.queued THEN nextval('dagen_event_seq') END,
        CASE WHEN x.queued THEN clock.now END
 FROM (
-    SELECT unnest((SELECT $1::uuid[])) AS run_id,
-           unnest((SELECT $2::text[])) AS map,
-           unnest((SELECT $3::integer[])) AS idx,
-           unnest((SELECT $4::bytea[])) AS item,
-           unnest((SELECT $5::boolean[])) AS queued,
-           unnest((SELECT $6::text[])) AS each,
-           generate_series(1, cardinality((SELECT $1::uuid[]))) AS ord
+    SELECT unnest((SELECT $1::integer[])) AS map_ord,
+           unnest((SELECT $2::integer[])) AS idx,
+           unnest((SELECT $3::bytea[])) AS item,
+           unnest((SELECT $4::boolean[])) AS queued
 ) AS x
-CROSS JOIN LATERAL (
-    SELECT m.seq, m.parents, m.max_attempts, m.signature FROM dagen_tasks m
-    WHERE m.run_id = x.run_id AND m.name = x.map
-    LIMIT 1
-) AS m
+JOIN maps m ON m.ord = x.map_ord
 CROSS JOIN clock
-ORDER BY x.ord
-ON CONFLICT (run_id, name) DO UPDATE
-SET status = excluded.status,
-    parents = excluded.parents,
-    signature = excluded.signature,
-    each = excluded.each,
-    item = excluded.item,
-    max_attempts = t.attempt + excluded.max_attempts,
-    output = NULL,
-    error = '',
-    reason = '',
-    wake_at = NULL,
-    worker = t.worker,
-    finished_at = NULL,
-    queued_event = excluded.queued_event,
-    queued_at = excluded.queued_at,
-    started_event = NULL,
-    started_at = NULL,
-    completed_event = NULL
 `
 
 type InsertElementsParams struct {
-	RunIds  []pgtype.UUID
-	Maps    []string
+	MapOrds []int32
 	Indexes []int32
 	Items   [][]byte
 	Queued  []bool
-	Eaches  []string
 	Now     pgtype.Timestamptz
+	RunIds  []pgtype.UUID
+	Maps    []string
+	Eaches  []string
 }
 
 // Creates the elements of mapped tasks (one row per element, for any
-// number of mapped tasks): each gets its mapped task's parents, signature
-// and attempts, and is QUEUED (keeping its QUEUED event in its row) or
-// PENDING, waiting for a slot under the limit. The caller holds the runs'
-// locks. An element a retry reset (CANCELLED) is reused, its attempt
-// counting on so that an older attempt's late result stays stale.
+// number of mapped tasks): each gets its mapped task's seq, parents,
+// signature and attempts, and is QUEUED (keeping its QUEUED event in its
+// row) or PENDING, waiting for a slot. The caller holds the runs' locks.
 //
-// The mapped task is one primary-key lookup an element (LIMIT 1), and
-// the lists are read through subqueries so that the plan is kept.
+// The mapped tasks come as lists of their own (@run_ids, @maps, @eaches),
+// read once each by primary key; each element names its mapped task by
+// its position there (@map_ords, from 1), so the per-element lists are
+// narrow. Elements go in list order: their QUEUED events take their ids
+// in element order.
 func (q *Queries) InsertElements(ctx context.Context, db DBTX, arg InsertElementsParams) error {
 	_, err := db.Exec(ctx, insertElements,
-		arg.RunIds,
-		arg.Maps,
+		arg.MapOrds,
 		arg.Indexes,
 		arg.Items,
 		arg.Queued,
-		arg.Eaches,
 		arg.Now,
+		arg.RunIds,
+		arg.Maps,
+		arg.Eaches,
 	)
 	return err
 }
@@ -187,6 +178,85 @@ func (q *Queries) QueueElements(ctx context.Context, db DBTX, arg QueueElementsP
 		return nil, err
 	}
 	return items, nil
+}
+
+const reuseElements = `-- name: ReuseElements :exec
+WITH clock AS (
+    SELECT coalesce($5::timestamptz, now())::timestamptz AS now
+),
+maps AS MATERIALIZED (
+    SELECT k.ord, k.run_id, k.map, k.each, m.seq, m.parents, m.max_attempts, m.signature
+    FROM (
+        SELECT unnest((SELECT $6::uuid[])) AS run_id,
+               unnest((SELECT $7::text[])) AS map,
+               unnest((SELECT $8::text[])) AS each,
+               generate_series(1, cardinality((SELECT $6::uuid[]))) AS ord
+    ) AS k
+    CROSS JOIN LATERAL (
+        SELECT m.seq, m.parents, m.max_attempts, m.signature FROM dagen_tasks m
+        WHERE m.run_id = k.run_id AND m.name = k.map
+        LIMIT 1
+    ) AS m
+)
+INSERT INTO dagen_tasks AS t (run_id, name, seq, kind, parents, children, pending_parents, status, max_attempts,
+                              signature, each, element, item, queued_event, queued_at)
+SELECT m.run_id, m.map || '[' || x.idx || ']', m.seq, 'element', m.parents, '{}', 0,
+       CASE WHEN x.queued THEN 'QUEUED' ELSE 'PENDING' END, m.max_attempts, m.signature, m.each, x.idx, x.item,
+       CASE WHEN x.queued THEN nextval('dagen_event_seq') END,
+       CASE WHEN x.queued THEN clock.now END
+FROM (
+    SELECT unnest((SELECT $1::integer[])) AS map_ord,
+           unnest((SELECT $2::integer[])) AS idx,
+           unnest((SELECT $3::bytea[])) AS item,
+           unnest((SELECT $4::boolean[])) AS queued
+) AS x
+JOIN maps m ON m.ord = x.map_ord
+CROSS JOIN clock
+ON CONFLICT (run_id, name) DO UPDATE
+SET status = excluded.status,
+    parents = excluded.parents,
+    signature = excluded.signature,
+    each = excluded.each,
+    item = excluded.item,
+    max_attempts = t.attempt + excluded.max_attempts,
+    output = NULL,
+    error = '',
+    reason = '',
+    wake_at = NULL,
+    finished_at = NULL,
+    queued_event = excluded.queued_event,
+    queued_at = excluded.queued_at,
+    started_event = NULL,
+    started_at = NULL,
+    completed_event = NULL
+`
+
+type ReuseElementsParams struct {
+	MapOrds []int32
+	Indexes []int32
+	Items   [][]byte
+	Queued  []bool
+	Now     pgtype.Timestamptz
+	RunIds  []pgtype.UUID
+	Maps    []string
+	Eaches  []string
+}
+
+// Like InsertElements, for mapped tasks mapped before (a retry reset
+// them): an element that exists is reused, its attempt counting on so that
+// an older attempt's late result stays stale, and its budget starting over.
+func (q *Queries) ReuseElements(ctx context.Context, db DBTX, arg ReuseElementsParams) error {
+	_, err := db.Exec(ctx, reuseElements,
+		arg.MapOrds,
+		arg.Indexes,
+		arg.Items,
+		arg.Queued,
+		arg.Now,
+		arg.RunIds,
+		arg.Maps,
+		arg.Eaches,
+	)
+	return err
 }
 
 const updateMapTasks = `-- name: UpdateMapTasks :exec
