@@ -11,47 +11,20 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strings"
-	"time"
 
 	"github.com/dagenhq/dagen/examples/album"
-	"github.com/dagenhq/dagen/runtime/engine"
-	"github.com/dagenhq/dagen/runtime/store"
-	"github.com/dagenhq/dagen/runtime/store/memstore"
-	"github.com/dagenhq/dagen/runtime/store/pgstore"
+	"github.com/dagenhq/dagen/examples/internal/demo"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	err := run(ctx, os.Getenv("DATABASE_URL"), os.Stdout)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "demo:", err)
-		os.Exit(1)
-	}
-}
+func main() { demo.Main(run) }
 
 func run(ctx context.Context, databaseURL string, out io.Writer) error {
-	var st store.Store
-	if databaseURL != "" {
-		pg, err := pgstore.Open(ctx, databaseURL)
-		if err != nil {
-			return err
-		}
-		defer pg.Close()
-		st = pg
-		fmt.Fprintln(out, "store: postgres (DATABASE_URL)")
-	} else {
-		st = memstore.New(nil)
-		fmt.Fprintln(out, "store: memory (set DATABASE_URL to use postgres)")
-	}
-
-	e, err := engine.New(st, &engine.Config{PollInterval: 10 * time.Millisecond})
+	e, done, err := demo.Engine(ctx, databaseURL, out)
 	if err != nil {
-		return fmt.Errorf("new engine: %w", err)
+		return err
 	}
+	defer done()
 	wf, err := album.NewAlbumWorkflow(e)
 	if err != nil {
 		return err
@@ -59,11 +32,6 @@ func run(ctx context.Context, databaseURL string, out io.Writer) error {
 	if err := e.Start(ctx); err != nil {
 		return fmt.Errorf("start engine: %w", err)
 	}
-	defer func() {
-		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = e.Stop(stopCtx) // the run is finished; nothing left to lose
-	}()
 
 	a := album.Album{
 		Name:   "trip",

@@ -12,47 +12,23 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strings"
 	"time"
 
+	"github.com/dagenhq/dagen/examples/internal/demo"
 	"github.com/dagenhq/dagen/examples/order"
 	"github.com/dagenhq/dagen/runtime/engine"
 	"github.com/dagenhq/dagen/runtime/store"
-	"github.com/dagenhq/dagen/runtime/store/memstore"
-	"github.com/dagenhq/dagen/runtime/store/pgstore"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	err := run(ctx, os.Getenv("DATABASE_URL"), os.Stdout)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "demo:", err)
-		os.Exit(1)
-	}
-}
+func main() { demo.Main(run) }
 
 func run(ctx context.Context, databaseURL string, out io.Writer) error {
-	var st store.Store
-	if databaseURL != "" {
-		pg, err := pgstore.Open(ctx, databaseURL)
-		if err != nil {
-			return err
-		}
-		defer pg.Close()
-		st = pg
-		fmt.Fprintln(out, "store: postgres (DATABASE_URL)")
-	} else {
-		st = memstore.New(nil)
-		fmt.Fprintln(out, "store: memory (set DATABASE_URL to use postgres)")
-	}
-
-	e, err := engine.New(st, &engine.Config{PollInterval: 10 * time.Millisecond})
+	e, done, err := demo.Engine(ctx, databaseURL, out)
 	if err != nil {
-		return fmt.Errorf("new engine: %w", err)
+		return err
 	}
+	defer done()
 	wf, err := order.NewOrderWorkflow(e)
 	if err != nil {
 		return err
@@ -60,11 +36,6 @@ func run(ctx context.Context, databaseURL string, out io.Writer) error {
 	if err := e.Start(ctx); err != nil {
 		return fmt.Errorf("start engine: %w", err)
 	}
-	defer func() {
-		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = e.Stop(stopCtx) // the runs are finished; nothing left to lose
-	}()
 
 	orders := []order.Order{
 		{ID: "demo-valid", Amount: 4200, Card: "4242", FraudHold: 300 * time.Millisecond},
