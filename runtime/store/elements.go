@@ -33,12 +33,12 @@ func ParseElement(name string) (step string, i int, ok bool) {
 // has one (a step that returns only an error), the mapped task has none
 // either, and the result is nil.
 func CollectOutputs(outputs [][]byte) []byte {
-	size, any := 2, false
+	size, some := 2, false
 	for _, o := range outputs {
 		size += len(o) + 5
-		any = any || o != nil
+		some = some || o != nil
 	}
-	if !any && len(outputs) > 0 {
+	if !some && len(outputs) > 0 {
 		return nil
 	}
 	var b bytes.Buffer
