@@ -57,7 +57,7 @@ WHERE r.id = u.id AND r.id = ANY(ARRAY(SELECT unnest(@ids::uuid[])));
 
 -- name: GetRun :one
 SELECT id, workflow, fingerprint, tenant, status, input, failure_step, failure_attempt,
-       failure_message, created_at, finished_at
+       failure_message, created_at, finished_at, coalesce(key, '')::text AS key
 FROM dagen_runs
 WHERE id = @id;
 
@@ -114,3 +114,34 @@ WITH tasks AS (DELETE FROM dagen_tasks WHERE dagen_tasks.run_id = ANY(@ids::uuid
      rdy AS (DELETE FROM dagen_ready WHERE dagen_ready.run_id = ANY(@ids::uuid[])),
      runs AS (DELETE FROM dagen_runs WHERE dagen_runs.id = ANY(@ids::uuid[]) RETURNING 1)
 SELECT count(*) FROM runs;
+
+-- name: InsertKeyedRuns :many
+-- Inserts new runs some of which have idempotency keys, and returns the ids
+-- of those inserted: a run whose key a retained run (or an earlier run of
+-- the list) has is not. A trigger racing with this one on the same key
+-- waits for it on the unique index, then finds its run. An id that exists
+-- already violates dagen_runs_pkey.
+INSERT INTO dagen_runs (id, workflow, fingerprint, tenant, status, input, pending, created_at, key)
+SELECT r.id, r.workflow, r.fingerprint, r.tenant, 'RUNNING', r.input, r.pending,
+       coalesce(sqlc.narg('now')::timestamptz, now()), nullif(r.key, '')
+FROM (
+    SELECT unnest(@ids::uuid[]) AS id,
+           unnest(@workflows::text[]) AS workflow,
+           unnest(@fingerprints::text[]) AS fingerprint,
+           unnest(@tenants::text[]) AS tenant,
+           unnest(@inputs::bytea[]) AS input,
+           unnest(@pendings::integer[]) AS pending,
+           unnest(@keys::text[]) AS key
+) AS r
+ON CONFLICT (workflow, tenant, key) WHERE key IS NOT NULL DO NOTHING
+RETURNING id;
+
+-- name: RunsByKey :many
+-- The retained runs that have these keys, of these workflows and tenants.
+SELECT r.workflow, r.tenant, r.key::text AS key, r.id
+FROM (
+    SELECT unnest(@workflows::text[]) AS workflow,
+           unnest(@tenants::text[]) AS tenant,
+           unnest(@keys::text[]) AS key
+) AS k
+JOIN dagen_runs r ON r.workflow = k.workflow AND r.tenant = k.tenant AND r.key = k.key;

@@ -29,6 +29,12 @@ type Definition struct {
 	Steps []Step
 	// OnFailure, if set, is called once when a run fails for good.
 	OnFailure func(ctx context.Context, in StepInput, f dag.Failure) error
+	// Key, if set, derives a run's idempotency key from its encoded input
+	// (key= on the workflow): while a run of the workflow and tenant with
+	// that key is retained, a trigger with the same key starts nothing and
+	// gets that run. An empty key is no key. A trigger's own key
+	// (WithKey) takes its place.
+	Key func(input []byte) (string, error)
 }
 
 // StepKind says what a step does.

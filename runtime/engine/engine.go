@@ -339,17 +339,53 @@ type TriggerRequest struct {
 	// logs.
 	Tenant string
 	Input  any
+	// Key, when set, is the run's idempotency key: while a run of the
+	// workflow and tenant with this key is retained, the request starts
+	// nothing and gets that run. Empty means the key the definition
+	// derives from the input (Definition.Key), if any.
+	Key string
 }
 
-// Trigger starts a run of workflow for tenant and returns its id at once.
-// A tenant that is not valid (see TriggerRequest.Tenant) is an error
-// wrapping ErrInvalidTenant, and no run is created.
-func (e *Engine) Trigger(ctx context.Context, workflow, tenant string, input any) (dag.RunID, error) {
-	ids, err := e.TriggerMany(ctx, []TriggerRequest{{Workflow: workflow, Tenant: tenant, Input: input}})
-	if err != nil {
-		return dag.RunID{}, err
+// Triggered is what a trigger came to: the run it started, or, when its
+// idempotency key was taken, the run that has it.
+type Triggered struct {
+	ID dag.RunID
+	// Duplicate is set when the key was taken: no run was started, and
+	// ID is the run that has the key.
+	Duplicate bool
+}
+
+// TriggerOption sets an option of one trigger.
+type TriggerOption func(*TriggerRequest)
+
+// WithKey sets the run's idempotency key, in place of the one its
+// definition derives from the input (see TriggerRequest.Key).
+func WithKey(key string) TriggerOption {
+	return func(r *TriggerRequest) { r.Key = key }
+}
+
+// Trigger starts a run of workflow for tenant and returns its id at once;
+// when the run's idempotency key is taken (see WithKey), it returns the id
+// of the run that has it, and starts nothing. A tenant that is not valid
+// (see TriggerRequest.Tenant) is an error wrapping ErrInvalidTenant, and
+// no run is created.
+func (e *Engine) Trigger(ctx context.Context, workflow, tenant string, input any, opts ...TriggerOption) (dag.RunID, error) {
+	t, err := e.TriggerRun(ctx, workflow, tenant, input, opts...)
+	return t.ID, err
+}
+
+// TriggerRun is Trigger, and tells whether the run was started by this call
+// or found by its idempotency key.
+func (e *Engine) TriggerRun(ctx context.Context, workflow, tenant string, input any, opts ...TriggerOption) (Triggered, error) {
+	req := TriggerRequest{Workflow: workflow, Tenant: tenant, Input: input}
+	for _, o := range opts {
+		o(&req)
 	}
-	return ids[0], nil
+	ts, err := e.TriggerManyRuns(ctx, []TriggerRequest{req})
+	if err != nil {
+		return Triggered{}, err
+	}
+	return ts[0], nil
 }
 
 // TriggerMany starts many runs in one store call: all are created or none.
@@ -358,6 +394,21 @@ func (e *Engine) Trigger(ctx context.Context, workflow, tenant string, input any
 // anything is written. A tenant that is not valid (see
 // TriggerRequest.Tenant) is an error wrapping ErrInvalidTenant.
 func (e *Engine) TriggerMany(ctx context.Context, reqs []TriggerRequest) ([]dag.RunID, error) {
+	ts, err := e.TriggerManyRuns(ctx, reqs)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]dag.RunID, len(ts))
+	for i, t := range ts {
+		ids[i] = t.ID
+	}
+	return ids, nil
+}
+
+// TriggerManyRuns is TriggerMany, and tells for each request whether its
+// run was started or found by its idempotency key (two requests of one
+// call with the same key start one run).
+func (e *Engine) TriggerManyRuns(ctx context.Context, reqs []TriggerRequest) ([]Triggered, error) {
 	runs := make([]store.NewRun, len(reqs))
 	ids := make([]dag.RunID, len(reqs))
 	regs := make([]*registered, len(reqs))
@@ -376,9 +427,18 @@ func (e *Engine) TriggerMany(ctx context.Context, reqs []TriggerRequest) ([]dag.
 		if err != nil {
 			return nil, fmt.Errorf("trigger %q: %w", req.Workflow, errors.Unwrap(err))
 		}
+		key := req.Key
+		if key == "" && reg.def.Key != nil {
+			if key, err = reg.def.Key(in); err != nil {
+				return nil, fmt.Errorf("trigger %q: derive the idempotency key: %w", req.Workflow, err)
+			}
+		}
+		if err := store.ValidKey(key); err != nil {
+			return nil, fmt.Errorf("trigger %q: %w", req.Workflow, err)
+		}
 		regs[i] = reg
 		ids[i] = dag.NewRunID()
-		runs[i] = store.NewRun{ID: ids[i], Workflow: req.Workflow, Fingerprint: reg.fp, Tenant: req.Tenant, Input: in, Tasks: reg.tasks}
+		runs[i] = store.NewRun{ID: ids[i], Workflow: req.Workflow, Fingerprint: reg.fp, Tenant: req.Tenant, Input: in, Tasks: reg.tasks, Key: key}
 	}
 	for _, reg := range regs {
 		e.recordOnce(ctx, reg) // once every request is known good
@@ -393,7 +453,14 @@ func (e *Engine) TriggerMany(ctx context.Context, reqs []TriggerRequest) ([]dag.
 	if !all {
 		e.wakeLoop() // steps were enqueued
 	}
-	return ids, nil
+	out := make([]Triggered, len(runs))
+	for i, r := range runs {
+		out[i] = Triggered{ID: ids[i]}
+		if !r.Existing.IsZero() {
+			out[i] = Triggered{ID: r.Existing, Duplicate: true}
+		}
+	}
+	return out, nil
 }
 
 func isNil(v any) bool {

@@ -188,6 +188,13 @@ type NewRun struct {
 	Tenant      string // see ValidTenant
 	Input       []byte // encoded workflow input
 	Tasks       []NewTask
+	// Key is the run's idempotency key, or empty (see ValidKey): while a
+	// run of the same workflow and tenant with this key is retained, the
+	// run is not created, and CreateRuns sets Existing to that run's id
+	// instead. It is the one field CreateRuns writes; a run later in the
+	// same call with the key of an earlier one gets the earlier one's id.
+	Key      string
+	Existing dag.RunID
 }
 
 // NewTask is one task of a new run. Parents name other tasks of the same
@@ -303,6 +310,7 @@ type Run struct {
 	Status      RunStatus
 	Input       []byte
 	Failure     *dag.Failure // set when Status is FAILED
+	Key         string       // its idempotency key, if any
 	CreatedAt   time.Time
 	FinishedAt  time.Time // zero while RUNNING
 }

@@ -40,7 +40,13 @@ type Store struct {
 	enqueued  bool // set by enqueue; cleared by notifyIfEnqueued
 
 	cancels map[chan dag.RunID]struct{} // SubscribeCancels' channels
+	keys    map[runKey]dag.RunID        // retained runs by idempotency key
 }
+
+// runKey is a run's idempotency key with its workflow and tenant.
+type runKey struct{ workflow, tenant, key string }
+
+func keyOf(r *store.Run, key string) runKey { return runKey{r.Workflow, r.Tenant, key} }
 
 var (
 	_ store.Store     = (*Store)(nil)
@@ -69,6 +75,7 @@ func New(cfg *Config) *Store {
 		sigInfos: make(map[string]store.SignatureInfo),
 		subs:     make(map[chan struct{}]struct{}),
 		cancels:  make(map[chan dag.RunID]struct{}),
+		keys:     make(map[runKey]dag.RunID),
 	}
 	if cfg != nil && cfg.Now != nil {
 		s.now = cfg.Now
@@ -172,11 +179,19 @@ func (s *Store) createRuns(ctx context.Context, runs []store.NewRun, p store.Cla
 	var claimed []store.ClaimedTask
 	considered := make(map[string]bool) // tenants whose first root was a candidate
 	for i, nr := range runs {
+		if nr.Key != "" {
+			k := runKey{nr.Workflow, nr.Tenant, nr.Key}
+			if id, taken := s.keys[k]; taken {
+				runs[i].Existing = id
+				continue
+			}
+			s.keys[k] = nr.ID
+		}
 		sh := shapes[i]
 		r := &run{
 			rec: store.Run{
 				ID: nr.ID, Workflow: nr.Workflow, Fingerprint: nr.Fingerprint, Tenant: nr.Tenant,
-				Status: store.RunRunning, Input: nr.Input, CreatedAt: now,
+				Status: store.RunRunning, Input: nr.Input, CreatedAt: now, Key: nr.Key,
 			},
 			shape:   sh,
 			tasks:   make([]task, len(sh.tasks)),

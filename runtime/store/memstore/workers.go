@@ -118,6 +118,9 @@ func (s *Store) PruneRuns(ctx context.Context, cutoff time.Time, limit int) (int
 		}
 		if r.rec.Status.Terminal() && r.rec.FinishedAt.Before(cutoff) && !r.busy() {
 			delete(s.runs, id)
+			if r.rec.Key != "" {
+				delete(s.keys, keyOf(&r.rec, r.rec.Key))
+			}
 			n++
 		}
 	}

@@ -531,3 +531,62 @@ func TestMixedContention(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrentKeyedTriggers has 8 workers, each on its own connection,
+// create runs with the same 20 idempotency keys at once: each key starts
+// exactly one run, and every other trigger of it gets that run's id.
+func TestConcurrentKeyedTriggers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const workers, keys, rounds = 8, 20, 5
+	ss := stores(t, workers, nil)
+	type outcome struct {
+		key      string
+		id       dag.RunID
+		existing dag.RunID
+	}
+	results := make(chan outcome, workers*keys*rounds)
+	var wg sync.WaitGroup
+	for w, s := range ss {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 1))
+			for range rounds {
+				for _, k := range rng.Perm(keys) {
+					key := fmt.Sprintf("order-%d", k)
+					r := newRun("wf", "tenant", step("a"))
+					r.Key = key
+					runs := []store.NewRun{r}
+					if err := s.CreateRuns(ctx, runs); err != nil {
+						t.Errorf("create %s: %v", key, err)
+						return
+					}
+					results <- outcome{key, r.ID, runs[0].Existing}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(results)
+	created := map[string]dag.RunID{}
+	var dups []outcome
+	for o := range results {
+		if o.existing.IsZero() {
+			if prev, twice := created[o.key]; twice {
+				t.Fatalf("key %s started two runs: %s and %s", o.key, prev, o.id)
+			}
+			created[o.key] = o.id
+			continue
+		}
+		dups = append(dups, o)
+	}
+	require.Len(t, created, keys)
+	require.Len(t, dups, workers*keys*rounds-keys)
+	for _, o := range dups {
+		require.Equal(t, created[o.key], o.existing, "a duplicate of %s gets the run that has the key", o.key)
+	}
+	claimed, err := ss[0].ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: 1000, Lease: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, claimed, keys, "only the created runs have tasks")
+}

@@ -34,26 +34,15 @@ func (s *Store) StartRuns(ctx context.Context, runs []store.NewRun, p store.Clai
 }
 
 // createRuns creates runs, starts up to p.Limit of their roots for p.Worker
-// as store.Starter says, and enqueues the others.
+// as store.Starter says, and enqueues the others. Runs with idempotency
+// keys take the keyed path (createKeyed).
 func (s *Store) createRuns(ctx context.Context, runs []store.NewRun, p store.ClaimParams) ([]store.ClaimedTask, error) {
 	if len(runs) == 0 {
 		return nil, nil
 	}
-	var (
-		rp      dbsqlc.InsertRunsParams
-		tp      dbsqlc.InsertTasksParams
-		ep      dbsqlc.EnqueueParams
-		tenants []string
-		// Candidates to start: each tenant's first root.
-		cands     []store.ClaimedTask
-		candRuns  []pgtype.UUID
-		candNames []string
-		candidate = map[string]bool{} // by tenant
-	)
-	rp.Now = s.clock()
-	tp.Now = rp.Now
-	tp.Worker, tp.LeaseSeconds = p.Worker, p.Lease.Seconds()
+	graphs := make([]*graph, len(runs))
 	seen := make(map[dag.RunID]bool, len(runs))
+	keyed := false
 	for i := range runs {
 		nr := &runs[i]
 		g, err := validate(nr)
@@ -64,40 +53,175 @@ func (s *Store) createRuns(ctx context.Context, runs []store.NewRun, p store.Cla
 			return nil, fmt.Errorf("create run %s: %w (twice in one batch)", nr.ID, store.ErrRunExists)
 		}
 		seen[nr.ID] = true
-		id := uuidOf(nr.ID)
-		rp.Ids = append(rp.Ids, id)
+		graphs[i] = g
+		keyed = keyed || nr.Key != ""
+	}
+	var rp dbsqlc.InsertRunsParams
+	rp.Now = s.clock()
+	for i := range runs {
+		nr := &runs[i]
+		rp.Ids = append(rp.Ids, uuidOf(nr.ID))
 		rp.Workflows = append(rp.Workflows, nr.Workflow)
 		rp.Fingerprints = append(rp.Fingerprints, nr.Fingerprint)
 		rp.Tenants = append(rp.Tenants, nr.Tenant)
 		rp.Inputs = append(rp.Inputs, nr.Input)
-		rp.Pendings = append(rp.Pendings, int32(g.counted))
-		tenants = append(tenants, nr.Tenant)
+		rp.Pendings = append(rp.Pendings, int32(graphs[i].counted))
+	}
+	if keyed {
+		return s.createKeyed(ctx, runs, graphs, rp, p)
+	}
+	// One round trip: the statements go in one pipeline, which runs them
+	// in one implicit transaction. A queued statement returns no error: its
+	// error comes from the send, which StartedTasks makes when there are
+	// candidates to start.
+	pl := &pipeline{db: s.pool}
+	_ = s.q.InsertRuns(ctx, pl, rp)
+	c := s.newCreation(runs, graphs, rp.Now, p)
+	started, err := c.write(ctx, s, pl)
+	if err != nil {
+		return nil, createError(len(runs), err)
+	}
+	s.noteQueued(ctx, len(c.tp.Names))
+	return c.claimed(started), nil
+}
+
+// createKeyed creates runs some of which have idempotency keys, in one
+// transaction: the runs first, those whose keys are taken left out (and
+// given the ids of the runs that have them), then the tasks of the others.
+func (s *Store) createKeyed(ctx context.Context, runs []store.NewRun, graphs []*graph, rp dbsqlc.InsertRunsParams, p store.ClaimParams) ([]store.ClaimedTask, error) {
+	kp := dbsqlc.InsertKeyedRunsParams(struct {
+		Now          pgtype.Timestamptz
+		Ids          []pgtype.UUID
+		Workflows    []string
+		Fingerprints []string
+		Tenants      []string
+		Inputs       [][]byte
+		Pendings     []int32
+		Keys         []string
+	}{rp.Now, rp.Ids, rp.Workflows, rp.Fingerprints, rp.Tenants, rp.Inputs, rp.Pendings, nil})
+	for i := range runs {
+		kp.Keys = append(kp.Keys, runs[i].Key)
+	}
+	var claimed []store.ClaimedTask
+	queued := 0
+	err := s.inTx(ctx, func(tx *txn) error {
+		ids, err := s.q.InsertKeyedRuns(ctx, tx, kp)
+		if err != nil {
+			return err
+		}
+		inserted := make(map[dag.RunID]bool, len(ids))
+		for _, id := range ids {
+			inserted[dag.RunID(id.Bytes)] = true
+		}
+		var kq dbsqlc.RunsByKeyParams
+		var created []store.NewRun
+		var createdGraphs []*graph
+		for i := range runs {
+			if inserted[runs[i].ID] {
+				created = append(created, runs[i])
+				createdGraphs = append(createdGraphs, graphs[i])
+				continue
+			}
+			kq.Workflows = append(kq.Workflows, runs[i].Workflow)
+			kq.Tenants = append(kq.Tenants, runs[i].Tenant)
+			kq.Keys = append(kq.Keys, runs[i].Key)
+		}
+		if len(kq.Keys) > 0 {
+			rows, err := s.q.RunsByKey(ctx, tx, kq)
+			if err != nil {
+				return fmt.Errorf("read the runs that have the keys: %w", err)
+			}
+			holder := make(map[[3]string]dag.RunID, len(rows))
+			for _, r := range rows {
+				holder[[3]string{r.Workflow, r.Tenant, r.Key}] = dag.RunID(r.ID.Bytes)
+			}
+			for i := range runs {
+				if !inserted[runs[i].ID] {
+					runs[i].Existing = holder[[3]string{runs[i].Workflow, runs[i].Tenant, runs[i].Key}]
+					if runs[i].Existing.IsZero() {
+						return fmt.Errorf("run %s: key %q is taken, but no run has it", runs[i].ID, runs[i].Key)
+					}
+				}
+			}
+		}
+		if len(created) == 0 {
+			return nil
+		}
+		c := s.newCreation(created, createdGraphs, rp.Now, p)
+		started, err := c.write(ctx, s, tx)
+		if err != nil {
+			return err
+		}
+		claimed, queued = c.claimed(started), len(c.tp.Names)
+		return nil
+	})
+	if err != nil {
+		return nil, createError(len(runs), err)
+	}
+	s.noteQueued(ctx, queued)
+	return claimed, nil
+}
+
+// createError turns the error of a creation into one callers branch on.
+func createError(n int, err error) error {
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "dagen_runs_pkey":
+		return fmt.Errorf("create run %s: %w", keyValue(pgErr.Detail), store.ErrRunExists)
+	case errors.As(err, &pgErr) && pgErr.Code == "23514" && pgErr.TableName == "dagen_tenant_groups":
+		return fmt.Errorf("create %d runs: add tenants: more than %d tenants: %w", n, store.BlockLength, err)
+	}
+	return fmt.Errorf("create %d runs: %w", n, err)
+}
+
+// creation is the statements that write new runs' tasks and queue their
+// roots, or start some of them (store.Starter).
+type creation struct {
+	tp      dbsqlc.InsertTasksParams
+	ep      dbsqlc.EnqueueParams
+	tenants []string
+	// Candidates to start: each tenant's first root.
+	cands     []store.ClaimedTask
+	candRuns  []pgtype.UUID
+	candNames []string
+}
+
+func (s *Store) newCreation(runs []store.NewRun, graphs []*graph, now pgtype.Timestamptz, p store.ClaimParams) *creation {
+	c := &creation{}
+	c.tp.Now = now
+	c.tp.Worker, c.tp.LeaseSeconds = p.Worker, p.Lease.Seconds()
+	candidate := map[string]bool{} // by tenant
+	for i := range runs {
+		nr, g := &runs[i], graphs[i]
+		id := uuidOf(nr.ID)
+		c.tenants = append(c.tenants, nr.Tenant)
 		for ti, t := range nr.Tasks {
 			claim := len(p.Signatures) == 0 || slices.Contains(p.Signatures, t.Signature)
 			status := store.TaskPending
 			switch {
 			case len(t.Parents) > 0 || t.Kind == store.KindOnFailure:
-			case claim && len(cands) < p.Limit && !candidate[nr.Tenant]:
+			case claim && len(c.cands) < p.Limit && !candidate[nr.Tenant]:
 				// InsertTasks starts it (RUNNING), or queues it when the
 				// tenant has work queued, and Enqueue then enqueues it.
 				status = taskStarting
 				candidate[nr.Tenant] = true
-				cands = append(cands, store.ClaimedTask{
+				c.cands = append(c.cands, store.ClaimedTask{
 					RunID: nr.ID, Workflow: nr.Workflow, Tenant: nr.Tenant,
 					Step: t.Name, Kind: t.Kind, Attempt: 1, Signature: t.Signature, Input: nr.Input,
 				})
-				candRuns = append(candRuns, id)
-				candNames = append(candNames, t.Name)
+				c.candRuns = append(c.candRuns, id)
+				c.candNames = append(c.candNames, t.Name)
 			default:
 				status = store.TaskQueued // InsertTasks keeps its QUEUED event
 			}
 			if status != store.TaskPending {
-				ep.RunIds = append(ep.RunIds, id)
-				ep.Tasks = append(ep.Tasks, t.Name)
-				ep.Signatures = append(ep.Signatures, t.Signature)
-				ep.Tenants = append(ep.Tenants, nr.Tenant)
-				ep.IfQueued = append(ep.IfQueued, status == taskStarting)
+				c.ep.RunIds = append(c.ep.RunIds, id)
+				c.ep.Tasks = append(c.ep.Tasks, t.Name)
+				c.ep.Signatures = append(c.ep.Signatures, t.Signature)
+				c.ep.Tenants = append(c.ep.Tenants, nr.Tenant)
+				c.ep.IfQueued = append(c.ep.IfQueued, status == taskStarting)
 			}
+			tp := &c.tp
 			tp.RunIds = append(tp.RunIds, id)
 			tp.Names = append(tp.Names, t.Name)
 			tp.Seqs = append(tp.Seqs, int32(ti))
@@ -111,48 +235,48 @@ func (s *Store) createRuns(ctx context.Context, runs []store.NewRun, p store.Cla
 			tp.Tenants = append(tp.Tenants, nr.Tenant)
 		}
 	}
-	slices.Sort(tenants)
-	tenants = slices.Compact(tenants)
-	// One round trip: the statements go in one pipeline, which runs them
-	// in one implicit transaction. A queued statement returns no error: its
-	// error comes from the send, which StartedTasks makes when there are
-	// candidates to start.
-	pl := &pipeline{db: s.pool}
-	_ = s.q.InsertRuns(ctx, pl, rp)
-	_ = s.q.InsertTasks(ctx, pl, tp)
-	_ = s.q.EnsureTenants(ctx, pl, tenants) // later enqueues need the tenants' rows, even when nothing is enqueued now
-	if len(ep.Tasks) > 0 {
-		_ = s.q.Enqueue(ctx, pl, ep)
+	slices.Sort(c.tenants)
+	c.tenants = slices.Compact(c.tenants)
+	return c
+}
+
+// write queues the statements on db, after the runs' insert, and sends
+// them: it returns the candidates that started.
+func (c *creation) write(ctx context.Context, s *Store, db interface {
+	dbsqlc.DBTX
+	send(context.Context) error
+}) ([]dbsqlc.StartedTasksRow, error) {
+	_ = s.q.InsertTasks(ctx, db, c.tp)
+	_ = s.q.EnsureTenants(ctx, db, c.tenants) // later enqueues need the tenants' rows, even when nothing is enqueued now
+	if len(c.ep.Tasks) > 0 {
+		_ = s.q.Enqueue(ctx, db, c.ep)
 	}
 	var started []dbsqlc.StartedTasksRow
 	var err error
-	if len(cands) > 0 {
-		started, err = s.q.StartedTasks(ctx, pl, candRuns, candNames)
+	if len(c.cands) > 0 {
+		started, err = s.q.StartedTasks(ctx, db, c.candRuns, c.candNames)
 	} else {
-		err = pl.send(ctx)
+		err = db.send(ctx)
 	}
 	if err != nil {
-		var pgErr *pgconn.PgError
-		switch {
-		case errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "dagen_runs_pkey":
-			return nil, fmt.Errorf("create run %s: %w", keyValue(pgErr.Detail), store.ErrRunExists)
-		case errors.As(err, &pgErr) && pgErr.Code == "23514" && pgErr.TableName == "dagen_tenant_groups":
-			return nil, fmt.Errorf("create %d runs: add tenants: more than %d tenants: %w", len(runs), store.BlockLength, err)
-		}
-		return nil, fmt.Errorf("create %d runs: %w", len(runs), err)
+		return nil, err
 	}
-	s.noteQueued(ctx, len(tp.Names))
+	return started, nil
+}
+
+// claimed returns the candidates that started.
+func (c *creation) claimed(started []dbsqlc.StartedTasksRow) []store.ClaimedTask {
 	isStarted := make(map[taskKey]bool, len(started))
 	for _, r := range started {
 		isStarted[taskKey{dag.RunID(r.RunID.Bytes), r.Name}] = true
 	}
 	var claimed []store.ClaimedTask
-	for _, c := range cands {
+	for _, c := range c.cands {
 		if isStarted[taskKey{c.RunID, c.Step}] {
 			claimed = append(claimed, c)
 		}
 	}
-	return claimed, nil
+	return claimed
 }
 
 // taskStarting marks, for InsertTasks, a root that StartRuns may start.

@@ -88,6 +88,7 @@ func runOf(id dag.RunID, r dbsqlc.GetRunRow, err error) (store.Run, error) {
 		Input:       r.Input,
 		CreatedAt:   timeOf(r.CreatedAt),
 		FinishedAt:  timeOf(r.FinishedAt),
+		Key:         r.Key,
 	}
 	if r.FailureStep.Valid {
 		run.Failure = &dag.Failure{

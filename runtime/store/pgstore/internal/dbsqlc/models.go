@@ -63,6 +63,7 @@ type DagenRun struct {
 	Pending        int32
 	CreatedAt      pgtype.Timestamptz
 	FinishedAt     pgtype.Timestamptz
+	Key            pgtype.Text
 }
 
 type DagenSignature struct {

@@ -42,7 +42,7 @@ func (q *Queries) DeleteRuns(ctx context.Context, db DBTX, ids []pgtype.UUID) (i
 
 const getRun = `-- name: GetRun :one
 SELECT id, workflow, fingerprint, tenant, status, input, failure_step, failure_attempt,
-       failure_message, created_at, finished_at
+       failure_message, created_at, finished_at, coalesce(key, '')::text AS key
 FROM dagen_runs
 WHERE id = $1
 `
@@ -59,6 +59,7 @@ type GetRunRow struct {
 	FailureMessage pgtype.Text
 	CreatedAt      pgtype.Timestamptz
 	FinishedAt     pgtype.Timestamptz
+	Key            string
 }
 
 func (q *Queries) GetRun(ctx context.Context, db DBTX, id pgtype.UUID) (GetRunRow, error) {
@@ -76,6 +77,7 @@ func (q *Queries) GetRun(ctx context.Context, db DBTX, id pgtype.UUID) (GetRunRo
 		&i.FailureMessage,
 		&i.CreatedAt,
 		&i.FinishedAt,
+		&i.Key,
 	)
 	return i, err
 }
@@ -91,6 +93,68 @@ func (q *Queries) GetRunStatus(ctx context.Context, db DBTX, id pgtype.UUID) (st
 	var status string
 	err := row.Scan(&status)
 	return status, err
+}
+
+const insertKeyedRuns = `-- name: InsertKeyedRuns :many
+INSERT INTO dagen_runs (id, workflow, fingerprint, tenant, status, input, pending, created_at, key)
+SELECT r.id, r.workflow, r.fingerprint, r.tenant, 'RUNNING', r.input, r.pending,
+       coalesce($1::timestamptz, now()), nullif(r.key, '')
+FROM (
+    SELECT unnest($2::uuid[]) AS id,
+           unnest($3::text[]) AS workflow,
+           unnest($4::text[]) AS fingerprint,
+           unnest($5::text[]) AS tenant,
+           unnest($6::bytea[]) AS input,
+           unnest($7::integer[]) AS pending,
+           unnest($8::text[]) AS key
+) AS r
+ON CONFLICT (workflow, tenant, key) WHERE key IS NOT NULL DO NOTHING
+RETURNING id
+`
+
+type InsertKeyedRunsParams struct {
+	Now          pgtype.Timestamptz
+	Ids          []pgtype.UUID
+	Workflows    []string
+	Fingerprints []string
+	Tenants      []string
+	Inputs       [][]byte
+	Pendings     []int32
+	Keys         []string
+}
+
+// Inserts new runs some of which have idempotency keys, and returns the ids
+// of those inserted: a run whose key a retained run (or an earlier run of
+// the list) has is not. A trigger racing with this one on the same key
+// waits for it on the unique index, then finds its run. An id that exists
+// already violates dagen_runs_pkey.
+func (q *Queries) InsertKeyedRuns(ctx context.Context, db DBTX, arg InsertKeyedRunsParams) ([]pgtype.UUID, error) {
+	rows, err := db.Query(ctx, insertKeyedRuns,
+		arg.Now,
+		arg.Ids,
+		arg.Workflows,
+		arg.Fingerprints,
+		arg.Tenants,
+		arg.Inputs,
+		arg.Pendings,
+		arg.Keys,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []pgtype.UUID
+	for rows.Next() {
+		var id pgtype.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const insertRuns = `-- name: InsertRuns :exec
@@ -317,6 +381,55 @@ func (q *Queries) RunExists(ctx context.Context, db DBTX, id pgtype.UUID) (bool,
 	var exists bool
 	err := row.Scan(&exists)
 	return exists, err
+}
+
+const runsByKey = `-- name: RunsByKey :many
+SELECT r.workflow, r.tenant, r.key::text AS key, r.id
+FROM (
+    SELECT unnest($1::text[]) AS workflow,
+           unnest($2::text[]) AS tenant,
+           unnest($3::text[]) AS key
+) AS k
+JOIN dagen_runs r ON r.workflow = k.workflow AND r.tenant = k.tenant AND r.key = k.key
+`
+
+type RunsByKeyParams struct {
+	Workflows []string
+	Tenants   []string
+	Keys      []string
+}
+
+type RunsByKeyRow struct {
+	Workflow string
+	Tenant   string
+	Key      string
+	ID       pgtype.UUID
+}
+
+// The retained runs that have these keys, of these workflows and tenants.
+func (q *Queries) RunsByKey(ctx context.Context, db DBTX, arg RunsByKeyParams) ([]RunsByKeyRow, error) {
+	rows, err := db.Query(ctx, runsByKey, arg.Workflows, arg.Tenants, arg.Keys)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []RunsByKeyRow
+	for rows.Next() {
+		var i RunsByKeyRow
+		if err := rows.Scan(
+			&i.Workflow,
+			&i.Tenant,
+			&i.Key,
+			&i.ID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const updateRuns = `-- name: UpdateRuns :exec
