@@ -47,7 +47,7 @@ BENCH_OUT ?= $(or $(TMPDIR),/tmp)/dagen-bench
 bench:
 	@mkdir -p $(abspath $(BENCH_OUT))
 	cd bench/river && $(GO) run . -settings tuned $(RIVER_FLAGS) > $(abspath $(BENCH_OUT))/river.txt
-	$(GO) run ./examples/bench -workloads single_step,chain10,fan50,map100k,map1k -concurrency 2048 -batch 512 $(BENCH_FLAGS) -json-out $(abspath $(BENCH_OUT))/dagen.jsonl
+	$(GO) run ./examples/bench -workloads single_step,chain10,fan50,map100k,map1k,trigger,trigger_key -concurrency 2048 -batch 512 $(BENCH_FLAGS) -json-out $(abspath $(BENCH_OUT))/dagen.jsonl
 	cd bench/river && $(GO) run . -settings tuned $(RIVER_FLAGS) >> $(abspath $(BENCH_OUT))/river.txt
 	$(GO) run ./examples/bench -workloads fairness,low_load $(BENCH_FLAGS) -json-out $(abspath $(BENCH_OUT))/dagen-latency.jsonl
 	@cat $(abspath $(BENCH_OUT))/river.txt

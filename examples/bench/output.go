@@ -31,6 +31,8 @@ func printTable(out io.Writer, results []Result) {
 		switch r.Workload {
 		case "map100k", "map1k":
 			fmt.Fprintf(out, "%s: %d run(s) of %d elements; steps count every element, Items and Collect%s\n", r.Workload, r.Runs, r.Elements, mapVerdict(r, fan))
+		case "trigger", "trigger_key":
+			fmt.Fprintf(out, "%s: %d runs started by one Trigger call each from %d goroutines (steps/s is runs/s; the runs are not executed)%s\n", r.Workload, r.Runs, triggerCallers, map[bool]string{true: ", each with a new idempotency key", false: ""}[r.Workload == "trigger_key"])
 		case "chain10":
 			fmt.Fprintf(out, "chain10: p50/p99 are run latencies (finished_at - created_at) of runs all enqueued before the engine started\n")
 		case "fairness":

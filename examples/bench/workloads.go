@@ -9,6 +9,9 @@ import (
 	"math"
 	"runtime"
 	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -217,6 +220,8 @@ func (b *bench) workload(ctx context.Context, name string) (Result, error) {
 	case "map1k":
 		res.Elements = mapSmallElements
 		err = b.throughput(ctx, &res, mapName, b.scaled(mapSmallRuns), mapSteps+res.Elements, func(int) any { return flows.Map{N: res.Elements} })
+	case "trigger", "trigger_key":
+		err = b.triggers(ctx, &res, name == "trigger_key")
 	case "fairness":
 		err = b.fairness(ctx, &res)
 	case "low_load":
@@ -713,4 +718,64 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 func round(v float64, places int) float64 {
 	p := math.Pow(10, float64(places))
 	return math.Round(v*p) / p
+}
+
+// triggerRuns and triggerCallers shape the trigger workloads: runs of the
+// one-step workflow, each started by its own Trigger call, from this many
+// goroutines at once, on an engine that does not run them.
+const (
+	triggerRuns    = 20_000
+	triggerCallers = 16
+)
+
+// triggers times Trigger calls, each creating one run, from many
+// goroutines: with keyed, each with an idempotency key of its own (a
+// first trigger: every key is new), so the keyed path's cost shows.
+func (b *bench) triggers(ctx context.Context, res *Result, keyed bool) (err error) {
+	w, err := b.newWorker(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, w.stop(ctx)) }()
+	n := b.scaled(triggerRuns)
+	var next atomic.Int64
+	errs := make(chan error, triggerCallers)
+	win := b.startWindow(ctx)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range triggerCallers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				var opts []engine.TriggerOption
+				if keyed {
+					opts = append(opts, engine.WithKey("order-"+strconv.Itoa(i)))
+				}
+				if _, err := w.e.Trigger(ctx, singleName, benchTenant, flows.Single{N: i}, opts...); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	win.stop(ctx, res, time.Since(start))
+	close(errs)
+	if err := <-errs; err != nil {
+		return fmt.Errorf("trigger: %w", err)
+	}
+	res.Runs, res.Steps = n, n
+	res.StepsPerSec = round(float64(n)/res.Seconds, 0)
+	// Completed counts the runs the triggers created: they are not run.
+	var created int
+	if err := b.pool.QueryRow(ctx, "SELECT count(*) FROM dagen_runs WHERE workflow = $1", singleName).Scan(&created); err != nil {
+		return fmt.Errorf("count created runs: %w", err)
+	}
+	res.Completed = created
+	return nil
 }
