@@ -86,6 +86,13 @@ func OrderDefinition() *engine.Definition {
 			}
 			return fns.AlertFn(ctx, input, failure)
 		},
+		Key: func(in []byte) (string, error) {
+			input, err := engine.Input[Order](engine.StepInput{Input: in})
+			if err != nil {
+				return "", err
+			}
+			return input.ID, nil
+		},
 	}
 	def.Steps = append(def.Steps, _dagenOrder_Validate(fns))
 	def.Steps = append(def.Steps, _dagenOrder_Charge(fns))
@@ -294,9 +301,10 @@ func (w *OrderWorkflow) Run(ctx context.Context, tenant string, input Order, opt
 	return run.Wait(ctx)
 }
 
-// Start starts a run of "Order" for tenant and returns at once. With
-// engine.WithKey(k) in opts, a run of the same tenant with key k that is still
-// retained is returned instead of a new one; Duplicate tells.
+// Start starts a run of "Order" for tenant and returns at once. A run of the
+// same tenant with the same key (ID) that is still retained is returned instead
+// of a new one; Duplicate tells. A zero ID is no key; engine.WithKey(k) in opts
+// sets the key in its place.
 func (w *OrderWorkflow) Start(ctx context.Context, tenant string, input Order, opts ...engine.TriggerOption) (*OrderRun, error) {
 	triggered, err := w.engine.TriggerRun(ctx, "Order", tenant, input, opts...)
 	if err != nil {
