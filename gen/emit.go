@@ -86,7 +86,7 @@ func emitPackage(p *analysis.Package) ([]byte, error) {
 // never guesses a name from a path (pgx/v5 is pgx, not v5), and renames
 // an import whose name the package already declares.
 func (g *emitter) imports() {
-	paths := map[string]string{"context": "context", "fmt": "fmt", "time": "time", enginePath: "engine", dagPath: "dag"}
+	paths := map[string]string{"context": "context", "fmt": "fmt", "strconv": "strconv", "time": "time", enginePath: "engine", dagPath: "dag"}
 	for _, w := range g.pkg.Workflows {
 		collectPkgs(w.Input, paths)
 		for _, s := range w.Steps {
@@ -442,6 +442,9 @@ func (g *emitter) definition(w *analysis.Workflow) {
 	if w.OnFailure != "" {
 		fields.add("OnFailure", g.onFailure(w))
 	}
+	if w.Key != nil {
+		fields.add("Key", g.key(w))
+	}
 	stepFuncs := make([]string, len(w.Steps))
 	for i, s := range w.Steps {
 		stepFuncs[i] = g.name("_dagen" + n + "_" + s.Func)
@@ -708,6 +711,45 @@ func (g *emitter) onFailure(w *analysis.Workflow) jen.Code {
 	return jen.Func().Params(g.ctxParam(), g.inParam(), jen.Id(failure).Qual(dagPath, "Failure")).Error().Block(body...)
 }
 
+// key emits Definition.Key: the run's idempotency key read from its
+// encoded input, the field key= names written as a string. The zero value
+// is no key, for integers as for strings (an empty key is none to the
+// engine): an unset ID must not make every run a duplicate of the first.
+func (g *emitter) key(w *analysis.Workflow) jen.Code {
+	input, err := g.name("input"), g.name("err")
+	field := jen.Id(input)
+	for _, name := range w.Key.Fields() {
+		field = field.Dot(name)
+	}
+	t := types.Unalias(w.Key.Type)
+	body := []jen.Code{
+		jen.List(jen.Id(input), jen.Id(err)).Op(":=").Qual(enginePath, "Input").Types(g.typ(w.Input)).Call(
+			jen.Qual(enginePath, "StepInput").Values(jen.Dict{jen.Id("Input"): jen.Id(g.name("in"))})),
+		g.checkErr(jen.Lit("")),
+	}
+	switch w.Key.Kind {
+	case analysis.KeyString:
+		if !types.Identical(t, types.Typ[types.String]) {
+			field = jen.String().Call(field)
+		}
+		body = append(body, jen.Return(field, jen.Nil()))
+	case analysis.KeySigned, analysis.KeyUnsigned:
+		fn, conv := "FormatInt", types.Typ[types.Int64]
+		if w.Key.Kind == analysis.KeyUnsigned {
+			fn, conv = "FormatUint", types.Typ[types.Uint64]
+		}
+		value := field.Clone()
+		if !types.Identical(t, conv) {
+			value = jen.Id(conv.Name()).Call(value)
+		}
+		body = append(body,
+			jen.If(field.Clone().Op("==").Lit(0)).Block(jen.Return(jen.Lit(""), jen.Nil())),
+			jen.Return(jen.Qual("strconv", fn).Call(value, jen.Lit(10)), jen.Nil()),
+		)
+	}
+	return jen.Func().Params(jen.Id(g.name("in")).Index().Byte()).Params(jen.String(), jen.Error()).Block(body...)
+}
+
 // handle emits the typed workflow handle and the run type.
 func (g *emitter) handle(w *analysis.Workflow) {
 	n := analysis.GoName(w)
@@ -729,29 +771,37 @@ func (g *emitter) handle(w *analysis.Workflow) {
 	)
 	g.f.Line()
 
-	g.f.Commentf("Run starts a run of %q for %s and waits until it finishes.", w.Name, tenant)
-	g.f.Func().Params(jen.Id(recv).Op("*").Id(wfType)).Id("Run").Params(ctxP, jen.Id(tenant).String(), jen.Id(input).Add(g.typ(w.Input))).Params(jen.Id(resType), jen.Error()).Block(
-		jen.List(jen.Id(run), jen.Id(err)).Op(":=").Id(recv).Dot("Start").Call(jen.Id(ctx), jen.Id(tenant), jen.Id(input)),
+	opts := g.name("opts")
+	optsP := jen.Id(opts).Op("...").Qual(enginePath, "TriggerOption")
+	g.comment(fmt.Sprintf("Run starts a run of %q for %s, as Start does with %s, and waits until it finishes: for a duplicate, until the run found by its key finishes.", w.Name, tenant, opts))
+	g.f.Func().Params(jen.Id(recv).Op("*").Id(wfType)).Id("Run").Params(ctxP, jen.Id(tenant).String(), jen.Id(input).Add(g.typ(w.Input)), optsP).Params(jen.Id(resType), jen.Error()).Block(
+		jen.List(jen.Id(run), jen.Id(err)).Op(":=").Id(recv).Dot("Start").Call(jen.Id(ctx), jen.Id(tenant), jen.Id(input), jen.Id(opts).Op("...")),
 		jen.If(jen.Id(err).Op("!=").Nil()).Block(jen.Return(jen.Id(resType).Values(), jen.Id(err))),
 		jen.Return(jen.Id(run).Dot("Wait").Call(jen.Id(ctx))),
 	)
 	g.f.Line()
 
-	id := g.name("id")
-	g.f.Commentf("Start starts a run of %q for %s and returns at once.", w.Name, tenant)
-	g.f.Func().Params(jen.Id(recv).Op("*").Id(wfType)).Id("Start").Params(ctxP, jen.Id(tenant).String(), jen.Id(input).Add(g.typ(w.Input))).Params(jen.Op("*").Id(runType), jen.Error()).Block(
-		jen.List(jen.Id(id), jen.Id(err)).Op(":=").Id(recv).Dot("engine").Dot("Trigger").Call(jen.Id(ctx), jen.Lit(w.Name), jen.Id(tenant), jen.Id(input)),
+	id, trig := g.name("id"), g.name("triggered")
+	var started, got fieldList
+	started.add("engine", jen.Id(recv).Dot("engine"))
+	started.add("id", jen.Id(trig).Dot("ID"))
+	started.add("duplicate", jen.Id(trig).Dot("Duplicate"))
+	got.add("engine", jen.Id(recv).Dot("engine"))
+	got.add("id", jen.Id(id))
+	g.comment(startDoc(w, tenant, opts))
+	g.f.Func().Params(jen.Id(recv).Op("*").Id(wfType)).Id("Start").Params(ctxP, jen.Id(tenant).String(), jen.Id(input).Add(g.typ(w.Input)), optsP).Params(jen.Op("*").Id(runType), jen.Error()).Block(
+		jen.List(jen.Id(trig), jen.Id(err)).Op(":=").Id(recv).Dot("engine").Dot("TriggerRun").Call(jen.Id(ctx), jen.Lit(w.Name), jen.Id(tenant), jen.Id(input), jen.Id(opts).Op("...")),
 		jen.If(jen.Id(err).Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Id(err))),
-		jen.Return(jen.Op("&").Id(runType).Values(jen.Dict{jen.Id("engine"): jen.Id(recv).Dot("engine"), jen.Id("id"): jen.Id(id)}), jen.Nil()),
+		jen.Return(jen.Op("&").Id(runType).Add(started.values()), jen.Nil()),
 	)
 	g.f.Line()
 
 	g.f.Commentf("Get returns the typed handle of the run of %q with %s, like the one Start", w.Name, id)
 	g.f.Comment("returns, so a run whose id was kept can be waited on. Get does not check that")
 	g.f.Comment("the run exists: Wait reports an unknown id with an error that wraps")
-	g.f.Comment("store.ErrRunNotFound.")
+	g.f.Comment("store.ErrRunNotFound. The handle's Duplicate reports false.")
 	g.f.Func().Params(jen.Id(recv).Op("*").Id(wfType)).Id("Get").Params(jen.Id(id).Qual(dagPath, "RunID")).Op("*").Id(runType).Block(
-		jen.Return(jen.Op("&").Id(runType).Values(jen.Dict{jen.Id("engine"): jen.Id(recv).Dot("engine"), jen.Id("id"): jen.Id(id)})),
+		jen.Return(jen.Op("&").Id(runType).Add(got.values())),
 	)
 	g.f.Line()
 
@@ -760,10 +810,15 @@ func (g *emitter) handle(w *analysis.Workflow) {
 	g.f.Type().Id(runType).Struct(
 		jen.Id("engine").Op("*").Qual(enginePath, "Engine"),
 		jen.Id("id").Qual(dagPath, "RunID"),
+		jen.Id("duplicate").Bool(),
 	)
 	g.f.Line()
 	g.f.Comment("ID returns the run's id.")
 	g.f.Func().Params(jen.Id(r).Op("*").Id(runType)).Id("ID").Params().Qual(dagPath, "RunID").Block(jen.Return(jen.Id(r).Dot("id")))
+	g.f.Line()
+	g.f.Comment("Duplicate reports whether Start found this run by its idempotency key (an")
+	g.f.Comment("earlier trigger started it) rather than starting it.")
+	g.f.Func().Params(jen.Id(r).Op("*").Id(runType)).Id("Duplicate").Params().Bool().Block(jen.Return(jen.Id(r).Dot("duplicate")))
 	g.f.Line()
 
 	wait := jen.Id(r).Dot("engine").Dot("Wait").Call(jen.Id(ctx), jen.Id(r).Dot("id"))
@@ -801,6 +856,44 @@ func (g *emitter) handle(w *analysis.Workflow) {
 	g.f.Comment("Wait blocks until the run finishes and returns the outputs of its steps.")
 	g.f.Comment("When the run failed or was cancelled, the error is the engine's *engine.RunError.")
 	g.f.Func().Params(jen.Id(r).Op("*").Id(runType)).Id("Wait").Params(ctxP).Params(jen.Id(resType), jen.Error()).Block(body...)
+}
+
+// startDoc is the doc comment of Start, unwrapped.
+func startDoc(w *analysis.Workflow, tenant, opts string) string {
+	doc := fmt.Sprintf("Start starts a run of %q for %s and returns at once.", w.Name, tenant)
+	if w.Key == nil {
+		return doc + fmt.Sprintf(" With engine.WithKey(k) in %s, a run of the same tenant with key k that is still retained is returned instead of a new one; Duplicate tells.", opts)
+	}
+	return doc + fmt.Sprintf(" A run of the same tenant with the same key (%s) that is still retained is returned instead of a new one; Duplicate tells. A zero %s is no key; engine.WithKey(k) in %s sets the key in its place.",
+		w.Key.Path, w.Key.Path, opts)
+}
+
+// comment writes text as a comment, wrapped to lines of 80 columns.
+func (g *emitter) comment(text string) {
+	for _, line := range wrap(text, 80-len("// ")) {
+		g.f.Comment(line)
+	}
+}
+
+// wrap breaks text into lines of at most width bytes, between words.
+func wrap(text string, width int) []string {
+	var lines []string
+	line := ""
+	for _, word := range strings.Fields(text) {
+		switch {
+		case line == "":
+			line = word
+		case len(line)+1+len(word) > width:
+			lines = append(lines, line)
+			line = word
+		default:
+			line += " " + word
+		}
+	}
+	if line != "" {
+		lines = append(lines, line)
+	}
+	return lines
 }
 
 // hasOutputs reports whether a step of w returns a value.

@@ -73,3 +73,47 @@ func ExampleOrderWorkflow_Get() {
 	fmt.Println(res.Finalize.Value().Status, res.Finalize.Value().Detail)
 	// Output: shipped trk-o-3
 }
+
+// Order's ID is its idempotency key (//dag:workflow key=ID): starting an
+// order again while its run is retained returns that run, and Duplicate
+// says so. engine.WithKey sets a key of the caller's choosing instead.
+func ExampleOrderRun_Duplicate() {
+	ctx := context.Background()
+	e, err := engine.New(memstore.New(nil), &engine.Config{PollInterval: 5 * time.Millisecond})
+	if err != nil {
+		panic(err)
+	}
+	wf, err := order.NewOrderWorkflow(e)
+	if err != nil {
+		panic(err)
+	}
+	if err := e.Start(ctx); err != nil {
+		panic(err)
+	}
+	defer e.Stop(ctx)
+
+	o := order.Order{ID: "o-4", Amount: 1500, Card: "4242", FraudHold: time.Millisecond}
+	first, err := wf.Start(ctx, "tenant-42", o)
+	if err != nil {
+		panic(err)
+	}
+	again, err := wf.Start(ctx, "tenant-42", o) // a retried request, say
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(again.ID() == first.ID(), first.Duplicate(), again.Duplicate())
+
+	other, err := wf.Start(ctx, "tenant-42", o, engine.WithKey("o-4-resent"))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(other.ID() == first.ID(), other.Duplicate())
+	for _, r := range []*order.OrderRun{first, other} {
+		if _, err := r.Wait(ctx); err != nil {
+			panic(err)
+		}
+	}
+	// Output:
+	// true false true
+	// false false
+}

@@ -15,9 +15,10 @@ import (
 const DefaultFraudHold = 24 * time.Hour
 
 // Order is the input of the Order workflow. Its type name names the
-// workflow.
+// workflow. Its ID is the run's idempotency key: starting an order again
+// while its run is retained returns that run rather than charging twice.
 //
-//dag:workflow
+//dag:workflow key=ID
 type Order struct {
 	ID     string
 	Amount int64 // in cents

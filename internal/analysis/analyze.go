@@ -532,6 +532,7 @@ func (a *analyzer) addWorkflow(f *found) {
 	} else {
 		a.checkLostFields(w.Input, f.spec.Name.Pos(), "workflow input "+w.TypeName, "every step gets")
 	}
+	a.readKey(f, w)
 	a.workflows = append(a.workflows, w)
 	a.wfTypes = append(a.wfTypes, obj)
 }

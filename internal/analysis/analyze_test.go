@@ -28,6 +28,9 @@ func TestOrderGraph(t *testing.T) {
 	if w.Name != "Order" || w.OnFailure != "Alert" || len(w.Steps) != 6 {
 		t.Fatalf("workflow %s onfailure %q with %d steps", w.Name, w.OnFailure, len(w.Steps))
 	}
+	if w.Key == nil || w.Key.Path != "ID" || w.Key.Kind != analysis.KeyString || w.Key.Type.String() != "string" {
+		t.Errorf("key %+v, want ID, a string", w.Key)
+	}
 	skippable := map[string]bool{"Validate": false, "Charge": true, "Reject": true, "FraudWindow": true, "Ship": true, "Finalize": true}
 	for name, want := range skippable {
 		if s := w.Step(name); s == nil || s.Skippable != want {

@@ -24,6 +24,7 @@ const (
 	//	//dag:step after Validate
 	//	//dag:step retry=three
 	//	//dag:step after=A,B each=A,B limit=0
+	//	//dag:workflow key=Customer..ID
 	MalformedDirective
 
 	// SpacedList is a list value with spaces after or before its commas,
@@ -308,6 +309,33 @@ const (
 	//	type OrderResult struct{}
 	NameCollision
 
+	// UnknownKeyField is a key= path naming a field that its struct does
+	// not have, at any step of the path.
+	//
+	//	//dag:workflow key=Customer.Idd // Customer has ID
+	UnknownKeyField
+
+	// BadKeyPath is a key= path that goes through something other than a
+	// struct field: a value that is not a struct, a pointer (a nil would
+	// have no key), a method, or a name promoted from two embedded structs
+	// at once.
+	//
+	//	//dag:workflow key=Customer.ID // Customer *Customer
+	BadKeyPath
+
+	// LostKeyField is a key= field that does not survive the JSON round
+	// trip of the input, from which the key is read: it is unexported,
+	// tagged json:"-", or left out for another field of its JSON name.
+	//
+	//	//dag:workflow key=ref // ref string
+	LostKeyField
+
+	// BadKeyType is a key= field that is neither a string nor an integer
+	// (named types of them included).
+	//
+	//	//dag:workflow key=Amount // Amount float64
+	BadKeyType
+
 	// Internal is a failure of dagen itself, such as generated code that
 	// does not format.
 	Internal
@@ -361,6 +389,10 @@ var codeNames = [...]string{
 	BadPredicateParam:       "BadPredicateParam",
 	AmbiguousPredicateParam: "AmbiguousPredicateParam",
 	NameCollision:           "NameCollision",
+	UnknownKeyField:         "UnknownKeyField",
+	BadKeyPath:              "BadKeyPath",
+	LostKeyField:            "LostKeyField",
+	BadKeyType:              "BadKeyType",
 	Internal:                "Internal",
 }
 

@@ -18,7 +18,7 @@
 // The directives and the keys they accept (unknown, repeated and malformed
 // keys are errors that say how to write them):
 //
-//	//dag:workflow   on the input type       name=
+//	//dag:workflow   on the input type       name= key=Field
 //	//dag:step       on a step func          after=A,B skip=p,q each=P limit=N
 //	                                         retry=N backoff=1s maxbackoff=1m
 //	                                         timeout=30s name=
@@ -36,6 +36,17 @@
 // whole and see P's whole slice. limit=N (N > 0, only with each=) bounds
 // how many elements of one run are in flight at once. Sleeps and
 // onfailure funcs cannot be mapped.
+//
+// key= gives runs an idempotency key: a field of the input, key=ID, or a
+// dotted path of struct fields to one, key=Customer.ID, each name a field
+// of the struct before it (promoted fields of embedded structs included).
+// The generated Definition.Key reads the field from the run's encoded
+// input, the JSON the engine stores, so the field must survive the JSON
+// round trip: exported, not tagged json:"-" and not left out for another
+// field of the same JSON name. No pointer may be on the path, since a nil
+// would have no key. The field is a string or an integer (int*, uint* and
+// named types of them), written in decimal; its zero value ("" or 0) is
+// no key, and the run is started like any other.
 //
 // Problems are data: each is a [Diagnostic] with a position, a [Code] and a
 // message that says how to fix it where that is obvious. Analyze collects

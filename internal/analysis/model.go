@@ -3,6 +3,7 @@ package analysis
 import (
 	"go/token"
 	"go/types"
+	"strings"
 	"time"
 )
 
@@ -27,6 +28,9 @@ type Workflow struct {
 	TypeName string // the Go type's name
 	Input    types.Type
 	Pos      token.Position // the type's name
+	// Key is key=, the field of the input that gives a run its
+	// idempotency key, or nil.
+	Key *Key
 	// Steps in source order.
 	Steps []*Step
 	// OnFailure is the name of the onfailure func, or "".
@@ -44,6 +48,32 @@ func (w *Workflow) Step(fn string) *Step {
 	}
 	return nil
 }
+
+// Key is key= of a workflow: a field of the input, reached by a dotted
+// path of struct fields, whose value in the run's input is the run's
+// idempotency key.
+type Key struct {
+	// Path is the path as written: "ID", "Customer.ID". Each name is a
+	// field, maybe promoted from an embedded struct, so that
+	// input.Customer.ID selects it in Go.
+	Path string
+	Type types.Type // the field's type, of a string or integer kind
+	Kind KeyKind
+	Pos  token.Position // the value of key=
+}
+
+// Fields returns the field names of the path, in order.
+func (k *Key) Fields() []string { return strings.Split(k.Path, ".") }
+
+// KeyKind says how a key is written from its field's value.
+type KeyKind int
+
+// Key kinds.
+const (
+	KeyString   KeyKind = iota // a string kind: the value itself
+	KeySigned                  // a signed integer kind, in decimal
+	KeyUnsigned                // an unsigned integer kind, in decimal
+)
 
 // StepKind says whether a step runs code or sleeps.
 type StepKind int

@@ -81,31 +81,35 @@ func NewSingleWorkflow(e *engine.Engine) (*SingleWorkflow, error) {
 	return &SingleWorkflow{engine: e}, nil
 }
 
-// Run starts a run of "Single" for tenant and waits until it finishes.
-func (w *SingleWorkflow) Run(ctx context.Context, tenant string, input Single) (SingleResult, error) {
-	run, err := w.Start(ctx, tenant, input)
+// Run starts a run of "Single" for tenant, as Start does with opts, and waits
+// until it finishes: for a duplicate, until the run found by its key finishes.
+func (w *SingleWorkflow) Run(ctx context.Context, tenant string, input Single, opts ...engine.TriggerOption) (SingleResult, error) {
+	run, err := w.Start(ctx, tenant, input, opts...)
 	if err != nil {
 		return SingleResult{}, err
 	}
 	return run.Wait(ctx)
 }
 
-// Start starts a run of "Single" for tenant and returns at once.
-func (w *SingleWorkflow) Start(ctx context.Context, tenant string, input Single) (*SingleRun, error) {
-	id, err := w.engine.Trigger(ctx, "Single", tenant, input)
+// Start starts a run of "Single" for tenant and returns at once. With
+// engine.WithKey(k) in opts, a run of the same tenant with key k that is still
+// retained is returned instead of a new one; Duplicate tells.
+func (w *SingleWorkflow) Start(ctx context.Context, tenant string, input Single, opts ...engine.TriggerOption) (*SingleRun, error) {
+	triggered, err := w.engine.TriggerRun(ctx, "Single", tenant, input, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &SingleRun{
-		engine: w.engine,
-		id:     id,
+		engine:    w.engine,
+		id:        triggered.ID,
+		duplicate: triggered.Duplicate,
 	}, nil
 }
 
 // Get returns the typed handle of the run of "Single" with id, like the one Start
 // returns, so a run whose id was kept can be waited on. Get does not check that
 // the run exists: Wait reports an unknown id with an error that wraps
-// store.ErrRunNotFound.
+// store.ErrRunNotFound. The handle's Duplicate reports false.
 func (w *SingleWorkflow) Get(id dag.RunID) *SingleRun {
 	return &SingleRun{
 		engine: w.engine,
@@ -115,13 +119,20 @@ func (w *SingleWorkflow) Get(id dag.RunID) *SingleRun {
 
 // SingleRun is one run of workflow "Single".
 type SingleRun struct {
-	engine *engine.Engine
-	id     dag.RunID
+	engine    *engine.Engine
+	id        dag.RunID
+	duplicate bool
 }
 
 // ID returns the run's id.
 func (r *SingleRun) ID() dag.RunID {
 	return r.id
+}
+
+// Duplicate reports whether Start found this run by its idempotency key (an
+// earlier trigger started it) rather than starting it.
+func (r *SingleRun) Duplicate() bool {
+	return r.duplicate
 }
 
 // Wait blocks until the run finishes and returns the outputs of its steps.
@@ -235,31 +246,35 @@ func NewPairWorkflow(e *engine.Engine) (*PairWorkflow, error) {
 	return &PairWorkflow{engine: e}, nil
 }
 
-// Run starts a run of "Pair" for tenant and waits until it finishes.
-func (w *PairWorkflow) Run(ctx context.Context, tenant string, input Pair) (PairResult, error) {
-	run, err := w.Start(ctx, tenant, input)
+// Run starts a run of "Pair" for tenant, as Start does with opts, and waits
+// until it finishes: for a duplicate, until the run found by its key finishes.
+func (w *PairWorkflow) Run(ctx context.Context, tenant string, input Pair, opts ...engine.TriggerOption) (PairResult, error) {
+	run, err := w.Start(ctx, tenant, input, opts...)
 	if err != nil {
 		return PairResult{}, err
 	}
 	return run.Wait(ctx)
 }
 
-// Start starts a run of "Pair" for tenant and returns at once.
-func (w *PairWorkflow) Start(ctx context.Context, tenant string, input Pair) (*PairRun, error) {
-	id, err := w.engine.Trigger(ctx, "Pair", tenant, input)
+// Start starts a run of "Pair" for tenant and returns at once. With
+// engine.WithKey(k) in opts, a run of the same tenant with key k that is still
+// retained is returned instead of a new one; Duplicate tells.
+func (w *PairWorkflow) Start(ctx context.Context, tenant string, input Pair, opts ...engine.TriggerOption) (*PairRun, error) {
+	triggered, err := w.engine.TriggerRun(ctx, "Pair", tenant, input, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &PairRun{
-		engine: w.engine,
-		id:     id,
+		engine:    w.engine,
+		id:        triggered.ID,
+		duplicate: triggered.Duplicate,
 	}, nil
 }
 
 // Get returns the typed handle of the run of "Pair" with id, like the one Start
 // returns, so a run whose id was kept can be waited on. Get does not check that
 // the run exists: Wait reports an unknown id with an error that wraps
-// store.ErrRunNotFound.
+// store.ErrRunNotFound. The handle's Duplicate reports false.
 func (w *PairWorkflow) Get(id dag.RunID) *PairRun {
 	return &PairRun{
 		engine: w.engine,
@@ -269,13 +284,20 @@ func (w *PairWorkflow) Get(id dag.RunID) *PairRun {
 
 // PairRun is one run of workflow "Pair".
 type PairRun struct {
-	engine *engine.Engine
-	id     dag.RunID
+	engine    *engine.Engine
+	id        dag.RunID
+	duplicate bool
 }
 
 // ID returns the run's id.
 func (r *PairRun) ID() dag.RunID {
 	return r.id
+}
+
+// Duplicate reports whether Start found this run by its idempotency key (an
+// earlier trigger started it) rather than starting it.
+func (r *PairRun) Duplicate() bool {
+	return r.duplicate
 }
 
 // Wait blocks until the run finishes and returns the outputs of its steps.
@@ -630,31 +652,35 @@ func NewChainWorkflow(e *engine.Engine) (*ChainWorkflow, error) {
 	return &ChainWorkflow{engine: e}, nil
 }
 
-// Run starts a run of "Chain" for tenant and waits until it finishes.
-func (w *ChainWorkflow) Run(ctx context.Context, tenant string, input Chain) (ChainResult, error) {
-	run, err := w.Start(ctx, tenant, input)
+// Run starts a run of "Chain" for tenant, as Start does with opts, and waits
+// until it finishes: for a duplicate, until the run found by its key finishes.
+func (w *ChainWorkflow) Run(ctx context.Context, tenant string, input Chain, opts ...engine.TriggerOption) (ChainResult, error) {
+	run, err := w.Start(ctx, tenant, input, opts...)
 	if err != nil {
 		return ChainResult{}, err
 	}
 	return run.Wait(ctx)
 }
 
-// Start starts a run of "Chain" for tenant and returns at once.
-func (w *ChainWorkflow) Start(ctx context.Context, tenant string, input Chain) (*ChainRun, error) {
-	id, err := w.engine.Trigger(ctx, "Chain", tenant, input)
+// Start starts a run of "Chain" for tenant and returns at once. With
+// engine.WithKey(k) in opts, a run of the same tenant with key k that is still
+// retained is returned instead of a new one; Duplicate tells.
+func (w *ChainWorkflow) Start(ctx context.Context, tenant string, input Chain, opts ...engine.TriggerOption) (*ChainRun, error) {
+	triggered, err := w.engine.TriggerRun(ctx, "Chain", tenant, input, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &ChainRun{
-		engine: w.engine,
-		id:     id,
+		engine:    w.engine,
+		id:        triggered.ID,
+		duplicate: triggered.Duplicate,
 	}, nil
 }
 
 // Get returns the typed handle of the run of "Chain" with id, like the one Start
 // returns, so a run whose id was kept can be waited on. Get does not check that
 // the run exists: Wait reports an unknown id with an error that wraps
-// store.ErrRunNotFound.
+// store.ErrRunNotFound. The handle's Duplicate reports false.
 func (w *ChainWorkflow) Get(id dag.RunID) *ChainRun {
 	return &ChainRun{
 		engine: w.engine,
@@ -664,13 +690,20 @@ func (w *ChainWorkflow) Get(id dag.RunID) *ChainRun {
 
 // ChainRun is one run of workflow "Chain".
 type ChainRun struct {
-	engine *engine.Engine
-	id     dag.RunID
+	engine    *engine.Engine
+	id        dag.RunID
+	duplicate bool
 }
 
 // ID returns the run's id.
 func (r *ChainRun) ID() dag.RunID {
 	return r.id
+}
+
+// Duplicate reports whether Start found this run by its idempotency key (an
+// earlier trigger started it) rather than starting it.
+func (r *ChainRun) Duplicate() bool {
+	return r.duplicate
 }
 
 // Wait blocks until the run finishes and returns the outputs of its steps.
@@ -1820,31 +1853,35 @@ func NewFanWorkflow(e *engine.Engine) (*FanWorkflow, error) {
 	return &FanWorkflow{engine: e}, nil
 }
 
-// Run starts a run of "Fan" for tenant and waits until it finishes.
-func (w *FanWorkflow) Run(ctx context.Context, tenant string, input Fan) (FanResult, error) {
-	run, err := w.Start(ctx, tenant, input)
+// Run starts a run of "Fan" for tenant, as Start does with opts, and waits
+// until it finishes: for a duplicate, until the run found by its key finishes.
+func (w *FanWorkflow) Run(ctx context.Context, tenant string, input Fan, opts ...engine.TriggerOption) (FanResult, error) {
+	run, err := w.Start(ctx, tenant, input, opts...)
 	if err != nil {
 		return FanResult{}, err
 	}
 	return run.Wait(ctx)
 }
 
-// Start starts a run of "Fan" for tenant and returns at once.
-func (w *FanWorkflow) Start(ctx context.Context, tenant string, input Fan) (*FanRun, error) {
-	id, err := w.engine.Trigger(ctx, "Fan", tenant, input)
+// Start starts a run of "Fan" for tenant and returns at once. With
+// engine.WithKey(k) in opts, a run of the same tenant with key k that is still
+// retained is returned instead of a new one; Duplicate tells.
+func (w *FanWorkflow) Start(ctx context.Context, tenant string, input Fan, opts ...engine.TriggerOption) (*FanRun, error) {
+	triggered, err := w.engine.TriggerRun(ctx, "Fan", tenant, input, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &FanRun{
-		engine: w.engine,
-		id:     id,
+		engine:    w.engine,
+		id:        triggered.ID,
+		duplicate: triggered.Duplicate,
 	}, nil
 }
 
 // Get returns the typed handle of the run of "Fan" with id, like the one Start
 // returns, so a run whose id was kept can be waited on. Get does not check that
 // the run exists: Wait reports an unknown id with an error that wraps
-// store.ErrRunNotFound.
+// store.ErrRunNotFound. The handle's Duplicate reports false.
 func (w *FanWorkflow) Get(id dag.RunID) *FanRun {
 	return &FanRun{
 		engine: w.engine,
@@ -1854,13 +1891,20 @@ func (w *FanWorkflow) Get(id dag.RunID) *FanRun {
 
 // FanRun is one run of workflow "Fan".
 type FanRun struct {
-	engine *engine.Engine
-	id     dag.RunID
+	engine    *engine.Engine
+	id        dag.RunID
+	duplicate bool
 }
 
 // ID returns the run's id.
 func (r *FanRun) ID() dag.RunID {
 	return r.id
+}
+
+// Duplicate reports whether Start found this run by its idempotency key (an
+// earlier trigger started it) rather than starting it.
+func (r *FanRun) Duplicate() bool {
+	return r.duplicate
 }
 
 // Wait blocks until the run finishes and returns the outputs of its steps.
@@ -2013,31 +2057,35 @@ func NewMapWorkflow(e *engine.Engine) (*MapWorkflow, error) {
 	return &MapWorkflow{engine: e}, nil
 }
 
-// Run starts a run of "Map" for tenant and waits until it finishes.
-func (w *MapWorkflow) Run(ctx context.Context, tenant string, input Map) (MapResult, error) {
-	run, err := w.Start(ctx, tenant, input)
+// Run starts a run of "Map" for tenant, as Start does with opts, and waits
+// until it finishes: for a duplicate, until the run found by its key finishes.
+func (w *MapWorkflow) Run(ctx context.Context, tenant string, input Map, opts ...engine.TriggerOption) (MapResult, error) {
+	run, err := w.Start(ctx, tenant, input, opts...)
 	if err != nil {
 		return MapResult{}, err
 	}
 	return run.Wait(ctx)
 }
 
-// Start starts a run of "Map" for tenant and returns at once.
-func (w *MapWorkflow) Start(ctx context.Context, tenant string, input Map) (*MapRun, error) {
-	id, err := w.engine.Trigger(ctx, "Map", tenant, input)
+// Start starts a run of "Map" for tenant and returns at once. With
+// engine.WithKey(k) in opts, a run of the same tenant with key k that is still
+// retained is returned instead of a new one; Duplicate tells.
+func (w *MapWorkflow) Start(ctx context.Context, tenant string, input Map, opts ...engine.TriggerOption) (*MapRun, error) {
+	triggered, err := w.engine.TriggerRun(ctx, "Map", tenant, input, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &MapRun{
-		engine: w.engine,
-		id:     id,
+		engine:    w.engine,
+		id:        triggered.ID,
+		duplicate: triggered.Duplicate,
 	}, nil
 }
 
 // Get returns the typed handle of the run of "Map" with id, like the one Start
 // returns, so a run whose id was kept can be waited on. Get does not check that
 // the run exists: Wait reports an unknown id with an error that wraps
-// store.ErrRunNotFound.
+// store.ErrRunNotFound. The handle's Duplicate reports false.
 func (w *MapWorkflow) Get(id dag.RunID) *MapRun {
 	return &MapRun{
 		engine: w.engine,
@@ -2047,13 +2095,20 @@ func (w *MapWorkflow) Get(id dag.RunID) *MapRun {
 
 // MapRun is one run of workflow "Map".
 type MapRun struct {
-	engine *engine.Engine
-	id     dag.RunID
+	engine    *engine.Engine
+	id        dag.RunID
+	duplicate bool
 }
 
 // ID returns the run's id.
 func (r *MapRun) ID() dag.RunID {
 	return r.id
+}
+
+// Duplicate reports whether Start found this run by its idempotency key (an
+// earlier trigger started it) rather than starting it.
+func (r *MapRun) Duplicate() bool {
+	return r.duplicate
 }
 
 // Wait blocks until the run finishes and returns the outputs of its steps.

@@ -1,5 +1,7 @@
 // Command demo runs the order workflow twice, a valid order and an invalid
-// one, and prints every step's state and output.
+// one, and prints every step's state and output; then it starts the valid
+// order again, which finds the order's run by its idempotency key (key=ID)
+// rather than starting another.
 //
 // It uses Postgres when DATABASE_URL is set (pgstore migrates the schema),
 // otherwise the in-memory store. The valid order's fraud window is
@@ -17,6 +19,7 @@ import (
 
 	"github.com/dagenhq/dagen/examples/internal/demo"
 	"github.com/dagenhq/dagen/examples/order"
+	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/engine"
 	"github.com/dagenhq/dagen/runtime/store"
 )
@@ -41,13 +44,21 @@ func run(ctx context.Context, databaseURL string, out io.Writer) error {
 		{ID: "demo-valid", Amount: 4200, Card: "4242", FraudHold: 300 * time.Millisecond},
 		{ID: "demo-invalid", Amount: -5, Card: "4242"},
 	}
+	var runs []dag.RunID
 	for _, o := range orders {
 		fmt.Fprintf(out, "\norder %s (amount %d, fraud hold %s)\n", o.ID, o.Amount, o.FraudHold)
 		r, err := wf.Start(ctx, "demo-tenant", o)
 		if err != nil {
 			return fmt.Errorf("start order %s: %w", o.ID, err)
 		}
-		fmt.Fprintf(out, "run %s\n", r.ID())
+		runs = append(runs, r.ID())
+		if r.Duplicate() {
+			// On a database that an earlier demo used, whose run is
+			// still retained.
+			fmt.Fprintf(out, "run %s (found by its key: an earlier demo started it)\n", r.ID())
+		} else {
+			fmt.Fprintf(out, "run %s\n", r.ID())
+		}
 		res, waitErr := r.Wait(ctx)
 		full, err := e.Result(ctx, r.ID())
 		if err != nil {
@@ -60,6 +71,22 @@ func run(ctx context.Context, databaseURL string, out io.Writer) error {
 		sum := res.Finalize.Value()
 		fmt.Fprintf(out, "=> %s: %s\n", sum.Status, sum.Detail)
 	}
+
+	// The same order again: its ID is its key, so the run that has it is
+	// returned, and nothing is charged twice.
+	o := orders[0]
+	r, err := wf.Start(ctx, "demo-tenant", o)
+	if err != nil {
+		return fmt.Errorf("start order %s again: %w", o.ID, err)
+	}
+	which, how := "same run", "duplicate"
+	if r.ID() != runs[0] {
+		which = "new run"
+	}
+	if !r.Duplicate() {
+		how = "started anew"
+	}
+	fmt.Fprintf(out, "\norder %s again: %s %s, %s\n", o.ID, which, r.ID(), how)
 	return nil
 }
 

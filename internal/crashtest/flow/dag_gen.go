@@ -325,31 +325,35 @@ func NewJobWorkflow(e *engine.Engine) (*JobWorkflow, error) {
 	return &JobWorkflow{engine: e}, nil
 }
 
-// Run starts a run of "crash" for tenant and waits until it finishes.
-func (w *JobWorkflow) Run(ctx context.Context, tenant string, input Job) (JobResult, error) {
-	run1, err := w.Start(ctx, tenant, input)
+// Run starts a run of "crash" for tenant, as Start does with opts, and waits
+// until it finishes: for a duplicate, until the run found by its key finishes.
+func (w *JobWorkflow) Run(ctx context.Context, tenant string, input Job, opts ...engine.TriggerOption) (JobResult, error) {
+	run1, err := w.Start(ctx, tenant, input, opts...)
 	if err != nil {
 		return JobResult{}, err
 	}
 	return run1.Wait(ctx)
 }
 
-// Start starts a run of "crash" for tenant and returns at once.
-func (w *JobWorkflow) Start(ctx context.Context, tenant string, input Job) (*JobRun, error) {
-	id, err := w.engine.Trigger(ctx, "crash", tenant, input)
+// Start starts a run of "crash" for tenant and returns at once. With
+// engine.WithKey(k) in opts, a run of the same tenant with key k that is still
+// retained is returned instead of a new one; Duplicate tells.
+func (w *JobWorkflow) Start(ctx context.Context, tenant string, input Job, opts ...engine.TriggerOption) (*JobRun, error) {
+	triggered, err := w.engine.TriggerRun(ctx, "crash", tenant, input, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &JobRun{
-		engine: w.engine,
-		id:     id,
+		engine:    w.engine,
+		id:        triggered.ID,
+		duplicate: triggered.Duplicate,
 	}, nil
 }
 
 // Get returns the typed handle of the run of "crash" with id, like the one Start
 // returns, so a run whose id was kept can be waited on. Get does not check that
 // the run exists: Wait reports an unknown id with an error that wraps
-// store.ErrRunNotFound.
+// store.ErrRunNotFound. The handle's Duplicate reports false.
 func (w *JobWorkflow) Get(id dag.RunID) *JobRun {
 	return &JobRun{
 		engine: w.engine,
@@ -359,13 +363,20 @@ func (w *JobWorkflow) Get(id dag.RunID) *JobRun {
 
 // JobRun is one run of workflow "crash".
 type JobRun struct {
-	engine *engine.Engine
-	id     dag.RunID
+	engine    *engine.Engine
+	id        dag.RunID
+	duplicate bool
 }
 
 // ID returns the run's id.
 func (r *JobRun) ID() dag.RunID {
 	return r.id
+}
+
+// Duplicate reports whether Start found this run by its idempotency key (an
+// earlier trigger started it) rather than starting it.
+func (r *JobRun) Duplicate() bool {
+	return r.duplicate
 }
 
 // Wait blocks until the run finishes and returns the outputs of its steps.

@@ -110,31 +110,35 @@ func NewGreetingWorkflow(e *engine.Engine) (*GreetingWorkflow, error) {
 	return &GreetingWorkflow{engine: e}, nil
 }
 
-// Run starts a run of "Greeting" for tenant and waits until it finishes.
-func (w *GreetingWorkflow) Run(ctx context.Context, tenant string, input Greeting) (GreetingResult, error) {
-	run, err := w.Start(ctx, tenant, input)
+// Run starts a run of "Greeting" for tenant, as Start does with opts, and waits
+// until it finishes: for a duplicate, until the run found by its key finishes.
+func (w *GreetingWorkflow) Run(ctx context.Context, tenant string, input Greeting, opts ...engine.TriggerOption) (GreetingResult, error) {
+	run, err := w.Start(ctx, tenant, input, opts...)
 	if err != nil {
 		return GreetingResult{}, err
 	}
 	return run.Wait(ctx)
 }
 
-// Start starts a run of "Greeting" for tenant and returns at once.
-func (w *GreetingWorkflow) Start(ctx context.Context, tenant string, input Greeting) (*GreetingRun, error) {
-	id, err := w.engine.Trigger(ctx, "Greeting", tenant, input)
+// Start starts a run of "Greeting" for tenant and returns at once. With
+// engine.WithKey(k) in opts, a run of the same tenant with key k that is still
+// retained is returned instead of a new one; Duplicate tells.
+func (w *GreetingWorkflow) Start(ctx context.Context, tenant string, input Greeting, opts ...engine.TriggerOption) (*GreetingRun, error) {
+	triggered, err := w.engine.TriggerRun(ctx, "Greeting", tenant, input, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &GreetingRun{
-		engine: w.engine,
-		id:     id,
+		engine:    w.engine,
+		id:        triggered.ID,
+		duplicate: triggered.Duplicate,
 	}, nil
 }
 
 // Get returns the typed handle of the run of "Greeting" with id, like the one Start
 // returns, so a run whose id was kept can be waited on. Get does not check that
 // the run exists: Wait reports an unknown id with an error that wraps
-// store.ErrRunNotFound.
+// store.ErrRunNotFound. The handle's Duplicate reports false.
 func (w *GreetingWorkflow) Get(id dag.RunID) *GreetingRun {
 	return &GreetingRun{
 		engine: w.engine,
@@ -144,13 +148,20 @@ func (w *GreetingWorkflow) Get(id dag.RunID) *GreetingRun {
 
 // GreetingRun is one run of workflow "Greeting".
 type GreetingRun struct {
-	engine *engine.Engine
-	id     dag.RunID
+	engine    *engine.Engine
+	id        dag.RunID
+	duplicate bool
 }
 
 // ID returns the run's id.
 func (r *GreetingRun) ID() dag.RunID {
 	return r.id
+}
+
+// Duplicate reports whether Start found this run by its idempotency key (an
+// earlier trigger started it) rather than starting it.
+func (r *GreetingRun) Duplicate() bool {
+	return r.duplicate
 }
 
 // Wait blocks until the run finishes and returns the outputs of its steps.

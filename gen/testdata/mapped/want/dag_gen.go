@@ -288,31 +288,35 @@ func NewAlbumWorkflow(e *engine.Engine) (*AlbumWorkflow, error) {
 	return &AlbumWorkflow{engine: e}, nil
 }
 
-// Run starts a run of "Album" for tenant and waits until it finishes.
-func (w *AlbumWorkflow) Run(ctx context.Context, tenant string, input Album) (AlbumResult, error) {
-	run, err := w.Start(ctx, tenant, input)
+// Run starts a run of "Album" for tenant, as Start does with opts, and waits
+// until it finishes: for a duplicate, until the run found by its key finishes.
+func (w *AlbumWorkflow) Run(ctx context.Context, tenant string, input Album, opts ...engine.TriggerOption) (AlbumResult, error) {
+	run, err := w.Start(ctx, tenant, input, opts...)
 	if err != nil {
 		return AlbumResult{}, err
 	}
 	return run.Wait(ctx)
 }
 
-// Start starts a run of "Album" for tenant and returns at once.
-func (w *AlbumWorkflow) Start(ctx context.Context, tenant string, input Album) (*AlbumRun, error) {
-	id, err := w.engine.Trigger(ctx, "Album", tenant, input)
+// Start starts a run of "Album" for tenant and returns at once. With
+// engine.WithKey(k) in opts, a run of the same tenant with key k that is still
+// retained is returned instead of a new one; Duplicate tells.
+func (w *AlbumWorkflow) Start(ctx context.Context, tenant string, input Album, opts ...engine.TriggerOption) (*AlbumRun, error) {
+	triggered, err := w.engine.TriggerRun(ctx, "Album", tenant, input, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &AlbumRun{
-		engine: w.engine,
-		id:     id,
+		engine:    w.engine,
+		id:        triggered.ID,
+		duplicate: triggered.Duplicate,
 	}, nil
 }
 
 // Get returns the typed handle of the run of "Album" with id, like the one Start
 // returns, so a run whose id was kept can be waited on. Get does not check that
 // the run exists: Wait reports an unknown id with an error that wraps
-// store.ErrRunNotFound.
+// store.ErrRunNotFound. The handle's Duplicate reports false.
 func (w *AlbumWorkflow) Get(id dag.RunID) *AlbumRun {
 	return &AlbumRun{
 		engine: w.engine,
@@ -322,13 +326,20 @@ func (w *AlbumWorkflow) Get(id dag.RunID) *AlbumRun {
 
 // AlbumRun is one run of workflow "Album".
 type AlbumRun struct {
-	engine *engine.Engine
-	id     dag.RunID
+	engine    *engine.Engine
+	id        dag.RunID
+	duplicate bool
 }
 
 // ID returns the run's id.
 func (r *AlbumRun) ID() dag.RunID {
 	return r.id
+}
+
+// Duplicate reports whether Start found this run by its idempotency key (an
+// earlier trigger started it) rather than starting it.
+func (r *AlbumRun) Duplicate() bool {
+	return r.duplicate
 }
 
 // Wait blocks until the run finishes and returns the outputs of its steps.

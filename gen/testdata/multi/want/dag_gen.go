@@ -160,31 +160,35 @@ func NewPingWorkflow(e *enginepkg.Engine) (*PingWorkflow, error) {
 	return &PingWorkflow{engine: e}, nil
 }
 
-// Run starts a run of "Ping" for tenant and waits until it finishes.
-func (w *PingWorkflow) Run(ctx context.Context, tenant string, input1 Ping) (PingResult, error) {
-	run, err1 := w.Start(ctx, tenant, input1)
+// Run starts a run of "Ping" for tenant, as Start does with opts, and waits
+// until it finishes: for a duplicate, until the run found by its key finishes.
+func (w *PingWorkflow) Run(ctx context.Context, tenant string, input1 Ping, opts ...enginepkg.TriggerOption) (PingResult, error) {
+	run, err1 := w.Start(ctx, tenant, input1, opts...)
 	if err1 != nil {
 		return PingResult{}, err1
 	}
 	return run.Wait(ctx)
 }
 
-// Start starts a run of "Ping" for tenant and returns at once.
-func (w *PingWorkflow) Start(ctx context.Context, tenant string, input1 Ping) (*PingRun, error) {
-	id, err1 := w.engine.Trigger(ctx, "Ping", tenant, input1)
+// Start starts a run of "Ping" for tenant and returns at once. With
+// engine.WithKey(k) in opts, a run of the same tenant with key k that is still
+// retained is returned instead of a new one; Duplicate tells.
+func (w *PingWorkflow) Start(ctx context.Context, tenant string, input1 Ping, opts ...enginepkg.TriggerOption) (*PingRun, error) {
+	triggered, err1 := w.engine.TriggerRun(ctx, "Ping", tenant, input1, opts...)
 	if err1 != nil {
 		return nil, err1
 	}
 	return &PingRun{
-		engine: w.engine,
-		id:     id,
+		engine:    w.engine,
+		id:        triggered.ID,
+		duplicate: triggered.Duplicate,
 	}, nil
 }
 
 // Get returns the typed handle of the run of "Ping" with id, like the one Start
 // returns, so a run whose id was kept can be waited on. Get does not check that
 // the run exists: Wait reports an unknown id with an error that wraps
-// store.ErrRunNotFound.
+// store.ErrRunNotFound. The handle's Duplicate reports false.
 func (w *PingWorkflow) Get(id dag.RunID) *PingRun {
 	return &PingRun{
 		engine: w.engine,
@@ -194,13 +198,20 @@ func (w *PingWorkflow) Get(id dag.RunID) *PingRun {
 
 // PingRun is one run of workflow "Ping".
 type PingRun struct {
-	engine *enginepkg.Engine
-	id     dag.RunID
+	engine    *enginepkg.Engine
+	id        dag.RunID
+	duplicate bool
 }
 
 // ID returns the run's id.
 func (r *PingRun) ID() dag.RunID {
 	return r.id
+}
+
+// Duplicate reports whether Start found this run by its idempotency key (an
+// earlier trigger started it) rather than starting it.
+func (r *PingRun) Duplicate() bool {
+	return r.duplicate
 }
 
 // Wait blocks until the run finishes and returns the outputs of its steps.
@@ -360,31 +371,35 @@ func newRefundWorkflow(e *enginepkg.Engine) (*refundWorkflow, error) {
 	return &refundWorkflow{engine: e}, nil
 }
 
-// Run starts a run of "refund" for tenant and waits until it finishes.
-func (w *refundWorkflow) Run(ctx context.Context, tenant string, input1 refund) (refundResult, error) {
-	run, err1 := w.Start(ctx, tenant, input1)
+// Run starts a run of "refund" for tenant, as Start does with opts, and waits
+// until it finishes: for a duplicate, until the run found by its key finishes.
+func (w *refundWorkflow) Run(ctx context.Context, tenant string, input1 refund, opts ...enginepkg.TriggerOption) (refundResult, error) {
+	run, err1 := w.Start(ctx, tenant, input1, opts...)
 	if err1 != nil {
 		return refundResult{}, err1
 	}
 	return run.Wait(ctx)
 }
 
-// Start starts a run of "refund" for tenant and returns at once.
-func (w *refundWorkflow) Start(ctx context.Context, tenant string, input1 refund) (*refundRun, error) {
-	id, err1 := w.engine.Trigger(ctx, "refund", tenant, input1)
+// Start starts a run of "refund" for tenant and returns at once. With
+// engine.WithKey(k) in opts, a run of the same tenant with key k that is still
+// retained is returned instead of a new one; Duplicate tells.
+func (w *refundWorkflow) Start(ctx context.Context, tenant string, input1 refund, opts ...enginepkg.TriggerOption) (*refundRun, error) {
+	triggered, err1 := w.engine.TriggerRun(ctx, "refund", tenant, input1, opts...)
 	if err1 != nil {
 		return nil, err1
 	}
 	return &refundRun{
-		engine: w.engine,
-		id:     id,
+		engine:    w.engine,
+		id:        triggered.ID,
+		duplicate: triggered.Duplicate,
 	}, nil
 }
 
 // Get returns the typed handle of the run of "refund" with id, like the one Start
 // returns, so a run whose id was kept can be waited on. Get does not check that
 // the run exists: Wait reports an unknown id with an error that wraps
-// store.ErrRunNotFound.
+// store.ErrRunNotFound. The handle's Duplicate reports false.
 func (w *refundWorkflow) Get(id dag.RunID) *refundRun {
 	return &refundRun{
 		engine: w.engine,
@@ -394,13 +409,20 @@ func (w *refundWorkflow) Get(id dag.RunID) *refundRun {
 
 // refundRun is one run of workflow "refund".
 type refundRun struct {
-	engine *enginepkg.Engine
-	id     dag.RunID
+	engine    *enginepkg.Engine
+	id        dag.RunID
+	duplicate bool
 }
 
 // ID returns the run's id.
 func (r *refundRun) ID() dag.RunID {
 	return r.id
+}
+
+// Duplicate reports whether Start found this run by its idempotency key (an
+// earlier trigger started it) rather than starting it.
+func (r *refundRun) Duplicate() bool {
+	return r.duplicate
 }
 
 // Wait blocks until the run finishes and returns the outputs of its steps.

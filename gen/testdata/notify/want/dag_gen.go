@@ -140,31 +140,35 @@ func NewNoticeWorkflow(e *engine.Engine) (*NoticeWorkflow, error) {
 	return &NoticeWorkflow{engine: e}, nil
 }
 
-// Run starts a run of "Notice" for tenant and waits until it finishes.
-func (w *NoticeWorkflow) Run(ctx context.Context, tenant string, input Notice) (NoticeResult, error) {
-	run, err := w.Start(ctx, tenant, input)
+// Run starts a run of "Notice" for tenant, as Start does with opts, and waits
+// until it finishes: for a duplicate, until the run found by its key finishes.
+func (w *NoticeWorkflow) Run(ctx context.Context, tenant string, input Notice, opts ...engine.TriggerOption) (NoticeResult, error) {
+	run, err := w.Start(ctx, tenant, input, opts...)
 	if err != nil {
 		return NoticeResult{}, err
 	}
 	return run.Wait(ctx)
 }
 
-// Start starts a run of "Notice" for tenant and returns at once.
-func (w *NoticeWorkflow) Start(ctx context.Context, tenant string, input Notice) (*NoticeRun, error) {
-	id, err := w.engine.Trigger(ctx, "Notice", tenant, input)
+// Start starts a run of "Notice" for tenant and returns at once. With
+// engine.WithKey(k) in opts, a run of the same tenant with key k that is still
+// retained is returned instead of a new one; Duplicate tells.
+func (w *NoticeWorkflow) Start(ctx context.Context, tenant string, input Notice, opts ...engine.TriggerOption) (*NoticeRun, error) {
+	triggered, err := w.engine.TriggerRun(ctx, "Notice", tenant, input, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &NoticeRun{
-		engine: w.engine,
-		id:     id,
+		engine:    w.engine,
+		id:        triggered.ID,
+		duplicate: triggered.Duplicate,
 	}, nil
 }
 
 // Get returns the typed handle of the run of "Notice" with id, like the one Start
 // returns, so a run whose id was kept can be waited on. Get does not check that
 // the run exists: Wait reports an unknown id with an error that wraps
-// store.ErrRunNotFound.
+// store.ErrRunNotFound. The handle's Duplicate reports false.
 func (w *NoticeWorkflow) Get(id dag.RunID) *NoticeRun {
 	return &NoticeRun{
 		engine: w.engine,
@@ -174,13 +178,20 @@ func (w *NoticeWorkflow) Get(id dag.RunID) *NoticeRun {
 
 // NoticeRun is one run of workflow "Notice".
 type NoticeRun struct {
-	engine *engine.Engine
-	id     dag.RunID
+	engine    *engine.Engine
+	id        dag.RunID
+	duplicate bool
 }
 
 // ID returns the run's id.
 func (r *NoticeRun) ID() dag.RunID {
 	return r.id
+}
+
+// Duplicate reports whether Start found this run by its idempotency key (an
+// earlier trigger started it) rather than starting it.
+func (r *NoticeRun) Duplicate() bool {
+	return r.duplicate
 }
 
 // Wait blocks until the run finishes and returns the outputs of its steps.

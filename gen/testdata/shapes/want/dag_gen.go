@@ -229,31 +229,35 @@ func NewSignupWorkflow(e *engine.Engine) (*SignupWorkflow, error) {
 	return &SignupWorkflow{engine: e}, nil
 }
 
-// Run starts a run of "signup" for tenant and waits until it finishes.
-func (w *SignupWorkflow) Run(ctx context.Context, tenant string, input Signup) (SignupResult, error) {
-	run, err := w.Start(ctx, tenant, input)
+// Run starts a run of "signup" for tenant, as Start does with opts, and waits
+// until it finishes: for a duplicate, until the run found by its key finishes.
+func (w *SignupWorkflow) Run(ctx context.Context, tenant string, input Signup, opts ...engine.TriggerOption) (SignupResult, error) {
+	run, err := w.Start(ctx, tenant, input, opts...)
 	if err != nil {
 		return SignupResult{}, err
 	}
 	return run.Wait(ctx)
 }
 
-// Start starts a run of "signup" for tenant and returns at once.
-func (w *SignupWorkflow) Start(ctx context.Context, tenant string, input Signup) (*SignupRun, error) {
-	id, err := w.engine.Trigger(ctx, "signup", tenant, input)
+// Start starts a run of "signup" for tenant and returns at once. With
+// engine.WithKey(k) in opts, a run of the same tenant with key k that is still
+// retained is returned instead of a new one; Duplicate tells.
+func (w *SignupWorkflow) Start(ctx context.Context, tenant string, input Signup, opts ...engine.TriggerOption) (*SignupRun, error) {
+	triggered, err := w.engine.TriggerRun(ctx, "signup", tenant, input, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &SignupRun{
-		engine: w.engine,
-		id:     id,
+		engine:    w.engine,
+		id:        triggered.ID,
+		duplicate: triggered.Duplicate,
 	}, nil
 }
 
 // Get returns the typed handle of the run of "signup" with id, like the one Start
 // returns, so a run whose id was kept can be waited on. Get does not check that
 // the run exists: Wait reports an unknown id with an error that wraps
-// store.ErrRunNotFound.
+// store.ErrRunNotFound. The handle's Duplicate reports false.
 func (w *SignupWorkflow) Get(id dag.RunID) *SignupRun {
 	return &SignupRun{
 		engine: w.engine,
@@ -263,13 +267,20 @@ func (w *SignupWorkflow) Get(id dag.RunID) *SignupRun {
 
 // SignupRun is one run of workflow "signup".
 type SignupRun struct {
-	engine *engine.Engine
-	id     dag.RunID
+	engine    *engine.Engine
+	id        dag.RunID
+	duplicate bool
 }
 
 // ID returns the run's id.
 func (r *SignupRun) ID() dag.RunID {
 	return r.id
+}
+
+// Duplicate reports whether Start found this run by its idempotency key (an
+// earlier trigger started it) rather than starting it.
+func (r *SignupRun) Duplicate() bool {
+	return r.duplicate
 }
 
 // Wait blocks until the run finishes and returns the outputs of its steps.

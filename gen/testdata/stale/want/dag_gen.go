@@ -110,31 +110,35 @@ func NewOrderWorkflow(e *engine.Engine) (*OrderWorkflow, error) {
 	return &OrderWorkflow{engine: e}, nil
 }
 
-// Run starts a run of "Order" for tenant and waits until it finishes.
-func (w *OrderWorkflow) Run(ctx context.Context, tenant string, input Order) (OrderResult, error) {
-	run, err := w.Start(ctx, tenant, input)
+// Run starts a run of "Order" for tenant, as Start does with opts, and waits
+// until it finishes: for a duplicate, until the run found by its key finishes.
+func (w *OrderWorkflow) Run(ctx context.Context, tenant string, input Order, opts ...engine.TriggerOption) (OrderResult, error) {
+	run, err := w.Start(ctx, tenant, input, opts...)
 	if err != nil {
 		return OrderResult{}, err
 	}
 	return run.Wait(ctx)
 }
 
-// Start starts a run of "Order" for tenant and returns at once.
-func (w *OrderWorkflow) Start(ctx context.Context, tenant string, input Order) (*OrderRun, error) {
-	id, err := w.engine.Trigger(ctx, "Order", tenant, input)
+// Start starts a run of "Order" for tenant and returns at once. With
+// engine.WithKey(k) in opts, a run of the same tenant with key k that is still
+// retained is returned instead of a new one; Duplicate tells.
+func (w *OrderWorkflow) Start(ctx context.Context, tenant string, input Order, opts ...engine.TriggerOption) (*OrderRun, error) {
+	triggered, err := w.engine.TriggerRun(ctx, "Order", tenant, input, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &OrderRun{
-		engine: w.engine,
-		id:     id,
+		engine:    w.engine,
+		id:        triggered.ID,
+		duplicate: triggered.Duplicate,
 	}, nil
 }
 
 // Get returns the typed handle of the run of "Order" with id, like the one Start
 // returns, so a run whose id was kept can be waited on. Get does not check that
 // the run exists: Wait reports an unknown id with an error that wraps
-// store.ErrRunNotFound.
+// store.ErrRunNotFound. The handle's Duplicate reports false.
 func (w *OrderWorkflow) Get(id dag.RunID) *OrderRun {
 	return &OrderRun{
 		engine: w.engine,
@@ -144,13 +148,20 @@ func (w *OrderWorkflow) Get(id dag.RunID) *OrderRun {
 
 // OrderRun is one run of workflow "Order".
 type OrderRun struct {
-	engine *engine.Engine
-	id     dag.RunID
+	engine    *engine.Engine
+	id        dag.RunID
+	duplicate bool
 }
 
 // ID returns the run's id.
 func (r *OrderRun) ID() dag.RunID {
 	return r.id
+}
+
+// Duplicate reports whether Start found this run by its idempotency key (an
+// earlier trigger started it) rather than starting it.
+func (r *OrderRun) Duplicate() bool {
+	return r.duplicate
 }
 
 // Wait blocks until the run finishes and returns the outputs of its steps.

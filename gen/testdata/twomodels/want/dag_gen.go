@@ -140,31 +140,35 @@ func NewPurchaseWorkflow(e *engine.Engine) (*PurchaseWorkflow, error) {
 	return &PurchaseWorkflow{engine: e}, nil
 }
 
-// Run starts a run of "Purchase" for tenant and waits until it finishes.
-func (w *PurchaseWorkflow) Run(ctx context.Context, tenant string, input Purchase) (PurchaseResult, error) {
-	run, err := w.Start(ctx, tenant, input)
+// Run starts a run of "Purchase" for tenant, as Start does with opts, and waits
+// until it finishes: for a duplicate, until the run found by its key finishes.
+func (w *PurchaseWorkflow) Run(ctx context.Context, tenant string, input Purchase, opts ...engine.TriggerOption) (PurchaseResult, error) {
+	run, err := w.Start(ctx, tenant, input, opts...)
 	if err != nil {
 		return PurchaseResult{}, err
 	}
 	return run.Wait(ctx)
 }
 
-// Start starts a run of "Purchase" for tenant and returns at once.
-func (w *PurchaseWorkflow) Start(ctx context.Context, tenant string, input Purchase) (*PurchaseRun, error) {
-	id, err := w.engine.Trigger(ctx, "Purchase", tenant, input)
+// Start starts a run of "Purchase" for tenant and returns at once. With
+// engine.WithKey(k) in opts, a run of the same tenant with key k that is still
+// retained is returned instead of a new one; Duplicate tells.
+func (w *PurchaseWorkflow) Start(ctx context.Context, tenant string, input Purchase, opts ...engine.TriggerOption) (*PurchaseRun, error) {
+	triggered, err := w.engine.TriggerRun(ctx, "Purchase", tenant, input, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &PurchaseRun{
-		engine: w.engine,
-		id:     id,
+		engine:    w.engine,
+		id:        triggered.ID,
+		duplicate: triggered.Duplicate,
 	}, nil
 }
 
 // Get returns the typed handle of the run of "Purchase" with id, like the one Start
 // returns, so a run whose id was kept can be waited on. Get does not check that
 // the run exists: Wait reports an unknown id with an error that wraps
-// store.ErrRunNotFound.
+// store.ErrRunNotFound. The handle's Duplicate reports false.
 func (w *PurchaseWorkflow) Get(id dag.RunID) *PurchaseRun {
 	return &PurchaseRun{
 		engine: w.engine,
@@ -174,13 +178,20 @@ func (w *PurchaseWorkflow) Get(id dag.RunID) *PurchaseRun {
 
 // PurchaseRun is one run of workflow "Purchase".
 type PurchaseRun struct {
-	engine *engine.Engine
-	id     dag.RunID
+	engine    *engine.Engine
+	id        dag.RunID
+	duplicate bool
 }
 
 // ID returns the run's id.
 func (r *PurchaseRun) ID() dag.RunID {
 	return r.id
+}
+
+// Duplicate reports whether Start found this run by its idempotency key (an
+// earlier trigger started it) rather than starting it.
+func (r *PurchaseRun) Duplicate() bool {
+	return r.duplicate
 }
 
 // Wait blocks until the run finishes and returns the outputs of its steps.

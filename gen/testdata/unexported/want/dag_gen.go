@@ -124,31 +124,35 @@ func newOrderWorkflow(e *engine.Engine) (*orderWorkflow, error) {
 	return &orderWorkflow{engine: e}, nil
 }
 
-// Run starts a run of "order" for tenant and waits until it finishes.
-func (w *orderWorkflow) Run(ctx context.Context, tenant string, input order) (orderResult, error) {
-	run, err := w.Start(ctx, tenant, input)
+// Run starts a run of "order" for tenant, as Start does with opts, and waits
+// until it finishes: for a duplicate, until the run found by its key finishes.
+func (w *orderWorkflow) Run(ctx context.Context, tenant string, input order, opts ...engine.TriggerOption) (orderResult, error) {
+	run, err := w.Start(ctx, tenant, input, opts...)
 	if err != nil {
 		return orderResult{}, err
 	}
 	return run.Wait(ctx)
 }
 
-// Start starts a run of "order" for tenant and returns at once.
-func (w *orderWorkflow) Start(ctx context.Context, tenant string, input order) (*orderRun, error) {
-	id, err := w.engine.Trigger(ctx, "order", tenant, input)
+// Start starts a run of "order" for tenant and returns at once. With
+// engine.WithKey(k) in opts, a run of the same tenant with key k that is still
+// retained is returned instead of a new one; Duplicate tells.
+func (w *orderWorkflow) Start(ctx context.Context, tenant string, input order, opts ...engine.TriggerOption) (*orderRun, error) {
+	triggered, err := w.engine.TriggerRun(ctx, "order", tenant, input, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &orderRun{
-		engine: w.engine,
-		id:     id,
+		engine:    w.engine,
+		id:        triggered.ID,
+		duplicate: triggered.Duplicate,
 	}, nil
 }
 
 // Get returns the typed handle of the run of "order" with id, like the one Start
 // returns, so a run whose id was kept can be waited on. Get does not check that
 // the run exists: Wait reports an unknown id with an error that wraps
-// store.ErrRunNotFound.
+// store.ErrRunNotFound. The handle's Duplicate reports false.
 func (w *orderWorkflow) Get(id dag.RunID) *orderRun {
 	return &orderRun{
 		engine: w.engine,
@@ -158,13 +162,20 @@ func (w *orderWorkflow) Get(id dag.RunID) *orderRun {
 
 // orderRun is one run of workflow "order".
 type orderRun struct {
-	engine *engine.Engine
-	id     dag.RunID
+	engine    *engine.Engine
+	id        dag.RunID
+	duplicate bool
 }
 
 // ID returns the run's id.
 func (r *orderRun) ID() dag.RunID {
 	return r.id
+}
+
+// Duplicate reports whether Start found this run by its idempotency key (an
+// earlier trigger started it) rather than starting it.
+func (r *orderRun) Duplicate() bool {
+	return r.duplicate
 }
 
 // Wait blocks until the run finishes and returns the outputs of its steps.
