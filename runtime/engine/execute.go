@@ -70,7 +70,7 @@ func (e *Engine) execute(ctx context.Context, ct *store.ClaimedTask) (store.Task
 		Parents: ct.Parents,
 	}
 	if ct.Kind == store.KindElement {
-		in.Info.Step, _, _ = store.ParseElement(ct.Step)
+		in.Info.Step = stepOf(ct)
 		in.Info.Mapped, in.Info.Element = true, ct.Element
 	}
 	ctx = dag.WithInfo(ctx, in.Info)
@@ -252,11 +252,7 @@ func (s *Step) optional(name string) bool {
 // signature is the step's, or the task predates signatures (legacy) and
 // the definition has its shape, with the same parents.
 func (r *registered) serves(ct *store.ClaimedTask) bool {
-	name := ct.Step
-	if ct.Kind == store.KindElement {
-		name, _, _ = store.ParseElement(ct.Step)
-	}
-	if sig, ok := r.sigs[name]; ok && sig == ct.Signature {
+	if sig, ok := r.sigs[stepOf(ct)]; ok && sig == ct.Signature {
 		return true
 	}
 	if !slices.Contains(r.served, ct.Signature) || !strings.HasPrefix(ct.Signature, "legacy:") {
@@ -277,6 +273,17 @@ func (r *registered) serves(ct *store.ClaimedTask) bool {
 	return true
 }
 
+// stepOf is the stored name of the step a claimed task runs: an element's
+// is its mapped step's.
+func stepOf(ct *store.ClaimedTask) string {
+	if ct.Kind == store.KindElement {
+		if step, _, ok := store.ParseElement(ct.Step); ok {
+			return step
+		}
+	}
+	return ct.Step
+}
+
 // errGoexit is the error of an attempt whose step called runtime.Goexit.
 var errGoexit = errors.New("the step called runtime.Goexit (t.FailNow or a log.Fatal-like helper?): its goroutine ended without returning")
 
@@ -288,11 +295,7 @@ func (e *Engine) goexited(ctx context.Context, ct *store.ClaimedTask) (store.Tas
 	reg := e.lookup(ct.Workflow)
 	var step *Step
 	if reg != nil && ct.Kind != store.KindOnFailure {
-		name := ct.Step
-		if ct.Kind == store.KindElement {
-			name, _, _ = store.ParseElement(ct.Step)
-		}
-		step = reg.steps[name]
+		step = reg.steps[stepOf(ct)]
 	}
 	if step == nil {
 		res.Outcome, res.Error = store.OutcomeFailed, errGoexit.Error()
