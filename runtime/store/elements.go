@@ -27,6 +27,19 @@ func ParseElement(name string) (step string, i int, ok bool) {
 	return name[:open], i, true
 }
 
+// AdmitElements returns how many more elements of a mapped task to queue:
+// of total elements, next are queued already and pending are unresolved,
+// and at most limit (0: no bound) may be in flight (queued, running or
+// backing off) at once.
+func AdmitElements(next, total, pending, limit int) int {
+	n := total - next
+	if limit > 0 {
+		inFlight := next - (total - pending)
+		n = min(n, limit-inFlight)
+	}
+	return max(n, 0)
+}
+
 // CollectOutputs is the output of a mapped task whose elements produced
 // outputs, in element order: their JSON array (values are JSON: see
 // engine.Encode). An element without output is null in it; when no element

@@ -25,3 +25,16 @@ func TestCollectOutputs(t *testing.T) {
 	require.Nil(t, store.CollectOutputs([][]byte{nil, nil}), "no element has output: neither has the step")
 	require.Equal(t, `[]`, string(store.CollectOutputs(nil)))
 }
+
+func TestAdmitElements(t *testing.T) {
+	for _, tc := range []struct{ next, total, pending, limit, want int }{
+		{0, 5, 5, 0, 5},  // no bound: all
+		{0, 5, 5, 2, 2},  // mapping with limit 2
+		{2, 5, 4, 2, 1},  // one resolved: one more
+		{2, 5, 5, 2, 0},  // none resolved: none
+		{5, 5, 1, 2, 0},  // all queued
+		{0, 3, 3, 10, 3}, // a limit above the total
+	} {
+		require.Equal(t, tc.want, store.AdmitElements(tc.next, tc.total, tc.pending, tc.limit), "%+v", tc)
+	}
+}

@@ -100,11 +100,10 @@ func (s *Store) mapTask(r *run, ti int, res *store.TaskResult, now time.Time) in
 // admitElements queues the mapped task's next elements while its limit
 // allows, and returns how many it queued.
 func (s *Store) admitElements(r *run, m *mapping, now time.Time) int {
-	n := 0
-	for m.next < len(m.elems) && (m.limit <= 0 || m.next-(len(m.elems)-m.pending) < m.limit) {
+	n := store.AdmitElements(m.next, len(m.elems), m.pending, m.limit)
+	for range n {
 		s.enqueue(r, m.elems[m.next], now)
 		m.next++
-		n++
 	}
 	return n
 }

@@ -56,7 +56,7 @@ func (b *batch) mapTask(t *taskState, res *store.TaskResult, src int) {
 	if res.Limit > 0 {
 		limit = res.Limit
 	}
-	admitted := min(n, limit)
+	admitted := store.AdmitElements(0, n, n, limit)
 	reuse := t.elements > 0
 	t.status = store.TaskMapping
 	t.elements, t.pending, t.nextElement, t.mapLimit = n, n, admitted, limit
@@ -87,7 +87,7 @@ func (b *batch) elementResolved(t *taskState, src int) {
 	}
 	m.pending--
 	b.mapDirty(m)
-	for m.nextElement < m.elements && (m.mapLimit <= 0 || m.nextElement-(m.elements-m.pending) < m.mapLimit) {
+	for range store.AdmitElements(m.nextElement, m.elements, m.pending, m.mapLimit) {
 		b.maps.queue = append(b.maps.queue, queuedElement{run: t.run, name: store.ElementName(step, m.nextElement), src: src})
 		m.nextElement++
 	}
@@ -222,12 +222,24 @@ func (b *batch) writeElements(ctx context.Context) error {
 }
 
 // withMappedTasks adds to keys the mapped task of each element among
-// them, which completing the element counts down.
+// them, which completing the element counts down: once, however many of
+// its elements the batch has.
 func withMappedTasks(keys []taskKey) []taskKey {
+	var added map[taskKey]bool
 	for _, k := range keys {
-		if step, _, ok := store.ParseElement(k.name); ok {
-			keys = append(keys, taskKey{k.run, step})
+		step, _, ok := store.ParseElement(k.name)
+		if !ok {
+			continue
 		}
+		mk := taskKey{k.run, step}
+		if added[mk] {
+			continue
+		}
+		if added == nil {
+			added = make(map[taskKey]bool)
+		}
+		added[mk] = true
+		keys = append(keys, mk)
 	}
 	return keys
 }
