@@ -89,16 +89,10 @@ func (s *Store) createRuns(ctx context.Context, runs []store.NewRun, p store.Cla
 // transaction: the runs first, those whose keys are taken left out (and
 // given the ids of the runs that have them), then the tasks of the others.
 func (s *Store) createKeyed(ctx context.Context, runs []store.NewRun, graphs []*graph, rp dbsqlc.InsertRunsParams, p store.ClaimParams) ([]store.ClaimedTask, error) {
-	kp := dbsqlc.InsertKeyedRunsParams(struct {
-		Now          pgtype.Timestamptz
-		Ids          []pgtype.UUID
-		Workflows    []string
-		Fingerprints []string
-		Tenants      []string
-		Inputs       [][]byte
-		Pendings     []int32
-		Keys         []string
-	}{rp.Now, rp.Ids, rp.Workflows, rp.Fingerprints, rp.Tenants, rp.Inputs, rp.Pendings, nil})
+	kp := dbsqlc.InsertKeyedRunsParams{
+		Now: rp.Now, Ids: rp.Ids, Workflows: rp.Workflows, Fingerprints: rp.Fingerprints,
+		Tenants: rp.Tenants, Inputs: rp.Inputs, Pendings: rp.Pendings,
+	}
 	for i := range runs {
 		kp.Keys = append(kp.Keys, runs[i].Key)
 	}
