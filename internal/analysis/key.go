@@ -249,20 +249,6 @@ func fieldNames(st *types.Struct) []string {
 	return names
 }
 
-// embeddedStruct returns the struct type that embedded field f holds,
-// through a pointer or not, or nil.
-func embeddedStruct(f *types.Var) *types.Struct {
-	if !f.Embedded() {
-		return nil
-	}
-	t := f.Type()
-	if p, ok := t.Underlying().(*types.Pointer); ok {
-		t = p.Elem()
-	}
-	st, _ := t.Underlying().(*types.Struct)
-	return st
-}
-
 // promotedPaths returns the paths ("Billing.ID") to the fields named name
 // at the shallowest depth they are found in st.
 func promotedPaths(st *types.Struct, name string) []string {

@@ -207,11 +207,7 @@ func lostFields(t types.Type, checked map[types.Type]bool) []lostField {
 					// encoding/json promotes the exported fields of an
 					// embedded struct, exported or not; anything else
 					// embedded and unexported is skipped.
-					et := f.Type()
-					if p, ok := types.Unalias(et).(*types.Pointer); ok {
-						et = p.Elem()
-					}
-					if _, isStruct := et.Underlying().(*types.Struct); isStruct {
+					if embeddedStruct(f) != nil {
 						walk(f.Type(), nil)
 					} else {
 						out = append(out, lostField{Owner: owner, Field: f})
@@ -226,6 +222,20 @@ func lostFields(t types.Type, checked map[types.Type]bool) []lostField {
 	}
 	walk(t, nil)
 	return out
+}
+
+// embeddedStruct returns the struct type that embedded field f holds,
+// through a pointer or not, or nil.
+func embeddedStruct(f *types.Var) *types.Struct {
+	if !f.Embedded() {
+		return nil
+	}
+	t := f.Type()
+	if p, ok := t.Underlying().(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	st, _ := t.Underlying().(*types.Struct)
+	return st
 }
 
 // roundTrips reports whether a named type says itself how it is encoded:
