@@ -35,6 +35,22 @@ type Definition struct {
 	// gets that run. An empty key is no key. A trigger's own key
 	// (WithKey) takes its place.
 	Key func(input []byte) (string, error)
+	// Concurrency, when above zero, admits at most this many runs of the
+	// workflow RUNNING at once per concurrency key (concurrency= on the
+	// workflow); the others are created QUEUED and admitted in the order
+	// they were triggered, each in the transaction that finishes a run of
+	// that key. The cap counts runs of every tenant.
+	Concurrency int
+	// ConcurrencyKey, if set, derives a run's concurrency key from its
+	// encoded input (per= on the workflow). Nil puts every run of the
+	// workflow under one cap. It is only used with Concurrency.
+	ConcurrencyKey func(input []byte) (string, error)
+	// Timeout, when above zero, is how long a run may take, counted from
+	// its trigger (timeout= on the workflow): at the deadline the run
+	// fails with "timed out after …", its running steps' contexts are
+	// cancelled and its onfailure handler runs. A trigger's own timeout
+	// (WithTimeout) takes its place.
+	Timeout time.Duration
 }
 
 // StepKind says what a step does.

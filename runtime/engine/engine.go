@@ -344,6 +344,9 @@ type TriggerRequest struct {
 	// nothing and gets that run. Empty means the key the definition
 	// derives from the input (Definition.Key), if any.
 	Key string
+	// Timeout, when above zero, is how long the run may take from now; 0
+	// means the definition's Timeout, if any.
+	Timeout time.Duration
 }
 
 // Triggered is what a trigger came to: the run it started, or, when its
@@ -362,6 +365,12 @@ type TriggerOption func(*TriggerRequest)
 // definition derives from the input (see TriggerRequest.Key).
 func WithKey(key string) TriggerOption {
 	return func(r *TriggerRequest) { r.Key = key }
+}
+
+// WithTimeout sets how long the run may take, counted from the trigger,
+// in place of the definition's Timeout (see Definition.Timeout).
+func WithTimeout(d time.Duration) TriggerOption {
+	return func(r *TriggerRequest) { r.Timeout = d }
 }
 
 // Trigger starts a run of workflow for tenant and returns its id at once;
