@@ -29,12 +29,12 @@ WHERE (sqlc.narg('workflow')::text IS NULL OR r.workflow = sqlc.narg('workflow')
 GROUP BY r.status;
 
 -- name: RunningRunIDs :many
--- RUNNING runs matching the filters, oldest first, newer than after: the
+-- QUEUED and RUNNING runs matching the filters, oldest first, newer than after: the
 -- candidates of a CancelRuns batch, read without locks (LockRuns then
 -- locks them in id order and rechecks their status).
 SELECT r.id
 FROM dagen_runs r
-WHERE r.status = 'RUNNING'
+WHERE r.status IN ('QUEUED', 'RUNNING')
   AND (sqlc.narg('workflow')::text IS NULL OR r.workflow = sqlc.narg('workflow')::text)
   AND (sqlc.narg('tenant')::text IS NULL OR r.tenant = sqlc.narg('tenant')::text)
   AND (sqlc.narg('created_from')::timestamptz IS NULL OR r.created_at >= sqlc.narg('created_from')::timestamptz)
@@ -62,8 +62,9 @@ FROM (
     SELECT l.run_id, 'RUNNING' FROM dagen_leases l
     UNION ALL
     SELECT t.run_id, CASE t.kind WHEN 'sleep' THEN 'SLEEPING' ELSE 'BACKOFF' END FROM dagen_timers t
+    WHERE t.kind <> 'deadline'
 ) AS x
 JOIN dagen_runs r ON r.id = x.run_id
-WHERE r.status = 'RUNNING'
+WHERE r.status IN ('QUEUED', 'RUNNING')
 GROUP BY r.tenant, r.workflow, x.state
 ORDER BY r.tenant, r.workflow, x.state;

@@ -35,10 +35,13 @@ FROM (
 WHERE t.run_id = @run_id AND t.name = u.name;
 
 -- name: RetryRunning :exec
--- Puts a retried run back to RUNNING with its pending tasks counted again
--- and its failure and finish time cleared.
+-- Puts a retried run back to RUNNING, or QUEUED for its cap, with its
+-- pending tasks counted again, its failure and finish time cleared and
+-- its deadline, if it has a timeout, counted from now.
 UPDATE dagen_runs
-SET status = 'RUNNING',
+SET status = @status::text,
+    queued = @status::text = 'QUEUED',
+    deadline_at = coalesce(sqlc.narg('now')::timestamptz, now()) + timeout_ms * interval '1 millisecond',
     pending = @pending,
     failure_step = NULL,
     failure_attempt = NULL,

@@ -1,15 +1,26 @@
 -- name: InsertRuns :exec
 -- Inserts new runs; an id that exists already violates dagen_runs_pkey.
-INSERT INTO dagen_runs (id, workflow, fingerprint, tenant, status, input, pending, created_at)
-SELECT r.id, r.workflow, r.fingerprint, r.tenant, 'RUNNING', r.input, r.pending,
-       coalesce(sqlc.narg('now')::timestamptz, now())
-FROM (
+-- A capped run (capped) has its slot; a QUEUED one is queued; a timeout
+-- (in ms, 0 for none) sets the deadline.
+WITH clock AS (
+    SELECT coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now
+)
+INSERT INTO dagen_runs (id, workflow, fingerprint, tenant, status, input, pending, created_at,
+                        slot, queued, timeout_ms, deadline_at)
+SELECT r.id, r.workflow, r.fingerprint, r.tenant, r.status, r.input, r.pending, clock.now,
+       CASE WHEN r.capped THEN r.slot END, r.status = 'QUEUED',
+       nullif(r.timeout_ms, 0), CASE WHEN r.timeout_ms > 0 THEN clock.now + r.timeout_ms * interval '1 millisecond' END
+FROM clock, (
     SELECT unnest(@ids::uuid[]) AS id,
            unnest(@workflows::text[]) AS workflow,
            unnest(@fingerprints::text[]) AS fingerprint,
            unnest(@tenants::text[]) AS tenant,
            unnest(@inputs::bytea[]) AS input,
-           unnest(@pendings::integer[]) AS pending
+           unnest(@pendings::integer[]) AS pending,
+           unnest(@statuses::text[]) AS status,
+           unnest(@capped::boolean[]) AS capped,
+           unnest(@slots::text[]) AS slot,
+           unnest(@timeout_ms::bigint[]) AS timeout_ms
 ) AS r;
 
 -- name: LockRuns :many
@@ -18,7 +29,8 @@ FROM (
 -- = ANY(ARRAY(…)) keeps this one index lookup a run whatever the estimates:
 -- with the array in view, the planner scans a small table whole for a
 -- large batch.
-SELECT id, workflow, tenant, status, pending,
+SELECT id, workflow, tenant, status, pending, slot, coalesce(timeout_ms, 0)::bigint AS timeout_ms,
+       (deadline_at IS NOT NULL)::boolean AS has_deadline,
        coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now
 FROM dagen_runs
 WHERE id = ANY(ARRAY(SELECT unnest(@ids::uuid[])))
@@ -27,7 +39,8 @@ FOR NO KEY UPDATE;
 
 -- name: LockRunsSkipLocked :many
 -- Like LockRuns, but skips runs another transaction holds.
-SELECT id, workflow, tenant, status, pending,
+SELECT id, workflow, tenant, status, pending, slot, coalesce(timeout_ms, 0)::bigint AS timeout_ms,
+       (deadline_at IS NOT NULL)::boolean AS has_deadline,
        coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now
 FROM dagen_runs
 WHERE id = ANY(ARRAY(SELECT unnest(@ids::uuid[])))
@@ -44,7 +57,8 @@ SET status = u.status,
     failure_step = CASE WHEN u.failure_step = '' THEN r.failure_step ELSE u.failure_step END,
     failure_attempt = CASE WHEN u.failure_step = '' THEN r.failure_attempt ELSE u.failure_attempt END,
     failure_message = CASE WHEN u.failure_step = '' THEN r.failure_message ELSE u.failure_message END,
-    finished_at = CASE WHEN u.status = 'RUNNING' THEN NULL ELSE coalesce(r.finished_at, @now::timestamptz) END
+    finished_at = CASE WHEN u.status IN ('QUEUED', 'RUNNING') THEN NULL ELSE coalesce(r.finished_at, @now::timestamptz) END,
+    queued = r.queued AND u.status = 'QUEUED'
 FROM (
     SELECT unnest(@ids::uuid[]) AS id,
            unnest(@statuses::text[]) AS status,
@@ -57,7 +71,8 @@ WHERE r.id = u.id AND r.id = ANY(ARRAY(SELECT unnest(@ids::uuid[])));
 
 -- name: GetRun :one
 SELECT id, workflow, fingerprint, tenant, status, input, failure_step, failure_attempt,
-       failure_message, created_at, finished_at, coalesce(key, '')::text AS key
+       failure_message, created_at, finished_at, coalesce(key, '')::text AS key,
+       slot, deadline_at
 FROM dagen_runs
 WHERE id = @id;
 
@@ -97,7 +112,7 @@ LIMIT @max;
 -- runs another transaction holds.
 SELECT r.id FROM dagen_runs r
 WHERE r.id = ANY(@ids::uuid[])
-  AND r.status <> 'RUNNING'
+  AND r.status NOT IN ('QUEUED', 'RUNNING')
   AND r.finished_at < @cutoff::timestamptz
   AND NOT EXISTS (
       SELECT 1 FROM dagen_tasks t
@@ -121,17 +136,26 @@ SELECT count(*) FROM runs;
 -- the list) has is not. A trigger racing with this one on the same key
 -- waits for it on the unique index, then finds its run. An id that exists
 -- already violates dagen_runs_pkey.
-INSERT INTO dagen_runs (id, workflow, fingerprint, tenant, status, input, pending, created_at, key)
-SELECT r.id, r.workflow, r.fingerprint, r.tenant, 'RUNNING', r.input, r.pending,
-       coalesce(sqlc.narg('now')::timestamptz, now()), nullif(r.key, '')
-FROM (
+WITH clock AS (
+    SELECT coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now
+)
+INSERT INTO dagen_runs (id, workflow, fingerprint, tenant, status, input, pending, created_at, key,
+                        slot, queued, timeout_ms, deadline_at)
+SELECT r.id, r.workflow, r.fingerprint, r.tenant, r.status, r.input, r.pending, clock.now, nullif(r.key, ''),
+       CASE WHEN r.capped THEN r.slot END, r.status = 'QUEUED',
+       nullif(r.timeout_ms, 0), CASE WHEN r.timeout_ms > 0 THEN clock.now + r.timeout_ms * interval '1 millisecond' END
+FROM clock, (
     SELECT unnest(@ids::uuid[]) AS id,
            unnest(@workflows::text[]) AS workflow,
            unnest(@fingerprints::text[]) AS fingerprint,
            unnest(@tenants::text[]) AS tenant,
            unnest(@inputs::bytea[]) AS input,
            unnest(@pendings::integer[]) AS pending,
-           unnest(@keys::text[]) AS key
+           unnest(@keys::text[]) AS key,
+           unnest(@statuses::text[]) AS status,
+           unnest(@capped::boolean[]) AS capped,
+           unnest(@slots::text[]) AS slot,
+           unnest(@timeout_ms::bigint[]) AS timeout_ms
 ) AS r
 ON CONFLICT (workflow, tenant, key) WHERE key IS NOT NULL DO NOTHING
 RETURNING id;

@@ -1,6 +1,6 @@
 -- name: Heartbeat :many
 -- Records that a worker is alive until now + ttl, and returns which of its
--- runs were cancelled or no longer exist.
+-- runs were cancelled, timed out or no longer exist.
 WITH clock AS (
     SELECT coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now
 ),
@@ -14,7 +14,9 @@ beat AS (
 SELECT x.id::uuid AS id
 FROM (SELECT unnest(@run_ids::uuid[]) AS id) AS x
 WHERE NOT EXISTS (
-    SELECT 1 FROM dagen_runs r WHERE r.id = x.id AND r.status <> 'CANCELLED'
+    SELECT 1 FROM dagen_runs r
+    WHERE r.id = x.id AND r.status <> 'CANCELLED'
+      AND NOT (r.status = 'FAILED' AND r.failure_step = '@deadline')
 );
 
 -- name: DeleteWorker :exec

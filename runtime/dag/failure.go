@@ -20,10 +20,21 @@ type Failure struct {
 	InputError string
 }
 
+// DeadlineStep is Failure.Step when the run failed because it ran past
+// its deadline (timeout= on the workflow): no step failed, and Message
+// says "timed out after 48h".
+const DeadlineStep = "@deadline"
+
+// TimedOut reports whether the run failed at its deadline.
+func (f Failure) TimedOut() bool { return f.Step == DeadlineStep }
+
 // Error returns the failure as an error message. It ends with the input's
 // decode error when the handler got the zero input.
 func (f Failure) Error() string {
 	msg := fmt.Sprintf("step %s failed on attempt %d: %s", f.Step, f.Attempt, f.Message)
+	if f.TimedOut() {
+		msg = "run " + f.Message
+	}
 	if f.InputError != "" {
 		msg += "; the run input did not decode, the handler got the zero input: " + f.InputError
 	}

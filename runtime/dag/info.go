@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -14,16 +15,48 @@ import (
 // ordered), stored as uuid in Postgres.
 type RunID [16]byte
 
-// NewRunID returns a new time-ordered UUIDv7 run id.
+// NewRunID returns a new time-ordered UUIDv7 run id. Ids made by one
+// process are strictly increasing: within a millisecond, the 12 bits after
+// the version count up from a random start (RFC 9562, section 6.2, method
+// 1), and the millisecond moves on when they run out. Concurrency caps
+// admit runs in id order, so a process's runs are admitted in the order
+// it triggered them.
 func NewRunID() RunID {
 	var id RunID
 	_, _ = rand.Read(id[:]) // crypto/rand.Read never returns an error
-	ms := uint64(time.Now().UnixMilli())
+	ms, seq := idClock.next(uint64(time.Now().UnixMilli()), uint16(id[6])<<8|uint16(id[7]))
 	id[0], id[1], id[2] = byte(ms>>40), byte(ms>>32), byte(ms>>24)
 	id[3], id[4], id[5] = byte(ms>>16), byte(ms>>8), byte(ms)
-	id[6] = id[6]&0x0f | 0x70 // version 7
-	id[8] = id[8]&0x3f | 0x80 // RFC 4122 variant
+	id[6], id[7] = 0x70|byte(seq>>8), byte(seq) // version 7, then the counter
+	id[8] = id[8]&0x3f | 0x80                   // RFC 4122 variant
 	return id
+}
+
+// idClock is the last millisecond and counter NewRunID used: the one
+// state this package keeps, so that ids never go backwards.
+var idClock monotonic
+
+type monotonic struct {
+	mu  sync.Mutex
+	ms  uint64
+	seq uint16 // 12 bits
+}
+
+// next returns the millisecond and counter of a new id: now with a random
+// start of the counter (below half its range, so it has room to count)
+// when now is past the last millisecond, or else the last ones counted on.
+func (m *monotonic) next(now uint64, random uint16) (uint64, uint16) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch {
+	case now > m.ms:
+		m.ms, m.seq = now, random&0x7ff
+	case m.seq < 0xfff:
+		m.seq++
+	default:
+		m.ms, m.seq = m.ms+1, random&0x7ff
+	}
+	return m.ms, m.seq
 }
 
 // String returns the canonical 8-4-4-4-12 form.

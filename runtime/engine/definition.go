@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -240,6 +241,15 @@ func (d *Definition) Validate() error {
 		if s.Retry.MaxRetries < 0 || s.Retry.Backoff < 0 || s.Retry.MaxBackoff < 0 || s.Timeout < 0 {
 			bad("step %q has negative retry or timeout settings", s.Name)
 		}
+	}
+	switch {
+	case d.Concurrency < 0 || d.Concurrency > math.MaxInt32:
+		bad("concurrency %d: want 1 to %d runs at once, or 0 for no cap", d.Concurrency, math.MaxInt32)
+	case d.Concurrency == 0 && d.ConcurrencyKey != nil:
+		bad("a ConcurrencyKey without Concurrency: set Concurrency to the runs allowed at once per key")
+	}
+	if d.Timeout < 0 {
+		bad("negative timeout %s", d.Timeout)
 	}
 	if len(errs) == 0 {
 		if cycle := d.findCycle(index); cycle != nil {

@@ -448,6 +448,9 @@ func (e *Engine) TriggerManyRuns(ctx context.Context, reqs []TriggerRequest) ([]
 		regs[i] = reg
 		ids[i] = dag.NewRunID()
 		runs[i] = store.NewRun{ID: ids[i], Workflow: req.Workflow, Fingerprint: reg.fp, Tenant: req.Tenant, Input: in, Tasks: reg.tasks, Key: key}
+		if err := flowOf(&runs[i], reg.def, req); err != nil {
+			return nil, fmt.Errorf("trigger %q: %w", req.Workflow, err)
+		}
 	}
 	for _, reg := range regs {
 		e.recordOnce(ctx, reg) // once every request is known good

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/dagenhq/dagen/runtime/dag"
@@ -116,16 +117,22 @@ var (
 // RunStatus is the state of a run.
 type RunStatus string
 
-// Run states. RUNNING is the only non-terminal state.
+// Run states. QUEUED and RUNNING are the non-terminal states.
 const (
+	// RunQueued is a run waiting for its concurrency key's cap to admit it
+	// (NewRun.Concurrency): none of its tasks is queued yet.
+	RunQueued    RunStatus = "QUEUED"
 	RunRunning   RunStatus = "RUNNING"
 	RunCompleted RunStatus = "COMPLETED"
 	RunFailed    RunStatus = "FAILED"
 	RunCancelled RunStatus = "CANCELLED"
 )
 
+// RunStatuses lists every run status, the non-terminal ones first.
+var RunStatuses = []RunStatus{RunQueued, RunRunning, RunCompleted, RunFailed, RunCancelled}
+
 // Terminal reports whether the run has finished.
-func (s RunStatus) Terminal() bool { return s != RunRunning && s != "" }
+func (s RunStatus) Terminal() bool { return s != RunRunning && s != RunQueued && s != "" }
 
 // TaskStatus is the state of one step of one run.
 type TaskStatus string
@@ -195,6 +202,42 @@ type NewRun struct {
 	// same call with the key of an earlier one gets the earlier one's id.
 	Key      string
 	Existing dag.RunID
+	// Concurrency, when above zero, caps the runs of the workflow with
+	// the same ConcurrencyKey (of any tenant) that are RUNNING at once:
+	// a run over the cap is created QUEUED, with no task queued, and is
+	// admitted (RUNNING, its roots queued) in run id order, in the
+	// transaction that finishes a RUNNING run of its key. The cap is the
+	// one of the latest run created for the key. See ValidKey for the key.
+	Concurrency    int
+	ConcurrencyKey string
+	// Timeout, when above zero, is the run's deadline counted from its
+	// creation: see [DeadlineStep].
+	Timeout time.Duration
+}
+
+// DeadlineStep is the Step of the failure of a run that timed out
+// (NewRun.Timeout), and of its FAILED event. At the deadline a QUEUED or
+// RUNNING run fails with the message [TimedOut] gives; all its unfinished
+// tasks but the onfailure task are cancelled, RUNNING ones included (the
+// workers running them hear of it as of a cancelled run: see
+// [Workers.Heartbeat]), and its onfailure task is queued.
+const DeadlineStep = dag.DeadlineStep
+
+// TimedOut is the failure message of a run that timed out after d:
+// "timed out after 48h".
+func TimedOut(d time.Duration) string { return "timed out after " + ShortDuration(d) }
+
+// ShortDuration formats d as time.Duration.String does, without the zero
+// minutes and seconds it ends with: "48h", "1h30m", "90s".
+func ShortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
 }
 
 // NewTask is one task of a new run. Parents name other tasks of the same
@@ -312,7 +355,12 @@ type Run struct {
 	Failure     *dag.Failure // set when Status is FAILED
 	Key         string       // its idempotency key, if any
 	CreatedAt   time.Time
-	FinishedAt  time.Time // zero while RUNNING
+	FinishedAt  time.Time // zero while QUEUED or RUNNING
+	// ConcurrencyKey is the run's concurrency key when it is capped
+	// (Concurrency above zero).
+	ConcurrencyKey string
+	// Deadline is when the run times out (NewRun.Timeout), or zero.
+	Deadline time.Time
 }
 
 // Task is a stored task.

@@ -115,7 +115,7 @@ func (s *Store) InFlight(ctx context.Context, served []string, sample int) (stor
 	bySig := make(map[string]*store.InFlight)
 	byWorkflow := make(map[string]*store.InFlightRuns)
 	for _, r := range s.runs {
-		if r.rec.Status != store.RunRunning {
+		if r.rec.Status.Terminal() {
 			continue
 		}
 		wf := byWorkflow[r.rec.Workflow]

@@ -48,7 +48,7 @@ func (s *Store) Backlog(ctx context.Context) ([]store.BacklogEntry, error) {
 	type key struct{ tenant, workflow string }
 	counts := map[key]*store.BacklogEntry{}
 	for _, r := range s.runs {
-		if r.rec.Status != store.RunRunning {
+		if r.rec.Status.Terminal() {
 			continue
 		}
 		for ti := range r.tasks {

@@ -41,6 +41,7 @@ type Store struct {
 
 	cancels map[chan dag.RunID]struct{} // SubscribeCancels' channels
 	keys    map[runKey]dag.RunID        // retained runs by idempotency key
+	slots   map[slotKey]*slot           // concurrency caps (flow.go)
 }
 
 // runKey is a run's idempotency key with its workflow and tenant.
@@ -76,6 +77,7 @@ func New(cfg *Config) *Store {
 		subs:     make(map[chan struct{}]struct{}),
 		cancels:  make(map[chan dag.RunID]struct{}),
 		keys:     make(map[runKey]dag.RunID),
+		slots:    make(map[slotKey]*slot),
 	}
 	if cfg != nil && cfg.Now != nil {
 		s.now = cfg.Now
@@ -105,6 +107,11 @@ type run struct {
 	// tasks, created as they are mapped (see elements.go).
 	elems     []element
 	elemIndex map[string]int // live elements' task indexes, by name
+	// Flow control (flow.go): the run's concurrency cap, if any; its
+	// timeout; whether its deadline failed it.
+	slot     *slot
+	timeout  time.Duration
+	timedOut bool
 }
 
 type task struct {
@@ -192,15 +199,22 @@ func (s *Store) createRuns(ctx context.Context, runs []store.NewRun, p store.Cla
 			rec: store.Run{
 				ID: nr.ID, Workflow: nr.Workflow, Fingerprint: nr.Fingerprint, Tenant: nr.Tenant,
 				Status: store.RunRunning, Input: nr.Input, CreatedAt: now, Key: nr.Key,
+				ConcurrencyKey: nr.ConcurrencyKey,
 			},
 			shape:   sh,
 			tasks:   make([]task, len(sh.tasks)),
 			pending: sh.counted,
+			timeout: nr.Timeout,
 		}
 		for ti := range r.tasks {
 			r.tasks[ti] = task{status: store.TaskPending, pendingParents: len(sh.parents[ti])}
 		}
 		s.runs[nr.ID] = r
+		s.arm(r, now)
+		if nr.Concurrency > 0 {
+			s.capRun(r, nr.Concurrency, now) // queues its roots if admitted
+			continue
+		}
 		for _, ti := range sh.roots {
 			claim := len(p.Signatures) == 0 || slices.Contains(p.Signatures, sh.tasks[ti].Signature)
 			if claim && len(considered) < p.Limit && !considered[nr.Tenant] {
@@ -597,6 +611,7 @@ func (s *Store) resolve(r *run, ti int, status store.TaskStatus, now time.Time) 
 	if r.pending == 0 {
 		r.rec.Status = store.RunCompleted
 		r.rec.FinishedAt = now
+		s.runEnded(r, store.RunRunning, now)
 	}
 	return enqueued
 }
@@ -615,6 +630,7 @@ func (s *Store) failRun(r *run, ti int, msg string, now time.Time) int {
 			}
 		}
 	}
+	defer s.runEnded(r, store.RunRunning, now) // after the onfailure task is queued
 	if of := r.shape.onFailure; of >= 0 && r.tasks[of].status == store.TaskPending {
 		s.enqueue(r, of, now)
 		return 1
@@ -639,6 +655,9 @@ type timerEntry struct {
 }
 
 func (e timerEntry) live() bool {
+	if e.task == deadlineTask {
+		return !e.run.rec.Status.Terminal() && e.run.rec.Deadline.Equal(e.wake)
+	}
 	t := &e.run.tasks[e.task]
 	return (t.status == store.TaskSleeping || t.status == store.TaskBackoff) && t.attempt == e.attempt && t.wakeAt.Equal(e.wake)
 }
@@ -682,6 +701,10 @@ func (s *Store) FireTimers(ctx context.Context, limit int) (int, error) {
 		}
 		heap.Pop(&s.timers)
 		fired++
+		if e.task == deadlineTask {
+			s.timeOut(e.run, now)
+			continue
+		}
 		t := &e.run.tasks[e.task]
 		if t.status == store.TaskSleeping {
 			e.run.event(now, e.task, store.EventWoken, t.attempt, "")
@@ -797,17 +820,18 @@ func (s *Store) CancelRun(ctx context.Context, id dag.RunID) (bool, error) {
 	if r == nil {
 		return false, fmt.Errorf("cancel run %s: %w", id, store.ErrRunNotFound)
 	}
-	if r.rec.Status != store.RunRunning {
+	if r.rec.Status.Terminal() {
 		return false, nil
 	}
 	s.cancelLocked(r, s.now())
 	return true, nil
 }
 
-// cancelLocked cancels a RUNNING run, with s.mu held: its unfinished tasks
-// become CANCELLED (its queue entries and timers die with them) and the
-// subscribers of cancellations hear of it.
+// cancelLocked cancels a QUEUED or RUNNING run, with s.mu held: its
+// unfinished tasks become CANCELLED (its queue entries and timers die with
+// them) and the subscribers of cancellations hear of it.
 func (s *Store) cancelLocked(r *run, now time.Time) {
+	was := r.rec.Status
 	r.rec.Status = store.RunCancelled
 	r.rec.FinishedAt = now
 	for _, i := range r.order() {
@@ -815,6 +839,13 @@ func (s *Store) cancelLocked(r *run, now time.Time) {
 			s.cancelTask(r, i, now)
 		}
 	}
+	s.announceCancel(r)
+	s.runEnded(r, was, now)
+}
+
+// announceCancel tells the subscribers of cancellations that the run's
+// running steps must stop.
+func (s *Store) announceCancel(r *run) {
 	for ch := range s.cancels {
 		select {
 		case ch <- r.rec.ID:

@@ -108,7 +108,7 @@ func (s *Store) CancelRuns(ctx context.Context, f store.RunFilter, limit int) (i
 		if n >= limit {
 			break
 		}
-		if r.rec.Status != store.RunRunning {
+		if r.rec.Status.Terminal() {
 			continue
 		}
 		s.cancelLocked(r, now)

@@ -62,6 +62,12 @@ func (s *Store) RetryRun(ctx context.Context, id dag.RunID, rt store.Retry) (sto
 	r.rec.Failure = nil
 	r.rec.FinishedAt = time.Time{}
 	r.pending = p.Pending
+	r.timedOut = false
+	s.arm(r, now) // the deadline counts from the retry
+	if r.slot != nil {
+		s.capRun(r, 0, now) // queues its ready tasks if admitted
+		return p.Result, nil
+	}
 	for i := range r.shape.tasks {
 		if p.Enqueue[i] {
 			s.enqueue(r, i, now)

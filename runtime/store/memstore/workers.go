@@ -39,7 +39,7 @@ func (s *Store) Heartbeat(ctx context.Context, worker string, ttl time.Duration,
 	held := make(map[dag.RunID]bool, len(runs))
 	for _, id := range runs {
 		held[id] = true
-		if r := s.runs[id]; r == nil || r.rec.Status == store.RunCancelled {
+		if r := s.runs[id]; r == nil || r.rec.Status == store.RunCancelled || r.timedOut {
 			cancelled = append(cancelled, id)
 		}
 	}
@@ -121,6 +121,7 @@ func (s *Store) PruneRuns(ctx context.Context, cutoff time.Time, limit int) (int
 			if r.rec.Key != "" {
 				delete(s.keys, keyOf(&r.rec, r.rec.Key))
 			}
+			s.dropSlot(r)
 			n++
 		}
 	}

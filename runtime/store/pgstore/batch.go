@@ -55,7 +55,15 @@ type runState struct {
 	dirty     bool
 	failed    bool // failed in this batch
 	cancelled bool // cancelled in this batch
+	timedOut  bool // failed in this batch at its deadline
 	failSrc   int  // source index that failed it
+
+	// Flow control (flow.go): the status when locked; the run's slot when
+	// it is capped; its timeout and whether it has a deadline timer.
+	was         store.RunStatus
+	slot        *slotKey
+	timeoutMs   int64
+	hasDeadline bool
 }
 
 type taskState struct {
@@ -121,12 +129,17 @@ func (s *Store) newBatch(tx *txn, sources int) *batch {
 func (b *batch) lockRuns(ctx context.Context, ids []dag.RunID, skipLocked bool) error {
 	slices.SortFunc(ids, func(a, b dag.RunID) int { return compareIDs(a, b) })
 	ids = slices.Compact(ids)
-	add := func(id pgtype.UUID, workflow, tenant, status string, pending int32, now pgtype.Timestamptz) {
-		b.now = now.Time
-		b.runs[dag.RunID(id.Bytes)] = &runState{
-			id: dag.RunID(id.Bytes), workflow: workflow, tenant: tenant,
-			status: store.RunStatus(status), pending: int(pending), failSrc: -1,
+	add := func(r dbsqlc.LockRunsRow) {
+		b.now = r.Now.Time
+		rs := &runState{
+			id: dag.RunID(r.ID.Bytes), workflow: r.Workflow, tenant: r.Tenant,
+			status: store.RunStatus(r.Status), was: store.RunStatus(r.Status), pending: int(r.Pending), failSrc: -1,
+			timeoutMs: r.TimeoutMs, hasDeadline: r.HasDeadline,
 		}
+		if r.Slot.Valid {
+			rs.slot = &slotKey{r.Workflow, r.Slot.String}
+		}
+		b.runs[rs.id] = rs
 	}
 	if skipLocked {
 		rows, err := b.s.q.LockRunsSkipLocked(ctx, b.tx, b.s.clock(), uuids(ids))
@@ -134,7 +147,7 @@ func (b *batch) lockRuns(ctx context.Context, ids []dag.RunID, skipLocked bool) 
 			return fmt.Errorf("lock %d runs: %w", len(ids), err)
 		}
 		for _, r := range rows {
-			add(r.ID, r.Workflow, r.Tenant, r.Status, r.Pending, r.Now)
+			add(dbsqlc.LockRunsRow(r))
 		}
 		return nil
 	}
@@ -143,7 +156,7 @@ func (b *batch) lockRuns(ctx context.Context, ids []dag.RunID, skipLocked bool) 
 		return fmt.Errorf("lock %d runs: %w", len(ids), err)
 	}
 	for _, r := range rows {
-		add(r.ID, r.Workflow, r.Tenant, r.Status, r.Pending, r.Now)
+		add(r)
 	}
 	return nil
 }
@@ -461,16 +474,25 @@ func (b *batch) flush(ctx context.Context) error {
 	}
 	// Runs that failed or were cancelled: queue entries first (a claim
 	// holding one waits for nothing we hold), then timers, then tasks.
-	var failed, cancelled []pgtype.UUID
+	var failed, timedOut, cancelled []pgtype.UUID
 	for _, r := range b.runs {
 		switch {
+		case r.timedOut:
+			timedOut = append(timedOut, uuidOf(r.id))
 		case r.failed:
 			failed = append(failed, uuidOf(r.id))
 		case r.cancelled:
 			cancelled = append(cancelled, uuidOf(r.id))
 		}
 	}
-	if ended := append(slices.Clone(failed), cancelled...); len(ended) > 0 {
+	if len(timedOut) > 0 {
+		// Workers running their steps hear of it on commit, as of a
+		// cancellation.
+		if err := q.NotifyCancelled(ctx, pl, timedOut); err != nil {
+			return fmt.Errorf("notify: %w", err)
+		}
+	}
+	if ended := slices.Concat(failed, timedOut, cancelled); len(ended) > 0 {
 		if err := q.DeleteReadyForRuns(ctx, pl, ended); err != nil {
 			return fmt.Errorf("dequeue tasks of %d ended runs: %w", len(ended), err)
 		}
@@ -481,7 +503,7 @@ func (b *batch) flush(ctx context.Context) error {
 			ids      []pgtype.UUID
 			statuses []string
 			all      bool
-		}{{failed, waitingStatuses, false}, {cancelled, unfinishedStatuses, true}} {
+		}{{failed, waitingStatuses, false}, {timedOut, unfinishedStatuses, false}, {cancelled, unfinishedStatuses, true}} {
 			if len(c.ids) == 0 {
 				continue
 			}
@@ -508,7 +530,7 @@ func (b *batch) flush(ctx context.Context) error {
 				}
 			}
 		}
-		if len(failed) > 0 {
+		if failed := slices.Concat(failed, timedOut); len(failed) > 0 {
 			rows, err := q.QueueOnFailure(ctx, pl, failed)
 			if err != nil {
 				return fmt.Errorf("queue onfailure tasks of %d runs: %w", len(failed), err)
@@ -575,6 +597,10 @@ func (b *batch) flush(ctx context.Context) error {
 				b.enqueue = append(b.enqueue, enqueueItem{run: b.runs[k.run], name: k.name, signature: row.Signature, kind: store.KindStep, src: lastSrc[k], logged: true})
 			}
 		}
+	}
+
+	if err := b.endFlow(ctx); err != nil {
+		return err
 	}
 
 	// The ready queue.

@@ -123,6 +123,13 @@ func (s *Store) FireTimers(ctx context.Context, limit int) (int, error) {
 			if tm == nil {
 				continue
 			}
+			if tm.kind == "deadline" {
+				if r := b.runs[tm.key.run]; r != nil && !r.status.Terminal() {
+					b.timeOut(r, src)
+					fired++
+				}
+				continue
+			}
 			t := b.tasks[tm.key]
 			if t == nil || t.attempt != tm.attempt {
 				continue // a stale timer: deleting it was all there was to do
@@ -170,6 +177,10 @@ type timer struct {
 func (s *Store) RescueExpired(ctx context.Context, limit int) (int, error) {
 	if limit <= 0 {
 		return 0, nil
+	}
+	// Runs an admission skipped are rescued too (see sweepSlots).
+	if _, err := s.sweepSlots(ctx); err != nil {
+		return 0, fmt.Errorf("rescue expired tasks: %w", err)
 	}
 	n := 0
 	err := s.inTx(ctx, func(tx *txn) error {

@@ -35,14 +35,14 @@ func (s *Store) StartRuns(ctx context.Context, runs []store.NewRun, p store.Clai
 
 // createRuns creates runs, starts up to p.Limit of their roots for p.Worker
 // as store.Starter says, and enqueues the others. Runs with idempotency
-// keys take the keyed path (createKeyed).
+// keys or concurrency caps take the transaction's path (createInTx).
 func (s *Store) createRuns(ctx context.Context, runs []store.NewRun, p store.ClaimParams) ([]store.ClaimedTask, error) {
 	if len(runs) == 0 {
 		return nil, nil
 	}
 	graphs := make([]*graph, len(runs))
 	seen := make(map[dag.RunID]bool, len(runs))
-	keyed := false
+	inTx, timeouts := false, false
 	for i := range runs {
 		nr := &runs[i]
 		g, err := validate(nr)
@@ -54,7 +54,8 @@ func (s *Store) createRuns(ctx context.Context, runs []store.NewRun, p store.Cla
 		}
 		seen[nr.ID] = true
 		graphs[i] = g
-		keyed = keyed || nr.Key != ""
+		inTx = inTx || nr.Key != "" || nr.Concurrency > 0
+		timeouts = timeouts || nr.Timeout > 0
 	}
 	var rp dbsqlc.InsertRunsParams
 	rp.Now = s.clock()
@@ -66,9 +67,13 @@ func (s *Store) createRuns(ctx context.Context, runs []store.NewRun, p store.Cla
 		rp.Tenants = append(rp.Tenants, nr.Tenant)
 		rp.Inputs = append(rp.Inputs, nr.Input)
 		rp.Pendings = append(rp.Pendings, int32(graphs[i].counted))
+		rp.Statuses = append(rp.Statuses, string(store.RunRunning))
+		rp.Capped = append(rp.Capped, nr.Concurrency > 0)
+		rp.Slots = append(rp.Slots, nr.ConcurrencyKey)
+		rp.TimeoutMs = append(rp.TimeoutMs, nr.Timeout.Milliseconds())
 	}
-	if keyed {
-		return s.createKeyed(ctx, runs, graphs, rp, p)
+	if inTx {
+		return s.createInTx(ctx, runs, graphs, rp, p)
 	}
 	// One round trip: the statements go in one pipeline, which runs them
 	// in one implicit transaction. A queued statement returns no error: its
@@ -76,7 +81,10 @@ func (s *Store) createRuns(ctx context.Context, runs []store.NewRun, p store.Cla
 	// candidates to start.
 	pl := &pipeline{db: s.pool}
 	_ = s.q.InsertRuns(ctx, pl, rp)
-	c := s.newCreation(runs, graphs, rp.Now, p)
+	if timeouts {
+		_ = s.q.InsertDeadlines(ctx, pl, rp.Ids)
+	}
+	c := s.newCreation(runs, graphs, nil, rp.Now, p)
 	started, err := c.write(ctx, s, pl)
 	if err != nil {
 		return nil, createError(len(runs), err)
@@ -85,75 +93,164 @@ func (s *Store) createRuns(ctx context.Context, runs []store.NewRun, p store.Cla
 	return c.claimed(started), nil
 }
 
-// createKeyed creates runs some of which have idempotency keys, in one
-// transaction: the runs first, those whose keys are taken left out (and
-// given the ids of the runs that have them), then the tasks of the others.
-func (s *Store) createKeyed(ctx context.Context, runs []store.NewRun, graphs []*graph, rp dbsqlc.InsertRunsParams, p store.ClaimParams) ([]store.ClaimedTask, error) {
-	kp := dbsqlc.InsertKeyedRunsParams{
-		Now: rp.Now, Ids: rp.Ids, Workflows: rp.Workflows, Fingerprints: rp.Fingerprints,
-		Tenants: rp.Tenants, Inputs: rp.Inputs, Pendings: rp.Pendings,
-	}
+// createInTx creates runs some of which have idempotency keys or
+// concurrency caps, in one transaction. The slots of capped runs are
+// locked first, and each capped run is admitted (RUNNING) when its slot
+// has room and no run waits for it, or else created QUEUED with its roots
+// PENDING. Then the runs are inserted, those whose keys are taken left out
+// (and given the ids of the runs that have them, and their slots back),
+// then the tasks of the others; last, a slot that has room and waiting
+// runs (its cap was raised, or a duplicate gave its room back) admits them.
+func (s *Store) createInTx(ctx context.Context, runs []store.NewRun, graphs []*graph, rp dbsqlc.InsertRunsParams, p store.ClaimParams) ([]store.ClaimedTask, error) {
+	keyed := false
 	for i := range runs {
-		kp.Keys = append(kp.Keys, runs[i].Key)
+		keyed = keyed || runs[i].Key != ""
 	}
 	var claimed []store.ClaimedTask
 	queued := 0
 	err := s.inTx(ctx, func(tx *txn) error {
-		ids, err := s.q.InsertKeyedRuns(ctx, tx, kp)
+		ls, held, err := s.capNewRuns(ctx, tx, runs, rp.Statuses)
 		if err != nil {
 			return err
 		}
-		inserted := make(map[dag.RunID]bool, len(ids))
-		for _, id := range ids {
-			inserted[dag.RunID(id.Bytes)] = true
+		var inserted map[dag.RunID]bool
+		if keyed {
+			if inserted, err = s.insertKeyedRuns(ctx, tx, runs, rp); err != nil {
+				return err
+			}
+		} else {
+			_ = s.q.InsertRuns(ctx, tx, rp)
 		}
-		var kq dbsqlc.RunsByKeyParams
 		var created []store.NewRun
 		var createdGraphs []*graph
+		var createdHeld []bool
 		for i := range runs {
-			if inserted[runs[i].ID] {
-				created = append(created, runs[i])
-				createdGraphs = append(createdGraphs, graphs[i])
+			if inserted != nil && !inserted[runs[i].ID] {
+				if runs[i].Concurrency > 0 && !held[i] { // it took room it does not use
+					ls[slotKey{runs[i].Workflow, runs[i].ConcurrencyKey}].running--
+				}
 				continue
 			}
-			kq.Workflows = append(kq.Workflows, runs[i].Workflow)
-			kq.Tenants = append(kq.Tenants, runs[i].Tenant)
-			kq.Keys = append(kq.Keys, runs[i].Key)
+			created = append(created, runs[i])
+			createdGraphs = append(createdGraphs, graphs[i])
+			createdHeld = append(createdHeld, held[i])
 		}
-		if len(kq.Keys) > 0 {
-			rows, err := s.q.RunsByKey(ctx, tx, kq)
+		if len(created) > 0 {
+			ids := make([]pgtype.UUID, len(created))
+			for i := range created {
+				ids[i] = uuidOf(created[i].ID)
+			}
+			_ = s.q.InsertDeadlines(ctx, tx, ids)
+			c := s.newCreation(created, createdGraphs, createdHeld, rp.Now, p)
+			started, err := c.write(ctx, s, tx)
 			if err != nil {
-				return fmt.Errorf("read the runs that have the keys: %w", err)
+				return err
 			}
-			holder := make(map[[3]string]dag.RunID, len(rows))
-			for _, r := range rows {
-				holder[[3]string{r.Workflow, r.Tenant, r.Key}] = dag.RunID(r.ID.Bytes)
+			claimed, queued = c.claimed(started), len(c.tp.Names)
+		}
+		if len(ls) > 0 {
+			ready, err := s.admit(ctx, tx, ls, rp.Now)
+			if err != nil {
+				return err
 			}
-			for i := range runs {
-				if !inserted[runs[i].ID] {
-					runs[i].Existing = holder[[3]string{runs[i].Workflow, runs[i].Tenant, runs[i].Key}]
-					if runs[i].Existing.IsZero() {
-						return fmt.Errorf("run %s: key %q is taken, but no run has it", runs[i].ID, runs[i].Key)
-					}
-				}
+			queued += len(ready)
+			if err := s.enqueueReady(ctx, tx, ready); err != nil {
+				return err
 			}
 		}
-		if len(created) == 0 {
-			return nil
+		if len(created) == 0 && len(ls) == 0 {
+			return errNothingToDo // every run was a duplicate
 		}
-		c := s.newCreation(created, createdGraphs, rp.Now, p)
-		started, err := c.write(ctx, s, tx)
-		if err != nil {
-			return err
-		}
-		claimed, queued = c.claimed(started), len(c.tp.Names)
 		return nil
 	})
-	if err != nil {
+	if err != nil && !errors.Is(err, errNothingToDo) {
 		return nil, createError(len(runs), err)
 	}
 	s.noteQueued(ctx, queued)
 	return claimed, nil
+}
+
+// capNewRuns locks the slots of the capped runs among runs and decides
+// which are admitted at once, in id order: those whose slot has room and
+// no run waiting. The others are QUEUED (statuses, by run) and held: their
+// roots stay PENDING. The slots' counts are written by admit.
+func (s *Store) capNewRuns(ctx context.Context, tx *txn, runs []store.NewRun, statuses []string) (lockedSlots, []bool, error) {
+	held := make([]bool, len(runs))
+	var order []int
+	for i := range runs {
+		if runs[i].Concurrency > 0 {
+			order = append(order, i)
+		}
+	}
+	if len(order) == 0 {
+		return nil, held, nil
+	}
+	ls, err := s.lockNewSlots(ctx, tx, runs)
+	if err != nil {
+		return nil, nil, err
+	}
+	slices.SortFunc(order, func(a, b int) int { return compareIDs(runs[a].ID, runs[b].ID) })
+	for _, i := range order {
+		st := ls[slotKey{runs[i].Workflow, runs[i].ConcurrencyKey}]
+		if !st.waiting && st.running < st.lim {
+			st.running++
+			continue
+		}
+		st.waiting = true
+		held[i] = true
+		statuses[i] = string(store.RunQueued)
+	}
+	return ls, held, nil
+}
+
+// insertKeyedRuns inserts runs some of which have idempotency keys, and
+// returns those inserted: a run whose key is taken is not, and gets the id
+// of the run that has it (NewRun.Existing).
+func (s *Store) insertKeyedRuns(ctx context.Context, tx *txn, runs []store.NewRun, rp dbsqlc.InsertRunsParams) (map[dag.RunID]bool, error) {
+	kp := dbsqlc.InsertKeyedRunsParams{
+		Now: rp.Now, Ids: rp.Ids, Workflows: rp.Workflows, Fingerprints: rp.Fingerprints,
+		Tenants: rp.Tenants, Inputs: rp.Inputs, Pendings: rp.Pendings,
+		Statuses: rp.Statuses, Capped: rp.Capped, Slots: rp.Slots, TimeoutMs: rp.TimeoutMs,
+	}
+	for i := range runs {
+		kp.Keys = append(kp.Keys, runs[i].Key)
+	}
+	ids, err := s.q.InsertKeyedRuns(ctx, tx, kp)
+	if err != nil {
+		return nil, err
+	}
+	inserted := make(map[dag.RunID]bool, len(ids))
+	for _, id := range ids {
+		inserted[dag.RunID(id.Bytes)] = true
+	}
+	var kq dbsqlc.RunsByKeyParams
+	for i := range runs {
+		if !inserted[runs[i].ID] {
+			kq.Workflows = append(kq.Workflows, runs[i].Workflow)
+			kq.Tenants = append(kq.Tenants, runs[i].Tenant)
+			kq.Keys = append(kq.Keys, runs[i].Key)
+		}
+	}
+	if len(kq.Keys) == 0 {
+		return inserted, nil
+	}
+	rows, err := s.q.RunsByKey(ctx, tx, kq)
+	if err != nil {
+		return nil, fmt.Errorf("read the runs that have the keys: %w", err)
+	}
+	holder := make(map[[3]string]dag.RunID, len(rows))
+	for _, r := range rows {
+		holder[[3]string{r.Workflow, r.Tenant, r.Key}] = dag.RunID(r.ID.Bytes)
+	}
+	for i := range runs {
+		if !inserted[runs[i].ID] {
+			runs[i].Existing = holder[[3]string{runs[i].Workflow, runs[i].Tenant, runs[i].Key}]
+			if runs[i].Existing.IsZero() {
+				return nil, fmt.Errorf("run %s: key %q is taken, but no run has it", runs[i].ID, runs[i].Key)
+			}
+		}
+	}
+	return inserted, nil
 }
 
 // createError turns the error of a creation into one callers branch on.
@@ -180,7 +277,9 @@ type creation struct {
 	candNames []string
 }
 
-func (s *Store) newCreation(runs []store.NewRun, graphs []*graph, now pgtype.Timestamptz, p store.ClaimParams) *creation {
+// newCreation writes the tasks of runs; the roots of held runs (QUEUED for
+// their caps; held may be nil) stay PENDING.
+func (s *Store) newCreation(runs []store.NewRun, graphs []*graph, held []bool, now pgtype.Timestamptz, p store.ClaimParams) *creation {
 	c := &creation{}
 	c.tp.Now = now
 	c.tp.Worker, c.tp.LeaseSeconds = p.Worker, p.Lease.Seconds()
@@ -193,7 +292,7 @@ func (s *Store) newCreation(runs []store.NewRun, graphs []*graph, now pgtype.Tim
 			claim := len(p.Signatures) == 0 || slices.Contains(p.Signatures, t.Signature)
 			status := store.TaskPending
 			switch {
-			case len(t.Parents) > 0 || t.Kind == store.KindOnFailure:
+			case len(t.Parents) > 0 || t.Kind == store.KindOnFailure || held != nil && held[i]:
 			case claim && len(c.cands) < p.Limit && !candidate[nr.Tenant]:
 				// InsertTasks starts it (RUNNING), or queues it when the
 				// tenant has work queued, and Enqueue then enqueues it.

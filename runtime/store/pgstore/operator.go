@@ -186,7 +186,7 @@ func (s *Store) cancelLocked(ctx context.Context, tx *txn, ids []dag.RunID) (fou
 	}
 	for _, id := range ids { // sorted by lockRuns
 		r := b.runs[id]
-		if r == nil || r.status != store.RunRunning {
+		if r == nil || r.status.Terminal() {
 			continue
 		}
 		r.status = store.RunCancelled

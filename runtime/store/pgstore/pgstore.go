@@ -36,6 +36,7 @@ type Store struct {
 	stats  plannerStats
 
 	listener listener // Subscribe's and SubscribeCancels' connection
+	sweep    sweeper  // rate-limits sweepSlots
 }
 
 var _ store.Store = (*Store)(nil)

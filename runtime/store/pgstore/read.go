@@ -89,6 +89,10 @@ func runOf(id dag.RunID, r dbsqlc.GetRunRow, err error) (store.Run, error) {
 		CreatedAt:   timeOf(r.CreatedAt),
 		FinishedAt:  timeOf(r.FinishedAt),
 		Key:         r.Key,
+		Deadline:    timeOf(r.DeadlineAt),
+	}
+	if r.Slot.Valid {
+		run.ConcurrencyKey = r.Slot.String
 	}
 	if r.FailureStep.Valid {
 		run.Failure = &dag.Failure{

@@ -126,7 +126,7 @@ func (s *Store) retryLocked(ctx context.Context, tx *txn, id dag.RunID, rt store
 		if store.TaskKind(row.Kind) == store.KindElement {
 			status = store.TaskCancelled
 		}
-		if enqueue[i] {
+		if enqueue[i] && r.slot == nil { // a capped run's wait for admission
 			status = store.TaskQueued
 			retried.add(id, row.Name, store.EventQueued, attempt, "")
 			ep.RunIds = append(ep.RunIds, uuidOf(id))
@@ -142,8 +142,19 @@ func (s *Store) retryLocked(ctx context.Context, tx *txn, id dag.RunID, rt store
 	if err := s.q.RetryResetTasks(ctx, tx, rp); err != nil {
 		return store.RetryResult{}, fmt.Errorf("reset %d tasks: %w", len(rp.Names), err)
 	}
-	if err := s.q.RetryRunning(ctx, tx, int32(p.Pending), uuidOf(id)); err != nil {
+	status := store.RunRunning
+	if r.slot != nil {
+		status = store.RunQueued // until its slot admits it, below
+	}
+	if err := s.q.RetryRunning(ctx, tx, dbsqlc.RetryRunningParams{
+		Status: string(status), Now: tstz(b.now), Pending: int32(p.Pending), ID: uuidOf(id),
+	}); err != nil {
 		return store.RetryResult{}, fmt.Errorf("update run: %w", err)
+	}
+	if r.timeoutMs > 0 {
+		if err := s.q.InsertDeadlines(ctx, tx, ids); err != nil {
+			return store.RetryResult{}, fmt.Errorf("arm the deadline: %w", err)
+		}
 	}
 	b.ev.p.RunIds = append(b.ev.p.RunIds, retried.p.RunIds...)
 	b.ev.p.Ids = append(b.ev.p.Ids, retried.p.Ids...)
@@ -160,6 +171,19 @@ func (s *Store) retryLocked(ctx context.Context, tx *txn, id dag.RunID, rt store
 	if len(ep.Tasks) > 0 {
 		if err := s.q.Enqueue(ctx, tx, ep); err != nil {
 			return store.RetryResult{}, fmt.Errorf("enqueue %d tasks: %w", len(ep.Tasks), err)
+		}
+	}
+	if r.slot != nil {
+		ls, err := s.lockSlots(ctx, tx, []slotKey{*r.slot})
+		if err != nil {
+			return store.RetryResult{}, err
+		}
+		ready, err := s.admit(ctx, tx, ls, tstz(b.now))
+		if err != nil {
+			return store.RetryResult{}, err
+		}
+		if err := s.enqueueReady(ctx, tx, ready); err != nil {
+			return store.RetryResult{}, err
 		}
 	}
 	if err := b.endLeases(ctx, tx); err != nil {

@@ -135,6 +135,11 @@ func (s *Store) PruneRuns(ctx context.Context, cutoff time.Time, limit int) (int
 	if limit <= 0 {
 		return 0, nil
 	}
+	// Concurrency slots no run holds or waits for go too (a trigger of
+	// their key makes them again).
+	if err := s.pruneSlots(ctx, limit); err != nil {
+		return 0, fmt.Errorf("prune concurrency slots: %w", err)
+	}
 	var n int64
 	err := s.inTx(ctx, func(tx *txn) error {
 		at := pgtype.Timestamptz{Time: cutoff, Valid: true}

@@ -133,9 +133,8 @@ func (r *runsIO) filter(cmd string) (store.RunFilter, bool) {
 	if r.f.status != "" {
 		for _, s := range strings.Split(r.f.status, ",") {
 			st := store.RunStatus(strings.ToUpper(strings.TrimSpace(s)))
-			known := []store.RunStatus{store.RunRunning, store.RunCompleted, store.RunFailed, store.RunCancelled}
-			if !slices.Contains(known, st) {
-				fmt.Fprintf(r.stderr, "dagen runs %s: unknown status %q: want running, completed, failed or cancelled (comma-separated)\n", cmd, s)
+			if !slices.Contains(store.RunStatuses, st) {
+				fmt.Fprintf(r.stderr, "dagen runs %s: unknown status %q: want queued, running, completed, failed or cancelled (comma-separated)\n", cmd, s)
 				return f, false
 			}
 			f.Statuses = append(f.Statuses, st)
@@ -234,7 +233,7 @@ func (r *runsIO) ls(args []string) int {
 	}
 	_ = tw.Flush()
 	var parts []string
-	for _, st := range []store.RunStatus{store.RunRunning, store.RunCompleted, store.RunFailed, store.RunCancelled} {
+	for _, st := range store.RunStatuses {
 		if n := counts[st]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n, strings.ToLower(string(st))))
 		}
@@ -363,7 +362,16 @@ func (r *runsIO) show(args []string) int {
 		fmt.Fprintf(r.stdout, ", finished after %s", short(run.FinishedAt.Sub(run.CreatedAt)))
 	}
 	fmt.Fprintln(r.stdout)
-	if run.Failure != nil {
+	if run.Status == store.RunQueued {
+		fmt.Fprintf(r.stdout, "queued: waiting for its workflow's concurrency cap%s to admit it\n", capOf(run))
+	}
+	if !run.Deadline.IsZero() && !run.Status.Terminal() {
+		fmt.Fprintf(r.stdout, "deadline %s (in %s)\n", run.Deadline.Local().Format(time.DateTime), short(run.Deadline.Sub(r.now)))
+	}
+	switch {
+	case run.Failure != nil && run.Failure.TimedOut():
+		fmt.Fprintf(r.stdout, "failed: %s\n", run.Failure.Message)
+	case run.Failure != nil:
 		fmt.Fprintf(r.stdout, "failed: step %s, attempt %d: %s\n", run.Failure.Step, run.Failure.Attempt, firstLine(run.Failure.Message))
 	}
 	fmt.Fprintln(r.stdout)
@@ -573,13 +581,13 @@ func (r *runsIO) cancelFilter() int {
 		fmt.Fprintf(r.stderr, "dagen runs cancel -filter: no filter given: that is every running run; add -workflow, -tenant or -since, or -yes to mean it\n")
 		return ExitError
 	}
-	f.Statuses = []store.RunStatus{store.RunRunning}
+	f.Statuses = []store.RunStatus{store.RunQueued, store.RunRunning}
 	counts, err := r.st.CountRuns(r.ctx, f)
 	if err != nil {
 		fmt.Fprintf(r.stderr, "dagen runs cancel: %v\n", err)
 		return ExitFailure
 	}
-	n := counts[store.RunRunning]
+	n := counts[store.RunQueued] + counts[store.RunRunning]
 	if n == 0 {
 		r.printCancelled(nil, 0)
 		return ExitOK
@@ -653,4 +661,12 @@ func firstLine(s string) string {
 		line = line[:117] + "..."
 	}
 	return line
+}
+
+// capOf names the concurrency key a capped run waits for, if it has one.
+func capOf(run store.Run) string {
+	if run.ConcurrencyKey == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (key %q)", run.ConcurrencyKey)
 }

@@ -20,7 +20,7 @@ SELECT t.signature, r.workflow, split_part(t.name, '[', 1)::text AS step, (t.sig
 FROM dagen_runs r
 JOIN dagen_tasks t ON t.run_id = r.id
 LEFT JOIN dagen_signatures s ON s.signature = t.signature
-WHERE r.status = 'RUNNING'
+WHERE r.status IN ('QUEUED', 'RUNNING')
   AND t.status IN ('PENDING', 'QUEUED', 'RUNNING', 'SLEEPING', 'BACKOFF', 'MAPPING')
   AND NOT (t.kind = 'onfailure' AND t.status = 'PENDING')
 GROUP BY t.signature, r.workflow, split_part(t.name, '[', 1), s.signature
@@ -90,7 +90,7 @@ CROSS JOIN LATERAL (
       AND t.status IN ('PENDING', 'QUEUED', 'RUNNING', 'SLEEPING', 'BACKOFF', 'MAPPING')
       AND NOT (t.kind = 'onfailure' AND t.status = 'PENDING')
 ) AS x
-WHERE r.status = 'RUNNING'
+WHERE r.status IN ('QUEUED', 'RUNNING')
 GROUP BY r.workflow
 ORDER BY r.workflow
 `
@@ -102,7 +102,7 @@ type InFlightRunsRow struct {
 	Sample   []pgtype.UUID
 }
 
-// Per workflow, the RUNNING runs, and those with an unfinished task whose
+// Per workflow, the QUEUED and RUNNING runs, and those with an unfinished task whose
 // signature is not in @served (code serving @served could not finish
 // them), with a few of their ids.
 func (q *Queries) InFlightRuns(ctx context.Context, db DBTX, sample int32, served []string) ([]InFlightRunsRow, error) {

@@ -64,6 +64,10 @@ type DagenRun struct {
 	CreatedAt      pgtype.Timestamptz
 	FinishedAt     pgtype.Timestamptz
 	Key            pgtype.Text
+	Slot           pgtype.Text
+	Queued         bool
+	TimeoutMs      pgtype.Int8
+	DeadlineAt     pgtype.Timestamptz
 }
 
 type DagenSignature struct {
@@ -75,6 +79,13 @@ type DagenSignature struct {
 	OutputType string
 	Parents    []byte
 	RecordedAt pgtype.Timestamptz
+}
+
+type DagenSlot struct {
+	Workflow string
+	Key      string
+	Lim      int32
+	Running  int32
 }
 
 type DagenTask struct {

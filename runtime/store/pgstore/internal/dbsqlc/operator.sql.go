@@ -19,9 +19,10 @@ FROM (
     SELECT l.run_id, 'RUNNING' FROM dagen_leases l
     UNION ALL
     SELECT t.run_id, CASE t.kind WHEN 'sleep' THEN 'SLEEPING' ELSE 'BACKOFF' END FROM dagen_timers t
+    WHERE t.kind <> 'deadline'
 ) AS x
 JOIN dagen_runs r ON r.id = x.run_id
-WHERE r.status = 'RUNNING'
+WHERE r.status IN ('QUEUED', 'RUNNING')
 GROUP BY r.tenant, r.workflow, x.state
 ORDER BY r.tenant, r.workflow, x.state
 `
@@ -240,7 +241,7 @@ func (q *Queries) ListWorkers(ctx context.Context, db DBTX, now pgtype.Timestamp
 const runningRunIDs = `-- name: RunningRunIDs :many
 SELECT r.id
 FROM dagen_runs r
-WHERE r.status = 'RUNNING'
+WHERE r.status IN ('QUEUED', 'RUNNING')
   AND ($1::text IS NULL OR r.workflow = $1::text)
   AND ($2::text IS NULL OR r.tenant = $2::text)
   AND ($3::timestamptz IS NULL OR r.created_at >= $3::timestamptz)
@@ -259,7 +260,7 @@ type RunningRunIDsParams struct {
 	Max         int32
 }
 
-// RUNNING runs matching the filters, oldest first, newer than after: the
+// QUEUED and RUNNING runs matching the filters, oldest first, newer than after: the
 // candidates of a CancelRuns batch, read without locks (LockRuns then
 // locks them in id order and rechecks their status).
 func (q *Queries) RunningRunIDs(ctx context.Context, db DBTX, arg RunningRunIDsParams) ([]pgtype.UUID, error) {

@@ -116,18 +116,33 @@ func (q *Queries) RetryResetTasks(ctx context.Context, db DBTX, arg RetryResetTa
 
 const retryRunning = `-- name: RetryRunning :exec
 UPDATE dagen_runs
-SET status = 'RUNNING',
-    pending = $1,
+SET status = $1::text,
+    queued = $1::text = 'QUEUED',
+    deadline_at = coalesce($2::timestamptz, now()) + timeout_ms * interval '1 millisecond',
+    pending = $3,
     failure_step = NULL,
     failure_attempt = NULL,
     failure_message = NULL,
     finished_at = NULL
-WHERE id = $2
+WHERE id = $4
 `
 
-// Puts a retried run back to RUNNING with its pending tasks counted again
-// and its failure and finish time cleared.
-func (q *Queries) RetryRunning(ctx context.Context, db DBTX, pending int32, iD pgtype.UUID) error {
-	_, err := db.Exec(ctx, retryRunning, pending, iD)
+type RetryRunningParams struct {
+	Status  string
+	Now     pgtype.Timestamptz
+	Pending int32
+	ID      pgtype.UUID
+}
+
+// Puts a retried run back to RUNNING, or QUEUED for its cap, with its
+// pending tasks counted again, its failure and finish time cleared and
+// its deadline, if it has a timeout, counted from now.
+func (q *Queries) RetryRunning(ctx context.Context, db DBTX, arg RetryRunningParams) error {
+	_, err := db.Exec(ctx, retryRunning,
+		arg.Status,
+		arg.Now,
+		arg.Pending,
+		arg.ID,
+	)
 	return err
 }

@@ -42,7 +42,8 @@ func (q *Queries) DeleteRuns(ctx context.Context, db DBTX, ids []pgtype.UUID) (i
 
 const getRun = `-- name: GetRun :one
 SELECT id, workflow, fingerprint, tenant, status, input, failure_step, failure_attempt,
-       failure_message, created_at, finished_at, coalesce(key, '')::text AS key
+       failure_message, created_at, finished_at, coalesce(key, '')::text AS key,
+       slot, deadline_at
 FROM dagen_runs
 WHERE id = $1
 `
@@ -60,6 +61,8 @@ type GetRunRow struct {
 	CreatedAt      pgtype.Timestamptz
 	FinishedAt     pgtype.Timestamptz
 	Key            string
+	Slot           pgtype.Text
+	DeadlineAt     pgtype.Timestamptz
 }
 
 func (q *Queries) GetRun(ctx context.Context, db DBTX, id pgtype.UUID) (GetRunRow, error) {
@@ -78,6 +81,8 @@ func (q *Queries) GetRun(ctx context.Context, db DBTX, id pgtype.UUID) (GetRunRo
 		&i.CreatedAt,
 		&i.FinishedAt,
 		&i.Key,
+		&i.Slot,
+		&i.DeadlineAt,
 	)
 	return i, err
 }
@@ -96,24 +101,32 @@ func (q *Queries) GetRunStatus(ctx context.Context, db DBTX, id pgtype.UUID) (st
 }
 
 const insertKeyedRuns = `-- name: InsertKeyedRuns :many
-INSERT INTO dagen_runs (id, workflow, fingerprint, tenant, status, input, pending, created_at, key)
-SELECT r.id, r.workflow, r.fingerprint, r.tenant, 'RUNNING', r.input, r.pending,
-       coalesce($1::timestamptz, now()), nullif(r.key, '')
-FROM (
-    SELECT unnest($2::uuid[]) AS id,
-           unnest($3::text[]) AS workflow,
-           unnest($4::text[]) AS fingerprint,
-           unnest($5::text[]) AS tenant,
-           unnest($6::bytea[]) AS input,
-           unnest($7::integer[]) AS pending,
-           unnest($8::text[]) AS key
+WITH clock AS (
+    SELECT coalesce($12::timestamptz, now())::timestamptz AS now
+)
+INSERT INTO dagen_runs (id, workflow, fingerprint, tenant, status, input, pending, created_at, key,
+                        slot, queued, timeout_ms, deadline_at)
+SELECT r.id, r.workflow, r.fingerprint, r.tenant, r.status, r.input, r.pending, clock.now, nullif(r.key, ''),
+       CASE WHEN r.capped THEN r.slot END, r.status = 'QUEUED',
+       nullif(r.timeout_ms, 0), CASE WHEN r.timeout_ms > 0 THEN clock.now + r.timeout_ms * interval '1 millisecond' END
+FROM clock, (
+    SELECT unnest($1::uuid[]) AS id,
+           unnest($2::text[]) AS workflow,
+           unnest($3::text[]) AS fingerprint,
+           unnest($4::text[]) AS tenant,
+           unnest($5::bytea[]) AS input,
+           unnest($6::integer[]) AS pending,
+           unnest($7::text[]) AS key,
+           unnest($8::text[]) AS status,
+           unnest($9::boolean[]) AS capped,
+           unnest($10::text[]) AS slot,
+           unnest($11::bigint[]) AS timeout_ms
 ) AS r
 ON CONFLICT (workflow, tenant, key) WHERE key IS NOT NULL DO NOTHING
 RETURNING id
 `
 
 type InsertKeyedRunsParams struct {
-	Now          pgtype.Timestamptz
 	Ids          []pgtype.UUID
 	Workflows    []string
 	Fingerprints []string
@@ -121,6 +134,11 @@ type InsertKeyedRunsParams struct {
 	Inputs       [][]byte
 	Pendings     []int32
 	Keys         []string
+	Statuses     []string
+	Capped       []bool
+	Slots        []string
+	TimeoutMs    []int64
+	Now          pgtype.Timestamptz
 }
 
 // Inserts new runs some of which have idempotency keys, and returns the ids
@@ -130,7 +148,6 @@ type InsertKeyedRunsParams struct {
 // already violates dagen_runs_pkey.
 func (q *Queries) InsertKeyedRuns(ctx context.Context, db DBTX, arg InsertKeyedRunsParams) ([]pgtype.UUID, error) {
 	rows, err := db.Query(ctx, insertKeyedRuns,
-		arg.Now,
 		arg.Ids,
 		arg.Workflows,
 		arg.Fingerprints,
@@ -138,6 +155,11 @@ func (q *Queries) InsertKeyedRuns(ctx context.Context, db DBTX, arg InsertKeyedR
 		arg.Inputs,
 		arg.Pendings,
 		arg.Keys,
+		arg.Statuses,
+		arg.Capped,
+		arg.Slots,
+		arg.TimeoutMs,
+		arg.Now,
 	)
 	if err != nil {
 		return nil, err
@@ -158,39 +180,58 @@ func (q *Queries) InsertKeyedRuns(ctx context.Context, db DBTX, arg InsertKeyedR
 }
 
 const insertRuns = `-- name: InsertRuns :exec
-INSERT INTO dagen_runs (id, workflow, fingerprint, tenant, status, input, pending, created_at)
-SELECT r.id, r.workflow, r.fingerprint, r.tenant, 'RUNNING', r.input, r.pending,
-       coalesce($1::timestamptz, now())
-FROM (
-    SELECT unnest($2::uuid[]) AS id,
-           unnest($3::text[]) AS workflow,
-           unnest($4::text[]) AS fingerprint,
-           unnest($5::text[]) AS tenant,
-           unnest($6::bytea[]) AS input,
-           unnest($7::integer[]) AS pending
+WITH clock AS (
+    SELECT coalesce($11::timestamptz, now())::timestamptz AS now
+)
+INSERT INTO dagen_runs (id, workflow, fingerprint, tenant, status, input, pending, created_at,
+                        slot, queued, timeout_ms, deadline_at)
+SELECT r.id, r.workflow, r.fingerprint, r.tenant, r.status, r.input, r.pending, clock.now,
+       CASE WHEN r.capped THEN r.slot END, r.status = 'QUEUED',
+       nullif(r.timeout_ms, 0), CASE WHEN r.timeout_ms > 0 THEN clock.now + r.timeout_ms * interval '1 millisecond' END
+FROM clock, (
+    SELECT unnest($1::uuid[]) AS id,
+           unnest($2::text[]) AS workflow,
+           unnest($3::text[]) AS fingerprint,
+           unnest($4::text[]) AS tenant,
+           unnest($5::bytea[]) AS input,
+           unnest($6::integer[]) AS pending,
+           unnest($7::text[]) AS status,
+           unnest($8::boolean[]) AS capped,
+           unnest($9::text[]) AS slot,
+           unnest($10::bigint[]) AS timeout_ms
 ) AS r
 `
 
 type InsertRunsParams struct {
-	Now          pgtype.Timestamptz
 	Ids          []pgtype.UUID
 	Workflows    []string
 	Fingerprints []string
 	Tenants      []string
 	Inputs       [][]byte
 	Pendings     []int32
+	Statuses     []string
+	Capped       []bool
+	Slots        []string
+	TimeoutMs    []int64
+	Now          pgtype.Timestamptz
 }
 
 // Inserts new runs; an id that exists already violates dagen_runs_pkey.
+// A capped run (capped) has its slot; a QUEUED one is queued; a timeout
+// (in ms, 0 for none) sets the deadline.
 func (q *Queries) InsertRuns(ctx context.Context, db DBTX, arg InsertRunsParams) error {
 	_, err := db.Exec(ctx, insertRuns,
-		arg.Now,
 		arg.Ids,
 		arg.Workflows,
 		arg.Fingerprints,
 		arg.Tenants,
 		arg.Inputs,
 		arg.Pendings,
+		arg.Statuses,
+		arg.Capped,
+		arg.Slots,
+		arg.TimeoutMs,
+		arg.Now,
 	)
 	return err
 }
@@ -198,7 +239,7 @@ func (q *Queries) InsertRuns(ctx context.Context, db DBTX, arg InsertRunsParams)
 const lockPrunableRuns = `-- name: LockPrunableRuns :many
 SELECT r.id FROM dagen_runs r
 WHERE r.id = ANY($1::uuid[])
-  AND r.status <> 'RUNNING'
+  AND r.status NOT IN ('QUEUED', 'RUNNING')
   AND r.finished_at < $2::timestamptz
   AND NOT EXISTS (
       SELECT 1 FROM dagen_tasks t
@@ -232,7 +273,8 @@ func (q *Queries) LockPrunableRuns(ctx context.Context, db DBTX, ids []pgtype.UU
 }
 
 const lockRuns = `-- name: LockRuns :many
-SELECT id, workflow, tenant, status, pending,
+SELECT id, workflow, tenant, status, pending, slot, coalesce(timeout_ms, 0)::bigint AS timeout_ms,
+       (deadline_at IS NOT NULL)::boolean AS has_deadline,
        coalesce($1::timestamptz, now())::timestamptz AS now
 FROM dagen_runs
 WHERE id = ANY(ARRAY(SELECT unnest($2::uuid[])))
@@ -241,12 +283,15 @@ FOR NO KEY UPDATE
 `
 
 type LockRunsRow struct {
-	ID       pgtype.UUID
-	Workflow string
-	Tenant   string
-	Status   string
-	Pending  int32
-	Now      pgtype.Timestamptz
+	ID          pgtype.UUID
+	Workflow    string
+	Tenant      string
+	Status      string
+	Pending     int32
+	Slot        pgtype.Text
+	TimeoutMs   int64
+	HasDeadline bool
+	Now         pgtype.Timestamptz
 }
 
 // Locks runs in id order (the first lock every writing transaction takes,
@@ -269,6 +314,9 @@ func (q *Queries) LockRuns(ctx context.Context, db DBTX, now pgtype.Timestamptz,
 			&i.Tenant,
 			&i.Status,
 			&i.Pending,
+			&i.Slot,
+			&i.TimeoutMs,
+			&i.HasDeadline,
 			&i.Now,
 		); err != nil {
 			return nil, err
@@ -282,7 +330,8 @@ func (q *Queries) LockRuns(ctx context.Context, db DBTX, now pgtype.Timestamptz,
 }
 
 const lockRunsSkipLocked = `-- name: LockRunsSkipLocked :many
-SELECT id, workflow, tenant, status, pending,
+SELECT id, workflow, tenant, status, pending, slot, coalesce(timeout_ms, 0)::bigint AS timeout_ms,
+       (deadline_at IS NOT NULL)::boolean AS has_deadline,
        coalesce($1::timestamptz, now())::timestamptz AS now
 FROM dagen_runs
 WHERE id = ANY(ARRAY(SELECT unnest($2::uuid[])))
@@ -291,12 +340,15 @@ FOR NO KEY UPDATE SKIP LOCKED
 `
 
 type LockRunsSkipLockedRow struct {
-	ID       pgtype.UUID
-	Workflow string
-	Tenant   string
-	Status   string
-	Pending  int32
-	Now      pgtype.Timestamptz
+	ID          pgtype.UUID
+	Workflow    string
+	Tenant      string
+	Status      string
+	Pending     int32
+	Slot        pgtype.Text
+	TimeoutMs   int64
+	HasDeadline bool
+	Now         pgtype.Timestamptz
 }
 
 // Like LockRuns, but skips runs another transaction holds.
@@ -315,6 +367,9 @@ func (q *Queries) LockRunsSkipLocked(ctx context.Context, db DBTX, now pgtype.Ti
 			&i.Tenant,
 			&i.Status,
 			&i.Pending,
+			&i.Slot,
+			&i.TimeoutMs,
+			&i.HasDeadline,
 			&i.Now,
 		); err != nil {
 			return nil, err
@@ -439,7 +494,8 @@ SET status = u.status,
     failure_step = CASE WHEN u.failure_step = '' THEN r.failure_step ELSE u.failure_step END,
     failure_attempt = CASE WHEN u.failure_step = '' THEN r.failure_attempt ELSE u.failure_attempt END,
     failure_message = CASE WHEN u.failure_step = '' THEN r.failure_message ELSE u.failure_message END,
-    finished_at = CASE WHEN u.status = 'RUNNING' THEN NULL ELSE coalesce(r.finished_at, $1::timestamptz) END
+    finished_at = CASE WHEN u.status IN ('QUEUED', 'RUNNING') THEN NULL ELSE coalesce(r.finished_at, $1::timestamptz) END,
+    queued = r.queued AND u.status = 'QUEUED'
 FROM (
     SELECT unnest($2::uuid[]) AS id,
            unnest($3::text[]) AS status,

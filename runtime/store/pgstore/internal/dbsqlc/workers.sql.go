@@ -48,7 +48,9 @@ beat AS (
 SELECT x.id::uuid AS id
 FROM (SELECT unnest($1::uuid[]) AS id) AS x
 WHERE NOT EXISTS (
-    SELECT 1 FROM dagen_runs r WHERE r.id = x.id AND r.status <> 'CANCELLED'
+    SELECT 1 FROM dagen_runs r
+    WHERE r.id = x.id AND r.status <> 'CANCELLED'
+      AND NOT (r.status = 'FAILED' AND r.failure_step = '@deadline')
 )
 `
 
@@ -60,7 +62,7 @@ type HeartbeatParams struct {
 }
 
 // Records that a worker is alive until now + ttl, and returns which of its
-// runs were cancelled or no longer exist.
+// runs were cancelled, timed out or no longer exist.
 func (q *Queries) Heartbeat(ctx context.Context, db DBTX, arg HeartbeatParams) ([]pgtype.UUID, error) {
 	rows, err := db.Query(ctx, heartbeat,
 		arg.RunIds,

@@ -1,0 +1,52 @@
+-- dagen schema, version 6: concurrency caps and run deadlines.
+--
+-- Concurrency caps. A capped run has a slot: its concurrency key (slot,
+-- '' for a cap on the whole workflow). dagen_slots holds one row per
+-- workflow and key with the cap (lim, the one of the latest run created
+-- for the key) and how many runs hold the slot (running: the RUNNING runs
+-- of the key). Every transaction that changes running locks the row first,
+-- so the count is exact: a trigger that finds running < lim admits its
+-- run, and one that does not creates it QUEUED. A QUEUED run has queued
+-- set and none of its tasks queued; the transaction that ends a RUNNING
+-- run of the key (complete, fail, cancel, time out) counts running down
+-- and admits the key's first QUEUED runs, in id order, into the room it
+-- has, queueing their ready tasks.
+--
+-- The queued index covers only QUEUED runs, and its predicate is queued,
+-- not status: uncapped runs never change queued, so their updates stay
+-- HOT.
+--
+-- Run deadlines. A run with a timeout has its deadline in deadline_at and
+-- a timer of kind 'deadline' in dagen_timers (task '@deadline'), fired as
+-- the others: it fails the run. timeout_ms is kept so a retry counts a new
+-- deadline from the retry.
+
+ALTER TABLE dagen_runs
+    ADD COLUMN slot        text,
+    ADD COLUMN queued      boolean NOT NULL DEFAULT false,
+    ADD COLUMN timeout_ms  bigint,
+    ADD COLUMN deadline_at timestamptz;
+
+-- The status check of version 1, with QUEUED.
+ALTER TABLE dagen_runs DROP CONSTRAINT dagen_runs_status_check;
+ALTER TABLE dagen_runs ADD CONSTRAINT dagen_runs_status_check
+    CHECK (status IN ('QUEUED', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED')) NOT VALID;
+ALTER TABLE dagen_runs VALIDATE CONSTRAINT dagen_runs_status_check;
+
+CREATE INDEX dagen_runs_queued_idx ON dagen_runs (workflow, slot, id) WHERE queued;
+
+CREATE TABLE dagen_slots (
+    workflow text NOT NULL,
+    key      text NOT NULL,
+    lim      integer NOT NULL CHECK (lim >= 1),
+    running  integer NOT NULL CHECK (running >= 0),
+    PRIMARY KEY (workflow, key)
+);
+
+ALTER TABLE dagen_slots SET (autovacuum_vacuum_scale_factor = 0.01);
+
+-- The kind check of version 1, with the deadline.
+ALTER TABLE dagen_timers DROP CONSTRAINT dagen_timers_kind_check;
+ALTER TABLE dagen_timers ADD CONSTRAINT dagen_timers_kind_check
+    CHECK (kind IN ('sleep', 'retry', 'deadline')) NOT VALID;
+ALTER TABLE dagen_timers VALIDATE CONSTRAINT dagen_timers_kind_check;

@@ -1,0 +1,344 @@
+package pgstore
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/dagenhq/dagen/runtime/dag"
+	"github.com/dagenhq/dagen/runtime/store"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
+)
+
+// Flow control: concurrency caps and run deadlines (migration 006).
+//
+// Lock order. A writer locks runs first (in id order), then slots (in
+// (workflow, key) order), then the fair queue's tenant rows (Enqueue). A
+// trigger locks no run before its slots: the runs it inserts are its own.
+// An admission picks QUEUED runs with SKIP LOCKED, so a transaction that
+// holds slots never waits for a run: the transaction holding a QUEUED run
+// is cancelling it or failing it at its deadline (neither needs a slot),
+// or refusing to retry it, or finding a late result stale, and the
+// sweep (sweepSlots) admits what such a skip left waiting.
+
+// slotKey names a concurrency cap: a workflow and a concurrency key.
+type slotKey struct{ workflow, key string }
+
+func compareSlots(a, b slotKey) int {
+	return cmp.Or(cmp.Compare(a.workflow, b.workflow), cmp.Compare(a.key, b.key))
+}
+
+// slotState is a locked slot: its cap, how many runs hold it, and whether
+// QUEUED runs wait for it.
+type slotState struct {
+	lim, running int
+	waiting      bool
+}
+
+// lockedSlots are the slots a transaction holds.
+type lockedSlots map[slotKey]*slotState
+
+func (ls lockedSlots) keys() []slotKey {
+	keys := make([]slotKey, 0, len(ls))
+	for k := range ls {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, compareSlots)
+	return keys
+}
+
+func slotParams(keys []slotKey) (workflows, names []string) {
+	for _, k := range keys {
+		workflows = append(workflows, k.workflow)
+		names = append(names, k.key)
+	}
+	return workflows, names
+}
+
+// lockNewSlots creates or locks the slots of new capped runs, setting each
+// one's cap to that of the last run in runs, and reads which have QUEUED
+// runs, in one round trip.
+func (s *Store) lockNewSlots(ctx context.Context, tx *txn, runs []store.NewRun) (lockedSlots, error) {
+	lims := make(map[slotKey]int)
+	for i := range runs {
+		if runs[i].Concurrency > 0 {
+			lims[slotKey{runs[i].Workflow, runs[i].ConcurrencyKey}] = runs[i].Concurrency
+		}
+	}
+	keys := make([]slotKey, 0, len(lims))
+	for k := range lims {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, compareSlots)
+	var p dbsqlc.LockSlotsParams
+	p.Workflows, p.Keys = slotParams(keys)
+	for _, k := range keys {
+		p.Lims = append(p.Lims, int32(lims[k]))
+	}
+	tx.queryAhead(record(func(db dbsqlc.DBTX) error {
+		_, err := s.q.SlotsWaiting(ctx, db, p.Workflows, p.Keys)
+		return err
+	}))
+	rows, err := s.q.LockSlots(ctx, tx, p)
+	if err != nil {
+		return nil, fmt.Errorf("lock %d concurrency slots: %w", len(keys), err)
+	}
+	ls := make(lockedSlots, len(rows))
+	for _, r := range rows {
+		ls[slotKey{r.Workflow, r.Key}] = &slotState{lim: int(r.Lim), running: int(r.Running)}
+	}
+	waiting, err := s.q.SlotsWaiting(ctx, tx, p.Workflows, p.Keys)
+	if err != nil {
+		return nil, fmt.Errorf("read waiting runs of %d concurrency slots: %w", len(keys), err)
+	}
+	for _, w := range waiting {
+		if st := ls[slotKey{w.Workflow, w.Key}]; st != nil {
+			st.waiting = true
+		}
+	}
+	return ls, nil
+}
+
+// lockSlots locks existing slots, in order.
+func (s *Store) lockSlots(ctx context.Context, db dbsqlc.DBTX, keys []slotKey) (lockedSlots, error) {
+	slices.SortFunc(keys, compareSlots)
+	keys = slices.Compact(keys)
+	workflows, names := slotParams(keys)
+	rows, err := s.q.LockSlotsForUpdate(ctx, db, workflows, names)
+	if err != nil {
+		return nil, fmt.Errorf("lock %d concurrency slots: %w", len(keys), err)
+	}
+	ls := make(lockedSlots, len(rows))
+	for _, r := range rows {
+		ls[slotKey{r.Workflow, r.Key}] = &slotState{lim: int(r.Lim), running: int(r.Running), waiting: true}
+	}
+	return ls, nil
+}
+
+// readyTask is a task an admission made ready, with its QUEUED event kept
+// in its row: the caller enqueues it.
+type readyTask struct {
+	run       dag.RunID
+	tenant    string
+	name      string
+	signature string
+}
+
+// admit admits the first QUEUED runs of each locked slot that may have
+// some waiting into the room it has, in id order: they become RUNNING and
+// their ready tasks QUEUED (returned, to enqueue). Then it writes the
+// slots' running counts.
+func (s *Store) admit(ctx context.Context, db dbsqlc.DBTX, ls lockedSlots, now pgtype.Timestamptz) ([]readyTask, error) {
+	keys := ls.keys()
+	var pp dbsqlc.PickQueuedParams
+	for _, k := range keys {
+		if st := ls[k]; st.waiting && st.running < st.lim {
+			pp.Workflows = append(pp.Workflows, k.workflow)
+			pp.Keys = append(pp.Keys, k.key)
+			pp.Ns = append(pp.Ns, int32(st.lim-st.running))
+		}
+	}
+	var ready []readyTask
+	if len(pp.Keys) > 0 {
+		picked, err := s.q.PickQueued(ctx, db, pp)
+		if err != nil {
+			return nil, fmt.Errorf("pick queued runs of %d concurrency slots: %w", len(pp.Keys), err)
+		}
+		if len(picked) > 0 {
+			ids := make([]pgtype.UUID, len(picked))
+			tenants := make(map[dag.RunID]string, len(picked))
+			for i, p := range picked {
+				ids[i] = p.ID
+				tenants[dag.RunID(p.ID.Bytes)] = p.Tenant
+				ls[slotKey{p.Workflow, p.Key}].running++
+			}
+			if err := s.q.AdmitRuns(ctx, db, ids); err != nil {
+				return nil, fmt.Errorf("admit %d runs: %w", len(ids), err)
+			}
+			rows, err := s.q.QueueReady(ctx, db, now, ids)
+			if err != nil {
+				return nil, fmt.Errorf("queue the ready tasks of %d admitted runs: %w", len(ids), err)
+			}
+			for _, r := range rows {
+				id := dag.RunID(r.RunID.Bytes)
+				ready = append(ready, readyTask{run: id, tenant: tenants[id], name: r.Name, signature: r.Signature})
+			}
+		}
+	}
+	var sp dbsqlc.SetSlotsParams
+	sp.Workflows, sp.Keys = slotParams(keys)
+	for _, k := range keys {
+		sp.Runnings = append(sp.Runnings, int32(max(ls[k].running, 0)))
+	}
+	if err := s.q.SetSlots(ctx, db, sp); err != nil {
+		return nil, fmt.Errorf("write %d concurrency slots: %w", len(keys), err)
+	}
+	return ready, nil
+}
+
+// enqueueReady enqueues tasks an admission made ready.
+func (s *Store) enqueueReady(ctx context.Context, db dbsqlc.DBTX, ready []readyTask) error {
+	if len(ready) == 0 {
+		return nil
+	}
+	var ep dbsqlc.EnqueueParams
+	for _, t := range ready {
+		ep.RunIds = append(ep.RunIds, uuidOf(t.run))
+		ep.Tasks = append(ep.Tasks, t.name)
+		ep.Signatures = append(ep.Signatures, t.signature)
+		ep.Tenants = append(ep.Tenants, t.tenant)
+		ep.IfQueued = append(ep.IfQueued, false)
+	}
+	if err := s.q.Enqueue(ctx, db, ep); err != nil {
+		return fmt.Errorf("enqueue %d tasks of admitted runs: %w", len(ep.Tasks), err)
+	}
+	return nil
+}
+
+// endFlow does what runs that ended in the batch held: a completed run's
+// deadline timer goes (a failed or cancelled run's timers went with the
+// rest), and the slots of capped runs that were RUNNING are given back,
+// admitting the runs waiting first, whose ready tasks the batch enqueues.
+func (b *batch) endFlow(ctx context.Context) error {
+	var completed []pgtype.UUID
+	var released []slotKey
+	for _, r := range b.runs {
+		if !r.status.Terminal() || r.was.Terminal() {
+			continue
+		}
+		if r.status == store.RunCompleted && r.hasDeadline {
+			completed = append(completed, uuidOf(r.id))
+		}
+		if r.slot != nil && r.was == store.RunRunning {
+			released = append(released, *r.slot)
+		}
+	}
+	if len(completed) > 0 {
+		if err := b.s.q.DeleteTimersForRuns(ctx, b.tx, completed); err != nil {
+			return fmt.Errorf("delete deadlines of %d completed runs: %w", len(completed), err)
+		}
+	}
+	if len(released) == 0 {
+		return nil
+	}
+	ls, err := b.s.lockSlots(ctx, b.tx, slices.Clone(released))
+	if err != nil {
+		return err
+	}
+	for _, k := range released {
+		if st := ls[k]; st != nil {
+			st.running--
+		}
+	}
+	ready, err := b.s.admit(ctx, b.tx, ls, tstz(b.now))
+	if err != nil {
+		return err
+	}
+	for _, t := range ready {
+		r := &runState{id: t.run, tenant: t.tenant, status: store.RunRunning}
+		b.enqueue = append(b.enqueue, enqueueItem{run: r, name: t.name, signature: t.signature, kind: store.KindStep, src: -1, logged: true})
+	}
+	return nil
+}
+
+// timeOut fails a QUEUED or RUNNING run at its deadline: flush cancels its
+// unfinished tasks, RUNNING ones too (their workers hear of it as of a
+// cancellation), and queues its onfailure task.
+func (b *batch) timeOut(r *runState, src int) {
+	msg := store.TimedOut(time.Duration(r.timeoutMs) * time.Millisecond)
+	r.status = store.RunFailed
+	r.failed = true
+	r.timedOut = true
+	r.failSrc = src
+	r.dirty = true
+	r.failure = &dag.Failure{RunID: r.id, Step: store.DeadlineStep, Message: msg}
+	b.ev.add(r.id, store.DeadlineStep, store.EventFailed, 0, msg)
+}
+
+// sweepEvery is how often the leader looks for slots with room and QUEUED
+// runs that an admission skipped (see PickQueued).
+const sweepEvery = 10 * time.Second
+
+// sweeper rate-limits sweepSlots.
+type sweeper struct {
+	mu   sync.Mutex
+	last time.Time
+}
+
+func (w *sweeper) due(now time.Time) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if now.Sub(w.last) < sweepEvery && !w.last.IsZero() {
+		return false
+	}
+	w.last = now
+	return true
+}
+
+// sweepSlots admits QUEUED runs into slots with room, at most every
+// sweepEvery: the runs an admission skipped because another transaction
+// held them, which did not end them after all. It returns how many tasks
+// it queued.
+func (s *Store) sweepSlots(ctx context.Context) (int, error) {
+	if !s.sweep.due(time.Now()) {
+		return 0, nil
+	}
+	rows, err := s.q.SlotsWithRoom(ctx, s.pool, 100)
+	if err != nil || len(rows) == 0 {
+		return 0, err
+	}
+	keys := make([]slotKey, len(rows))
+	for i, r := range rows {
+		keys[i] = slotKey{r.Workflow, r.Key}
+	}
+	n := 0
+	err = s.inTx(ctx, func(tx *txn) error {
+		ls, err := s.lockSlots(ctx, tx, keys)
+		if err != nil {
+			return err
+		}
+		ready, err := s.admit(ctx, tx, ls, s.clock())
+		if err != nil {
+			return err
+		}
+		n = len(ready)
+		return s.enqueueReady(ctx, tx, ready)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("admit queued runs: %w", err)
+	}
+	s.noteQueued(ctx, n)
+	return n, nil
+}
+
+// pruneSlots deletes up to limit slots that no run holds or waits for.
+func (s *Store) pruneSlots(ctx context.Context, limit int) error {
+	err := s.inTx(ctx, func(tx *txn) error {
+		rows, err := s.q.LockIdleSlots(ctx, tx, int32(limit))
+		if err != nil {
+			return fmt.Errorf("lock idle concurrency slots: %w", err)
+		}
+		if len(rows) == 0 {
+			return errNothingToDo
+		}
+		keys := make([]slotKey, len(rows))
+		for i, r := range rows {
+			keys[i] = slotKey{r.Workflow, r.Key}
+		}
+		workflows, names := slotParams(keys)
+		if err := s.q.DeleteSlots(ctx, tx, workflows, names); err != nil {
+			return fmt.Errorf("delete %d idle concurrency slots: %w", len(keys), err)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errNothingToDo) {
+		return err
+	}
+	return nil
+}
