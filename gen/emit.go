@@ -443,7 +443,16 @@ func (g *emitter) definition(w *analysis.Workflow) {
 		fields.add("OnFailure", g.onFailure(w))
 	}
 	if w.Key != nil {
-		fields.add("Key", g.key(w))
+		fields.add("Key", g.key(w, w.Key))
+	}
+	if w.Concurrency > 0 {
+		fields.add("Concurrency", jen.Lit(w.Concurrency))
+	}
+	if w.ConcurrencyKey != nil {
+		fields.add("ConcurrencyKey", g.key(w, w.ConcurrencyKey))
+	}
+	if w.Timeout > 0 {
+		fields.add("Timeout", duration(w.Timeout))
 	}
 	stepFuncs := make([]string, len(w.Steps))
 	for i, s := range w.Steps {
@@ -711,23 +720,24 @@ func (g *emitter) onFailure(w *analysis.Workflow) jen.Code {
 	return jen.Func().Params(g.ctxParam(), g.inParam(), jen.Id(failure).Qual(dagPath, "Failure")).Error().Block(body...)
 }
 
-// key emits Definition.Key: the run's idempotency key read from its
-// encoded input, the field key= names written as a string. The zero value
-// is no key, for integers as for strings (an empty key is none to the
-// engine): an unset ID must not make every run a duplicate of the first.
-func (g *emitter) key(w *analysis.Workflow) jen.Code {
+// key emits the func that reads key k from a run's encoded input, the
+// field k names written as a string: Definition.Key for key=,
+// Definition.ConcurrencyKey for per=. The zero value is the empty key, for
+// integers as for strings: to the engine an empty idempotency key is none,
+// and an unset ID must not make every run a duplicate of the first.
+func (g *emitter) key(w *analysis.Workflow, k *analysis.Key) jen.Code {
 	input, err := g.name("input"), g.name("err")
 	field := jen.Id(input)
-	for _, name := range w.Key.Fields() {
+	for _, name := range k.Fields() {
 		field = field.Dot(name)
 	}
-	t := types.Unalias(w.Key.Type)
+	t := types.Unalias(k.Type)
 	body := []jen.Code{
 		jen.List(jen.Id(input), jen.Id(err)).Op(":=").Qual(enginePath, "Input").Types(g.typ(w.Input)).Call(
 			jen.Qual(enginePath, "StepInput").Values(jen.Dict{jen.Id("Input"): jen.Id(g.name("in"))})),
 		g.checkErr(jen.Lit("")),
 	}
-	switch w.Key.Kind {
+	switch k.Kind {
 	case analysis.KeyString:
 		if !types.Identical(t, types.Typ[types.String]) {
 			field = jen.String().Call(field)
@@ -735,7 +745,7 @@ func (g *emitter) key(w *analysis.Workflow) jen.Code {
 		body = append(body, jen.Return(field, jen.Nil()))
 	case analysis.KeySigned, analysis.KeyUnsigned:
 		fn, conv := "FormatInt", types.Typ[types.Int64]
-		if w.Key.Kind == analysis.KeyUnsigned {
+		if k.Kind == analysis.KeyUnsigned {
 			fn, conv = "FormatUint", types.Typ[types.Uint64]
 		}
 		value := field.Clone()
@@ -862,10 +872,39 @@ func (g *emitter) handle(w *analysis.Workflow) {
 func startDoc(w *analysis.Workflow, tenant, opts string) string {
 	doc := fmt.Sprintf("Start starts a run of %q for %s and returns at once.", w.Name, tenant)
 	if w.Key == nil {
-		return doc + fmt.Sprintf(" With engine.WithKey(k) in %s, a run of the same tenant with key k that is still retained is returned instead of a new one; Duplicate tells.", opts)
+		doc += fmt.Sprintf(" With engine.WithKey(k) in %s, a run of the same tenant with key k that is still retained is returned instead of a new one; Duplicate tells.", opts)
+	} else {
+		doc += fmt.Sprintf(" A run of the same tenant with the same key (%s) that is still retained is returned instead of a new one; Duplicate tells. A zero %s is no key; engine.WithKey(k) in %s sets the key in its place.",
+			w.Key.Path, w.Key.Path, opts)
 	}
-	return doc + fmt.Sprintf(" A run of the same tenant with the same key (%s) that is still retained is returned instead of a new one; Duplicate tells. A zero %s is no key; engine.WithKey(k) in %s sets the key in its place.",
-		w.Key.Path, w.Key.Path, opts)
+	if w.Concurrency > 0 {
+		runs, run := fmt.Sprintf("%d runs", w.Concurrency), "run"
+		if w.Concurrency == 1 {
+			runs, run = "one run", "runs"
+		}
+		of := fmt.Sprintf("of %q", w.Name)
+		if w.ConcurrencyKey != nil {
+			of = "per " + w.ConcurrencyKey.Path
+		}
+		doc += fmt.Sprintf(" At most %s %s, of all tenants together, %s at once; a run over the cap waits QUEUED, and waiting runs are admitted in trigger order.", runs, of, run)
+	}
+	if w.Timeout > 0 {
+		doc += fmt.Sprintf(" A run that has not finished %s after its trigger fails, timed out; engine.WithTimeout(d) in %s sets another deadline.", durationText(w.Timeout), opts)
+	}
+	return doc
+}
+
+// durationText writes d as time.Duration's String does, without zero
+// units at the end: 1h30m rather than 1h30m0s.
+func durationText(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // comment writes text as a comment, wrapped to lines of 80 columns.

@@ -25,6 +25,7 @@ const (
 	//	//dag:step retry=three
 	//	//dag:step after=A,B each=A,B limit=0
 	//	//dag:workflow key=Customer..ID
+	//	//dag:workflow concurrency=0 timeout=soon
 	MalformedDirective
 
 	// SpacedList is a list value with spaces after or before its commas,
@@ -34,11 +35,13 @@ const (
 	SpacedList
 
 	// NonPositiveDuration is a duration key (timeout=, backoff=,
-	// maxbackoff=) given zero or less. Zero is what leaving the key out
-	// means, so writing it only leaves readers guessing.
+	// maxbackoff=, and timeout= of a workflow) given zero or less. Zero is
+	// what leaving the key out means, so writing it only leaves readers
+	// guessing.
 	//
 	//	//dag:step timeout=0
 	//	//dag:step backoff=-1s
+	//	//dag:workflow timeout=0s
 	NonPositiveDuration
 
 	// UnknownDirective is //dag:NAME with a NAME dagen does not know.
@@ -309,32 +312,42 @@ const (
 	//	type OrderResult struct{}
 	NameCollision
 
-	// UnknownKeyField is a key= path naming a field that its struct does
-	// not have, at any step of the path.
+	// UnknownKeyField is a key= or per= path naming a field that its
+	// struct does not have, at any step of the path.
 	//
 	//	//dag:workflow key=Customer.Idd // Customer has ID
+	//	//dag:workflow concurrency=1 per=Custmer.ID
 	UnknownKeyField
 
-	// BadKeyPath is a key= path that goes through something other than a
-	// struct field: a value that is not a struct, a pointer (a nil would
-	// have no key), a method, or a name promoted from two embedded structs
-	// at once.
+	// BadKeyPath is a key= or per= path that goes through something other
+	// than a struct field: a value that is not a struct, a pointer (a nil
+	// would have no key), a method, or a name promoted from two embedded
+	// structs at once.
 	//
 	//	//dag:workflow key=Customer.ID // Customer *Customer
 	BadKeyPath
 
-	// LostKeyField is a key= field that does not survive the JSON round
-	// trip of the input, from which the key is read: it is unexported,
-	// tagged json:"-", or left out for another field of its JSON name.
+	// LostKeyField is a key= or per= field that does not survive the JSON
+	// round trip of the input, from which the key is read: it is
+	// unexported, tagged json:"-", or left out for another field of its
+	// JSON name.
 	//
 	//	//dag:workflow key=ref // ref string
 	LostKeyField
 
-	// BadKeyType is a key= field that is neither a string nor an integer
-	// (named types of them included).
+	// BadKeyType is a key= or per= field that is neither a string nor an
+	// integer (named types of them included).
 	//
 	//	//dag:workflow key=Amount // Amount float64
+	//	//dag:workflow concurrency=1 per=Region // Region struct{...}
 	BadKeyType
+
+	// PerWithoutConcurrency is per= on a workflow without concurrency=:
+	// per= says which runs one cap counts together, concurrency= is the
+	// cap.
+	//
+	//	//dag:workflow per=CustomerID
+	PerWithoutConcurrency
 
 	// Internal is a failure of dagen itself, such as generated code that
 	// does not format.
@@ -393,6 +406,7 @@ var codeNames = [...]string{
 	BadKeyPath:              "BadKeyPath",
 	LostKeyField:            "LostKeyField",
 	BadKeyType:              "BadKeyType",
+	PerWithoutConcurrency:   "PerWithoutConcurrency",
 	Internal:                "Internal",
 }
 

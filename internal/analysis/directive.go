@@ -28,7 +28,7 @@ func directiveNames() []string { return []string{dirWorkflow, dirStep, dirSleep,
 func directiveKeys(name string) ([]string, bool) {
 	switch name {
 	case dirWorkflow:
-		return []string{"name", "key"}, true
+		return []string{"name", "key", "concurrency", "per", "timeout"}, true
 	case dirStep:
 		return []string{"after", "skip", "each", "limit", "retry", "backoff", "maxbackoff", "timeout", "name"}, true
 	case dirSleep:

@@ -18,7 +18,8 @@
 // The directives and the keys they accept (unknown, repeated and malformed
 // keys are errors that say how to write them):
 //
-//	//dag:workflow   on the input type       name= key=Field
+//	//dag:workflow   on the input type       name= key=Field concurrency=N
+//	                                         per=Field timeout=48h
 //	//dag:step       on a step func          after=A,B skip=p,q each=P limit=N
 //	                                         retry=N backoff=1s maxbackoff=1m
 //	                                         timeout=30s name=
@@ -47,6 +48,19 @@
 // would have no key. The field is a string or an integer (int*, uint* and
 // named types of them), written in decimal; its zero value ("" or 0) is
 // no key, and the run is started like any other.
+//
+// concurrency=N (N > 0) caps the workflow's runs: at most N are RUNNING
+// at once, of all tenants together, and the others wait QUEUED and are
+// admitted in the order they were triggered. per=Field makes it one cap
+// per value of a field of the input, the run's concurrency key
+// (concurrency=1 per=Customer.ID runs one at a time per customer): the
+// generated Definition.ConcurrencyKey reads the field from the encoded
+// input as Definition.Key reads key=, so the path follows the same rules,
+// and a zero value ("" or 0) gives the empty concurrency key. per= needs
+// concurrency=; key= and per= may name the same field or different ones.
+// timeout=D (a positive Go duration, such as 48h or 90m) fails a run that
+// has not finished D after its trigger ("timed out after 48h");
+// engine.WithTimeout on a trigger sets another deadline for that run.
 //
 // Problems are data: each is a [Diagnostic] with a position, a [Code] and a
 // message that says how to fix it where that is obvious. Analyze collects

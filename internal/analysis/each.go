@@ -60,15 +60,7 @@ func (a *analyzer) readEach(f *found, s *Step) {
 		}
 	}
 	if ar, ok := f.args["limit"]; ok {
-		n, err := strconv.Atoi(ar.Value)
-		switch {
-		case err != nil:
-			a.errorf(ar.ValuePos, ar.End, MalformedDirective, "limit=%s: want a number of elements at once, such as limit=16", ar.Value)
-		case n <= 0:
-			a.errorf(ar.ValuePos, ar.End, MalformedDirective, "limit=%s: the number of elements at once must be positive; omit limit for no bound", ar.Value)
-		default:
-			s.Limit = n
-		}
+		s.Limit = a.readCount(f, "limit", "elements", "16", "no bound")
 		if !hasEach {
 			a.errorf(ar.KeyPos, ar.End, LimitWithoutEach,
 				"limit=%s on %s, which is not mapped: limit= bounds how many elements of a mapped step run at once; add each=P to run %s once per element of parent P's slice, or drop limit=",

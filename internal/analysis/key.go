@@ -11,37 +11,63 @@ import (
 	"unicode"
 )
 
-// Idempotency keys: key=Path on //dag:workflow names a field of the
+// Field keys: key=Path and per=Path on //dag:workflow name a field of the
 // input, directly (key=ID) or through a dotted path of struct fields
-// (key=Customer.ID), whose value is a run's idempotency key. The
-// generated Definition.Key reads it from the run's encoded input, the JSON
-// the engine stores and every step decodes, so the field must survive
-// that round trip; it must be reachable without a pointer, whose nil
-// would leave no key; and it must be a string or an integer, which the key
-// is written from.
+// (key=Customer.ID), whose value is a run's idempotency key (key=) or its
+// concurrency key (per=, the runs that concurrency= caps together). The
+// generated Definition.Key and Definition.ConcurrencyKey read it from the
+// run's encoded input, the JSON the engine stores and every step decodes,
+// so the field must survive that round trip; it must be reachable without
+// a pointer, whose nil would leave no key; and it must be a string or an
+// integer, which the key is written from. Both keys follow these rules,
+// and their messages differ only by the key they name.
 
-// readKey reads key= of a workflow and resolves its path in the input
-// type. Every problem is reported at the part of the value it is about;
-// the path is not looked at past the first.
-func (a *analyzer) readKey(f *found, w *Workflow) {
-	ar, ok := f.args["key"]
+// fieldKey is a key of //dag:workflow whose value is a path to a field of
+// the input.
+type fieldKey struct {
+	name string // the directive key: "key", "per"
+	noun string // what the field's value is to a run: "key", "concurrency key"
+}
+
+var (
+	idempotencyKey = fieldKey{name: "key", noun: "key"}
+	concurrencyKey = fieldKey{name: "per", noun: "concurrency key"}
+)
+
+// noPointers says why a pointer cannot be on the path.
+func (fk fieldKey) noPointers() string {
+	return fmt.Sprintf("pointers are not allowed on a %s path, a nil would have no %s", fk.noun, fk.noun)
+}
+
+// readFrom says where the key is read from, which is why a field JSON
+// leaves out cannot be it.
+func (fk fieldKey) readFrom() string {
+	return "the " + fk.noun + " is read from the stored (JSON) input"
+}
+
+// readFieldKey reads key fk of a workflow and resolves its path in the
+// input type. It returns nil when the key is not given or is wrong. Every
+// problem is reported at the part of the value it is about; the path is
+// not looked at past the first.
+func (a *analyzer) readFieldKey(f *found, w *Workflow, fk fieldKey) *Key {
+	ar, ok := f.args[fk.name]
 	if !ok {
-		return
+		return nil
 	}
-	elems, ok := a.pathElems(ar)
+	elems, ok := a.pathElems(fk, ar)
 	if !ok {
-		return
+		return nil
 	}
-	t, ok := a.resolvePath(ar, elems, w)
+	t, ok := a.resolvePath(fk, ar, elems, w)
 	if !ok {
-		return
+		return nil
 	}
 	kind, ok := keyKindOf(t)
 	if !ok {
-		a.errorf(ar.ValuePos, ar.End, BadKeyType, "key=%s has type %s: a key is a string or an integer", ar.Value, a.typeString(t))
-		return
+		a.errorf(ar.ValuePos, ar.End, BadKeyType, "%s=%s has type %s: a %s is a string or an integer", fk.name, ar.Value, a.typeString(t), fk.noun)
+		return nil
 	}
-	w.Key = &Key{Path: ar.Value, Type: t, Kind: kind, Pos: a.position(ar.ValuePos)}
+	return &Key{Path: ar.Value, Type: t, Kind: kind, Pos: a.position(ar.ValuePos)}
 }
 
 // pathElem is one field name of a dotted path, with its position.
@@ -52,7 +78,7 @@ type pathElem struct {
 
 // pathElems splits the value of ar on dots and checks that each part is a
 // field name.
-func (a *analyzer) pathElems(ar arg) ([]pathElem, bool) {
+func (a *analyzer) pathElems(fk fieldKey, ar arg) ([]pathElem, bool) {
 	offset := ar.ValuePos
 	if ar.Quoted {
 		offset++ // past the opening quote; exact unless the value has escapes
@@ -75,9 +101,9 @@ func (a *analyzer) pathElems(ar arg) ([]pathElem, bool) {
 		names = append(names, e.Name)
 	}
 	if empty {
-		msg := fmt.Sprintf("key=%s: empty field name in the path", ar.Value)
+		msg := fmt.Sprintf("%s=%s: empty field name in the path", fk.name, ar.Value)
 		if len(names) > 0 {
-			msg += "; write key=" + strings.Join(names, ".")
+			msg += "; write " + fk.name + "=" + strings.Join(names, ".")
 		}
 		a.errorf(ar.ValuePos, ar.End, MalformedDirective, "%s", msg)
 		return nil, false
@@ -85,7 +111,7 @@ func (a *analyzer) pathElems(ar arg) ([]pathElem, bool) {
 	for _, e := range elems {
 		if !token.IsIdentifier(e.Name) {
 			a.errorf(e.Pos, e.End, MalformedDirective,
-				"key=%s: %q is not a field name; key= takes a field of the input or a dotted path to one, as in key=ID or key=Customer.ID", ar.Value, e.Name)
+				"%[1]s=%[2]s: %[3]q is not a field name; %[1]s= takes a field of the input or a dotted path to one, as in %[1]s=ID or %[1]s=Customer.ID", fk.name, ar.Value, e.Name)
 			return nil, false
 		}
 	}
@@ -94,7 +120,7 @@ func (a *analyzer) pathElems(ar arg) ([]pathElem, bool) {
 
 // resolvePath follows the path from the workflow's input type, field by
 // field, and returns the type of the last field.
-func (a *analyzer) resolvePath(ar arg, elems []pathElem, w *Workflow) (types.Type, bool) {
+func (a *analyzer) resolvePath(fk fieldKey, ar arg, elems []pathElem, w *Workflow) (types.Type, bool) {
 	t := w.Input
 	for i, e := range elems {
 		// owner names the value whose field e is, as the user wrote it:
@@ -107,21 +133,20 @@ func (a *analyzer) resolvePath(ar arg, elems []pathElem, w *Workflow) (types.Typ
 		st, ok := t.Underlying().(*types.Struct)
 		if !ok {
 			if i == 0 {
-				a.errorf(e.Pos, e.End, BadKeyPath, "key=%s: the input %s is not a struct (its type is %s): a key path goes through struct fields",
-					ar.Value, w.TypeName, a.typeString(t.Underlying()))
+				a.errorf(e.Pos, e.End, BadKeyPath, "%s=%s: the input %s is not a struct (its type is %s): a %s path goes through struct fields",
+					fk.name, ar.Value, w.TypeName, a.typeString(t.Underlying()), fk.noun)
 			} else {
-				a.errorf(e.Pos, e.End, BadKeyPath, "key=%s: %s has type %s, which has no fields: a key path goes through struct fields",
-					ar.Value, owner, a.typeString(t))
+				a.errorf(e.Pos, e.End, BadKeyPath, "%s=%s: %s has type %s, which has no fields: a %s path goes through struct fields",
+					fk.name, ar.Value, owner, a.typeString(t), fk.noun)
 			}
 			return nil, false
 		}
-		field, ok := a.lookupField(ar, e, t, st, owner, path)
+		field, ok := a.lookupField(fk, ar, e, t, st, owner, path)
 		if !ok {
 			return nil, false
 		}
 		if _, isPtr := field.Type().Underlying().(*types.Pointer); isPtr {
-			msg := fmt.Sprintf("key=%s: %s has type %s: pointers are not allowed on a key path, a nil would have no key",
-				ar.Value, path, a.typeString(field.Type()))
+			msg := fmt.Sprintf("%s=%s: %s has type %s: %s", fk.name, ar.Value, path, a.typeString(field.Type()), fk.noPointers())
 			if p, ok := types.Unalias(field.Type()).(*types.Pointer); ok {
 				msg += "; make it a " + a.typeString(p.Elem())
 			}
@@ -144,13 +169,13 @@ func joinElems(elems []pathElem) string {
 // lookupField finds field e of struct type t (underlying st), directly or
 // promoted from an embedded struct, the way the selector in the generated
 // code will, and checks that it survives the JSON round trip.
-func (a *analyzer) lookupField(ar arg, e pathElem, t types.Type, st *types.Struct, owner, path string) (*types.Var, bool) {
+func (a *analyzer) lookupField(fk fieldKey, ar arg, e pathElem, t types.Type, st *types.Struct, owner, path string) (*types.Var, bool) {
 	obj, index, indirect := types.LookupFieldOrMethod(t, false, a.pkg.Types, e.Name)
 	// A method with a pointer receiver is found on a value as no object,
 	// with indirect set.
 	if _, isFunc := obj.(*types.Func); isFunc || obj == nil && indirect {
-		a.errorf(e.Pos, e.End, BadKeyPath, "key=%s: %s is a method of %s, not a field: a key is read from a field of the stored input",
-			ar.Value, e.Name, owner)
+		a.errorf(e.Pos, e.End, BadKeyPath, "%s=%s: %s is a method of %s, not a field: a %s is read from a field of the stored input",
+			fk.name, ar.Value, e.Name, owner, fk.noun)
 		return nil, false
 	}
 	if obj, ok := obj.(*types.Var); ok {
@@ -158,24 +183,24 @@ func (a *analyzer) lookupField(ar arg, e pathElem, t types.Type, st *types.Struc
 		if indirect {
 			for _, c := range chain[:len(chain)-1] {
 				if _, isPtr := c.Var.Type().Underlying().(*types.Pointer); isPtr {
-					a.errorf(e.Pos, e.End, BadKeyPath, "key=%s: %s is promoted through the embedded pointer %s: pointers are not allowed on a key path, a nil would have no key; embed %s",
-						ar.Value, e.Name, a.typeString(c.Var.Type()), a.typeString(c.Var.Type().Underlying().(*types.Pointer).Elem()))
+					a.errorf(e.Pos, e.End, BadKeyPath, "%s=%s: %s is promoted through the embedded pointer %s: %s; embed %s",
+						fk.name, ar.Value, e.Name, a.typeString(c.Var.Type()), fk.noPointers(), a.typeString(c.Var.Type().Underlying().(*types.Pointer).Elem()))
 					return nil, false
 				}
 			}
 		}
-		if why := a.jsonLoses(t, st, index, strings.TrimSuffix(path, e.Name)); why != "" {
-			a.errorf(e.Pos, e.End, LostKeyField, "key=%s: %s", ar.Value, why)
+		if why := a.jsonLoses(fk, t, st, index, strings.TrimSuffix(path, e.Name)); why != "" {
+			a.errorf(e.Pos, e.End, LostKeyField, "%s=%s: %s", fk.name, ar.Value, why)
 			return nil, false
 		}
 		return obj, true
 	}
 	if index != nil {
 		paths := promotedPaths(st, e.Name)
-		msg := fmt.Sprintf("key=%s: %s is ambiguous in %s: it is promoted from more than one embedded field at the same depth", ar.Value, e.Name, owner)
+		msg := fmt.Sprintf("%s=%s: %s is ambiguous in %s: it is promoted from more than one embedded field at the same depth", fk.name, ar.Value, e.Name, owner)
 		if len(paths) > 1 {
 			prefix := strings.TrimSuffix(path, e.Name)
-			msg += fmt.Sprintf(" (%s); name one, as in key=%s%s", strings.Join(paths, ", "), prefix, paths[0])
+			msg += fmt.Sprintf(" (%s); name one, as in %s=%s%s", strings.Join(paths, ", "), fk.name, prefix, paths[0])
 		}
 		a.errorf(e.Pos, e.End, BadKeyPath, "%s", msg)
 		return nil, false
@@ -184,12 +209,12 @@ func (a *analyzer) lookupField(ar arg, e pathElem, t types.Type, st *types.Struc
 	// lookup above, which looks from this package.
 	for f := range st.Fields() {
 		if f.Name() == e.Name && !f.Exported() {
-			a.errorf(e.Pos, e.End, LostKeyField, "key=%s: %s is an unexported field of %s, a type of another package: the key is read from the stored (JSON) input, which leaves it out; key a field of your own",
-				ar.Value, e.Name, a.typeString(t))
+			a.errorf(e.Pos, e.End, LostKeyField, "%s=%s: %s is an unexported field of %s, a type of another package: %s, which leaves it out; use a field of your own",
+				fk.name, ar.Value, e.Name, a.typeString(t), fk.readFrom())
 			return nil, false
 		}
 	}
-	msg := fmt.Sprintf("key=%s: %s has no field %s", ar.Value, owner, e.Name)
+	msg := fmt.Sprintf("%s=%s: %s has no field %s", fk.name, ar.Value, owner, e.Name)
 	if s := suggest(e.Name, fieldNames(st)); s != "" {
 		msg += "; did you mean " + s + "?"
 	}
@@ -285,7 +310,7 @@ func promotedPaths(st *types.Struct, name string) []string {
 // decoded one, or returns "". Types that say themselves how they are
 // encoded (MarshalJSON and the like) are trusted. prefix is the Go path to
 // t from the input, for messages ("Customer.").
-func (a *analyzer) jsonLoses(t types.Type, st *types.Struct, index []int, prefix string) string {
+func (a *analyzer) jsonLoses(fk fieldKey, t types.Type, st *types.Struct, index []int, prefix string) string {
 	if n, ok := types.Unalias(t).(*types.Named); ok && roundTrips(n) {
 		return ""
 	}
@@ -303,17 +328,17 @@ func (a *analyzer) jsonLoses(t types.Type, st *types.Struct, index []int, prefix
 			if !ok {
 				return "" // a pointer, reported by the caller
 			}
-			return a.jsonLoses(ft, sub, index[len(f.index):], prefix+goPath(chain)+".")
+			return a.jsonLoses(fk, ft, sub, index[len(f.index):], prefix+goPath(chain)+".")
 		}
 	}
 	chain := fieldChain(st, index)
 	for k, c := range chain {
 		name := prefix + goPath(chain[:k+1])
 		if reflect.StructTag(c.Tag).Get("json") == "-" {
-			return fmt.Sprintf(`%s is tagged json:"-": the key is read from the stored (JSON) input, which leaves it out; drop the tag`, name)
+			return fmt.Sprintf(`%s is tagged json:"-": %s, which leaves it out; drop the tag`, name, fk.readFrom())
 		}
 		if !c.Var.Exported() && (k == len(chain)-1 || embeddedStruct(c.Var) == nil) {
-			return fmt.Sprintf("%s is unexported: the key is read from the stored (JSON) input; export it", name)
+			return fmt.Sprintf("%s is unexported: %s; export it", name, fk.readFrom())
 		}
 	}
 	// A name conflict: encoding/json keeps one field of a JSON name, the
@@ -326,12 +351,12 @@ func (a *analyzer) jsonLoses(t types.Type, st *types.Struct, index []int, prefix
 		}
 	}
 	if mine == nil {
-		return name + " is not encoded by encoding/json: the key is read from the stored (JSON) input"
+		return name + " is not encoded by encoding/json: " + fk.readFrom()
 	}
 	for _, f := range kept {
 		if f.name == mine.name {
-			return fmt.Sprintf("encoding/json leaves %s out, because %s%s has the same JSON name %q and wins: the key is read from the stored (JSON) input; give one of them another JSON name",
-				name, prefix, goPath(fieldChain(st, f.index)), mine.name)
+			return fmt.Sprintf("encoding/json leaves %s out, because %s%s has the same JSON name %q and wins: %s; give one of them another JSON name",
+				name, prefix, goPath(fieldChain(st, f.index)), mine.name, fk.readFrom())
 		}
 	}
 	var others []string
@@ -340,8 +365,8 @@ func (a *analyzer) jsonLoses(t types.Type, st *types.Struct, index []int, prefix
 			others = append(others, prefix+goPath(fieldChain(st, f.index)))
 		}
 	}
-	return fmt.Sprintf("encoding/json leaves %s out, because %s has the same JSON name %q at the same depth: the key is read from the stored (JSON) input; give one of them another JSON name",
-		name, joinAnd(others), mine.name)
+	return fmt.Sprintf("encoding/json leaves %s out, because %s has the same JSON name %q at the same depth: %s; give one of them another JSON name",
+		name, joinAnd(others), mine.name, fk.readFrom())
 }
 
 // goPath is the Go selector path of a chain of fields: "Inner.ID".

@@ -31,6 +31,17 @@ type Workflow struct {
 	// Key is key=, the field of the input that gives a run its
 	// idempotency key, or nil.
 	Key *Key
+	// Concurrency is concurrency=: how many runs of the workflow may be
+	// RUNNING at once per concurrency key, or 0 for no cap.
+	Concurrency int
+	// ConcurrencyKey is per=, the field of the input that gives a run its
+	// concurrency key, the runs that Concurrency caps together, or nil:
+	// one cap for all the workflow's runs. It is only set with
+	// Concurrency.
+	ConcurrencyKey *Key
+	// Timeout is timeout=: how long a run may take, counted from its
+	// trigger, or 0 for no deadline.
+	Timeout time.Duration
 	// Steps in source order.
 	Steps []*Step
 	// OnFailure is the name of the onfailure func, or "".
@@ -49,9 +60,9 @@ func (w *Workflow) Step(fn string) *Step {
 	return nil
 }
 
-// Key is key= of a workflow: a field of the input, reached by a dotted
-// path of struct fields, whose value in the run's input is the run's
-// idempotency key.
+// Key is key= or per= of a workflow: a field of the input, reached by a
+// dotted path of struct fields, whose value in the run's input is the
+// run's idempotency key (key=) or concurrency key (per=).
 type Key struct {
 	// Path is the path as written: "ID", "Customer.ID". Each name is a
 	// field, maybe promoted from an embedded struct, so that
@@ -59,7 +70,7 @@ type Key struct {
 	Path string
 	Type types.Type // the field's type, of a string or integer kind
 	Kind KeyKind
-	Pos  token.Position // the value of key=
+	Pos  token.Position // the value of key= or per=
 }
 
 // Fields returns the field names of the path, in order.

@@ -21,3 +21,9 @@ func Wait(ctx context.Context, o Order, r Receipt) (time.Duration, error) { retu
 
 //dag:onfailure retry=1
 func Alert(ctx context.Context, o Order, f dag.Failure) error { return nil }
+
+//dag:workflow concurency=1 timout=1h perr=ID limit=2
+type Refund struct{ ID string }
+
+//dag:step
+func Pay(ctx context.Context, r Refund) error { return nil }
