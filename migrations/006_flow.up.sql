@@ -6,15 +6,15 @@
 -- for the key) and how many runs hold the slot (running: the RUNNING runs
 -- of the key). Every transaction that changes running locks the row first,
 -- so the count is exact: a trigger that finds running < lim admits its
--- run, and one that does not creates it QUEUED. A QUEUED run has queued
--- set and none of its tasks queued; the transaction that ends a RUNNING
--- run of the key (complete, fail, cancel, time out) counts running down
--- and admits the key's first QUEUED runs, in id order, into the room it
--- has, queueing their ready tasks.
+-- run, and one that does not creates it QUEUED. A QUEUED run has a row in
+-- dagen_run_queue and none of its tasks queued; the transaction that ends
+-- a RUNNING run of the key (complete, fail, cancel, time out) counts
+-- running down and admits the key's first QUEUED runs, in id order, into
+-- the room it has, queueing their ready tasks.
 --
--- The queued index covers only QUEUED runs, and its predicate is queued,
--- not status: uncapped runs never change queued, so their updates stay
--- HOT.
+-- The queue is a table of its own, not an index of dagen_runs: an index
+-- whose predicate or columns an admission changes would make the run's
+-- update add index entries (not HOT).
 --
 -- Run deadlines. A run with a timeout has its deadline in deadline_at and
 -- a timer of kind 'deadline' in dagen_timers (task '@deadline'), fired as
@@ -23,7 +23,6 @@
 
 ALTER TABLE dagen_runs
     ADD COLUMN slot        text,
-    ADD COLUMN queued      boolean NOT NULL DEFAULT false,
     ADD COLUMN timeout_ms  bigint,
     ADD COLUMN deadline_at timestamptz;
 
@@ -33,7 +32,14 @@ ALTER TABLE dagen_runs ADD CONSTRAINT dagen_runs_status_check
     CHECK (status IN ('QUEUED', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED')) NOT VALID;
 ALTER TABLE dagen_runs VALIDATE CONSTRAINT dagen_runs_status_check;
 
-CREATE INDEX dagen_runs_queued_idx ON dagen_runs (workflow, slot, id) WHERE queued;
+CREATE TABLE dagen_run_queue (
+    workflow text NOT NULL,
+    slot     text NOT NULL,
+    run_id   uuid NOT NULL,
+    PRIMARY KEY (workflow, slot, run_id)
+);
+
+ALTER TABLE dagen_run_queue SET (autovacuum_vacuum_scale_factor = 0.01);
 
 CREATE TABLE dagen_slots (
     workflow text NOT NULL,

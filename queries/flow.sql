@@ -15,9 +15,9 @@ ORDER BY x.workflow, x.key
 ON CONFLICT (workflow, key) DO UPDATE SET lim = excluded.lim
 RETURNING s.workflow, s.key, s.lim, s.running;
 
--- name: LockSlotsForUpdate :many
--- Locks existing slots, in (workflow, key) order, and returns them.
-SELECT s.workflow, s.key, s.lim, s.running
+-- name: LockSlotsForUpdate :exec
+-- Locks existing slots, in (workflow, key) order.
+SELECT s.workflow
 FROM dagen_slots s
 JOIN (SELECT unnest(@workflows::text[]) AS workflow, unnest(@keys::text[]) AS key) AS x
   ON s.workflow = x.workflow AND s.key = x.key
@@ -30,7 +30,7 @@ FOR UPDATE OF s;
 SELECT x.workflow::text AS workflow, x.key::text AS key
 FROM (SELECT unnest(@workflows::text[]) AS workflow, unnest(@keys::text[]) AS key) AS x
 WHERE EXISTS (
-    SELECT 1 FROM dagen_runs r WHERE r.queued AND r.workflow = x.workflow AND r.slot = x.key
+    SELECT 1 FROM dagen_run_queue q WHERE q.workflow = x.workflow AND q.slot = x.key
 );
 
 -- name: SetSlots :exec
@@ -44,40 +44,69 @@ FROM (
 ) AS x
 WHERE s.workflow = x.workflow AND s.key = x.key;
 
--- name: PickQueued :many
--- The first QUEUED runs of each of these locked slots, up to its room (n),
--- in id order, locked. A run another transaction holds is skipped: that
--- one is cancelling it or failing it at its deadline (or refusing to retry
--- it, when the slots' sweep admits it later).
-SELECT q.id, q.tenant, x.workflow::text AS workflow, x.key::text AS key
-FROM (
+-- name: AdmitQueued :many
+-- Moves the running counts of locked slots by delta (runs that ended, or
+-- were admitted by the caller), then admits each one's first QUEUED runs
+-- into the room it has, in id order: they become RUNNING, count in
+-- running, and their ready tasks (PENDING without pending parents: the
+-- roots, or the tasks a retry reset) become QUEUED, keeping their QUEUED
+-- events in their rows. It returns those tasks, to enqueue. A QUEUED run
+-- another transaction holds is skipped (SKIP LOCKED): that one is
+-- cancelling it or failing it at its deadline, or refusing to retry it or
+-- finding a late result stale, when the leader's sweep admits it later.
+-- The caller sent LockSlotsForUpdate (or LockSlots) first, so this
+-- statement's snapshot has the slots' last counts.
+WITH x AS (
     SELECT unnest(@workflows::text[]) AS workflow,
            unnest(@keys::text[]) AS key,
-           unnest(@ns::integer[]) AS n
-) AS x
-CROSS JOIN LATERAL (
-    SELECT r.id, r.tenant
-    FROM dagen_runs r
-    WHERE r.queued AND r.workflow = x.workflow AND r.slot = x.key AND r.status = 'QUEUED'
-    ORDER BY r.id
-    LIMIT x.n
-    FOR UPDATE SKIP LOCKED
-) AS q;
-
--- name: AdmitRuns :exec
-UPDATE dagen_runs SET status = 'RUNNING', queued = false WHERE id = ANY(@ids::uuid[]);
-
--- name: QueueReady :many
--- Marks QUEUED the ready tasks of admitted runs (PENDING without pending
--- parents: the roots, or the tasks a retry reset), keeping their QUEUED
--- events in their rows, and returns them to enqueue.
+           unnest(@deltas::integer[]) AS delta
+),
+room AS (
+    SELECT s.workflow, s.key, greatest(s.lim - greatest(s.running + x.delta, 0), 0) AS n
+    FROM dagen_slots s
+    JOIN x ON s.workflow = x.workflow AND s.key = x.key
+),
+picked AS (
+    SELECT q.id, room.workflow, room.key
+    FROM room
+    CROSS JOIN LATERAL (
+        SELECT r.id
+        FROM dagen_run_queue w
+        JOIN dagen_runs r ON r.id = w.run_id
+        WHERE w.workflow = room.workflow AND w.slot = room.key AND r.status = 'QUEUED'
+        ORDER BY w.run_id
+        LIMIT room.n
+        FOR UPDATE OF r SKIP LOCKED
+    ) AS q
+),
+dequeued AS (
+    DELETE FROM dagen_run_queue w
+    USING picked
+    WHERE w.workflow = picked.workflow AND w.slot = picked.key AND w.run_id = picked.id
+),
+admitted AS (
+    UPDATE dagen_runs r
+    SET status = 'RUNNING'
+    FROM picked
+    WHERE r.id = picked.id
+    RETURNING r.id, r.tenant
+),
+counted AS (
+    UPDATE dagen_slots s
+    SET running = greatest(s.running + x.delta, 0) + coalesce(p.n, 0)::integer
+    FROM x
+    LEFT JOIN (SELECT workflow, key, count(*) AS n FROM picked GROUP BY workflow, key) AS p
+           ON p.workflow = x.workflow AND p.key = x.key
+    WHERE s.workflow = x.workflow AND s.key = x.key
+)
 UPDATE dagen_tasks t
 SET status = 'QUEUED',
     queued_event = nextval('dagen_event_seq'),
     queued_at = coalesce(sqlc.narg('now')::timestamptz, now())
-WHERE t.run_id = ANY(@run_ids::uuid[])
+FROM admitted a
+WHERE t.run_id = a.id
   AND t.status = 'PENDING' AND t.pending_parents = 0 AND t.kind NOT IN ('onfailure', 'element')
-RETURNING t.run_id, t.name, t.signature;
+RETURNING t.run_id, t.name, t.signature, a.tenant;
 
 -- name: SlotsWithRoom :many
 -- Slots with room and QUEUED runs: what an admission skipped (see
@@ -85,7 +114,7 @@ RETURNING t.run_id, t.name, t.signature;
 SELECT s.workflow, s.key
 FROM dagen_slots s
 WHERE s.running < s.lim
-  AND EXISTS (SELECT 1 FROM dagen_runs r WHERE r.queued AND r.workflow = s.workflow AND r.slot = s.key)
+  AND EXISTS (SELECT 1 FROM dagen_run_queue q WHERE q.workflow = s.workflow AND q.slot = s.key)
 LIMIT @max;
 
 -- name: LockIdleSlots :many
@@ -99,7 +128,7 @@ SELECT workflow, key FROM dagen_slots WHERE running = 0 LIMIT @max FOR UPDATE SK
 DELETE FROM dagen_slots s
 USING (SELECT unnest(@workflows::text[]) AS workflow, unnest(@keys::text[]) AS key) AS x
 WHERE s.workflow = x.workflow AND s.key = x.key AND s.running = 0
-  AND NOT EXISTS (SELECT 1 FROM dagen_runs r WHERE r.queued AND r.workflow = s.workflow AND r.slot = s.key);
+  AND NOT EXISTS (SELECT 1 FROM dagen_run_queue q WHERE q.workflow = s.workflow AND q.slot = s.key);
 
 -- name: InsertDeadlines :exec
 -- The deadline timers of runs with a deadline.
@@ -109,3 +138,15 @@ FROM dagen_runs r
 WHERE r.id = ANY(@ids::uuid[]) AND r.deadline_at IS NOT NULL
 ON CONFLICT (run_id, task) DO UPDATE
 SET attempt = excluded.attempt, wake_at = excluded.wake_at, kind = excluded.kind;
+
+-- name: QueueRuns :exec
+-- Puts QUEUED runs in their slots' queues.
+INSERT INTO dagen_run_queue (workflow, slot, run_id)
+SELECT unnest(@workflows::text[]), unnest(@slots::text[]), unnest(@ids::uuid[]);
+
+-- name: DequeueRuns :exec
+-- Takes QUEUED runs that ended (cancelled, timed out) out of their slots'
+-- queues. The caller holds the runs' locks.
+DELETE FROM dagen_run_queue q
+USING (SELECT unnest(@workflows::text[]) AS workflow, unnest(@slots::text[]) AS slot, unnest(@ids::uuid[]) AS run_id) AS x
+WHERE q.workflow = x.workflow AND q.slot = x.slot AND q.run_id = x.run_id;

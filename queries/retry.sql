@@ -40,7 +40,6 @@ WHERE t.run_id = @run_id AND t.name = u.name;
 -- its deadline, if it has a timeout, counted from now.
 UPDATE dagen_runs
 SET status = @status::text,
-    queued = @status::text = 'QUEUED',
     deadline_at = coalesce(sqlc.narg('now')::timestamptz, now()) + timeout_ms * interval '1 millisecond',
     pending = @pending,
     failure_step = NULL,

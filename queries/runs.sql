@@ -1,14 +1,15 @@
 -- name: InsertRuns :exec
 -- Inserts new runs; an id that exists already violates dagen_runs_pkey.
--- A capped run (capped) has its slot; a QUEUED one is queued; a timeout
+-- A capped run (capped) has its slot (a QUEUED one is queued by
+-- QueueRuns); a timeout
 -- (in ms, 0 for none) sets the deadline.
 WITH clock AS (
     SELECT coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now
 )
 INSERT INTO dagen_runs (id, workflow, fingerprint, tenant, status, input, pending, created_at,
-                        slot, queued, timeout_ms, deadline_at)
+                        slot, timeout_ms, deadline_at)
 SELECT r.id, r.workflow, r.fingerprint, r.tenant, r.status, r.input, r.pending, clock.now,
-       CASE WHEN r.capped THEN r.slot END, r.status = 'QUEUED',
+       CASE WHEN r.capped THEN r.slot END,
        nullif(r.timeout_ms, 0), CASE WHEN r.timeout_ms > 0 THEN clock.now + r.timeout_ms * interval '1 millisecond' END
 FROM clock, (
     SELECT unnest(@ids::uuid[]) AS id,
@@ -57,8 +58,7 @@ SET status = u.status,
     failure_step = CASE WHEN u.failure_step = '' THEN r.failure_step ELSE u.failure_step END,
     failure_attempt = CASE WHEN u.failure_step = '' THEN r.failure_attempt ELSE u.failure_attempt END,
     failure_message = CASE WHEN u.failure_step = '' THEN r.failure_message ELSE u.failure_message END,
-    finished_at = CASE WHEN u.status IN ('QUEUED', 'RUNNING') THEN NULL ELSE coalesce(r.finished_at, @now::timestamptz) END,
-    queued = r.queued AND u.status = 'QUEUED'
+    finished_at = CASE WHEN u.status IN ('QUEUED', 'RUNNING') THEN NULL ELSE coalesce(r.finished_at, @now::timestamptz) END
 FROM (
     SELECT unnest(@ids::uuid[]) AS id,
            unnest(@statuses::text[]) AS status,
@@ -140,9 +140,9 @@ WITH clock AS (
     SELECT coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now
 )
 INSERT INTO dagen_runs (id, workflow, fingerprint, tenant, status, input, pending, created_at, key,
-                        slot, queued, timeout_ms, deadline_at)
+                        slot, timeout_ms, deadline_at)
 SELECT r.id, r.workflow, r.fingerprint, r.tenant, r.status, r.input, r.pending, clock.now, nullif(r.key, ''),
-       CASE WHEN r.capped THEN r.slot END, r.status = 'QUEUED',
+       CASE WHEN r.capped THEN r.slot END,
        nullif(r.timeout_ms, 0), CASE WHEN r.timeout_ms > 0 THEN clock.now + r.timeout_ms * interval '1 millisecond' END
 FROM clock, (
     SELECT unnest(@ids::uuid[]) AS id,

@@ -1,8 +1,11 @@
 // Command bench is dagen's benchmark: generated workflows (package flows)
-// run by the engine on Postgres, in seven workloads:
+// run by the engine on Postgres, in these workloads:
 //
 //   - single_step: 20,000 runs of one no-op step, enqueued up front, then
 //     drained by a started engine: steps/s;
+//   - single_capped: single_step with concurrency=1 per= over 1,000 keys
+//     (19,000 runs wait QUEUED, each admitted when the run before it of
+//     its key completes): steps/s, against single_step's;
 //   - chain10: 2,000 runs of ten chained no-op steps: steps/s and run
 //     latency (finished_at − created_at) p50/p99;
 //   - fan50: 200 runs of 1 → 50 → 1: steps/s;
@@ -42,7 +45,7 @@ import (
 const defaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
 
 // allWorkloads lists the workloads in the order they run.
-var allWorkloads = []string{"single_step", "chain10", "fan50", "map100k", "map1k", "trigger", "trigger_key", "fairness", "low_load"}
+var allWorkloads = []string{"single_step", "single_capped", "chain10", "fan50", "map100k", "map1k", "trigger", "trigger_key", "fairness", "low_load"}
 
 // options is what the command line sets.
 type options struct {

@@ -52,8 +52,8 @@ func TestWorkloads(t *testing.T) {
 	if len(results) != len(allWorkloads) {
 		t.Fatalf("got JSON lines for %d workloads, want %d:\n%s", len(results), len(allWorkloads), out.String())
 	}
-	wantRuns := map[string]int{"single_step": 200, "chain10": 20, "fan50": 2, "map100k": 1, "map1k": 1, "trigger": 200, "trigger_key": 200, "fairness": fairWarmRuns + 1 + 1 + 200, "low_load": 2 * 10}
-	wantSteps := map[string]int{"single_step": 200, "chain10": 200, "fan50": 104, "map100k": 1002, "map1k": 1002, "trigger": 200, "trigger_key": 200, "low_load": 40}
+	wantRuns := map[string]int{"single_step": 200, "single_capped": 200, "chain10": 20, "fan50": 2, "map100k": 1, "map1k": 1, "trigger": 200, "trigger_key": 200, "fairness": fairWarmRuns + 1 + 1 + 200, "low_load": 2 * 10}
+	wantSteps := map[string]int{"single_step": 200, "single_capped": 200, "chain10": 200, "fan50": 104, "map100k": 1002, "map1k": 1002, "trigger": 200, "trigger_key": 200, "low_load": 40}
 	for _, w := range allWorkloads {
 		r := results[w]
 		if r.Peer != "dagen" || r.Runs != wantRuns[w] || r.Completed != r.Runs {
@@ -69,7 +69,7 @@ func TestWorkloads(t *testing.T) {
 			t.Errorf("%s: config not reported: %+v", w, r)
 		}
 	}
-	for _, w := range []string{"single_step", "chain10", "fan50", "map100k", "map1k", "trigger", "trigger_key"} {
+	for _, w := range []string{"single_step", "single_capped", "chain10", "fan50", "map100k", "map1k", "trigger", "trigger_key"} {
 		if results[w].StepsPerSec <= 0 {
 			t.Errorf("%s: steps/s %v, want > 0", w, results[w].StepsPerSec)
 		}

@@ -25,14 +25,17 @@ import (
 
 // Base run counts, multiplied by -scale.
 const (
-	singleRuns   = 20_000
-	chainRuns    = 2_000
-	fanRuns      = 200
-	fairBRuns    = 20_000
-	fairARuns    = 100
-	fairWarmRuns = 10    // unmeasured runs of A first, so both phases run on warm connections
-	lowLoadRuns  = 1_000 // one every lowLoadEvery: 10s
-	lowLoadEvery = 10 * time.Millisecond
+	singleRuns = 20_000
+	// single_capped: concurrency=1 per key, this many runs a key (1,000
+	// keys at scale 1).
+	cappedRunsPerKey = 20
+	chainRuns        = 2_000
+	fanRuns          = 200
+	fairBRuns        = 20_000
+	fairARuns        = 100
+	fairWarmRuns     = 10    // unmeasured runs of A first, so both phases run on warm connections
+	lowLoadRuns      = 1_000 // one every lowLoadEvery: 10s
+	lowLoadEvery     = 10 * time.Millisecond
 	// map100k is one run of mapBigElements elements (-scale multiplies
 	// the elements: there is one run); map1k is mapSmallRuns runs of
 	// mapSmallElements elements (-scale multiplies the runs).
@@ -57,6 +60,7 @@ const (
 // Stored workflow names, as generated.
 var (
 	singleName = flows.SingleDefinition().Name
+	cappedName = flows.CappedDefinition().Name
 	chainName  = flows.ChainDefinition().Name
 	fanName    = flows.FanDefinition().Name
 	mapName    = flows.MapDefinition().Name
@@ -79,6 +83,11 @@ type Result struct {
 	// Elements is how many elements each run's mapped step has (map100k,
 	// map1k).
 	Elements int `json:"elements,omitempty"`
+	// Keys is how many concurrency keys single_capped spreads its runs over.
+	Keys int `json:"keys,omitempty"`
+	// TriggerSeconds is how long the throughput workloads took to trigger
+	// their runs, before the engine started (not in Seconds).
+	TriggerSeconds float64 `json:"trigger_seconds,omitempty"`
 
 	// Latency percentiles in milliseconds: run latency for chain10, tenant
 	// A's latency under load for fairness, step-to-step latency with
@@ -207,6 +216,12 @@ func (b *bench) workload(ctx context.Context, name string) (Result, error) {
 	switch name {
 	case "single_step":
 		err = b.throughput(ctx, &res, singleName, b.scaled(singleRuns), 1, func(i int) any { return flows.Single{N: i} })
+	case "single_capped":
+		runs := b.scaled(singleRuns)
+		res.Keys = max(1, runs/cappedRunsPerKey)
+		err = b.throughput(ctx, &res, cappedName, runs, 1, func(i int) any {
+			return flows.Capped{Key: fmt.Sprintf("k%d", i%res.Keys), N: i}
+		})
 	case "chain10":
 		err = b.throughput(ctx, &res, chainName, b.scaled(chainRuns), chainSteps, func(i int) any { return flows.Chain{N: i} })
 		if err == nil {
@@ -278,6 +293,9 @@ func (b *bench) newWorker(ctx context.Context, disableNotify bool) (*worker, err
 	if w.h.pair, err = flows.NewPairWorkflow(e); err != nil {
 		return nil, err
 	}
+	if _, err = flows.NewCappedWorkflow(e); err != nil {
+		return nil, err
+	}
 	if _, err = flows.NewChainWorkflow(e); err != nil {
 		return nil, err
 	}
@@ -336,9 +354,11 @@ func (b *bench) throughput(ctx context.Context, res *Result, workflow string, ru
 		return err
 	}
 	defer func() { err = errors.Join(err, w.stop(ctx)) }()
+	t0 := time.Now()
 	if err := enqueue(ctx, w.e, workflow, benchTenant, runs, input); err != nil {
 		return err
 	}
+	res.TriggerSeconds = round(time.Since(t0).Seconds(), 3)
 	win := b.startWindow(ctx)
 	start := time.Now()
 	if err := w.start(ctx); err != nil {

@@ -249,7 +249,7 @@ func (d *Definition) Validate() error {
 		bad("a ConcurrencyKey without Concurrency: set Concurrency to the runs allowed at once per key")
 	}
 	if d.Timeout < 0 {
-		bad("negative timeout %s", d.Timeout)
+		bad("negative timeout %s: want a duration above zero, or 0 for no deadline", store.ShortDuration(d.Timeout))
 	}
 	if len(errs) == 0 {
 		if cycle := d.findCycle(index); cycle != nil {

@@ -11,7 +11,7 @@ import (
 // trigger's own timeout (WithTimeout) wins over the definition's.
 func flowOf(nr *store.NewRun, def *Definition, req TriggerRequest) error {
 	if req.Timeout < 0 {
-		return fmt.Errorf("negative timeout %s: want a duration above zero, or 0 for the workflow's", req.Timeout)
+		return fmt.Errorf("negative timeout %s: want a duration above zero, or 0 for the workflow's", store.ShortDuration(req.Timeout))
 	}
 	nr.Timeout = def.Timeout
 	if req.Timeout > 0 {

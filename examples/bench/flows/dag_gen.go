@@ -155,6 +155,161 @@ type SingleResult struct {
 	Only int
 }
 
+// CappedFingerprint identifies workflow "Capped" as generated (its steps, edges and types):
+// CappedDefinition().Fingerprint() returns it, and runs record it.
+const CappedFingerprint = "393ee2dfa1d38da1"
+
+// The signatures of the funcs of workflow "Capped" as generated. CappedDefinition
+// assigns each func to a variable of its type, so a func changed since then
+// fails the build there, with an error that names the type: run go generate.
+type (
+	_dagenSignature_CappedOnly_changed_run_go_generate func(context.Context, Capped) (int, error)
+)
+
+// _dagenCappedFuncs holds the funcs of workflow "Capped" with the signatures they
+// were generated for. CappedDefinition fills it from its guards; the step
+// funcs below call the funcs through it.
+type _dagenCappedFuncs struct {
+	CappedOnlyFn _dagenSignature_CappedOnly_changed_run_go_generate
+}
+
+// CappedDefinition returns the engine definition of workflow "Capped".
+// NewCappedWorkflow registers it and returns a typed handle.
+func CappedDefinition() *engine.Definition {
+	// Compile-time guards: each func with the signature it was generated for.
+	// If one of these lines does not compile, the func changed: run go generate.
+	var (
+		CappedOnlyFn _dagenSignature_CappedOnly_changed_run_go_generate = CappedOnly
+	)
+	fns := &_dagenCappedFuncs{
+		CappedOnlyFn: CappedOnlyFn,
+	}
+	def := &engine.Definition{
+		Name:        "Capped",
+		InputType:   "github.com/dagenhq/dagen/examples/bench/flows.Capped",
+		Steps:       make([]engine.Step, 0, 1),
+		Concurrency: 1,
+		ConcurrencyKey: func(in []byte) (string, error) {
+			input, err := engine.Input[Capped](engine.StepInput{Input: in})
+			if err != nil {
+				return "", err
+			}
+			return input.Key, nil
+		},
+	}
+	def.Steps = append(def.Steps, _dagenCapped_CappedOnly(fns))
+	return def
+}
+
+// _dagenCapped_CappedOnly returns step "CappedOnly" of workflow "Capped".
+func _dagenCapped_CappedOnly(fns *_dagenCappedFuncs) engine.Step {
+	return engine.Step{
+		Name:       "CappedOnly",
+		OutputType: "int",
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Capped](in)
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.CappedOnlyFn(ctx, input)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// CappedWorkflow runs workflow "Capped" on an engine with typed inputs and outputs.
+type CappedWorkflow struct {
+	engine *engine.Engine
+}
+
+// NewCappedWorkflow registers workflow "Capped" with e and returns its typed handle.
+// Registering the same workflow twice on one engine is an error.
+func NewCappedWorkflow(e *engine.Engine) (*CappedWorkflow, error) {
+	if err := e.Register(CappedDefinition()); err != nil {
+		return nil, fmt.Errorf("register workflow Capped: %w", err)
+	}
+	return &CappedWorkflow{engine: e}, nil
+}
+
+// Run starts a run of "Capped" for tenant, as Start does with opts, and waits
+// until it finishes: for a duplicate, until the run found by its key finishes.
+func (w *CappedWorkflow) Run(ctx context.Context, tenant string, input Capped, opts ...engine.TriggerOption) (CappedResult, error) {
+	run, err := w.Start(ctx, tenant, input, opts...)
+	if err != nil {
+		return CappedResult{}, err
+	}
+	return run.Wait(ctx)
+}
+
+// Start starts a run of "Capped" for tenant and returns at once. With
+// engine.WithKey(k) in opts, a run of the same tenant with key k that is still
+// retained is returned instead of a new one; Duplicate tells. At most one run
+// per Key, of all tenants together, runs at once; a run over the cap waits
+// QUEUED, and waiting runs are admitted in trigger order.
+func (w *CappedWorkflow) Start(ctx context.Context, tenant string, input Capped, opts ...engine.TriggerOption) (*CappedRun, error) {
+	triggered, err := w.engine.TriggerRun(ctx, "Capped", tenant, input, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &CappedRun{
+		engine:    w.engine,
+		id:        triggered.ID,
+		duplicate: triggered.Duplicate,
+	}, nil
+}
+
+// Get returns the typed handle of the run of "Capped" with id, like the one Start
+// returns, so a run whose id was kept can be waited on. Get does not check that
+// the run exists: Wait reports an unknown id with an error that wraps
+// store.ErrRunNotFound. The handle's Duplicate reports false.
+func (w *CappedWorkflow) Get(id dag.RunID) *CappedRun {
+	return &CappedRun{
+		engine: w.engine,
+		id:     id,
+	}
+}
+
+// CappedRun is one run of workflow "Capped".
+type CappedRun struct {
+	engine    *engine.Engine
+	id        dag.RunID
+	duplicate bool
+}
+
+// ID returns the run's id.
+func (r *CappedRun) ID() dag.RunID {
+	return r.id
+}
+
+// Duplicate reports whether Start found this run by its idempotency key (an
+// earlier trigger started it) rather than starting it.
+func (r *CappedRun) Duplicate() bool {
+	return r.duplicate
+}
+
+// Wait blocks until the run finishes and returns the outputs of its steps.
+// When the run failed or was cancelled, the error is the engine's *engine.RunError.
+func (r *CappedRun) Wait(ctx context.Context) (CappedResult, error) {
+	res, err := r.engine.Wait(ctx, r.id)
+	if err != nil {
+		return CappedResult{}, err
+	}
+	var out CappedResult
+	if out.CappedOnly, err = engine.Output[int](res, "CappedOnly"); err != nil {
+		return CappedResult{}, err
+	}
+	return out, nil
+}
+
+// CappedResult holds the outputs of a finished run of workflow "Capped": one field
+// per step that returns a value, a dag.Maybe when the step can be skipped.
+type CappedResult struct {
+	CappedOnly int
+}
+
 // PairFingerprint identifies workflow "Pair" as generated (its steps, edges and types):
 // PairDefinition().Fingerprint() returns it, and runs record it.
 const PairFingerprint = "d49ee624ecde0855"

@@ -63,6 +63,23 @@ func Only(ctx context.Context, s Single) (int, error) {
 	return s.N, nil
 }
 
+// Capped is the input of the Capped workflow: Single's one no-op step,
+// with at most one run of each Key RUNNING at a time.
+//
+//dag:workflow concurrency=1 per=Key
+type Capped struct {
+	Key string
+	N   int
+}
+
+// CappedOnly is the one step of the Capped workflow.
+//
+//dag:step
+func CappedOnly(ctx context.Context, c Capped) (int, error) {
+	finished(ctx)
+	return c.N, nil
+}
+
 // Pair is the input of the Pair workflow: A then B, for step-to-step
 // latency.
 //

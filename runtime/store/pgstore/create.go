@@ -124,16 +124,25 @@ func (s *Store) createInTx(ctx context.Context, runs []store.NewRun, graphs []*g
 		var created []store.NewRun
 		var createdGraphs []*graph
 		var createdHeld []bool
+		var qp dbsqlc.QueueRunsParams
 		for i := range runs {
 			if inserted != nil && !inserted[runs[i].ID] {
 				if runs[i].Concurrency > 0 && !held[i] { // it took room it does not use
-					ls[slotKey{runs[i].Workflow, runs[i].ConcurrencyKey}].running--
+					ls[slotKey{runs[i].Workflow, runs[i].ConcurrencyKey}].taken--
 				}
 				continue
 			}
 			created = append(created, runs[i])
 			createdGraphs = append(createdGraphs, graphs[i])
 			createdHeld = append(createdHeld, held[i])
+			if held[i] {
+				qp.Workflows = append(qp.Workflows, runs[i].Workflow)
+				qp.Slots = append(qp.Slots, runs[i].ConcurrencyKey)
+				qp.Ids = append(qp.Ids, uuidOf(runs[i].ID))
+			}
+		}
+		if len(qp.Ids) > 0 {
+			_ = s.q.QueueRuns(ctx, tx, qp)
 		}
 		if len(created) > 0 {
 			ids := make([]pgtype.UUID, len(created))
@@ -149,7 +158,7 @@ func (s *Store) createInTx(ctx context.Context, runs []store.NewRun, graphs []*g
 			claimed, queued = c.claimed(started), len(c.tp.Names)
 		}
 		if len(ls) > 0 {
-			ready, err := s.admit(ctx, tx, ls, rp.Now)
+			ready, err := ls.settle(ctx, s, tx, rp.Now)
 			if err != nil {
 				return err
 			}
@@ -173,7 +182,7 @@ func (s *Store) createInTx(ctx context.Context, runs []store.NewRun, graphs []*g
 // capNewRuns locks the slots of the capped runs among runs and decides
 // which are admitted at once, in id order: those whose slot has room and
 // no run waiting. The others are QUEUED (statuses, by run) and held: their
-// roots stay PENDING. The slots' counts are written by admit.
+// roots stay PENDING. The slots' counts are written by settle.
 func (s *Store) capNewRuns(ctx context.Context, tx *txn, runs []store.NewRun, statuses []string) (lockedSlots, []bool, error) {
 	held := make([]bool, len(runs))
 	var order []int
@@ -192,8 +201,8 @@ func (s *Store) capNewRuns(ctx context.Context, tx *txn, runs []store.NewRun, st
 	slices.SortFunc(order, func(a, b int) int { return compareIDs(runs[a].ID, runs[b].ID) })
 	for _, i := range order {
 		st := ls[slotKey{runs[i].Workflow, runs[i].ConcurrencyKey}]
-		if !st.waiting && st.running < st.lim {
-			st.running++
+		if !st.waiting && st.running+st.taken < st.lim {
+			st.taken++
 			continue
 		}
 		st.waiting = true

@@ -34,23 +34,40 @@ func compareSlots(a, b slotKey) int {
 	return cmp.Or(cmp.Compare(a.workflow, b.workflow), cmp.Compare(a.key, b.key))
 }
 
-// slotState is a locked slot: its cap, how many runs hold it, and whether
-// QUEUED runs wait for it.
+// slotState is a slot a trigger locked: its cap, how many runs hold it,
+// how many of the trigger's runs take it, and whether QUEUED runs wait for
+// it.
 type slotState struct {
-	lim, running int
-	waiting      bool
+	lim, running, taken int
+	waiting             bool
 }
 
 // lockedSlots are the slots a transaction holds.
 type lockedSlots map[slotKey]*slotState
 
-func (ls lockedSlots) keys() []slotKey {
-	keys := make([]slotKey, 0, len(ls))
-	for k := range ls {
-		keys = append(keys, k)
+// settle writes the slots' counts with the runs the trigger admitted,
+// and admits the runs waiting for a slot that has room left (its cap was
+// raised, or a duplicate gave room back), whose ready tasks it returns.
+func (ls lockedSlots) settle(ctx context.Context, s *Store, tx *txn, now pgtype.Timestamptz) ([]readyTask, error) {
+	deltas := make(map[slotKey]int, len(ls))
+	room := false
+	for k, st := range ls {
+		deltas[k] = st.taken
+		room = room || st.waiting && st.running+st.taken < st.lim
 	}
-	slices.SortFunc(keys, compareSlots)
-	return keys
+	if room {
+		return s.admit(ctx, tx, deltas, now)
+	}
+	var p dbsqlc.SetSlotsParams
+	for k, st := range ls {
+		p.Workflows = append(p.Workflows, k.workflow)
+		p.Keys = append(p.Keys, k.key)
+		p.Runnings = append(p.Runnings, int32(st.running+st.taken))
+	}
+	if err := s.q.SetSlots(ctx, tx, p); err != nil {
+		return nil, fmt.Errorf("write %d concurrency slots: %w", len(p.Keys), err)
+	}
+	return nil, nil
 }
 
 func slotParams(keys []slotKey) (workflows, names []string) {
@@ -105,20 +122,16 @@ func (s *Store) lockNewSlots(ctx context.Context, tx *txn, runs []store.NewRun) 
 	return ls, nil
 }
 
-// lockSlots locks existing slots, in order.
-func (s *Store) lockSlots(ctx context.Context, db dbsqlc.DBTX, keys []slotKey) (lockedSlots, error) {
+// lockSlots queues the locks of existing slots, in order: they are taken
+// with the next query (admit's).
+func (s *Store) lockSlots(ctx context.Context, db dbsqlc.DBTX, keys []slotKey) error {
 	slices.SortFunc(keys, compareSlots)
 	keys = slices.Compact(keys)
 	workflows, names := slotParams(keys)
-	rows, err := s.q.LockSlotsForUpdate(ctx, db, workflows, names)
-	if err != nil {
-		return nil, fmt.Errorf("lock %d concurrency slots: %w", len(keys), err)
+	if err := s.q.LockSlotsForUpdate(ctx, db, workflows, names); err != nil {
+		return fmt.Errorf("lock %d concurrency slots: %w", len(keys), err)
 	}
-	ls := make(lockedSlots, len(rows))
-	for _, r := range rows {
-		ls[slotKey{r.Workflow, r.Key}] = &slotState{lim: int(r.Lim), running: int(r.Running), waiting: true}
-	}
-	return ls, nil
+	return nil
 }
 
 // readyTask is a task an admission made ready, with its QUEUED event kept
@@ -130,54 +143,28 @@ type readyTask struct {
 	signature string
 }
 
-// admit admits the first QUEUED runs of each locked slot that may have
-// some waiting into the room it has, in id order: they become RUNNING and
-// their ready tasks QUEUED (returned, to enqueue). Then it writes the
-// slots' running counts.
-func (s *Store) admit(ctx context.Context, db dbsqlc.DBTX, ls lockedSlots, now pgtype.Timestamptz) ([]readyTask, error) {
-	keys := ls.keys()
-	var pp dbsqlc.PickQueuedParams
+// admit moves the running counts of locked slots by their deltas, then
+// admits the first QUEUED runs of each into the room it has, in id order:
+// they become RUNNING and their ready tasks QUEUED (returned, to enqueue).
+// All in one statement (AdmitQueued).
+func (s *Store) admit(ctx context.Context, db dbsqlc.DBTX, deltas map[slotKey]int, now pgtype.Timestamptz) ([]readyTask, error) {
+	keys := make([]slotKey, 0, len(deltas))
+	for k := range deltas {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, compareSlots)
+	p := dbsqlc.AdmitQueuedParams{Now: now}
+	p.Workflows, p.Keys = slotParams(keys)
 	for _, k := range keys {
-		if st := ls[k]; st.waiting && st.running < st.lim {
-			pp.Workflows = append(pp.Workflows, k.workflow)
-			pp.Keys = append(pp.Keys, k.key)
-			pp.Ns = append(pp.Ns, int32(st.lim-st.running))
-		}
+		p.Deltas = append(p.Deltas, int32(deltas[k]))
 	}
-	var ready []readyTask
-	if len(pp.Keys) > 0 {
-		picked, err := s.q.PickQueued(ctx, db, pp)
-		if err != nil {
-			return nil, fmt.Errorf("pick queued runs of %d concurrency slots: %w", len(pp.Keys), err)
-		}
-		if len(picked) > 0 {
-			ids := make([]pgtype.UUID, len(picked))
-			tenants := make(map[dag.RunID]string, len(picked))
-			for i, p := range picked {
-				ids[i] = p.ID
-				tenants[dag.RunID(p.ID.Bytes)] = p.Tenant
-				ls[slotKey{p.Workflow, p.Key}].running++
-			}
-			if err := s.q.AdmitRuns(ctx, db, ids); err != nil {
-				return nil, fmt.Errorf("admit %d runs: %w", len(ids), err)
-			}
-			rows, err := s.q.QueueReady(ctx, db, now, ids)
-			if err != nil {
-				return nil, fmt.Errorf("queue the ready tasks of %d admitted runs: %w", len(ids), err)
-			}
-			for _, r := range rows {
-				id := dag.RunID(r.RunID.Bytes)
-				ready = append(ready, readyTask{run: id, tenant: tenants[id], name: r.Name, signature: r.Signature})
-			}
-		}
+	rows, err := s.q.AdmitQueued(ctx, db, p)
+	if err != nil {
+		return nil, fmt.Errorf("admit queued runs of %d concurrency slots: %w", len(keys), err)
 	}
-	var sp dbsqlc.SetSlotsParams
-	sp.Workflows, sp.Keys = slotParams(keys)
-	for _, k := range keys {
-		sp.Runnings = append(sp.Runnings, int32(max(ls[k].running, 0)))
-	}
-	if err := s.q.SetSlots(ctx, db, sp); err != nil {
-		return nil, fmt.Errorf("write %d concurrency slots: %w", len(keys), err)
+	ready := make([]readyTask, len(rows))
+	for i, r := range rows {
+		ready[i] = readyTask{run: dag.RunID(r.RunID.Bytes), tenant: r.Tenant, name: r.Name, signature: r.Signature}
 	}
 	return ready, nil
 }
@@ -208,6 +195,7 @@ func (s *Store) enqueueReady(ctx context.Context, db dbsqlc.DBTX, ready []readyT
 func (b *batch) endFlow(ctx context.Context) error {
 	var completed []pgtype.UUID
 	var released []slotKey
+	var dq dbsqlc.DequeueRunsParams
 	for _, r := range b.runs {
 		if !r.status.Terminal() || r.was.Terminal() {
 			continue
@@ -215,8 +203,18 @@ func (b *batch) endFlow(ctx context.Context) error {
 		if r.status == store.RunCompleted && r.hasDeadline {
 			completed = append(completed, uuidOf(r.id))
 		}
-		if r.slot != nil && r.was == store.RunRunning {
+		switch {
+		case r.slot != nil && r.was == store.RunRunning:
 			released = append(released, *r.slot)
+		case r.slot != nil && r.was == store.RunQueued:
+			dq.Workflows = append(dq.Workflows, r.slot.workflow)
+			dq.Slots = append(dq.Slots, r.slot.key)
+			dq.Ids = append(dq.Ids, uuidOf(r.id))
+		}
+	}
+	if len(dq.Ids) > 0 {
+		if err := b.s.q.DequeueRuns(ctx, b.tx, dq); err != nil {
+			return fmt.Errorf("take %d ended runs out of their queues: %w", len(dq.Ids), err)
 		}
 	}
 	if len(completed) > 0 {
@@ -227,16 +225,14 @@ func (b *batch) endFlow(ctx context.Context) error {
 	if len(released) == 0 {
 		return nil
 	}
-	ls, err := b.s.lockSlots(ctx, b.tx, slices.Clone(released))
-	if err != nil {
+	deltas := make(map[slotKey]int)
+	for _, k := range released {
+		deltas[k]--
+	}
+	if err := b.s.lockSlots(ctx, b.tx, released); err != nil {
 		return err
 	}
-	for _, k := range released {
-		if st := ls[k]; st != nil {
-			st.running--
-		}
-	}
-	ready, err := b.s.admit(ctx, b.tx, ls, tstz(b.now))
+	ready, err := b.s.admit(ctx, b.tx, deltas, tstz(b.now))
 	if err != nil {
 		return err
 	}
@@ -299,11 +295,14 @@ func (s *Store) sweepSlots(ctx context.Context) (int, error) {
 	}
 	n := 0
 	err = s.inTx(ctx, func(tx *txn) error {
-		ls, err := s.lockSlots(ctx, tx, keys)
-		if err != nil {
+		deltas := make(map[slotKey]int, len(keys))
+		for _, k := range keys {
+			deltas[k] = 0
+		}
+		if err := s.lockSlots(ctx, tx, keys); err != nil {
 			return err
 		}
-		ready, err := s.admit(ctx, tx, ls, s.clock())
+		ready, err := s.admit(ctx, tx, deltas, s.clock())
 		if err != nil {
 			return err
 		}

@@ -174,11 +174,15 @@ func (s *Store) retryLocked(ctx context.Context, tx *txn, id dag.RunID, rt store
 		}
 	}
 	if r.slot != nil {
-		ls, err := s.lockSlots(ctx, tx, []slotKey{*r.slot})
-		if err != nil {
+		if err := s.q.QueueRuns(ctx, tx, dbsqlc.QueueRunsParams{
+			Workflows: []string{r.slot.workflow}, Slots: []string{r.slot.key}, Ids: ids,
+		}); err != nil {
+			return store.RetryResult{}, fmt.Errorf("queue the run for its cap: %w", err)
+		}
+		if err := s.lockSlots(ctx, tx, []slotKey{*r.slot}); err != nil {
 			return store.RetryResult{}, err
 		}
-		ready, err := s.admit(ctx, tx, ls, tstz(b.now))
+		ready, err := s.admit(ctx, tx, map[slotKey]int{*r.slot: 0}, tstz(b.now))
 		if err != nil {
 			return store.RetryResult{}, err
 		}

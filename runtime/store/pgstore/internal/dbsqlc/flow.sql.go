@@ -11,20 +11,120 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-const admitRuns = `-- name: AdmitRuns :exec
-UPDATE dagen_runs SET status = 'RUNNING', queued = false WHERE id = ANY($1::uuid[])
+const admitQueued = `-- name: AdmitQueued :many
+WITH x AS (
+    SELECT unnest($2::text[]) AS workflow,
+           unnest($3::text[]) AS key,
+           unnest($4::integer[]) AS delta
+),
+room AS (
+    SELECT s.workflow, s.key, greatest(s.lim - greatest(s.running + x.delta, 0), 0) AS n
+    FROM dagen_slots s
+    JOIN x ON s.workflow = x.workflow AND s.key = x.key
+),
+picked AS (
+    SELECT q.id, room.workflow, room.key
+    FROM room
+    CROSS JOIN LATERAL (
+        SELECT r.id
+        FROM dagen_run_queue w
+        JOIN dagen_runs r ON r.id = w.run_id
+        WHERE w.workflow = room.workflow AND w.slot = room.key AND r.status = 'QUEUED'
+        ORDER BY w.run_id
+        LIMIT room.n
+        FOR UPDATE OF r SKIP LOCKED
+    ) AS q
+),
+dequeued AS (
+    DELETE FROM dagen_run_queue w
+    USING picked
+    WHERE w.workflow = picked.workflow AND w.slot = picked.key AND w.run_id = picked.id
+),
+admitted AS (
+    UPDATE dagen_runs r
+    SET status = 'RUNNING'
+    FROM picked
+    WHERE r.id = picked.id
+    RETURNING r.id, r.tenant
+),
+counted AS (
+    UPDATE dagen_slots s
+    SET running = greatest(s.running + x.delta, 0) + coalesce(p.n, 0)::integer
+    FROM x
+    LEFT JOIN (SELECT workflow, key, count(*) AS n FROM picked GROUP BY workflow, key) AS p
+           ON p.workflow = x.workflow AND p.key = x.key
+    WHERE s.workflow = x.workflow AND s.key = x.key
+)
+UPDATE dagen_tasks t
+SET status = 'QUEUED',
+    queued_event = nextval('dagen_event_seq'),
+    queued_at = coalesce($1::timestamptz, now())
+FROM admitted a
+WHERE t.run_id = a.id
+  AND t.status = 'PENDING' AND t.pending_parents = 0 AND t.kind NOT IN ('onfailure', 'element')
+RETURNING t.run_id, t.name, t.signature, a.tenant
 `
 
-func (q *Queries) AdmitRuns(ctx context.Context, db DBTX, ids []pgtype.UUID) error {
-	_, err := db.Exec(ctx, admitRuns, ids)
-	return err
+type AdmitQueuedParams struct {
+	Now       pgtype.Timestamptz
+	Workflows []string
+	Keys      []string
+	Deltas    []int32
+}
+
+type AdmitQueuedRow struct {
+	RunID     pgtype.UUID
+	Name      string
+	Signature string
+	Tenant    string
+}
+
+// Moves the running counts of locked slots by delta (runs that ended, or
+// were admitted by the caller), then admits each one's first QUEUED runs
+// into the room it has, in id order: they become RUNNING, count in
+// running, and their ready tasks (PENDING without pending parents: the
+// roots, or the tasks a retry reset) become QUEUED, keeping their QUEUED
+// events in their rows. It returns those tasks, to enqueue. A QUEUED run
+// another transaction holds is skipped (SKIP LOCKED): that one is
+// cancelling it or failing it at its deadline, or refusing to retry it or
+// finding a late result stale, when the leader's sweep admits it later.
+// The caller sent LockSlotsForUpdate (or LockSlots) first, so this
+// statement's snapshot has the slots' last counts.
+func (q *Queries) AdmitQueued(ctx context.Context, db DBTX, arg AdmitQueuedParams) ([]AdmitQueuedRow, error) {
+	rows, err := db.Query(ctx, admitQueued,
+		arg.Now,
+		arg.Workflows,
+		arg.Keys,
+		arg.Deltas,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []AdmitQueuedRow
+	for rows.Next() {
+		var i AdmitQueuedRow
+		if err := rows.Scan(
+			&i.RunID,
+			&i.Name,
+			&i.Signature,
+			&i.Tenant,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const deleteSlots = `-- name: DeleteSlots :exec
 DELETE FROM dagen_slots s
 USING (SELECT unnest($1::text[]) AS workflow, unnest($2::text[]) AS key) AS x
 WHERE s.workflow = x.workflow AND s.key = x.key AND s.running = 0
-  AND NOT EXISTS (SELECT 1 FROM dagen_runs r WHERE r.queued AND r.workflow = s.workflow AND r.slot = s.key)
+  AND NOT EXISTS (SELECT 1 FROM dagen_run_queue q WHERE q.workflow = s.workflow AND q.slot = s.key)
 `
 
 // Deletes locked idle slots that no QUEUED run waits for. Sent after the
@@ -32,6 +132,25 @@ WHERE s.workflow = x.workflow AND s.key = x.key AND s.running = 0
 // them.
 func (q *Queries) DeleteSlots(ctx context.Context, db DBTX, workflows []string, keys []string) error {
 	_, err := db.Exec(ctx, deleteSlots, workflows, keys)
+	return err
+}
+
+const dequeueRuns = `-- name: DequeueRuns :exec
+DELETE FROM dagen_run_queue q
+USING (SELECT unnest($1::text[]) AS workflow, unnest($2::text[]) AS slot, unnest($3::uuid[]) AS run_id) AS x
+WHERE q.workflow = x.workflow AND q.slot = x.slot AND q.run_id = x.run_id
+`
+
+type DequeueRunsParams struct {
+	Workflows []string
+	Slots     []string
+	Ids       []pgtype.UUID
+}
+
+// Takes QUEUED runs that ended (cancelled, timed out) out of their slots'
+// queues. The caller holds the runs' locks.
+func (q *Queries) DequeueRuns(ctx context.Context, db DBTX, arg DequeueRunsParams) error {
+	_, err := db.Exec(ctx, dequeueRuns, arg.Workflows, arg.Slots, arg.Ids)
 	return err
 }
 
@@ -129,8 +248,8 @@ func (q *Queries) LockSlots(ctx context.Context, db DBTX, arg LockSlotsParams) (
 	return items, nil
 }
 
-const lockSlotsForUpdate = `-- name: LockSlotsForUpdate :many
-SELECT s.workflow, s.key, s.lim, s.running
+const lockSlotsForUpdate = `-- name: LockSlotsForUpdate :exec
+SELECT s.workflow
 FROM dagen_slots s
 JOIN (SELECT unnest($1::text[]) AS workflow, unnest($2::text[]) AS key) AS x
   ON s.workflow = x.workflow AND s.key = x.key
@@ -138,128 +257,27 @@ ORDER BY s.workflow, s.key
 FOR UPDATE OF s
 `
 
-// Locks existing slots, in (workflow, key) order, and returns them.
-func (q *Queries) LockSlotsForUpdate(ctx context.Context, db DBTX, workflows []string, keys []string) ([]DagenSlot, error) {
-	rows, err := db.Query(ctx, lockSlotsForUpdate, workflows, keys)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []DagenSlot
-	for rows.Next() {
-		var i DagenSlot
-		if err := rows.Scan(
-			&i.Workflow,
-			&i.Key,
-			&i.Lim,
-			&i.Running,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
+// Locks existing slots, in (workflow, key) order.
+func (q *Queries) LockSlotsForUpdate(ctx context.Context, db DBTX, workflows []string, keys []string) error {
+	_, err := db.Exec(ctx, lockSlotsForUpdate, workflows, keys)
+	return err
 }
 
-const pickQueued = `-- name: PickQueued :many
-SELECT q.id, q.tenant, x.workflow::text AS workflow, x.key::text AS key
-FROM (
-    SELECT unnest($1::text[]) AS workflow,
-           unnest($2::text[]) AS key,
-           unnest($3::integer[]) AS n
-) AS x
-CROSS JOIN LATERAL (
-    SELECT r.id, r.tenant
-    FROM dagen_runs r
-    WHERE r.queued AND r.workflow = x.workflow AND r.slot = x.key AND r.status = 'QUEUED'
-    ORDER BY r.id
-    LIMIT x.n
-    FOR UPDATE SKIP LOCKED
-) AS q
+const queueRuns = `-- name: QueueRuns :exec
+INSERT INTO dagen_run_queue (workflow, slot, run_id)
+SELECT unnest($1::text[]), unnest($2::text[]), unnest($3::uuid[])
 `
 
-type PickQueuedParams struct {
+type QueueRunsParams struct {
 	Workflows []string
-	Keys      []string
-	Ns        []int32
+	Slots     []string
+	Ids       []pgtype.UUID
 }
 
-type PickQueuedRow struct {
-	ID       pgtype.UUID
-	Tenant   string
-	Workflow string
-	Key      string
-}
-
-// The first QUEUED runs of each of these locked slots, up to its room (n),
-// in id order, locked. A run another transaction holds is skipped: that
-// one is cancelling it or failing it at its deadline (or refusing to retry
-// it, when the slots' sweep admits it later).
-func (q *Queries) PickQueued(ctx context.Context, db DBTX, arg PickQueuedParams) ([]PickQueuedRow, error) {
-	rows, err := db.Query(ctx, pickQueued, arg.Workflows, arg.Keys, arg.Ns)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []PickQueuedRow
-	for rows.Next() {
-		var i PickQueuedRow
-		if err := rows.Scan(
-			&i.ID,
-			&i.Tenant,
-			&i.Workflow,
-			&i.Key,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const queueReady = `-- name: QueueReady :many
-UPDATE dagen_tasks t
-SET status = 'QUEUED',
-    queued_event = nextval('dagen_event_seq'),
-    queued_at = coalesce($1::timestamptz, now())
-WHERE t.run_id = ANY($2::uuid[])
-  AND t.status = 'PENDING' AND t.pending_parents = 0 AND t.kind NOT IN ('onfailure', 'element')
-RETURNING t.run_id, t.name, t.signature
-`
-
-type QueueReadyRow struct {
-	RunID     pgtype.UUID
-	Name      string
-	Signature string
-}
-
-// Marks QUEUED the ready tasks of admitted runs (PENDING without pending
-// parents: the roots, or the tasks a retry reset), keeping their QUEUED
-// events in their rows, and returns them to enqueue.
-func (q *Queries) QueueReady(ctx context.Context, db DBTX, now pgtype.Timestamptz, runIds []pgtype.UUID) ([]QueueReadyRow, error) {
-	rows, err := db.Query(ctx, queueReady, now, runIds)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []QueueReadyRow
-	for rows.Next() {
-		var i QueueReadyRow
-		if err := rows.Scan(&i.RunID, &i.Name, &i.Signature); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
+// Puts QUEUED runs in their slots' queues.
+func (q *Queries) QueueRuns(ctx context.Context, db DBTX, arg QueueRunsParams) error {
+	_, err := db.Exec(ctx, queueRuns, arg.Workflows, arg.Slots, arg.Ids)
+	return err
 }
 
 const setSlots = `-- name: SetSlots :exec
@@ -289,7 +307,7 @@ const slotsWaiting = `-- name: SlotsWaiting :many
 SELECT x.workflow::text AS workflow, x.key::text AS key
 FROM (SELECT unnest($1::text[]) AS workflow, unnest($2::text[]) AS key) AS x
 WHERE EXISTS (
-    SELECT 1 FROM dagen_runs r WHERE r.queued AND r.workflow = x.workflow AND r.slot = x.key
+    SELECT 1 FROM dagen_run_queue q WHERE q.workflow = x.workflow AND q.slot = x.key
 )
 `
 
@@ -324,7 +342,7 @@ const slotsWithRoom = `-- name: SlotsWithRoom :many
 SELECT s.workflow, s.key
 FROM dagen_slots s
 WHERE s.running < s.lim
-  AND EXISTS (SELECT 1 FROM dagen_runs r WHERE r.queued AND r.workflow = s.workflow AND r.slot = s.key)
+  AND EXISTS (SELECT 1 FROM dagen_run_queue q WHERE q.workflow = s.workflow AND q.slot = s.key)
 LIMIT $1
 `
 

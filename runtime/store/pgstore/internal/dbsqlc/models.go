@@ -65,9 +65,14 @@ type DagenRun struct {
 	FinishedAt     pgtype.Timestamptz
 	Key            pgtype.Text
 	Slot           pgtype.Text
-	Queued         bool
 	TimeoutMs      pgtype.Int8
 	DeadlineAt     pgtype.Timestamptz
+}
+
+type DagenRunQueue struct {
+	Workflow string
+	Slot     string
+	RunID    pgtype.UUID
 }
 
 type DagenSignature struct {

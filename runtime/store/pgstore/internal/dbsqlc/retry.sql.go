@@ -117,7 +117,6 @@ func (q *Queries) RetryResetTasks(ctx context.Context, db DBTX, arg RetryResetTa
 const retryRunning = `-- name: RetryRunning :exec
 UPDATE dagen_runs
 SET status = $1::text,
-    queued = $1::text = 'QUEUED',
     deadline_at = coalesce($2::timestamptz, now()) + timeout_ms * interval '1 millisecond',
     pending = $3,
     failure_step = NULL,
