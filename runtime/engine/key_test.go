@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -32,8 +33,8 @@ func keyedDef(calls *sync.Map) *engine.Definition {
 			if err != nil {
 				return nil, err
 			}
-			n, _ := calls.LoadOrStore(o.ID, new(int))
-			*n.(*int)++
+			n, _ := calls.LoadOrStore(o.ID, new(atomic.Int64))
+			n.(*atomic.Int64).Add(1)
 			return engine.Encode(o.Amount)
 		}}},
 	}
@@ -78,7 +79,7 @@ func TestIdempotencyKey(t *testing.T) {
 			require.NoError(t, err)
 		}
 		n, _ := calls.Load("o-1")
-		require.Equal(t, 3, *n.(*int), "o-1 charged once per run: acme, zeta and the manual key")
+		require.EqualValues(t, 3, n.(*atomic.Int64).Load(), "o-1 charged once per run: acme, zeta and the manual key")
 
 		_, err = e.TriggerRun(ctx, "charge", "acme", keyedOrder{ID: "x"}, engine.WithKey(strings.Repeat("k", store.MaxKeyLen+1)))
 		require.ErrorIs(t, err, store.ErrInvalidKey)
@@ -125,7 +126,7 @@ func TestIdempotencyKeyConcurrentTriggers(t *testing.T) {
 			_, err := engines[0].Wait(ctx, trs[0].ID)
 			require.NoError(t, err)
 			n, _ := calls.Load(key)
-			require.Equal(t, 1, *n.(*int))
+			require.EqualValues(t, 1, n.(*atomic.Int64).Load())
 		}
 	})
 }

@@ -60,10 +60,11 @@ type Store interface {
 	// attempts left. It returns how many it rescued or failed.
 	RescueExpired(ctx context.Context, limit int) (int, error)
 
-	// CancelRun cancels a RUNNING run: its tasks that are not finished
-	// become CANCELLED (so completions of running attempts are stale), its
-	// queue entries and timers are removed. Cancelling a finished run is a
-	// no-op that reports false.
+	// CancelRun cancels a QUEUED or RUNNING run: its tasks that are not
+	// finished become CANCELLED (so completions of running attempts are
+	// stale), its queue entries and timers are removed, and a QUEUED run
+	// gives up its place (a RUNNING capped run its room). Cancelling a
+	// finished run is a no-op that reports false.
 	CancelRun(ctx context.Context, id dag.RunID) (bool, error)
 
 	// GetRun returns a run. An unknown id is an error wrapping
