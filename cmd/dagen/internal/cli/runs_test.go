@@ -267,3 +267,60 @@ func TestRunsShowMapped(t *testing.T) {
 		t.Errorf("show -json lists every element:\n%.2000s", out)
 	}
 }
+
+// TestRunsQueuedAndTimedOut: a run waiting for its concurrency cap is
+// listed by -status queued and shown with its key and deadline; a run
+// that timed out is shown with the timeout as its failure.
+func TestRunsQueuedAndTimedOut(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	schema := pgtest.Schema(t)
+	pool := pgtest.Pool(t, schema, 4)
+	if err := pgstore.Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	st, err := pgstore.New(ctx, pool, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.New(st, &engine.Config{Manual: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := &engine.Definition{Name: "capped", InputType: "int", Concurrency: 1, Timeout: 48 * time.Hour,
+		ConcurrencyKey: func([]byte) (string, error) { return "c1", nil },
+		Steps: []engine.Step{{Name: "a", Run: func(context.Context, engine.StepInput) ([]byte, error) { return nil, nil }}}}
+	if err := e.Register(def); err != nil {
+		t.Fatal(err)
+	}
+	first, err := e.Trigger(ctx, "capped", "acme", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := e.Trigger(ctx, "capped", "acme", 2, engine.WithTimeout(time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	out, _ := runsCmd(t, cli.ExitOK, schema, "ls", "-status", "queued")
+	if !strings.Contains(out, second.String()) || strings.Contains(out, first.String()) {
+		t.Errorf("ls -status queued lists the queued run alone:\n%s", out)
+	}
+	out, _ = runsCmd(t, cli.ExitOK, schema, "show", second.String())
+	for _, want := range []string{"capped, tenant acme: QUEUED", `queued: waiting for its workflow's concurrency cap (key "c1") to admit it`, "deadline "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("show: no %q in\n%s", want, out)
+		}
+	}
+
+	time.Sleep(5 * time.Millisecond) // past the second run's deadline
+	if _, err := st.FireTimers(ctx, 10); err != nil {
+		t.Fatal(err)
+	}
+	out, _ = runsCmd(t, cli.ExitOK, schema, "show", second.String())
+	for _, want := range []string{"capped, tenant acme: FAILED", "failed: timed out after 1ms"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("show: no %q in\n%s", want, out)
+		}
+	}
+}
