@@ -145,11 +145,15 @@ func (s *Store) createInTx(ctx context.Context, runs []store.NewRun, graphs []*g
 			_ = s.q.QueueRuns(ctx, tx, qp)
 		}
 		if len(created) > 0 {
-			ids := make([]pgtype.UUID, len(created))
+			var timed []pgtype.UUID
 			for i := range created {
-				ids[i] = uuidOf(created[i].ID)
+				if created[i].Timeout > 0 {
+					timed = append(timed, uuidOf(created[i].ID))
+				}
 			}
-			_ = s.q.InsertDeadlines(ctx, tx, ids)
+			if len(timed) > 0 {
+				_ = s.q.InsertDeadlines(ctx, tx, timed)
+			}
 			c := s.newCreation(created, createdGraphs, createdHeld, rp.Now, p)
 			started, err := c.write(ctx, s, tx)
 			if err != nil {
