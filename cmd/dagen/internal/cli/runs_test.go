@@ -289,7 +289,7 @@ func TestRunsQueuedAndTimedOut(t *testing.T) {
 	}
 	def := &engine.Definition{Name: "capped", InputType: "int", Concurrency: 1, Timeout: 48 * time.Hour,
 		ConcurrencyKey: func([]byte) (string, error) { return "c1", nil },
-		Steps: []engine.Step{{Name: "a", Run: func(context.Context, engine.StepInput) ([]byte, error) { return nil, nil }}}}
+		Steps:          []engine.Step{{Name: "a", Run: func(context.Context, engine.StepInput) ([]byte, error) { return nil, nil }}}}
 	if err := e.Register(def); err != nil {
 		t.Fatal(err)
 	}
