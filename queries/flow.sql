@@ -54,8 +54,8 @@ WHERE s.workflow = x.workflow AND s.key = x.key;
 -- another transaction holds is skipped (SKIP LOCKED): that one is
 -- cancelling it or failing it at its deadline, or refusing to retry it or
 -- finding a late result stale, when the leader's sweep admits it later.
--- The caller sent LockSlotsForUpdate (or LockSlots) first, so this
--- statement's snapshot has the slots' last counts.
+-- The caller sent LockSlotsForUpdate first, so this statement's snapshot
+-- has the slots' last counts.
 WITH x AS (
     SELECT unnest(@workflows::text[]) AS workflow,
            unnest(@keys::text[]) AS key,
@@ -110,7 +110,7 @@ RETURNING t.run_id, t.name, t.signature, a.tenant;
 
 -- name: SlotsWithRoom :many
 -- Slots with room and QUEUED runs: what an admission skipped (see
--- PickQueued), for the leader's sweep. Not locked.
+-- AdmitQueued), for the leader's sweep. Not locked.
 SELECT s.workflow, s.key
 FROM dagen_slots s
 WHERE s.running < s.lim

@@ -109,21 +109,9 @@ const deadlineTask = -1
 // workers hear of it as of a cancellation, and the onfailure task is
 // queued.
 func (s *Store) timeOut(r *run, now time.Time) {
-	was := r.rec.Status
 	msg := store.TimedOut(r.timeout)
-	r.rec.Status = store.RunFailed
-	r.rec.FinishedAt = now
-	r.rec.Failure = &dag.Failure{RunID: r.rec.ID, Step: store.DeadlineStep, Message: msg}
 	r.timedOut = true
 	r.events = append(r.events, store.Event{At: now, Step: store.DeadlineStep, Type: store.EventFailed, Detail: msg})
-	for _, i := range r.order() {
-		if !r.tasks[i].status.Terminal() && i != r.shape.onFailure {
-			s.cancelTask(r, i, now)
-		}
-	}
-	if of := r.shape.onFailure; of >= 0 && r.tasks[of].status == store.TaskPending {
-		s.enqueue(r, of, now)
-	}
+	s.endFailed(r, &dag.Failure{RunID: r.rec.ID, Step: store.DeadlineStep, Message: msg}, true, now)
 	s.announceCancel(r)
-	s.runEnded(r, was, now)
 }

@@ -617,20 +617,28 @@ func (s *Store) resolve(r *run, ti int, status store.TaskStatus, now time.Time) 
 }
 
 // failRun fails a RUNNING run because task ti failed for good: its waiting
-// tasks are cancelled and its onfailure task, if any, is enqueued.
+// tasks are cancelled and its onfailure task, if any, is enqueued. It
+// returns how many tasks it enqueued.
 func (s *Store) failRun(r *run, ti int, msg string, now time.Time) int {
+	return s.endFailed(r, &dag.Failure{RunID: r.rec.ID, Step: r.spec(ti).Name, Attempt: r.tasks[ti].attempt, Message: msg}, false, now)
+}
+
+// endFailed fails a QUEUED or RUNNING run with f: its unfinished tasks but
+// the onfailure task are cancelled (RUNNING ones only with stopRunning,
+// otherwise they may finish), its onfailure task, if any, is enqueued, and
+// what the run held is given back. It returns how many tasks it enqueued.
+func (s *Store) endFailed(r *run, f *dag.Failure, stopRunning bool, now time.Time) int {
+	was := r.rec.Status
 	r.rec.Status = store.RunFailed
 	r.rec.FinishedAt = now
-	r.rec.Failure = &dag.Failure{RunID: r.rec.ID, Step: r.spec(ti).Name, Attempt: r.tasks[ti].attempt, Message: msg}
+	r.rec.Failure = f
 	for _, i := range r.order() {
-		switch r.tasks[i].status {
-		case store.TaskPending, store.TaskQueued, store.TaskSleeping, store.TaskBackoff, store.TaskMapping:
-			if i != r.shape.onFailure {
-				s.cancelTask(r, i, now)
-			}
+		st := r.tasks[i].status
+		if i != r.shape.onFailure && !st.Terminal() && (stopRunning || st != store.TaskRunning) {
+			s.cancelTask(r, i, now)
 		}
 	}
-	defer s.runEnded(r, store.RunRunning, now) // after the onfailure task is queued
+	defer s.runEnded(r, was, now) // after the onfailure task is queued
 	if of := r.shape.onFailure; of >= 0 && r.tasks[of].status == store.TaskPending {
 		s.enqueue(r, of, now)
 		return 1

@@ -122,18 +122,6 @@ func (s *Store) lockNewSlots(ctx context.Context, tx *txn, runs []store.NewRun) 
 	return ls, nil
 }
 
-// lockSlots queues the locks of existing slots, in order: they are taken
-// with the next query (admit's).
-func (s *Store) lockSlots(ctx context.Context, db dbsqlc.DBTX, keys []slotKey) error {
-	slices.SortFunc(keys, compareSlots)
-	keys = slices.Compact(keys)
-	workflows, names := slotParams(keys)
-	if err := s.q.LockSlotsForUpdate(ctx, db, workflows, names); err != nil {
-		return fmt.Errorf("lock %d concurrency slots: %w", len(keys), err)
-	}
-	return nil
-}
-
 // readyTask is a task an admission made ready, with its QUEUED event kept
 // in its row: the caller enqueues it.
 type readyTask struct {
@@ -143,10 +131,12 @@ type readyTask struct {
 	signature string
 }
 
-// admit moves the running counts of locked slots by their deltas, then
-// admits the first QUEUED runs of each into the room it has, in id order:
-// they become RUNNING and their ready tasks QUEUED (returned, to enqueue).
-// All in one statement (AdmitQueued).
+// admit locks the slots (in order), moves their running counts by their
+// deltas, then admits the first QUEUED runs of each into the room it has,
+// in id order: they become RUNNING and their ready tasks QUEUED (returned,
+// to enqueue). The lock goes in the same round trip as the one statement
+// that does the rest (AdmitQueued); a slot the transaction holds already
+// (a trigger's) is locked again at no cost.
 func (s *Store) admit(ctx context.Context, db dbsqlc.DBTX, deltas map[slotKey]int, now pgtype.Timestamptz) ([]readyTask, error) {
 	keys := make([]slotKey, 0, len(deltas))
 	for k := range deltas {
@@ -155,6 +145,9 @@ func (s *Store) admit(ctx context.Context, db dbsqlc.DBTX, deltas map[slotKey]in
 	slices.SortFunc(keys, compareSlots)
 	p := dbsqlc.AdmitQueuedParams{Now: now}
 	p.Workflows, p.Keys = slotParams(keys)
+	if err := s.q.LockSlotsForUpdate(ctx, db, p.Workflows, p.Keys); err != nil {
+		return nil, fmt.Errorf("lock %d concurrency slots: %w", len(keys), err)
+	}
 	for _, k := range keys {
 		p.Deltas = append(p.Deltas, int32(deltas[k]))
 	}
@@ -194,7 +187,7 @@ func (s *Store) enqueueReady(ctx context.Context, db dbsqlc.DBTX, ready []readyT
 // admitting the runs waiting first, whose ready tasks the batch enqueues.
 func (b *batch) endFlow(ctx context.Context) error {
 	var completed []pgtype.UUID
-	var released []slotKey
+	released := make(map[slotKey]int) // the runs that gave their slots back, as deltas
 	var dq dbsqlc.DequeueRunsParams
 	for _, r := range b.runs {
 		if !r.status.Terminal() || r.was.Terminal() {
@@ -205,7 +198,7 @@ func (b *batch) endFlow(ctx context.Context) error {
 		}
 		switch {
 		case r.slot != nil && r.was == store.RunRunning:
-			released = append(released, *r.slot)
+			released[*r.slot]--
 		case r.slot != nil && r.was == store.RunQueued:
 			dq.Workflows = append(dq.Workflows, r.slot.workflow)
 			dq.Slots = append(dq.Slots, r.slot.key)
@@ -225,14 +218,7 @@ func (b *batch) endFlow(ctx context.Context) error {
 	if len(released) == 0 {
 		return nil
 	}
-	deltas := make(map[slotKey]int)
-	for _, k := range released {
-		deltas[k]--
-	}
-	if err := b.s.lockSlots(ctx, b.tx, released); err != nil {
-		return err
-	}
-	ready, err := b.s.admit(ctx, b.tx, deltas, tstz(b.now))
+	ready, err := b.s.admit(ctx, b.tx, released, tstz(b.now))
 	if err != nil {
 		return err
 	}
@@ -258,7 +244,7 @@ func (b *batch) timeOut(r *runState, src int) {
 }
 
 // sweepEvery is how often the leader looks for slots with room and QUEUED
-// runs that an admission skipped (see PickQueued).
+// runs that an admission skipped (see AdmitQueued).
 const sweepEvery = 10 * time.Second
 
 // sweeper rate-limits sweepSlots.
@@ -298,9 +284,6 @@ func (s *Store) sweepSlots(ctx context.Context) (int, error) {
 		deltas := make(map[slotKey]int, len(keys))
 		for _, k := range keys {
 			deltas[k] = 0
-		}
-		if err := s.lockSlots(ctx, tx, keys); err != nil {
-			return err
 		}
 		ready, err := s.admit(ctx, tx, deltas, s.clock())
 		if err != nil {

@@ -179,9 +179,6 @@ func (s *Store) retryLocked(ctx context.Context, tx *txn, id dag.RunID, rt store
 		}); err != nil {
 			return store.RetryResult{}, fmt.Errorf("queue the run for its cap: %w", err)
 		}
-		if err := s.lockSlots(ctx, tx, []slotKey{*r.slot}); err != nil {
-			return store.RetryResult{}, err
-		}
 		ready, err := s.admit(ctx, tx, map[slotKey]int{*r.slot: 0}, tstz(b.now))
 		if err != nil {
 			return store.RetryResult{}, err

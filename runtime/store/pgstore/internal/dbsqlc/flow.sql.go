@@ -88,8 +88,8 @@ type AdmitQueuedRow struct {
 // another transaction holds is skipped (SKIP LOCKED): that one is
 // cancelling it or failing it at its deadline, or refusing to retry it or
 // finding a late result stale, when the leader's sweep admits it later.
-// The caller sent LockSlotsForUpdate (or LockSlots) first, so this
-// statement's snapshot has the slots' last counts.
+// The caller sent LockSlotsForUpdate first, so this statement's snapshot
+// has the slots' last counts.
 func (q *Queries) AdmitQueued(ctx context.Context, db DBTX, arg AdmitQueuedParams) ([]AdmitQueuedRow, error) {
 	rows, err := db.Query(ctx, admitQueued,
 		arg.Now,
@@ -352,7 +352,7 @@ type SlotsWithRoomRow struct {
 }
 
 // Slots with room and QUEUED runs: what an admission skipped (see
-// PickQueued), for the leader's sweep. Not locked.
+// AdmitQueued), for the leader's sweep. Not locked.
 func (q *Queries) SlotsWithRoom(ctx context.Context, db DBTX, max int32) ([]SlotsWithRoomRow, error) {
 	rows, err := db.Query(ctx, slotsWithRoom, max)
 	if err != nil {
