@@ -33,11 +33,12 @@ verify-generated:
 	$(GO) run ./cmd/dagen diff ./...
 	$(GO) test -count=1 -run 'TestGolden' ./gen
 
-## demo: generate the example workflows and run them, the order demo then the album demo (a mapped step) (Postgres when DATABASE_URL is set).
+## demo: generate the example workflows and run them, the order demo, the album demo (a mapped step) then the expense demo (a signal wait and a nightly schedule) (Postgres when DATABASE_URL is set).
 demo:
 	$(GO) generate ./examples/...
 	$(GO) run ./examples/order/demo
 	$(GO) run ./examples/album/demo
+	$(GO) run ./examples/expense/demo
 
 ## bench: dagen's benchmark workloads on Postgres (DATABASE_URL), with River's single_step on the same database right before and right after dagen's throughput workloads, then dagen/River throughput ratios (against the mean of the two River runs). BENCH_FLAGS and RIVER_FLAGS pass flags, e.g. BENCH_FLAGS='-scale 0.05' RIVER_FLAGS='-jobs 1000'.
 ## The throughput workloads run tuned (Concurrency 2048, batches of 512), as River runs tuned (2,000 workers); the latency workloads at Concurrency 64.

@@ -14,7 +14,8 @@ import (
 
 // buildConstraint returns the //go:build expression that dag_gen.go of p
 // needs, or nil for none. The generated code refers to the declarations
-// of the workflows (input types, steps, predicates, onfailure funcs), so
+// of the workflows (input types, steps, signal types, predicates,
+// onfailure and schedule funcs), so
 // it must build exactly when the files holding them all build: when they
 // share one constraint, that one; when they differ, all of them joined
 // with &&; files without a constraint add nothing. A workflow in a
@@ -35,6 +36,9 @@ func buildConstraint(p *analysis.Package) (constraint.Expr, error) {
 			for _, pr := range s.Skip {
 				add(pr.DeclaredPos)
 			}
+		}
+		for _, sc := range w.Schedules {
+			add(sc.Pos)
 		}
 	}
 	exprs := map[string]constraint.Expr{}

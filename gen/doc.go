@@ -16,10 +16,17 @@
 //   - OrderDefinition, the engine.Definition with one adapter per step that
 //     decodes the input and the parents' outputs into their Go types and
 //     calls the user's func;
-//   - OrderWorkflow (NewOrderWorkflow registers the definition), with Run and
-//     Start, and OrderRun with ID and Wait;
-//   - OrderResult, one field per step with an output: dag.Maybe[T] for a
-//     step that can be skipped, T otherwise; a mapped step's (each=) T is
+//   - OrderWorkflow (NewOrderWorkflow registers the definition), with Run,
+//     Start, Get and CreateSchedule (a schedule of runs with one input,
+//     created at run time), a Send method per signal wait (SendApproval
+//     for //dag:signal on type Approval: the name of the type, or the
+//     wait's stored name when another wait carries the same type), and
+//     OrderRun with ID and Wait;
+//   - the schedules of //dag:schedule funcs in OrderDefinition's
+//     Schedules, each building its run's input with the func;
+//   - OrderResult, one field per step with an output and per signal wait
+//     (its payload): dag.Maybe[T] for a step or a wait that can be
+//     skipped (a wait with timeout=), T otherwise; a mapped step's (each=) T is
 //     the slice of its elements' outputs, []Out, as its children read it,
 //     while its own Run reads its each= parent as one element and its
 //     skip predicates read that parent's whole slice;

@@ -22,6 +22,7 @@ import (
 
 const (
 	enginePath = "github.com/dagenhq/dagen/runtime/engine"
+	storePath  = "github.com/dagenhq/dagen/runtime/store"
 	dagPath    = analysis.DagPkgPath
 )
 
@@ -90,6 +91,10 @@ func (g *emitter) imports() {
 	for _, w := range g.pkg.Workflows {
 		collectPkgs(w.Input, paths)
 		for _, s := range w.Steps {
+			if s.Kind == analysis.KindSignal {
+				collectPkgs(s.Output, paths) // a wait has no func
+				continue
+			}
 			collectPkgs(s.Sig, paths)
 			for _, p := range s.Skip {
 				collectPkgs(p.Sig, paths)
@@ -97,6 +102,14 @@ func (g *emitter) imports() {
 		}
 		if w.OnFailureSig != nil {
 			collectPkgs(w.OnFailureSig, paths)
+		}
+		for _, sc := range w.Schedules {
+			collectPkgs(sc.Sig, paths)
+			if sc.Catchup != "" {
+				// Only then: a package of the user's named store would
+				// otherwise be renamed for an import the file lacks.
+				paths[storePath] = "store"
+			}
 		}
 	}
 	delete(paths, g.pkg.Path)
@@ -405,8 +418,11 @@ func Skeleton(w *analysis.Workflow) *engine.Definition {
 	def := &engine.Definition{Name: w.Name, InputType: typeID(w.Input)}
 	for _, s := range w.Steps {
 		step := engine.Step{Name: s.Name, OutputType: typeID(s.Output)}
-		if s.Kind == analysis.KindSleep {
+		switch s.Kind {
+		case analysis.KindSleep:
 			step.Kind = engine.KindSleep
+		case analysis.KindSignal:
+			step.Kind = engine.KindSignal
 		}
 		for _, e := range s.Parents {
 			step.Parents = append(step.Parents, engine.Parent{Name: e.Parent.Name, Optional: e.Optional})
@@ -454,20 +470,29 @@ func (g *emitter) definition(w *analysis.Workflow) {
 	if w.Timeout > 0 {
 		fields.add("Timeout", duration(w.Timeout))
 	}
+	if len(w.Schedules) > 0 {
+		fields.add("Schedules", jen.Index().Qual(enginePath, "ScheduleDef").Custom(
+			jen.Options{Open: "{", Close: "}", Separator: ",", Multi: true}, g.schedules(w)...))
+	}
 	stepFuncs := make([]string, len(w.Steps))
 	for i, s := range w.Steps {
-		stepFuncs[i] = g.name("_dagen" + n + "_" + s.Func)
+		stepFuncs[i] = g.name("_dagen" + n + "_" + s.Ident())
 	}
 
-	g.f.Commentf("%s holds the funcs of workflow %q with the signatures they", funcsType, w.Name)
-	g.f.Commentf("were generated for. %sDefinition fills it from its guards; the step", n)
-	g.f.Comment("funcs below call the funcs through it.")
-	g.f.Type().Id(funcsType).StructFunc(func(grp *jen.Group) {
-		for _, fn := range userFuncs(w) {
-			grp.Id(g.fnVar(fn.name)).Id(signatureType(fn.name))
-		}
-	})
-	g.f.Line()
+	// A workflow of signal waits alone calls no func of the user's: it
+	// has no guards and no funcs to pass.
+	ufs := userFuncs(w)
+	if len(ufs) > 0 {
+		g.f.Commentf("%s holds the funcs of workflow %q with the signatures they", funcsType, w.Name)
+		g.f.Commentf("were generated for. %sDefinition fills it from its guards; the step", n)
+		g.f.Comment("funcs below call the funcs through it.")
+		g.f.Type().Id(funcsType).StructFunc(func(grp *jen.Group) {
+			for _, fn := range ufs {
+				grp.Id(g.fnVar(fn.name)).Id(signatureType(fn.name))
+			}
+		})
+		g.f.Line()
+	}
 
 	// The definition assigns the guards and calls one small func per step
 	// rather than holding every step's closures itself: the compiler's
@@ -475,15 +500,22 @@ func (g *emitter) definition(w *analysis.Workflow) {
 	// thousands of closures took minutes to build. One statement per step
 	// rather than one literal holding them all, because go/printer
 	// measures nested literals again at every level.
-	body := g.guards(w)
-	var funcs fieldList
-	for _, fn := range userFuncs(w) {
-		funcs.add(g.fnVar(fn.name), jen.Id(g.fnVar(fn.name)))
+	var body []jen.Code
+	if len(ufs) > 0 {
+		body = g.guards(w)
+		var funcs fieldList
+		for _, fn := range ufs {
+			funcs.add(g.fnVar(fn.name), jen.Id(g.fnVar(fn.name)))
+		}
+		body = append(body, jen.Id(fns).Op(":=").Op("&").Id(funcsType).Add(funcs.values()))
 	}
-	body = append(body, jen.Id(fns).Op(":=").Op("&").Id(funcsType).Add(funcs.values()))
 	body = append(body, jen.Id(def).Op(":=").Op("&").Qual(enginePath, "Definition").Add(fields.values()))
-	for i := range w.Steps {
-		body = append(body, jen.Id(def).Dot("Steps").Op("=").Append(jen.Id(def).Dot("Steps"), jen.Id(stepFuncs[i]).Call(jen.Id(fns))))
+	for i, s := range w.Steps {
+		var args []jen.Code
+		if s.Kind != analysis.KindSignal {
+			args = append(args, jen.Id(fns)) // a signal wait calls no func
+		}
+		body = append(body, jen.Id(def).Dot("Steps").Op("=").Append(jen.Id(def).Dot("Steps"), jen.Id(stepFuncs[i]).Call(args...)))
 	}
 	body = append(body, jen.Return(jen.Id(def)))
 	g.f.Commentf("%sDefinition returns the engine definition of workflow %q.", n, w.Name)
@@ -492,11 +524,79 @@ func (g *emitter) definition(w *analysis.Workflow) {
 
 	for i, s := range w.Steps {
 		g.f.Line()
+		if s.Kind == analysis.KindSignal {
+			g.f.Commentf("%s returns signal wait %q of workflow %q.", stepFuncs[i], s.Name, w.Name)
+			g.f.Func().Id(stepFuncs[i]).Params().Qual(enginePath, "Step").Block(
+				jen.Return(jen.Qual(enginePath, "Step").Add(g.signalStep(s))),
+			)
+			continue
+		}
 		g.f.Commentf("%s returns step %q of workflow %q.", stepFuncs[i], s.Name, w.Name)
 		g.f.Func().Id(stepFuncs[i]).Params(jen.Id(fns).Op("*").Id(funcsType)).Qual(enginePath, "Step").Block(
 			jen.Return(jen.Qual(enginePath, "Step").Add(g.step(w, s))),
 		)
 	}
+}
+
+// schedules returns the engine.ScheduleDef literals of w's schedules.
+// Zone, Tenant and Catchup are left out when the directive leaves them
+// out, for the engine's defaults (UTC, "schedule", latest).
+func (g *emitter) schedules(w *analysis.Workflow) []jen.Code {
+	out := make([]jen.Code, len(w.Schedules))
+	for i, sc := range w.Schedules {
+		var fields fieldList
+		fields.add("Name", jen.Lit(sc.Name))
+		fields.add("Cron", jen.Lit(sc.Cron))
+		if sc.Zone != "" {
+			fields.add("Zone", jen.Lit(sc.Zone))
+		}
+		if sc.Tenant != "" {
+			fields.add("Tenant", jen.Lit(sc.Tenant))
+		}
+		if sc.Catchup != "" {
+			fields.add("Catchup", jen.Qual(storePath, catchupConst(sc.Catchup)))
+		}
+		ctx, slot, in, err := g.name("ctx"), g.name("slot"), g.name("in"), g.name("err")
+		fields.add("Input", jen.Func().Params(jen.Id(ctx).Qual("context", "Context"), jen.Id(slot).Qual("time", "Time")).Params(jen.Index().Byte(), jen.Error()).Block(
+			jen.List(jen.Id(in), jen.Id(err)).Op(":=").Add(g.callee(sc.Func)).Call(jen.Id(ctx), jen.Id(slot)),
+			g.checkErr(jen.Nil()),
+			jen.Return(jen.Qual(enginePath, "Encode").Call(jen.Id(in))),
+		))
+		out[i] = fields.values()
+	}
+	return out
+}
+
+// catchupConst names the store constant of a catchup= value the analysis
+// accepted.
+func catchupConst(c string) string {
+	switch c {
+	case "all":
+		return "CatchupAll"
+	case "none":
+		return "CatchupNone"
+	}
+	return "CatchupLatest"
+}
+
+// signalStep is the engine.Step literal of a signal wait: no func, and
+// the payload type as its output.
+func (g *emitter) signalStep(s *analysis.Step) jen.Code {
+	var fields fieldList
+	fields.add("Name", jen.Lit(s.Name))
+	fields.add("Kind", jen.Qual(enginePath, "KindSignal"))
+	fields.add("OutputType", jen.Lit(typeID(s.Output)))
+	if len(s.Parents) > 0 {
+		fields.add("Parents", jen.Index().Qual(enginePath, "Parent").ValuesFunc(func(grp *jen.Group) {
+			for _, e := range s.Parents {
+				grp.Values(jen.Dict{jen.Id("Name"): jen.Lit(e.Parent.Name)})
+			}
+		}))
+	}
+	if s.SignalTimeout > 0 {
+		fields.add("SignalTimeout", duration(s.SignalTimeout))
+	}
+	return fields.values()
 }
 
 // fieldList is a composite literal's fields, kept in the order they are
@@ -815,6 +915,27 @@ func (g *emitter) handle(w *analysis.Workflow) {
 	)
 	g.f.Line()
 
+	spec := g.name("spec")
+	g.comment(fmt.Sprintf("CreateSchedule creates a schedule of %q that starts a run with %s at each slot of %s.Cron, for %s.Tenant, or replaces the schedule of that tenant with %s.Name; it sets %s.Input to %s. See engine.Engine.CreateSchedule; a store that keeps no schedules gives engine.ErrSchedulesUnsupported.",
+		w.Name, input, spec, spec, spec, spec, input))
+	g.f.Func().Params(jen.Id(recv).Op("*").Id(wfType)).Id("CreateSchedule").Params(ctxP, jen.Id(spec).Qual(enginePath, "ScheduleSpec"), jen.Id(input).Add(g.typ(w.Input))).Error().Block(
+		jen.Id(spec).Dot("Input").Op("=").Id(input),
+		jen.Return(jen.Id(recv).Dot("engine").Dot("CreateSchedule").Call(jen.Id(ctx), jen.Lit(w.Name), jen.Id(spec))),
+	)
+	g.f.Line()
+
+	payload := g.name("payload")
+	for _, s := range w.Steps {
+		if s.Kind != analysis.KindSignal {
+			continue
+		}
+		g.comment(sendDoc(w, s, id, payload))
+		g.f.Func().Params(jen.Id(recv).Op("*").Id(wfType)).Id(analysis.SendMethod(s)).Params(ctxP, jen.Id(id).Qual(dagPath, "RunID"), jen.Id(payload).Add(g.typ(s.Output))).Error().Block(
+			jen.Return(jen.Id(recv).Dot("engine").Dot("Signal").Call(jen.Id(ctx), jen.Lit(w.Name), jen.Id(id), jen.Lit(s.Name), jen.Id(payload))),
+		)
+		g.f.Line()
+	}
+
 	r, res, out := g.name("r"), g.name("res"), g.name("out")
 	g.f.Commentf("%s is one run of workflow %q.", runType, w.Name)
 	g.f.Type().Id(runType).Struct(
@@ -866,6 +987,18 @@ func (g *emitter) handle(w *analysis.Workflow) {
 	g.f.Comment("Wait blocks until the run finishes and returns the outputs of its steps.")
 	g.f.Comment("When the run failed or was cancelled, the error is the engine's *engine.RunError.")
 	g.f.Func().Params(jen.Id(r).Op("*").Id(runType)).Id("Wait").Params(ctxP).Params(jen.Id(resType), jen.Error()).Block(body...)
+}
+
+// sendDoc is the doc comment of the Send method of signal wait s,
+// unwrapped.
+func sendDoc(w *analysis.Workflow, s *analysis.Step, id, payload string) string {
+	doc := fmt.Sprintf("%s sends %s to signal wait %q of the run of %q with %s.", analysis.SendMethod(s), payload, s.Name, w.Name, id)
+	doc += " A run waiting there goes on at once, with the payload as the wait's output; a signal sent before the run reaches the wait is held and used when it does."
+	if s.SignalTimeout > 0 {
+		doc += fmt.Sprintf(" A wait that gets no signal within %s after it begins is skipped.", durationText(s.SignalTimeout))
+	}
+	doc += " A second signal for the wait, held or delivered, is an error wrapping store.ErrSignalHeld or store.ErrSignalResolved, as is a finished run (store.ErrRunFinished) and an unknown one (store.ErrRunNotFound); see engine.Engine.Signal."
+	return doc
 }
 
 // startDoc is the doc comment of Start, unwrapped.
@@ -949,10 +1082,17 @@ func hasOutputs(w *analysis.Workflow) bool {
 func (g *emitter) result(w *analysis.Workflow) {
 	n := analysis.GoName(w)
 	g.f.Commentf("%sResult holds the outputs of a finished run of workflow %q: one field", n, w.Name)
-	if slices.ContainsFunc(w.Steps, (*analysis.Step).Mapped) {
+	signals := slices.ContainsFunc(w.Steps, func(s *analysis.Step) bool { return s.Kind == analysis.KindSignal })
+	switch {
+	case signals:
+		g.comment("per step that returns a value and per signal wait (its payload), a dag.Maybe when the step or the wait can be skipped (a wait with timeout= is skipped when no signal came in time).")
+		if slices.ContainsFunc(w.Steps, (*analysis.Step).Mapped) {
+			g.f.Comment("A mapped step's field is the slice of its elements' outputs, in element order.")
+		}
+	case slices.ContainsFunc(w.Steps, (*analysis.Step).Mapped):
 		g.f.Comment("per step that returns a value, a dag.Maybe when the step can be skipped;")
 		g.f.Comment("a mapped step's field is the slice of its elements' outputs, in element order.")
-	} else {
+	default:
 		g.f.Comment("per step that returns a value, a dag.Maybe when the step can be skipped.")
 	}
 	g.f.Type().Id(n + "Result").StructFunc(func(grp *jen.Group) {
@@ -976,7 +1116,8 @@ type userFunc struct {
 }
 
 // userFuncs returns the funcs workflow w calls, each once: steps in source
-// order, then skip predicates, then the onfailure func.
+// order, then skip predicates, then the onfailure func, then the schedule
+// funcs. Signal waits call none.
 func userFuncs(w *analysis.Workflow) []userFunc {
 	var out []userFunc
 	seen := map[string]bool{}
@@ -987,7 +1128,9 @@ func userFuncs(w *analysis.Workflow) []userFunc {
 		}
 	}
 	for _, s := range w.Steps {
-		add(s.Func, s.Sig)
+		if s.Kind != analysis.KindSignal {
+			add(s.Func, s.Sig)
+		}
 	}
 	for _, s := range w.Steps {
 		for _, p := range s.Skip {
@@ -996,6 +1139,9 @@ func userFuncs(w *analysis.Workflow) []userFunc {
 	}
 	if w.OnFailure != "" {
 		add(w.OnFailure, w.OnFailureSig)
+	}
+	for _, sc := range w.Schedules {
+		add(sc.Func, sc.Sig)
 	}
 	return out
 }

@@ -10,10 +10,12 @@ import (
 
 // Mermaid renders a workflow as a Mermaid flowchart, top to bottom. Edges
 // point from a parent to its child; an optional parent (taken as
-// dag.Maybe) is a dotted edge; a sleep is a rounded node; a mapped step
-// (each=) is a subroutine node, [[…]], with a thick edge from the parent
-// it maps; skip predicates, the map and retries are part of a node's
-// label.
+// dag.Maybe) is a dotted edge; a sleep is a rounded node; a signal wait
+// is a parallelogram, [/…/], labelled "signal Approval (72h)" with its
+// timeout; a mapped step (each=) is a subroutine node, [[…]], with a thick
+// edge from the parent it maps; skip predicates, the map and retries are
+// part of a node's label. Schedules are not drawn: they start runs, they
+// are no part of one.
 func Mermaid(w *analysis.Workflow) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "---\ntitle: %s\n---\nflowchart TD\n", yamlScalar(w.Name))
@@ -21,11 +23,13 @@ func Mermaid(w *analysis.Workflow) string {
 		label := strings.ReplaceAll(strings.Join(nodeLabel(s), "<br/>"), `"`, "#quot;")
 		switch {
 		case s.Kind == analysis.KindSleep:
-			fmt.Fprintf(&b, "    %s([\"%s\"])\n", mermaidID(s.Func), label)
+			fmt.Fprintf(&b, "    %s([\"%s\"])\n", mermaidID(s.Ident()), label)
+		case s.Kind == analysis.KindSignal:
+			fmt.Fprintf(&b, "    %s[/\"%s\"/]\n", mermaidID(s.Ident()), label)
 		case s.Mapped():
-			fmt.Fprintf(&b, "    %s[[\"%s\"]]\n", mermaidID(s.Func), label)
+			fmt.Fprintf(&b, "    %s[[\"%s\"]]\n", mermaidID(s.Ident()), label)
 		default:
-			fmt.Fprintf(&b, "    %s[\"%s\"]\n", mermaidID(s.Func), label)
+			fmt.Fprintf(&b, "    %s[\"%s\"]\n", mermaidID(s.Ident()), label)
 		}
 	}
 	for _, s := range w.Steps {
@@ -37,7 +41,7 @@ func Mermaid(w *analysis.Workflow) string {
 			case e.Optional:
 				arrow = "-.->"
 			}
-			fmt.Fprintf(&b, "    %s %s %s\n", mermaidID(e.Parent.Func), arrow, mermaidID(s.Func))
+			fmt.Fprintf(&b, "    %s %s %s\n", mermaidID(e.Parent.Ident()), arrow, mermaidID(s.Ident()))
 		}
 	}
 	if w.OnFailure != "" {
@@ -59,8 +63,9 @@ func yamlScalar(s string) string {
 	return strconv.Quote(s)
 }
 
-// mermaidID returns a node id for a func name: the name itself, except
-// that Mermaid reads "end" as a keyword in any case.
+// mermaidID returns a node id for a node's Go identifier (a step's func
+// name): the name itself, except that Mermaid reads "end" as a keyword in
+// any case.
 func mermaidID(name string) string {
 	if strings.EqualFold(name, "end") {
 		return name + "_"
@@ -69,9 +74,9 @@ func mermaidID(name string) string {
 }
 
 // DOT renders a workflow as a Graphviz digraph, with the same conventions
-// as [Mermaid]: dashed edges for optional parents, rounded sleeps, mapped
-// steps as stacked boxes (box3d) with a bold edge from the parent they
-// map.
+// as [Mermaid]: dashed edges for optional parents, rounded sleeps, signal
+// waits as parallelograms, mapped steps as stacked boxes (box3d) with a
+// bold edge from the parent they map.
 func DOT(w *analysis.Workflow) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "digraph %q {\n    rankdir=TB;\n    node [shape=box];\n", w.Name)
@@ -80,20 +85,23 @@ func DOT(w *analysis.Workflow) string {
 		switch {
 		case s.Kind == analysis.KindSleep:
 			attrs = append(attrs, "shape=box", "style=rounded")
+		case s.Kind == analysis.KindSignal:
+			attrs = append(attrs, "shape=parallelogram")
 		case s.Mapped():
 			attrs = append(attrs, "shape=box3d")
 		}
-		fmt.Fprintf(&b, "    %q [%s];\n", s.Func, strings.Join(attrs, ", "))
+		fmt.Fprintf(&b, "    %q [%s];\n", s.Ident(), strings.Join(attrs, ", "))
 	}
 	for _, s := range w.Steps {
 		for _, e := range s.Parents {
+			from, to := e.Parent.Ident(), s.Ident()
 			switch {
 			case e == s.Each:
-				fmt.Fprintf(&b, "    %q -> %q [style=bold];\n", e.Parent.Func, s.Func)
+				fmt.Fprintf(&b, "    %q -> %q [style=bold];\n", from, to)
 			case e.Optional:
-				fmt.Fprintf(&b, "    %q -> %q [style=dashed];\n", e.Parent.Func, s.Func)
+				fmt.Fprintf(&b, "    %q -> %q [style=dashed];\n", from, to)
 			default:
-				fmt.Fprintf(&b, "    %q -> %q;\n", e.Parent.Func, s.Func)
+				fmt.Fprintf(&b, "    %q -> %q;\n", from, to)
 			}
 		}
 	}
@@ -104,8 +112,21 @@ func DOT(w *analysis.Workflow) string {
 	return b.String()
 }
 
-// nodeLabel is a step's name followed by what is special about it.
+// nodeLabel is a step's name followed by what is special about it. A
+// signal wait's is "signal Approval (72h)", its stored name and timeout,
+// followed by its payload type when that has another name.
 func nodeLabel(s *analysis.Step) []string {
+	if s.Kind == analysis.KindSignal {
+		head := "signal " + s.Name
+		if s.SignalTimeout > 0 {
+			head += " (" + durationText(s.SignalTimeout) + ")"
+		}
+		lines := []string{head}
+		if s.TypeName != s.Name {
+			lines = append(lines, "type "+s.TypeName)
+		}
+		return lines
+	}
 	lines := []string{s.Func}
 	if s.Name != s.Func {
 		lines[0] += fmt.Sprintf(" (%s)", s.Name)

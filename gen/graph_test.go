@@ -35,9 +35,11 @@ func TestGraphQuoting(t *testing.T) {
 // compares them with want/graph.mmd and want/graph.dot (-update rewrites
 // them). The mapped case shows each=: a subroutine node (Mermaid) or a
 // box3d (DOT) labelled with the parent it maps and its limit, and a thick
-// or bold edge from that parent.
+// or bold edge from that parent. The signal case shows signal waits: a
+// parallelogram labelled with the wait's name and timeout (and its type
+// when that has another name); its schedules are not drawn.
 func TestGraphGolden(t *testing.T) {
-	for _, name := range []string{"mapped"} {
+	for _, name := range []string{"mapped", "signal"} {
 		t.Run(name, func(t *testing.T) {
 			pkgs, diags := analysis.Run(t.Context(), analysis.Config{}, "./testdata/"+name)
 			if analysis.HasErrors(diags) || len(pkgs) != 1 || len(pkgs[0].Workflows) != 1 {

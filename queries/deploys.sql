@@ -101,7 +101,7 @@ FROM dagen_runs r
 JOIN dagen_tasks t ON t.run_id = r.id
 LEFT JOIN dagen_signatures s ON s.signature = t.signature
 WHERE r.status IN ('QUEUED', 'RUNNING')
-  AND t.status IN ('PENDING', 'QUEUED', 'RUNNING', 'SLEEPING', 'BACKOFF', 'MAPPING')
+  AND t.status IN ('PENDING', 'QUEUED', 'RUNNING', 'SLEEPING', 'BACKOFF', 'MAPPING', 'AWAITING')
   AND NOT (t.kind = 'onfailure' AND t.status = 'PENDING')
 GROUP BY t.signature, r.workflow, split_part(t.name, '[', 1), s.signature
 ORDER BY r.workflow, split_part(t.name, '[', 1), t.signature;
@@ -118,9 +118,15 @@ CROSS JOIN LATERAL (
     SELECT bool_or(NOT (t.signature = ANY(@served::text[]))) AS stranded
     FROM dagen_tasks t
     WHERE t.run_id = r.id
-      AND t.status IN ('PENDING', 'QUEUED', 'RUNNING', 'SLEEPING', 'BACKOFF', 'MAPPING')
+      AND t.status IN ('PENDING', 'QUEUED', 'RUNNING', 'SLEEPING', 'BACKOFF', 'MAPPING', 'AWAITING')
       AND NOT (t.kind = 'onfailure' AND t.status = 'PENDING')
 ) AS x
 WHERE r.status IN ('QUEUED', 'RUNNING')
 GROUP BY r.workflow
 ORDER BY r.workflow;
+
+-- name: GetSignatures :many
+SELECT signature, workflow, step, kind, input_type, output_type, parents::text AS parents
+FROM dagen_signatures
+WHERE signature = ANY(@signatures::text[])
+ORDER BY signature;

@@ -54,7 +54,8 @@ ORDER BY w.id;
 -- name: Backlog :many
 -- Unfinished tasks per tenant, workflow and state, from the tables that
 -- hold only them: the ready queue (QUEUED), the leases (RUNNING) and the
--- timers (SLEEPING, BACKOFF). None of these reads the history.
+-- timers (SLEEPING, BACKOFF; not deadlines, nor the ends of signal waits,
+-- which wait for no worker). None of these reads the history.
 SELECT r.tenant, r.workflow, x.state, count(*)::integer AS n
 FROM (
     SELECT q.run_id, 'QUEUED' AS state FROM dagen_ready q
@@ -62,7 +63,7 @@ FROM (
     SELECT l.run_id, 'RUNNING' FROM dagen_leases l
     UNION ALL
     SELECT t.run_id, CASE t.kind WHEN 'sleep' THEN 'SLEEPING' ELSE 'BACKOFF' END FROM dagen_timers t
-    WHERE t.kind <> 'deadline'
+    WHERE t.kind IN ('sleep', 'retry')
 ) AS x
 JOIN dagen_runs r ON r.id = x.run_id
 WHERE r.status IN ('QUEUED', 'RUNNING')

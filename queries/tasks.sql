@@ -78,7 +78,7 @@ WHERE t.status = 'RUNNING';
 SELECT t.run_id, t.name, t.kind, t.children, t.status, t.attempt, t.max_attempts, t.signature,
        t.error, t.reason, t.wake_at, t.worker,
        t.queued_event, t.queued_at, t.started_event, t.started_at,
-       t.pending_parents, t.elements, t.next_element, t.map_limit
+       t.pending_parents, t.elements, t.next_element, t.map_limit, (t.signal IS NOT NULL)::boolean AS held
 FROM (SELECT unnest((SELECT @run_ids::uuid[])) AS run_id, unnest(@names::text[]) AS name) AS k
 CROSS JOIN LATERAL (
     SELECT * FROM dagen_tasks t WHERE t.run_id = k.run_id AND t.name = k.name LIMIT 1

@@ -113,6 +113,11 @@ type analyzer struct {
 	// unresolved marks steps with an after= name that did not resolve:
 	// binding their parameters would only report the same mistake again.
 	unresolved map[*Step]bool
+	// signals are the signal waits, in source order, with a workflow or
+	// not.
+	signals []*Step
+	// placedBy holds the parent whose workflow a signal wait was put in.
+	placedBy map[*Step]*Step
 }
 
 // found is a directive together with the declaration it sits on.
@@ -186,17 +191,25 @@ func (a *analyzer) run() *Package {
 			a.addWorkflow(f)
 		}
 	}
-	var onFailures []*found
+	var onFailures, schedules []*found
 	for _, f := range decls {
 		switch f.dir.Name {
 		case dirStep, dirSleep:
 			a.addStep(f)
+		case dirSignal:
+			a.addSignal(f)
+		case dirSchedule:
+			schedules = append(schedules, f)
 		case dirOnFailure:
 			onFailures = append(onFailures, f)
 		}
 	}
+	a.placeSignals()
 	for _, f := range onFailures {
 		a.addOnFailure(f)
+	}
+	for _, f := range schedules {
+		a.addSchedule(f)
 	}
 	for _, w := range a.workflows {
 		a.checkWorkflow(w)
@@ -427,18 +440,22 @@ func times(n int) string {
 // var declaration", "inside func body"), if known.
 func (a *analyzer) checkPlacement(f *found, other string) bool {
 	d := f.dir
-	wantType := d.Name == dirWorkflow
+	wantType := d.Name == dirWorkflow || d.Name == dirSignal
+	what := "a workflow input"
+	if d.Name == dirSignal {
+		what = "a signal payload"
+	}
 	switch {
 	case wantType && f.spec != nil:
 		if f.spec.TypeParams != nil {
-			a.errorf(d.Pos, d.NameEnd, GenericDecl, "//dag:workflow on generic type %s: a workflow input must be a plain type", f.spec.Name.Name)
+			a.errorf(d.Pos, d.NameEnd, GenericDecl, "//dag:%s on generic type %s: %s must be a plain type", d.Name, f.spec.Name.Name, what)
 			return false
 		}
 		if f.spec.Name.Name == "_" {
-			a.errorf(d.Pos, d.NameEnd, BadName, "//dag:workflow on a blank type: generated code cannot refer to _; give the type a name")
+			a.errorf(d.Pos, d.NameEnd, BadName, "//dag:%s on a blank type: generated code cannot refer to _; give the type a name", d.Name)
 			return false
 		}
-		if f.spec.Assign.IsValid() {
+		if f.spec.Assign.IsValid() && d.Name == dirWorkflow {
 			a.aliasWorkflow(f.spec)
 			return false
 		}
@@ -449,7 +466,11 @@ func (a *analyzer) checkPlacement(f *found, other string) bool {
 			return false
 		}
 		if f.fn.Type.TypeParams != nil {
-			a.errorf(d.Pos, d.NameEnd, GenericDecl, "//dag:%s on generic func %s: steps cannot have type parameters", d.Name, f.fn.Name.Name)
+			funcs := "steps"
+			if d.Name == dirSchedule {
+				funcs = "schedule funcs"
+			}
+			a.errorf(d.Pos, d.NameEnd, GenericDecl, "//dag:%s on generic func %s: %s cannot have type parameters", d.Name, f.fn.Name.Name, funcs)
 			return false
 		}
 		if f.fn.Name.Name == "_" {
@@ -459,8 +480,11 @@ func (a *analyzer) checkPlacement(f *found, other string) bool {
 		return true
 	}
 	want := "a top-level func"
-	if wantType {
+	switch d.Name {
+	case dirWorkflow:
 		want = "a top-level type (the workflow's input)"
+	case dirSignal:
+		want = "a top-level type (the payload a run waits for)"
 	}
 	on := "not above any declaration"
 	switch {
@@ -868,12 +892,13 @@ func (a *analyzer) checkWorkflow(w *Workflow) {
 	names := map[string]*Step{}
 	for _, s := range w.Steps {
 		if other := names[s.Name]; other != nil {
-			a.errorAt(s.Pos, DuplicateName, fmt.Sprintf("step name %q of %s is already used by %s in workflow %s", s.Name, s.Func, other.Func, w.TypeName),
-				Related{Pos: other.Pos, Message: "other step " + other.Func})
+			a.duplicateName(w, s, other)
 			continue
 		}
 		names[s.Name] = s
 	}
+	a.signalNames(w)
+	a.signalIdents(w)
 	for _, s := range w.Steps {
 		a.resolveParents(w, s)
 	}
@@ -904,6 +929,59 @@ func (a *analyzer) checkWorkflow(w *Workflow) {
 	}
 }
 
+// duplicateName reports s, whose stored name other has already.
+func (a *analyzer) duplicateName(w *Workflow, s, other *Step) {
+	if s.Kind != KindSignal && other.Kind != KindSignal {
+		a.errorAt(s.Pos, DuplicateName, fmt.Sprintf("step name %q of %s is already used by %s in workflow %s", s.Name, s.Func, other.Func, w.TypeName),
+			Related{Pos: other.Pos, Message: "other step " + other.Func})
+		return
+	}
+	fix := "give the signal another name="
+	if s.Kind == KindSignal && other.Kind == KindSignal {
+		fix = "give one of them another name="
+	}
+	a.errorAt(s.Pos, DuplicateName, fmt.Sprintf("%s has stored name %q, which %s has already in workflow %s: %s", a.nodeWhat(s), s.Name, a.nodeWhat(other), w.TypeName, fix),
+		Related{Pos: other.Pos, Message: "other " + a.nodeWhat(other)})
+}
+
+// nodeWhat names a node for messages: "step Charge", "sleep Wait",
+// "signal Approval", "signal Approve (type Approval)".
+func (a *analyzer) nodeWhat(s *Step) string {
+	switch s.Kind {
+	case KindSleep:
+		return "sleep " + s.Func
+	case KindSignal:
+		if s.TypeName != s.Name {
+			return fmt.Sprintf("signal %s (type %s)", s.Name, s.TypeName)
+		}
+		return "signal " + s.Name
+	}
+	return "step " + s.Func
+}
+
+// signalNames reports the signal waits of w named like the func of a
+// step or a sleep of the package: after= names funcs first, so it could
+// never name such a wait. A wait named like a node of w, stored name and
+// func alike, is reported as a duplicate already.
+func (a *analyzer) signalNames(w *Workflow) {
+	for _, s := range w.Steps {
+		if s.Kind != KindSignal {
+			continue
+		}
+		p, _ := a.node(s.Name, w)
+		if p == nil || p.Kind == KindSignal || p.Name == s.Name && a.wfOf[p] == w {
+			continue
+		}
+		kind := "step"
+		if p.Kind == KindSleep {
+			kind = "sleep"
+		}
+		a.errorAt(s.Pos, DuplicateName, fmt.Sprintf("%s is named like the func of %s %s: after=%s would name the %s; give the signal another name=",
+			a.nodeWhat(s), kind, p.Func, s.Name, kind),
+			Related{Pos: p.Pos, Message: "func " + p.Func})
+	}
+}
+
 func (a *analyzer) stepFuncs(w *Workflow) []string {
 	out := make([]string, len(w.Steps))
 	for i, s := range w.Steps {
@@ -917,7 +995,6 @@ func (a *analyzer) resolveParents(w *Workflow, s *Step) {
 	if !ok {
 		return
 	}
-	scope := a.pkg.Types.Scope()
 	seen := map[*Step]token.Position{}
 	for _, it := range ar.items() {
 		if it.Text == "" {
@@ -926,9 +1003,7 @@ func (a *analyzer) resolveParents(w *Workflow, s *Step) {
 			continue
 		}
 		pos := a.position(it.Pos)
-		obj := scope.Lookup(it.Text)
-		fn, _ := obj.(*types.Func)
-		parent := a.funcs[fn]
+		parent, obj := a.node(it.Text, w)
 		if parent == nil {
 			a.unknownParent(w, s, it, obj)
 			a.unresolved[s] = true
@@ -941,11 +1016,22 @@ func (a *analyzer) resolveParents(w *Workflow, s *Step) {
 			continue // the parent's own error says why it has no workflow
 		case pw != w:
 			a.unresolved[s] = true
-			a.errorAt(pos, ForeignParent, fmt.Sprintf("parent %s of %s belongs to workflow %s, not %s", parent.Func, s.Func, pw.TypeName, w.TypeName),
-				Related{Pos: parent.Pos, Message: parent.Func + " takes " + pw.TypeName})
+			msg := fmt.Sprintf("parent %s of %s belongs to workflow %s, not %s", parent.Func, s.Func, pw.TypeName, w.TypeName)
+			if by := a.placedBy[s]; by != nil {
+				msg += fmt.Sprintf(": signal %s waits in the workflow of its parent %s, and the parents of a signal wait belong to one workflow", s.Func, by.Func)
+			}
+			related := parent.Func + " takes " + pw.TypeName
+			if parent.Kind == KindSignal {
+				related = "signal " + parent.Func + " waits in workflow " + pw.TypeName
+			}
+			a.errorAt(pos, ForeignParent, msg, Related{Pos: parent.Pos, Message: related})
 			continue
 		case parent == s:
-			a.errorAt(pos, SelfParent, fmt.Sprintf("step %s lists itself in after=", s.Func))
+			what := "step"
+			if s.Kind == KindSignal {
+				what = "signal"
+			}
+			a.errorAt(pos, SelfParent, fmt.Sprintf("%s %s lists itself in after=", what, s.Func))
 			continue
 		}
 		if first, dup := seen[parent]; dup {
@@ -958,16 +1044,40 @@ func (a *analyzer) resolveParents(w *Workflow, s *Step) {
 	}
 }
 
+// unknownParent reports an after= name of s that names no node. w is the
+// workflow of s, or nil when s is a signal wait whose workflow is unknown:
+// the names of every workflow are then the candidates of "did you mean".
 func (a *analyzer) unknownParent(w *Workflow, s *Step, it item, obj types.Object) {
-	steps := a.stepFuncs(w)
+	var nodes []*Step
+	if w != nil {
+		nodes = w.Steps
+	} else {
+		for _, w := range a.workflows {
+			nodes = append(nodes, w.Steps...)
+		}
+		nodes = append(nodes, a.signals...)
+	}
+	var names []string
+	for _, n := range nodes {
+		if n != s && !slices.Contains(names, n.Func) {
+			names = append(names, n.Func)
+		}
+	}
+	for _, sig := range a.signals {
+		if sig.TypeName == it.Text && sig.Name != it.Text {
+			// The type's name, where its stored name is wanted.
+			a.errorf(it.Pos, it.End, UnknownParent, "parent %s of %s is the type of signal %q: after= names a signal wait by its name; write %s", it.Text, s.Func, sig.Name, sig.Name)
+			return
+		}
+	}
 	switch {
 	case obj == nil:
 		msg := fmt.Sprintf("unknown parent %s in after= of %s", it.Text, s.Func)
-		if hint := didYouMean(it.Text, steps); hint != "" {
+		if hint := didYouMean(it.Text, names); hint != "" {
 			msg += hint
 		} else {
-			for _, other := range w.Steps {
-				if other.Name == it.Text {
+			for _, other := range nodes {
+				if other.Name == it.Text && other.Kind != KindSignal {
 					msg += fmt.Sprintf(": after= takes func names; step %q is func %s", other.Name, other.Func)
 					break
 				}
@@ -976,7 +1086,11 @@ func (a *analyzer) unknownParent(w *Workflow, s *Step, it item, obj types.Object
 		a.errorf(it.Pos, it.End, UnknownParent, "%s", msg)
 	default:
 		kind := "a func without //dag:step or //dag:sleep"
-		if _, isFunc := obj.(*types.Func); !isFunc {
+		switch obj.(type) {
+		case *types.Func:
+		case *types.TypeName:
+			kind = "a type without //dag:signal"
+		default:
 			kind = "not a func"
 		}
 		a.errorf(it.Pos, it.End, UnknownParent, "parent %s of %s is not a step: %s is %s", it.Text, s.Func, it.Text, kind)
@@ -1111,8 +1225,8 @@ func stronglyConnected(steps []*Step, index map[*Step]int) [][]*Step {
 // bindParams matches the step's parameters after the input with the
 // outputs of its parents, in after= order.
 func (a *analyzer) bindParams(w *Workflow, s *Step) {
-	if !s.valid || a.unresolved[s] {
-		return
+	if !s.valid || a.unresolved[s] || s.Kind == KindSignal {
+		return // a signal wait has no parameters: its parents only order it
 	}
 	var values []*Edge
 	for _, e := range s.Parents {
@@ -1253,7 +1367,8 @@ func paramName(p *types.Var, i int) string {
 
 // computeSkippable marks the steps that can end SKIPPED, following the
 // truth table of the engine: a step is skipped when a skip predicate holds,
-// when a required parent is skipped, or when all its parents are skipped.
+// when a required parent is skipped, or when all its parents are skipped;
+// a signal wait with timeout= is skipped when no signal came in time.
 func (a *analyzer) computeSkippable(w *Workflow) {
 	const (
 		unknown = iota
@@ -1270,8 +1385,10 @@ func (a *analyzer) computeSkippable(w *Workflow) {
 			return s.Skippable
 		}
 		state[s] = visiting
-		skippable := false
-		if _, ok := a.skips[s]; ok {
+		// A skip predicate or a wait that may time out can skip the
+		// step by itself.
+		_, skippable := a.skips[s]
+		if s.Kind == KindSignal && s.SignalTimeout > 0 {
 			skippable = true
 		}
 		all := len(s.Parents) > 0
@@ -1461,9 +1578,9 @@ func NewFuncName(w *Workflow) string {
 	return "New" + GoName(w) + "Workflow"
 }
 
-// ResultField returns the name of a step's field in the generated result
-// struct.
-func ResultField(s *Step) string { return exported(s.Func) }
+// ResultField returns the name of a step's or a signal wait's field in
+// the generated result struct.
+func ResultField(s *Step) string { return exported(s.Ident()) }
 
 func exported(name string) string {
 	r, size := utf8.DecodeRuneInString(name)
@@ -1511,17 +1628,67 @@ func (a *analyzer) checkNames() {
 			a.errorAt(w.Pos, NameCollision, fmt.Sprintf("workflows %s and %s would both generate %s: rename one of the types",
 				other.TypeName, w.TypeName, strings.Join(clashes[other], ", ")), Related{Pos: other.Pos, Message: "workflow " + other.TypeName})
 		}
-		fields := map[string]*Step{}
-		for _, s := range w.Steps {
-			if s.Output == nil {
-				continue
-			}
-			f := ResultField(s)
-			if other := fields[f]; other != nil {
-				a.errorAt(s.Pos, NameCollision, fmt.Sprintf("steps %s and %s would both be field %s of %sResult: rename one", other.Func, s.Func, f, GoName(w)))
-				continue
-			}
+		a.checkNodeNames(w)
+	}
+}
+
+// checkNodeNames reports the nodes of w whose generated names would be
+// the same: fields of the result, the funcs that return their
+// engine.Step (named for [Step.Ident]), and the Send methods of signal
+// waits, which must not be a method the handle has anyway either.
+func (a *analyzer) checkNodeNames(w *Workflow) {
+	idents := map[string]*Step{}
+	fields := map[string]*Step{}
+	for _, s := range w.Steps {
+		if other := idents[s.Ident()]; other != nil {
+			// Two funcs have two names: only a signal wait meets another
+			// node here.
+			a.errorAt(s.Pos, NameCollision, fmt.Sprintf("%s and %s would both generate _dagen%s_%s: %s",
+				a.nodeWhat(other), a.nodeWhat(s), GoName(w), s.Ident(), a.renameFix(other, s)))
+			continue
+		}
+		idents[s.Ident()] = s
+		if s.Output == nil {
+			continue
+		}
+		f := ResultField(s)
+		switch other := fields[f]; {
+		case other == nil:
 			fields[f] = s
+		case s.Kind != KindSignal && other.Kind != KindSignal:
+			a.errorAt(s.Pos, NameCollision, fmt.Sprintf("steps %s and %s would both be field %s of %sResult: rename one", other.Func, s.Func, f, GoName(w)))
+		default:
+			// Send methods are named as fields are, Send + field: two
+			// waits whose methods would be the same end here too.
+			a.errorAt(s.Pos, NameCollision, fmt.Sprintf("%s and %s would both be field %s of %sResult: %s",
+				a.nodeWhat(other), a.nodeWhat(s), f, GoName(w), a.renameFix(other, s)))
 		}
 	}
+	for _, s := range w.Steps {
+		if m := SendMethod(s); s.Kind == KindSignal && slices.Contains(handleMethods, m) {
+			a.errorAt(s.Pos, NameCollision, fmt.Sprintf("%s would generate method %s, which %sWorkflow has already: %s",
+				a.nodeWhat(s), m, GoName(w), a.renameFix(s)))
+		}
+	}
+}
+
+// renameFix says how to tell nodes apart whose generated names would be
+// the same: rename a step's func, a signal's type, or a signal named for
+// its stored name (its type is another's too) by name=.
+func (a *analyzer) renameFix(nodes ...*Step) string {
+	var fixes []string
+	for _, s := range nodes {
+		switch {
+		case s.Kind != KindSignal:
+			fixes = append(fixes, "rename func "+s.Func)
+		case s.Ident() == s.TypeName:
+			fixes = append(fixes, "rename type "+s.TypeName)
+		default:
+			fixes = append(fixes, fmt.Sprintf("give signal %q another name=", s.Name))
+		}
+	}
+	if len(fixes) == 1 {
+		return fixes[0]
+	}
+	return strings.Join(fixes, ", or ")
 }

@@ -6,8 +6,11 @@ import (
 	"go/parser"
 	"go/token"
 	"go/types"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/tools/go/packages"
 
@@ -153,5 +156,113 @@ func TestMappedGraph(t *testing.T) {
 	// The predicate of mapped step Resize is given ListImages's whole slice.
 	if p := w.Step("Resize").Skip; len(p) != 1 || p[0].Args[0].Source != analysis.ArgParent || str(p[0].Args[0].Type) != "[]Image" {
 		t.Errorf("Resize skip %+v", p)
+	}
+}
+
+// TestSignalGraph checks the model of signal waits and schedules: waits
+// are nodes of their parents' workflow with the payload as output, a
+// timeout makes a wait skippable, waits sharing a type are named for
+// their stored names, and schedules carry their keys.
+func TestSignalGraph(t *testing.T) {
+	pkgs, diags := analysis.Run(context.Background(), analysis.Config{}, "../../gen/testdata/signal")
+	for _, d := range diags {
+		t.Errorf("diagnostic: %v", d)
+	}
+	if len(pkgs) != 1 || len(pkgs[0].Workflows) != 1 {
+		t.Fatalf("packages %+v", pkgs)
+	}
+	w := pkgs[0].Workflows[0]
+	var order []string
+	for _, s := range w.Steps {
+		order = append(order, s.Name)
+	}
+	if got := strings.Join(order, ","); got != "Submit,Approval,Decide,Paid,Refund,Book" {
+		t.Errorf("nodes in order %s", got)
+	}
+	for _, c := range []struct {
+		name, ident, send, output string
+		timeout                   time.Duration
+		skippable                 bool
+	}{
+		{"Approval", "Approval", "SendApproval", "Approval", 72 * time.Hour, true},
+		{"Paid", "Paid", "SendPaid", "Payment", 0, false},
+		{"Refund", "Refund", "SendRefund", "Refund", 0, false},
+	} {
+		s := w.Step(c.name)
+		if s == nil || s.Kind != analysis.KindSignal {
+			t.Fatalf("%s: %+v, want a signal wait", c.name, s)
+		}
+		if s.Ident() != c.ident || analysis.SendMethod(s) != c.send || types.TypeString(s.Output, func(*types.Package) string { return "" }) != c.output ||
+			s.SignalTimeout != c.timeout || s.Skippable != c.skippable || s.Sig != nil || len(s.Parents) != 1 || s.Parents[0].Optional {
+			t.Errorf("%s: ident %s send %s output %v timeout %v skippable %v parents %d; want %+v",
+				c.name, s.Ident(), analysis.SendMethod(s), s.Output, s.SignalTimeout, s.Skippable, len(s.Parents), c)
+		}
+	}
+	if d := w.Step("Decide"); !d.Parents[1].Optional || d.Parents[1].Param != 3 || d.Skippable {
+		t.Errorf("Decide takes Approval as %+v, skippable %v", d.Parents[1], d.Skippable)
+	}
+	if b := w.Step("Book"); b.Parents[0].Optional || b.Parents[0].Param != 2 || len(b.Skip) != 1 || b.Skip[0].Args[0].Source != analysis.ArgParent {
+		t.Errorf("Book takes Paid as %+v, skip %+v", b.Parents[0], b.Skip)
+	}
+	want := []analysis.Schedule{
+		{Func: "NightlyExpenses", Name: "Nightly", Cron: "0 3 * * *", Zone: "Europe/Paris", Tenant: "system", Catchup: "latest"},
+		{Func: "Hourly", Name: "Hourly", Cron: "@hourly"},
+	}
+	if len(w.Schedules) != len(want) {
+		t.Fatalf("%d schedules, want %d", len(w.Schedules), len(want))
+	}
+	for i, sc := range w.Schedules {
+		got := *sc
+		got.Pos, got.Sig = token.Position{}, nil
+		if got != want[i] || sc.Sig == nil {
+			t.Errorf("schedule %d = %+v, want %+v", i, got, want[i])
+		}
+	}
+}
+
+// TestRootSignal checks that a signal wait without after= belongs to the
+// package's only workflow, and that a skip it may cause by timing out
+// cascades to a child that takes it as a plain T.
+func TestRootSignal(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"go.mod": "module example.com/root\n\ngo 1.24\n",
+		"root.go": `package root
+
+import "context"
+
+//dag:workflow
+type Order struct{ ID string }
+
+//dag:signal
+type Go struct{ OK bool }
+
+//dag:signal timeout=1h name=Confirm
+type Confirmation struct{ By string }
+
+//dag:step after=Go,Confirm
+func Ship(ctx context.Context, o Order, g Go, c Confirmation) (string, error) { return "", nil }
+`,
+	}
+	for name, src := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pkgs, diags := analysis.Run(context.Background(), analysis.Config{Dir: dir}, ".")
+	for _, d := range diags {
+		t.Errorf("diagnostic: %v", d)
+	}
+	if len(pkgs) != 1 || len(pkgs[0].Workflows) != 1 {
+		t.Fatalf("packages %+v", pkgs)
+	}
+	w := pkgs[0].Workflows[0]
+	g, c, ship := w.Step("Go"), w.Step("Confirm"), w.Step("Ship")
+	if g == nil || c == nil || ship == nil || len(w.Steps) != 3 {
+		t.Fatalf("steps %+v", w.Steps)
+	}
+	if len(g.Parents) != 0 || g.Skippable || !c.Skippable || c.Ident() != "Confirmation" || !ship.Skippable {
+		t.Errorf("Go parents %d skippable %v; Confirm skippable %v ident %s; Ship skippable %v",
+			len(g.Parents), g.Skippable, c.Skippable, c.Ident(), ship.Skippable)
 	}
 }

@@ -26,6 +26,7 @@ const (
 	//	//dag:step after=A,B each=A,B limit=0
 	//	//dag:workflow key=Customer..ID
 	//	//dag:workflow concurrency=0 timeout=soon
+	//	//dag:schedule cron=0 3 * * * catchup=sometimes tenant=" acme"
 	MalformedDirective
 
 	// SpacedList is a list value with spaces after or before its commas,
@@ -35,13 +36,14 @@ const (
 	SpacedList
 
 	// NonPositiveDuration is a duration key (timeout=, backoff=,
-	// maxbackoff=, and timeout= of a workflow) given zero or less. Zero is
-	// what leaving the key out means, so writing it only leaves readers
-	// guessing.
+	// maxbackoff=, and timeout= of a workflow or a signal) given zero or
+	// less. Zero is what leaving the key out means, so writing it only
+	// leaves readers guessing.
 	//
 	//	//dag:step timeout=0
 	//	//dag:step backoff=-1s
 	//	//dag:workflow timeout=0s
+	//	//dag:signal after=Submit timeout=0
 	NonPositiveDuration
 
 	// UnknownDirective is //dag:NAME with a NAME dagen does not know.
@@ -66,10 +68,14 @@ const (
 	EmptyValue
 
 	// MisplacedDirective is a directive that is not directly above a
-	// top-level declaration of the kind it applies to.
+	// top-level declaration of the kind it applies to: a type for
+	// //dag:workflow and //dag:signal, a func for the others.
 	//
 	//	//dag:workflow
 	//	func Order() {}
+	//
+	//	//dag:signal after=Submit
+	//	func Approve(ctx context.Context, o Order) error
 	MisplacedDirective
 
 	// AliasWorkflow is //dag:workflow on a type alias, which is no type of
@@ -79,7 +85,8 @@ const (
 	//	type Purchase = Order
 	AliasWorkflow
 
-	// MethodStep is a step, sleep or onfailure directive on a method.
+	// MethodStep is a step, sleep, schedule or onfailure directive on a
+	// method.
 	//
 	//	//dag:step
 	//	func (s *Service) Validate(ctx context.Context, o Order) error
@@ -89,6 +96,9 @@ const (
 	//
 	//	//dag:step
 	//	func Validate[T any](ctx context.Context, o Order) error
+	//
+	//	//dag:signal after=Submit
+	//	type Approval[T any] struct{ Note T }
 	GenericDecl
 
 	// DuplicateDirective is a second dagen directive on one declaration.
@@ -105,20 +115,32 @@ const (
 	SpacedDirective
 
 	// UnknownWorkflow is a step whose second parameter is not a
-	// //dag:workflow type of the same package.
+	// //dag:workflow type of the same package, a schedule func that does
+	// not return one, or a signal wait without after= in a package of
+	// several workflows (it would not say which one waits for it).
 	//
 	//	//dag:step
 	//	func Validate(ctx context.Context, o string) error
+	//
+	//	//dag:schedule cron="0 3 * * *"
+	//	func Nightly(ctx context.Context, slot time.Time) (string, error)
+	//
+	//	//dag:signal // the package has workflows Order and Refund
+	//	type Approval struct{ By string }
 	UnknownWorkflow
 
-	// UnknownParent is an after= name that is not a step.
+	// UnknownParent is an after= name that is neither a step, a sleep nor
+	// a signal wait (named by its stored name).
 	//
 	//	//dag:step after=Validat
 	UnknownParent
 
-	// ForeignParent is an after= name that is a step of another workflow.
+	// ForeignParent is an after= name that is a step of another workflow,
+	// such as a signal wait's second parent when its first put it in
+	// another workflow.
 	//
 	//	//dag:step after=RefundValidate
+	//	//dag:signal after=Submit,RefundValidate
 	ForeignParent
 
 	// SelfParent is a step that lists itself in after=.
@@ -140,16 +162,23 @@ const (
 	//	func Beta(...)
 	Cycle
 
-	// DuplicateName is a stored name (of a step or a workflow) used twice.
+	// DuplicateName is a stored name (of a step, a signal wait, a schedule
+	// or a workflow) used twice, or the name of a signal wait that is also
+	// the func name of a step (after= could not tell them apart).
 	//
 	//	//dag:step name="charge"
 	//	func Charge(...)
 	//	//dag:step name="charge"
 	//	func ChargeAgain(...)
+	//
+	//	//dag:signal after=Submit name=Charge
 	DuplicateName
 
 	// BadName is a stored name the engine cannot store, or a blank (_)
-	// func or type that generated code could not refer to.
+	// func or type that generated code could not refer to, or the stored
+	// name of a signal wait that generated identifiers are built from
+	// (its payload type is another wait's too) and that is not a Go
+	// identifier.
 	//
 	//	//dag:step name="@charge"
 	//
@@ -239,6 +268,7 @@ const (
 	// //dag:step: only steps can be mapped.
 	//
 	//	//dag:sleep after=ListImages each=ListImages
+	//	//dag:signal after=ListImages each=ListImages
 	MisplacedEach
 
 	// BadSleep is a sleep func that does not return (time.Duration, error)
@@ -258,8 +288,8 @@ const (
 	// DuplicateOnFailure is a second onfailure func for one workflow.
 	DuplicateOnFailure
 
-	// Unencodable is a workflow input or step output that cannot be
-	// stored as JSON: it holds a chan, a func, an unsafe.Pointer or a
+	// Unencodable is a workflow input, step output or signal payload that
+	// cannot be stored as JSON: it holds a chan, a func, an unsafe.Pointer or a
 	// complex number, or an interface with methods (such as error), which
 	// JSON can write but not decode back.
 	//
@@ -307,9 +337,14 @@ const (
 
 	// NameCollision is a package-level name that dagen wants to generate
 	// (OrderWorkflow, OrderResult, …) and the package already declares, or
-	// two steps whose result fields would have the same name.
+	// two steps or signal waits whose generated names (result fields, the
+	// funcs that return their engine.Step, Send methods) would be the
+	// same.
 	//
 	//	type OrderResult struct{}
+	//
+	//	//dag:signal after=Submit name=Approve // and a step func Approval
+	//	type Approval struct{ By string }
 	NameCollision
 
 	// UnknownKeyField is a key= or per= path naming a field that its
@@ -348,6 +383,33 @@ const (
 	//
 	//	//dag:workflow per=CustomerID
 	PerWithoutConcurrency
+
+	// MappedSignal is each= naming a signal wait: a step cannot be mapped
+	// over a signal's payload.
+	//
+	//	//dag:step after=Approval each=Approval // Approval is a //dag:signal
+	MappedSignal
+
+	// MissingKey is a directive without a key it needs: cron= of
+	// //dag:schedule.
+	//
+	//	//dag:schedule tenant=system
+	MissingKey
+
+	// BadCron is a cron= expression or a zone= name of //dag:schedule
+	// that the cron parser the workers use (package
+	// runtime/cronexpr) rejects.
+	//
+	//	//dag:schedule cron="0 25 * * *"
+	//	//dag:schedule cron="0 3 * * *" zone=Europe/Pariss
+	BadCron
+
+	// BadSchedule is a schedule func that is not func(context.Context,
+	// time.Time) (In, error).
+	//
+	//	//dag:schedule cron="0 3 * * *"
+	//	func Nightly(ctx context.Context) (Report, error)
+	BadSchedule
 
 	// Internal is a failure of dagen itself, such as generated code that
 	// does not format.
@@ -407,6 +469,10 @@ var codeNames = [...]string{
 	LostKeyField:            "LostKeyField",
 	BadKeyType:              "BadKeyType",
 	PerWithoutConcurrency:   "PerWithoutConcurrency",
+	MappedSignal:            "MappedSignal",
+	MissingKey:              "MissingKey",
+	BadCron:                 "BadCron",
+	BadSchedule:             "BadSchedule",
 	Internal:                "Internal",
 }
 

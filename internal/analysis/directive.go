@@ -13,6 +13,8 @@ const (
 	dirWorkflow  = "workflow"
 	dirStep      = "step"
 	dirSleep     = "sleep"
+	dirSignal    = "signal"
+	dirSchedule  = "schedule"
 	dirOnFailure = "onfailure"
 )
 
@@ -21,7 +23,9 @@ const (
 const directivePrefix = "//dag:"
 
 // directiveNames lists the directives in the order they are documented.
-func directiveNames() []string { return []string{dirWorkflow, dirStep, dirSleep, dirOnFailure} }
+func directiveNames() []string {
+	return []string{dirWorkflow, dirStep, dirSleep, dirSignal, dirSchedule, dirOnFailure}
+}
 
 // directiveKeys returns the keys a directive accepts, and false for an
 // unknown directive.
@@ -33,6 +37,10 @@ func directiveKeys(name string) ([]string, bool) {
 		return []string{"after", "skip", "each", "limit", "retry", "backoff", "maxbackoff", "timeout", "name"}, true
 	case dirSleep:
 		return []string{"after", "name"}, true
+	case dirSignal:
+		return []string{"after", "timeout", "name"}, true
+	case dirSchedule:
+		return []string{"cron", "zone", "tenant", "catchup", "name"}, true
 	case dirOnFailure:
 		return nil, true
 	}
@@ -190,6 +198,19 @@ func parseDirective(c *ast.Comment) (*directive, []syntaxError) {
 					i = end
 				}
 			}
+			if key == "cron" && d.Name == dirSchedule {
+				if end := bareWords(text, i); end > i {
+					// cron=0 3 * * *: the fields after the first are the
+					// rest of the expression, not arguments of their own.
+					// Read it whole, so that it is checked as written.
+					expr := strings.Join(strings.Fields(text[vstart:end]), " ")
+					bad(vstart, end, MalformedDirective, "the value of cron= has spaces: quote it, as in cron="+strconv.Quote(expr))
+					a.Value, a.End = expr, at(end)
+					i = end
+					d.Args = append(d.Args, a)
+					continue
+				}
+			}
 			a.Value = text[vstart:i]
 			if strings.ContainsAny(a.Value, "\"`") {
 				bad(vstart, i, MalformedDirective, "value of "+key+" has a quote inside it: quote the whole value, as in "+key+"=\"…\"")
@@ -234,6 +255,29 @@ func spacedList(text string, start, end int) (newEnd, gap int) {
 			gap = newEnd
 		}
 		newEnd = k
+	}
+}
+
+// bareWords returns the end of the words that follow text[:end] across
+// spaces and are no arguments of their own (no = and no quote), or end
+// when there are none.
+func bareWords(text string, end int) int {
+	for {
+		j := end
+		for j < len(text) && isSpace(text[j]) {
+			j++
+		}
+		if j == end || j >= len(text) {
+			return end
+		}
+		k := j
+		for k < len(text) && !isSpace(text[k]) {
+			k++
+		}
+		if strings.ContainsAny(text[j:k], "=\"`") {
+			return end
+		}
+		end = k
 	}
 }
 

@@ -66,6 +66,9 @@ func TestParseDirectiveErrors(t *testing.T) {
 		{`//dag:step after=A, retry=1`, nil}, // a trailing comma, then a key: EmptyValue later
 		{`//dag:step name=A, B`, []string{"B"}},
 		{`//dag:step each=A, B`, []string{"B"}}, // each= names one parent: not a list
+		{`//dag:schedule cron=0 3 * * * tenant=x`, []string{"0 3 * * *"}},
+		{`//dag:schedule cron="0 3 * * *" tenant=x`, nil},
+		{`//dag:step cron=0 3`, []string{"3"}}, // only a schedule's cron= is read across spaces
 	} {
 		_, errs := parseDirective(comment(tc.text))
 		if len(errs) != len(tc.want) {
@@ -77,6 +80,23 @@ func TestParseDirectiveErrors(t *testing.T) {
 				t.Errorf("%s: error %d covers %q, want %q", tc.text, i, got, tc.want[i])
 			}
 		}
+	}
+}
+
+// TestParseUnquotedCron checks that an unquoted cron= expression with
+// spaces is read whole, with one error, and that the argument after it is
+// an argument of its own.
+func TestParseUnquotedCron(t *testing.T) {
+	text := `//dag:schedule cron=0 3 * * * tenant=system`
+	d, errs := parseDirective(comment(text))
+	if len(errs) != 1 || !strings.Contains(errs[0].Msg, `cron="0 3 * * *"`) {
+		t.Fatalf("errors %+v", errs)
+	}
+	if len(d.Args) != 2 || d.Args[0].Value != "0 3 * * *" || d.Args[1].Key != "tenant" || d.Args[1].Value != "system" {
+		t.Errorf("args %+v", d.Args)
+	}
+	if got := text[d.Args[0].ValuePos-10 : d.Args[0].End-10]; got != "0 3 * * *" {
+		t.Errorf("value covers %q", got)
 	}
 }
 

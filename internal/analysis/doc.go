@@ -5,8 +5,8 @@
 // golang.org/x/tools/go/packages, tolerating package and type errors that sit
 // in our own (possibly stale) generated file, dag_gen.go. [Analyze] then:
 //
-//   - finds //dag:workflow, //dag:step, //dag:sleep and //dag:onfailure
-//     directives in the raw comment lists (ast.CommentGroup.Text drops
+//   - finds //dag:workflow, //dag:step, //dag:sleep, //dag:signal,
+//     //dag:schedule and //dag:onfailure directives in the raw comment lists (ast.CommentGroup.Text drops
 //     directive lines), tokenizing their key=value arguments with exact
 //     positions so that an error points at the key it is about;
 //   - resolves every name (parents, skip predicates, types) through go/types;
@@ -24,6 +24,9 @@
 //	                                         retry=N backoff=1s maxbackoff=1m
 //	                                         timeout=30s name=
 //	//dag:sleep      on a sleep func         after=A,B name=
+//	//dag:signal     on a payload type       after=A,B timeout=72h name=
+//	//dag:schedule   on an input func        cron="0 3 * * *" zone=Europe/Paris
+//	                                         tenant= catchup=latest|all|none name=
 //	//dag:onfailure  on the failure handler  (none)
 //
 // after= and skip= take comma-separated func names without spaces. each=P
@@ -61,6 +64,29 @@
 // timeout=D (a positive Go duration, such as 48h or 90m) fails a run that
 // has not finished D after its trigger ("timed out after 48h");
 // engine.WithTimeout on a trigger sets another deadline for that run.
+//
+// //dag:signal on a type makes a signal wait: a node that, once its
+// after= parents are resolved, waits for a signal whose payload is a value
+// of the type, sent with the generated Send method. Children list it in
+// after= by its stored name (the type's name unless name=) and take the
+// payload as T or dag.Maybe[T], as they take a step's output; skip
+// predicates may take it too. timeout= (a positive duration) ends the
+// wait without a signal: the wait is then skipped, so it counts as a step
+// that can be skipped; without timeout= it waits for ever. A wait belongs
+// to the workflow of its parents, which must all be of one workflow; one
+// without after= waits from the start of a run of the package's only
+// workflow. The payload must round-trip through JSON like an output, and
+// no step can be mapped over it (each=).
+//
+// //dag:schedule on a func(ctx context.Context, slot time.Time) (In,
+// error), where In is a workflow's input type, starts a run of that
+// workflow at each slot of cron= with the input the func builds. cron= (a
+// five-field expression or a descriptor such as @daily, Go-quoted when it
+// has spaces) and zone= (an IANA name; default UTC) are checked with the
+// parser the workers use, package runtime/cronexpr; tenant= with
+// store.ValidTenant (default "schedule"); catchup= is latest (the
+// default), all or none. The stored name, name= or the func's name, is
+// unique among the workflow's schedules.
 //
 // Problems are data: each is a [Diagnostic] with a position, a [Code] and a
 // message that says how to fix it where that is obvious. Analyze collects

@@ -27,12 +27,21 @@ type eachArg struct {
 // misplacedMapKey returns the error for each= or limit= on a directive
 // that cannot be mapped, and false for any other key or directive.
 func misplacedMapKey(dir, key string) (string, bool) {
-	if key != "each" && key != "limit" || dir != dirSleep && dir != dirOnFailure {
+	if key != "each" && key != "limit" {
 		return "", false
 	}
-	what := "a sleep"
-	if dir == dirOnFailure {
+	var what string
+	switch dir {
+	case dirSleep:
+		what = "a sleep"
+	case dirSignal:
+		what = "a signal wait"
+	case dirSchedule:
+		what = "a schedule"
+	case dirOnFailure:
 		what = "an onfailure func"
+	default:
+		return "", false
 	}
 	if key == "each" {
 		return fmt.Sprintf("each= maps a //dag:step; %s cannot be mapped: drop each=", what), true
@@ -140,6 +149,13 @@ func (a *analyzer) checkEachSlice(s *Step) {
 	const want = "each= maps a parent that returns []T"
 	var why string
 	switch {
+	case p.Kind == KindSignal:
+		// A signal wait is not mapped over: a step after it that
+		// returns the slice is, which also names what is mapped.
+		a.eachBroken[s] = true
+		a.errorf(ar.ValuePos, ar.End, MappedSignal,
+			"each=%[1]s: %[1]s is a signal wait, and a step cannot be mapped over a signal's payload: add a step after %[1]s that returns its slice, and map that", ar.Value)
+		return
 	case p.Kind == KindSleep:
 		why = p.Func + " is a sleep, which gives no value"
 	case t == nil:
@@ -213,6 +229,9 @@ func (a *analyzer) checkMappedParam(s *Step, e *Edge, p *types.Var, index int, t
 // …": "returns Receipt", or "is mapped (each=ListImages), so it gives
 // []Thumb".
 func (a *analyzer) gives(p *Step) string {
+	if p.Kind == KindSignal {
+		return "is a signal wait whose payload is " + a.typeString(p.Output)
+	}
 	if p.Mapped() {
 		return fmt.Sprintf("is mapped (each=%s), so it gives %s", p.Each.Parent.Func, a.typeString(p.ResultType()))
 	}

@@ -42,8 +42,11 @@ type Workflow struct {
 	// Timeout is timeout=: how long a run may take, counted from its
 	// trigger, or 0 for no deadline.
 	Timeout time.Duration
-	// Steps in source order.
+	// Steps in source order: steps, sleeps and signal waits.
 	Steps []*Step
+	// Schedules are the //dag:schedule funcs that build the workflow's
+	// input, in source order.
+	Schedules []*Schedule
 	// OnFailure is the name of the onfailure func, or "".
 	OnFailure    string
 	OnFailurePos token.Position
@@ -86,25 +89,42 @@ const (
 	KeyUnsigned                // an unsigned integer kind, in decimal
 )
 
-// StepKind says whether a step runs code or sleeps.
+// StepKind says whether a step runs code, sleeps or waits for a signal.
 type StepKind int
 
 // Step kinds.
 const (
-	KindStep  StepKind = iota // //dag:step
-	KindSleep                 // //dag:sleep
+	KindStep   StepKind = iota // //dag:step
+	KindSleep                  // //dag:sleep
+	KindSignal                 // //dag:signal
 )
 
-// Step is one //dag:step or //dag:sleep func.
+// Step is one node of a workflow's graph: a //dag:step or //dag:sleep
+// func, or a //dag:signal type, the payload of a signal wait.
+//
+// A signal wait has no func: Func is then the name its children's after=
+// give it, its stored name, and Sig is nil. Its Output is the payload
+// type, which its children take like any parent's output.
 type Step struct {
-	Func string // the Go func's name
-	Name string // stored name: name= or Func
+	// Func is the Go func's name, or a signal wait's stored name.
+	Func string
+	Name string // stored name: name= or Func (a signal's: its type's name)
 	Kind StepKind
-	Pos  token.Position // the func's name
+	Pos  token.Position // the func's name, or the signal type's name
 	Sig  *types.Signature
 	// Output is the type of the value the step produces, or nil for a step
-	// returning only error and for sleeps.
+	// returning only error and for sleeps. A signal wait's is its payload
+	// type.
 	Output types.Type
+	// TypeName is the name of a signal wait's payload type, the type
+	// //dag:signal is on; "" for other kinds.
+	TypeName string
+	// SignalTimeout is timeout= of a signal wait: how long it waits for
+	// its signal before it is skipped, or 0 to wait for ever.
+	SignalTimeout time.Duration
+	// signalIdent is a signal wait's [Step.Ident], set once its workflow
+	// is known.
+	signalIdent string
 	// SleepUntil is set for a sleep returning time.Time rather than
 	// time.Duration.
 	SleepUntil bool
@@ -132,6 +152,18 @@ type Step struct {
 	Skippable bool
 
 	valid bool // the signature was read; Output is meaningful
+}
+
+// Ident returns the Go identifier that names generated for the node are
+// built from (its field of the result, the func that returns its
+// engine.Step, a signal's Send method): Func for a step or a sleep; for a
+// signal wait, its payload type's name, or its stored name when another
+// signal wait of the workflow carries the same type.
+func (s *Step) Ident() string {
+	if s.Kind == KindSignal && s.signalIdent != "" {
+		return s.signalIdent
+	}
+	return s.Func
 }
 
 // Mapped reports whether the step runs once per element of a parent's
@@ -173,6 +205,26 @@ func (s *Step) ValueParents() []*Edge {
 		}
 	}
 	return out
+}
+
+// Schedule is one //dag:schedule func: it builds the input of the run of
+// its workflow that starts at each slot of Cron.
+type Schedule struct {
+	Func string // the Go func's name
+	Name string // stored name: name= or Func, unique in the workflow
+	Pos  token.Position
+	Sig  *types.Signature
+	// Cron is cron=, a five-field expression or a descriptor (@daily),
+	// read in Zone.
+	Cron string
+	// Zone is zone=, an IANA time zone name, or "" for UTC.
+	Zone string
+	// Tenant is tenant=, the tenant of the runs, or "" for the engine's
+	// default.
+	Tenant string
+	// Catchup is catchup=: latest, all or none, or "" for the engine's
+	// default (latest).
+	Catchup string
 }
 
 // Edge is a parent of a step.

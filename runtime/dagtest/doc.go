@@ -11,4 +11,8 @@
 //	h.RunUntilIdle(ctx)          // runs until the sleep
 //	h.Advance(ctx, 24*time.Hour) // wakes it and runs the rest
 //	res, err := run.Wait(ctx)
+//
+// Advancing the clock also fires due schedules (//dag:schedule) and ends
+// signal waits whose timeout passed; NewWithClock starts the clock at a
+// time of the test's choosing (a daylight saving change, say).
 package dagtest

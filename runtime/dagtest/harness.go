@@ -37,7 +37,13 @@ type Harness struct {
 // test's *testing.T.
 func New(t TB) *Harness {
 	t.Helper()
-	clock := NewClock(Epoch)
+	return NewWithClock(t, NewClock(Epoch))
+}
+
+// NewWithClock returns a harness on clock, for tests that start at a time
+// of their own (a daylight saving change, say).
+func NewWithClock(t TB, clock *Clock) *Harness {
+	t.Helper()
 	st := memstore.New(&memstore.Config{Now: clock.Now})
 	e, err := engine.New(st, &engine.Config{Manual: true, WorkerID: "dagtest"})
 	if err != nil {
@@ -46,8 +52,8 @@ func New(t TB) *Harness {
 	return &Harness{Engine: e, Store: st, Clock: clock, t: t}
 }
 
-// RunUntilIdle polls the engine until nothing is ready and no timer is
-// due, and returns how many tasks and timers it handled. A store error
+// RunUntilIdle polls the engine until nothing is ready and no timer or
+// schedule is due, and returns how many tasks and timers it handled. A store error
 // fails the test.
 func (h *Harness) RunUntilIdle(ctx context.Context) int {
 	h.t.Helper()

@@ -52,6 +52,11 @@ type Definition struct {
 	// cancelled and its onfailure handler runs. A trigger's own timeout
 	// (WithTimeout) takes its place.
 	Timeout time.Duration
+	// Schedules are the workflow's declared schedules (//dag:schedule):
+	// registering the definition on an engine whose store keeps schedules
+	// (store.Scheduler) creates or updates them by name, and deletes the
+	// workflow's declared schedules no longer listed.
+	Schedules []ScheduleDef
 }
 
 // StepKind says what a step does.
@@ -64,13 +69,19 @@ const (
 	// KindSleep computes a wake time with Step.Sleep and sleeps until then,
 	// durably: no worker holds it while it sleeps.
 	KindSleep
+	// KindSignal waits for a signal (//dag:signal): once its parents are
+	// resolved it waits, durably and holding no worker, until a signal
+	// arrives (Engine.Signal), whose payload is then its output, or until
+	// SignalTimeout has passed, when it is skipped with "no signal within
+	// 72h". It has no func.
+	KindSignal
 )
 
 // Step is one node of a workflow.
 type Step struct {
 	// Name is the stored step name, unique in the workflow.
 	Name string
-	// Kind is KindStep (the default) or KindSleep.
+	// Kind is KindStep (the default), KindSleep or KindSignal.
 	Kind StepKind
 	// Parents must finish (complete or be skipped) before this step is
 	// looked at. Run reads their outputs by name ([ParentOutput]).
@@ -106,6 +117,9 @@ type Step struct {
 	// flight (queued, running or waiting out a retry) at once; 0 means no
 	// bound.
 	Limit int
+	// SignalTimeout bounds how long a KindSignal step waits for its
+	// signal, counted from when it begins to wait; 0 waits for ever.
+	SignalTimeout time.Duration
 }
 
 // Parent is an edge into a step.
@@ -227,6 +241,10 @@ func (d *Definition) Validate() error {
 			if s.Sleep == nil {
 				bad("sleep step %q has no Sleep func", s.Name)
 			}
+		case KindSignal:
+			if s.Run != nil || s.Sleep != nil || len(s.Skip) > 0 {
+				bad("signal step %q has a func or skip predicates: a signal wait runs no code", s.Name)
+			}
 		default:
 			bad("step %q has unknown kind %d", s.Name, s.Kind)
 		}
@@ -238,7 +256,7 @@ func (d *Definition) Validate() error {
 		if s.Each != "" || s.Limit != 0 {
 			validMap(s, bad)
 		}
-		if s.Retry.MaxRetries < 0 || s.Retry.Backoff < 0 || s.Retry.MaxBackoff < 0 || s.Timeout < 0 {
+		if s.Retry.MaxRetries < 0 || s.Retry.Backoff < 0 || s.Retry.MaxBackoff < 0 || s.Timeout < 0 || s.SignalTimeout < 0 {
 			bad("step %q has negative retry or timeout settings", s.Name)
 		}
 	}
@@ -251,6 +269,7 @@ func (d *Definition) Validate() error {
 	if d.Timeout < 0 {
 		bad("negative timeout %s: want a duration above zero, or 0 for no deadline", store.ShortDuration(d.Timeout))
 	}
+	validSchedules(d.Schedules, bad)
 	if len(errs) == 0 {
 		if cycle := d.findCycle(index); cycle != nil {
 			bad("cycle: %s", strings.Join(cycle, " -> "))
@@ -331,7 +350,7 @@ func (d *Definition) newTasks(sigs map[string]string) []store.NewTask {
 			parents[i] = p.Name
 		}
 		attempts := s.Retry.MaxRetries + 1
-		if kind == store.KindSleep {
+		if kind == store.KindSleep || kind == store.KindSignal {
 			attempts = max(attempts, rescueAttempts)
 		}
 		tasks = append(tasks, store.NewTask{Name: s.Name, Kind: kind, Parents: parents, MaxAttempts: attempts, Signature: sigs[s.Name]})

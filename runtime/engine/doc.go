@@ -34,6 +34,15 @@
 // RunResult.Waiting, and the leader logs a WAITING event for it, on stores
 // that implement [store.Deploys].
 //
+// Time and events. A signal wait (KindSignal, //dag:signal) holds no
+// worker: once its parents are resolved it is AWAITING in the store until
+// [Engine.Signal] delivers its payload (a signal sent earlier is held) or
+// its SignalTimeout skips it. Schedules (Definition.Schedules,
+// //dag:schedule, or [Engine.CreateSchedule] at run time) live in stores
+// that implement [store.Scheduler]: every worker fires the due slots of
+// the workflows it serves, each slot's run keyed by its slot so it starts
+// once (see package cronexpr for expressions and time zones).
+//
 // For tests, Config.Manual gives an engine without background goroutines
 // that [Engine.Poll] drives step by step; package dagtest builds on it with
 // a fake clock.

@@ -62,6 +62,9 @@ type Config struct {
 	// in one run: a step whose output a mapped step maps fails, for good,
 	// when its slice is longer. Default 100,000.
 	MaxElements int
+	// SchedulePollInterval is how often the worker looks for due
+	// schedules (store.Scheduler). Default 1s.
+	SchedulePollInterval time.Duration
 	// Manual makes an engine without background goroutines: Start is an
 	// error, Poll does the work and Wait drives Poll itself. For
 	// deterministic tests; see package dagtest.
@@ -87,6 +90,9 @@ func (c *Config) withDefaults() Config {
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = 50 * time.Millisecond
+	}
+	if cfg.SchedulePollInterval <= 0 {
+		cfg.SchedulePollInterval = time.Second
 	}
 	if cfg.Lease <= 0 {
 		cfg.Lease = 30 * time.Second
@@ -245,6 +251,9 @@ type registered struct {
 	// recorded is set once the signatures' descriptions are in the store
 	// (store.Deploys).
 	recorded atomic.Bool
+	// scheduled is set once its declared schedules are in the store
+	// (store.Scheduler).
+	scheduled atomic.Bool
 }
 
 // runScope lets Cancel reach the steps of a run executing here.
@@ -426,31 +435,15 @@ func (e *Engine) TriggerManyRuns(ctx context.Context, reqs []TriggerRequest) ([]
 		if reg == nil {
 			return nil, fmt.Errorf("trigger %q: %w", req.Workflow, ErrUnknownWorkflow)
 		}
-		if err := store.ValidTenant(req.Tenant); err != nil {
-			return nil, fmt.Errorf("trigger %q: %w", req.Workflow, err)
-		}
-		if isNil(req.Input) {
-			return nil, fmt.Errorf("trigger %q: %w", req.Workflow, ErrNilInput)
-		}
-		in, err := Encode(req.Input)
+		in, err := encodeInput(req.Input)
 		if err != nil {
-			return nil, fmt.Errorf("trigger %q: %w", req.Workflow, errors.Unwrap(err))
-		}
-		key := req.Key
-		if key == "" && reg.def.Key != nil {
-			if key, err = reg.def.Key(in); err != nil {
-				return nil, fmt.Errorf("trigger %q: derive the idempotency key: %w", req.Workflow, err)
-			}
-		}
-		if err := store.ValidKey(key); err != nil {
 			return nil, fmt.Errorf("trigger %q: %w", req.Workflow, err)
 		}
-		regs[i] = reg
-		ids[i] = dag.NewRunID()
-		runs[i] = store.NewRun{ID: ids[i], Workflow: req.Workflow, Fingerprint: reg.fp, Tenant: req.Tenant, Input: in, Tasks: reg.tasks, Key: key}
-		if err := flowOf(&runs[i], reg.def, req); err != nil {
+		nr, err := newRun(reg, req.Tenant, in, req)
+		if err != nil {
 			return nil, fmt.Errorf("trigger %q: %w", req.Workflow, err)
 		}
+		regs[i], ids[i], runs[i] = reg, nr.ID, nr
 	}
 	for _, reg := range regs {
 		e.recordOnce(ctx, reg) // once every request is known good
@@ -473,6 +466,43 @@ func (e *Engine) TriggerManyRuns(ctx context.Context, reqs []TriggerRequest) ([]
 		}
 	}
 	return out, nil
+}
+
+// encodeInput encodes a workflow input or a signal's payload, which may
+// not be nil.
+func encodeInput(v any) ([]byte, error) {
+	if isNil(v) {
+		return nil, ErrNilInput
+	}
+	in, err := Encode(v)
+	if err != nil {
+		return nil, errors.Unwrap(err)
+	}
+	return in, nil
+}
+
+// newRun checks a run of reg for tenant with the encoded input in and
+// returns it, with a new id, its idempotency key (req's, or the one the
+// definition derives), its concurrency cap and its timeout.
+func newRun(reg *registered, tenant string, in []byte, req TriggerRequest) (store.NewRun, error) {
+	if err := store.ValidTenant(tenant); err != nil {
+		return store.NewRun{}, err
+	}
+	key := req.Key
+	if key == "" && reg.def.Key != nil {
+		var err error
+		if key, err = reg.def.Key(in); err != nil {
+			return store.NewRun{}, fmt.Errorf("derive the idempotency key: %w", err)
+		}
+	}
+	if err := store.ValidKey(key); err != nil {
+		return store.NewRun{}, err
+	}
+	nr := store.NewRun{ID: dag.NewRunID(), Workflow: reg.def.Name, Fingerprint: reg.fp, Tenant: tenant, Input: in, Tasks: reg.tasks, Key: key}
+	if err := flowOf(&nr, reg.def, req); err != nil {
+		return store.NewRun{}, err
+	}
+	return nr, nil
 }
 
 func isNil(v any) bool {

@@ -108,8 +108,11 @@ func (e *Engine) execute(ctx context.Context, ct *store.ClaimedTask) (store.Task
 			return res, true
 		}
 	}
-	if ct.Kind == store.KindMap {
+	switch ct.Kind {
+	case store.KindMap:
 		return e.mapStep(step, in, res)
+	case store.KindSignal:
+		return awaitSignal(step, res), true
 	}
 	return e.runStep(parent, ctx, reg, step, in, res)
 }

@@ -154,8 +154,11 @@ func (e *Engine) Start(ctx context.Context) error {
 	}
 	go func() { completeWG.Wait(); close(completeDone) }()
 	go func() { defer close(l.keeper); e.keep(l) }()
+	schedDone := make(chan struct{})
+	go func() { defer close(schedDone); e.scheduleLoop(l) }()
 	go func() {
 		<-pollDone
+		<-schedDone
 		l.starts.Wait() // Stop set stopped before the poller could end
 		close(l.work)
 		l.execWG.Wait()
@@ -741,14 +744,19 @@ func (e *Engine) lead(l *loop) bool {
 }
 
 // Poll does one round of work in the calling goroutine: it fires due
-// timers, rescues expired leases, claims a batch, executes it in order and
+// schedules and timers, rescues expired leases, claims a batch, executes it in order and
 // completes it. It returns how many timers and tasks it handled. Poll is
 // how a manual engine is driven; it is safe on a started engine too.
 func (e *Engine) Poll(ctx context.Context) (int, error) {
+	started, err := e.fireSchedules(ctx, e.cfg.BatchSize)
+	if err != nil {
+		return 0, fmt.Errorf("poll: fire schedules: %w", err)
+	}
 	fired, err := e.store.FireTimers(ctx, e.cfg.BatchSize)
 	if err != nil {
 		return 0, fmt.Errorf("poll: fire timers: %w", err)
 	}
+	fired += started
 	rescued, err := e.store.RescueExpired(ctx, e.cfg.BatchSize)
 	if err != nil {
 		return 0, fmt.Errorf("poll: rescue: %w", err)

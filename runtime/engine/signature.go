@@ -51,7 +51,7 @@ func (d *Definition) SignatureInfos() []store.SignatureInfo {
 			Input: d.InputType, Output: s.OutputType, Each: s.Each,
 		}
 		for _, p := range s.Parents {
-			si.Parents = append(si.Parents, store.SignatureParent{Name: p.Name, Type: outputs[p.Name]})
+			si.Parents = append(si.Parents, store.SignatureParent{Name: p.Name, Type: outputs[p.Name], Optional: p.Optional})
 		}
 		si.Signature = Signature(si)
 		infos = append(infos, si)
@@ -92,6 +92,8 @@ func (s *Step) taskKind() store.TaskKind {
 	switch {
 	case s.Kind == KindSleep:
 		return store.KindSleep
+	case s.Kind == KindSignal:
+		return store.KindSignal
 	case s.Each != "":
 		return store.KindMap
 	}

@@ -24,10 +24,21 @@ type SignatureInfo struct {
 }
 
 // SignatureParent is a parent in a SignatureInfo: its stored name and the
-// type of its output.
+// type of its output. Optional (the child takes it as a dag.Maybe) is
+// recorded for the console to draw, but is policy, not part of the
+// signature.
 type SignatureParent struct {
-	Name string `json:"name"`
-	Type string `json:"type,omitempty"`
+	Name     string `json:"name"`
+	Type     string `json:"type,omitempty"`
+	Optional bool   `json:"optional,omitempty"`
+}
+
+// SignatureReader is implemented by stores that read back the signature
+// descriptions Deploys.RecordSignatures recorded.
+type SignatureReader interface {
+	// SignatureInfos returns the recorded descriptions of these
+	// signatures; unknown ones are left out.
+	SignatureInfos(ctx context.Context, signatures []string) ([]SignatureInfo, error)
 }
 
 // UnservedTask is a QUEUED task that no live worker serves: it waits for a

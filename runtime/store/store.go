@@ -334,6 +334,17 @@ type TaskResult struct {
 	Limit    int
 }
 
+// WakeTime is when a result that waits (OutcomeRetry, OutcomeSleep,
+// OutcomeAwait) wakes: WakeAt when it is set, otherwise now plus Delay.
+// It reports false when WakeAt is zero and Delay is not above zero, which
+// for OutcomeAwait is a wait without end.
+func (r *TaskResult) WakeTime(now time.Time) (time.Time, bool) {
+	if !r.WakeAt.IsZero() {
+		return r.WakeAt, true
+	}
+	return now.Add(r.Delay), r.Delay > 0
+}
+
 // CompletionOutcome reports what the store did with one TaskResult.
 type CompletionOutcome struct {
 	Outcome Outcome // the result's outcome, or OutcomeStale if not applied

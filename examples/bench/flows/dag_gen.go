@@ -117,6 +117,16 @@ func (w *SingleWorkflow) Get(id dag.RunID) *SingleRun {
 	}
 }
 
+// CreateSchedule creates a schedule of "Single" that starts a run with input at
+// each slot of spec.Cron, for spec.Tenant, or replaces the schedule of that
+// tenant with spec.Name; it sets spec.Input to input. See
+// engine.Engine.CreateSchedule; a store that keeps no schedules gives
+// engine.ErrSchedulesUnsupported.
+func (w *SingleWorkflow) CreateSchedule(ctx context.Context, spec engine.ScheduleSpec, input Single) error {
+	spec.Input = input
+	return w.engine.CreateSchedule(ctx, "Single", spec)
+}
+
 // SingleRun is one run of workflow "Single".
 type SingleRun struct {
 	engine    *engine.Engine
@@ -270,6 +280,16 @@ func (w *CappedWorkflow) Get(id dag.RunID) *CappedRun {
 		engine: w.engine,
 		id:     id,
 	}
+}
+
+// CreateSchedule creates a schedule of "Capped" that starts a run with input at
+// each slot of spec.Cron, for spec.Tenant, or replaces the schedule of that
+// tenant with spec.Name; it sets spec.Input to input. See
+// engine.Engine.CreateSchedule; a store that keeps no schedules gives
+// engine.ErrSchedulesUnsupported.
+func (w *CappedWorkflow) CreateSchedule(ctx context.Context, spec engine.ScheduleSpec, input Capped) error {
+	spec.Input = input
+	return w.engine.CreateSchedule(ctx, "Capped", spec)
 }
 
 // CappedRun is one run of workflow "Capped".
@@ -435,6 +455,16 @@ func (w *PairWorkflow) Get(id dag.RunID) *PairRun {
 		engine: w.engine,
 		id:     id,
 	}
+}
+
+// CreateSchedule creates a schedule of "Pair" that starts a run with input at
+// each slot of spec.Cron, for spec.Tenant, or replaces the schedule of that
+// tenant with spec.Name; it sets spec.Input to input. See
+// engine.Engine.CreateSchedule; a store that keeps no schedules gives
+// engine.ErrSchedulesUnsupported.
+func (w *PairWorkflow) CreateSchedule(ctx context.Context, spec engine.ScheduleSpec, input Pair) error {
+	spec.Input = input
+	return w.engine.CreateSchedule(ctx, "Pair", spec)
 }
 
 // PairRun is one run of workflow "Pair".
@@ -841,6 +871,16 @@ func (w *ChainWorkflow) Get(id dag.RunID) *ChainRun {
 		engine: w.engine,
 		id:     id,
 	}
+}
+
+// CreateSchedule creates a schedule of "Chain" that starts a run with input at
+// each slot of spec.Cron, for spec.Tenant, or replaces the schedule of that
+// tenant with spec.Name; it sets spec.Input to input. See
+// engine.Engine.CreateSchedule; a store that keeps no schedules gives
+// engine.ErrSchedulesUnsupported.
+func (w *ChainWorkflow) CreateSchedule(ctx context.Context, spec engine.ScheduleSpec, input Chain) error {
+	spec.Input = input
+	return w.engine.CreateSchedule(ctx, "Chain", spec)
 }
 
 // ChainRun is one run of workflow "Chain".
@@ -2044,6 +2084,16 @@ func (w *FanWorkflow) Get(id dag.RunID) *FanRun {
 	}
 }
 
+// CreateSchedule creates a schedule of "Fan" that starts a run with input at
+// each slot of spec.Cron, for spec.Tenant, or replaces the schedule of that
+// tenant with spec.Name; it sets spec.Input to input. See
+// engine.Engine.CreateSchedule; a store that keeps no schedules gives
+// engine.ErrSchedulesUnsupported.
+func (w *FanWorkflow) CreateSchedule(ctx context.Context, spec engine.ScheduleSpec, input Fan) error {
+	spec.Input = input
+	return w.engine.CreateSchedule(ctx, "Fan", spec)
+}
+
 // FanRun is one run of workflow "Fan".
 type FanRun struct {
 	engine    *engine.Engine
@@ -2246,6 +2296,16 @@ func (w *MapWorkflow) Get(id dag.RunID) *MapRun {
 		engine: w.engine,
 		id:     id,
 	}
+}
+
+// CreateSchedule creates a schedule of "Map" that starts a run with input at
+// each slot of spec.Cron, for spec.Tenant, or replaces the schedule of that
+// tenant with spec.Name; it sets spec.Input to input. See
+// engine.Engine.CreateSchedule; a store that keeps no schedules gives
+// engine.ErrSchedulesUnsupported.
+func (w *MapWorkflow) CreateSchedule(ctx context.Context, spec engine.ScheduleSpec, input Map) error {
+	spec.Input = input
+	return w.engine.CreateSchedule(ctx, "Map", spec)
 }
 
 // MapRun is one run of workflow "Map".

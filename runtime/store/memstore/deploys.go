@@ -177,3 +177,22 @@ func firstIDs(ids []dag.RunID, n int) []dag.RunID {
 func compareInFlight(a, b store.InFlight) int {
 	return cmp.Or(cmp.Compare(a.Workflow, b.Workflow), cmp.Compare(a.Step, b.Step), cmp.Compare(a.Signature, b.Signature))
 }
+
+var _ store.SignatureReader = (*Store)(nil)
+
+// SignatureInfos implements store.SignatureReader.
+func (s *Store) SignatureInfos(ctx context.Context, signatures []string) ([]store.SignatureInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.lock()
+	defer s.unlock()
+	var out []store.SignatureInfo
+	for _, sig := range slices.Compact(slices.Sorted(slices.Values(signatures))) {
+		if si, ok := s.sigInfos[sig]; ok {
+			si.Parents = slices.Clone(si.Parents)
+			out = append(out, si)
+		}
+	}
+	return out, nil
+}

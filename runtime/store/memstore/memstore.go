@@ -42,6 +42,8 @@ type Store struct {
 	cancels map[chan dag.RunID]struct{} // SubscribeCancels' channels
 	keys    map[runKey]dag.RunID        // retained runs by idempotency key
 	slots   map[slotKey]*slot           // concurrency caps (flow.go)
+
+	schedules map[store.ScheduleRef]*store.Schedule // schedule.go
 }
 
 // runKey is a run's idempotency key with its workflow and tenant.
@@ -131,6 +133,10 @@ type task struct {
 	queuedAt       time.Time
 	waitingLogged  bool     // a WAITING event was logged since it was last queued
 	mapping        *mapping // a KindMap task's elements, once it is mapped
+	// A signal wait's payload held for it until it begins to wait
+	// (signal.go).
+	held   bool
+	signal []byte
 }
 
 type tenantGroup struct {
@@ -157,6 +163,17 @@ func (s *Store) createRuns(ctx context.Context, runs []store.NewRun, p store.Cla
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	shapes, err := s.prepare(runs)
+	if err != nil {
+		return nil, err
+	}
+	s.lock()
+	defer s.unlock()
+	return s.createLocked(runs, shapes, p, s.now())
+}
+
+// prepare checks new runs' tenants and returns their shapes.
+func (s *Store) prepare(runs []store.NewRun) ([]*shape, error) {
 	shapes := make([]*shape, len(runs))
 	for i := range runs {
 		if err := store.ValidTenant(runs[i].Tenant); err != nil {
@@ -168,8 +185,12 @@ func (s *Store) createRuns(ctx context.Context, runs []store.NewRun, p store.Cla
 		}
 		shapes[i] = sh
 	}
-	s.lock()
-	defer s.unlock()
+	return shapes, nil
+}
+
+// createLocked creates runs with their shapes (see prepare), under the
+// store's lock, as createRuns says.
+func (s *Store) createLocked(runs []store.NewRun, shapes []*shape, p store.ClaimParams, now time.Time) ([]store.ClaimedTask, error) {
 	seen := make(map[dag.RunID]bool, len(runs))
 	for _, nr := range runs {
 		if _, ok := s.runs[nr.ID]; ok || seen[nr.ID] {
@@ -182,7 +203,6 @@ func (s *Store) createRuns(ctx context.Context, runs []store.NewRun, p store.Cla
 			return nil, fmt.Errorf("create run %s: more than %d tenants", nr.ID, store.BlockLength)
 		}
 	}
-	now := s.now()
 	var claimed []store.ClaimedTask
 	considered := make(map[string]bool) // tenants whose first root was a candidate
 	for i, nr := range runs {
@@ -293,7 +313,7 @@ func buildShape(nr *store.NewRun) (*shape, error) {
 		}
 		sh.index[t.Name] = i
 		switch t.Kind {
-		case store.KindStep, store.KindSleep, store.KindMap:
+		case store.KindStep, store.KindSleep, store.KindMap, store.KindSignal:
 			sh.counted++
 		case store.KindOnFailure:
 			if sh.onFailure >= 0 {
@@ -554,10 +574,7 @@ func (s *Store) complete(res *store.TaskResult, now time.Time) store.CompletionO
 			break
 		}
 		t.err = res.Error
-		t.wakeAt = res.WakeAt
-		if t.wakeAt.IsZero() {
-			t.wakeAt = now.Add(res.Delay)
-		}
+		t.wakeAt, _ = res.WakeTime(now)
 		if res.Outcome == store.OutcomeRetry {
 			t.status = store.TaskBackoff
 			r.event(now, ti, store.EventRetrying, t.attempt, res.Error)
@@ -566,6 +583,16 @@ func (s *Store) complete(res *store.TaskResult, now time.Time) store.CompletionO
 			r.event(now, ti, store.EventSleeping, t.attempt, t.wakeAt.UTC().Format(time.RFC3339Nano))
 		}
 		heap.Push(&s.timers, timerEntry{wake: t.wakeAt, run: r, task: ti, attempt: t.attempt})
+	case store.OutcomeAwait:
+		if r.spec(ti).Kind != store.KindSignal {
+			return stale
+		}
+		if r.rec.Status != store.RunRunning {
+			s.cancelTask(r, ti, now)
+			out.Outcome = store.OutcomeStale
+			break
+		}
+		out.Enqueued = s.await(r, ti, res, now)
 	case store.OutcomeMapped:
 		if r.spec(ti).Kind != store.KindMap || len(res.Elements) == 0 {
 			return stale
@@ -667,7 +694,7 @@ func (e timerEntry) live() bool {
 		return !e.run.rec.Status.Terminal() && e.run.rec.Deadline.Equal(e.wake)
 	}
 	t := &e.run.tasks[e.task]
-	return (t.status == store.TaskSleeping || t.status == store.TaskBackoff) && t.attempt == e.attempt && t.wakeAt.Equal(e.wake)
+	return (t.status == store.TaskSleeping || t.status == store.TaskBackoff || t.status == store.TaskAwaiting) && t.attempt == e.attempt && t.wakeAt.Equal(e.wake)
 }
 
 type timerHeap []timerEntry
@@ -714,11 +741,15 @@ func (s *Store) FireTimers(ctx context.Context, limit int) (int, error) {
 			continue
 		}
 		t := &e.run.tasks[e.task]
-		if t.status == store.TaskSleeping {
+		switch t.status {
+		case store.TaskSleeping:
 			e.run.event(now, e.task, store.EventWoken, t.attempt, "")
 			e.run.event(now, e.task, store.EventCompleted, t.attempt, "")
 			s.resolve(e.run, e.task, store.TaskCompleted, now)
-		} else {
+		case store.TaskAwaiting:
+			e.run.event(now, e.task, store.EventSkipped, t.attempt, t.reason)
+			s.resolve(e.run, e.task, store.TaskSkipped, now)
+		default:
 			s.enqueue(e.run, e.task, now)
 		}
 	}

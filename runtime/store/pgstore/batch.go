@@ -81,8 +81,10 @@ type taskState struct {
 	worker      string
 	output      []byte
 	finished    bool   // set finished_at
-	timer       string // "sleep" or "retry": write a timer at wakeAt
+	timer       string // "sleep", "retry" or "signal": write a timer at wakeAt
 	dirty       bool
+	held        bool // a signal wait holds a signal (signal.go)
+	consume     bool // make the held signal its output
 
 	// The events of the current round the row keeps (0: none), and what
 	// flush does with them.
@@ -218,6 +220,7 @@ func (b *batch) readTasks(ctx context.Context, ids []pgtype.UUID, names []string
 			queuedEvent: r.QueuedEvent.Int64, queuedAt: timeOf(r.QueuedAt),
 			startedEvent: r.StartedEvent.Int64, startedAt: timeOf(r.StartedAt),
 			pending: int(r.PendingParents), elements: int(r.Elements), nextElement: int(r.NextElement), mapLimit: int(r.MapLimit),
+			held: r.Held,
 		}
 		if t.status == store.TaskRunning {
 			t.lease = t.startedEvent
@@ -288,6 +291,16 @@ func (b *batch) apply(src int, res *store.TaskResult) store.CompletionOutcome {
 			break
 		}
 		b.mapTask(t, res, src)
+	case store.OutcomeAwait:
+		if t.kind != store.KindSignal {
+			return stale
+		}
+		if r.status != store.RunRunning {
+			b.cancel(t)
+			out.Outcome = store.OutcomeStale
+			break
+		}
+		b.await(t, res, src)
 	case store.OutcomeRetry, store.OutcomeSleep:
 		if r.status != store.RunRunning && t.kind != store.KindOnFailure {
 			b.cancel(t)
@@ -295,10 +308,7 @@ func (b *batch) apply(src int, res *store.TaskResult) store.CompletionOutcome {
 			break
 		}
 		t.err = res.Error
-		wake := res.WakeAt
-		if wake.IsZero() {
-			wake = b.now.Add(res.Delay)
-		}
+		wake, _ := res.WakeTime(b.now)
 		t.wakeAt = wake.Truncate(time.Microsecond) // what Postgres keeps
 		if res.Outcome == store.OutcomeRetry {
 			t.status, t.timer = store.TaskBackoff, "retry"
@@ -396,7 +406,7 @@ func (b *batch) requeue(t *taskState, src int) {
 }
 
 var (
-	waitingStatuses    = []string{string(store.TaskPending), string(store.TaskQueued), string(store.TaskSleeping), string(store.TaskBackoff), string(store.TaskMapping)}
+	waitingStatuses    = []string{string(store.TaskPending), string(store.TaskQueued), string(store.TaskSleeping), string(store.TaskBackoff), string(store.TaskMapping), string(store.TaskAwaiting)}
 	unfinishedStatuses = append(slices.Clone(waitingStatuses), string(store.TaskRunning))
 )
 
@@ -428,7 +438,7 @@ func (b *batch) flush(ctx context.Context) error {
 			p.FinishedAts = append(p.FinishedAts, fin)
 			p.LogCompleted = append(p.LogCompleted, t.logCompleted)
 			p.NewRounds = append(p.NewRounds, t.newRound)
-			if t.timer != "" && (t.status == store.TaskSleeping || t.status == store.TaskBackoff) {
+			if t.timer != "" && (t.status == store.TaskSleeping || t.status == store.TaskBackoff || t.status == store.TaskAwaiting) {
 				tp.RunIds = append(tp.RunIds, uuidOf(t.key.run))
 				tp.Tasks = append(tp.Tasks, t.key.name)
 				tp.Attempts = append(tp.Attempts, int32(t.attempt))
@@ -440,6 +450,9 @@ func (b *batch) flush(ctx context.Context) error {
 			return fmt.Errorf("update %d tasks: %w", len(p.Names), err)
 		}
 		if err := b.writeMapTasks(ctx); err != nil {
+			return err
+		}
+		if err := b.consumeSignals(ctx); err != nil {
 			return err
 		}
 		if len(tp.Tasks) > 0 {

@@ -139,6 +139,9 @@ func (s *Store) FireTimers(ctx context.Context, limit int) (int, error) {
 				b.event(t, store.EventWoken, "")
 				b.event(t, store.EventCompleted, "")
 				b.resolve(t, store.TaskCompleted, src)
+			case tm.kind == "signal" && t.status == store.TaskAwaiting:
+				b.event(t, store.EventSkipped, t.reason)
+				b.resolve(t, store.TaskSkipped, src)
 			case tm.kind == "retry" && t.status == store.TaskBackoff:
 				if t.run.status != store.RunRunning && t.kind != store.KindOnFailure {
 					b.cancel(t)

@@ -33,31 +33,24 @@ func (s *Store) StartRuns(ctx context.Context, runs []store.NewRun, p store.Clai
 	return s.createRuns(ctx, runs, p)
 }
 
-// createRuns creates runs, starts up to p.Limit of their roots for p.Worker
-// as store.Starter says, and enqueues the others. Runs with idempotency
-// keys or concurrency caps take the transaction's path (createInTx).
-func (s *Store) createRuns(ctx context.Context, runs []store.NewRun, p store.ClaimParams) ([]store.ClaimedTask, error) {
-	if len(runs) == 0 {
-		return nil, nil
-	}
+// prepare checks new runs and returns their graphs and the parameters
+// that insert them.
+func (s *Store) prepare(runs []store.NewRun) ([]*graph, dbsqlc.InsertRunsParams, error) {
 	graphs := make([]*graph, len(runs))
 	seen := make(map[dag.RunID]bool, len(runs))
-	inTx, timeouts := false, false
+	var rp dbsqlc.InsertRunsParams
 	for i := range runs {
 		nr := &runs[i]
 		g, err := validate(nr)
 		if err != nil {
-			return nil, err
+			return nil, rp, err
 		}
 		if seen[nr.ID] {
-			return nil, fmt.Errorf("create run %s: %w (twice in one batch)", nr.ID, store.ErrRunExists)
+			return nil, rp, fmt.Errorf("create run %s: %w (twice in one batch)", nr.ID, store.ErrRunExists)
 		}
 		seen[nr.ID] = true
 		graphs[i] = g
-		inTx = inTx || nr.Key != "" || nr.Concurrency > 0
-		timeouts = timeouts || nr.Timeout > 0
 	}
-	var rp dbsqlc.InsertRunsParams
 	rp.Now = s.clock()
 	for i := range runs {
 		nr := &runs[i]
@@ -71,6 +64,25 @@ func (s *Store) createRuns(ctx context.Context, runs []store.NewRun, p store.Cla
 		rp.Capped = append(rp.Capped, nr.Concurrency > 0)
 		rp.Slots = append(rp.Slots, nr.ConcurrencyKey)
 		rp.TimeoutMs = append(rp.TimeoutMs, nr.Timeout.Milliseconds())
+	}
+	return graphs, rp, nil
+}
+
+// createRuns creates runs, starts up to p.Limit of their roots for p.Worker
+// as store.Starter says, and enqueues the others. Runs with idempotency
+// keys or concurrency caps take the transaction's path (createInTx).
+func (s *Store) createRuns(ctx context.Context, runs []store.NewRun, p store.ClaimParams) ([]store.ClaimedTask, error) {
+	if len(runs) == 0 {
+		return nil, nil
+	}
+	graphs, rp, err := s.prepare(runs)
+	if err != nil {
+		return nil, err
+	}
+	inTx, timeouts := false, false
+	for i := range runs {
+		inTx = inTx || runs[i].Key != "" || runs[i].Concurrency > 0
+		timeouts = timeouts || runs[i].Timeout > 0
 	}
 	if inTx {
 		return s.createInTx(ctx, runs, graphs, rp, p)
@@ -102,85 +114,95 @@ func (s *Store) createRuns(ctx context.Context, runs []store.NewRun, p store.Cla
 // then the tasks of the others; last, a slot that has room and waiting
 // runs (its cap was raised, or a duplicate gave its room back) admits them.
 func (s *Store) createInTx(ctx context.Context, runs []store.NewRun, graphs []*graph, rp dbsqlc.InsertRunsParams, p store.ClaimParams) ([]store.ClaimedTask, error) {
-	keyed := false
-	for i := range runs {
-		keyed = keyed || runs[i].Key != ""
-	}
 	var claimed []store.ClaimedTask
 	queued := 0
 	err := s.inTx(ctx, func(tx *txn) error {
-		ls, held, err := s.capNewRuns(ctx, tx, runs, rp.Statuses)
-		if err != nil {
-			return err
-		}
-		var inserted map[dag.RunID]bool
-		if keyed {
-			if inserted, err = s.insertKeyedRuns(ctx, tx, runs, rp); err != nil {
-				return err
-			}
-		} else {
-			_ = s.q.InsertRuns(ctx, tx, rp)
-		}
-		var created []store.NewRun
-		var createdGraphs []*graph
-		var createdHeld []bool
-		var qp dbsqlc.QueueRunsParams
-		for i := range runs {
-			if inserted != nil && !inserted[runs[i].ID] {
-				if runs[i].Concurrency > 0 && !held[i] { // it took room it does not use
-					ls[slotKey{runs[i].Workflow, runs[i].ConcurrencyKey}].taken--
-				}
-				continue
-			}
-			created = append(created, runs[i])
-			createdGraphs = append(createdGraphs, graphs[i])
-			createdHeld = append(createdHeld, held[i])
-			if held[i] {
-				qp.Workflows = append(qp.Workflows, runs[i].Workflow)
-				qp.Slots = append(qp.Slots, runs[i].ConcurrencyKey)
-				qp.Ids = append(qp.Ids, uuidOf(runs[i].ID))
-			}
-		}
-		if len(qp.Ids) > 0 {
-			_ = s.q.QueueRuns(ctx, tx, qp)
-		}
-		if len(created) > 0 {
-			var timed []pgtype.UUID
-			for i := range created {
-				if created[i].Timeout > 0 {
-					timed = append(timed, uuidOf(created[i].ID))
-				}
-			}
-			if len(timed) > 0 {
-				_ = s.q.InsertDeadlines(ctx, tx, timed)
-			}
-			c := s.newCreation(created, createdGraphs, createdHeld, rp.Now, p)
-			started, err := c.write(ctx, s, tx)
-			if err != nil {
-				return err
-			}
-			claimed, queued = c.claimed(started), len(c.tp.Names)
-		}
-		if len(ls) > 0 {
-			ready, err := ls.settle(ctx, s, tx, rp.Now)
-			if err != nil {
-				return err
-			}
-			queued += len(ready)
-			if err := s.enqueueReady(ctx, tx, ready); err != nil {
-				return err
-			}
-		}
-		if len(created) == 0 && len(ls) == 0 {
+		var wrote bool
+		var err error
+		claimed, queued, wrote, err = s.createWithin(ctx, tx, runs, graphs, rp, p)
+		if err == nil && !wrote {
 			return errNothingToDo // every run was a duplicate
 		}
-		return nil
+		return err
 	})
 	if err != nil && !errors.Is(err, errNothingToDo) {
 		return nil, createError(len(runs), err)
 	}
 	s.noteQueued(ctx, queued)
 	return claimed, nil
+}
+
+// createWithin is createInTx's work in the caller's transaction. It
+// returns the tasks it started, how many it queued, and whether it wrote
+// anything (false when every run was a duplicate).
+func (s *Store) createWithin(ctx context.Context, tx *txn, runs []store.NewRun, graphs []*graph, rp dbsqlc.InsertRunsParams, p store.ClaimParams) (claimed []store.ClaimedTask, queued int, wrote bool, err error) {
+	keyed := false
+	for i := range runs {
+		keyed = keyed || runs[i].Key != ""
+	}
+	ls, held, err := s.capNewRuns(ctx, tx, runs, rp.Statuses)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	var inserted map[dag.RunID]bool
+	if keyed {
+		if inserted, err = s.insertKeyedRuns(ctx, tx, runs, rp); err != nil {
+			return nil, 0, false, err
+		}
+	} else {
+		_ = s.q.InsertRuns(ctx, tx, rp)
+	}
+	var created []store.NewRun
+	var createdGraphs []*graph
+	var createdHeld []bool
+	var qp dbsqlc.QueueRunsParams
+	for i := range runs {
+		if inserted != nil && !inserted[runs[i].ID] {
+			if runs[i].Concurrency > 0 && !held[i] { // it took room it does not use
+				ls[slotKey{runs[i].Workflow, runs[i].ConcurrencyKey}].taken--
+			}
+			continue
+		}
+		created = append(created, runs[i])
+		createdGraphs = append(createdGraphs, graphs[i])
+		createdHeld = append(createdHeld, held[i])
+		if held[i] {
+			qp.Workflows = append(qp.Workflows, runs[i].Workflow)
+			qp.Slots = append(qp.Slots, runs[i].ConcurrencyKey)
+			qp.Ids = append(qp.Ids, uuidOf(runs[i].ID))
+		}
+	}
+	if len(qp.Ids) > 0 {
+		_ = s.q.QueueRuns(ctx, tx, qp)
+	}
+	if len(created) > 0 {
+		var timed []pgtype.UUID
+		for i := range created {
+			if created[i].Timeout > 0 {
+				timed = append(timed, uuidOf(created[i].ID))
+			}
+		}
+		if len(timed) > 0 {
+			_ = s.q.InsertDeadlines(ctx, tx, timed)
+		}
+		c := s.newCreation(created, createdGraphs, createdHeld, rp.Now, p)
+		started, err := c.write(ctx, s, tx)
+		if err != nil {
+			return nil, 0, false, err
+		}
+		claimed, queued = c.claimed(started), len(c.tp.Names)
+	}
+	if len(ls) > 0 {
+		ready, err := ls.settle(ctx, s, tx, rp.Now)
+		if err != nil {
+			return nil, 0, false, err
+		}
+		queued += len(ready)
+		if err := s.enqueueReady(ctx, tx, ready); err != nil {
+			return nil, 0, false, err
+		}
+	}
+	return claimed, queued, len(created) > 0 || len(ls) > 0, nil
 }
 
 // capNewRuns locks the slots of the capped runs among runs and decides
@@ -435,7 +457,7 @@ func validate(nr *store.NewRun) (*graph, error) {
 		}
 		index[t.Name] = i
 		switch t.Kind {
-		case store.KindStep, store.KindSleep, store.KindMap:
+		case store.KindStep, store.KindSleep, store.KindMap, store.KindSignal:
 			g.counted++
 		case store.KindOnFailure:
 			if onFailure {

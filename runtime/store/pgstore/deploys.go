@@ -159,3 +159,22 @@ func runIDs(ids []pgtype.UUID) []dag.RunID {
 	}
 	return out
 }
+
+var _ store.SignatureReader = (*Store)(nil)
+
+// SignatureInfos implements store.SignatureReader.
+func (s *Store) SignatureInfos(ctx context.Context, signatures []string) ([]store.SignatureInfo, error) {
+	rows, err := s.q.GetSignatures(ctx, s.pool, signatures)
+	if err != nil {
+		return nil, fmt.Errorf("read %d signatures: %w", len(signatures), err)
+	}
+	out := make([]store.SignatureInfo, 0, len(rows))
+	for _, r := range rows {
+		si := store.SignatureInfo{Signature: r.Signature, Workflow: r.Workflow, Step: r.Step, Kind: store.TaskKind(r.Kind), Input: r.InputType, Output: r.OutputType}
+		if err := json.Unmarshal([]byte(r.Parents), &si.Parents); err != nil {
+			return nil, fmt.Errorf("read signature %s: its parents: %w", r.Signature, err)
+		}
+		out = append(out, si)
+	}
+	return out, nil
+}

@@ -95,6 +95,8 @@ func Run(t *testing.T, newStore NewStore) {
 		d, ws := f.deploys()
 		fn(f, d, ws)
 	})...)
+	tests = append(tests, group("Signal/", signalTests, func(f *fixture, fn func(*fixture, store.Signaler)) { fn(f, f.signaler()) })...)
+	tests = append(tests, group("Schedule/", scheduleTests, func(f *fixture, fn func(*fixture, store.Scheduler)) { fn(f, f.scheduler()) })...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

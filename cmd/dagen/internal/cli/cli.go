@@ -23,7 +23,7 @@ const (
 )
 
 // commands are dagen's subcommands, generate first: it is the default.
-var commands = []string{"generate", "check", "diff", "graph", "migrate", "runs"}
+var commands = []string{"generate", "check", "diff", "graph", "migrate", "runs", "schedules", "ui"}
 
 const usage = `dagen checks the //dag: directives of Go packages and writes dag_gen.go,
 the typed wiring of their workflows. It also migrates the Postgres schema
@@ -43,6 +43,9 @@ Usage:
 	dagen runs events ID [-db URL] [-schema name] [-json]
 	dagen runs cancel ID… | -filter [-workflow w] [-tenant t] [-since d] [-yes] [-db URL] [-schema name] [-json]
 	dagen runs retry ID [-mode failed|failed+downstream|from=STEP|all] [-operator name] [-db URL] [-schema name] [-json]
+	dagen runs signal ID STEP JSON [-db URL] [-schema name] [-json]
+	dagen schedules [ls|pause NAME|resume NAME|delete NAME] [-workflow w] [-tenant t] [-db URL] [-schema name] [-json]
+	dagen ui [-addr 127.0.0.1:8080] [-read-only] [-db URL] [-schema name]
 
 Commands:
 
@@ -81,6 +84,17 @@ Commands:
 	          and everything after it; also replays a completed run) or
 	          all; the steps not reset keep their outputs; -operator names
 	          who retried in the event log (default $USER)
+	runs signal
+	          send a signal to a run's signal wait (//dag:signal), as
+	          Send<Type> does: STEP is the wait's stored name, JSON its
+	          payload; held when the run has not reached the wait yet
+	schedules list schedules (-workflow, -tenant narrow the list), or
+	          pause, resume or delete one by name; a resumed schedule
+	          starts at its next slot
+	ui        serve the web console (runs, a run's DAG and steps, cancel
+	          and retry) on -addr until interrupted; -read-only refuses
+	          actions; mount runtime/console in a service instead to put
+	          it behind the service's own authentication
 
 Packages are go list patterns; the default is the current directory, which
 is the package being generated when dagen runs from go generate.
@@ -94,11 +108,12 @@ Flags:
 
 	-tags list    build tags to load the packages with. dag_gen.go gets
 	              the //go:build constraint of the files its workflows are
-	              declared in (types, steps, predicates, onfailure funcs),
-	              so it builds exactly when they do; files with different
-	              constraints are joined with &&, and files without one add
-	              nothing. Workflows that should build with different tags
-	              belong in different packages.
+	              declared in (types, steps, signals, predicates,
+	              onfailure and schedule funcs), so it builds exactly when
+	              they do; files with different constraints are joined
+	              with &&, and files without one add nothing. Workflows
+	              that should build with different tags belong in
+	              different packages.
 	-format f     graph: mermaid (default) or dot
 	-workflow w   graph: the workflow to draw, by type or stored name
 	              (needed when the packages hold more than one)
@@ -154,6 +169,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return migrate(ctx, args[1:], stdout, stderr)
 		case first == "runs":
 			return runs(ctx, args[1:], os.Stdin, stdout, stderr)
+		case first == "ui":
+			return ui(ctx, args[1:], stdout, stderr)
+		case first == "schedules":
+			return runs(ctx, append([]string{"schedules"}, args[1:]...), os.Stdin, stdout, stderr)
 		case slices.Contains(commands, first):
 			cmd, args = first, args[1:]
 		case first == "help" || first == "-h" || first == "-help" || first == "--help":

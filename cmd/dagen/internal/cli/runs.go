@@ -14,13 +14,14 @@ import (
 	"time"
 
 	"github.com/dagenhq/dagen/internal/analysis"
+	"github.com/dagenhq/dagen/internal/textfmt"
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
 	"github.com/dagenhq/dagen/runtime/store/pgstore"
 )
 
 // runsCommands are the subcommands of dagen runs.
-var runsCommands = []string{"ls", "show", "events", "cancel", "retry"}
+var runsCommands = []string{"ls", "show", "events", "cancel", "retry", "signal", "schedules"}
 
 // runsFlags are the flags of dagen runs.
 type runsFlags struct {
@@ -123,6 +124,10 @@ func runs(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return r.events(ids)
 	case "retry":
 		return r.retry(ids)
+	case "signal":
+		return r.signal(ids)
+	case "schedules":
+		return r.schedules(ids)
 	}
 	return r.cancel(ids)
 }
@@ -224,12 +229,12 @@ func (r *runsIO) ls(args []string) int {
 	for _, s := range page.Runs {
 		dur, failed := "-", ""
 		if !s.FinishedAt.IsZero() {
-			dur = short(s.FinishedAt.Sub(s.CreatedAt))
+			dur = textfmt.Duration(s.FinishedAt.Sub(s.CreatedAt))
 		}
 		if s.Failure != nil {
 			failed = s.Failure.Step
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.Workflow, s.Tenant, s.Status, short(r.now.Sub(s.CreatedAt)), dur, failed)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.Workflow, s.Tenant, s.Status, textfmt.Duration(r.now.Sub(s.CreatedAt)), dur, failed)
 	}
 	_ = tw.Flush()
 	var parts []string
@@ -359,20 +364,20 @@ func (r *runsIO) show(args []string) int {
 	}
 	fmt.Fprintf(r.stdout, "run %s\nworkflow %s, tenant %s: %s\ncreated %s", run.ID, run.Workflow, run.Tenant, run.Status, run.CreatedAt.Local().Format(time.DateTime))
 	if !run.FinishedAt.IsZero() {
-		fmt.Fprintf(r.stdout, ", finished after %s", short(run.FinishedAt.Sub(run.CreatedAt)))
+		fmt.Fprintf(r.stdout, ", finished after %s", textfmt.Duration(run.FinishedAt.Sub(run.CreatedAt)))
 	}
 	fmt.Fprintln(r.stdout)
 	if run.Status == store.RunQueued {
 		fmt.Fprintf(r.stdout, "queued: waiting for its workflow's concurrency cap%s to admit it\n", capOf(run))
 	}
 	if !run.Deadline.IsZero() && !run.Status.Terminal() {
-		fmt.Fprintf(r.stdout, "deadline %s (in %s)\n", run.Deadline.Local().Format(time.DateTime), short(run.Deadline.Sub(r.now)))
+		fmt.Fprintf(r.stdout, "deadline %s (in %s)\n", run.Deadline.Local().Format(time.DateTime), textfmt.Duration(run.Deadline.Sub(r.now)))
 	}
 	switch {
 	case run.Failure != nil && run.Failure.TimedOut():
 		fmt.Fprintf(r.stdout, "failed: %s\n", run.Failure.Message)
 	case run.Failure != nil:
-		fmt.Fprintf(r.stdout, "failed: step %s, attempt %d: %s\n", run.Failure.Step, run.Failure.Attempt, firstLine(run.Failure.Message))
+		fmt.Fprintf(r.stdout, "failed: step %s, attempt %d: %s\n", run.Failure.Step, run.Failure.Attempt, textfmt.FirstLine(run.Failure.Message))
 	}
 	fmt.Fprintln(r.stdout)
 	tw := tabwriter.NewWriter(r.stdout, 0, 0, 2, ' ', 0)
@@ -400,7 +405,7 @@ func (r *runsIO) show(args []string) int {
 		}
 		dur := "-"
 		if tm := times[t.Name]; !tm.started.IsZero() && !tm.ended.IsZero() {
-			dur = short(tm.ended.Sub(tm.started))
+			dur = textfmt.Duration(tm.ended.Sub(tm.started))
 		}
 		why := t.Reason
 		if t.Error != "" {
@@ -417,7 +422,14 @@ func (r *runsIO) show(args []string) int {
 		if p, ok := progress[t.Name]; ok && t.Kind == store.KindMap {
 			status += fmt.Sprintf(" (%d of %d elements done)", p.done, p.total)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", name, after, status, t.Attempt, dur, firstLine(why))
+		if t.Status == store.TaskAwaiting {
+			// A signal wait: its Reason is what it is skipped with later.
+			why = "waiting for its signal (dagen runs signal " + run.ID.String() + " " + t.Name + " JSON)"
+			if !t.WakeAt.IsZero() {
+				why += fmt.Sprintf(" until %s (in %s)", t.WakeAt.Local().Format(time.DateTime), textfmt.Duration(t.WakeAt.Sub(r.now)))
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", name, after, status, t.Attempt, dur, textfmt.FirstLine(why))
 	}
 	_ = tw.Flush()
 	return ExitOK
@@ -467,6 +479,8 @@ func mermaidRun(tasks []store.Task) string {
 		switch t.Kind {
 		case store.KindSleep:
 			label += " (sleep)"
+		case store.KindSignal:
+			label += " (signal)"
 		case store.KindMap:
 			if p, ok := progress[t.Name]; ok {
 				label += fmt.Sprintf(" (each: %d of %d)", p.done, p.total)
@@ -521,7 +535,7 @@ func (r *runsIO) events(args []string) int {
 	tw := tabwriter.NewWriter(r.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "AT\tSTEP\tEVENT\tATTEMPT\tDETAIL")
 	for _, ev := range events {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", ev.At.Local().Format("2006-01-02 15:04:05.000"), ev.Step, ev.Type, ev.Attempt, firstLine(ev.Detail))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", ev.At.Local().Format("2006-01-02 15:04:05.000"), ev.Step, ev.Type, ev.Attempt, textfmt.FirstLine(ev.Detail))
 	}
 	_ = tw.Flush()
 	return ExitOK
@@ -635,32 +649,6 @@ func (r *runsIO) confirm(question string) bool {
 	line, _ := bufio.NewReader(r.stdin).ReadString('\n')
 	answer := strings.ToLower(strings.TrimSpace(line))
 	return answer == "y" || answer == "yes"
-}
-
-// short renders a duration the way a table needs it: 3s, 4m12s, 2h5m, 3d4h.
-func short(d time.Duration) string {
-	switch {
-	case d < 0:
-		return "-"
-	case d < time.Second:
-		return fmt.Sprintf("%dms", d.Milliseconds())
-	case d < time.Minute:
-		return d.Round(100 * time.Millisecond).String()
-	case d < time.Hour:
-		return d.Round(time.Second).String()
-	case d < 48*time.Hour:
-		return strings.TrimSuffix(d.Round(time.Minute).String(), "0s")
-	}
-	days := d / (24 * time.Hour)
-	return fmt.Sprintf("%dd%dh", days, (d-days*24*time.Hour)/time.Hour)
-}
-
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	if len(line) > 120 {
-		line = line[:117] + "..."
-	}
-	return line
 }
 
 // capOf names the concurrency key a capped run waits for, if it has one.

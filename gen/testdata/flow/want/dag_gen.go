@@ -125,6 +125,16 @@ func (w *ReportWorkflow) Get(id dag.RunID) *ReportRun {
 	}
 }
 
+// CreateSchedule creates a schedule of "Report" that starts a run with input at
+// each slot of spec.Cron, for spec.Tenant, or replaces the schedule of that
+// tenant with spec.Name; it sets spec.Input to input. See
+// engine.Engine.CreateSchedule; a store that keeps no schedules gives
+// engine.ErrSchedulesUnsupported.
+func (w *ReportWorkflow) CreateSchedule(ctx context.Context, spec engine.ScheduleSpec, input Report) error {
+	spec.Input = input
+	return w.engine.CreateSchedule(ctx, "Report", spec)
+}
+
 // ReportRun is one run of workflow "Report".
 type ReportRun struct {
 	engine    *engine.Engine
@@ -278,6 +288,16 @@ func (w *OrderWorkflow) Get(id dag.RunID) *OrderRun {
 		engine: w.engine,
 		id:     id,
 	}
+}
+
+// CreateSchedule creates a schedule of "Order" that starts a run with input at
+// each slot of spec.Cron, for spec.Tenant, or replaces the schedule of that
+// tenant with spec.Name; it sets spec.Input to input. See
+// engine.Engine.CreateSchedule; a store that keeps no schedules gives
+// engine.ErrSchedulesUnsupported.
+func (w *OrderWorkflow) CreateSchedule(ctx context.Context, spec engine.ScheduleSpec, input Order) error {
+	spec.Input = input
+	return w.engine.CreateSchedule(ctx, "Order", spec)
 }
 
 // OrderRun is one run of workflow "Order".
@@ -444,6 +464,16 @@ func (w *TransferWorkflow) Get(id dag.RunID) *TransferRun {
 		engine: w.engine,
 		id:     id,
 	}
+}
+
+// CreateSchedule creates a schedule of "Transfer" that starts a run with input
+// at each slot of spec.Cron, for spec.Tenant, or replaces the schedule of that
+// tenant with spec.Name; it sets spec.Input to input. See
+// engine.Engine.CreateSchedule; a store that keeps no schedules gives
+// engine.ErrSchedulesUnsupported.
+func (w *TransferWorkflow) CreateSchedule(ctx context.Context, spec engine.ScheduleSpec, input Transfer) error {
+	spec.Input = input
+	return w.engine.CreateSchedule(ctx, "Transfer", spec)
 }
 
 // TransferRun is one run of workflow "Transfer".

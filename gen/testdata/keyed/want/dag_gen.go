@@ -126,6 +126,16 @@ func (w *OrderWorkflow) Get(id dag.RunID) *OrderRun {
 	}
 }
 
+// CreateSchedule creates a schedule of "Order" that starts a run with input at
+// each slot of spec.Cron, for spec.Tenant, or replaces the schedule of that
+// tenant with spec.Name; it sets spec.Input to input. See
+// engine.Engine.CreateSchedule; a store that keeps no schedules gives
+// engine.ErrSchedulesUnsupported.
+func (w *OrderWorkflow) CreateSchedule(ctx context.Context, spec engine.ScheduleSpec, input Order) error {
+	spec.Input = input
+	return w.engine.CreateSchedule(ctx, "Order", spec)
+}
+
 // OrderRun is one run of workflow "Order".
 type OrderRun struct {
 	engine    *engine.Engine
@@ -280,6 +290,16 @@ func (w *InvoiceWorkflow) Get(id dag.RunID) *InvoiceRun {
 		engine: w.engine,
 		id:     id,
 	}
+}
+
+// CreateSchedule creates a schedule of "Invoice" that starts a run with input
+// at each slot of spec.Cron, for spec.Tenant, or replaces the schedule of that
+// tenant with spec.Name; it sets spec.Input to input. See
+// engine.Engine.CreateSchedule; a store that keeps no schedules gives
+// engine.ErrSchedulesUnsupported.
+func (w *InvoiceWorkflow) CreateSchedule(ctx context.Context, spec engine.ScheduleSpec, input Invoice) error {
+	spec.Input = input
+	return w.engine.CreateSchedule(ctx, "Invoice", spec)
 }
 
 // InvoiceRun is one run of workflow "Invoice".
@@ -438,6 +458,16 @@ func (w *BatchWorkflow) Get(id dag.RunID) *BatchRun {
 	}
 }
 
+// CreateSchedule creates a schedule of "Batch" that starts a run with input at
+// each slot of spec.Cron, for spec.Tenant, or replaces the schedule of that
+// tenant with spec.Name; it sets spec.Input to input. See
+// engine.Engine.CreateSchedule; a store that keeps no schedules gives
+// engine.ErrSchedulesUnsupported.
+func (w *BatchWorkflow) CreateSchedule(ctx context.Context, spec engine.ScheduleSpec, input Batch) error {
+	spec.Input = input
+	return w.engine.CreateSchedule(ctx, "Batch", spec)
+}
+
 // BatchRun is one run of workflow "Batch".
 type BatchRun struct {
 	engine    *engine.Engine
@@ -584,6 +614,16 @@ func (w *UploadWorkflow) Get(id dag.RunID) *UploadRun {
 		engine: w.engine,
 		id:     id,
 	}
+}
+
+// CreateSchedule creates a schedule of "Upload" that starts a run with input at
+// each slot of spec.Cron, for spec.Tenant, or replaces the schedule of that
+// tenant with spec.Name; it sets spec.Input to input. See
+// engine.Engine.CreateSchedule; a store that keeps no schedules gives
+// engine.ErrSchedulesUnsupported.
+func (w *UploadWorkflow) CreateSchedule(ctx context.Context, spec engine.ScheduleSpec, input Upload) error {
+	spec.Input = input
+	return w.engine.CreateSchedule(ctx, "Upload", spec)
 }
 
 // UploadRun is one run of workflow "Upload".

@@ -196,6 +196,16 @@ func (w *PingWorkflow) Get(id dag.RunID) *PingRun {
 	}
 }
 
+// CreateSchedule creates a schedule of "Ping" that starts a run with input1 at
+// each slot of spec.Cron, for spec.Tenant, or replaces the schedule of that
+// tenant with spec.Name; it sets spec.Input to input1. See
+// engine.Engine.CreateSchedule; a store that keeps no schedules gives
+// engine.ErrSchedulesUnsupported.
+func (w *PingWorkflow) CreateSchedule(ctx context.Context, spec enginepkg.ScheduleSpec, input1 Ping) error {
+	spec.Input = input1
+	return w.engine.CreateSchedule(ctx, "Ping", spec)
+}
+
 // PingRun is one run of workflow "Ping".
 type PingRun struct {
 	engine    *enginepkg.Engine
@@ -405,6 +415,16 @@ func (w *refundWorkflow) Get(id dag.RunID) *refundRun {
 		engine: w.engine,
 		id:     id,
 	}
+}
+
+// CreateSchedule creates a schedule of "refund" that starts a run with input1
+// at each slot of spec.Cron, for spec.Tenant, or replaces the schedule of that
+// tenant with spec.Name; it sets spec.Input to input1. See
+// engine.Engine.CreateSchedule; a store that keeps no schedules gives
+// engine.ErrSchedulesUnsupported.
+func (w *refundWorkflow) CreateSchedule(ctx context.Context, spec enginepkg.ScheduleSpec, input1 refund) error {
+	spec.Input = input1
+	return w.engine.CreateSchedule(ctx, "refund", spec)
 }
 
 // refundRun is one run of workflow "refund".

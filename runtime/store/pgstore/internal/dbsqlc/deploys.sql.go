@@ -11,6 +11,51 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+const getSignatures = `-- name: GetSignatures :many
+SELECT signature, workflow, step, kind, input_type, output_type, parents::text AS parents
+FROM dagen_signatures
+WHERE signature = ANY($1::text[])
+ORDER BY signature
+`
+
+type GetSignaturesRow struct {
+	Signature  string
+	Workflow   string
+	Step       string
+	Kind       string
+	InputType  string
+	OutputType string
+	Parents    string
+}
+
+func (q *Queries) GetSignatures(ctx context.Context, db DBTX, signatures []string) ([]GetSignaturesRow, error) {
+	rows, err := db.Query(ctx, getSignatures, signatures)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []GetSignaturesRow
+	for rows.Next() {
+		var i GetSignaturesRow
+		if err := rows.Scan(
+			&i.Signature,
+			&i.Workflow,
+			&i.Step,
+			&i.Kind,
+			&i.InputType,
+			&i.OutputType,
+			&i.Parents,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const inFlight = `-- name: InFlight :many
 SELECT t.signature, r.workflow, split_part(t.name, '[', 1)::text AS step, (t.signature = ANY($1::text[]))::boolean AS served,
        count(DISTINCT t.run_id)::integer AS runs,
@@ -21,7 +66,7 @@ FROM dagen_runs r
 JOIN dagen_tasks t ON t.run_id = r.id
 LEFT JOIN dagen_signatures s ON s.signature = t.signature
 WHERE r.status IN ('QUEUED', 'RUNNING')
-  AND t.status IN ('PENDING', 'QUEUED', 'RUNNING', 'SLEEPING', 'BACKOFF', 'MAPPING')
+  AND t.status IN ('PENDING', 'QUEUED', 'RUNNING', 'SLEEPING', 'BACKOFF', 'MAPPING', 'AWAITING')
   AND NOT (t.kind = 'onfailure' AND t.status = 'PENDING')
 GROUP BY t.signature, r.workflow, split_part(t.name, '[', 1), s.signature
 ORDER BY r.workflow, split_part(t.name, '[', 1), t.signature
@@ -87,7 +132,7 @@ CROSS JOIN LATERAL (
     SELECT bool_or(NOT (t.signature = ANY($2::text[]))) AS stranded
     FROM dagen_tasks t
     WHERE t.run_id = r.id
-      AND t.status IN ('PENDING', 'QUEUED', 'RUNNING', 'SLEEPING', 'BACKOFF', 'MAPPING')
+      AND t.status IN ('PENDING', 'QUEUED', 'RUNNING', 'SLEEPING', 'BACKOFF', 'MAPPING', 'AWAITING')
       AND NOT (t.kind = 'onfailure' AND t.status = 'PENDING')
 ) AS x
 WHERE r.status IN ('QUEUED', 'RUNNING')

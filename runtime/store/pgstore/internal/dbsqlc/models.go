@@ -75,6 +75,23 @@ type DagenRunQueue struct {
 	RunID    pgtype.UUID
 }
 
+type DagenSchedule struct {
+	Workflow  string
+	Tenant    string
+	Name      string
+	Cron      string
+	Zone      string
+	Catchup   string
+	Input     []byte
+	Declared  bool
+	Paused    bool
+	NextAt    pgtype.Timestamptz
+	LastAt    pgtype.Timestamptz
+	LastRun   pgtype.UUID
+	CreatedAt pgtype.Timestamptz
+	UpdatedAt pgtype.Timestamptz
+}
+
 type DagenSignature struct {
 	Signature  string
 	Workflow   string
@@ -122,6 +139,7 @@ type DagenTask struct {
 	Elements       int32
 	NextElement    int32
 	MapLimit       int32
+	Signal         []byte
 }
 
 type DagenTenantGroup struct {

@@ -177,10 +177,10 @@ const getTasks = `-- name: GetTasks :many
 SELECT t.run_id, t.name, t.kind, t.children, t.status, t.attempt, t.max_attempts, t.signature,
        t.error, t.reason, t.wake_at, t.worker,
        t.queued_event, t.queued_at, t.started_event, t.started_at,
-       t.pending_parents, t.elements, t.next_element, t.map_limit
+       t.pending_parents, t.elements, t.next_element, t.map_limit, (t.signal IS NOT NULL)::boolean AS held
 FROM (SELECT unnest((SELECT $1::uuid[])) AS run_id, unnest($2::text[]) AS name) AS k
 CROSS JOIN LATERAL (
-    SELECT run_id, name, seq, kind, parents, children, pending_parents, status, attempt, max_attempts, output, error, reason, wake_at, worker, finished_at, queued_event, queued_at, started_event, started_at, completed_event, signature, each, element, item, elements, next_element, map_limit FROM dagen_tasks t WHERE t.run_id = k.run_id AND t.name = k.name LIMIT 1
+    SELECT run_id, name, seq, kind, parents, children, pending_parents, status, attempt, max_attempts, output, error, reason, wake_at, worker, finished_at, queued_event, queued_at, started_event, started_at, completed_event, signature, each, element, item, elements, next_element, map_limit, signal FROM dagen_tasks t WHERE t.run_id = k.run_id AND t.name = k.name LIMIT 1
 ) AS t
 `
 
@@ -205,6 +205,7 @@ type GetTasksRow struct {
 	Elements       int32
 	NextElement    int32
 	MapLimit       int32
+	Held           bool
 }
 
 // Reads tasks by key. Callers hold the lock of the tasks' runs, which every
@@ -245,6 +246,7 @@ func (q *Queries) GetTasks(ctx context.Context, db DBTX, runIds []pgtype.UUID, n
 			&i.Elements,
 			&i.NextElement,
 			&i.MapLimit,
+			&i.Held,
 		); err != nil {
 			return nil, err
 		}

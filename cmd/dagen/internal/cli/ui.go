@@ -1,0 +1,83 @@
+package cli
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/dagenhq/dagen/runtime/console"
+	"github.com/dagenhq/dagen/runtime/store/pgstore"
+)
+
+// ui runs dagen ui: the console, served against the database until ctx
+// ends (an interrupt).
+func ui(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("dagen ui", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
+	readOnly := fs.Bool("read-only", false, "refuse cancel and retry")
+	db := fs.String("db", "", "database URL")
+	schema := fs.String("schema", "", "schema")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, usage)
+			return ExitOK
+		}
+		fmt.Fprintf(stderr, "dagen ui: %v\nRun 'dagen --help' for usage.\n", err)
+		return ExitError
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "dagen ui: unexpected %q\n", fs.Arg(0))
+		return ExitError
+	}
+	url, code := databaseURL(*db, "ui", stderr)
+	if code != ExitOK {
+		return code
+	}
+	pool, err := connect(ctx, url, *schema)
+	if err != nil {
+		fmt.Fprintf(stderr, "dagen ui: %v\n", err)
+		return ExitError
+	}
+	defer pool.Close()
+	st, err := pgstore.New(ctx, pool, nil)
+	if err != nil {
+		fmt.Fprintf(stderr, "dagen ui: %v\n", err)
+		return ExitError
+	}
+	h, err := console.New(st, console.Options{ReadOnly: *readOnly, Operator: "console (" + cmp.Or(os.Getenv("USER"), "unknown") + ")"})
+	if err != nil {
+		fmt.Fprintf(stderr, "dagen ui: %v\n", err)
+		return ExitError
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "dagen ui: %v\n", err)
+		return ExitError
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	mode := ""
+	if *readOnly {
+		mode = " (read-only)"
+	}
+	fmt.Fprintf(stdout, "dagen ui: serving the console%s on http://%s/\n", mode, ln.Addr())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	select {
+	case err := <-done:
+		fmt.Fprintf(stderr, "dagen ui: %v\n", err)
+		return ExitError
+	case <-ctx.Done():
+		shut, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shut)
+		return ExitOK
+	}
+}

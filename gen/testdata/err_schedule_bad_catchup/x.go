@@ -1,0 +1,17 @@
+package schedule_bad_catchup
+
+import (
+	"context"
+	"time"
+)
+
+//dag:workflow
+type Report struct{ Day string }
+
+//dag:step
+func Build(ctx context.Context, r Report) error { return nil }
+
+func day(slot time.Time) Report { return Report{Day: slot.Format(time.DateOnly)} }
+
+//dag:schedule cron="0 3 * * *" catchup=sometimes
+func Nightly(ctx context.Context, slot time.Time) (Report, error) { return day(slot), nil }

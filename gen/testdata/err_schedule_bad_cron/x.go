@@ -1,0 +1,26 @@
+package schedule_bad_cron
+
+import (
+	"context"
+	"time"
+)
+
+//dag:workflow
+type Report struct{ Day string }
+
+//dag:step
+func Build(ctx context.Context, r Report) error { return nil }
+
+func day(slot time.Time) Report { return Report{Day: slot.Format(time.DateOnly)} }
+
+//dag:schedule cron="0 25 * * *"
+func Nightly(ctx context.Context, slot time.Time) (Report, error) { return day(slot), nil }
+
+//dag:schedule cron="0 3 * *"
+func Early(ctx context.Context, slot time.Time) (Report, error) { return day(slot), nil }
+
+//dag:schedule cron="@every 1h"
+func Hourly(ctx context.Context, slot time.Time) (Report, error) { return day(slot), nil }
+
+//dag:schedule cron="0 0 30 2 *"
+func Never(ctx context.Context, slot time.Time) (Report, error) { return day(slot), nil }

@@ -1,0 +1,21 @@
+// Package console is dagen's web console: an http.Handler that shows runs
+// and lets operators act on them. A service mounts it under a prefix,
+// behind its own authentication, as it would any admin page:
+//
+//	h, err := console.New(st, console.Options{ReadOnly: true})
+//	mux.Handle("/dagen/", http.StripPrefix("/dagen", auth(h)))
+//
+// `dagen ui` serves it against DATABASE_URL.
+//
+// Pages: the runs (filters, counts per status, newest first, paging) and a
+// run (its DAG drawn with each step coloured by status, each step's
+// attempts, error, output and events, and the run's event log). Actions,
+// unless the console is read-only: cancel a run and retry it, in the modes
+// of the operator API, each behind a confirmation and a CSRF token. Every
+// page refreshes itself while its runs are moving. Everything it serves is
+// embedded: no build step, no network at run time.
+//
+// The DAG is laid out on the server, as SVG: steps in layers by their
+// longest path from a root, ordered within a layer to keep edges short
+// (the barycenter heuristic), a mapped step as one node with its progress.
+package console

@@ -1,0 +1,123 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/dagenhq/dagen/runtime/dag"
+	"github.com/dagenhq/dagen/runtime/store"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
+)
+
+var _ store.Signaler = (*Store)(nil)
+
+// await applies an OutcomeAwait to a RUNNING signal wait: a held signal
+// completes it at once (flush makes the signal its output); otherwise it
+// waits, with a timer when its wait ends.
+func (b *batch) await(t *taskState, res *store.TaskResult, src int) {
+	if t.held {
+		t.consume = true
+		t.logCompleted = true
+		b.resolve(t, store.TaskCompleted, src)
+		return
+	}
+	t.status = store.TaskAwaiting
+	t.reason = res.Reason
+	detail := ""
+	if wake, ends := res.WakeTime(b.now); ends {
+		t.wakeAt = wake.Truncate(time.Microsecond)
+		t.timer = "signal"
+		detail = t.wakeAt.UTC().Format(time.RFC3339Nano)
+	}
+	b.event(t, store.EventAwaiting, detail)
+	b.touch(t)
+}
+
+// consumeSignals makes the held signals of the waits await completed
+// their outputs.
+func (b *batch) consumeSignals(ctx context.Context) error {
+	var ids []pgtype.UUID
+	var names []string
+	for _, t := range b.dirty {
+		if t.consume {
+			ids = append(ids, uuidOf(t.key.run))
+			names = append(names, t.key.name)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	if err := b.s.q.ConsumeSignals(ctx, b.tx, ids, names); err != nil {
+		return fmt.Errorf("consume %d held signals: %w", len(ids), err)
+	}
+	return nil
+}
+
+// SendSignal implements store.Signaler. It locks the run, as every writer
+// of its tasks does, so sends to one wait, from any number of processes,
+// are applied one at a time.
+func (s *Store) SendSignal(ctx context.Context, id dag.RunID, step string, payload []byte) (bool, error) {
+	delivered, queued := false, 0
+	var refused error // why the send is refused: the transaction then rolls back
+	err := s.inTx(ctx, func(tx *txn) error {
+		b := s.newBatch(tx, 1)
+		k := taskKey{id, step}
+		if err := b.lockRunsAndLoad(ctx, []taskKey{k}); err != nil {
+			return err
+		}
+		if refused = refusal(b.runs[id], b.tasks[k], id, step); refused != nil {
+			return errNothingToDo
+		}
+		t := b.tasks[k]
+		if t.status != store.TaskAwaiting {
+			if err := s.q.HoldSignal(ctx, tx, dbsqlc.HoldSignalParams{Payload: payload, RunID: uuidOf(id), Name: step}); err != nil {
+				return fmt.Errorf("hold the signal: %w", err)
+			}
+			b.event(t, store.EventSignalled, store.SignalHeld)
+			return b.flush(ctx)
+		}
+		if !t.wakeAt.IsZero() {
+			_ = s.q.DeleteTaskTimer(ctx, tx, uuidOf(id), step)
+		}
+		t.output, t.reason, t.wakeAt = payload, "", time.Time{}
+		b.event(t, store.EventSignalled, store.SignalDelivered)
+		b.event(t, store.EventCompleted, "")
+		b.resolve(t, store.TaskCompleted, 0)
+		delivered = true
+		if err := b.flush(ctx); err != nil {
+			return err
+		}
+		queued = b.credit[0]
+		return nil
+	})
+	if refused != nil {
+		return false, refused
+	}
+	if err != nil {
+		return false, fmt.Errorf("send signal: %w", err)
+	}
+	s.noteQueued(ctx, queued)
+	return delivered, nil
+}
+
+// refusal says why a signal for step of run id cannot be sent, with the
+// error store.Signaler names, or nil when it can: r and t are the locked
+// run and the loaded task, nil when there is none.
+func refusal(r *runState, t *taskState, id dag.RunID, step string) error {
+	switch {
+	case r == nil:
+		return fmt.Errorf("run %s: %w", id, store.ErrRunNotFound)
+	case t == nil || t.kind != store.KindSignal:
+		return fmt.Errorf("step %q: %w", step, store.ErrNotSignal)
+	case t.status.Terminal():
+		return fmt.Errorf("step %q is %s: %w", step, t.status, store.ErrSignalResolved)
+	case t.held:
+		return fmt.Errorf("step %q: %w", step, store.ErrSignalHeld)
+	case r.status.Terminal():
+		return fmt.Errorf("run %s is %s: %w", id, r.status, store.ErrRunFinished)
+	}
+	return nil
+}
