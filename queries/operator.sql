@@ -69,3 +69,17 @@ JOIN dagen_runs r ON r.id = x.run_id
 WHERE r.status IN ('QUEUED', 'RUNNING')
 GROUP BY r.tenant, r.workflow, x.state
 ORDER BY r.tenant, r.workflow, x.state;
+
+-- name: QueuePlaces :many
+-- Where the run's named tasks stand in the fair queue: how many queued
+-- tasks have a lower id (the claim order), and how many of them are the
+-- same tenant's, each counted up to @most. A tenant has at most one task
+-- a block (id = group + 1048576 * block), so its tasks ahead are found by
+-- probing the primary key at the @most blocks before this one: a bounded
+-- number of lookups however deep the queue.
+SELECT r.task,
+       (SELECT count(*) FROM (SELECT 1 FROM dagen_ready a WHERE a.id < r.id LIMIT @most::integer) AS x)::integer AS ahead,
+       (SELECT count(*) FROM dagen_ready a
+        WHERE a.id IN (SELECT r.id - 1048576 * k FROM generate_series(1, LEAST(@most::integer, r.id / 1048576)) AS k))::integer AS tenant_ahead
+FROM dagen_ready r
+WHERE r.run_id = @run_id AND r.task = ANY(@tasks::text[]);

@@ -4,6 +4,7 @@ package textfmt
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -34,4 +35,22 @@ func FirstLine(s string) string {
 		line = line[:117] + "..."
 	}
 	return line
+}
+
+// Count writes n with its noun, pluralised with an s, and n's thousands
+// separated by commas: "1 task", "12,345 tasks".
+func Count(n int, noun string) string {
+	if n != 1 {
+		noun += "s"
+	}
+	s := strconv.Itoa(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	if neg {
+		s = "-" + s
+	}
+	return s + " " + noun
 }

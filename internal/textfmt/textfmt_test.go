@@ -29,3 +29,14 @@ func TestFirstLine(t *testing.T) {
 		t.Errorf("FirstLine of a long line = %q", got)
 	}
 }
+
+func TestCount(t *testing.T) {
+	for n, want := range map[int]string{
+		0: "0 tasks", 1: "1 task", 2: "2 tasks", 999: "999 tasks", 1000: "1,000 tasks",
+		12345: "12,345 tasks", 1234567: "1,234,567 tasks", -1200: "-1,200 tasks",
+	} {
+		if got := Count(n, "task"); got != want {
+			t.Errorf("Count(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

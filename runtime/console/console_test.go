@@ -125,7 +125,17 @@ func TestRunsPage(t *testing.T) {
 	_, body = get(t, c, s.srv.URL+"/dagen/?limit=1")
 	require.Contains(t, body, `id="next"`, "a second page")
 
-	for _, bad := range []string{"?status=lost", "?since=yesterday", "?after=nope", "?limit=0"} {
+	minute := func(d time.Duration) string { return time.Now().UTC().Add(d).Format("2006-01-02T15:04") }
+	_, body = get(t, c, s.srv.URL+"/dagen/?from="+minute(-time.Hour)+"&to="+minute(time.Hour))
+	require.Contains(t, body, "runs/"+s.ok.String(), "created within the range")
+	require.Contains(t, body, "runs/"+s.failed.String())
+	_, body = get(t, c, s.srv.URL+"/dagen/?to="+minute(-time.Hour))
+	require.Contains(t, body, "no runs match", "all created after to")
+	_, body = get(t, c, s.srv.URL+"/dagen/?from="+time.Now().UTC().Add(time.Hour).Format(time.RFC3339))
+	require.Contains(t, body, "no runs match", "all created before from")
+
+	for _, bad := range []string{"?status=lost", "?since=yesterday", "?after=nope", "?limit=0", "?from=monday",
+		"?to=2026-13-01", "?from=2026-11-24&to=2026-11-23", "?since=1h&from=2026-11-24"} {
 		code, body := get(t, c, s.srv.URL+"/dagen/"+bad)
 		require.Equal(t, http.StatusBadRequest, code, bad)
 		require.Contains(t, body, `id="error"`, bad)
@@ -245,3 +255,34 @@ func TestReadOnly(t *testing.T) {
 }
 
 var _ = time.Second
+
+// TestRunPageSaysWhatIsAheadInTheQueue checks "why not running" for a
+// queued step: how many tasks the fair queue hands out before it, and how
+// many of them are its tenant's.
+func TestRunPageSaysWhatIsAheadInTheQueue(t *testing.T) {
+	s := seed(t, console.Options{})
+	ctx := context.Background()
+	var last dag.RunID
+	for i := range 3 { // the manual engine runs nothing: the roots stay queued
+		id, err := s.e.Trigger(ctx, "ship", "acme", 10+i)
+		require.NoError(t, err)
+		last = id
+	}
+	_, err := s.e.Trigger(ctx, "ship", "zeta", 20)
+	require.NoError(t, err)
+	// A live worker serves the steps, busy elsewhere.
+	tasks, err := s.st.ListTasks(ctx, last)
+	require.NoError(t, err)
+	var sigs []string
+	for _, task := range tasks {
+		sigs = append(sigs, task.Signature)
+	}
+	_, err = s.st.Heartbeat(ctx, "busy", time.Minute, nil)
+	require.NoError(t, err)
+	require.NoError(t, s.st.Serve(ctx, "busy", sigs))
+	code, body := get(t, client(t), s.srv.URL+"/dagen/runs/"+last.String())
+	require.Equal(t, http.StatusOK, code)
+	require.Regexp(t, `queued: [23] tasks ahead of it in the fair queue \(2 of them tenant acme&#39;s\)`, body,
+		"acme's two earlier picks are ahead, and zeta's if its block comes first")
+	require.Contains(t, body, "waits for its parents: pick (queued)", "a step behind a queued parent says so")
+}

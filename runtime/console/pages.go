@@ -70,6 +70,28 @@ func (c *Console) runsPage(w http.ResponseWriter, r *http.Request) {
 			f.CreatedFrom = c.opts.Now().Add(-d)
 		}
 	}
+	if s := q.Get("from"); s != "" {
+		at, err := parseTime(s)
+		switch {
+		case err != nil:
+			bad = append(bad, fmt.Sprintf("from=%q: %v", s, err))
+		case q.Get("since") != "":
+			bad = append(bad, "give since or from, not both")
+		default:
+			f.CreatedFrom = at
+		}
+	}
+	if s := q.Get("to"); s != "" {
+		at, err := parseTime(s)
+		switch {
+		case err != nil:
+			bad = append(bad, fmt.Sprintf("to=%q: %v", s, err))
+		case !f.CreatedFrom.IsZero() && !at.After(f.CreatedFrom):
+			bad = append(bad, fmt.Sprintf("to=%q: not after the start of the range", s))
+		default:
+			f.CreatedTo = at
+		}
+	}
 	if s := q.Get("after"); s != "" {
 		id, err := dag.ParseRunID(s)
 		if err != nil {
@@ -134,6 +156,20 @@ func (c *Console) runsPage(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// timeLayouts are the forms of the runs page's from and to: what a
+// datetime-local input sends, a date, or RFC 3339. Without a zone they
+// are UTC, as the page shows times.
+var timeLayouts = []string{"2006-01-02T15:04", "2006-01-02T15:04:05", "2006-01-02", time.RFC3339}
+
+func parseTime(s string) (time.Time, error) {
+	for _, l := range timeLayouts {
+		if t, err := time.Parse(l, s); err == nil {
+			return t.UTC(), nil
+		}
+	}
+	return time.Time{}, errors.New("want a time such as 2026-11-24T09:30 (UTC), 2026-11-24 or RFC 3339")
+}
+
 // runPage shows a run: its DAG, its steps and its event log.
 func (c *Console) runPage(w http.ResponseWriter, r *http.Request) {
 	id, err := dag.ParseRunID(r.PathValue("id"))
@@ -172,14 +208,6 @@ func (c *Console) runPage(w http.ResponseWriter, r *http.Request) {
 	for _, ev := range events {
 		byStep[ev.Step] = append(byStep[ev.Step], ev)
 	}
-	type stepView struct {
-		Task      store.Task
-		Class     string
-		Output    string
-		Truncated bool
-		Events    []store.Event
-		Why       string
-	}
 	var steps []stepView
 	shown := map[string]int{} // unfinished elements listed, by mapped step
 	hidden := 0
@@ -204,6 +232,10 @@ func (c *Console) runPage(w http.ResponseWriter, r *http.Request) {
 		sv.Output, sv.Truncated = prettyOutput(t.Output, full == t.Name)
 		steps = append(steps, sv)
 	}
+	if err := c.addQueuePlaces(r.Context(), run, steps, unserved); err != nil {
+		c.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
 	d := layout(tasks, c.optionalEdges(r.Context(), tasks))
 	earlier := 0
 	if len(events) > maxEventsShown {
@@ -215,6 +247,62 @@ func (c *Console) runPage(w http.ResponseWriter, r *http.Request) {
 		"CSRF": c.token(w, r), "Done": r.URL.Query().Get("done"),
 		"Retryable": run.Status == store.RunFailed || run.Status == store.RunCancelled,
 	})
+}
+
+// stepView is a step as the run page shows it.
+type stepView struct {
+	Task      store.Task
+	Class     string
+	Output    string
+	Truncated bool
+	Events    []store.Event
+	Why       string // why it is not running, when it is not
+}
+
+// addQueuePlaces says, for the queued steps a live worker serves, how
+// much of the fair queue is ahead of them, when the store can tell.
+func (c *Console) addQueuePlaces(ctx context.Context, run store.Run, steps []stepView, unserved map[string]string) error {
+	fl, ok := c.st.(store.Fleet)
+	if !ok || run.Status.Terminal() {
+		return nil
+	}
+	var queued []string
+	for _, sv := range steps {
+		if _, no := unserved[sv.Task.Name]; sv.Task.Status == store.TaskQueued && !no {
+			queued = append(queued, sv.Task.Name)
+		}
+	}
+	if len(queued) == 0 {
+		return nil
+	}
+	places, err := fl.QueuePlaces(ctx, run.ID, queued)
+	if err != nil {
+		return err
+	}
+	for i := range steps {
+		if p, ok := places[steps[i].Task.Name]; ok {
+			steps[i].Why = queuedWhy(run.Tenant, p)
+		}
+	}
+	return nil
+}
+
+// queuedWhy says why a queued step is not running: what the fair queue
+// hands out before it.
+func queuedWhy(tenant string, p store.QueuePlace) string {
+	if p.Ahead == 0 {
+		return "queued: next in the fair queue; the next worker that serves its signature and has a free slot claims it"
+	}
+	more := ""
+	if p.Ahead >= store.MaxQueueAhead {
+		more = "at least "
+	}
+	mine := "none of them tenant " + tenant + "'s"
+	if p.TenantAhead > 0 {
+		mine = fmt.Sprintf("%d of them tenant %s's", p.TenantAhead, tenant)
+	}
+	return fmt.Sprintf("queued: %s%s ahead of it in the fair queue (%s); workers claim in that order, taking turns between tenants",
+		more, textfmt.Count(p.Ahead, "task"), mine)
 }
 
 // optionalEdges returns the edges (child, parent) of tasks that the child

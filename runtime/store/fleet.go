@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"time"
+
+	"github.com/dagenhq/dagen/runtime/dag"
 )
 
 // Fleet is implemented by stores that can show operators the workers that
@@ -18,6 +20,25 @@ type Fleet interface {
 	// workflow, sorted by tenant then workflow. Tenants and workflows with
 	// none are left out.
 	Backlog(ctx context.Context) ([]BacklogEntry, error)
+
+	// QueuePlaces says where the run's named steps stand in the fair
+	// queue: for each that is queued, the tasks handed out before it.
+	// Steps that are not queued are left out of the map; so are all of
+	// them when the run does not exist.
+	QueuePlaces(ctx context.Context, run dag.RunID, steps []string) (map[string]QueuePlace, error)
+}
+
+// MaxQueueAhead bounds the counts of a QueuePlace, so that reading the
+// place of a task behind a deep queue costs a bounded scan.
+const MaxQueueAhead = 10_000
+
+// QueuePlace is where a queued task stands in the fair queue.
+type QueuePlace struct {
+	// Ahead counts the queued tasks, of every tenant and workflow, that
+	// the fair queue hands out before this one, up to MaxQueueAhead.
+	Ahead int
+	// TenantAhead counts those of the task's own tenant.
+	TenantAhead int
 }
 
 // WorkerInfo is a worker as operators see it.

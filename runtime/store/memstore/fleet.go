@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
 )
 
@@ -81,5 +82,40 @@ func (s *Store) Backlog(ctx context.Context) ([]store.BacklogEntry, error) {
 	slices.SortFunc(out, func(a, b store.BacklogEntry) int {
 		return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.Workflow, b.Workflow))
 	})
+	return out, nil
+}
+
+// QueuePlaces implements store.Fleet.
+func (s *Store) QueuePlaces(ctx context.Context, id dag.RunID, steps []string) (map[string]store.QueuePlace, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.lock()
+	defer s.unlock()
+	out := map[string]store.QueuePlace{}
+	r := s.runs[id]
+	if r == nil {
+		return out, nil
+	}
+	for _, name := range steps {
+		ti, ok := r.indexOf(name)
+		if !ok || r.tasks[ti].status != store.TaskQueued {
+			continue
+		}
+		mine := r.tasks[ti].queueID
+		var p store.QueuePlace
+		for _, q := range s.queues {
+			for _, e := range *q {
+				if e.id >= mine || !e.live() {
+					continue
+				}
+				p.Ahead = min(p.Ahead+1, store.MaxQueueAhead)
+				if e.run.rec.Tenant == r.rec.Tenant {
+					p.TenantAhead = min(p.TenantAhead+1, store.MaxQueueAhead)
+				}
+			}
+		}
+		out[name] = p
+	}
 	return out, nil
 }

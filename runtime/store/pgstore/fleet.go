@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
 )
 
 var (
@@ -59,6 +61,21 @@ func (s *Store) Backlog(ctx context.Context) ([]store.BacklogEntry, error) {
 		case store.TaskBackoff:
 			e.Backoff = int(r.N)
 		}
+	}
+	return out, nil
+}
+
+// QueuePlaces implements store.Fleet with one query: a bounded scan of the
+// ready queue's primary key below each task, and for its tenant, probes of
+// the blocks before its own.
+func (s *Store) QueuePlaces(ctx context.Context, run dag.RunID, steps []string) (map[string]store.QueuePlace, error) {
+	rows, err := s.q.QueuePlaces(ctx, s.pool, dbsqlc.QueuePlacesParams{Most: store.MaxQueueAhead, RunID: uuidOf(run), Tasks: steps})
+	if err != nil {
+		return nil, fmt.Errorf("read the queue places of run %s: %w", run, err)
+	}
+	out := make(map[string]store.QueuePlace, len(rows))
+	for _, r := range rows {
+		out[r.Task] = store.QueuePlace{Ahead: int(r.Ahead), TenantAhead: int(r.TenantAhead)}
 	}
 	return out, nil
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
 )
 
@@ -16,6 +17,7 @@ var fleetTests = []struct {
 }{
 	{"Workers", testFleetWorkers},
 	{"Backlog", testFleetBacklog},
+	{"QueuePlaces", testFleetQueuePlaces},
 }
 
 func (f *fixture) fleet() (store.Fleet, store.Workers) {
@@ -126,4 +128,46 @@ func testFleetBacklog(f *fixture, fl store.Fleet, _ store.Workers) {
 		{Tenant: "t1", Workflow: "wf", Running: 2, Sleeping: 1},
 		{Tenant: "t2", Workflow: "wf", Queued: 1},
 	}, backlog())
+}
+
+// testFleetQueuePlaces checks where queued tasks stand in the fair queue:
+// the tasks handed out before each, its tenant's among them, and that
+// steps not queued, unknown steps and unknown runs are left out.
+func testFleetQueuePlaces(f *fixture, fl store.Fleet, _ store.Workers) {
+	t := f.t
+	busy := newRun("wf", "t1", task("a"), task("b"), task("c"), task("d", "a"))
+	other := newRun("wf", "t2", task("x"))
+	f.create(busy, other)
+	places := func(run dag.RunID, steps ...string) map[string]store.QueuePlace {
+		t.Helper()
+		p, err := fl.QueuePlaces(f.ctx, run, steps)
+		require.NoError(t, err)
+		return p
+	}
+	// t1's roots take blocks 0, 1 and 2, t2's x block 0: c is handed out
+	// after a, b and x, whatever order the tenants' groups have.
+	got := places(busy.ID, "a", "b", "c", "d", "nope")
+	require.Equal(t, store.QueuePlace{Ahead: 3, TenantAhead: 2}, got["c"])
+	require.Equal(t, 1, got["b"].TenantAhead)
+	require.Contains(t, []int{1, 2}, got["b"].Ahead, "a, and x if t2's group comes first")
+	require.Equal(t, 0, got["a"].TenantAhead)
+	require.NotContains(t, got, "d", "d waits for its parent: not queued")
+	require.NotContains(t, got, "nope")
+	require.Len(t, got, 3)
+	x := places(other.ID, "x")["x"]
+	require.Equal(t, 0, x.TenantAhead)
+	require.Equal(t, 1-got["a"].Ahead, x.Ahead, "a and x share block 0: one is first")
+
+	// The head is handed out: what was behind it moves up.
+	head := f.claimOne()
+	require.Equal(t, store.QueuePlace{Ahead: 2, TenantAhead: 2 - btoi(head.Tenant == "t1")}, places(busy.ID, "c")["c"])
+	require.NotContains(t, places(head.RunID, head.Step), head.Step, "a claimed task is not queued")
+	require.Empty(t, places(dag.NewRunID(), "a"), "an unknown run")
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

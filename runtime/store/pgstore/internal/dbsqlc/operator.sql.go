@@ -239,6 +239,53 @@ func (q *Queries) ListWorkers(ctx context.Context, db DBTX, now pgtype.Timestamp
 	return items, nil
 }
 
+const queuePlaces = `-- name: QueuePlaces :many
+SELECT r.task,
+       (SELECT count(*) FROM (SELECT 1 FROM dagen_ready a WHERE a.id < r.id LIMIT $1::integer) AS x)::integer AS ahead,
+       (SELECT count(*) FROM dagen_ready a
+        WHERE a.id IN (SELECT r.id - 1048576 * k FROM generate_series(1, LEAST($1::integer, r.id / 1048576)) AS k))::integer AS tenant_ahead
+FROM dagen_ready r
+WHERE r.run_id = $2 AND r.task = ANY($3::text[])
+`
+
+type QueuePlacesParams struct {
+	Most  int32
+	RunID pgtype.UUID
+	Tasks []string
+}
+
+type QueuePlacesRow struct {
+	Task        string
+	Ahead       int32
+	TenantAhead int32
+}
+
+// Where the run's named tasks stand in the fair queue: how many queued
+// tasks have a lower id (the claim order), and how many of them are the
+// same tenant's, each counted up to @most. A tenant has at most one task
+// a block (id = group + 1048576 * block), so its tasks ahead are found by
+// probing the primary key at the @most blocks before this one: a bounded
+// number of lookups however deep the queue.
+func (q *Queries) QueuePlaces(ctx context.Context, db DBTX, arg QueuePlacesParams) ([]QueuePlacesRow, error) {
+	rows, err := db.Query(ctx, queuePlaces, arg.Most, arg.RunID, arg.Tasks)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []QueuePlacesRow
+	for rows.Next() {
+		var i QueuePlacesRow
+		if err := rows.Scan(&i.Task, &i.Ahead, &i.TenantAhead); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const runningRunIDs = `-- name: RunningRunIDs :many
 SELECT r.id
 FROM dagen_runs r
