@@ -9,16 +9,19 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dagenhq/dagen/internal/pgtest"
 	"github.com/dagenhq/dagen/runtime/console"
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/engine"
-	"github.com/dagenhq/dagen/runtime/store/memstore"
+	"github.com/dagenhq/dagen/runtime/store"
+	"github.com/dagenhq/dagen/runtime/store/pgstore"
 )
 
 // chromium returns the path of a Chromium to drive, or skips the test
@@ -48,6 +51,66 @@ func screenshotDir(t *testing.T) string {
 	return t.TempDir()
 }
 
+// pgStore returns a pgstore over a fresh schema: the browser tests load
+// their pages from a seeded database, as an operator's console does.
+func pgStore(t *testing.T) *pgstore.Store {
+	t.Helper()
+	schema := pgtest.Schema(t)
+	pool := pgtest.Pool(t, schema, 8)
+	require.NoError(t, pgstore.Migrate(context.Background(), pool))
+	st, err := pgstore.New(context.Background(), pool, nil)
+	require.NoError(t, err)
+	return st
+}
+
+// serve mounts a console over st under /dagen, as a service would.
+func serve(t *testing.T, st store.Store) *httptest.Server {
+	t.Helper()
+	h, err := console.New(st, console.Options{})
+	require.NoError(t, err)
+	mux := http.NewServeMux()
+	mux.Handle("/dagen/", http.StripPrefix("/dagen", h))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// browser starts a headless Chromium for the test, its window 1280×900,
+// and returns a context that drives it for at most a minute.
+func browser(t *testing.T, exe string) context.Context {
+	t.Helper()
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1280, 900))...)
+	t.Cleanup(cancel)
+	bctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(cancel)
+	bctx, cancel = context.WithTimeout(bctx, 60*time.Second)
+	t.Cleanup(cancel)
+	return bctx
+}
+
+// screenshot returns an action that saves a screenshot of the whole page
+// as dir/name, a PNG.
+func screenshot(dir string) func(name string) chromedp.Action {
+	return func(name string) chromedp.Action {
+		var buf []byte
+		return chromedp.Tasks{
+			chromedp.FullScreenshot(&buf, 100), // 100: PNG
+			chromedp.ActionFunc(func(context.Context) error { return os.WriteFile(filepath.Join(dir, name), buf, 0o644) }),
+		}
+	}
+}
+
+// elementShot returns an action that saves a screenshot of the element
+// sel as dir/name, a PNG.
+func elementShot(dir, name, sel string) chromedp.Action {
+	var buf []byte
+	return chromedp.Tasks{
+		chromedp.Screenshot(sel, &buf, chromedp.NodeVisible),
+		chromedp.ActionFunc(func(context.Context) error { return os.WriteFile(filepath.Join(dir, name), buf, 0o644) }),
+	}
+}
+
 // TestBrowserRetryFailedRun drives a real headless Chromium: it loads the
 // runs page, opens the failed run, checks that its failed step is drawn
 // failed, retries it through the confirmation, and sees the run complete
@@ -55,11 +118,11 @@ func screenshotDir(t *testing.T) string {
 func TestBrowserRetryFailedRun(t *testing.T) {
 	exe := chromium(t)
 	ctx := context.Background()
-	st := memstore.New(nil)
-	fail := true
+	st := pgStore(t)
+	var fail atomic.Bool
 	run := func(name string) func(context.Context, engine.StepInput) ([]byte, error) {
 		return func(context.Context, engine.StepInput) ([]byte, error) {
-			if name == "charge" && fail {
+			if name == "charge" && fail.Load() {
 				return nil, dag.Terminal(errors.New("card declined: insufficient funds"))
 			}
 			return engine.Encode(map[string]string{"step": name, "at": time.Now().UTC().Format(time.RFC3339)})
@@ -85,40 +148,22 @@ func TestBrowserRetryFailedRun(t *testing.T) {
 		if i == 2 {
 			continue
 		}
-		fail = i == 1
+		fail.Store(i == 1)
 		id, err := e.Trigger(ctx, "order", "acme", i)
 		require.NoError(t, err)
 		_, _ = e.Wait(ctx, id)
 	}
-	fail = true
+	fail.Store(true)
 	failed, err := e.Trigger(ctx, "order", "globex", 9)
 	require.NoError(t, err)
 	_, err = e.Wait(ctx, failed)
 	require.Error(t, err)
-	fail = false // the card works now: a retry completes
+	fail.Store(false) // the card works now: a retry completes
 
-	h, err := console.New(st, console.Options{})
-	require.NoError(t, err)
-	mux := http.NewServeMux()
-	mux.Handle("/dagen/", http.StripPrefix("/dagen", h))
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-
-	actx, cancel := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1280, 900))...)
-	defer cancel()
-	bctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	bctx, cancel = context.WithTimeout(bctx, 60*time.Second)
-	defer cancel()
+	srv := serve(t, st)
+	bctx := browser(t, exe)
 	dir := screenshotDir(t)
-	shot := func(name string) chromedp.Action {
-		var buf []byte
-		return chromedp.Tasks{
-			chromedp.FullScreenshot(&buf, 100), // 100: PNG,
-			chromedp.ActionFunc(func(context.Context) error { return os.WriteFile(filepath.Join(dir, name), buf, 0o644) }),
-		}
-	}
+	shot := screenshot(dir)
 
 	var runsText, failedClass, failureText, status string
 	var nodes int
@@ -137,12 +182,18 @@ func TestBrowserRetryFailedRun(t *testing.T) {
 		chromedp.WaitVisible(`#retry-confirm`),
 		chromedp.Click(`#retry-confirm`),
 		chromedp.WaitVisible(`#done`),
-		// The page refreshes itself every 2 s while the run moves.
-		chromedp.Poll(`document.querySelector("#run-status") && document.querySelector("#run-status").textContent == "completed"`, nil, chromedp.WithPollingTimeout(30*time.Second)),
-		chromedp.Text(`#run-status`, &status),
-		shot("retried-run.png"),
 	)
 	require.NoError(t, err)
+	// The page refreshes itself every 2 s while the run moves: read its
+	// status until it says completed, through the reloads.
+	for deadline := time.Now().Add(30 * time.Second); strings.TrimSpace(status) != "completed" && time.Now().Before(deadline); {
+		rctx, cancel := context.WithTimeout(bctx, 2*time.Second)
+		if err := chromedp.Run(rctx, chromedp.Text(`#run-status`, &status)); err != nil {
+			status = "" // the page reloaded under us: read again
+		}
+		cancel()
+	}
+	require.NoError(t, chromedp.Run(bctx, shot("retried-run.png")))
 	require.Contains(t, runsText, failed.String())
 	require.Contains(t, runsText, "charge: card declined")
 	require.Contains(t, failedClass, "st-failed", "the failed step is drawn failed")
@@ -153,4 +204,60 @@ func TestBrowserRetryFailedRun(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "COMPLETED", string(res.Status))
 	t.Logf("screenshots in %s", dir)
+}
+
+// TestBrowserLargeRun draws a finished run of a 200-step DAG in Chromium:
+// every step is a node inside the drawing, no two nodes overlap, and
+// every edge is drawn. The screenshot is for people to judge whether it
+// reads.
+func TestBrowserLargeRun(t *testing.T) {
+	exe := chromium(t)
+	ctx := context.Background()
+	st := pgStore(t)
+	e, err := engine.New(st, &engine.Config{Manual: true, BatchSize: 500})
+	require.NoError(t, err)
+	require.NoError(t, e.Register(wideDAG(10, 20)))
+	id, err := e.Trigger(ctx, "big", "t", 1)
+	require.NoError(t, err)
+	_, err = e.Wait(ctx, id)
+	require.NoError(t, err)
+	srv := serve(t, st)
+
+	var overlaps, outside, nodes, edges, lit int
+	err = chromedp.Run(browser(t, exe),
+		chromedp.EmulateViewport(4800, 1200), // the whole graph in one screenshot
+		chromedp.Navigate(srv.URL+"/dagen/runs/"+id.String()),
+		chromedp.WaitVisible(`#dag`),
+		chromedp.Evaluate(`document.querySelectorAll("#dag g.node").length`, &nodes),
+		chromedp.Evaluate(`document.querySelectorAll("#dag .edge").length`, &edges),
+		// Boxes in the SVG's own coordinates: overlapping pairs, and
+		// nodes outside the drawing's viewBox.
+		chromedp.Evaluate(`(() => {
+			const svg = document.querySelector("svg#dag");
+			const vb = svg.viewBox.baseVal;
+			const boxes = [...svg.querySelectorAll("g.node rect")].map(r => r.getBBox());
+			let over = 0, out = 0;
+			for (let i = 0; i < boxes.length; i++) {
+				const a = boxes[i];
+				if (a.x < vb.x || a.y < vb.y || a.x + a.width > vb.x + vb.width || a.y + a.height > vb.y + vb.height) out++;
+				for (let j = i + 1; j < boxes.length; j++) {
+					const b = boxes[j];
+					if (a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height) over++;
+				}
+			}
+			window.__outside = out;
+			return over;
+		})()`, &overlaps),
+		chromedp.Evaluate(`window.__outside`, &outside),
+		elementShot(screenshotDir(t), "large-run-graph.png", `section.graph`),
+		// Hovering a step lights its edges: s5_0's two parents and the
+		// two steps after it.
+		chromedp.Evaluate(`document.querySelector('g.node[data-step="s5_0"]').dispatchEvent(new MouseEvent("mouseenter")); document.querySelectorAll("#dag path.edge.lit").length`, &lit),
+	)
+	require.NoError(t, err)
+	require.Equal(t, 200, nodes)
+	require.Equal(t, 360, edges, "9 layers of 20 steps, two parents each")
+	require.Zero(t, overlaps, "overlapping nodes")
+	require.Zero(t, outside, "nodes outside the drawing")
+	require.Equal(t, 4, lit, "the hovered step's edges light up")
 }

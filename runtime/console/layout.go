@@ -1,9 +1,7 @@
 package console
 
 import (
-	"cmp"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/dagenhq/dagen/runtime/store"
@@ -27,10 +25,11 @@ type node struct {
 }
 
 // edge is a parent edge as drawn, from the parent's bottom to the
-// child's top.
+// child's top, through the layers between them.
 type edge struct {
-	Path  string
-	Class string
+	Path     string
+	Class    string
+	From, To string // the parent's and the child's names
 }
 
 // drawing is a run's DAG laid out.
@@ -107,70 +106,22 @@ func layout(tasks []store.Task, optional map[[2]string]bool) drawing {
 	if of := index[onFailureName]; of != nil {
 		of.Layer = maxLayer + 1 // below the steps, beside nothing
 	}
-	layers := map[int][]*node{}
-	for _, n := range nodes {
-		layers[n.Layer] = append(layers[n.Layer], n)
-	}
-	// Order within layers by the mean position of parents (barycenter),
-	// top down, keeping creation order among equals.
-	pos := map[*node]float64{}
-	for l := 0; l <= maxLayer+1; l++ {
-		ls := layers[l]
-		for i, n := range ls {
-			pos[n] = float64(i)
-			var sum float64
-			var k int
-			for _, p := range n.Task.Parents {
-				if pn := index[p]; pn != nil {
-					sum += pos[pn]
-					k++
-				}
-			}
-			if k > 0 {
-				pos[n] = sum / float64(k)
-			}
-		}
-		slices.SortStableFunc(ls, func(a, b *node) int { return cmp.Compare(pos[a], pos[b]) })
-		for i, n := range ls {
-			pos[n] = float64(i)
-		}
-	}
-	width := 0
-	for l := 0; l <= maxLayer+1; l++ {
-		width = max(width, len(layers[l]))
-	}
-	d := drawing{Nodes: nodes, Width: 2*margin + max(width, 1)*(nodeW+gapX) - gapX}
-	for l := 0; l <= maxLayer+1; l++ {
-		ls := layers[l]
-		// Centre each layer.
-		off := (d.Width - 2*margin - (len(ls)*(nodeW+gapX) - gapX)) / 2
-		for i, n := range ls {
-			n.X = margin + off + i*(nodeW+gapX)
-			n.Y = margin + l*(nodeH+gapY)
-		}
-		if len(ls) > 0 {
-			d.Height = margin + l*(nodeH+gapY) + nodeH + margin
-		}
-	}
+	var edges [][3]string
 	for _, n := range nodes {
 		for _, p := range n.Task.Parents {
 			pn := index[p]
 			if pn == nil {
 				continue
 			}
-			x1, y1 := pn.X+nodeW/2, pn.Y+nodeH
-			x2, y2 := n.X+nodeW/2, n.Y
-			my := (y1 + y2) / 2
 			class := "edge " + edgeClass(pn.Task.Status)
 			if optional[[2]string{n.Task.Name, p}] {
 				class += " optional"
 			}
-			d.Edges = append(d.Edges, edge{
-				Path:  fmt.Sprintf("M%d,%d C%d,%d %d,%d %d,%d", x1, y1, x1, my, x2, my, x2, y2),
-				Class: class,
-			})
+			edges = append(edges, [3]string{p, n.Task.Name, class})
 		}
 	}
+	d := drawing{Nodes: nodes}
+	d.Edges, d.Width, d.Height = placeLayered(nodes, edges)
 	return d
 }
 

@@ -471,6 +471,7 @@ func funcs(now func() time.Time) template.FuncMap {
 		"status": func(s any) string { return statusClass(store.TaskStatus(fmt.Sprint(s))) },
 		"half":   func(n int) int { return n / 2 },
 		"add":    func(a, b int) int { return a + b },
+		"count":  textfmt.Count,
 		"nodeW":  func() int { return nodeW },
 		"nodeH":  func() int { return nodeH },
 	}
