@@ -19,10 +19,10 @@ ON CONFLICT (signature) DO NOTHING;
 -- name: Serve :exec
 -- Publishes the signatures a worker serves in its record. A new record is
 -- not alive until the worker's first heartbeat.
-INSERT INTO dagen_workers (id, heartbeat_at, alive_until, signatures)
-SELECT @worker::text, clock.now, clock.now, @signatures::text[]
+INSERT INTO dagen_workers (id, heartbeat_at, alive_until, signatures, concurrency)
+SELECT @worker::text, clock.now, clock.now, @signatures::text[], @concurrency::integer
 FROM (SELECT coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now) AS clock
-ON CONFLICT (id) DO UPDATE SET signatures = excluded.signatures;
+ON CONFLICT (id) DO UPDATE SET signatures = excluded.signatures, concurrency = excluded.concurrency;
 
 -- name: UnservedTasks :many
 -- The QUEUED tasks of a run whose signature no live worker serves, with

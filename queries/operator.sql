@@ -45,7 +45,7 @@ LIMIT @max;
 
 -- name: ListWorkers :many
 -- Every worker record, by id.
-SELECT w.id, w.heartbeat_at, w.alive_until, w.signatures,
+SELECT w.id, w.heartbeat_at, w.alive_until, w.signatures, w.concurrency,
        (w.alive_until > coalesce(sqlc.narg('now')::timestamptz, now()))::boolean AS alive,
        EXISTS (SELECT 1 FROM dagen_leader l WHERE l.worker = w.id)::boolean AS named_leader
 FROM dagen_workers w

@@ -232,13 +232,22 @@ func TestWorkersPage(t *testing.T) {
 	ctx := context.Background()
 	_, err := s.st.Heartbeat(ctx, "w-alive", time.Minute, nil)
 	require.NoError(t, err)
-	require.NoError(t, s.st.Serve(ctx, "w-alive", []string{"sig-a", "sig-b"}))
+	tasks, err := s.st.ListTasks(ctx, s.ok)
+	require.NoError(t, err)
+	sigs := []string{"sig-gone"}
+	for _, task := range tasks {
+		sigs = append(sigs, task.Signature)
+	}
+	require.NoError(t, s.st.Serve(ctx, "w-alive", store.Serving{Signatures: sigs, Concurrency: 16}))
 	_, err = s.e.Trigger(ctx, "ship", "acme", 5) // queued: backlog
 	require.NoError(t, err)
 	code, body := get(t, client(t), s.srv.URL+"/dagen/workers")
 	require.Equal(t, http.StatusOK, code)
 	require.Contains(t, body, "<code>w-alive</code>")
-	require.Contains(t, body, "2 signatures")
+	require.Contains(t, body, "<td>16</td>", "its concurrency")
+	require.Contains(t, body, `<summary>ship <span class="meta">4 steps</span></summary><code>label</code>, <code>pack</code>, <code>pick</code>, <code>send</code>`,
+		"the steps it serves, by workflow")
+	require.Contains(t, body, `<summary>unknown <span class="meta">1 step</span></summary><code>sig-gone</code>`, "a signature never recorded")
 	require.Regexp(t, `<td>acme</td><td>ship</td><td>1</td>`, body, "one queued task of tenant acme")
 	require.Contains(t, body, `href="./workers"`)
 }
@@ -279,7 +288,7 @@ func TestRunPageSaysWhatIsAheadInTheQueue(t *testing.T) {
 	}
 	_, err = s.st.Heartbeat(ctx, "busy", time.Minute, nil)
 	require.NoError(t, err)
-	require.NoError(t, s.st.Serve(ctx, "busy", sigs))
+	require.NoError(t, s.st.Serve(ctx, "busy", store.Serving{Signatures: sigs}))
 	code, body := get(t, client(t), s.srv.URL+"/dagen/runs/"+last.String())
 	require.Equal(t, http.StatusOK, code)
 	require.Regexp(t, `queued: [23] tasks ahead of it in the fair queue \(2 of them tenant acme&#39;s\)`, body,

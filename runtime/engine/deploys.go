@@ -44,7 +44,7 @@ func (e *Engine) serve(ctx context.Context, l *loop) {
 	if l.published != nil && slices.Equal(*l.published, sigs) {
 		return
 	}
-	if err := d.Serve(ctx, e.cfg.WorkerID, sigs); err != nil {
+	if err := d.Serve(ctx, e.cfg.WorkerID, store.Serving{Signatures: sigs, Concurrency: e.cfg.Concurrency}); err != nil {
 		if ctx.Err() == nil {
 			e.health.failed("publish served signatures", err)
 		}

@@ -97,9 +97,9 @@ type Deploys interface {
 	// recording one again changes nothing.
 	RecordSignatures(ctx context.Context, infos []SignatureInfo) error
 
-	// Serve records the signatures worker serves, in its worker record; a
-	// heartbeat keeps that record alive ([Workers]).
-	Serve(ctx context.Context, worker string, signatures []string) error
+	// Serve records what worker serves, in its worker record; a heartbeat
+	// keeps that record alive ([Workers]).
+	Serve(ctx context.Context, worker string, s Serving) error
 
 	// Unserved returns the QUEUED tasks of run id whose signature no live
 	// worker serves, in task order.
@@ -124,4 +124,12 @@ type Deploys interface {
 // WaitingDetail is the detail of an [EventWaiting].
 func WaitingDetail(step, signature string) string {
 	return "no live worker serves " + step + " (signature " + signature + ")"
+}
+
+// Serving is what a worker publishes of itself with [Deploys.Serve].
+type Serving struct {
+	// Signatures are the task signatures it serves.
+	Signatures []string
+	// Concurrency is how many steps it runs at once, for operators.
+	Concurrency int
 }

@@ -51,8 +51,11 @@ type WorkerInfo struct {
 	// one that took the leader lock last (see LeaderNamer), or, in a store
 	// that elects no leader, every alive worker.
 	Leader bool
-	// Signatures are the task signatures it serves (see Deploys.Serve).
-	Signatures []string
+	// Signatures are the task signatures it serves, and Concurrency how
+	// many steps it runs at once (see Deploys.Serve); zero when it did not
+	// say.
+	Signatures  []string
+	Concurrency int
 }
 
 // BacklogEntry counts one tenant's unfinished tasks of one workflow.

@@ -28,13 +28,14 @@ func (s *Store) RecordSignatures(ctx context.Context, infos []store.SignatureInf
 }
 
 // Serve implements store.Deploys.
-func (s *Store) Serve(ctx context.Context, worker string, signatures []string) error {
+func (s *Store) Serve(ctx context.Context, worker string, sv store.Serving) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	s.lock()
 	defer s.unlock()
-	s.serves[worker] = slices.Clone(signatures)
+	s.serves[worker] = slices.Clone(sv.Signatures)
+	s.concurrency[worker] = sv.Concurrency
 	return nil
 }
 

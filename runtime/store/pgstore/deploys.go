@@ -45,10 +45,10 @@ func (s *Store) RecordSignatures(ctx context.Context, infos []store.SignatureInf
 	return nil
 }
 
-// Serve implements store.Deploys: the signatures go in the worker's row of
-// dagen_workers, which its heartbeats keep alive.
-func (s *Store) Serve(ctx context.Context, worker string, signatures []string) error {
-	if err := s.q.Serve(ctx, s.pool, dbsqlc.ServeParams{Worker: worker, Signatures: nonNil(signatures), Now: s.clock()}); err != nil {
+// Serve implements store.Deploys: the signatures and the concurrency go in
+// the worker's row of dagen_workers, which its heartbeats keep alive.
+func (s *Store) Serve(ctx context.Context, worker string, sv store.Serving) error {
+	if err := s.q.Serve(ctx, s.pool, dbsqlc.ServeParams{Worker: worker, Signatures: nonNil(sv.Signatures), Concurrency: int32(sv.Concurrency), Now: s.clock()}); err != nil {
 		return fmt.Errorf("publish the signatures worker %s serves: %w", worker, err)
 	}
 	return nil

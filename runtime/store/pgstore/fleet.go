@@ -32,7 +32,7 @@ func (s *Store) Workers(ctx context.Context) ([]store.WorkerInfo, error) {
 	for i, r := range rows {
 		out[i] = store.WorkerInfo{
 			ID: r.ID, HeartbeatAt: timeOf(r.HeartbeatAt), AliveUntil: timeOf(r.AliveUntil),
-			Alive: r.Alive, Leader: r.Alive && r.NamedLeader, Signatures: r.Signatures,
+			Alive: r.Alive, Leader: r.Alive && r.NamedLeader, Signatures: r.Signatures, Concurrency: int(r.Concurrency),
 		}
 	}
 	return out, nil

@@ -94,13 +94,13 @@ func testUnserved(f *fixture, d store.Deploys, ws store.Workers) {
 	}
 	require.Equal(t, []string{"a=sig-a", "b=sig-b"}, unserved(), "no worker at all; c is PENDING, not waiting for a worker")
 
-	require.NoError(t, d.Serve(f.ctx, "w1", []string{"sig-a", "sig-x"}))
+	require.NoError(t, d.Serve(f.ctx, "w1", store.Serving{Signatures: []string{"sig-a", "sig-x"}}))
 	require.Equal(t, []string{"a=sig-a", "b=sig-b"}, unserved(), "a worker that never heartbeat is not alive")
 	_, err := ws.Heartbeat(f.ctx, "w1", time.Minute, nil)
 	require.NoError(t, err)
 	require.Equal(t, []string{"b=sig-b"}, unserved())
 
-	require.NoError(t, d.Serve(f.ctx, "w1", []string{"sig-b"}))
+	require.NoError(t, d.Serve(f.ctx, "w1", store.Serving{Signatures: []string{"sig-b"}}))
 	require.Equal(t, []string{"a=sig-a"}, unserved(), "Serve replaces what the worker serves")
 
 	f.clock.advance(2 * time.Minute)
@@ -142,7 +142,7 @@ func testReportUnserved(f *fixture, d store.Deploys, ws store.Workers) {
 	}
 	r := newRun("wf", "t", sigTask("a", "sig-a"), sigTask("b", "sig-b"))
 	f.create(r)
-	require.NoError(t, d.Serve(f.ctx, "w1", []string{"sig-b"}))
+	require.NoError(t, d.Serve(f.ctx, "w1", store.Serving{Signatures: []string{"sig-b"}}))
 	_, err := ws.Heartbeat(f.ctx, "w1", time.Hour, nil)
 	require.NoError(t, err)
 

@@ -39,7 +39,7 @@ func testFleetWorkers(f *fixture, fl store.Fleet, ws store.Workers) {
 	_, err = ws.Heartbeat(f.ctx, "w1", 10*time.Second, nil)
 	require.NoError(t, err)
 	if d, ok := f.st.(store.Deploys); ok {
-		require.NoError(t, d.Serve(f.ctx, "w1", []string{"sig-a", "sig-b"}))
+		require.NoError(t, d.Serve(f.ctx, "w1", store.Serving{Signatures: []string{"sig-a", "sig-b"}, Concurrency: 64}))
 	}
 	if n, ok := f.st.(store.LeaderNamer); ok {
 		require.NoError(t, n.NameLeader(f.ctx, "w1"))
@@ -60,6 +60,8 @@ func testFleetWorkers(f *fixture, fl store.Fleet, ws store.Workers) {
 	require.True(t, workers[1].AliveUntil.Equal(beat.Add(time.Minute)))
 	if _, ok := f.st.(store.Deploys); ok {
 		require.Equal(t, []string{"sig-a", "sig-b"}, workers[0].Signatures)
+		require.Equal(t, 64, workers[0].Concurrency)
+		require.Zero(t, workers[1].Concurrency, "w2 did not say")
 	}
 
 	_, err = ws.RetireWorker(f.ctx, "w1", false)

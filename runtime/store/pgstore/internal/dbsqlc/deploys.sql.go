@@ -302,22 +302,28 @@ func (q *Queries) ReportUnserved(ctx context.Context, db DBTX, arg ReportUnserve
 }
 
 const serve = `-- name: Serve :exec
-INSERT INTO dagen_workers (id, heartbeat_at, alive_until, signatures)
-SELECT $1::text, clock.now, clock.now, $2::text[]
-FROM (SELECT coalesce($3::timestamptz, now())::timestamptz AS now) AS clock
-ON CONFLICT (id) DO UPDATE SET signatures = excluded.signatures
+INSERT INTO dagen_workers (id, heartbeat_at, alive_until, signatures, concurrency)
+SELECT $1::text, clock.now, clock.now, $2::text[], $3::integer
+FROM (SELECT coalesce($4::timestamptz, now())::timestamptz AS now) AS clock
+ON CONFLICT (id) DO UPDATE SET signatures = excluded.signatures, concurrency = excluded.concurrency
 `
 
 type ServeParams struct {
-	Worker     string
-	Signatures []string
-	Now        pgtype.Timestamptz
+	Worker      string
+	Signatures  []string
+	Concurrency int32
+	Now         pgtype.Timestamptz
 }
 
 // Publishes the signatures a worker serves in its record. A new record is
 // not alive until the worker's first heartbeat.
 func (q *Queries) Serve(ctx context.Context, db DBTX, arg ServeParams) error {
-	_, err := db.Exec(ctx, serve, arg.Worker, arg.Signatures, arg.Now)
+	_, err := db.Exec(ctx, serve,
+		arg.Worker,
+		arg.Signatures,
+		arg.Concurrency,
+		arg.Now,
+	)
 	return err
 }
 

@@ -165,4 +165,5 @@ type DagenWorker struct {
 	HeartbeatAt pgtype.Timestamptz
 	AliveUntil  pgtype.Timestamptz
 	Signatures  []string
+	Concurrency int32
 }

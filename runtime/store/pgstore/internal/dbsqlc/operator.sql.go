@@ -195,7 +195,7 @@ func (q *Queries) ListRuns(ctx context.Context, db DBTX, arg ListRunsParams) ([]
 }
 
 const listWorkers = `-- name: ListWorkers :many
-SELECT w.id, w.heartbeat_at, w.alive_until, w.signatures,
+SELECT w.id, w.heartbeat_at, w.alive_until, w.signatures, w.concurrency,
        (w.alive_until > coalesce($1::timestamptz, now()))::boolean AS alive,
        EXISTS (SELECT 1 FROM dagen_leader l WHERE l.worker = w.id)::boolean AS named_leader
 FROM dagen_workers w
@@ -207,6 +207,7 @@ type ListWorkersRow struct {
 	HeartbeatAt pgtype.Timestamptz
 	AliveUntil  pgtype.Timestamptz
 	Signatures  []string
+	Concurrency int32
 	Alive       bool
 	NamedLeader bool
 }
@@ -226,6 +227,7 @@ func (q *Queries) ListWorkers(ctx context.Context, db DBTX, now pgtype.Timestamp
 			&i.HeartbeatAt,
 			&i.AliveUntil,
 			&i.Signatures,
+			&i.Concurrency,
 			&i.Alive,
 			&i.NamedLeader,
 		); err != nil {
