@@ -65,6 +65,14 @@ type Config struct {
 	// SchedulePollInterval is how often the worker looks for due
 	// schedules (store.Scheduler). Default 1s.
 	SchedulePollInterval time.Duration
+	// MaxPayload caps, in bytes, the encoding of a run's input, of a
+	// step's output and of a signal's payload: a trigger or a signal over
+	// it is refused with ErrPayloadTooLarge, and a step whose output is
+	// over it fails for good, with nothing of the output stored. Each
+	// claim carries its run's input and its parents' outputs to a worker,
+	// so large data belongs elsewhere (an object store), with its key in
+	// the payload. Default DefaultMaxPayload (16 MiB); -1 for no cap.
+	MaxPayload int
 	// Manual makes an engine without background goroutines: Start is an
 	// error, Poll does the work and Wait drives Poll itself. For
 	// deterministic tests; see package dagtest.
@@ -108,6 +116,9 @@ func (c *Config) withDefaults() Config {
 	}
 	if cfg.MaxElements <= 0 {
 		cfg.MaxElements = DefaultMaxElements
+	}
+	if cfg.MaxPayload == 0 {
+		cfg.MaxPayload = DefaultMaxPayload
 	}
 	return cfg
 }
@@ -436,6 +447,9 @@ func (e *Engine) TriggerManyRuns(ctx context.Context, reqs []TriggerRequest) ([]
 			return nil, fmt.Errorf("trigger %q: %w", req.Workflow, ErrUnknownWorkflow)
 		}
 		in, err := encodeInput(req.Input)
+		if err == nil {
+			err = e.checkPayload("the run's input", in)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("trigger %q: %w", req.Workflow, err)
 		}

@@ -142,6 +142,9 @@ func (e *Engine) runStep(parent, ctx context.Context, reg *registered, step *Ste
 	default:
 		var out []byte
 		err = protect(func() (err error) { out, err = step.Run(ctx, in); return err })
+		if err == nil {
+			err = e.checkOutput(in.Info.Step, out)
+		}
 		if err == nil && !in.Info.Mapped {
 			// An element's output is one of the step's; the mapped step
 			// that maps their array checks it when it maps.

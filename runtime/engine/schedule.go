@@ -117,6 +117,9 @@ func (e *Engine) CreateSchedule(ctx context.Context, workflow string, spec Sched
 		return fail(err)
 	}
 	in, err := encodeInput(spec.Input)
+	if err == nil {
+		err = e.checkPayload("the schedule's input", in)
+	}
 	if err != nil {
 		return fail(err)
 	}
@@ -335,6 +338,9 @@ func (e *Engine) fireSchedule(ctx context.Context, sc store.Scheduler, s store.S
 			if in, err = def.Input(ctx, slot); err != nil {
 				return 0, &slotError{fmt.Errorf("build the input of slot %s: %w", slot.Format(time.RFC3339), err)}
 			}
+		}
+		if err := e.checkPayload("the run's input", in); err != nil {
+			return 0, &slotError{fmt.Errorf("slot %s: %w", slot.Format(time.RFC3339), err)}
 		}
 		nr, err := newRun(reg, s.Tenant, in, TriggerRequest{Key: store.ScheduleKey(s.Name, slot)})
 		if err != nil {

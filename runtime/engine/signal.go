@@ -42,6 +42,9 @@ func (e *Engine) SignalRaw(ctx context.Context, workflow string, id dag.RunID, s
 	if !ok {
 		return fmt.Errorf("signal %s of run %s: %w", step, id, ErrSignalsUnsupported)
 	}
+	if err := e.checkPayload("the signal's payload", payload); err != nil {
+		return fmt.Errorf("signal %s of run %s: %w", step, id, err)
+	}
 	if workflow != "" {
 		run, err := e.store.GetRun(ctx, id)
 		if err != nil {
