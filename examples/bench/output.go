@@ -35,6 +35,8 @@ func printTable(out io.Writer, results []Result) {
 			fmt.Fprintf(out, "%s: %d runs started by one Trigger call each from %d goroutines (steps/s is runs/s; the runs are not executed)%s\n", r.Workload, r.Runs, triggerCallers, map[bool]string{true: ", each with a new idempotency key", false: ""}[r.Workload == "trigger_key"])
 		case "single_capped":
 			fmt.Fprintf(out, "single_capped: concurrency=1 per key over %d keys, all runs triggered up front%s\n", r.Keys, cappedVerdict(r, results))
+		case "payload":
+			fmt.Fprintf(out, "payload: one run of 7 steps, each reading its %d MiB input: peak RSS %.1f MB, %.1f MB allocated in all\n", payloadBytes>>20, r.RSSMB, r.AllocMB)
 		case "chain10":
 			fmt.Fprintf(out, "chain10: p50/p99 are run latencies (finished_at - created_at) of runs all enqueued before the engine started\n")
 		case "fairness":

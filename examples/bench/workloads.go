@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,8 +45,11 @@ const (
 	mapSmallElements = 1_000
 
 	chainSteps = 10
-	fanSteps   = 52 // Root, F01..F50, Join
-	mapSteps   = 2  // Items and Collect, besides one step per element
+	blobSteps  = 7
+	// payloadBytes is the size of the payload workload's run input.
+	payloadBytes = 20 << 20
+	fanSteps     = 52 // Root, F01..F50, Join
+	mapSteps     = 2  // Items and Collect, besides one step per element
 
 	triggerChunk = 1_000 // runs per TriggerMany
 )
@@ -64,6 +68,7 @@ var (
 	chainName  = flows.ChainDefinition().Name
 	fanName    = flows.FanDefinition().Name
 	mapName    = flows.MapDefinition().Name
+	blobName   = flows.BlobDefinition().Name
 )
 
 // Result is one workload's figures: one JSON line. Fields that do not
@@ -131,7 +136,11 @@ type Result struct {
 	// and VmRSS), its CPU, and the CPU of every process named postgres on
 	// this machine, other users of the server included (in core-seconds and
 	// in % of the window's wall time).
-	RSSMB        float64 `json:"rss_mb"`
+	RSSMB float64 `json:"rss_mb"`
+	// AllocMB is what the payload workload allocated on the Go heap, in
+	// all (runtime.MemStats.TotalAlloc), from encoding its input to its
+	// run's end.
+	AllocMB      float64 `json:"alloc_mb,omitempty"`
 	RSSNowMB     float64 `json:"rss_now_mb"`
 	WorkerCPUSec float64 `json:"worker_cpu_s"`
 	WorkerCPUPct float64 `json:"worker_cpu_pct"`
@@ -237,6 +246,13 @@ func (b *bench) workload(ctx context.Context, name string) (Result, error) {
 		err = b.throughput(ctx, &res, mapName, b.scaled(mapSmallRuns), mapSteps+res.Elements, func(int) any { return flows.Map{N: res.Elements} })
 	case "trigger", "trigger_key":
 		err = b.triggers(ctx, &res, name == "trigger_key")
+	case "payload":
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		data := strings.Repeat("x", payloadBytes)
+		err = b.throughput(ctx, &res, blobName, 1, blobSteps, func(int) any { return flows.Blob{Data: data} })
+		runtime.ReadMemStats(&after)
+		res.AllocMB = round(float64(after.TotalAlloc-before.TotalAlloc)/(1<<20), 1)
 	case "fairness":
 		err = b.fairness(ctx, &res)
 	case "low_load":
@@ -282,6 +298,7 @@ func (b *bench) newWorker(ctx context.Context, disableNotify bool) (*worker, err
 		PollInterval:  b.o.pollInterval,
 		DisableNotify: disableNotify,
 		Logger:        b.slog,
+		MaxPayload:    2 * payloadBytes, // the payload workload's input fits
 	})
 	if err != nil {
 		return nil, fmt.Errorf("new engine: %w", err)
@@ -303,6 +320,9 @@ func (b *bench) newWorker(ctx context.Context, disableNotify bool) (*worker, err
 		return nil, err
 	}
 	if _, err = flows.NewMapWorkflow(e); err != nil {
+		return nil, err
+	}
+	if _, err = flows.NewBlobWorkflow(e); err != nil {
 		return nil, err
 	}
 	return w, nil

@@ -2354,3 +2354,356 @@ type MapResult struct {
 	Elem    []int
 	Collect int
 }
+
+// BlobFingerprint identifies workflow "Blob" as generated (its steps, edges and types):
+// BlobDefinition().Fingerprint() returns it, and runs record it.
+const BlobFingerprint = "0741ab23a014a385"
+
+// The signatures of the funcs of workflow "Blob" as generated. BlobDefinition
+// assigns each func to a variable of its type, so a func changed since then
+// fails the build there, with an error that names the type: run go generate.
+type (
+	_dagenSignature_B1_changed_run_go_generate func(context.Context, Blob) (int, error)
+	_dagenSignature_B2_changed_run_go_generate func(context.Context, Blob, int) (int, error)
+	_dagenSignature_B3_changed_run_go_generate func(context.Context, Blob, int) (int, error)
+	_dagenSignature_B4_changed_run_go_generate func(context.Context, Blob, int) (int, error)
+	_dagenSignature_B5_changed_run_go_generate func(context.Context, Blob, int) (int, error)
+	_dagenSignature_B6_changed_run_go_generate func(context.Context, Blob, int) (int, error)
+	_dagenSignature_B7_changed_run_go_generate func(context.Context, Blob, int) (int, error)
+)
+
+// _dagenBlobFuncs holds the funcs of workflow "Blob" with the signatures they
+// were generated for. BlobDefinition fills it from its guards; the step
+// funcs below call the funcs through it.
+type _dagenBlobFuncs struct {
+	B1Fn _dagenSignature_B1_changed_run_go_generate
+	B2Fn _dagenSignature_B2_changed_run_go_generate
+	B3Fn _dagenSignature_B3_changed_run_go_generate
+	B4Fn _dagenSignature_B4_changed_run_go_generate
+	B5Fn _dagenSignature_B5_changed_run_go_generate
+	B6Fn _dagenSignature_B6_changed_run_go_generate
+	B7Fn _dagenSignature_B7_changed_run_go_generate
+}
+
+// BlobDefinition returns the engine definition of workflow "Blob".
+// NewBlobWorkflow registers it and returns a typed handle.
+func BlobDefinition() *engine.Definition {
+	// Compile-time guards: each func with the signature it was generated for.
+	// If one of these lines does not compile, the func changed: run go generate.
+	var (
+		B1Fn _dagenSignature_B1_changed_run_go_generate = B1
+		B2Fn _dagenSignature_B2_changed_run_go_generate = B2
+		B3Fn _dagenSignature_B3_changed_run_go_generate = B3
+		B4Fn _dagenSignature_B4_changed_run_go_generate = B4
+		B5Fn _dagenSignature_B5_changed_run_go_generate = B5
+		B6Fn _dagenSignature_B6_changed_run_go_generate = B6
+		B7Fn _dagenSignature_B7_changed_run_go_generate = B7
+	)
+	fns := &_dagenBlobFuncs{
+		B1Fn: B1Fn,
+		B2Fn: B2Fn,
+		B3Fn: B3Fn,
+		B4Fn: B4Fn,
+		B5Fn: B5Fn,
+		B6Fn: B6Fn,
+		B7Fn: B7Fn,
+	}
+	def := &engine.Definition{
+		Name:      "Blob",
+		InputType: "github.com/dagenhq/dagen/examples/bench/flows.Blob",
+		Steps:     make([]engine.Step, 0, 7),
+	}
+	def.Steps = append(def.Steps, _dagenBlob_B1(fns))
+	def.Steps = append(def.Steps, _dagenBlob_B2(fns))
+	def.Steps = append(def.Steps, _dagenBlob_B3(fns))
+	def.Steps = append(def.Steps, _dagenBlob_B4(fns))
+	def.Steps = append(def.Steps, _dagenBlob_B5(fns))
+	def.Steps = append(def.Steps, _dagenBlob_B6(fns))
+	def.Steps = append(def.Steps, _dagenBlob_B7(fns))
+	return def
+}
+
+// _dagenBlob_B1 returns step "B1" of workflow "Blob".
+func _dagenBlob_B1(fns *_dagenBlobFuncs) engine.Step {
+	return engine.Step{
+		Name:       "B1",
+		OutputType: "int",
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Blob](in)
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.B1Fn(ctx, input)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// _dagenBlob_B2 returns step "B2" of workflow "Blob".
+func _dagenBlob_B2(fns *_dagenBlobFuncs) engine.Step {
+	return engine.Step{
+		Name:       "B2",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "B1"}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Blob](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[int](in, "B1")
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.B2Fn(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// _dagenBlob_B3 returns step "B3" of workflow "Blob".
+func _dagenBlob_B3(fns *_dagenBlobFuncs) engine.Step {
+	return engine.Step{
+		Name:       "B3",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "B2"}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Blob](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[int](in, "B2")
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.B3Fn(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// _dagenBlob_B4 returns step "B4" of workflow "Blob".
+func _dagenBlob_B4(fns *_dagenBlobFuncs) engine.Step {
+	return engine.Step{
+		Name:       "B4",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "B3"}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Blob](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[int](in, "B3")
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.B4Fn(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// _dagenBlob_B5 returns step "B5" of workflow "Blob".
+func _dagenBlob_B5(fns *_dagenBlobFuncs) engine.Step {
+	return engine.Step{
+		Name:       "B5",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "B4"}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Blob](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[int](in, "B4")
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.B5Fn(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// _dagenBlob_B6 returns step "B6" of workflow "Blob".
+func _dagenBlob_B6(fns *_dagenBlobFuncs) engine.Step {
+	return engine.Step{
+		Name:       "B6",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "B5"}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Blob](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[int](in, "B5")
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.B6Fn(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// _dagenBlob_B7 returns step "B7" of workflow "Blob".
+func _dagenBlob_B7(fns *_dagenBlobFuncs) engine.Step {
+	return engine.Step{
+		Name:       "B7",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "B6"}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Blob](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[int](in, "B6")
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.B7Fn(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// BlobWorkflow runs workflow "Blob" on an engine with typed inputs and outputs.
+type BlobWorkflow struct {
+	engine *engine.Engine
+}
+
+// NewBlobWorkflow registers workflow "Blob" with e and returns its typed handle.
+// Registering the same workflow twice on one engine is an error.
+func NewBlobWorkflow(e *engine.Engine) (*BlobWorkflow, error) {
+	if err := e.Register(BlobDefinition()); err != nil {
+		return nil, fmt.Errorf("register workflow Blob: %w", err)
+	}
+	return &BlobWorkflow{engine: e}, nil
+}
+
+// Run starts a run of "Blob" for tenant, as Start does with opts, and waits
+// until it finishes: for a duplicate, until the run found by its key finishes.
+func (w *BlobWorkflow) Run(ctx context.Context, tenant string, input Blob, opts ...engine.TriggerOption) (BlobResult, error) {
+	run, err := w.Start(ctx, tenant, input, opts...)
+	if err != nil {
+		return BlobResult{}, err
+	}
+	return run.Wait(ctx)
+}
+
+// Start starts a run of "Blob" for tenant and returns at once. With
+// engine.WithKey(k) in opts, a run of the same tenant with key k that is still
+// retained is returned instead of a new one; Duplicate tells.
+func (w *BlobWorkflow) Start(ctx context.Context, tenant string, input Blob, opts ...engine.TriggerOption) (*BlobRun, error) {
+	triggered, err := w.engine.TriggerRun(ctx, "Blob", tenant, input, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &BlobRun{
+		engine:    w.engine,
+		id:        triggered.ID,
+		duplicate: triggered.Duplicate,
+	}, nil
+}
+
+// Get returns the typed handle of the run of "Blob" with id, like the one Start
+// returns, so a run whose id was kept can be waited on. Get does not check that
+// the run exists: Wait reports an unknown id with an error that wraps
+// store.ErrRunNotFound. The handle's Duplicate reports false.
+func (w *BlobWorkflow) Get(id dag.RunID) *BlobRun {
+	return &BlobRun{
+		engine: w.engine,
+		id:     id,
+	}
+}
+
+// CreateSchedule creates a schedule of "Blob" that starts a run with input at
+// each slot of spec.Cron, for spec.Tenant, or replaces the schedule of that
+// tenant with spec.Name; it sets spec.Input to input. See
+// engine.Engine.CreateSchedule; a store that keeps no schedules gives
+// engine.ErrSchedulesUnsupported.
+func (w *BlobWorkflow) CreateSchedule(ctx context.Context, spec engine.ScheduleSpec, input Blob) error {
+	spec.Input = input
+	return w.engine.CreateSchedule(ctx, "Blob", spec)
+}
+
+// BlobRun is one run of workflow "Blob".
+type BlobRun struct {
+	engine    *engine.Engine
+	id        dag.RunID
+	duplicate bool
+}
+
+// ID returns the run's id.
+func (r *BlobRun) ID() dag.RunID {
+	return r.id
+}
+
+// Duplicate reports whether Start found this run by its idempotency key (an
+// earlier trigger started it) rather than starting it.
+func (r *BlobRun) Duplicate() bool {
+	return r.duplicate
+}
+
+// Wait blocks until the run finishes and returns the outputs of its steps.
+// When the run failed or was cancelled, the error is the engine's *engine.RunError.
+func (r *BlobRun) Wait(ctx context.Context) (BlobResult, error) {
+	res, err := r.engine.Wait(ctx, r.id)
+	if err != nil {
+		return BlobResult{}, err
+	}
+	var out BlobResult
+	if out.B1, err = engine.Output[int](res, "B1"); err != nil {
+		return BlobResult{}, err
+	}
+	if out.B2, err = engine.Output[int](res, "B2"); err != nil {
+		return BlobResult{}, err
+	}
+	if out.B3, err = engine.Output[int](res, "B3"); err != nil {
+		return BlobResult{}, err
+	}
+	if out.B4, err = engine.Output[int](res, "B4"); err != nil {
+		return BlobResult{}, err
+	}
+	if out.B5, err = engine.Output[int](res, "B5"); err != nil {
+		return BlobResult{}, err
+	}
+	if out.B6, err = engine.Output[int](res, "B6"); err != nil {
+		return BlobResult{}, err
+	}
+	if out.B7, err = engine.Output[int](res, "B7"); err != nil {
+		return BlobResult{}, err
+	}
+	return out, nil
+}
+
+// BlobResult holds the outputs of a finished run of workflow "Blob": one field
+// per step that returns a value, a dag.Maybe when the step can be skipped.
+type BlobResult struct {
+	B1 int
+	B2 int
+	B3 int
+	B4 int
+	B5 int
+	B6 int
+	B7 int
+}

@@ -483,3 +483,49 @@ func Collect(ctx context.Context, m Map, out []int) (int, error) {
 	finished(ctx)
 	return len(out), nil
 }
+
+// Blob is the input of the Blob workflow: a large payload (Data) read by
+// each of its 7 steps, B1 → … → B7, for the payload workload's peak RSS.
+//
+//dag:workflow
+type Blob struct {
+	Data string
+}
+
+// B1 is the first step of the Blob workflow.
+//
+//dag:step
+func B1(ctx context.Context, b Blob) (int, error) { return len(b.Data), nil }
+
+// B2 is step 2 of the Blob workflow.
+//
+//dag:step after=B1
+func B2(ctx context.Context, b Blob, n int) (int, error) { return n + len(b.Data), nil }
+
+// B3 is step 3 of the Blob workflow.
+//
+//dag:step after=B2
+func B3(ctx context.Context, b Blob, n int) (int, error) { return n + len(b.Data), nil }
+
+// B4 is step 4 of the Blob workflow.
+//
+//dag:step after=B3
+func B4(ctx context.Context, b Blob, n int) (int, error) { return n + len(b.Data), nil }
+
+// B5 is step 5 of the Blob workflow.
+//
+//dag:step after=B4
+func B5(ctx context.Context, b Blob, n int) (int, error) { return n + len(b.Data), nil }
+
+// B6 is step 6 of the Blob workflow.
+//
+//dag:step after=B5
+func B6(ctx context.Context, b Blob, n int) (int, error) { return n + len(b.Data), nil }
+
+// B7 is step 7 of the Blob workflow.
+//
+//dag:step after=B6
+func B7(ctx context.Context, b Blob, n int) (int, error) {
+	finished(ctx)
+	return n + len(b.Data), nil
+}
