@@ -142,7 +142,10 @@ frontier AS (
     WHERE m.block > f.block
 )
 SELECT c.queue_id, c.run_id, c.name, c.kind, c.attempt, c.signature, coalesce(c.element, 0)::integer AS element,
-       r.workflow, r.tenant, r.input,
+       r.workflow, r.tenant,
+       -- A run's input is sent only to a worker that does not hold it.
+       (CASE WHEN r.id = ANY(@known::uuid[]) THEN NULL ELSE r.input END)::bytea AS input,
+       (r.id = ANY(@known::uuid[]))::boolean AS input_omitted,
        r.status AS run_status, r.failure_step, r.failure_attempt, r.failure_message,
        c.parents::text[] AS parent_names,
        coalesce(par.statuses, '{}')::text[] AS parent_statuses,

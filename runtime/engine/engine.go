@@ -222,6 +222,7 @@ type Engine struct {
 	cfg    Config
 	log    *slog.Logger
 	health *storeHealth // logs store outages once per change
+	inputs *inputCache  // large run inputs, sent once to this worker
 
 	mu         sync.RWMutex
 	defs       map[string]*registered
@@ -285,6 +286,7 @@ func New(st store.Store, cfg *Config) (*Engine, error) {
 		cfg:     c,
 		log:     c.Logger,
 		health:  &storeHealth{log: c.Logger, worker: c.WorkerID},
+		inputs:  newInputCache(),
 		defs:    make(map[string]*registered),
 		waiters: make(map[dag.RunID][]chan struct{}),
 		runs:    make(map[dag.RunID]*runScope),

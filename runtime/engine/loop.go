@@ -370,7 +370,7 @@ func (e *Engine) claim(l *loop) (full bool, err error) {
 	if limit <= 0 {
 		return false, nil
 	}
-	tasks, err := e.store.ClaimTasks(l.ctx, store.ClaimParams{
+	tasks, err := e.claimTasks(l.ctx, store.ClaimParams{
 		Worker: e.cfg.WorkerID, Signatures: sigs, Limit: limit, Lease: e.cfg.Lease,
 	})
 	l.executing.Add(int64(len(tasks) - limit)) // give back the slots not used
@@ -765,7 +765,7 @@ func (e *Engine) Poll(ctx context.Context) (int, error) {
 	// An empty signature list would claim every task: an engine that
 	// knows none claims nothing.
 	if sigs := e.servedSignatures(); len(sigs) > 0 {
-		tasks, err = e.store.ClaimTasks(ctx, store.ClaimParams{
+		tasks, err = e.claimTasks(ctx, store.ClaimParams{
 			Worker: e.cfg.WorkerID, Signatures: sigs, Limit: e.cfg.BatchSize, Lease: e.cfg.Lease,
 		})
 		if err != nil {

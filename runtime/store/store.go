@@ -263,6 +263,10 @@ type ClaimParams struct {
 	Signatures []string
 	Limit      int           // at most this many tasks
 	Lease      time.Duration // how long the claim holds without renewal
+	// Known are runs whose input the worker holds already. A store may
+	// claim their tasks without the input (ClaimedTask.InputOmitted), so
+	// a large input crosses the wire once to a worker, not once a step.
+	Known []dag.RunID
 }
 
 // ClaimedTask is a RUNNING task and everything its step needs.
@@ -276,6 +280,9 @@ type ClaimedTask struct {
 	// Signature is the task's signature, one of ClaimParams.Signatures.
 	Signature string
 	Input     []byte
+	// InputOmitted says Input was left out: the run is one of
+	// ClaimParams.Known.
+	InputOmitted bool
 	// Parents has one entry per parent, in the order the task lists them.
 	// Steps read them by name.
 	Parents []ParentResult

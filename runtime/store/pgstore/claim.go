@@ -21,6 +21,7 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.Cl
 		Max:          int32(min(p.Limit, 1<<30)),
 		Worker:       p.Worker,
 		LeaseSeconds: p.Lease.Seconds(),
+		Known:        uuidsOf(p.Known),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claim tasks for worker %s: %w", p.Worker, err)
@@ -28,15 +29,16 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.Cl
 	claimed := make([]store.ClaimedTask, len(rows))
 	for i, r := range rows {
 		c := store.ClaimedTask{
-			RunID:     dag.RunID(r.RunID.Bytes),
-			Workflow:  r.Workflow,
-			Tenant:    r.Tenant,
-			Step:      r.Name,
-			Kind:      store.TaskKind(r.Kind),
-			Attempt:   int(r.Attempt),
-			Signature: r.Signature,
-			Input:     r.Input,
-			Element:   int(r.Element),
+			RunID:        dag.RunID(r.RunID.Bytes),
+			Workflow:     r.Workflow,
+			Tenant:       r.Tenant,
+			Step:         r.Name,
+			Kind:         store.TaskKind(r.Kind),
+			Attempt:      int(r.Attempt),
+			Signature:    r.Signature,
+			Input:        r.Input,
+			InputOmitted: r.InputOmitted,
+			Element:      int(r.Element),
 		}
 		if n := len(r.ParentNames); n > 0 {
 			if len(r.ParentStatuses) != n || len(r.ParentOutputs) != n {

@@ -219,3 +219,13 @@ func timeOf(t pgtype.Timestamptz) time.Time {
 func takeTimersParams(ids []dag.RunID, names []string, now time.Time) dbsqlc.TakeTimersParams {
 	return dbsqlc.TakeTimersParams{RunIds: uuids(ids), Tasks: names, Now: tstz(now)}
 }
+
+// uuidsOf converts run ids for a uuid[] parameter: never nil, which pgx
+// would send as NULL.
+func uuidsOf(ids []dag.RunID) []pgtype.UUID {
+	out := make([]pgtype.UUID, len(ids))
+	for i, id := range ids {
+		out[i] = uuidOf(id)
+	}
+	return out
+}

@@ -59,6 +59,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"CreateRejectsBadRuns", testCreateRejectsBadRuns},
 		{"CreateRejectsBadTenants", testCreateRejectsBadTenants},
 		{"ClaimCarriesInputAndParents", testClaimCarriesInputAndParents},
+		{"ClaimMayLeaveOutKnownInputs", testClaimMayLeaveOutKnownInputs},
 		{"ClaimLimitAndWorkflowFilter", testClaimLimitAndWorkflowFilter},
 		{"FanInEnqueuesOnce", testFanInEnqueuesOnce},
 		{"SkipResolvesChildren", testSkipResolvesChildren},
@@ -316,6 +317,31 @@ func testClaimCarriesInputAndParents(f *fixture) {
 	require.Equal(t, store.TaskCompleted, tasks["c"].Status)
 	require.Equal(t, 1, tasks["c"].Attempt)
 	require.Empty(t, f.claim(10))
+}
+
+// testClaimMayLeaveOutKnownInputs checks ClaimParams.Known: a store may
+// leave out the input of a run the worker holds, and says so; it sends the
+// input of every other run.
+func testClaimMayLeaveOutKnownInputs(f *fixture) {
+	t := f.t
+	known := newRun("wf", "t1", task("a"))
+	known.Input = []byte(`{"known":true}`)
+	other := newRun("wf", "t2", task("a"))
+	f.create(known, other)
+	claimed, err := f.st.ClaimTasks(f.ctx, store.ClaimParams{Worker: "w1", Limit: 10, Lease: time.Minute, Known: []dag.RunID{known.ID, dag.NewRunID()}})
+	require.NoError(t, err)
+	require.Len(t, claimed, 2)
+	for _, c := range claimed {
+		switch {
+		case c.RunID == other.ID:
+			require.False(t, c.InputOmitted, "the worker does not hold this run's input")
+			require.JSONEq(t, `{"n":1}`, string(c.Input))
+		case c.InputOmitted:
+			require.Nil(t, c.Input, "left out")
+		default:
+			require.JSONEq(t, `{"known":true}`, string(c.Input), "sent all the same")
+		}
+	}
 }
 
 func testClaimLimitAndWorkflowFilter(f *fixture) {
