@@ -16,7 +16,9 @@
 //     engine and then while tenant B's 20,000 runs drain;
 //   - low_load: one two-step run every 10ms for 10s: the latency from A's
 //     COMPLETED event to B's STARTED event, with notifications and with
-//     polling alone.
+//     polling alone;
+//   - payload: one 7-step run whose steps each read a 20 MiB input: peak
+//     RSS and what the Go heap allocated.
 //
 // It uses the database at DATABASE_URL (default
 // postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable) in a schema

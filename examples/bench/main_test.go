@@ -52,8 +52,8 @@ func TestWorkloads(t *testing.T) {
 	if len(results) != len(allWorkloads) {
 		t.Fatalf("got JSON lines for %d workloads, want %d:\n%s", len(results), len(allWorkloads), out.String())
 	}
-	wantRuns := map[string]int{"single_step": 200, "single_capped": 200, "chain10": 20, "fan50": 2, "map100k": 1, "map1k": 1, "trigger": 200, "trigger_key": 200, "fairness": fairWarmRuns + 1 + 1 + 200, "low_load": 2 * 10}
-	wantSteps := map[string]int{"single_step": 200, "single_capped": 200, "chain10": 200, "fan50": 104, "map100k": 1002, "map1k": 1002, "trigger": 200, "trigger_key": 200, "low_load": 40}
+	wantRuns := map[string]int{"single_step": 200, "single_capped": 200, "chain10": 20, "fan50": 2, "map100k": 1, "map1k": 1, "trigger": 200, "trigger_key": 200, "fairness": fairWarmRuns + 1 + 1 + 200, "low_load": 2 * 10, "payload": 1}
+	wantSteps := map[string]int{"single_step": 200, "single_capped": 200, "chain10": 200, "fan50": 104, "map100k": 1002, "map1k": 1002, "trigger": 200, "trigger_key": 200, "low_load": 40, "payload": blobSteps}
 	for _, w := range allWorkloads {
 		r := results[w]
 		if r.Peer != "dagen" || r.Runs != wantRuns[w] || r.Completed != r.Runs {
@@ -95,6 +95,9 @@ func TestWorkloads(t *testing.T) {
 	if f.BRuns != 200 || f.UnderLoad < 0 || f.UnderLoad > 1 || f.P99Ratio <= 0 || f.CommitIdleP50Ms <= 0 || f.CommitP99Ratio <= 0 {
 		t.Errorf("fairness: %+v", f)
 	}
+	if p := results["payload"]; p.AllocMB < payloadBytes>>20 {
+		t.Errorf("payload: %v MB allocated, less than its own %d MiB input", p.AllocMB, payloadBytes>>20)
+	}
 	// At scale 0.01 map100k's one run has 1,000 elements, and map1k has one
 	// run of 1,000.
 	for _, w := range []string{"map100k", "map1k"} {
@@ -103,7 +106,7 @@ func TestWorkloads(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"map100k: 1 run(s) of 1000 elements", "of fan50's (target >= 0.8", "map1k: 1 run(s) of 1000 elements", "peak RSS",
-		"workload", "single_step", "fairness: tenant A", "fairness: one single-row UPDATE", "low_load: step-to-step"} {
+		"workload", "single_step", "fairness: tenant A", "fairness: one single-row UPDATE", "low_load: step-to-step", "payload: one run of 7 steps, each reading its 20 MiB input"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}

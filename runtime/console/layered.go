@@ -19,6 +19,8 @@ const (
 	orderSweeps = 12
 	placeRounds = 12
 	bendGap     = 14 // between a placeholder and its neighbours
+	// maxCountedEdges bounds the graphs whose crossings are counted.
+	maxCountedEdges = 3000
 )
 
 // slot is a node or a placeholder of a long edge in a layer.
@@ -135,6 +137,24 @@ func placeLayered(nodes []*node, edges [][3]string) ([]edge, int, int) {
 // (by the median position of the neighbours above) and up (below),
 // keeping the order with the fewest crossings seen.
 func orderLayers(layers [][]*slot) {
+	edges := 0
+	for _, ls := range layers {
+		for _, s := range ls {
+			edges += len(s.down)
+		}
+	}
+	if edges > maxCountedEdges {
+		// Counting crossings is quadratic in the edges between two
+		// layers: on a graph this dense, one sweep each way is the
+		// ordering.
+		for l := 1; l < len(layers); l++ {
+			sortByMedian(layers[l], func(s *slot) []*slot { return s.up })
+		}
+		for l := len(layers) - 2; l >= 0; l-- {
+			sortByMedian(layers[l], func(s *slot) []*slot { return s.down })
+		}
+		return
+	}
 	best := snapshot(layers)
 	fewest := crossings(layers)
 	for i := 0; i < orderSweeps && fewest > 0; i++ {
