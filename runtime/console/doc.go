@@ -16,6 +16,11 @@
 // embedded: no build step, no network at run time.
 //
 // The DAG is laid out on the server, as SVG: steps in layers by their
-// longest path from a root, ordered within a layer to keep edges short
-// (the barycenter heuristic), a mapped step as one node with its progress.
+// longest path from a root, an edge that spans layers routed through a
+// placeholder in each layer between, the order within layers chosen by
+// median sweeps that keep the one with the fewest crossings, and each
+// step placed towards its neighbours; a mapped step is one node with its
+// progress. Hovering a step lights its edges. The workers page shows the
+// workers and the backlog per tenant and workflow; "why not running"
+// says, for a queued step, how much of the fair queue is ahead of it.
 package console
