@@ -7,12 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dagenhq/dagen/internal/pgtest"
 	"github.com/dagenhq/dagen/runtime/console"
 	"github.com/dagenhq/dagen/runtime/engine"
 	"github.com/dagenhq/dagen/runtime/store"
 	"github.com/dagenhq/dagen/runtime/store/memstore"
-	"github.com/dagenhq/dagen/runtime/store/pgstore"
 )
 
 // The console's page timings: each page rendered whole, from the store's
@@ -23,18 +21,7 @@ import (
 
 // benchStores runs bench once per store, each opened fresh.
 func benchStores(b *testing.B, bench func(b *testing.B, st store.Store)) {
-	b.Run("postgres", func(b *testing.B) {
-		schema := pgtest.Schema(b)
-		pool := pgtest.Pool(b, schema, 8)
-		if err := pgstore.Migrate(context.Background(), pool); err != nil {
-			b.Fatal(err)
-		}
-		st, err := pgstore.New(context.Background(), pool, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		bench(b, st)
-	})
+	b.Run("postgres", func(b *testing.B) { bench(b, pgStore(b)) })
 	b.Run("memstore", func(b *testing.B) { bench(b, memstore.New(nil)) })
 }
 
@@ -147,11 +134,7 @@ func BenchmarkRunPageMapped10k(b *testing.B) {
 // would have written them, in about 10 s.
 func BenchmarkRunsPage1M(b *testing.B) {
 	ctx := context.Background()
-	schema := pgtest.Schema(b)
-	pool := pgtest.Pool(b, schema, 8)
-	if err := pgstore.Migrate(ctx, pool); err != nil {
-		b.Fatal(err)
-	}
+	st := pgStore(b)
 	// UUIDv7-shaped ids, a millisecond apart, as dag.NewRunID makes them.
 	const seed = `
 INSERT INTO dagen_runs (id, workflow, fingerprint, tenant, status, input, failure_step, failure_attempt, failure_message, pending, created_at, finished_at)
@@ -166,11 +149,7 @@ SELECT (lpad(to_hex(1763000000000 + g), 12, '0') || '7000' || '8000' || lpad(to_
        CASE WHEN g % 1000 = 7 THEN NULL ELSE to_timestamp((1763000000000 + g) / 1000.0 + 2) END
 FROM generate_series(1, 1000000) AS g;
 ANALYZE dagen_runs;`
-	if _, err := pool.Exec(ctx, seed); err != nil {
-		b.Fatal(err)
-	}
-	st, err := pgstore.New(ctx, pool, nil)
-	if err != nil {
+	if _, err := st.Pool().Exec(ctx, seed); err != nil {
 		b.Fatal(err)
 	}
 	for _, p := range []struct{ name, path, want string }{

@@ -3,8 +3,6 @@ package console_test
 import (
 	"context"
 	"errors"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,12 +14,9 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dagenhq/dagen/internal/pgtest"
 	"github.com/dagenhq/dagen/runtime/console"
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/engine"
-	"github.com/dagenhq/dagen/runtime/store"
-	"github.com/dagenhq/dagen/runtime/store/pgstore"
 )
 
 // chromium returns the path of a Chromium to drive, or skips the test
@@ -51,30 +46,6 @@ func screenshotDir(t *testing.T) string {
 	return t.TempDir()
 }
 
-// pgStore returns a pgstore over a fresh schema: the browser tests load
-// their pages from a seeded database, as an operator's console does.
-func pgStore(t *testing.T) *pgstore.Store {
-	t.Helper()
-	schema := pgtest.Schema(t)
-	pool := pgtest.Pool(t, schema, 8)
-	require.NoError(t, pgstore.Migrate(context.Background(), pool))
-	st, err := pgstore.New(context.Background(), pool, nil)
-	require.NoError(t, err)
-	return st
-}
-
-// serve mounts a console over st under /dagen, as a service would.
-func serve(t *testing.T, st store.Store) *httptest.Server {
-	t.Helper()
-	h, err := console.New(st, console.Options{})
-	require.NoError(t, err)
-	mux := http.NewServeMux()
-	mux.Handle("/dagen/", http.StripPrefix("/dagen", h))
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	return srv
-}
-
 // browser starts a headless Chromium for the test, its window 1280×900,
 // and returns a context that drives it for at most a minute.
 func browser(t *testing.T, exe string) context.Context {
@@ -89,24 +60,16 @@ func browser(t *testing.T, exe string) context.Context {
 	return bctx
 }
 
-// screenshot returns an action that saves a screenshot of the whole page
-// as dir/name, a PNG.
-func screenshot(dir string) func(name string) chromedp.Action {
-	return func(name string) chromedp.Action {
-		var buf []byte
-		return chromedp.Tasks{
-			chromedp.FullScreenshot(&buf, 100), // 100: PNG
-			chromedp.ActionFunc(func(context.Context) error { return os.WriteFile(filepath.Join(dir, name), buf, 0o644) }),
-		}
-	}
-}
-
-// elementShot returns an action that saves a screenshot of the element
-// sel as dir/name, a PNG.
-func elementShot(dir, name, sel string) chromedp.Action {
+// shot returns an action that saves a screenshot as dir/name, a PNG: of
+// the element sel, or of the whole page when sel is empty.
+func shot(dir, name, sel string) chromedp.Action {
 	var buf []byte
+	capture := chromedp.FullScreenshot(&buf, 100) // 100: PNG
+	if sel != "" {
+		capture = chromedp.Screenshot(sel, &buf, chromedp.NodeVisible)
+	}
 	return chromedp.Tasks{
-		chromedp.Screenshot(sel, &buf, chromedp.NodeVisible),
+		capture,
 		chromedp.ActionFunc(func(context.Context) error { return os.WriteFile(filepath.Join(dir, name), buf, 0o644) }),
 	}
 }
@@ -160,10 +123,9 @@ func TestBrowserRetryFailedRun(t *testing.T) {
 	require.Error(t, err)
 	fail.Store(false) // the card works now: a retry completes
 
-	srv := serve(t, st)
+	srv := serve(t, st, console.Options{})
 	bctx := browser(t, exe)
 	dir := screenshotDir(t)
-	shot := screenshot(dir)
 
 	var runsText, failedClass, failureText, status string
 	var nodes int
@@ -171,13 +133,13 @@ func TestBrowserRetryFailedRun(t *testing.T) {
 		chromedp.Navigate(srv.URL+"/dagen/"),
 		chromedp.WaitVisible(`#runs`),
 		chromedp.Text(`#runs`, &runsText),
-		shot("runs.png"),
+		shot(dir, "runs.png", ""),
 		chromedp.Click(`a[href="./runs/`+failed.String()+`"]`),
 		chromedp.WaitVisible(`#dag`),
 		chromedp.AttributeValue(`g[data-step="charge"]`, "class", &failedClass, nil),
 		chromedp.Text(`#failure`, &failureText),
 		chromedp.Evaluate(`document.querySelectorAll("#dag g.node").length`, &nodes),
-		shot("failed-run.png"),
+		shot(dir, "failed-run.png", ""),
 		chromedp.Click(`#retry`),
 		chromedp.WaitVisible(`#retry-confirm`),
 		chromedp.Click(`#retry-confirm`),
@@ -193,7 +155,7 @@ func TestBrowserRetryFailedRun(t *testing.T) {
 		}
 		cancel()
 	}
-	require.NoError(t, chromedp.Run(bctx, shot("retried-run.png")))
+	require.NoError(t, chromedp.Run(bctx, shot(dir, "retried-run.png", "")))
 	require.Contains(t, runsText, failed.String())
 	require.Contains(t, runsText, "charge: card declined")
 	require.Contains(t, failedClass, "st-failed", "the failed step is drawn failed")
@@ -221,7 +183,7 @@ func TestBrowserLargeRun(t *testing.T) {
 	require.NoError(t, err)
 	_, err = e.Wait(ctx, id)
 	require.NoError(t, err)
-	srv := serve(t, st)
+	srv := serve(t, st, console.Options{})
 
 	var overlaps, outside, nodes, edges, lit int
 	err = chromedp.Run(browser(t, exe),
@@ -249,7 +211,7 @@ func TestBrowserLargeRun(t *testing.T) {
 			return over;
 		})()`, &overlaps),
 		chromedp.Evaluate(`window.__outside`, &outside),
-		elementShot(screenshotDir(t), "large-run-graph.png", `section.graph`),
+		shot(screenshotDir(t), "large-run-graph.png", `section.graph`),
 		// Hovering a step lights its edges: s5_0's two parents and the
 		// two steps after it.
 		chromedp.Evaluate(`document.querySelector('g.node[data-step="s5_0"]').dispatchEvent(new MouseEvent("mouseenter")); document.querySelectorAll("#dag path.edge.lit").length`, &lit),

@@ -15,11 +15,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dagenhq/dagen/internal/pgtest"
 	"github.com/dagenhq/dagen/runtime/console"
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/engine"
 	"github.com/dagenhq/dagen/runtime/store"
 	"github.com/dagenhq/dagen/runtime/store/memstore"
+	"github.com/dagenhq/dagen/runtime/store/pgstore"
 )
 
 // seeded is a console over a memstore with a completed and a failed run
@@ -66,13 +68,31 @@ func seed(t *testing.T, opts console.Options) *seeded {
 	require.NoError(t, err)
 	_, err = e.Wait(ctx, failed)
 	require.Error(t, err)
+	return &seeded{srv: serve(t, st, opts), st: st, e: e, ok: ok, failed: failed, flaky: &fail}
+}
+
+// serve mounts a console over st under /dagen, as a service would.
+func serve(t *testing.T, st store.Store, opts console.Options) *httptest.Server {
+	t.Helper()
 	h, err := console.New(st, opts)
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	mux.Handle("/dagen/", http.StripPrefix("/dagen", h))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	return &seeded{srv: srv, st: st, e: e, ok: ok, failed: failed, flaky: &fail}
+	return srv
+}
+
+// pgStore returns a pgstore over a fresh schema, for the browser tests
+// (which load their pages from a seeded database, as an operator's
+// console does) and the benchmarks.
+func pgStore(tb testing.TB) *pgstore.Store {
+	tb.Helper()
+	pool := pgtest.Pool(tb, pgtest.Schema(tb), 8)
+	require.NoError(tb, pgstore.Migrate(context.Background(), pool))
+	st, err := pgstore.New(context.Background(), pool, nil)
+	require.NoError(tb, err)
+	return st
 }
 
 func client(t *testing.T) *http.Client {
