@@ -309,23 +309,14 @@ func queuedWhy(tenant string, p store.QueuePlace) string {
 // takes as a dag.Maybe, from the recorded signature descriptions; none
 // when the store keeps none.
 func (c *Console) optionalEdges(ctx context.Context, tasks []store.Task) map[[2]string]bool {
-	sr, ok := c.st.(store.SignatureReader)
-	if !ok {
-		return nil
-	}
 	var sigs []string
 	for _, t := range tasks {
 		if t.Signature != "" && t.Kind != store.KindElement {
 			sigs = append(sigs, t.Signature)
 		}
 	}
-	infos, err := sr.SignatureInfos(ctx, sigs)
-	if err != nil {
-		c.opts.Logger.Warn("dagen console: read signatures; drawing every edge as required", "err", err)
-		return nil
-	}
 	out := map[[2]string]bool{}
-	for _, si := range infos {
+	for _, si := range c.signatureInfos(ctx, sigs, "drawing every edge as required") {
 		for _, p := range si.Parents {
 			if p.Optional {
 				out[[2]string{si.Step, p.Name}] = true
@@ -333,6 +324,22 @@ func (c *Console) optionalEdges(ctx context.Context, tasks []store.Task) map[[2]
 		}
 	}
 	return out
+}
+
+// signatureInfos returns the recorded descriptions of sigs, or none when
+// the store keeps none or cannot be read (logged, saying what the page
+// does without them).
+func (c *Console) signatureInfos(ctx context.Context, sigs []string, without string) []store.SignatureInfo {
+	sr, ok := c.st.(store.SignatureReader)
+	if !ok || len(sigs) == 0 {
+		return nil
+	}
+	infos, err := sr.SignatureInfos(ctx, sigs)
+	if err != nil {
+		c.opts.Logger.Warn("dagen console: read signatures; "+without, "err", err)
+		return nil
+	}
+	return infos
 }
 
 func (c *Console) read(ctx context.Context, id dag.RunID) (store.Run, []store.Task, error) {

@@ -2,7 +2,6 @@ package console
 
 import (
 	"cmp"
-	"context"
 	"errors"
 	"net/http"
 	"slices"
@@ -29,15 +28,23 @@ func (c *Console) workersPage(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
+	// One read of the descriptions of every signature any worker serves.
 	alive := 0
+	var sigs []string
 	for _, wk := range workers {
 		if wk.Alive {
 			alive++
 		}
+		sigs = append(sigs, wk.Signatures...)
+	}
+	slices.Sort(sigs)
+	known := map[string]store.SignatureInfo{}
+	for _, si := range c.signatureInfos(r.Context(), slices.Compact(sigs), "listing workers' signatures by hash") {
+		known[si.Signature] = si
 	}
 	views := make([]workerView, len(workers))
 	for i, wk := range workers {
-		views[i] = workerView{WorkerInfo: wk, Serves: c.serves(r.Context(), wk.Signatures)}
+		views[i] = workerView{WorkerInfo: wk, Serves: serves(known, wk.Signatures)}
 	}
 	c.render(w, r, "workers.html", map[string]any{"Workers": views, "Alive": alive, "Backlog": backlog, "Refresh": true})
 }
@@ -54,20 +61,10 @@ type served struct {
 	Steps    []string
 }
 
-// serves names the workflows and steps of signatures, from the recorded
-// descriptions; a signature without one is listed under "unknown" by
-// its hash.
-func (c *Console) serves(ctx context.Context, sigs []string) []served {
-	known := map[string]store.SignatureInfo{}
-	if sr, ok := c.st.(store.SignatureReader); ok && len(sigs) > 0 {
-		infos, err := sr.SignatureInfos(ctx, sigs)
-		if err != nil {
-			c.opts.Logger.Warn("dagen console: read signatures; listing workers' signatures by hash", "err", err)
-		}
-		for _, si := range infos {
-			known[si.Signature] = si
-		}
-	}
+// serves groups sigs by workflow, naming their steps from the known
+// descriptions; a signature without one is listed under "unknown" by its
+// hash.
+func serves(known map[string]store.SignatureInfo, sigs []string) []served {
 	by := map[string][]string{}
 	for _, sig := range sigs {
 		if si, ok := known[sig]; ok {
