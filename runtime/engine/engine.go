@@ -448,10 +448,7 @@ func (e *Engine) TriggerManyRuns(ctx context.Context, reqs []TriggerRequest) ([]
 		if reg == nil {
 			return nil, fmt.Errorf("trigger %q: %w", req.Workflow, ErrUnknownWorkflow)
 		}
-		in, err := encodeInput(req.Input)
-		if err == nil {
-			err = e.checkPayload("the run's input", in)
-		}
+		in, err := e.encodePayload("the run's input", req.Input)
 		if err != nil {
 			return nil, fmt.Errorf("trigger %q: %w", req.Workflow, err)
 		}

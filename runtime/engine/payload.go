@@ -26,6 +26,19 @@ func (e *Engine) checkPayload(what string, b []byte) error {
 		ErrPayloadTooLarge, what, byteSize(len(b)), byteSize(e.cfg.MaxPayload))
 }
 
+// encodePayload encodes v, a run's input (what says which), and checks
+// its size.
+func (e *Engine) encodePayload(what string, v any) ([]byte, error) {
+	b, err := encodeInput(v)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.checkPayload(what, b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
 // checkOutput is checkPayload for a step's output: an output over the cap
 // fails the step for good, since running it again makes it again, and
 // nothing of it is stored.

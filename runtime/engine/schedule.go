@@ -116,10 +116,7 @@ func (e *Engine) CreateSchedule(ctx context.Context, workflow string, spec Sched
 	if err != nil {
 		return fail(err)
 	}
-	in, err := encodeInput(spec.Input)
-	if err == nil {
-		err = e.checkPayload("the schedule's input", in)
-	}
+	in, err := e.encodePayload("the schedule's input", spec.Input)
 	if err != nil {
 		return fail(err)
 	}
