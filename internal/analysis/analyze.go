@@ -17,6 +17,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/tools/go/packages"
+
+	"github.com/dagenhq/dagen/internal/textfmt"
 )
 
 // Run loads the packages matching patterns and analyses them: [Load]
@@ -1274,7 +1276,7 @@ func (a *analyzer) bindParams(w *Workflow, s *Step) {
 	switch {
 	case extra > len(values):
 		p := params.At(2 + len(values))
-		msg := fmt.Sprintf("%s takes %s, but its parents give %s", s.Func, plural(extra, "parent parameter"), plural(len(values), "value"))
+		msg := fmt.Sprintf("%s takes %s, but its parents give %s", s.Func, textfmt.Count(extra, "parent parameter"), textfmt.Count(len(values), "value"))
 		if len(values) > 0 {
 			msg += " (" + a.describeValues(values) + ")"
 		}
@@ -1314,13 +1316,6 @@ func (a *analyzer) bindParams(w *Workflow, s *Step) {
 				e.Parent.Func, s.Func, a.gives(e.Parent), s.Func, out, out))
 		}
 	}
-}
-
-func plural(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return strconv.Itoa(n) + " " + what + "s"
 }
 
 func (a *analyzer) describeValues(values []*Edge) string {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dagenhq/dagen/gen"
 	"github.com/dagenhq/dagen/internal/analysis"
+	"github.com/dagenhq/dagen/internal/textfmt"
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
 	"github.com/dagenhq/dagen/runtime/store/pgstore"
@@ -270,7 +271,7 @@ func printDeploy(w io.Writer, r deployReport) {
 	for _, wf := range r.Workflows {
 		fmt.Fprintf(w, "\nworkflow %s: %d of %d running runs (%s)\n", wf.Workflow, wf.Stranded, wf.Runs, sampleText(wf.Sample, wf.Stranded))
 		for _, t := range wf.Tasks {
-			fmt.Fprintf(w, "  %s (signature %s): %s\n", t.Step, t.Signature, plural(t.Runs, "run"))
+			fmt.Fprintf(w, "  %s (signature %s): %s\n", t.Step, t.Signature, textfmt.Count(t.Runs, "run"))
 			for _, why := range t.Reasons {
 				fmt.Fprintf(w, "    - %s\n", why)
 			}
@@ -285,11 +286,4 @@ func sampleText(ids []string, n int) string {
 		s += ", …"
 	}
 	return s
-}
-
-func plural(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/dagenhq/dagen/internal/textfmt"
 	"github.com/dagenhq/dagen/runtime/store"
 )
 
@@ -47,7 +48,7 @@ func (r *runsIO) retry(args []string) int {
 		}{id.String(), rt.String(), rt.Operator, reset, enq})
 		return ExitOK
 	}
-	fmt.Fprintf(r.stdout, "retried run %s (%s): reset %s: %s\n", id, rt, plural(len(res.Reset), "step"), joinOr(res.Reset, "none"))
+	fmt.Fprintf(r.stdout, "retried run %s (%s): reset %s: %s\n", id, rt, textfmt.Count(len(res.Reset), "step"), joinOr(res.Reset, "none"))
 	return ExitOK
 }
 

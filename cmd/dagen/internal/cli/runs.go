@@ -637,7 +637,7 @@ func (r *runsIO) printCancelled(ids []string, n int) {
 		}{n, ids})
 		return
 	}
-	fmt.Fprintf(r.stdout, "cancelled %s\n", plural(n, "run"))
+	fmt.Fprintf(r.stdout, "cancelled %s\n", textfmt.Count(n, "run"))
 }
 
 // confirm asks on stdout and reads the answer from stdin, unless -yes.
