@@ -34,8 +34,8 @@ func (s *Store) Serve(ctx context.Context, worker string, sv store.Serving) erro
 	}
 	s.lock()
 	defer s.unlock()
-	s.serves[worker] = slices.Clone(sv.Signatures)
-	s.concurrency[worker] = sv.Concurrency
+	sv.Signatures = slices.Clone(sv.Signatures)
+	s.serves[worker] = sv
 	return nil
 }
 
@@ -43,9 +43,9 @@ func (s *Store) Serve(ctx context.Context, worker string, sv store.Serving) erro
 // lock.
 func (s *Store) served(now time.Time) map[string]bool {
 	out := make(map[string]bool)
-	for w, sigs := range s.serves {
+	for w, sv := range s.serves {
 		if s.workers[w].After(now) {
-			for _, sig := range sigs {
+			for _, sig := range sv.Signatures {
 				out[sig] = true
 			}
 		}

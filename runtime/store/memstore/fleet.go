@@ -32,7 +32,7 @@ func (s *Store) Workers(ctx context.Context) ([]store.WorkerInfo, error) {
 		out = append(out, store.WorkerInfo{
 			// memstore elects no leader: every alive worker leads.
 			ID: id, HeartbeatAt: s.beats[id], AliveUntil: until, Alive: until.After(now), Leader: until.After(now),
-			Signatures: slices.Clone(s.serves[id]), Concurrency: s.concurrency[id],
+			Signatures: slices.Clone(s.serves[id].Signatures), Concurrency: s.serves[id].Concurrency,
 		})
 	}
 	slices.SortFunc(out, func(a, b store.WorkerInfo) int { return cmp.Compare(a.ID, b.ID) })

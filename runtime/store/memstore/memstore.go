@@ -23,22 +23,21 @@ type Config struct {
 type Store struct {
 	now func() time.Time
 
-	mu          sync.Mutex
-	runs        map[dag.RunID]*run
-	queues      map[string]*readyQueue // by task signature
-	groups      map[string]*tenantGroup
-	nextGroup   int64
-	frontier    int64 // highest block claimed so far
-	timers      timerHeap
-	leases      leaseHeap
-	shapes      map[string]*shape
-	workers     map[string]time.Time // worker -> alive until
-	beats       map[string]time.Time // worker -> last heartbeat
-	serves      map[string][]string  // worker -> signatures it serves
-	concurrency map[string]int       // worker -> how many steps it runs at once
-	sigInfos    map[string]store.SignatureInfo
-	subs        map[chan struct{}]struct{}
-	enqueued    bool // set by enqueue; cleared by notifyIfEnqueued
+	mu        sync.Mutex
+	runs      map[dag.RunID]*run
+	queues    map[string]*readyQueue // by task signature
+	groups    map[string]*tenantGroup
+	nextGroup int64
+	frontier  int64 // highest block claimed so far
+	timers    timerHeap
+	leases    leaseHeap
+	shapes    map[string]*shape
+	workers   map[string]time.Time     // worker -> alive until
+	beats     map[string]time.Time     // worker -> last heartbeat
+	serves    map[string]store.Serving // worker -> what it published (Serve)
+	sigInfos  map[string]store.SignatureInfo
+	subs      map[chan struct{}]struct{}
+	enqueued  bool // set by enqueue; cleared by notifyIfEnqueued
 
 	cancels map[chan dag.RunID]struct{} // SubscribeCancels' channels
 	keys    map[runKey]dag.RunID        // retained runs by idempotency key
@@ -68,20 +67,19 @@ var (
 // New returns an empty store. cfg may be nil.
 func New(cfg *Config) *Store {
 	s := &Store{
-		now:         time.Now,
-		runs:        make(map[dag.RunID]*run),
-		queues:      make(map[string]*readyQueue),
-		groups:      make(map[string]*tenantGroup),
-		shapes:      make(map[string]*shape),
-		workers:     make(map[string]time.Time),
-		beats:       make(map[string]time.Time),
-		serves:      make(map[string][]string),
-		concurrency: make(map[string]int),
-		sigInfos:    make(map[string]store.SignatureInfo),
-		subs:        make(map[chan struct{}]struct{}),
-		cancels:     make(map[chan dag.RunID]struct{}),
-		keys:        make(map[runKey]dag.RunID),
-		slots:       make(map[slotKey]*slot),
+		now:      time.Now,
+		runs:     make(map[dag.RunID]*run),
+		queues:   make(map[string]*readyQueue),
+		groups:   make(map[string]*tenantGroup),
+		shapes:   make(map[string]*shape),
+		workers:  make(map[string]time.Time),
+		beats:    make(map[string]time.Time),
+		serves:   make(map[string]store.Serving),
+		sigInfos: make(map[string]store.SignatureInfo),
+		subs:     make(map[chan struct{}]struct{}),
+		cancels:  make(map[chan dag.RunID]struct{}),
+		keys:     make(map[runKey]dag.RunID),
+		slots:    make(map[slotKey]*slot),
 	}
 	if cfg != nil && cfg.Now != nil {
 		s.now = cfg.Now

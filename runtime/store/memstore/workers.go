@@ -73,7 +73,6 @@ func (s *Store) RetireWorker(ctx context.Context, worker string, release bool) (
 	delete(s.workers, worker)
 	delete(s.beats, worker)
 	delete(s.serves, worker)
-	delete(s.concurrency, worker)
 	if !release {
 		return 0, nil
 	}
