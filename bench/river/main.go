@@ -28,11 +28,11 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"runtime"
 	"runtime/pprof"
-	"strconv"
-	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -53,7 +53,10 @@ type options struct {
 	databaseURL   string
 	schema        string
 	settings      string
-	jobs          int
+	workload      string
+	jobs          int // 0: the workload's default times scale
+	aJobs         int // fairness: tenant A's jobs per phase; 0: the default times scale
+	scale         float64
 	durationLimit time.Duration
 	keep          bool
 	cpuProfile    string
@@ -61,17 +64,45 @@ type options struct {
 	verbose       bool
 }
 
+// Default sizes, multiplied by -scale. single_step drains 200,000 jobs, at
+// least 5 s at this machine's 30k jobs/s; fairness has 20,000 B jobs behind
+// A's 100 a phase, as dagen's fairness workload.
+const (
+	singleJobs = 200_000
+	fairBJobs  = 20_000
+	fairAJobs  = 100
+	// fairWarmJobs are A's unmeasured first jobs, so both phases run on
+	// warm connections (as in dagen's fairness).
+	fairWarmJobs = 10
+)
+
+// appName is the application_name of the benchmark's connections, by
+// which its backends' CPU is told apart.
+const appName = "dagen river bench"
+
 // result is the machine-readable line; field names match dagen's own
 // benchmark output so the two can be joined.
 type result struct {
-	Peer          string  `json:"peer"`
-	Workload      string  `json:"workload"`
-	Jobs          int     `json:"jobs"`
-	Seconds       float64 `json:"seconds"`
-	JobsPerSec    float64 `json:"jobs_per_sec"`
-	Settings      string  `json:"settings"`
-	RSSMB         float64 `json:"rss_mb"`
-	RSSNowMB      float64 `json:"rss_now_mb"`
+	Peer     string `json:"peer"`
+	Workload string `json:"workload"`
+	// Jobs is how many jobs ran in the timed window (fairness: B's and
+	// A's loaded ones); Steps the same, under dagen's name (a job is a
+	// step).
+	Jobs        int     `json:"jobs"`
+	Steps       int     `json:"steps"`
+	Seconds     float64 `json:"seconds"`
+	JobsPerSec  float64 `json:"jobs_per_sec,omitempty"`
+	StepsPerSec float64 `json:"steps_per_sec,omitempty"`
+	Settings    string  `json:"settings"`
+	RSSMB       float64 `json:"rss_mb"`
+	RSSNowMB    float64 `json:"rss_now_mb"`
+	// CPU over the timed window in core-seconds: this process, every
+	// process named postgres on the machine (other users included), and
+	// this benchmark's own backends; and both first ones per job, in µs.
+	WorkerCPUSec  float64 `json:"worker_cpu_s"`
+	PGCPUSec      float64 `json:"pg_cpu_s"`
+	PGOwnCPUSec   float64 `json:"pg_own_cpu_s"`
+	CPUUsPerStep  float64 `json:"cpu_us_per_step"`
 	InsertSeconds float64 `json:"insert_seconds"`
 	MaxWorkers    int     `json:"max_workers"`
 	PoolMaxConns  int32   `json:"pool_max_conns"`
@@ -80,6 +111,24 @@ type result struct {
 	// StealPct is the share of the machine's CPU its host gave to others
 	// while the jobs drained (steal in /proc/stat).
 	StealPct float64 `json:"steal_pct"`
+
+	// fairness: A's jobs a phase (Runs: all of A's and B's), B's backlog,
+	// A's latency (insert to completion event) in ms idle and behind B's
+	// backlog, and how many of A's loaded jobs completed while B still had
+	// jobs left.
+	Runs      int     `json:"runs,omitempty"`
+	ARuns     int     `json:"a_runs,omitempty"`
+	BRuns     int     `json:"b_runs,omitempty"`
+	IdleP50Ms float64 `json:"idle_p50_ms,omitempty"`
+	IdleP99Ms float64 `json:"idle_p99_ms,omitempty"`
+	P50Ms     float64 `json:"p50_ms,omitempty"`
+	P99Ms     float64 `json:"p99_ms,omitempty"`
+	UnderLoad int     `json:"a_runs_under_load,omitempty"`
+	// A's loaded jobs from the insert's start to Work's start: the wait
+	// for a worker, without the wait for the completer (which, under 100
+	// jobs to complete, stores completions every 250ms).
+	AStartP50Ms float64 `json:"a_start_p50_ms,omitempty"`
+	AStartP99Ms float64 `json:"a_start_p99_ms,omitempty"`
 }
 
 func main() {
@@ -87,7 +136,10 @@ func main() {
 	flag.StringVar(&o.databaseURL, "database-url", envOr("DATABASE_URL", defaultDatabaseURL), "Postgres URL (default from $DATABASE_URL)")
 	flag.StringVar(&o.schema, "schema", "river_bench", "schema to create River's tables in; dropped and recreated at start")
 	flag.StringVar(&o.settings, "settings", "tuned", "client settings: tuned (as River's own benchmark) or default (River's defaults)")
-	flag.IntVar(&o.jobs, "jobs", 20_000, "number of no-op jobs to insert and drain")
+	flag.StringVar(&o.workload, "workload", "single_step", "single_step (drain pre-enqueued jobs) or fairness (A's jobs one at a time behind B's backlog)")
+	flag.IntVar(&o.jobs, "jobs", 0, "single_step: jobs to insert and drain; fairness: B's backlog (0: 200,000 or 20,000, times -scale)")
+	flag.IntVar(&o.aJobs, "a-jobs", 0, "fairness: A's jobs in each phase, idle and loaded (0: 100 times -scale)")
+	flag.Float64Var(&o.scale, "scale", 1, "multiplies the default job counts (not an explicit -jobs or -a-jobs)")
 	flag.DurationVar(&o.durationLimit, "duration-limit", 5*time.Minute, "abort with an error if the whole run takes longer than this")
 	flag.BoolVar(&o.keep, "keep", false, "keep the schema (and its jobs) at the end instead of dropping it")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the drain phase to this file")
@@ -145,12 +197,61 @@ func clientConfig(settings string) (*river.Config, error) {
 	}
 }
 
-func run(ctx context.Context, o options) error {
-	if o.jobs < 1 {
-		return errors.New("-jobs must be at least 1")
-	}
-	cfg, err := clientConfig(o.settings)
+// scaled returns n times scale, at least 1.
+func scaled(n int, scale float64) int {
+	return max(1, int(math.Round(float64(n)*scale)))
+}
+
+// bench is what both workloads share.
+type bench struct {
+	o       options
+	pool    *pgxpool.Pool
+	driver  *riverpgxv5.Driver
+	logger  *slog.Logger
+	workers *river.Workers
+	calls   *atomic.Int64
+	started *sync.Map // tenant A's jobs: job id -> when Work began
+}
+
+// newClient makes a client with the settings, over the benchmark's schema.
+func (b *bench) newClient() (*river.Client[pgx.Tx], int, error) {
+	cfg, err := clientConfig(b.o.settings)
 	if err != nil {
+		return nil, 0, err
+	}
+	cfg.Logger = b.logger
+	cfg.Schema = b.o.schema
+	cfg.Workers = b.workers
+	client, err := river.NewClient(b.driver, cfg)
+	if err != nil {
+		return nil, 0, fmt.Errorf("new client: %w", err)
+	}
+	return client, cfg.Queues[river.QueueDefault].MaxWorkers, nil
+}
+
+func run(ctx context.Context, o options) error {
+	if !(o.scale > 0) || o.scale > 1000 {
+		return fmt.Errorf("-scale %v: want a number in (0, 1000]", o.scale)
+	}
+	if o.jobs < 0 || o.aJobs < 0 {
+		return errors.New("-jobs and -a-jobs must not be negative")
+	}
+	switch o.workload {
+	case "single_step":
+		if o.jobs == 0 {
+			o.jobs = scaled(singleJobs, o.scale)
+		}
+	case "fairness":
+		if o.jobs == 0 {
+			o.jobs = scaled(fairBJobs, o.scale)
+		}
+		if o.aJobs == 0 {
+			o.aJobs = scaled(fairAJobs, o.scale)
+		}
+	default:
+		return fmt.Errorf("unknown -workload %q (want single_step or fairness)", o.workload)
+	}
+	if _, err := clientConfig(o.settings); err != nil {
 		return err
 	}
 
@@ -162,7 +263,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return fmt.Errorf("parse database URL: %w", err)
 	}
-	poolCfg.ConnConfig.RuntimeParams["application_name"] = "dagen river bench"
+	poolCfg.ConnConfig.RuntimeParams["application_name"] = appName
 	if o.maxConns > 0 {
 		poolCfg.MaxConns = int32(o.maxConns)
 	}
@@ -201,23 +302,61 @@ func run(ctx context.Context, o options) error {
 		return fmt.Errorf("migrate: %w", err)
 	}
 
-	var workerCalls atomic.Int64
-	workers := river.NewWorkers()
-	river.AddWorker(workers, &noopWorker{calls: &workerCalls})
-	cfg.Logger = logger
-	cfg.Schema = o.schema
-	cfg.Workers = workers
-	maxWorkers := cfg.Queues[river.QueueDefault].MaxWorkers
+	b := &bench{o: o, pool: pool, driver: driver, logger: logger, workers: river.NewWorkers(), calls: &atomic.Int64{}, started: &sync.Map{}}
+	river.AddWorker(b.workers, &noopWorker{calls: b.calls})
+	river.AddWorker(b.workers, &tenantAWorker{calls: b.calls, started: b.started})
 
-	client, err := river.NewClient(driver, cfg)
+	var res result
+	if o.workload == "fairness" {
+		res, err = b.fairness(ctx)
+	} else {
+		res, err = b.drain(ctx)
+	}
 	if err != nil {
-		return fmt.Errorf("new client: %w", err)
+		return err
+	}
+	line, err := json.Marshal(res)
+	if err != nil {
+		return fmt.Errorf("encode result: %w", err)
+	}
+	fmt.Println(string(line))
+	return nil
+}
+
+// fill sets the figures every workload reports: CPU, steal, RSS, settings.
+func (b *bench) fill(res *result, u usage, maxWorkers int) {
+	hwm, rss := rssMB()
+	res.Peer = "river"
+	res.Settings = b.o.settings
+	res.Steps = res.Jobs
+	res.WorkerCPUSec = round(u.workerCPU, 2)
+	res.PGCPUSec = round(u.pgCPU, 2)
+	res.PGOwnCPUSec = round(u.pgOwnCPU, 2)
+	if res.Jobs > 0 {
+		res.CPUUsPerStep = round(1e6*(u.workerCPU+u.pgCPU)/float64(res.Jobs), 1)
+	}
+	res.StealPct = round(u.stealPct, 1)
+	res.RSSMB = round(hwm, 1)
+	res.RSSNowMB = round(rss, 1)
+	res.MaxWorkers = maxWorkers
+	res.PoolMaxConns = b.pool.Config().MaxConns
+	res.WorkerCalls = b.calls.Load()
+	res.GoMaxProcs = runtime.GOMAXPROCS(0)
+}
+
+// drain is the single_step workload: jobs inserted up front, then drained
+// by a started client, timed from Start to the last completion event.
+func (b *bench) drain(ctx context.Context) (result, error) {
+	o := b.o
+	client, maxWorkers, err := b.newClient()
+	if err != nil {
+		return result{}, err
 	}
 
 	// Pre-enqueue every job before the client starts.
 	insertStart := time.Now()
 	if err := insertJobs(ctx, client, o.jobs); err != nil {
-		return err
+		return result{}, err
 	}
 	insertSeconds := time.Since(insertStart).Seconds()
 
@@ -238,13 +377,14 @@ func run(ctx context.Context, o options) error {
 
 	stopProfile, err := startCPUProfile(o.cpuProfile)
 	if err != nil {
-		return err
+		return result{}, err
 	}
 
-	start, cpuStart := time.Now(), readCPUTimes()
+	win := startWindow(ctx, b.pool)
+	start := time.Now()
 	if err := client.Start(ctx); err != nil {
 		stopProfile()
-		return fmt.Errorf("start client: %w", err)
+		return result{}, fmt.Errorf("start client: %w", err)
 	}
 	var (
 		lastDone  time.Time
@@ -269,46 +409,40 @@ func run(ctx context.Context, o options) error {
 			waitErr = fmt.Errorf("%w after %d of %d jobs completed", context.Cause(ctx), completed, o.jobs)
 		}
 	}
-	steal := readCPUTimes().stealPct(cpuStart)
+	u := win.stop(ctx)
 	stopProfile()
 
-	stopCtx, stopCancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer stopCancel()
-	if err := client.Stop(stopCtx); err != nil && waitErr == nil {
-		return fmt.Errorf("stop client: %w", err)
+	if err := stopClient(client); err != nil && waitErr == nil {
+		return result{}, err
 	}
 	if waitErr != nil {
-		return waitErr
+		return result{}, waitErr
 	}
 	if failed > 0 {
-		return fmt.Errorf("%d of %d jobs failed or were cancelled", failed, o.jobs)
+		return result{}, fmt.Errorf("%d of %d jobs failed or were cancelled", failed, o.jobs)
 	}
 
 	seconds := lastDone.Sub(start).Seconds()
-	hwm, rss := rssMB()
 	res := result{
-		Peer:          "river",
 		Workload:      "single_step",
 		Jobs:          o.jobs,
 		Seconds:       round(seconds, 3),
 		JobsPerSec:    round(float64(o.jobs)/seconds, 0),
-		Settings:      o.settings,
-		RSSMB:         round(hwm, 1),
-		RSSNowMB:      round(rss, 1),
 		InsertSeconds: round(insertSeconds, 3),
-		MaxWorkers:    maxWorkers,
-		PoolMaxConns:  pool.Config().MaxConns,
-		WorkerCalls:   workerCalls.Load(),
-		GoMaxProcs:    runtime.GOMAXPROCS(0),
-		StealPct:      round(steal, 1),
 	}
-	fmt.Printf("river %s: %d no-op jobs drained in %.3fs = %.0f jobs/s (insert %.3fs, MaxWorkers %d, pool %d conns, peak RSS %.1f MB, CPU steal %.1f%%)\n",
-		o.settings, o.jobs, seconds, res.JobsPerSec, insertSeconds, maxWorkers, res.PoolMaxConns, hwm, steal)
-	line, err := json.Marshal(res)
-	if err != nil {
-		return err
+	res.StepsPerSec = res.JobsPerSec
+	b.fill(&res, u, maxWorkers)
+	fmt.Printf("river %s: %d no-op jobs drained in %.3fs = %.0f jobs/s (insert %.3fs, MaxWorkers %d, pool %d conns, peak RSS %.1f MB, CPU steal %.1f%%); CPU worker %.2fs + postgres %.2fs = %.1f µs a job\n",
+		o.settings, o.jobs, seconds, res.JobsPerSec, insertSeconds, maxWorkers, res.PoolMaxConns, res.RSSMB, res.StealPct, res.WorkerCPUSec, res.PGCPUSec, res.CPUUsPerStep)
+	return res, nil
+}
+
+func stopClient(client *river.Client[pgx.Tx]) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := client.Stop(ctx); err != nil {
+		return fmt.Errorf("stop client: %w", err)
 	}
-	fmt.Println(string(line))
 	return nil
 }
 
@@ -370,41 +504,4 @@ func round(v float64, places int) float64 {
 		p *= 10
 	}
 	return float64(int64(v*p+0.5)) / p
-}
-
-// cpuTimes are the machine's CPU times from the first line of /proc/stat,
-// in ticks: all of them, and steal, the time a virtual machine's CPUs were
-// ready to run but the host ran something else. (The same as in dagen's
-// benchmark, which this module does not import.)
-type cpuTimes struct{ total, steal uint64 }
-
-func readCPUTimes() cpuTimes {
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return cpuTimes{}
-	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	fields := strings.Fields(line)
-	if len(fields) < 9 || fields[0] != "cpu" {
-		return cpuTimes{}
-	}
-	var t cpuTimes
-	for i, f := range fields[1:] {
-		v, _ := strconv.ParseUint(f, 10, 64)
-		if i < 8 { // user nice system idle iowait irq softirq steal; guest is counted in user
-			t.total += v
-		}
-		if i == 7 {
-			t.steal = v
-		}
-	}
-	return t
-}
-
-// stealPct is the share of the machine's CPU time stolen since start, in %.
-func (t cpuTimes) stealPct(start cpuTimes) float64 {
-	if t.total <= start.total {
-		return 0
-	}
-	return 100 * float64(t.steal-start.steal) / float64(t.total-start.total)
 }
