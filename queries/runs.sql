@@ -127,24 +127,20 @@ WITH tasks AS (DELETE FROM dagen_tasks WHERE dagen_tasks.run_id = ANY(@ids::uuid
      evs AS (DELETE FROM dagen_events WHERE dagen_events.run_id = ANY(@ids::uuid[])),
      tms AS (DELETE FROM dagen_timers WHERE dagen_timers.run_id = ANY(@ids::uuid[])),
      rdy AS (DELETE FROM dagen_ready WHERE dagen_ready.run_id = ANY(@ids::uuid[])),
+     kys AS (DELETE FROM dagen_run_keys WHERE dagen_run_keys.run_id = ANY(@ids::uuid[])),
      runs AS (DELETE FROM dagen_runs WHERE dagen_runs.id = ANY(@ids::uuid[]) RETURNING 1)
 SELECT count(*) FROM runs;
 
 -- name: InsertKeyedRuns :many
 -- Inserts new runs some of which have idempotency keys, and returns the ids
 -- of those inserted: a run whose key a retained run (or an earlier run of
--- the list) has is not. A trigger racing with this one on the same key
--- waits for it on the unique index, then finds its run. An id that exists
--- already violates dagen_runs_pkey.
+-- the list) has is not. The keys go into dagen_run_keys first (a unique
+-- index of the partitioned dagen_runs cannot hold them); a trigger racing
+-- with this one on the same key waits for it on that primary key, then
+-- finds its run. An id that exists already violates dagen_runs_pkey.
 WITH clock AS (
     SELECT coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now
-)
-INSERT INTO dagen_runs (id, workflow, fingerprint, tenant, status, input, pending, created_at, key,
-                        slot, timeout_ms, deadline_at)
-SELECT r.id, r.workflow, r.fingerprint, r.tenant, r.status, r.input, r.pending, clock.now, nullif(r.key, ''),
-       CASE WHEN r.capped THEN r.slot END,
-       nullif(r.timeout_ms, 0), CASE WHEN r.timeout_ms > 0 THEN clock.now + r.timeout_ms * interval '1 millisecond' END
-FROM clock, (
+), r AS (
     SELECT unnest(@ids::uuid[]) AS id,
            unnest(@workflows::text[]) AS workflow,
            unnest(@fingerprints::text[]) AS fingerprint,
@@ -156,16 +152,27 @@ FROM clock, (
            unnest(@capped::boolean[]) AS capped,
            unnest(@slots::text[]) AS slot,
            unnest(@timeout_ms::bigint[]) AS timeout_ms
-) AS r
-ON CONFLICT (workflow, tenant, key) WHERE key IS NOT NULL DO NOTHING
+), keyed AS (
+    INSERT INTO dagen_run_keys (workflow, tenant, key, run_id)
+    SELECT r.workflow, r.tenant, r.key, r.id FROM r WHERE r.key <> ''
+    ON CONFLICT (workflow, tenant, key) DO NOTHING
+    RETURNING run_id
+)
+INSERT INTO dagen_runs (id, workflow, fingerprint, tenant, status, input, pending, created_at, key,
+                        slot, timeout_ms, deadline_at)
+SELECT r.id, r.workflow, r.fingerprint, r.tenant, r.status, r.input, r.pending, clock.now, nullif(r.key, ''),
+       CASE WHEN r.capped THEN r.slot END,
+       nullif(r.timeout_ms, 0), CASE WHEN r.timeout_ms > 0 THEN clock.now + r.timeout_ms * interval '1 millisecond' END
+FROM clock, r
+WHERE r.key = '' OR r.id IN (SELECT keyed.run_id FROM keyed)
 RETURNING id;
 
 -- name: RunsByKey :many
 -- The retained runs that have these keys, of these workflows and tenants.
-SELECT r.workflow, r.tenant, r.key::text AS key, r.id
+SELECT r.workflow, r.tenant, r.key, r.run_id AS id
 FROM (
     SELECT unnest(@workflows::text[]) AS workflow,
            unnest(@tenants::text[]) AS tenant,
            unnest(@keys::text[]) AS key
 ) AS k
-JOIN dagen_runs r ON r.workflow = k.workflow AND r.tenant = k.tenant AND r.key = k.key;
+JOIN dagen_run_keys r ON r.workflow = k.workflow AND r.tenant = k.tenant AND r.key = k.key;

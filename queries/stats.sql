@@ -1,7 +1,9 @@
 -- name: HotTablePages :one
 -- The sizes on disk, in pages, of the tasks table, of the ready queue and
--- of the tenants' table.
-SELECT (pg_relation_size('dagen_tasks'::regclass) / current_setting('block_size')::bigint)::bigint AS tasks,
+-- of the tenants' table. The tasks table is partitioned: its size is the
+-- sum of its partitions'.
+SELECT ((SELECT coalesce(sum(pg_relation_size(p.relid)), 0) FROM pg_partition_tree('dagen_tasks'::regclass) p)
+        / current_setting('block_size')::bigint)::bigint AS tasks,
        (pg_relation_size('dagen_ready'::regclass) / current_setting('block_size')::bigint)::bigint AS ready,
        (pg_relation_size('dagen_tenant_groups'::regclass) / current_setting('block_size')::bigint)::bigint AS tenants;
 

@@ -292,7 +292,7 @@ func (s *Store) insertKeyedRuns(ctx context.Context, tx *txn, runs []store.NewRu
 func createError(n int, err error) error {
 	var pgErr *pgconn.PgError
 	switch {
-	case errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "dagen_runs_pkey":
+	case errors.As(err, &pgErr) && pgErr.Code == "23505" && strings.HasPrefix(pgErr.TableName, "dagen_runs"):
 		return fmt.Errorf("create run %s: %w", keyValue(pgErr.Detail), store.ErrRunExists)
 	case errors.As(err, &pgErr) && pgErr.Code == "23514" && pgErr.TableName == "dagen_tenant_groups":
 		return fmt.Errorf("create %d runs: add tenants: more than %d tenants: %w", n, store.BlockLength, err)

@@ -22,15 +22,21 @@ type Config struct {
 	// clock, which is what production should use: wake times and leases
 	// are then comparable across processes whatever their local clocks.
 	Now func() time.Time
+	// PartitionPeriod is the width, in time, of each new range of run ids
+	// the history tables are partitioned by (see PruneRuns). Zero: half the
+	// retention the leader prunes with, between [MinPartitionPeriod] and
+	// [MaxPartitionPeriod]. Tests set a short one.
+	PartitionPeriod time.Duration
 }
 
 // Store is a store.Store on Postgres. It is safe for concurrent use by many
 // goroutines and many processes sharing one database schema.
 type Store struct {
-	pool  *pgxpool.Pool
-	q     *dbsqlc.Queries
-	now   func() time.Time
-	owned bool // Close closes the pool
+	pool   *pgxpool.Pool
+	q      *dbsqlc.Queries
+	now    func() time.Time
+	period time.Duration // Config.PartitionPeriod
+	owned  bool          // Close closes the pool
 
 	leader leader
 	stats  plannerStats
@@ -58,7 +64,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Store, error) {
 	}
 	s := &Store{pool: pool, q: dbsqlc.New()}
 	if cfg != nil {
-		s.now = cfg.Now
+		s.now, s.period = cfg.Now, cfg.PartitionPeriod
 	}
 	return s, nil
 }

@@ -39,6 +39,11 @@ func (s *Store) RetryRun(ctx context.Context, id dag.RunID, rt store.Retry) (sto
 }
 
 func (s *Store) retryLocked(ctx context.Context, tx *txn, id dag.RunID, rt store.Retry) (store.RetryResult, error) {
+	// Before anything else: a retry reopens a finished run, which must not
+	// be in a range being dropped (see dropPartition).
+	if err := s.q.FencePartition(ctx, tx, uuidOf(id)); err != nil {
+		return store.RetryResult{}, fmt.Errorf("fence the run's partition: %w", err)
+	}
 	b := s.newBatch(tx, 0)
 	if err := b.lockRuns(ctx, []dag.RunID{id}, false); err != nil {
 		return store.RetryResult{}, err

@@ -129,12 +129,31 @@ func (s *Store) releaseTasks(ctx context.Context, worker string, keys []taskKey,
 	return n, nil
 }
 
-// PruneRuns implements store.Workers. Runs another transaction is writing
-// are skipped until a later call.
+// PruneRuns implements store.Workers. The leader calls it once a minute,
+// and it prunes in two ways. First it drops whole ranges of run ids (the
+// partitions of dagen_runs, dagen_tasks and dagen_events, made ahead here
+// too) in which every run finished before cutoff: that costs a few
+// catalog writes however many runs a range holds. Then it deletes up to
+// limit finished runs one by one, which is what a range with a run still
+// live in it, and the default partition, rely on (a limit of 0 drops
+// ranges only). Runs another transaction
+// is writing are skipped until a later call. It returns how many runs went
+// both ways.
 func (s *Store) PruneRuns(ctx context.Context, cutoff time.Time, limit int) (int, error) {
-	if limit <= 0 {
-		return 0, nil
+	dropped, err := s.maintainPartitions(ctx, cutoff)
+	if err != nil {
+		return dropped, fmt.Errorf("prune runs finished before %s: %w", cutoff.Format(time.RFC3339), err)
 	}
+	if limit <= 0 {
+		return dropped, nil
+	}
+	deleted, err := s.deleteRuns(ctx, cutoff, limit)
+	return dropped + deleted, err
+}
+
+// deleteRuns deletes up to limit runs that finished before cutoff, with
+// everything of theirs, in one transaction.
+func (s *Store) deleteRuns(ctx context.Context, cutoff time.Time, limit int) (int, error) {
 	// Concurrency slots no run holds or waits for go too (a trigger of
 	// their key makes them again).
 	if err := s.pruneSlots(ctx, limit); err != nil {

@@ -38,6 +38,12 @@ type DagenMigration struct {
 	AppliedAt pgtype.Timestamptz
 }
 
+type DagenPartition struct {
+	Suffix string
+	FromID pgtype.UUID
+	ToID   pgtype.UUID
+}
+
 type DagenQueueFrontier struct {
 	Singleton bool
 	Block     int64
@@ -67,6 +73,13 @@ type DagenRun struct {
 	Slot           pgtype.Text
 	TimeoutMs      pgtype.Int8
 	DeadlineAt     pgtype.Timestamptz
+}
+
+type DagenRunKey struct {
+	Workflow string
+	Tenant   string
+	Key      string
+	RunID    pgtype.UUID
 }
 
 type DagenRunQueue struct {

@@ -28,6 +28,7 @@ WITH tasks AS (DELETE FROM dagen_tasks WHERE dagen_tasks.run_id = ANY($1::uuid[]
      evs AS (DELETE FROM dagen_events WHERE dagen_events.run_id = ANY($1::uuid[])),
      tms AS (DELETE FROM dagen_timers WHERE dagen_timers.run_id = ANY($1::uuid[])),
      rdy AS (DELETE FROM dagen_ready WHERE dagen_ready.run_id = ANY($1::uuid[])),
+     kys AS (DELETE FROM dagen_run_keys WHERE dagen_run_keys.run_id = ANY($1::uuid[])),
      runs AS (DELETE FROM dagen_runs WHERE dagen_runs.id = ANY($1::uuid[]) RETURNING 1)
 SELECT count(*) FROM runs
 `
@@ -102,31 +103,37 @@ func (q *Queries) GetRunStatus(ctx context.Context, db DBTX, id pgtype.UUID) (st
 
 const insertKeyedRuns = `-- name: InsertKeyedRuns :many
 WITH clock AS (
-    SELECT coalesce($12::timestamptz, now())::timestamptz AS now
+    SELECT coalesce($1::timestamptz, now())::timestamptz AS now
+), r AS (
+    SELECT unnest($2::uuid[]) AS id,
+           unnest($3::text[]) AS workflow,
+           unnest($4::text[]) AS fingerprint,
+           unnest($5::text[]) AS tenant,
+           unnest($6::bytea[]) AS input,
+           unnest($7::integer[]) AS pending,
+           unnest($8::text[]) AS key,
+           unnest($9::text[]) AS status,
+           unnest($10::boolean[]) AS capped,
+           unnest($11::text[]) AS slot,
+           unnest($12::bigint[]) AS timeout_ms
+), keyed AS (
+    INSERT INTO dagen_run_keys (workflow, tenant, key, run_id)
+    SELECT r.workflow, r.tenant, r.key, r.id FROM r WHERE r.key <> ''
+    ON CONFLICT (workflow, tenant, key) DO NOTHING
+    RETURNING run_id
 )
 INSERT INTO dagen_runs (id, workflow, fingerprint, tenant, status, input, pending, created_at, key,
                         slot, timeout_ms, deadline_at)
 SELECT r.id, r.workflow, r.fingerprint, r.tenant, r.status, r.input, r.pending, clock.now, nullif(r.key, ''),
        CASE WHEN r.capped THEN r.slot END,
        nullif(r.timeout_ms, 0), CASE WHEN r.timeout_ms > 0 THEN clock.now + r.timeout_ms * interval '1 millisecond' END
-FROM clock, (
-    SELECT unnest($1::uuid[]) AS id,
-           unnest($2::text[]) AS workflow,
-           unnest($3::text[]) AS fingerprint,
-           unnest($4::text[]) AS tenant,
-           unnest($5::bytea[]) AS input,
-           unnest($6::integer[]) AS pending,
-           unnest($7::text[]) AS key,
-           unnest($8::text[]) AS status,
-           unnest($9::boolean[]) AS capped,
-           unnest($10::text[]) AS slot,
-           unnest($11::bigint[]) AS timeout_ms
-) AS r
-ON CONFLICT (workflow, tenant, key) WHERE key IS NOT NULL DO NOTHING
+FROM clock, r
+WHERE r.key = '' OR r.id IN (SELECT keyed.run_id FROM keyed)
 RETURNING id
 `
 
 type InsertKeyedRunsParams struct {
+	Now          pgtype.Timestamptz
 	Ids          []pgtype.UUID
 	Workflows    []string
 	Fingerprints []string
@@ -138,16 +145,17 @@ type InsertKeyedRunsParams struct {
 	Capped       []bool
 	Slots        []string
 	TimeoutMs    []int64
-	Now          pgtype.Timestamptz
 }
 
 // Inserts new runs some of which have idempotency keys, and returns the ids
 // of those inserted: a run whose key a retained run (or an earlier run of
-// the list) has is not. A trigger racing with this one on the same key
-// waits for it on the unique index, then finds its run. An id that exists
-// already violates dagen_runs_pkey.
+// the list) has is not. The keys go into dagen_run_keys first (a unique
+// index of the partitioned dagen_runs cannot hold them); a trigger racing
+// with this one on the same key waits for it on that primary key, then
+// finds its run. An id that exists already violates dagen_runs_pkey.
 func (q *Queries) InsertKeyedRuns(ctx context.Context, db DBTX, arg InsertKeyedRunsParams) ([]pgtype.UUID, error) {
 	rows, err := db.Query(ctx, insertKeyedRuns,
+		arg.Now,
 		arg.Ids,
 		arg.Workflows,
 		arg.Fingerprints,
@@ -159,7 +167,6 @@ func (q *Queries) InsertKeyedRuns(ctx context.Context, db DBTX, arg InsertKeyedR
 		arg.Capped,
 		arg.Slots,
 		arg.TimeoutMs,
-		arg.Now,
 	)
 	if err != nil {
 		return nil, err
@@ -440,13 +447,13 @@ func (q *Queries) RunExists(ctx context.Context, db DBTX, id pgtype.UUID) (bool,
 }
 
 const runsByKey = `-- name: RunsByKey :many
-SELECT r.workflow, r.tenant, r.key::text AS key, r.id
+SELECT r.workflow, r.tenant, r.key, r.run_id AS id
 FROM (
     SELECT unnest($1::text[]) AS workflow,
            unnest($2::text[]) AS tenant,
            unnest($3::text[]) AS key
 ) AS k
-JOIN dagen_runs r ON r.workflow = k.workflow AND r.tenant = k.tenant AND r.key = k.key
+JOIN dagen_run_keys r ON r.workflow = k.workflow AND r.tenant = k.tenant AND r.key = k.key
 `
 
 type RunsByKeyParams struct {
