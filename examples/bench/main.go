@@ -36,6 +36,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"runtime/pprof"
@@ -47,7 +48,11 @@ import (
 const defaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
 
 // allWorkloads lists the workloads in the order they run.
-var allWorkloads = []string{"single_step", "single_capped", "chain10", "fan50", "map100k", "map1k", "trigger", "trigger_key", "fairness", "low_load", "payload"}
+var allWorkloads = []string{"single_step", "single_capped", "chain10", "fan50", "map100k", "map1k", "trigger", "trigger_key", "fairness", "low_load", "payload", "soak"}
+
+// defaultWorkloads are those run without -workloads: all but the soak,
+// which takes ten minutes.
+var defaultWorkloads = allWorkloads[:len(allWorkloads)-1]
 
 // options is what the command line sets.
 type options struct {
@@ -73,8 +78,18 @@ type options struct {
 	cpuProfile string
 	memProfile string
 	jsonOut    string // also write the JSON lines here
-	riverJSON  string // River's output, for the ratios
-	compare    string // a saved output of this command: only compare it with riverJSON
+	// riverJSON and dbosJSON are the peers' outputs, for the ratios:
+	// comma-separated, one a -compare file.
+	riverJSON string
+	dbosJSON  string
+	// compare names saved outputs of this command (comma-separated, one a
+	// round) or make bench's output directory: only compare them.
+	compare string
+
+	// soakDuration is the soak's length at scale 1; soakRate its rate in
+	// runs/s (0: soakFraction of chain10's measured peak).
+	soakDuration time.Duration
+	soakRate     float64
 }
 
 func main() {
@@ -103,7 +118,7 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 	fs.StringVar(&o.databaseURL, "database-url", envOr("DATABASE_URL", defaultDatabaseURL), "Postgres URL (default from $DATABASE_URL)")
 	fs.StringVar(&o.schema, "schema", "dagen_bench", "schema for dagen's tables: dropped and created at start, dropped at the end")
 	fs.BoolVar(&o.keep, "keep", false, "keep the schema at the end")
-	fs.StringVar(&workloads, "workloads", strings.Join(allWorkloads, ","), "comma-separated workloads to run")
+	fs.StringVar(&workloads, "workloads", strings.Join(defaultWorkloads, ","), "comma-separated workloads to run, of "+strings.Join(allWorkloads, ","))
 	fs.Float64Var(&o.scale, "scale", 1, "multiplies every run count, and map100k's elements (0.05 for a quick check)")
 	fs.IntVar(&o.concurrency, "concurrency", 64, "engine Concurrency: steps executing at once")
 	fs.IntVar(&o.batchSize, "batch", 0, "engine BatchSize: tasks per claim and per completion (0: Concurrency)")
@@ -114,8 +129,11 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fs.StringVar(&o.memProfile, "memprofile", "", "write a heap profile at the end of the run to this file (alloc_space: what the whole run allocated)")
 	fs.StringVar(&o.jsonOut, "json-out", "", "also write the JSON lines to this file")
-	fs.StringVar(&o.riverJSON, "river-json", "", "River's output (bench/river); print dagen/River ratios")
-	fs.StringVar(&o.compare, "compare", "", "run nothing: compare this saved output of bench with -river-json")
+	fs.StringVar(&o.riverJSON, "river-json", "", "River's output (bench/river); print dagen/River ratios (with -compare FILES: one a round, comma-separated)")
+	fs.StringVar(&o.dbosJSON, "dbos-json", "", "DBOS's output (bench/dbos); print dagen/DBOS ratios (as -river-json)")
+	fs.StringVar(&o.compare, "compare", "", "run nothing: compare make bench's output directory, or saved outputs of bench (one a round, comma-separated) with -river-json and -dbos-json")
+	fs.DurationVar(&o.soakDuration, "soak-duration", 10*time.Minute, "the soak's length, multiplied by -scale")
+	fs.Float64Var(&o.soakRate, "soak-rate", 0, "the soak's rate in chain10 runs/s (0: 70% of chain10's peak, measured first)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -123,9 +141,6 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if o.compare != "" {
-		if o.riverJSON == "" {
-			return o, errors.New("-compare needs -river-json")
-		}
 		return o, nil
 	}
 	for w := range strings.SplitSeq(workloads, ",") {
@@ -151,6 +166,10 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 		return o, fmt.Errorf("-poll %s: want a positive duration", o.pollInterval)
 	case o.maxConns < 4:
 		return o, fmt.Errorf("-max-conns %d: want at least 4", o.maxConns)
+	case o.soakDuration <= 0:
+		return o, fmt.Errorf("-soak-duration %s: want a positive duration", o.soakDuration)
+	case o.soakRate < 0 || math.IsNaN(o.soakRate) || math.IsInf(o.soakRate, 0):
+		return o, fmt.Errorf("-soak-rate %v: want 0 (70%% of the peak) or a positive rate", o.soakRate)
 	case o.timeout <= 0:
 		return o, fmt.Errorf("-timeout %s: want a positive duration", o.timeout)
 	case o.planCacheMode != "" && o.planCacheMode != "auto" && o.planCacheMode != "force_generic_plan" && o.planCacheMode != "force_custom_plan":
@@ -198,7 +217,7 @@ func envOr(key, def string) string {
 // to out and progress to log.
 func run(ctx context.Context, o options, out, log io.Writer) error {
 	if o.compare != "" {
-		return compareFiles(o.compare, o.riverJSON, out)
+		return compareFiles(o.compare, o.riverJSON, o.dbosJSON, out)
 	}
 	if o.cpuProfile != "" {
 		f, err := os.Create(o.cpuProfile)
@@ -231,12 +250,13 @@ func run(ctx context.Context, o options, out, log io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if o.riverJSON != "" {
-		rivers, rerr := readRiver(o.riverJSON)
+	if o.riverJSON != "" || o.dbosJSON != "" {
+		round := resultLines(results)
+		peers, rerr := readLines(append(splitList(o.riverJSON), splitList(o.dbosJSON)...)...)
 		if rerr != nil {
 			return rerr
 		}
-		printRatios(out, results, rivers)
+		compare(out, benchSet{source: "this run", rounds: [][]line{append(round, peers...)}})
 	}
 	return nil
 }

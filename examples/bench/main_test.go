@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,7 +22,9 @@ func TestWorkloads(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs Postgres")
 	}
-	o, err := parseFlags([]string{"-scale", "0.01", "-poll", "10ms"}, &bytes.Buffer{})
+	// Every workload, the soak included (it is not run by default): at
+	// scale 0.01 its 5 minutes are 3 s, an interval every 0.6 s.
+	o, err := parseFlags([]string{"-scale", "0.01", "-poll", "10ms", "-workloads", strings.Join(allWorkloads, ","), "-soak-duration", "5m"}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,8 +55,10 @@ func TestWorkloads(t *testing.T) {
 	if len(results) != len(allWorkloads) {
 		t.Fatalf("got JSON lines for %d workloads, want %d:\n%s", len(results), len(allWorkloads), out.String())
 	}
-	wantRuns := map[string]int{"single_step": 200, "single_capped": 200, "chain10": 20, "fan50": 2, "map100k": 1, "map1k": 1, "trigger": 200, "trigger_key": 200, "fairness": fairWarmRuns + 1 + 1 + 200, "low_load": 2 * 10, "payload": 1}
-	wantSteps := map[string]int{"single_step": 200, "single_capped": 200, "chain10": 200, "fan50": 104, "map100k": 1002, "map1k": 1002, "trigger": 200, "trigger_key": 200, "low_load": 40, "payload": blobSteps}
+	// The soak's runs follow its rate, measured: it has its own checks.
+	sk := results["soak"]
+	wantRuns := map[string]int{"single_step": 2000, "single_capped": 200, "chain10": 200, "fan50": 40, "map100k": 1, "map1k": 1, "trigger": 200, "trigger_key": 200, "fairness": fairWarmRuns + 1 + 1 + 200, "low_load": 2 * 10, "payload": 1, "soak": sk.Runs}
+	wantSteps := map[string]int{"single_step": 2000, "single_capped": 200, "chain10": 2000, "fan50": 2080, "map100k": 1002, "map1k": 1002, "trigger": 200, "trigger_key": 200, "low_load": 40, "payload": blobSteps, "soak": sk.Runs * chainSteps}
 	for _, w := range allWorkloads {
 		r := results[w]
 		if r.Peer != "dagen" || r.Runs != wantRuns[w] || r.Completed != r.Runs {
@@ -65,13 +70,13 @@ func TestWorkloads(t *testing.T) {
 		if r.Seconds <= 0 || r.RSSMB < 0 || r.PGCPUSec < 0 || r.WorkerCPUSec < 0 || r.PGOwnCPUSec > r.PGCPUSec {
 			t.Errorf("%s: implausible figures %+v", w, r)
 		}
-		if r.Concurrency != 64 || r.PollMs != 10 || r.GoMaxProcs < 1 {
+		if r.Concurrency != 64 || r.BatchSize != 64 || r.PollMs != 10 || r.GoMaxProcs < 1 {
 			t.Errorf("%s: config not reported: %+v", w, r)
 		}
 	}
-	for _, w := range []string{"single_step", "single_capped", "chain10", "fan50", "map100k", "map1k", "trigger", "trigger_key"} {
-		if results[w].StepsPerSec <= 0 {
-			t.Errorf("%s: steps/s %v, want > 0", w, results[w].StepsPerSec)
+	for _, w := range []string{"single_step", "single_capped", "chain10", "fan50", "map100k", "map1k", "trigger", "trigger_key", "soak"} {
+		if r := results[w]; r.StepsPerSec <= 0 || r.CPUUsPerStep <= 0 {
+			t.Errorf("%s: steps/s %v, CPU per step %v µs: want both > 0", w, r.StepsPerSec, r.CPUUsPerStep)
 		}
 	}
 	ordered := func(name string, p50, p99 float64) {
@@ -92,9 +97,14 @@ func TestWorkloads(t *testing.T) {
 	if c.P99Ms <= 0 || f.IdleP99Ms <= 0 || f.P99Ms <= 0 || l.P99Ms <= 0 || l.PollP99Ms <= 0 {
 		t.Errorf("latencies missing: chain10 %+v\nfairness %+v\nlow_load %+v", c, f, l)
 	}
-	if f.BRuns != 200 || f.UnderLoad < 0 || f.UnderLoad > 1 || f.P99Ratio <= 0 || f.CommitIdleP50Ms <= 0 || f.CommitP99Ratio <= 0 {
+	if f.BRuns != 200 || f.UnderLoad < 0 || f.UnderLoad > 1 || f.P99Ratio <= 0 || f.CommitIdleP50Ms <= 0 || f.CommitP99Ratio <= 0 || f.AOverCommitP99 <= 0 {
 		t.Errorf("fairness: %+v", f)
 	}
+	// B's steps that started while A's one step waited: at most all of B's.
+	if f.BStepsP99 < 0 || f.BStepsMax < f.BStepsP99 || f.BStepsMax > f.BRuns {
+		t.Errorf("fairness: B's steps before A's: max %d, p99 %d, of %d", f.BStepsMax, f.BStepsP99, f.BRuns)
+	}
+	checkSoak(t, sk)
 	if p := results["payload"]; p.AllocMB < payloadBytes>>20 {
 		t.Errorf("payload: %v MB allocated, less than its own %d MiB input", p.AllocMB, payloadBytes>>20)
 	}
@@ -106,13 +116,14 @@ func TestWorkloads(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"map100k: 1 run(s) of 1000 elements", "of fan50's (target >= 0.8", "map1k: 1 run(s) of 1000 elements", "peak RSS",
-		"workload", "single_step", "fairness: tenant A", "fairness: one single-row UPDATE", "low_load: step-to-step", "payload: one run of 7 steps, each reading its 20 MiB input"} {
+		"workload", "single_step", "fairness: tenant A", "fairness: one single-row UPDATE", "low_load: step-to-step", "payload: one run of 7 steps, each reading its 20 MiB input",
+		"fairness: A's loaded p99 / the probe's loaded p99", "target <= one claim batch, BatchSize 64", "soak: interval 5 (3s)", "soak: chain10 at", "verdict: "} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
 
-	// The saved output compares with a River line.
+	// The saved output compares with River's, two runs in one round.
 	dir := t.TempDir()
 	dagenPath, riverPath := filepath.Join(dir, "dagen.txt"), filepath.Join(dir, "river.txt")
 	writeFile(t, dagenPath, out.String())
@@ -122,17 +133,17 @@ func TestWorkloads(t *testing.T) {
 	if err := run(ctx, options{compare: dagenPath, riverJSON: riverPath}, &cmp, &log); err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []string{"single_step", "chain10", "fan50"} {
-		if !strings.Contains(cmp.String(), w+" ") {
-			t.Errorf("comparison lacks %s:\n%s", w, cmp.String())
+	flat := strings.Join(strings.Fields(cmp.String()), " ")
+	for _, want := range []string{"single_step ÷ River single_step", "chain10 ÷ River", "fan50 ÷ River", "UNRELIABLE: round 1: River's runs differ by 200%",
+		"dagen/DBOS not judged", "fairness (dagen: Concurrency 64, BatchSize 64", "soak: chain10 at", "low_load: step to step"} {
+		if !strings.Contains(flat, want) {
+			t.Errorf("comparison lacks %q:\n%s", want, cmp.String())
 		}
 	}
-	if !strings.Contains(cmp.String(), "2 run(s): 1000 (steal 0.0%), 3000 (steal 0.0%) jobs/s; mean 2000") ||
-		!strings.Contains(cmp.String(), "River   2000 jobs/s") {
-		t.Errorf("comparison does not divide by the mean of both River runs:\n%s", cmp.String())
-	}
-	if !strings.Contains(cmp.String(), "UNRELIABLE: River's runs differ by 200%") {
-		t.Errorf("River runs 3x apart are not flagged:\n%s", cmp.String())
+	// River's two runs count as their mean, 2000 jobs/s.
+	wantRatio := fmt.Sprintf("%.2f", results["single_step"].StepsPerSec/2000)
+	if !strings.Contains(flat, "single_step ÷ River single_step "+wantRatio) {
+		t.Errorf("comparison does not divide by the mean of the round's River runs (want %s):\n%s", wantRatio, cmp.String())
 	}
 }
 
@@ -155,7 +166,8 @@ func TestParseFlagsRejectsBadInput(t *testing.T) {
 		{"-max-conns", "1"},
 		{"-schema", "Bad-Name"},
 		{"-schema", "x; DROP TABLE y"},
-		{"-compare", "file"},
+		{"-soak-duration", "0s"},
+		{"-soak-rate", "-1"},
 		{"-plan-cache-mode", "fast"},
 		{"extra"},
 	} {
@@ -175,7 +187,7 @@ func TestCompareRejectsBadFiles(t *testing.T) {
 	writeFile(t, empty, "")
 	writeFile(t, junk, "{not json\n{\"peer\":\"river\"}\n")
 	for _, c := range [][2]string{{empty, junk}, {junk, junk}, {filepath.Join(dir, "missing"), junk}} {
-		if err := compareFiles(c[0], c[1], &bytes.Buffer{}); err == nil {
+		if err := compareFiles(c[0], c[1], "", &bytes.Buffer{}); err == nil {
 			t.Errorf("compareFiles(%s, %s) succeeded", c[0], c[1])
 		}
 	}
@@ -223,5 +235,36 @@ func TestStepToStep(t *testing.T) {
 	}
 	if _, ok := stepToStep(evs[:2], "A", "B"); ok {
 		t.Error("stepToStep without B STARTED is ok")
+	}
+}
+
+// checkSoak checks the soak's report at test scale: 3 s in intervals of
+// 0.6 s, every one with its figures.
+func checkSoak(t *testing.T, r Result) {
+	t.Helper()
+	s := r.Soak
+	if s == nil {
+		t.Fatalf("soak: no report: %+v", r)
+	}
+	if s.PeakRunsPerSec <= 0 || s.RunsPerSec <= 0 || s.RunsPerSec > s.PeakRunsPerSec || s.IntervalSec != 0.6 || s.DurationSec != 3 || s.RetentionSec != 60 {
+		t.Errorf("soak: rate and timing %+v", *s)
+	}
+	if len(s.Minutes) != 5 {
+		t.Fatalf("soak: %d intervals, want 5: %+v", len(s.Minutes), *s)
+	}
+	for i, m := range s.Minutes {
+		if m.Minute != i+1 || m.EndSec <= 0 || m.StepsPerSec < 0 || m.TotalMB <= 0 || m.DeadTuples < 0 || m.AutovacuumRuns < 0 || m.WaitP99Ms < m.WaitP50Ms || m.RunP99Ms < m.RunP50Ms {
+			t.Errorf("soak: interval %d: %+v", i+1, m)
+		}
+		if _, ok := m.Tables["dagen_runs"]; !ok || len(m.IndexesMB) == 0 {
+			t.Errorf("soak: interval %d lacks table or index sizes: %v %v", i+1, m.Tables, m.IndexesMB)
+		}
+	}
+	// Under 5 minutes the sizes are not judged; the rest always is.
+	if s.ThroughputRatio < 0 || s.P99Ratio <= 0 || s.SizeRefMinute != 0 || s.Verdict == "" {
+		t.Errorf("soak: verdict %+v", *s)
+	}
+	if r.Completed != r.Runs || r.Runs == 0 || r.P99Ms < r.P50Ms {
+		t.Errorf("soak: %d runs, %d completed, p50 %v p99 %v", r.Runs, r.Completed, r.P50Ms, r.P99Ms)
 	}
 }

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,11 +12,11 @@ import (
 // printTable writes the results as a table a person reads.
 func printTable(out io.Writer, results []Result) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\truns\tsteps\tseconds\tsteps/s\tp50 ms\tp99 ms\tRSS MB peak/now\tworker CPU s (%)\tpostgres CPU s (%)\tof it our backends\tsteal %\t")
+	fmt.Fprintln(tw, "workload\truns\tsteps\tseconds\tsteps/s\tp50 ms\tp99 ms\tRSS MB peak/now\tworker CPU s (%)\tpostgres CPU s (%)\tof it our backends\tCPU µs/step\tsteal %\t")
 	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.3f\t%s\t%s\t%s\t%.1f/%.1f\t%.2f (%.0f%%)\t%.2f (%.0f%%)\t%.2f (%.0f%%)\t%.1f\t\n",
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.3f\t%s\t%s\t%s\t%.1f/%.1f\t%.2f (%.0f%%)\t%.2f (%.0f%%)\t%.2f (%.0f%%)\t%s\t%.1f\t\n",
 			r.Workload, r.Runs, r.Steps, r.Seconds, opt(r.StepsPerSec, "%.0f"), opt(r.P50Ms, "%.2f"), opt(r.P99Ms, "%.2f"),
-			r.RSSMB, r.RSSNowMB, r.WorkerCPUSec, r.WorkerCPUPct, r.PGCPUSec, r.PGCPUPct, r.PGOwnCPUSec, r.PGOwnCPUPct, r.StealPct)
+			r.RSSMB, r.RSSNowMB, r.WorkerCPUSec, r.WorkerCPUPct, r.PGCPUSec, r.PGCPUPct, r.PGOwnCPUSec, r.PGOwnCPUPct, opt(r.CPUUsPerStep, "%.1f"), r.StealPct)
 	}
 	_ = tw.Flush()
 	var fan *Result
@@ -46,13 +44,20 @@ func printTable(out io.Writer, results []Result) {
 				r.QueuedP50Ms, r.QueuedP99Ms, r.ClaimedP50Ms, r.ClaimedP99Ms)
 			fmt.Fprintf(out, "fairness: one single-row UPDATE committing alone, before each of A's runs: p50/p99 %.2f/%.2f ms idle, %.2f/%.2f ms under load; p99/idle p99 = %.2f (A's runs commit twice each)\n",
 				r.CommitIdleP50Ms, r.CommitIdleP99Ms, r.CommitP50Ms, r.CommitP99Ms, r.CommitP99Ratio)
+			fmt.Fprintf(out, "fairness: A's loaded p99 / the probe's loaded p99 = %.2f (target <= %d: %s); B's steps started while one of A's waited: max %d, p99 %d (target <= one claim batch, BatchSize %d: %s)\n",
+				r.AOverCommitP99, fairMaxOverCommit, verdictAtMost(r.AOverCommitP99, fairMaxOverCommit), r.BStepsMax, r.BStepsP99, r.BatchSize, verdictAtMost(float64(r.BStepsMax), float64(r.BatchSize)))
+		case "soak":
+			for _, m := range r.Soak.Minutes {
+				fmt.Fprintf(out, "soak: %s\n", m.line())
+			}
+			printSoakReport(out, r.Soak)
 		case "low_load":
 			fmt.Fprintf(out, "low_load: step-to-step (B STARTED - A COMPLETED) p50/p99 %.2f/%.2f ms with notifications, %.2f/%.2f ms polling alone (every %.0f ms); 10ms ticks missed: %d\n",
 				r.P50Ms, r.P99Ms, r.PollP50Ms, r.PollP99Ms, r.PollMs, r.MissedTicks)
 		}
 	}
-	fmt.Fprintf(out, "engine: Concurrency %d, PollInterval %.0fms, pool %d conns; postgres CPU counts every postgres process on this machine (other users included), \"our backends\" the connections of this benchmark; steal is CPU time the host gave to other machines\n",
-		results[0].Concurrency, results[0].PollMs, results[0].MaxConns)
+	fmt.Fprintf(out, "engine: Concurrency %d, BatchSize %d, PollInterval %.0fms, pool %d conns; postgres CPU counts every postgres process on this machine (other users included), \"our backends\" the connections of this benchmark; steal is CPU time the host gave to other machines\n",
+		results[0].Concurrency, results[0].BatchSize, results[0].PollMs, results[0].MaxConns)
 	for _, r := range results {
 		if r.StealPct > stealWarnPct {
 			fmt.Fprintf(out, "WARNING: %s lost %.1f%% of the machine's CPU to its host (steal): its figures are not comparable; run it again\n", r.Workload, r.StealPct)
@@ -117,157 +122,6 @@ func writeJSON(out io.Writer, path string, results []Result) error {
 		}
 	}
 	return nil
-}
-
-// stealWarnPct is the CPU steal past which a result is flagged.
-const stealWarnPct = 5
-
-// driftWarn is how much River's runs before and after dagen's may differ
-// (fastest ÷ slowest − 1) before the ratios are flagged.
-const driftWarn = 0.2
-
-// riverResult is the part of bench/river's JSON line the ratios need.
-type riverResult struct {
-	Peer       string  `json:"peer"`
-	Workload   string  `json:"workload"`
-	Jobs       int     `json:"jobs"`
-	JobsPerSec float64 `json:"jobs_per_sec"`
-	Settings   string  `json:"settings"`
-	StealPct   float64 `json:"steal_pct"`
-}
-
-// jsonLines calls fn with every line of path that is a JSON object.
-func jsonLines(path string, fn func(line []byte) error) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if !strings.HasPrefix(line, "{") {
-			continue
-		}
-		if err := fn([]byte(line)); err != nil {
-			return err
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("read %s: %w", path, err)
-	}
-	return nil
-}
-
-// readRiver returns the River result lines in path, in order.
-func readRiver(path string) ([]riverResult, error) {
-	var found []riverResult
-	err := jsonLines(path, func(line []byte) error {
-		var r riverResult
-		if json.Unmarshal(line, &r) == nil && r.Peer == "river" && r.JobsPerSec > 0 {
-			found = append(found, r)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("river results: %w", err)
-	}
-	if len(found) == 0 {
-		return nil, fmt.Errorf("river results: no line with \"peer\":\"river\" and jobs_per_sec in %s", path)
-	}
-	return found, nil
-}
-
-// readDagen returns the dagen result lines in path.
-func readDagen(path string) ([]Result, error) {
-	var out []Result
-	err := jsonLines(path, func(line []byte) error {
-		var r Result
-		if json.Unmarshal(line, &r) == nil && r.Peer == "dagen" && r.Workload != "" {
-			out = append(out, r)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("dagen results: %w", err)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("dagen results: no line with \"peer\":\"dagen\" in %s", path)
-	}
-	return out, nil
-}
-
-// compareFiles prints the ratios of a saved dagen output to River's.
-func compareFiles(dagenPath, riverPath string, out io.Writer) error {
-	results, err := readDagen(dagenPath)
-	if err != nil {
-		return err
-	}
-	rivers, err := readRiver(riverPath)
-	if err != nil {
-		return err
-	}
-	if printRatios(out, results, rivers) == 0 {
-		return errors.New("no throughput workload (single_step, chain10, fan50) in the dagen results")
-	}
-	return nil
-}
-
-// targets are the dagen/River throughput ratios the benchmark aims for.
-var targets = []struct {
-	workload string
-	min      float64
-}{
-	{"single_step", 1.0},
-	{"chain10", 0.7},
-	{"fan50", 0.7},
-}
-
-// printRatios prints dagen steps/s ÷ River jobs/s for the throughput
-// workloads and returns how many it printed. With several River runs (make
-// bench runs River before and after dagen, so that a host getting slower
-// or faster in between does not favour either side) it divides by their
-// mean.
-func printRatios(out io.Writer, results []Result, rivers []riverResult) int {
-	var sum, steal float64
-	lo, hi := rivers[0].JobsPerSec, rivers[0].JobsPerSec
-	var each []string
-	for _, r := range rivers {
-		sum += r.JobsPerSec
-		steal = max(steal, r.StealPct)
-		lo, hi = min(lo, r.JobsPerSec), max(hi, r.JobsPerSec)
-		each = append(each, fmt.Sprintf("%.0f (steal %.1f%%)", r.JobsPerSec, r.StealPct))
-	}
-	mean := sum / float64(len(rivers))
-	// River's runs differing much says the host's speed changed while the
-	// benchmark ran, steal or not: no ratio taken across that is sound.
-	drift := hi/lo - 1
-	fmt.Fprintf(out, "River (%s settings, %d jobs), %d run(s): %s jobs/s; mean %.0f\n",
-		rivers[0].Settings, rivers[0].Jobs, len(rivers), strings.Join(each, ", "), mean)
-	n := 0
-	for _, t := range targets {
-		for _, r := range results {
-			if r.Workload != t.workload || r.StepsPerSec <= 0 {
-				continue
-			}
-			ratio := r.StepsPerSec / mean
-			verdict := "meets"
-			if ratio < t.min {
-				verdict = "BELOW"
-			}
-			if r.StealPct > stealWarnPct || steal > stealWarnPct {
-				verdict += fmt.Sprintf("; UNRELIABLE: CPU steal %.1f%% (dagen), up to %.1f%% (River)", r.StealPct, steal)
-			}
-			if drift > driftWarn {
-				verdict += fmt.Sprintf("; UNRELIABLE: River's runs differ by %.0f%%", 100*drift)
-			}
-			fmt.Fprintf(out, "%-12s dagen %6.0f steps/s / River %6.0f jobs/s = %.2f  (target >= %.1f: %s)\n",
-				r.Workload, r.StepsPerSec, mean, ratio, t.min, verdict)
-			n++
-		}
-	}
-	return n
 }
 
 // cappedMinOfSingle is the target of single_capped: steps/s against

@@ -24,14 +24,19 @@ import (
 	"github.com/dagenhq/dagen/runtime/store/pgstore"
 )
 
-// Base run counts, multiplied by -scale.
+// Base run counts, multiplied by -scale. The throughput workloads
+// (single_step, chain10, fan50) drain about 200,000 steps each, so each
+// runs for at least 5 s at the 30-40k steps/s this 2-core machine manages
+// with -concurrency 2048 -batch 512: a second's hiccup moves the figure by
+// a fifth at most.
 const (
-	singleRuns = 20_000
-	// single_capped: concurrency=1 per key, this many runs a key (1,000
-	// keys at scale 1).
+	singleRuns = 200_000
+	// single_capped: cappedRuns runs, concurrency=1 per key, this many
+	// runs a key (1,000 keys at scale 1).
+	cappedRuns       = 20_000
 	cappedRunsPerKey = 20
-	chainRuns        = 2_000
-	fanRuns          = 200
+	chainRuns        = 20_000
+	fanRuns          = 4_000
 	fairBRuns        = 20_000
 	fairARuns        = 100
 	fairWarmRuns     = 10    // unmeasured runs of A first, so both phases run on warm connections
@@ -93,6 +98,10 @@ type Result struct {
 	// TriggerSeconds is how long the throughput workloads took to trigger
 	// their runs, before the engine started (not in Seconds).
 	TriggerSeconds float64 `json:"trigger_seconds,omitempty"`
+	// CPUUsPerStep is the CPU the timed window cost a step, in µs: this
+	// process's and every postgres process's (WorkerCPUSec + PGCPUSec) over
+	// Steps.
+	CPUUsPerStep float64 `json:"cpu_us_per_step,omitempty"`
 
 	// Latency percentiles in milliseconds: run latency for chain10, tenant
 	// A's latency under load for fairness, step-to-step latency with
@@ -120,6 +129,15 @@ type Result struct {
 	CommitP50Ms     float64 `json:"commit_p50_ms,omitempty"`
 	CommitP99Ms     float64 `json:"commit_p99_ms,omitempty"`
 	CommitP99Ratio  float64 `json:"commit_p99_ratio,omitempty"`
+	// AOverCommitP99 is A's loaded p99 over the commit probe's loaded p99:
+	// how many lone commits A's run costs at the tail, under the same load.
+	AOverCommitP99 float64 `json:"a_over_commit_p99,omitempty"`
+	// BStepsMax and BStepsP99: for each of A's loaded runs, how many of
+	// B's steps started (STARTED in the event log) after A's step was
+	// QUEUED and before it STARTED; the most and the p99 over A's runs. A
+	// fair queue keeps this within one claim batch (BatchSize).
+	BStepsMax int `json:"b_steps_before_a_max,omitempty"`
+	BStepsP99 int `json:"b_steps_before_a_p99,omitempty"`
 	// Seconds from the start of B's enqueue to its end, and to the end of
 	// A's loaded runs; b_drain_seconds is to the end of B's drain.
 	BEnqueueSec float64 `json:"b_enqueue_seconds,omitempty"`
@@ -155,10 +173,15 @@ type Result struct {
 	// figures say more about the host than about dagen.
 	StealPct float64 `json:"steal_pct"`
 
-	Concurrency int     `json:"concurrency"`
-	PollMs      float64 `json:"poll_ms"`
-	MaxConns    int     `json:"pool_max_conns"`
-	GoMaxProcs  int     `json:"gomaxprocs"`
+	// Soak is the soak workload's report.
+	Soak *SoakReport `json:"soak,omitempty"`
+
+	Concurrency int `json:"concurrency"`
+	// BatchSize is the engine's BatchSize: tasks per claim.
+	BatchSize  int     `json:"batch_size"`
+	PollMs     float64 `json:"poll_ms"`
+	MaxConns   int     `json:"pool_max_conns"`
+	GoMaxProcs int     `json:"gomaxprocs"`
 }
 
 // bench holds what every workload shares: the options and one pool, kept
@@ -210,7 +233,11 @@ func runWorkloads(ctx context.Context, o options, log io.Writer) (results []Resu
 }
 
 func (b *bench) workload(ctx context.Context, name string) (Result, error) {
-	ctx, cancel := context.WithTimeoutCause(ctx, b.o.timeout, fmt.Errorf("workload %s: -timeout %s exceeded", name, b.o.timeout))
+	timeout := b.o.timeout
+	if name == "soak" {
+		timeout += time.Duration(float64(b.o.soakDuration) * b.o.scale)
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout, fmt.Errorf("workload %s: -timeout %s exceeded", name, timeout))
 	defer cancel()
 	if err := b.truncate(ctx); err != nil {
 		return Result{}, err
@@ -218,7 +245,7 @@ func (b *bench) workload(ctx context.Context, name string) (Result, error) {
 	resetPeakRSS()
 	res := Result{
 		Peer: "dagen", Workload: name,
-		Concurrency: b.o.concurrency, PollMs: float64(b.o.pollInterval) / float64(time.Millisecond),
+		Concurrency: b.o.concurrency, BatchSize: b.batchSize(), PollMs: float64(b.o.pollInterval) / float64(time.Millisecond),
 		MaxConns: b.o.maxConns, GoMaxProcs: runtime.GOMAXPROCS(0),
 	}
 	var err error
@@ -226,7 +253,7 @@ func (b *bench) workload(ctx context.Context, name string) (Result, error) {
 	case "single_step":
 		err = b.throughput(ctx, &res, singleName, b.scaled(singleRuns), 1, func(i int) any { return flows.Single{N: i} })
 	case "single_capped":
-		runs := b.scaled(singleRuns)
+		runs := b.scaled(cappedRuns)
 		res.Keys = max(1, runs/cappedRunsPerKey)
 		err = b.throughput(ctx, &res, cappedName, runs, 1, func(i int) any {
 			return flows.Capped{Key: fmt.Sprintf("k%d", i%res.Keys), N: i}
@@ -257,6 +284,8 @@ func (b *bench) workload(ctx context.Context, name string) (Result, error) {
 		err = b.fairness(ctx, &res)
 	case "low_load":
 		err = b.lowLoad(ctx, &res)
+	case "soak":
+		err = b.soak(ctx, &res)
 	default:
 		err = fmt.Errorf("unknown workload %q", name)
 	}
@@ -264,7 +293,18 @@ func (b *bench) workload(ctx context.Context, name string) (Result, error) {
 		return res, err
 	}
 	res.RSSMB, res.RSSNowMB = rssMB()
+	if res.Steps > 0 {
+		res.CPUUsPerStep = round(1e6*(res.WorkerCPUSec+res.PGCPUSec)/float64(res.Steps), 1)
+	}
 	return res, nil
+}
+
+// batchSize is the engine's BatchSize: -batch, or Concurrency by default.
+func (b *bench) batchSize() int {
+	if b.o.batchSize > 0 {
+		return b.o.batchSize
+	}
+	return b.o.concurrency
 }
 
 // scaled returns n times -scale, at least 1.
@@ -288,18 +328,24 @@ type worker struct {
 
 // newWorker makes an engine with every benchmark workflow registered.
 func (b *bench) newWorker(ctx context.Context, disableNotify bool) (*worker, error) {
+	return b.newWorkerWith(ctx, func(c *engine.Config) { c.DisableNotify = disableNotify })
+}
+
+// newWorkerWith is newWorker with the engine's config changed by tweak.
+func (b *bench) newWorkerWith(ctx context.Context, tweak func(*engine.Config)) (*worker, error) {
 	st, err := pgstore.New(ctx, b.pool, nil)
 	if err != nil {
 		return nil, fmt.Errorf("new store: %w", err)
 	}
-	e, err := engine.New(st, &engine.Config{
-		Concurrency:   b.o.concurrency,
-		BatchSize:     b.o.batchSize,
-		PollInterval:  b.o.pollInterval,
-		DisableNotify: disableNotify,
-		Logger:        b.slog,
-		MaxPayload:    2 * payloadBytes, // the payload workload's input fits
-	})
+	cfg := &engine.Config{
+		Concurrency:  b.o.concurrency,
+		BatchSize:    b.o.batchSize,
+		PollInterval: b.o.pollInterval,
+		Logger:       b.slog,
+		MaxPayload:   2 * payloadBytes, // the payload workload's input fits
+	}
+	tweak(cfg)
+	e, err := engine.New(st, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("new engine: %w", err)
 	}
@@ -537,6 +583,7 @@ func (b *bench) fairness(ctx context.Context, res *Result) (err error) {
 	// Where A's loaded latency went: waiting in the queue (QUEUED to
 	// STARTED) and from the claim to the stored completion.
 	var queued, claimed []float64
+	var windows []aWindow
 	for _, id := range loadedIDs {
 		evs, err := w.e.Events(ctx, id)
 		if err != nil {
@@ -547,17 +594,84 @@ func (b *bench) fairness(ctx context.Context, res *Result) (err error) {
 			return fmt.Errorf("run %s: no QUEUED, STARTED and COMPLETED events in its %d events", id, len(evs))
 		}
 		queued, claimed = append(queued, ms(q)), append(claimed, ms(c))
+		qAt, sAt, _ := taskTimes(evs, "Only")
+		windows = append(windows, aWindow{queued: qAt, started: sAt})
 	}
 	res.QueuedP50Ms, res.QueuedP99Ms = percentiles(queued)
 	res.ClaimedP50Ms, res.ClaimedP99Ms = percentiles(claimed)
+	if res.CommitP99Ms > 0 {
+		res.AOverCommitP99 = round(res.P99Ms/res.CommitP99Ms, 2)
+	}
+	bStarts, err := b.startTimes(ctx, tenantB)
+	if err != nil {
+		return err
+	}
+	res.BStepsMax, res.BStepsP99 = overtakes(windows, bStarts)
 	res.Completed, err = b.checkCompleted(ctx, res.Runs)
 	return err
+}
+
+// aWindow is when one of tenant A's steps was QUEUED and when it STARTED.
+type aWindow struct{ queued, started time.Time }
+
+// startTimes returns, sorted, when each step of tenant's runs last
+// started (dagen_tasks.started_at, the STARTED event the event log reads
+// from the task's row): one query, where the store's Events would take
+// one a run.
+func (b *bench) startTimes(ctx context.Context, tenant string) ([]time.Time, error) {
+	rows, err := b.pool.Query(ctx, `SELECT t.started_at FROM dagen_tasks t JOIN dagen_runs r ON r.id = t.run_id
+		WHERE r.tenant = $1 AND t.started_at IS NOT NULL`, tenant)
+	if err != nil {
+		return nil, fmt.Errorf("read %s's step starts: %w", tenant, err)
+	}
+	var out []time.Time
+	for rows.Next() {
+		var at time.Time
+		if err := rows.Scan(&at); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("read %s's step starts: %w", tenant, err)
+		}
+		out = append(out, at)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read %s's step starts: %w", tenant, err)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Before(out[j]) })
+	return out, nil
+}
+
+// overtakes counts, for each of A's windows, the starts (sorted) strictly
+// inside it: the steps of another tenant that started while A's step
+// waited. It returns the most and the nearest-rank p99 of those counts.
+func overtakes(windows []aWindow, starts []time.Time) (most, p99 int) {
+	if len(windows) == 0 {
+		return 0, 0
+	}
+	counts := make([]int, 0, len(windows))
+	for _, w := range windows {
+		lo := sort.Search(len(starts), func(i int) bool { return starts[i].After(w.queued) })
+		hi := sort.Search(len(starts), func(i int) bool { return !starts[i].Before(w.started) })
+		counts = append(counts, max(0, hi-lo))
+	}
+	sort.Ints(counts)
+	i := int(math.Ceil(0.99*float64(len(counts)))) - 1
+	return counts[len(counts)-1], counts[min(max(i, 0), len(counts)-1)]
 }
 
 // taskPhases returns, for step's first attempt, the time from QUEUED to
 // STARTED and from STARTED to COMPLETED.
 func taskPhases(evs []store.Event, step string) (queued, claimed time.Duration, ok bool) {
-	var q, st, done time.Time
+	q, st, done := taskTimes(evs, step)
+	if q.IsZero() || st.IsZero() || done.IsZero() {
+		return 0, 0, false
+	}
+	return st.Sub(q), done.Sub(st), true
+}
+
+// taskTimes returns when step was first QUEUED and first STARTED, and when
+// it last COMPLETED; zero times for the events it does not have.
+func taskTimes(evs []store.Event, step string) (q, st, done time.Time) {
 	for _, ev := range evs {
 		if ev.Step != step {
 			continue
@@ -571,10 +685,7 @@ func taskPhases(evs []store.Event, step string) (queued, claimed time.Duration, 
 			done = ev.At
 		}
 	}
-	if q.IsZero() || st.IsZero() || done.IsZero() {
-		return 0, 0, false
-	}
-	return st.Sub(q), done.Sub(st), true
+	return q, st, done
 }
 
 // lowLoad starts one Pair run every lowLoadEvery and measures, from the
