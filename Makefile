@@ -40,16 +40,46 @@ demo:
 	$(GO) run ./examples/album/demo
 	$(GO) run ./examples/expense/demo
 
-## bench: dagen's benchmark workloads on Postgres (DATABASE_URL), with River's single_step on the same database right before and right after dagen's throughput workloads, then dagen/River throughput ratios (against the mean of the two River runs). BENCH_FLAGS and RIVER_FLAGS pass flags, e.g. BENCH_FLAGS='-scale 0.05' RIVER_FLAGS='-jobs 1000'.
-## The throughput workloads run tuned (Concurrency 2048, batches of 512), as River runs tuned (2,000 workers); the latency workloads at Concurrency 64.
+## bench: the benchmark on Postgres (DATABASE_URL), alone on the machine. ROUNDS rounds (3), each: River's single_step,
+## DBOS's single_step, chain10 and fan50 (skipped when DBOS_DIR, bench/dbos, is absent), dagen's throughput workloads.
+## Then once: dagen's latency workloads, River's and DBOS's fairness, dagen's mapped and trigger workloads, the soak
+## (10 minutes). Last, the comparison: every figure's median [min-max] over the rounds, ratios paired by round, verdicts.
+## Outputs in BENCH_OUT: round-N/{river.txt,dbos.txt,dagen.jsonl}, then latency.jsonl, river-fairness.txt,
+## dbos-fairness.txt, mapped.jsonl, soak.jsonl. Flags: BENCH_FLAGS (every dagen run), RIVER_FLAGS, DBOS_FLAGS,
+## SOAK_FLAGS (the soak, after BENCH_FLAGS), e.g. a quick check:
+##   make bench ROUNDS=2 BENCH_FLAGS='-scale 0.05' RIVER_FLAGS='-scale 0.05' SOAK_FLAGS='-soak-duration 2m'
+## dagen's throughput workloads run tuned (Concurrency 2048, batches of 512), as River runs tuned (2,000 workers);
+## the latency workloads at Concurrency 64.
+ROUNDS ?= 3
 BENCH_FLAGS ?=
 RIVER_FLAGS ?=
+DBOS_FLAGS ?=
+SOAK_FLAGS ?=
+DBOS_DIR ?= bench/dbos
 BENCH_OUT ?= $(or $(TMPDIR),/tmp)/dagen-bench
+BENCH_TUNED = -concurrency 2048 -batch 512
 bench:
-	@mkdir -p $(abspath $(BENCH_OUT))
-	cd bench/river && $(GO) run . -settings tuned $(RIVER_FLAGS) > $(abspath $(BENCH_OUT))/river.txt
-	$(GO) run ./examples/bench -workloads single_step,chain10,fan50,map100k,map1k,trigger,trigger_key -concurrency 2048 -batch 512 $(BENCH_FLAGS) -json-out $(abspath $(BENCH_OUT))/dagen.jsonl
-	cd bench/river && $(GO) run . -settings tuned $(RIVER_FLAGS) >> $(abspath $(BENCH_OUT))/river.txt
-	$(GO) run ./examples/bench -workloads fairness,low_load $(BENCH_FLAGS) -json-out $(abspath $(BENCH_OUT))/dagen-latency.jsonl
-	@cat $(abspath $(BENCH_OUT))/river.txt
-	$(GO) run ./examples/bench -compare $(abspath $(BENCH_OUT))/dagen.jsonl -river-json $(abspath $(BENCH_OUT))/river.txt
+	@set -e; out='$(abspath $(BENCH_OUT))'; bin="$$out/bin"; \
+	mkdir -p "$$bin"; rm -rf "$$out"/round-*; rm -f "$$out"/*.jsonl "$$out"/*.txt; \
+	$(GO) build -o "$$bin/dagen-bench" ./examples/bench; \
+	(cd bench/river && $(GO) build -o "$$bin/river-bench" .); \
+	rm -f "$$bin/dbos-bench"; \
+	if [ -d '$(DBOS_DIR)' ]; then (cd '$(DBOS_DIR)' && $(GO) build -o "$$bin/dbos-bench" .); \
+	else echo "bench: $(DBOS_DIR) is absent: DBOS is skipped, and the dagen/DBOS ratios are not judged"; fi; \
+	for r in $$(seq 1 $(ROUNDS)); do \
+		echo "bench: round $$r of $(ROUNDS)"; mkdir -p "$$out/round-$$r"; \
+		"$$bin/river-bench" -settings tuned $(RIVER_FLAGS) > "$$out/round-$$r/river.txt"; cat "$$out/round-$$r/river.txt"; \
+		if [ -x "$$bin/dbos-bench" ]; then \
+			(cd '$(DBOS_DIR)' && "$$bin/dbos-bench" -workloads single_step,chain10,fan50 $(DBOS_FLAGS)) > "$$out/round-$$r/dbos.txt"; cat "$$out/round-$$r/dbos.txt"; \
+		fi; \
+		"$$bin/dagen-bench" -workloads single_step,chain10,fan50 $(BENCH_TUNED) $(BENCH_FLAGS) -json-out "$$out/round-$$r/dagen.jsonl"; \
+	done; \
+	echo "bench: once: latency workloads, fairness of the peers, mapped and trigger workloads, the soak"; \
+	"$$bin/dagen-bench" -workloads fairness,low_load $(BENCH_FLAGS) -json-out "$$out/latency.jsonl"; \
+	"$$bin/river-bench" -settings tuned -workload fairness $(RIVER_FLAGS) > "$$out/river-fairness.txt"; cat "$$out/river-fairness.txt"; \
+	if [ -x "$$bin/dbos-bench" ]; then \
+		(cd '$(DBOS_DIR)' && "$$bin/dbos-bench" -workloads fairness $(DBOS_FLAGS)) > "$$out/dbos-fairness.txt"; cat "$$out/dbos-fairness.txt"; \
+	fi; \
+	"$$bin/dagen-bench" -workloads map100k,map1k,trigger,trigger_key $(BENCH_TUNED) $(BENCH_FLAGS) -json-out "$$out/mapped.jsonl"; \
+	"$$bin/dagen-bench" -workloads soak $(BENCH_TUNED) $(BENCH_FLAGS) $(SOAK_FLAGS) -json-out "$$out/soak.jsonl"; \
+	echo; "$$bin/dagen-bench" -compare "$$out"
