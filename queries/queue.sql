@@ -25,7 +25,13 @@ ON CONFLICT (tenant) DO NOTHING;
 -- consecutive blocks from max(its pointer, the frontier), in input order,
 -- and its pointer moves past them. Tenant rows are locked in tenant order.
 -- When rows went in, listeners of the schema's channel are notified (on
--- commit): a hint for idle workers, never the truth.
+-- commit): a hint for idle workers, never the truth. Only when the queue
+-- was empty, or when @force_notify is set: a notifying transaction holds a
+-- lock that serializes every notifying commit of the database, flush
+-- included, so under load, while the queue holds work that busy workers
+-- claim anyway, a store notifies now and then (see notifyDue), not at
+-- every enqueue. (The queue as this statement found it: its own rows are
+-- not seen.)
 --
 -- A task flagged in @if_queued is enqueued only if it is QUEUED: StartRuns
 -- flags the tasks InsertTasks may have started instead.
@@ -85,7 +91,9 @@ inserted AS (
 counted AS (
     SELECT count(*) AS n FROM inserted
 )
-SELECT counted.n, CASE WHEN counted.n > 0 THEN pg_notify('dagen_ready.' || current_schema(), '') END::text AS notified
+SELECT counted.n,
+       CASE WHEN counted.n > 0 AND (@force_notify::boolean OR NOT EXISTS (SELECT 1 FROM dagen_ready))
+            THEN pg_notify('dagen_ready.' || current_schema(), '') END::text AS notified
 FROM counted;
 
 -- name: ClaimTasks :many

@@ -637,7 +637,7 @@ func (b *batch) flush(ctx context.Context) error {
 	// tenants needs, so they are held for as short a while as can be, up
 	// to COMMIT.
 	if len(ep.Tasks) > 0 {
-		if err := q.Enqueue(ctx, pl, ep); err != nil {
+		if err := b.s.enqueue(ctx, pl, ep); err != nil {
 			return fmt.Errorf("enqueue %d tasks: %w", len(ep.Tasks), err)
 		}
 	}

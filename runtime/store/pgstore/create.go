@@ -377,7 +377,7 @@ func (c *creation) write(ctx context.Context, s *Store, db interface {
 	_ = s.q.InsertTasks(ctx, db, c.tp)
 	_ = s.q.EnsureTenants(ctx, db, c.tenants) // later enqueues need the tenants' rows, even when nothing is enqueued now
 	if len(c.ep.Tasks) > 0 {
-		_ = s.q.Enqueue(ctx, db, c.ep)
+		_ = s.enqueue(ctx, db, c.ep)
 	}
 	var started []dbsqlc.StartedTasksRow
 	var err error

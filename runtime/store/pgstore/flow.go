@@ -175,7 +175,7 @@ func (s *Store) enqueueReady(ctx context.Context, db dbsqlc.DBTX, ready []readyT
 		ep.Tenants = append(ep.Tenants, t.tenant)
 		ep.IfQueued = append(ep.IfQueued, false)
 	}
-	if err := s.q.Enqueue(ctx, db, ep); err != nil {
+	if err := s.enqueue(ctx, db, ep); err != nil {
 		return fmt.Errorf("enqueue %d tasks of admitted runs: %w", len(ep.Tasks), err)
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
 )
 
 var (
@@ -17,9 +18,10 @@ var (
 	_ store.CancelNotifier = (*Store)(nil)
 )
 
-// Subscribe implements store.Notifier with LISTEN (see listener). Every
+// Subscribe implements store.Notifier with LISTEN (see listener). A
 // transaction that enqueues work notifies the schema's ready channel on
-// commit. If the connection is lost, the listener reconnects in the
+// commit when the queue was empty, and in any case when this store last
+// forced a notification [Config.NotifyEvery] ago (see notifyDue). If the connection is lost, the listener reconnects in the
 // background and sends one hint after it does, since notifications may
 // have been missed. Behind a transaction-pooling PgBouncer LISTEN does not
 // work; workers then rely on polling, which stays the truth anyway.
@@ -182,4 +184,33 @@ func (s *Store) listen(ctx context.Context) (*pgx.Conn, string, error) {
 		return nil, "", fmt.Errorf("listen: %w", err)
 	}
 	return conn, cancelled, nil
+}
+
+// DefaultNotifyEvery is the default of [Config.NotifyEvery].
+const DefaultNotifyEvery = 50 * time.Millisecond
+
+// notifyDue reports whether the next enqueue should notify even though the
+// queue holds work already, and if so counts it as done.
+//
+// NOTIFY serializes commits: a notifying transaction takes a database-wide
+// lock before its commit record and holds it until the record is flushed,
+// so notifying commits are flushed one by one. Under load that queued a
+// tenth of the waits behind it, to wake workers that were busy anyway. An
+// enqueue into an empty queue always notifies (the SQL sees it), which is
+// how an idle worker hears of new work; otherwise one enqueue every
+// NotifyEvery does, in case a worker went idle on a claim that raced with
+// an enqueue. Polling is the truth either way.
+func (s *Store) notifyDue() bool {
+	if s.notifyEvery <= 0 {
+		return true
+	}
+	now := time.Now().UnixNano()
+	last := s.lastNotify.Load()
+	return now-last >= int64(s.notifyEvery) && s.lastNotify.CompareAndSwap(last, now)
+}
+
+// enqueue runs the Enqueue statement on db, notifying as notifyDue says.
+func (s *Store) enqueue(ctx context.Context, db dbsqlc.DBTX, ep dbsqlc.EnqueueParams) error {
+	ep.ForceNotify = s.notifyDue()
+	return s.q.Enqueue(ctx, db, ep)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dagenhq/dagen/runtime/store"
+	"github.com/dagenhq/dagen/runtime/store/pgstore"
 )
 
 // TestSubscribeSurvivesLostConnection kills the listening connection: the
@@ -108,4 +109,36 @@ func hinted(ch <-chan struct{}, trigger func()) bool {
 		}
 	}
 	return false
+}
+
+// TestEnqueueNotifiesWhenQueueWasEmpty: an enqueue into an empty queue
+// notifies; one into a queue that holds work does not, unless the store's
+// NotifyEvery has passed since it last forced one (or is negative: every
+// enqueue notifies).
+func TestEnqueueNotifiesWhenQueueWasEmpty(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		every    time.Duration
+		nonEmpty bool // whether an enqueue into a queue with work notifies
+	}{{time.Hour, false}, {-1, true}} {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		pool := newStore(t, nil, 4).Pool()
+		s, err := pgstore.New(ctx, pool, &pgstore.Config{NotifyEvery: tc.every})
+		require.NoError(t, err)
+		ch, err := s.Subscribe(ctx)
+		require.NoError(t, err)
+		create := func() {
+			require.NoError(t, s.CreateRuns(ctx, []store.NewRun{newRun("wf", "t", step("a"))}))
+		}
+
+		create()
+		require.True(t, hinted(ch, nil), "every=%s: the first enqueue, into an empty queue, notifies", tc.every)
+		create()
+		require.Equal(t, tc.nonEmpty, hinted(ch, nil), "every=%s: an enqueue into a queue with work", tc.every)
+
+		drain(t, s, 2, 10)
+		create()
+		require.True(t, hinted(ch, nil), "every=%s: an enqueue into the emptied queue notifies", tc.every)
+	}
 }

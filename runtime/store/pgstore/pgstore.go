@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgtype"
@@ -27,6 +28,11 @@ type Config struct {
 	// retention the leader prunes with, between [MinPartitionPeriod] and
 	// [MaxPartitionPeriod]. Tests set a short one.
 	PartitionPeriod time.Duration
+	// NotifyEvery is how often, at most, an enqueue into a queue that
+	// holds work already notifies the listening workers (an enqueue into
+	// an empty queue always does). Zero: [DefaultNotifyEvery]; negative:
+	// every enqueue notifies.
+	NotifyEvery time.Duration
 }
 
 // Store is a store.Store on Postgres. It is safe for concurrent use by many
@@ -36,7 +42,10 @@ type Store struct {
 	q      *dbsqlc.Queries
 	now    func() time.Time
 	period time.Duration // Config.PartitionPeriod
-	owned  bool          // Close closes the pool
+
+	notifyEvery time.Duration // Config.NotifyEvery
+	lastNotify  atomic.Int64  // unix nanoseconds of the last forced notification
+	owned       bool          // Close closes the pool
 
 	leader leader
 	stats  plannerStats
@@ -62,9 +71,12 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Store, error) {
 	if err := st.Err(); err != nil {
 		return nil, err
 	}
-	s := &Store{pool: pool, q: dbsqlc.New()}
+	s := &Store{pool: pool, q: dbsqlc.New(), notifyEvery: DefaultNotifyEvery}
 	if cfg != nil {
 		s.now, s.period = cfg.Now, cfg.PartitionPeriod
+		if cfg.NotifyEvery != 0 {
+			s.notifyEvery = cfg.NotifyEvery
+		}
 	}
 	return s, nil
 }

@@ -174,7 +174,7 @@ func (s *Store) retryLocked(ctx context.Context, tx *txn, id dag.RunID, rt store
 	// Enqueue goes last but for the lease removal, as in flush: it locks
 	// the tenant's row of the fair queue.
 	if len(ep.Tasks) > 0 {
-		if err := s.q.Enqueue(ctx, tx, ep); err != nil {
+		if err := s.enqueue(ctx, tx, ep); err != nil {
 			return store.RetryResult{}, fmt.Errorf("enqueue %d tasks: %w", len(ep.Tasks), err)
 		}
 	}

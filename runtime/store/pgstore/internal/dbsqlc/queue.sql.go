@@ -184,12 +184,12 @@ const enqueue = `-- name: Enqueue :exec
 WITH input AS (
     SELECT x.run_id, x.task, x.signature, x.tenant, x.ord
     FROM (
-        SELECT unnest((SELECT $1::uuid[])) AS run_id,
-               unnest((SELECT $2::text[])) AS task,
-               unnest((SELECT $3::text[])) AS signature,
-               unnest((SELECT $4::text[])) AS tenant,
-               unnest((SELECT $5::boolean[])) AS if_queued,
-               generate_series(1, cardinality((SELECT $1::uuid[]))) AS ord
+        SELECT unnest((SELECT $2::uuid[])) AS run_id,
+               unnest((SELECT $3::text[])) AS task,
+               unnest((SELECT $4::text[])) AS signature,
+               unnest((SELECT $5::text[])) AS tenant,
+               unnest((SELECT $6::boolean[])) AS if_queued,
+               generate_series(1, cardinality((SELECT $2::uuid[]))) AS ord
     ) AS x
     -- A scalar subquery, one lookup a flagged task: as EXISTS, the planner
     -- hashed the whole tasks table instead.
@@ -233,23 +233,32 @@ inserted AS (
 counted AS (
     SELECT count(*) AS n FROM inserted
 )
-SELECT counted.n, CASE WHEN counted.n > 0 THEN pg_notify('dagen_ready.' || current_schema(), '') END::text AS notified
+SELECT counted.n,
+       CASE WHEN counted.n > 0 AND ($1::boolean OR NOT EXISTS (SELECT 1 FROM dagen_ready))
+            THEN pg_notify('dagen_ready.' || current_schema(), '') END::text AS notified
 FROM counted
 `
 
 type EnqueueParams struct {
-	RunIds     []pgtype.UUID
-	Tasks      []string
-	Signatures []string
-	Tenants    []string
-	IfQueued   []bool
+	ForceNotify bool
+	RunIds      []pgtype.UUID
+	Tasks       []string
+	Signatures  []string
+	Tenants     []string
+	IfQueued    []bool
 }
 
 // Puts tasks in the fair ready queue. Each tenant's k tasks get the
 // consecutive blocks from max(its pointer, the frontier), in input order,
 // and its pointer moves past them. Tenant rows are locked in tenant order.
 // When rows went in, listeners of the schema's channel are notified (on
-// commit): a hint for idle workers, never the truth.
+// commit): a hint for idle workers, never the truth. Only when the queue
+// was empty, or when @force_notify is set: a notifying transaction holds a
+// lock that serializes every notifying commit of the database, flush
+// included, so under load, while the queue holds work that busy workers
+// claim anyway, a store notifies now and then (see notifyDue), not at
+// every enqueue. (The queue as this statement found it: its own rows are
+// not seen.)
 //
 // A task flagged in @if_queued is enqueued only if it is QUEUED: StartRuns
 // flags the tasks InsertTasks may have started instead.
@@ -259,6 +268,7 @@ type EnqueueParams struct {
 // plan rather than planning each run (a quarter of a millisecond).
 func (q *Queries) Enqueue(ctx context.Context, db DBTX, arg EnqueueParams) error {
 	_, err := db.Exec(ctx, enqueue,
+		arg.ForceNotify,
 		arg.RunIds,
 		arg.Tasks,
 		arg.Signatures,
