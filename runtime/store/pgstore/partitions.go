@@ -122,9 +122,10 @@ func (s *Store) makePartitions(ctx context.Context, parts []dbsqlc.DagenPartitio
 		}
 		if err := s.makePartition(ctx, start, end); err != nil {
 			var pgErr *pgconn.PgError
-			if isLockTimeout(err) || errors.As(err, &pgErr) && pgErr.Code == "23514" {
-				// Busy, or an id came into the default partition since:
-				// the next round tries again.
+			if isLockTimeout(err) || errors.As(err, &pgErr) && (pgErr.Code == "23514" || pgErr.Code == "42P07" || pgErr.Code == "23505") {
+				// Busy, an id came into the default partition since, or
+				// a leader that just lost its lead made it first: the
+				// next round looks again.
 				return nil
 			}
 			return err
