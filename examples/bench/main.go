@@ -1,31 +1,38 @@
 // Command bench is dagen's benchmark: generated workflows (package flows)
 // run by the engine on Postgres, in these workloads:
 //
-//   - single_step: 20,000 runs of one no-op step, enqueued up front, then
-//     drained by a started engine: steps/s;
-//   - single_capped: single_step with concurrency=1 per= over 1,000 keys
-//     (19,000 runs wait QUEUED, each admitted when the run before it of
-//     its key completes): steps/s, against single_step's;
-//   - chain10: 2,000 runs of ten chained no-op steps: steps/s and run
-//     latency (finished_at − created_at) p50/p99;
-//   - fan50: 200 runs of 1 → 50 → 1: steps/s;
+//   - single_step: 250,000 runs of one no-op step, enqueued up front, then
+//     drained by a started engine: steps/s and CPU per step;
+//   - single_capped: 20,000 runs of single_step's with concurrency=1 per=
+//     over 1,000 keys (19,000 runs wait QUEUED, each admitted when the run
+//     before it of its key completes): steps/s, against single_step's;
+//   - chain10: 20,000 runs of ten chained no-op steps: steps/s, CPU per
+//     step and run latency (finished_at − created_at) p50/p99;
+//   - fan50: 4,000 runs of 1 → 50 → 1: steps/s and CPU per step;
 //   - map100k: one run whose mapped step (each=) has 100,000 elements:
 //     steps/s (every element a step) and the worker's peak RSS;
 //   - map1k: 100 runs whose mapped step has 1,000 elements each: steps/s;
+//   - trigger, trigger_key: 20,000 Trigger calls from 16 goroutines
+//     (with an idempotency key each): runs/s;
 //   - fairness: tenant A's run latency, one run at a time, on an idle
-//     engine and then while tenant B's 20,000 runs drain;
+//     engine and then while tenant B's 20,000 runs drain, against a lone
+//     commit's, and how many of B's steps started while A's waited;
 //   - low_load: one two-step run every 10ms for 10s: the latency from A's
 //     COMPLETED event to B's STARTED event, with notifications and with
 //     polling alone;
 //   - payload: one 7-step run whose steps each read a 20 MiB input: peak
-//     RSS and what the Go heap allocated.
+//     RSS and what the Go heap allocated;
+//   - soak (only when named): chain10 runs triggered at 70% of chain10's
+//     peak for ten minutes, with Retention a minute: throughput, step
+//     latency, dead tuples, table sizes and autovacuums every minute.
 //
 // It uses the database at DATABASE_URL (default
 // postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable) in a schema
 // of its own (-schema), created at start and dropped at the end, and
-// prints a table and one JSON line per workload. With -river-json it also
-// prints dagen's throughput as a ratio of River's (bench/river); -compare
-// does only that, from a saved output of an earlier run.
+// prints a table and one JSON line per workload. With -river-json (and
+// -dbos-json) it also prints dagen's throughput as a ratio of the peers'
+// (bench/river, bench/dbos); -compare does only that, from saved outputs:
+// make bench's rounds, as medians over them and ratios paired by round.
 //
 // See README.md for the targets and how to read the figures.
 package main

@@ -25,12 +25,12 @@ import (
 )
 
 // Base run counts, multiplied by -scale. The throughput workloads
-// (single_step, chain10, fan50) drain about 200,000 steps each, so each
+// (single_step, chain10, fan50) drain 200,000 steps or more each, so each
 // runs for at least 5 s at the 30-40k steps/s this 2-core machine manages
-// with -concurrency 2048 -batch 512: a second's hiccup moves the figure by
-// a fifth at most.
+// with -concurrency 2048 -batch 512 (single_step, the fastest, 250,000: 5 s
+// at 50k): a second's hiccup moves the figure by a fifth at most.
 const (
-	singleRuns = 200_000
+	singleRuns = 250_000
 	// single_capped: cappedRuns runs, concurrency=1 per key, this many
 	// runs a key (1,000 keys at scale 1).
 	cappedRuns       = 20_000
