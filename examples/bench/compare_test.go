@@ -7,6 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/dagenhq/dagen/runtime/store"
 )
 
 func TestSummarize(t *testing.T) {
@@ -164,5 +167,84 @@ func TestCompareFileLists(t *testing.T) {
 	}
 	if err := compareFiles(dir, r(0, "river.txt"), "", &out); err == nil {
 		t.Error("a directory with -river-json accepted")
+	}
+}
+
+func TestSoakJudge(t *testing.T) {
+	minutes := func(sizes []float64, rate, p99 func(i int) float64) []SoakMinute {
+		var ms []SoakMinute
+		for i, s := range sizes {
+			ms = append(ms, SoakMinute{Minute: i + 1, EndSec: float64(60 * (i + 1)), StepsPerSec: rate(i), WaitP99Ms: p99(i), TotalMB: s})
+		}
+		return ms
+	}
+	steady := func(v float64) func(int) float64 { return func(int) float64 { return v } }
+	// Ten minutes: the tables grow for two, then hold within 10% of
+	// minute 3's size.
+	sizes := []float64{40, 80, 100, 104, 98, 105, 103, 99, 106, 108}
+	r := &SoakReport{Minutes: minutes(sizes, steady(20000), steady(8))}
+	r.judge(10 * time.Minute)
+	if r.Verdict != "meets" || r.SizeRefMinute != 3 || r.SizeRatio != 1.08 || r.ThroughputRatio != 1 || r.P99Ratio != 1 {
+		t.Errorf("steady soak: %+v", *r)
+	}
+	// Slower and slower, p99 up, tables growing.
+	r = &SoakReport{Minutes: minutes([]float64{40, 80, 100, 120, 140, 160}, func(i int) float64 { return 20000 - 1000*float64(i) }, func(i int) float64 { return 8 + 2*float64(i) })}
+	r.judge(6 * time.Minute)
+	for _, want := range []string{"throughput 0.75", "step wait p99 2.25x", "tables 1.60x their size at minute 3"} {
+		if !strings.Contains(r.Verdict, want) || !strings.HasPrefix(r.Verdict, "MISSES: ") {
+			t.Errorf("degrading soak: verdict %q lacks %q", r.Verdict, want)
+		}
+	}
+	// Under 5 minutes the sizes are not judged, however they grow.
+	r = &SoakReport{Minutes: minutes([]float64{1, 2, 3, 4}, steady(100), steady(1))}
+	r.judge(4 * time.Minute)
+	if r.Verdict != "meets" || r.SizeRefMinute != 0 || r.SizeRatio != 0 {
+		t.Errorf("short soak: %+v", *r)
+	}
+	r = &SoakReport{Minutes: minutes([]float64{1}, steady(100), steady(1))}
+	if r.judge(time.Minute); !strings.HasPrefix(r.Verdict, "not judged") {
+		t.Errorf("one interval: %q", r.Verdict)
+	}
+}
+
+func TestRunWaits(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	evs := []store.Event{
+		{At: at(0), Step: "S1", Type: store.EventQueued},
+		{At: at(2), Step: "S1", Type: store.EventStarted},
+		{At: at(3), Step: "S1", Type: store.EventCompleted},
+		{At: at(3), Step: "S2", Type: store.EventQueued},
+		{At: at(10), Step: "S2", Type: store.EventStarted},
+	}
+	// S2 has not completed: the run's latency runs to now.
+	waits, run, ok := runWaits(evs, at(50))
+	if !ok || len(waits) != 2 || waits[0] != 2 || waits[1] != 7 || run != 50 {
+		t.Errorf("runWaits = %v %v %v", waits, run, ok)
+	}
+	// S2 queued, not started: its wait so far counts.
+	waits, _, _ = runWaits(evs[:4], at(20))
+	if len(waits) != 2 || waits[1] != 17 {
+		t.Errorf("unstarted step: %v", waits)
+	}
+	if _, _, ok := runWaits(nil, at(0)); ok {
+		t.Error("no events is ok")
+	}
+}
+
+func TestOvertakes(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	starts := []time.Time{at(1), at(2), at(2), at(5), at(9), at(10)}
+	windows := []aWindow{
+		{queued: at(0), started: at(5)},  // 1, 2, 2: 3 (5 is A's own batch, not before it)
+		{queued: at(2), started: at(10)}, // 5, 9: 2 (2 is not after A's QUEUED)
+		{queued: at(11), started: at(11)},
+	}
+	if most, p99 := overtakes(windows, starts); most != 3 || p99 != 3 {
+		t.Errorf("overtakes = %d, %d; want 3, 3", most, p99)
+	}
+	if most, p99 := overtakes(nil, starts); most != 0 || p99 != 0 {
+		t.Errorf("no windows: %d %d", most, p99)
 	}
 }
