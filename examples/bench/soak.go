@@ -30,8 +30,8 @@ const (
 	// soakTick is how often the trigger loop catches up with the rate.
 	soakTick = 10 * time.Millisecond
 	// soakPeakTime is how long the peak is measured, at scale 1 (at least
-	// a second).
-	soakPeakTime = 15 * time.Second
+	// a second), after the engine's first turnover.
+	soakPeakTime = 10 * time.Second
 	// soakSamples is how many runs a minute have their event log read for
 	// the latencies, at scale 1 (at least soakMinSamples).
 	soakSamples    = 200
@@ -271,12 +271,14 @@ func waitUntil(ctx context.Context, at time.Time, trigErr *chan error) error {
 // soakPeak measures chain10's peak in runs/s the way the soak loads the
 // engine: runs triggered while it runs, every soakTick, as many as keep
 // 2 × Concurrency runs in flight (enough to fill every slot, a chain
-// having one step ready at a time), for soakPeakTime × scale; the rate is
-// the runs finished over its last two thirds. A drain of runs enqueued
-// beforehand is no measure of it: its claims are full batches and its
-// triggers big chunks, before the clock starts, and the rate it reaches
-// (chain10's steps/s) is well above what the engine sustains while it
-// also triggers, with claims as small as what became ready since the last.
+// having one step ready at a time). Once as many runs have finished (one
+// turnover: the engine is past its start), the runs finished over
+// soakPeakTime × scale (at least a second) give the rate. A drain of runs
+// enqueued beforehand is no measure of it: its claims are full batches
+// and its triggers big chunks, before the clock starts, and the rate it
+// reaches (chain10's steps/s) is well above what the engine sustains while
+// it also triggers, with claims as small as what became ready since the
+// last.
 func (b *bench) soakPeak(ctx context.Context) (rate float64, err error) {
 	w, err := b.newWorker(ctx, false)
 	if err != nil {
@@ -290,22 +292,20 @@ func (b *bench) soakPeak(ctx context.Context) (rate float64, err error) {
 	}
 	window := max(time.Second, time.Duration(float64(soakPeakTime)*b.o.scale))
 	inFlight := int64(2 * b.o.concurrency)
-	start := time.Now()
-	warm, end := start.Add(window/3), start.Add(window)
-	var triggered, doneAtWarm int64
-	warmed := false
+	var triggered, doneAtStart int64
+	var start, end time.Time
 	t := time.NewTicker(soakTick)
 	defer t.Stop()
 	reqs := make([]engine.TriggerRequest, 0, triggerChunk)
 	for {
-		now := time.Now()
-		if !warmed && !now.Before(warm) {
-			doneAtWarm, warmed = w.probe.Done(), true
+		now, done := time.Now(), w.probe.Done()
+		if start.IsZero() && done >= inFlight {
+			start, end, doneAtStart = now, now.Add(window), done
 		}
-		if !now.Before(end) {
+		if !start.IsZero() && !now.Before(end) {
 			break
 		}
-		if n := min(inFlight-(triggered-w.probe.Done()), triggerChunk); n > 0 {
+		if n := min(inFlight-(triggered-done), triggerChunk); n > 0 {
 			reqs = reqs[:0]
 			for i := range n {
 				reqs = append(reqs, engine.TriggerRequest{Workflow: chainName, Tenant: benchTenant, Input: flows.Chain{N: int(triggered + i)}})
@@ -322,13 +322,12 @@ func (b *bench) soakPeak(ctx context.Context) (rate float64, err error) {
 		}
 	}
 	finished := w.probe.Done()
-	done := finished - doneAtWarm
-	rate = float64(done) / end.Sub(warm).Seconds()
+	rate = float64(finished-doneAtStart) / time.Since(start).Seconds()
 	// Runs in flight at the end near the cap say the engine, not the
 	// trigger loop, set the pace.
 	fmt.Fprintf(b.log, "bench: soak: chain10 peak: %.0f runs/s (%.0f steps/s) over %s, runs triggered as others finish, up to %d in flight (%d at the end)\n",
-		rate, rate*chainSteps, end.Sub(warm).Round(time.Millisecond), inFlight, triggered-finished)
-	if done == 0 {
+		rate, rate*chainSteps, time.Since(start).Round(time.Millisecond), inFlight, triggered-finished)
+	if finished == doneAtStart {
 		return 0, errors.New("no chain10 run finished")
 	}
 	return rate, nil
