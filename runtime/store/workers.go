@@ -46,7 +46,10 @@ type Workers interface {
 	RetireWorker(ctx context.Context, worker string, release bool) (int, error)
 
 	// PruneRuns deletes up to limit runs that finished before cutoff, with
-	// their tasks, events and timers. It returns how many it deleted.
+	// their tasks, events and timers. It returns how many it deleted. A
+	// store may prune more at once where whole stretches of runs can go
+	// together (pgstore drops partitions): limit bounds the runs deleted
+	// one by one.
 	PruneRuns(ctx context.Context, cutoff time.Time, limit int) (int, error)
 }
 

@@ -136,9 +136,8 @@ func (s *Store) releaseTasks(ctx context.Context, worker string, keys []taskKey,
 // catalog writes however many runs a range holds. Then it deletes up to
 // limit finished runs one by one, which is what a range with a run still
 // live in it, and the default partition, rely on (a limit of 0 drops
-// ranges only). Runs another transaction
-// is writing are skipped until a later call. It returns how many runs went
-// both ways.
+// ranges only). Runs another transaction is writing are skipped until a
+// later call. It returns how many runs went both ways.
 func (s *Store) PruneRuns(ctx context.Context, cutoff time.Time, limit int) (int, error) {
 	dropped, err := s.maintainPartitions(ctx, cutoff)
 	if err != nil {
