@@ -22,8 +22,9 @@
 -- partitions, which are pruned by DELETE as before.
 --
 -- This migration turns the existing tables into the first range, p0, which
--- holds every id made before ten minutes after it ran (the leader's first
--- round adds ranges after it), by attaching them: no row is copied.
+-- holds every id made before it ran, by attaching them: no row is copied.
+-- The runs made between it and the leader's first round go to the default
+-- partitions; the ranges the leader makes start past them.
 --
 -- The conversion is one DO block. Its statements rename the tables and
 -- create partitioned ones of the same names and columns, which sqlc (it
@@ -60,8 +61,8 @@ CREATE TABLE dagen_partitions (
 
 DO $$
 DECLARE
-    -- Ten minutes from now, as the lowest UUIDv7 of that millisecond.
-    ms    text := lpad(to_hex((extract(epoch FROM clock_timestamp()) * 1000)::bigint + 600000), 12, '0');
+    -- Now, as the lowest UUIDv7 of this millisecond.
+    ms    text := lpad(to_hex((extract(epoch FROM clock_timestamp()) * 1000)::bigint), 12, '0');
     bound uuid := (substr(ms, 1, 8) || '-' || substr(ms, 9, 4) || '-0000-0000-000000000000')::uuid;
     top   uuid;
 BEGIN

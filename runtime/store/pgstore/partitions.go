@@ -30,8 +30,14 @@ const (
 	partitionsAhead = 3
 	// partitionGrace is how long after a range ends it is kept at least:
 	// ids are made by the workers' clocks, which may be a little behind.
-	// (A late id in a dropped range goes to the default partition.)
-	partitionGrace = time.Minute
+	// (A late id in a dropped range goes to the default partition, and a
+	// drop checks for late runs under its locks.)
+	partitionGrace = 10 * time.Second
+	// partitionLead is how far ahead of now a range starts when none holds
+	// the present (a new schema, or a leader back after a long stop):
+	// ids of the present go to the default partition meanwhile, and a
+	// range over them would be refused.
+	partitionLead = time.Second
 	// partitionLockTimeout bounds each wait for a table lock of the DDL:
 	// a drop or a creation that cannot have its locks at once gives up
 	// (and is tried again at the next round) rather than queue the
@@ -98,14 +104,17 @@ func (s *Store) maintainPartitions(ctx context.Context, cutoff time.Time) (int, 
 
 // makePartitions adds ranges of period after the last one until they
 // reach partitionsAhead periods past now. A new range starts where the
-// last ends, but never before now less a period (a store whose leader
-// stopped for long leaves the gap to the default partition), and past any
-// id of the default partition that it would hold (Postgres would refuse
-// it). A lock that is not free at once ends the round early.
+// last ends; when that is past (a new schema, or a leader back after a
+// long stop), partitionLead ahead of now, leaving the gap to the default
+// partition; and past any id of the default partition that it would hold
+// (Postgres would refuse it). A lock that is not free at once ends the
+// round early.
 func (s *Store) makePartitions(ctx context.Context, parts []dbsqlc.DagenPartition, now time.Time, period time.Duration) error {
-	start := now.Add(-period)
+	start := now.Add(partitionLead)
 	if len(parts) > 0 {
-		start = later(start, idTime(parts[len(parts)-1].ToID.Bytes))
+		if end := idTime(parts[len(parts)-1].ToID.Bytes); end.After(now) {
+			start = end
+		}
 	}
 	horizon := now.Add(partitionsAhead * period)
 	for made := 0; made < maxNewPartitions && start.Before(horizon); {

@@ -116,9 +116,9 @@ func TestPartitionsAreMadeAheadAndDroppedWhole(t *testing.T) {
 
 	_, err := f.s.PruneRuns(ctx, f.t0.Add(-time.Hour), 0)
 	require.NoError(t, err)
-	// A minute back and three ahead; p0, the migration's, ended and was
-	// empty: dropped.
-	require.Len(t, f.ranges(), 4, "ranges: %v", f.ranges())
+	// Three ahead, from a second past the clock; p0, the migration's,
+	// ended and was empty: dropped.
+	require.Len(t, f.ranges(), 3, "ranges: %v", f.ranges())
 
 	done := []store.NewRun{f.run(f.t0.Add(10*time.Second), "k1"), f.run(f.t0.Add(20*time.Second), "")}
 	require.NoError(t, f.s.CreateRuns(ctx, done))
@@ -173,7 +173,7 @@ func TestPartitionsAreMadeAheadAndDroppedWhole(t *testing.T) {
 	require.ErrorIs(t, err, store.ErrRunNotFound)
 
 	// Ranges stay ahead of the clock.
-	for _, at := range []time.Duration{0, time.Minute, 2 * time.Minute} {
+	for _, at := range []time.Duration{2 * time.Second, time.Minute, 2 * time.Minute} {
 		r := f.run(f.clock.Now().Add(at), "")
 		require.NoError(t, f.s.CreateRuns(ctx, []store.NewRun{r}))
 		require.NotEqual(t, "dagen_runs_default", f.partitionOf(r.ID), "a run made %s ahead has a range", at)
@@ -303,5 +303,12 @@ func TestMigrationPartitionsExistingRuns(t *testing.T) {
 	require.NoError(t, s.CreateRuns(ctx, []store.NewRun{fresh}))
 	var part string
 	require.NoError(t, pool.QueryRow(ctx, "SELECT tableoid::regclass::text FROM dagen_runs WHERE id = $1", fresh.ID.String()).Scan(&part))
-	require.Equal(t, "dagen_runs_p0", part, "p0 holds the ids of the next ten minutes, until the leader makes ranges")
+	require.Equal(t, "dagen_runs_default", part, "the default partition holds the ids made since, until the leader makes ranges")
+	_, err = s.PruneRuns(ctx, time.Now().Add(-time.Hour), 0)
+	require.NoError(t, err)
+	later := newRun("w", "acme", step("a"))
+	later.ID = runIDAt(time.Now().Add(2 * time.Second))
+	require.NoError(t, s.CreateRuns(ctx, []store.NewRun{later}))
+	require.NoError(t, pool.QueryRow(ctx, "SELECT tableoid::regclass::text FROM dagen_runs WHERE id = $1", later.ID.String()).Scan(&part))
+	require.NotEqual(t, "dagen_runs_default", part, "then ranges hold them")
 }
