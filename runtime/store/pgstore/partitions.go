@@ -66,6 +66,11 @@ func (s *Store) partitionPeriod(now, cutoff time.Time) time.Duration {
 	return min(max(now.Sub(cutoff)/2, MinPartitionPeriod), MaxPartitionPeriod)
 }
 
+// partitioning reports whether the leader makes and drops ranges. It is
+// off unless Config.PartitionPeriod is set (see its doc): every run then
+// goes to the default partition, pruned by DELETE, as before version 9.
+func (s *Store) partitioning() bool { return s.period != 0 }
+
 // idClock is the time of run ids: the store's clock when it has one (tests),
 // else this process's, which makes the ids.
 func (s *Store) idClock() time.Time {
@@ -79,6 +84,9 @@ func (s *Store) idClock() time.Time {
 // now, then drops every range that ended partitionGrace ago and whose runs
 // all finished before cutoff. It returns how many runs it dropped.
 func (s *Store) maintainPartitions(ctx context.Context, cutoff time.Time) (int, error) {
+	if !s.partitioning() {
+		return 0, nil
+	}
 	parts, err := s.q.ListPartitions(ctx, s.pool)
 	if err != nil {
 		return 0, fmt.Errorf("list partitions: %w", err)

@@ -281,7 +281,7 @@ func TestMigrationPartitionsExistingRuns(t *testing.T) {
 	}
 
 	require.NoError(t, pgstore.Migrate(ctx, pool))
-	s, err := pgstore.New(ctx, pool, nil)
+	s, err := pgstore.New(ctx, pool, &pgstore.Config{PartitionPeriod: -1})
 	require.NoError(t, err)
 	for _, id := range []dag.RunID{old, keyed} {
 		got, err := s.GetRun(ctx, id)
@@ -311,4 +311,22 @@ func TestMigrationPartitionsExistingRuns(t *testing.T) {
 	require.NoError(t, s.CreateRuns(ctx, []store.NewRun{later}))
 	require.NoError(t, pool.QueryRow(ctx, "SELECT tableoid::regclass::text FROM dagen_runs WHERE id = $1", later.ID.String()).Scan(&part))
 	require.NotEqual(t, "dagen_runs_default", part, "then ranges hold them")
+}
+
+// TestPartitioningIsOffByDefault: without Config.PartitionPeriod the
+// leader makes no range, and runs go to the default partition.
+func TestPartitioningIsOffByDefault(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t, nil, 2)
+	_, err := s.PruneRuns(ctx, time.Now().Add(-time.Hour), 10)
+	require.NoError(t, err)
+	var n int
+	require.NoError(t, s.Pool().QueryRow(ctx, "SELECT count(*) FROM dagen_partitions WHERE suffix <> 'p0'").Scan(&n))
+	require.Zero(t, n)
+	r := newRun("w", "acme", step("a"))
+	require.NoError(t, s.CreateRuns(ctx, []store.NewRun{r}))
+	var part string
+	require.NoError(t, s.Pool().QueryRow(ctx, "SELECT tableoid::regclass::text FROM dagen_runs WHERE id = $1", r.ID.String()).Scan(&part))
+	require.Equal(t, "dagen_runs_default", part)
 }
