@@ -76,8 +76,11 @@ type options struct {
 	concurrency  int
 	batchSize    int // engine BatchSize; 0: the engine's default (Concurrency)
 	pollInterval time.Duration
-	maxConns     int
-	timeout      time.Duration // per workload
+	// notifyEvery is pgstore's Config.NotifyEvery: 0 its default, negative
+	// a notification at every enqueue.
+	notifyEvery time.Duration
+	maxConns    int
+	timeout     time.Duration // per workload
 	// planCacheMode, when set, is the sessions' plan_cache_mode: auto,
 	// force_generic_plan or force_custom_plan.
 	planCacheMode string
@@ -130,6 +133,7 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 	fs.IntVar(&o.concurrency, "concurrency", 64, "engine Concurrency: steps executing at once")
 	fs.IntVar(&o.batchSize, "batch", 0, "engine BatchSize: tasks per claim and per completion (0: Concurrency)")
 	fs.DurationVar(&o.pollInterval, "poll", 20*time.Millisecond, "engine PollInterval")
+	fs.DurationVar(&o.notifyEvery, "notify-every", 0, "pgstore NotifyEvery: how often an enqueue into a non-empty queue notifies (0: the store's default, 50ms; negative: every enqueue, as before)")
 	fs.IntVar(&o.maxConns, "max-conns", 16, "connection pool size")
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up on a workload after this long")
 	fs.StringVar(&o.planCacheMode, "plan-cache-mode", "", "set the sessions' plan_cache_mode (auto, force_generic_plan, force_custom_plan); empty: the server's")

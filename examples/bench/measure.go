@@ -25,13 +25,14 @@ const sampleEvery = 200 * time.Millisecond
 type window struct {
 	rusage syscall.Rusage
 	pg     *pgSampler
+	waits  *waitSampler
 	b      *bench
 	own    map[int]bool // pids of our backends
 	cpu    cpuTimes     // the machine's, at the start
 }
 
 func (b *bench) startWindow(ctx context.Context) *window {
-	w := &window{pg: startPGSampler(), b: b, own: map[int]bool{}, cpu: readCPUTimes()}
+	w := &window{pg: startPGSampler(), waits: b.startWaits(ctx), b: b, own: map[int]bool{}, cpu: readCPUTimes()}
 	w.addOwn(ctx)
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &w.rusage)
 	return w
@@ -61,6 +62,9 @@ func (w *window) stop(ctx context.Context, res *Result, wall time.Duration) {
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	w.addOwn(ctx)
 	pg, own := w.pg.stop(w.own)
+	if active, notify := w.waits.stop(); active > 0 {
+		res.NotifyWaitPct = round(100*float64(notify)/float64(active), 1)
+	}
 	res.StealPct = round(readCPUTimes().stealPct(w.cpu), 1)
 	sec := wall.Seconds()
 	res.Seconds = round(sec, 3)
@@ -258,4 +262,54 @@ func rssMB() (peak, now float64) {
 		}
 	}
 	return peak, now
+}
+
+// waitEvery is how often the wait sampler looks at pg_stat_activity.
+const waitEvery = 20 * time.Millisecond
+
+// waitSampler counts, every waitEvery, the active backends of the database
+// (but its own) and those of them waiting for the lock a notifying
+// transaction takes at commit (a heavyweight lock on an object: the
+// database's NOTIFY queue lock is the one such lock the engine takes).
+type waitSampler struct {
+	stopc          chan struct{}
+	done           chan struct{}
+	active, notify int
+}
+
+func (b *bench) startWaits(ctx context.Context) *waitSampler {
+	w := &waitSampler{stopc: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		t := time.NewTicker(waitEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-w.stopc:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			var active, notify int
+			err := b.pool.QueryRow(ctx, `
+				SELECT count(*) FILTER (WHERE state = 'active'),
+				       count(*) FILTER (WHERE state = 'active' AND wait_event_type = 'Lock' AND wait_event = 'object')
+				FROM pg_stat_activity
+				WHERE datname = current_database() AND backend_type = 'client backend' AND pid <> pg_backend_pid()`).Scan(&active, &notify)
+			if err == nil {
+				w.active += active
+				w.notify += notify
+			}
+		}
+	}()
+	return w
+}
+
+// stop ends the sampling and returns the active backends and the waiting
+// ones it counted.
+func (w *waitSampler) stop() (active, notify int) {
+	close(w.stopc)
+	<-w.done
+	return w.active, w.notify
 }

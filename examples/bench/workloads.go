@@ -172,6 +172,10 @@ type Result struct {
 	// others over the window (steal in /proc/stat). Past a few %, the
 	// figures say more about the host than about dagen.
 	StealPct float64 `json:"steal_pct"`
+	// NotifyWaitPct is the share of the active backends, sampled every
+	// 20ms over the window, that waited for the lock NOTIFY takes at
+	// commit.
+	NotifyWaitPct float64 `json:"notify_wait_pct"`
 
 	// Soak is the soak workload's report.
 	Soak *SoakReport `json:"soak,omitempty"`
@@ -333,7 +337,7 @@ func (b *bench) newWorker(ctx context.Context, disableNotify bool) (*worker, err
 
 // newWorkerWith is newWorker with the engine's config changed by tweak.
 func (b *bench) newWorkerWith(ctx context.Context, tweak func(*engine.Config)) (*worker, error) {
-	st, err := pgstore.New(ctx, b.pool, nil)
+	st, err := pgstore.New(ctx, b.pool, &pgstore.Config{NotifyEvery: b.o.notifyEvery})
 	if err != nil {
 		return nil, fmt.Errorf("new store: %w", err)
 	}
