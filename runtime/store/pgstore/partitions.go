@@ -277,10 +277,3 @@ func uuidLess(a, b [16]byte) bool {
 	}
 	return false
 }
-
-func later(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
-}
