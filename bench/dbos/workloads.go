@@ -13,6 +13,8 @@ import (
 
 	"github.com/dbos-inc/dbos-transact-golang/dbos"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/dagenhq/dagen/bench/procstat"
 )
 
 // queueName is the DBOS queue every workload enqueues on.
@@ -111,15 +113,16 @@ func (b *bench) throughput(ctx context.Context, workload, name string, runs, ste
 	}
 	enqSec := time.Since(enqStart).Seconds()
 
-	resetPeakRSS()
-	win := startWindow(ctx, b.pool)
+	procstat.ResetPeakRSS()
+	win := procstat.Start(ctx, procstat.Backends(b.pool, appName))
 	start := time.Now()
 	if err := dbos.Launch(dctx); err != nil {
-		win.stop(ctx)
+		win.Stop(ctx)
 		return "", fmt.Errorf("launch: %w", err)
 	}
 	end, err := b.waitSucceeded(ctx, runs, probe.done.Load)
-	u := win.stop(ctx)
+	u := win.Stop(ctx)
+	peakRSS, _ := procstat.RSSMB()
 	if err != nil {
 		return "", err
 	}
@@ -139,11 +142,11 @@ func (b *bench) throughput(ctx context.Context, workload, name string, runs, ste
 		Steps:        total,
 		Seconds:      round(sec, 3),
 		StepsPerSec:  round(float64(total)/sec, 0),
-		WorkerCPUSec: round(u.workerCPU, 2),
-		PGCPUSec:     round(u.pgCPU, 2),
-		CPUUsPerStep: round((u.workerCPU+u.pgCPU)/float64(total)*1e6, 1),
-		RSSMB:        round(peakRSSMB(), 1),
-		StealPct:     round(u.stealPct, 1),
+		WorkerCPUSec: round(u.WorkerCPU, 2),
+		PGCPUSec:     round(u.PGCPU, 2),
+		CPUUsPerStep: round((u.WorkerCPU+u.PGCPU)/float64(total)*1e6, 1),
+		RSSMB:        round(peakRSS, 1),
+		StealPct:     round(u.StealPct, 1),
 		Settings:     b.settings(),
 	}
 	line, err := json.Marshal(res)
@@ -151,7 +154,7 @@ func (b *bench) throughput(ctx context.Context, workload, name string, runs, ste
 		return "", err
 	}
 	human := fmt.Sprintf("dbos %s: %d runs, %d steps in %.3fs = %.0f steps/s; CPU s worker %.2f, postgres %.2f (DBOS's backends %.2f) = %.1f us/step; peak RSS %.1f MB; steal %.1f%%; enqueue before Launch %.3fs (not timed); %s",
-		workload, runs, total, sec, res.StepsPerSec, u.workerCPU, u.pgCPU, u.pgOwnCPU, res.CPUUsPerStep, res.RSSMB, u.stealPct, enqSec, res.Settings)
+		workload, runs, total, sec, res.StepsPerSec, u.WorkerCPU, u.PGCPU, u.PGOwnCPU, res.CPUUsPerStep, res.RSSMB, u.StealPct, enqSec, res.Settings)
 	return human + "\n" + string(line), nil
 }
 

@@ -11,6 +11,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
+
+	"github.com/dagenhq/dagen/bench/procstat"
 )
 
 // fairness is the fairness workload of dagen's benchmark, with River:
@@ -60,7 +62,7 @@ func (b *bench) fairness(ctx context.Context) (result, error) {
 	}
 	w := watch(loadedClient, nB, nB+nA+1000)
 	defer w.close()
-	win := startWindow(ctx, b.pool)
+	win := procstat.Start(ctx, procstat.Backends(b.pool, appName))
 	start := time.Now()
 	if err := loadedClient.Start(ctx); err != nil {
 		return result{}, fmt.Errorf("start client: %w", err)
@@ -86,7 +88,7 @@ func (b *bench) fairness(ctx context.Context) (result, error) {
 		waitErr = fmt.Errorf("%w after %d of B's %d jobs completed", context.Cause(ctx), w.bCompleted(), nB)
 	}
 	seconds := time.Since(start).Seconds()
-	u := win.stop(ctx)
+	u := win.Stop(ctx)
 	if err := stopClient(loadedClient); err != nil && waitErr == nil {
 		waitErr = err
 	}

@@ -41,6 +41,8 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
+
+	"github.com/dagenhq/dagen/bench/procstat"
 )
 
 const defaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
@@ -324,18 +326,18 @@ func run(ctx context.Context, o options) error {
 }
 
 // fill sets the figures every workload reports: CPU, steal, RSS, settings.
-func (b *bench) fill(res *result, u usage, maxWorkers int) {
-	hwm, rss := rssMB()
+func (b *bench) fill(res *result, u procstat.Usage, maxWorkers int) {
+	hwm, rss := procstat.RSSMB()
 	res.Peer = "river"
 	res.Settings = b.o.settings
 	res.Steps = res.Jobs
-	res.WorkerCPUSec = round(u.workerCPU, 2)
-	res.PGCPUSec = round(u.pgCPU, 2)
-	res.PGOwnCPUSec = round(u.pgOwnCPU, 2)
+	res.WorkerCPUSec = round(u.WorkerCPU, 2)
+	res.PGCPUSec = round(u.PGCPU, 2)
+	res.PGOwnCPUSec = round(u.PGOwnCPU, 2)
 	if res.Jobs > 0 {
-		res.CPUUsPerStep = round(1e6*(u.workerCPU+u.pgCPU)/float64(res.Jobs), 1)
+		res.CPUUsPerStep = round(1e6*(u.WorkerCPU+u.PGCPU)/float64(res.Jobs), 1)
 	}
-	res.StealPct = round(u.stealPct, 1)
+	res.StealPct = round(u.StealPct, 1)
 	res.RSSMB = round(hwm, 1)
 	res.RSSNowMB = round(rss, 1)
 	res.MaxWorkers = maxWorkers
@@ -380,7 +382,7 @@ func (b *bench) drain(ctx context.Context) (result, error) {
 		return result{}, err
 	}
 
-	win := startWindow(ctx, b.pool)
+	win := procstat.Start(ctx, procstat.Backends(b.pool, appName))
 	start := time.Now()
 	if err := client.Start(ctx); err != nil {
 		stopProfile()
@@ -409,7 +411,7 @@ func (b *bench) drain(ctx context.Context) (result, error) {
 			waitErr = fmt.Errorf("%w after %d of %d jobs completed", context.Cause(ctx), completed, o.jobs)
 		}
 	}
-	u := win.stop(ctx)
+	u := win.Stop(ctx)
 	stopProfile()
 
 	if err := stopClient(client); err != nil && waitErr == nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/dagenhq/dagen/bench/procstat"
 	"github.com/dagenhq/dagen/examples/bench/flows"
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/engine"
@@ -246,7 +247,7 @@ func (b *bench) workload(ctx context.Context, name string) (Result, error) {
 	if err := b.truncate(ctx); err != nil {
 		return Result{}, err
 	}
-	resetPeakRSS()
+	procstat.ResetPeakRSS()
 	res := Result{
 		Peer: "dagen", Workload: name,
 		Concurrency: b.o.concurrency, BatchSize: b.batchSize(), PollMs: float64(b.o.pollInterval) / float64(time.Millisecond),
@@ -296,7 +297,8 @@ func (b *bench) workload(ctx context.Context, name string) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	res.RSSMB, res.RSSNowMB = rssMB()
+	peak, now := procstat.RSSMB()
+	res.RSSMB, res.RSSNowMB = round(peak, 1), round(now, 1)
 	if res.Steps > 0 {
 		res.CPUUsPerStep = round(1e6*(res.WorkerCPUSec+res.PGCPUSec)/float64(res.Steps), 1)
 	}

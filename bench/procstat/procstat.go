@@ -1,6 +1,15 @@
-package main
+// Package procstat measures what a benchmark's timed window cost on this
+// machine, from /proc: the CPU of this process, of every process named
+// postgres and of the backends serving the benchmark (found by
+// application_name), the CPU steal, and this process's resident set size.
+// dagen's benchmark (examples/bench) and its peers (bench/river,
+// bench/dbos, modules of their own) share it, so the three are measured
+// alike. Everything is best effort: where /proc is missing (not Linux) the
+// figures are zero.
+package procstat
 
 import (
+	"bufio"
 	"context"
 	"os"
 	"path/filepath"
@@ -10,11 +19,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5"
 )
-
-// The measuring below is the same as in dagen's benchmark
-// (examples/bench/measure.go), which this module does not import.
 
 // clockTicks is the unit of utime and stime in /proc/<pid>/stat (USER_HZ,
 // 100 on Linux).
@@ -23,60 +29,76 @@ const clockTicks = 100
 // sampleEvery is how often the Postgres CPU sampler looks at /proc.
 const sampleEvery = 200 * time.Millisecond
 
-// window measures the resources a timed window used: this process's CPU,
-// that of every process named postgres, and that of the backends serving
-// this benchmark's pool (found by application_name).
-type window struct {
+// Usage is what a window measured: core-seconds of this process, of every
+// postgres process and of the benchmark's own backends among them, and
+// the share of the machine's CPU time its host gave to others (steal), in
+// %.
+type Usage struct {
+	WorkerCPU, PGCPU, PGOwnCPU float64
+	StealPct                   float64
+}
+
+// Querier is what Backends needs of a pool or connection.
+type Querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// Backends returns a function that lists the pids of the backends whose
+// application_name is app. Errors list none: the own figure is then only
+// lower.
+func Backends(q Querier, app string) func(context.Context) []int {
+	return func(ctx context.Context) []int {
+		rows, err := q.Query(ctx, "SELECT pid FROM pg_stat_activity WHERE application_name = $1", app)
+		if err != nil {
+			return nil
+		}
+		defer rows.Close()
+		var pids []int
+		for rows.Next() {
+			var pid int
+			if rows.Scan(&pid) == nil {
+				pids = append(pids, pid)
+			}
+		}
+		return pids
+	}
+}
+
+// Window measures the resources a timed window used.
+type Window struct {
 	rusage syscall.Rusage
 	pg     *pgSampler
-	pool   *pgxpool.Pool
-	own    map[int]bool // pids of our backends
-	cpu    cpuTimes     // the machine's, at the start
+	own    map[int]bool // pids of the benchmark's backends
+	backs  func(context.Context) []int
+	cpu    cpuTimes // the machine's, at the start
 }
 
-// usage is what a window measured: core-seconds of this process, of every
-// postgres process and of this benchmark's own backends, and the CPU
-// steal in % of the machine's time.
-type usage struct {
-	workerCPU, pgCPU, pgOwnCPU float64
-	stealPct                   float64
-}
-
-// startWindow starts measuring; pool is used to find our backends.
-func startWindow(ctx context.Context, pool *pgxpool.Pool) *window {
-	w := &window{pg: startPGSampler(), pool: pool, own: map[int]bool{}, cpu: readCPUTimes()}
+// Start starts measuring. own lists the benchmark's backends; it is asked
+// at the start and at the end, so backends opened within are counted.
+func Start(ctx context.Context, own func(context.Context) []int) *Window {
+	w := &Window{pg: startPGSampler(), own: map[int]bool{}, backs: own, cpu: readCPUTimes()}
 	w.addOwn(ctx)
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &w.rusage)
 	return w
 }
 
-// addOwn adds the pids of our backends to w.own. Errors leave the set as
-// it is: the figure is then only lower.
-func (w *window) addOwn(ctx context.Context) {
-	rows, err := w.pool.Query(ctx, "SELECT pid FROM pg_stat_activity WHERE application_name = $1", appName)
-	if err != nil {
-		return
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var pid int
-		if rows.Scan(&pid) == nil {
-			w.own[pid] = true
-		}
+func (w *Window) addOwn(ctx context.Context) {
+	for _, pid := range w.backs(ctx) {
+		w.own[pid] = true
 	}
 }
 
-// stop ends the window and returns what it measured.
-func (w *window) stop(ctx context.Context) usage {
+// Stop ends the window and returns what it measured.
+func (w *Window) Stop(ctx context.Context) Usage {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	w.addOwn(ctx)
 	pg, own := w.pg.stop(w.own)
-	return usage{
-		workerCPU: tv(ru.Utime) + tv(ru.Stime) - tv(w.rusage.Utime) - tv(w.rusage.Stime),
-		pgCPU:     pg,
-		pgOwnCPU:  own,
-		stealPct:  readCPUTimes().stealPct(w.cpu),
+	return Usage{
+		WorkerCPU: tv(ru.Utime) + tv(ru.Stime) - tv(w.rusage.Utime) - tv(w.rusage.Stime),
+		PGCPU:     pg,
+		PGOwnCPU:  own,
+		StealPct:  readCPUTimes().stealPct(w.cpu),
 	}
 }
 
@@ -226,4 +248,41 @@ func parseStat(line string) (procKey, uint64, bool) {
 		return procKey{}, 0, false
 	}
 	return procKey{pid: pid, start: start}, utime + stime, true
+}
+
+// ResetPeakRSS resets VmHWM to the current RSS, so each workload reports
+// its own peak. It does nothing where the kernel does not allow it.
+func ResetPeakRSS() {
+	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+}
+
+// RSSMB returns this process's peak (VmHWM) and current (VmRSS) resident
+// set size in MiB from /proc/self/status; zeros where that is unavailable.
+func RSSMB() (peak, now float64) {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0, 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		key, val, ok := strings.Cut(sc.Text(), ":")
+		if !ok || (key != "VmHWM" && key != "VmRSS") {
+			continue
+		}
+		fields := strings.Fields(val) // "48152 kB"
+		if len(fields) == 0 {
+			continue
+		}
+		kb, err := strconv.ParseFloat(fields[0], 64)
+		if err != nil {
+			continue
+		}
+		if key == "VmHWM" {
+			peak = kb / 1024
+		} else {
+			now = kb / 1024
+		}
+	}
+	return peak, now
 }

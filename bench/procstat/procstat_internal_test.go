@@ -1,0 +1,16 @@
+package procstat
+
+import "testing"
+
+func TestParseStat(t *testing.T) {
+	line := "2201 (postgres: a (b)) S 2200 2201 2201 0 -1 4194368 1 0 0 0 53 128 0 0 20 0 1 0 777 2 3 4"
+	k, ticks, ok := parseStat(line)
+	if !ok || k.pid != 2201 || k.start != 777 || ticks != 181 {
+		t.Errorf("parseStat = %+v %d %v", k, ticks, ok)
+	}
+	for _, bad := range []string{"", "x (y) S", "12 (y) S 1 2", "(y) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20"} {
+		if _, _, ok := parseStat(bad); ok {
+			t.Errorf("parseStat(%q) ok", bad)
+		}
+	}
+}
