@@ -1,6 +1,6 @@
 -- name: ListPartitions :many
 -- The id ranges the history tables are partitioned by, oldest first.
-SELECT suffix, from_id, to_id FROM dagen_partitions ORDER BY from_id;
+SELECT suffix, from_id, to_id, dropping FROM dagen_partitions ORDER BY from_id;
 
 -- name: InsertPartition :exec
 INSERT INTO dagen_partitions (suffix, from_id, to_id) VALUES (@suffix, @from_id, @to_id);
@@ -9,14 +9,20 @@ INSERT INTO dagen_partitions (suffix, from_id, to_id) VALUES (@suffix, @from_id,
 DELETE FROM dagen_partitions WHERE suffix = @suffix;
 
 -- name: LockPartition :one
--- Locks a range's row for its drop: retries of its runs wait (FencePartition).
-SELECT suffix FROM dagen_partitions WHERE suffix = @suffix FOR UPDATE;
+-- Locks a range's row for its drop, at once or not at all (NOWAIT: a retry
+-- of one of its runs holds it, FencePartition, and the next round tries).
+SELECT dropping FROM dagen_partitions WHERE suffix = @suffix FOR UPDATE NOWAIT;
 
--- name: FencePartition :exec
+-- name: SetPartitionDropping :exec
+-- Marks a range whose drop has begun (true), or one attached again (false).
+UPDATE dagen_partitions SET dropping = @dropping WHERE suffix = @suffix;
+
+-- name: FencePartition :one
 -- Taken first by a transaction that may reopen a finished run (retry): it
--- waits while the run's range is being dropped, and holds the drop off
--- until it commits.
-SELECT suffix FROM dagen_partitions
+-- waits while the run's range is being checked for its drop, and holds the
+-- drop off until it commits. No row: no range holds the id. dropping: the
+-- range is being dropped.
+SELECT dropping FROM dagen_partitions
 WHERE from_id <= @id::uuid AND @id::uuid < to_id
 FOR SHARE;
 

@@ -100,6 +100,8 @@ type options struct {
 	// runs/s (0: soakFraction of chain10's measured peak).
 	soakDuration time.Duration
 	soakRate     float64
+	// partitionPeriod is pgstore's Config.PartitionPeriod.
+	partitionPeriod time.Duration
 }
 
 func main() {
@@ -134,6 +136,7 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 	fs.IntVar(&o.batchSize, "batch", 0, "engine BatchSize: tasks per claim and per completion (0: Concurrency)")
 	fs.DurationVar(&o.pollInterval, "poll", 20*time.Millisecond, "engine PollInterval")
 	fs.DurationVar(&o.notifyEvery, "notify-every", 0, "pgstore NotifyEvery: how often an enqueue into a non-empty queue notifies (0: the store's default, 50ms; negative: every enqueue, as before)")
+	fs.DurationVar(&o.partitionPeriod, "partition-period", 0, "pgstore PartitionPeriod: prune by dropping ranges of this width (0: the store's default; negative: half the retention)")
 	fs.IntVar(&o.maxConns, "max-conns", 16, "connection pool size")
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up on a workload after this long")
 	fs.StringVar(&o.planCacheMode, "plan-cache-mode", "", "set the sessions' plan_cache_mode (auto, force_generic_plan, force_custom_plan); empty: the server's")

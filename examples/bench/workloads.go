@@ -339,7 +339,7 @@ func (b *bench) newWorker(ctx context.Context, disableNotify bool) (*worker, err
 
 // newWorkerWith is newWorker with the engine's config changed by tweak.
 func (b *bench) newWorkerWith(ctx context.Context, tweak func(*engine.Config)) (*worker, error) {
-	st, err := pgstore.New(ctx, b.pool, &pgstore.Config{NotifyEvery: b.o.notifyEvery})
+	st, err := pgstore.New(ctx, b.pool, &pgstore.Config{NotifyEvery: b.o.notifyEvery, PartitionPeriod: b.o.partitionPeriod})
 	if err != nil {
 		return nil, fmt.Errorf("new store: %w", err)
 	}

@@ -671,11 +671,9 @@ func (e *Engine) keep(l *loop) {
 			}
 		}
 		e.reportWaiting(l.ctx)
-		if ws, ok := e.store.(store.Workers); ok && e.cfg.Retention > 0 && time.Since(lastPrune) > time.Minute {
+		if time.Since(lastPrune) >= e.pruneEvery() {
 			lastPrune = time.Now()
-			if _, err := ws.PruneRuns(l.ctx, time.Now().Add(-e.cfg.Retention), 1000); err != nil && l.ctx.Err() == nil {
-				e.health.failed("prune finished runs", err)
-			}
+			e.prune(l.ctx)
 		}
 	}
 }

@@ -69,12 +69,26 @@ func (s *Store) prepare(runs []store.NewRun) ([]*graph, dbsqlc.InsertRunsParams,
 }
 
 // createRuns creates runs, starts up to p.Limit of their roots for p.Worker
-// as store.Starter says, and enqueues the others. Runs with idempotency
-// keys or concurrency caps take the transaction's path (createInTx).
+// as store.Starter says, and enqueues the others. A creation refused
+// because no range of the history tables holds an id (see coverRuns) is
+// made again once they have one.
 func (s *Store) createRuns(ctx context.Context, runs []store.NewRun, p store.ClaimParams) ([]store.ClaimedTask, error) {
 	if len(runs) == 0 {
 		return nil, nil
 	}
+	claimed, err := s.createRunsOnce(ctx, runs, p)
+	if !isNoPartition(err) {
+		return claimed, err
+	}
+	if err := s.coverRuns(ctx, runs); err != nil {
+		return nil, fmt.Errorf("create %d runs: %w", len(runs), err)
+	}
+	return s.createRunsOnce(ctx, runs, p)
+}
+
+// createRunsOnce is createRuns's one attempt. Runs with idempotency keys
+// or concurrency caps take the transaction's path (createInTx).
+func (s *Store) createRunsOnce(ctx context.Context, runs []store.NewRun, p store.ClaimParams) ([]store.ClaimedTask, error) {
 	graphs, rp, err := s.prepare(runs)
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -12,13 +13,16 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/dagenhq/dagen/runtime/dag"
+	"github.com/dagenhq/dagen/runtime/store"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
 )
 
 // The history tables (dagen_runs, dagen_tasks, dagen_events) are
 // partitioned by ranges of run id, which are ranges of time: a UUIDv7
-// begins with the millisecond it was made (migration 009 says more). The
-// leader's PruneRuns keeps ranges made ahead and drops old ones whole.
+// begins with the millisecond it was made (migrations 009 and 010 say
+// more). Every id must have a range: the leader's PruneRuns makes them
+// ahead and drops old ones whole, and a creation whose id has none makes
+// one (coverRuns).
 const (
 	// MinPartitionPeriod and MaxPartitionPeriod bound the width of a new
 	// range when it is chosen from the retention ([Config.PartitionPeriod]).
@@ -30,26 +34,27 @@ const (
 	partitionsAhead = 3
 	// partitionGrace is how long after a range ends it is kept at least:
 	// ids are made by the workers' clocks, which may be a little behind.
-	// (A late id in a dropped range goes to the default partition, and a
-	// drop checks for late runs under its locks.)
+	// (A drop checks for late runs once the range is detached, and
+	// attaches it again when it finds one.)
 	partitionGrace = 10 * time.Second
-	// partitionLead is how far ahead of now a range starts when none holds
-	// the present (a new schema, or a leader back after a long stop):
-	// ids of the present go to the default partition meanwhile, and a
-	// range over them would be refused.
-	partitionLead = time.Second
-	// partitionLockTimeout bounds each wait for a table lock of the DDL:
-	// a drop or a creation that cannot have its locks at once gives up
-	// (and is tried again at the next round) rather than queue the
-	// engine's transactions behind it.
-	partitionLockTimeout = "200ms"
+	// coverPeriod is the width of a range made for a creation before any
+	// leader chose one from the retention.
+	coverPeriod = time.Hour
+	// attachLockTimeout bounds the wait for the lock that attaching and
+	// detaching take on a history table, SHARE UPDATE EXCLUSIVE: only
+	// vacuum, analyze and other DDL hold it, never the engine's queries.
+	// detachTimeout bounds a concurrent detach's wait for the transactions
+	// that began before it (the engine's are short); one that gives up is
+	// finished at the next round.
+	attachLockTimeout = "5s"
+	detachTimeout     = "30s"
 	// maxNewPartitions bounds the ranges made in one round.
 	maxNewPartitions = 16
 )
 
 // historyTables are the partitioned tables, in the order their partitions
-// are made and dropped, with each new partition's storage settings (those
-// of migration 001).
+// are made, with each new partition's storage settings (those of migration
+// 001).
 var historyTables = []struct{ name, with string }{
 	{"dagen_runs", " WITH (autovacuum_vacuum_scale_factor = 0.05, fillfactor = 80)"},
 	{"dagen_tasks", " WITH (autovacuum_vacuum_scale_factor = 0.05, fillfactor = 50)"},
@@ -63,13 +68,8 @@ func (s *Store) partitionPeriod(now, cutoff time.Time) time.Duration {
 	if s.period > 0 {
 		return s.period
 	}
-	return min(max(now.Sub(cutoff)/2, MinPartitionPeriod), MaxPartitionPeriod)
+	return min(max(now.Sub(cutoff)/2, MinPartitionPeriod), MaxPartitionPeriod).Truncate(time.Millisecond)
 }
-
-// partitioning reports whether the leader makes and drops ranges. It is
-// off unless Config.PartitionPeriod is set (see its doc): every run then
-// goes to the default partition, pruned by DELETE, as before version 9.
-func (s *Store) partitioning() bool { return s.period != 0 }
 
 // idClock is the time of run ids: the store's clock when it has one (tests),
 // else this process's, which makes the ids.
@@ -82,24 +82,24 @@ func (s *Store) idClock() time.Time {
 
 // maintainPartitions makes the ranges up to partitionsAhead periods past
 // now, then drops every range that ended partitionGrace ago and whose runs
-// all finished before cutoff. It returns how many runs it dropped.
+// all finished before cutoff, and finishes the drops that began before. It
+// returns how many runs it dropped.
 func (s *Store) maintainPartitions(ctx context.Context, cutoff time.Time) (int, error) {
-	if !s.partitioning() {
-		return 0, nil
-	}
 	parts, err := s.q.ListPartitions(ctx, s.pool)
 	if err != nil {
 		return 0, fmt.Errorf("list partitions: %w", err)
 	}
 	now := s.idClock()
-	if err := s.makePartitions(ctx, parts, now, s.partitionPeriod(now, cutoff)); err != nil {
+	period := s.partitionPeriod(now, cutoff)
+	s.lastPeriod.Store(int64(period))
+	if err := s.makePartitions(ctx, parts, now, period); err != nil {
 		return 0, err
 	}
 	end := uuidAt(now.Add(-partitionGrace))
 	dropped := 0
 	for _, p := range parts {
-		if !uuidLess(p.ToID.Bytes, end) {
-			break // ranges are in order: the rest end later
+		if !p.Dropping && !uuidLess(p.ToID.Bytes, end) {
+			continue
 		}
 		n, err := s.dropPartition(ctx, p, cutoff)
 		if err != nil {
@@ -112,60 +112,59 @@ func (s *Store) maintainPartitions(ctx context.Context, cutoff time.Time) (int, 
 
 // makePartitions adds ranges of period after the last one until they
 // reach partitionsAhead periods past now. A new range starts where the
-// last ends; when that is past (a new schema, or a leader back after a
-// long stop), partitionLead ahead of now, leaving the gap to the default
-// partition; and past any id of the default partition that it would hold
-// (Postgres would refuse it). A lock that is not free at once ends the
-// round early.
+// last ends, or at now when that is past (a new schema, or a leader back
+// after a long stop): the ids of the gap get ranges when they are made
+// (coverRuns). A lock that is not free in time, or a range made meanwhile
+// by a creation, ends the round early: the next looks again.
 func (s *Store) makePartitions(ctx context.Context, parts []dbsqlc.DagenPartition, now time.Time, period time.Duration) error {
-	start := now.Add(partitionLead)
+	start := now.Truncate(time.Millisecond)
 	if len(parts) > 0 {
-		if end := idTime(parts[len(parts)-1].ToID.Bytes); end.After(now) {
+		if end := idTime(parts[len(parts)-1].ToID.Bytes); end.After(start) {
 			start = end
 		}
 	}
-	horizon := now.Add(partitionsAhead * period)
-	for made := 0; made < maxNewPartitions && start.Before(horizon); {
+	horizon := now.Truncate(time.Millisecond).Add(partitionsAhead * period)
+	for made := 0; made < maxNewPartitions && start.Before(horizon); made++ {
 		end := start.Add(period)
-		var stray pgtype.UUID
-		err := s.pool.QueryRow(ctx, "SELECT id FROM dagen_runs_default WHERE id >= $1 AND id < $2 ORDER BY id DESC LIMIT 1",
-			uuidOf(uuidAt(start)), uuidOf(uuidAt(end))).Scan(&stray)
-		switch {
-		case err == nil:
-			start = idTime(stray.Bytes).Add(time.Millisecond)
-			continue
-		case !errors.Is(err, pgx.ErrNoRows):
-			return fmt.Errorf("read the default partition: %w", err)
-		}
 		if err := s.makePartition(ctx, start, end); err != nil {
-			var pgErr *pgconn.PgError
-			if isLockTimeout(err) || errors.As(err, &pgErr) && (pgErr.Code == "23514" || pgErr.Code == "42P07" || pgErr.Code == "23505") {
-				// Busy, an id came into the default partition since, or
-				// a leader that just lost its lead made it first: the
-				// next round looks again.
+			if partitionRace(err) {
 				return nil
 			}
 			return err
 		}
 		start = end
-		made++
 	}
 	return nil
 }
 
+// partitionRace reports whether making a range failed for a reason the
+// next attempt may not meet: a lock that was not free in time, or a range
+// that another process made first (the same, or one that overlaps).
+func partitionRace(err error) bool {
+	var pgErr *pgconn.PgError
+	return isLockTimeout(err) || errors.As(err, &pgErr) && (pgErr.Code == "42P07" || pgErr.Code == "42P17" || pgErr.Code == "23505")
+}
+
 // makePartition makes the three partitions of [from, to) and its row in
-// one transaction.
+// one transaction. Each is created as a table and then attached, which
+// takes SHARE UPDATE EXCLUSIVE on its parent: the engine's queries, which
+// take weaker locks, go on meanwhile. (CREATE TABLE … PARTITION OF would
+// take ACCESS EXCLUSIVE, which waits for every transaction in flight and
+// holds every new one back.)
 func (s *Store) makePartition(ctx context.Context, from, to time.Time) error {
 	suffix := fmt.Sprintf("p%s_%03d", from.UTC().Format("20060102t150405"), from.UnixMilli()%1000)
 	lo, hi := uuidAt(from), uuidAt(to)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '"+partitionLockTimeout+"'"); err != nil {
+		if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '"+attachLockTimeout+"'"); err != nil {
 			return err
 		}
 		for _, t := range historyTables {
-			sql := fmt.Sprintf("CREATE TABLE %s PARTITION OF %s FOR VALUES FROM ('%s') TO ('%s')%s",
-				pgx.Identifier{t.name + "_" + suffix}.Sanitize(), t.name, dag.RunID(lo), dag.RunID(hi), t.with)
-			if _, err := tx.Exec(ctx, sql); err != nil {
+			part := pgx.Identifier{t.name + "_" + suffix}.Sanitize()
+			if _, err := tx.Exec(ctx, fmt.Sprintf("CREATE TABLE %s (LIKE %s INCLUDING ALL)%s", part, t.name, t.with)); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, fmt.Sprintf("ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM ('%s') TO ('%s')",
+				t.name, part, dag.RunID(lo), dag.RunID(hi))); err != nil {
 				return err
 			}
 		}
@@ -177,58 +176,169 @@ func (s *Store) makePartition(ctx context.Context, from, to time.Time) error {
 	return nil
 }
 
+// isNoPartition reports whether err is Postgres's refusal of a row whose
+// run id no range holds.
+func isNoPartition(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23514" && strings.HasPrefix(pgErr.Message, "no partition of relation")
+}
+
+// coverRuns makes ranges for the ids of runs that no range holds (a
+// creation that Postgres refused for them tries again after): a range
+// from the id's millisecond, or from the end of the range before it when
+// that is less than a period back, a period wide or up to the next range.
+// A range being dropped holds ids no run may take any more: a run made
+// with one (by a clock behind by more than the retention) is refused.
+func (s *Store) coverRuns(ctx context.Context, runs []store.NewRun) error {
+	period := time.Duration(s.lastPeriod.Load())
+	if s.period > 0 {
+		period = s.period
+	} else if period <= 0 {
+		period = coverPeriod
+	}
+	for attempt := 0; ; attempt++ {
+		parts, err := s.q.ListPartitions(ctx, s.pool)
+		if err != nil {
+			return fmt.Errorf("list partitions: %w", err)
+		}
+		id, ok := uncovered(parts, runs)
+		if !ok {
+			return nil
+		}
+		from, to := coverRange(parts, id, period)
+		if from.IsZero() {
+			return fmt.Errorf("run %s: its range of ids is being pruned (its id was made %s, before the retention)", id, idTime(id).UTC().Format(time.RFC3339Nano))
+		}
+		err = s.makePartition(ctx, from, to)
+		if err != nil && (!partitionRace(err) || attempt >= 5) {
+			return err
+		}
+	}
+}
+
+// uncovered returns the first id of runs that no range holds, or that a
+// range being dropped holds.
+func uncovered(parts []dbsqlc.DagenPartition, runs []store.NewRun) (dag.RunID, bool) {
+	for i := range runs {
+		if p := rangeOf(parts, runs[i].ID); p == nil || p.Dropping {
+			return runs[i].ID, true
+		}
+	}
+	return dag.RunID{}, false
+}
+
+// rangeOf returns the range of parts that holds id, or nil.
+func rangeOf(parts []dbsqlc.DagenPartition, id dag.RunID) *dbsqlc.DagenPartition {
+	for i := range parts {
+		if !uuidLess(id, parts[i].FromID.Bytes) && uuidLess(id, parts[i].ToID.Bytes) {
+			return &parts[i]
+		}
+	}
+	return nil
+}
+
+// coverRange returns the range to make for id, which no live range holds;
+// zero times when a range being dropped holds it.
+func coverRange(parts []dbsqlc.DagenPartition, id dag.RunID, period time.Duration) (from, to time.Time) {
+	if rangeOf(parts, id) != nil {
+		return time.Time{}, time.Time{} // a range being dropped
+	}
+	at := idTime(id)
+	from, to = at, at.Add(period)
+	for _, p := range parts {
+		pFrom, pTo := idTime(p.FromID.Bytes), idTime(p.ToID.Bytes)
+		switch {
+		case !pTo.After(at) && at.Sub(pTo) < period:
+			from = pTo // close the gap behind it
+		case pFrom.After(at) && pFrom.Before(to):
+			to = pFrom
+		}
+	}
+	return from, to
+}
+
 // dropPartition drops the range p when every run in it finished before
 // cutoff with no task left that can change, and returns how many runs it
 // had; it leaves a range with a live run alone (0, nil).
 //
-// No run is lost. The range's row is locked first: retry, the one way to
-// reopen a finished run, takes it FOR SHARE before anything else
-// (FencePartition), so no run of the range is reopened from the check
-// on. A new run with an id in the range (made by a clock behind by more
-// than partitionGrace) was created after cutoff: once the tables are
-// locked, which waits for the transactions writing them, an index probe
-// finds it, and the range stays. The drop is one transaction: a range's
-// three partitions and its row go together or not at all.
+// No run is lost. First, in one transaction, the range's row is locked:
+// retry, the one way to reopen a finished run, takes it FOR SHARE before
+// anything else (FencePartition), so no run of the range is reopened from
+// the check on; its runs are checked, and the range is marked dropping,
+// which retries then refuse. Then its three partitions are detached
+// CONCURRENTLY, which waits for the transactions that could still write
+// them. Last, a detached range is checked again for runs made in it since
+// the first check, by a clock behind by more than partitionGrace: with
+// one, the range is attached again; without, its tables and its row go.
+// A leader that stops half way leaves the range marked, and the next
+// round takes it up where it was.
 func (s *Store) dropPartition(ctx context.Context, p dbsqlc.DagenPartition, cutoff time.Time) (int, error) {
-	var runs int
 	at := pgtype.Timestamptz{Time: cutoff, Valid: true}
+	if !p.Dropping {
+		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			if _, err := s.q.LockPartition(ctx, tx, p.Suffix); err != nil {
+				if errors.Is(err, pgx.ErrNoRows) {
+					return errNothingToDo // another leader dropped it
+				}
+				return err
+			}
+			count, err := s.q.PartitionRuns(ctx, tx, dbsqlc.PartitionRunsParams{FromID: p.FromID, ToID: p.ToID, Cutoff: at})
+			if err != nil {
+				return fmt.Errorf("check its runs: %w", err)
+			}
+			if count.Live > 0 {
+				return errNothingToDo
+			}
+			if err := s.q.DeleteRangeLeftovers(ctx, tx, p.FromID, p.ToID); err != nil {
+				return fmt.Errorf("delete keys: %w", err)
+			}
+			return s.q.SetPartitionDropping(ctx, tx, true, p.Suffix)
+		})
+		switch {
+		case errors.Is(err, errNothingToDo), isLockTimeout(err):
+			return 0, nil
+		case err != nil:
+			return 0, fmt.Errorf("drop partition %s: %w", p.Suffix, err)
+		}
+	}
+	for _, t := range historyTables {
+		if err := s.detach(ctx, t.name, t.name+"_"+p.Suffix); err != nil {
+			if isLockTimeout(err) {
+				return 0, nil // the next round finishes it
+			}
+			return 0, fmt.Errorf("drop partition %s: %w", p.Suffix, err)
+		}
+	}
+	var runs int
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '"+partitionLockTimeout+"'"); err != nil {
+		if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '"+attachLockTimeout+"'"); err != nil {
 			return err
 		}
 		if _, err := s.q.LockPartition(ctx, tx, p.Suffix); err != nil {
 			if errors.Is(err, pgx.ErrNoRows) {
-				return errNothingToDo // another leader dropped it
+				return errNothingToDo
 			}
 			return err
 		}
-		count, err := s.q.PartitionRuns(ctx, tx, dbsqlc.PartitionRunsParams{FromID: p.FromID, ToID: p.ToID, Cutoff: at})
-		if err != nil {
-			return fmt.Errorf("check its runs: %w", err)
-		}
-		if count.Live > 0 {
-			return errNothingToDo
-		}
-		runs = int(count.Runs)
-		if err := s.q.DeleteRangeLeftovers(ctx, tx, p.FromID, p.ToID); err != nil {
-			return fmt.Errorf("delete keys: %w", err)
-		}
-		// The parents first, as every query locks them, then the
-		// partitions: a lock taken in the other order could deadlock.
-		if _, err := tx.Exec(ctx, "LOCK TABLE ONLY dagen_runs, dagen_tasks, dagen_events IN ACCESS EXCLUSIVE MODE"); err != nil {
-			return fmt.Errorf("lock the history tables: %w", err)
-		}
-		var late bool
+		var late int
 		runsPart := pgx.Identifier{"dagen_runs_" + p.Suffix}.Sanitize()
-		err = tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM "+runsPart+" WHERE created_at >= $1)", at).Scan(&late)
+		err := tx.QueryRow(ctx, "SELECT count(*), count(*) FILTER (WHERE created_at >= $1 OR finished_at IS NULL OR status IN ('QUEUED', 'RUNNING')) FROM "+runsPart, at).Scan(&runs, &late)
 		if err != nil {
 			return fmt.Errorf("check for late runs: %w", err)
 		}
-		if late {
-			return errNothingToDo
+		if late > 0 {
+			// Back: the run stays, and the range with it.
+			runs = 0
+			for _, t := range historyTables {
+				if _, err := tx.Exec(ctx, fmt.Sprintf("ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM ('%s') TO ('%s')",
+					t.name, pgx.Identifier{t.name + "_" + p.Suffix}.Sanitize(), dag.RunID(p.FromID.Bytes), dag.RunID(p.ToID.Bytes))); err != nil {
+					return fmt.Errorf("attach it again for a late run: %w", err)
+				}
+			}
+			return s.q.SetPartitionDropping(ctx, tx, false, p.Suffix)
 		}
-		for i := len(historyTables) - 1; i >= 0; i-- {
-			if _, err := tx.Exec(ctx, "DROP TABLE IF EXISTS "+pgx.Identifier{historyTables[i].name + "_" + p.Suffix}.Sanitize()); err != nil {
+		for _, t := range historyTables {
+			if _, err := tx.Exec(ctx, "DROP TABLE IF EXISTS "+pgx.Identifier{t.name + "_" + p.Suffix}.Sanitize()); err != nil {
 				return err
 			}
 		}
@@ -243,8 +353,44 @@ func (s *Store) dropPartition(ctx context.Context, p dbsqlc.DagenPartition, cuto
 	return runs, nil
 }
 
+// detach detaches part from parent CONCURRENTLY, or finishes a detach that
+// was interrupted; a table already detached (or gone) is left as it is.
+// DETACH … CONCURRENTLY cannot run in a transaction: it runs alone on a
+// connection of its own, whose lock timeout bounds its waits.
+func (s *Store) detach(ctx context.Context, parent, part string) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	var pending bool
+	err = conn.QueryRow(ctx, "SELECT i.inhdetachpending FROM pg_inherits i WHERE i.inhrelid = to_regclass($1) AND i.inhparent = to_regclass($2)",
+		pgx.Identifier{part}.Sanitize(), parent).Scan(&pending)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read the state of %s: %w", part, err)
+	}
+	mode := "CONCURRENTLY"
+	if pending {
+		mode = "FINALIZE"
+	}
+	if _, err := conn.Exec(ctx, "SET lock_timeout = '"+detachTimeout+"'"); err != nil {
+		return err
+	}
+	_, err = conn.Exec(ctx, fmt.Sprintf("ALTER TABLE %s DETACH PARTITION %s %s", parent, pgx.Identifier{part}.Sanitize(), mode))
+	if _, rerr := conn.Exec(context.WithoutCancel(ctx), "RESET lock_timeout"); rerr != nil {
+		conn.Conn().Close(context.WithoutCancel(ctx)) // not back to the pool with the timeout set
+	}
+	if err != nil {
+		return fmt.Errorf("detach %s: %w", part, err)
+	}
+	return nil
+}
+
 // isLockTimeout reports whether err is Postgres's lock_not_available: a
-// lock the DDL did not have within partitionLockTimeout.
+// lock that was not free at once (NOWAIT) or within the lock timeout.
 func isLockTimeout(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "55P03"

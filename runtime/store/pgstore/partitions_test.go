@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/dagenhq/dagen/internal/pgtest"
@@ -116,8 +117,8 @@ func TestPartitionsAreMadeAheadAndDroppedWhole(t *testing.T) {
 
 	_, err := f.s.PruneRuns(ctx, f.t0.Add(-time.Hour), 0)
 	require.NoError(t, err)
-	// Three ahead, from a second past the clock; p0, the migration's,
-	// ended and was empty: dropped.
+	// Three ahead, from the clock; p0, the migration's, ended and was
+	// empty: dropped.
 	require.Len(t, f.ranges(), 3, "ranges: %v", f.ranges())
 
 	done := []store.NewRun{f.run(f.t0.Add(10*time.Second), "k1"), f.run(f.t0.Add(20*time.Second), "")}
@@ -172,12 +173,14 @@ func TestPartitionsAreMadeAheadAndDroppedWhole(t *testing.T) {
 	_, err = f.s.GetRun(ctx, live.ID)
 	require.ErrorIs(t, err, store.ErrRunNotFound)
 
-	// Ranges stay ahead of the clock.
+	// Ranges stay ahead of the clock: a run made ahead finds its range.
+	before := len(f.ranges())
 	for _, at := range []time.Duration{2 * time.Second, time.Minute, 2 * time.Minute} {
 		r := f.run(f.clock.Now().Add(at), "")
 		require.NoError(t, f.s.CreateRuns(ctx, []store.NewRun{r}))
-		require.NotEqual(t, "dagen_runs_default", f.partitionOf(r.ID), "a run made %s ahead has a range", at)
+		require.Contains(t, f.partitionOf(r.ID), "dagen_runs_p", "a run made %s ahead", at)
 	}
+	require.Len(t, f.ranges(), before, "no range was made for them")
 }
 
 // TestPartitionDropWaitsForRetry: a retry holds its run's range, so a drop
@@ -230,31 +233,103 @@ func TestPartitionDropWaitsForRetry(t *testing.T) {
 	require.True(t, f.tableExists(part), "the retried run is running again: its range stays")
 }
 
-// TestDefaultPartitionHoldsStrayIDs: a run whose id no range holds (a
-// clock far ahead) goes to the default partition, no range is made over
-// it, and it is pruned by DELETE once finished.
-func TestDefaultPartitionHoldsStrayIDs(t *testing.T) {
+// TestRunWithoutRangeGetsOne: a run whose id no range holds (a clock far
+// ahead, or far behind once the oldest ranges are gone) is created all the
+// same, in a range made for it that leaves the others as they are; the
+// leader's next ranges start past it.
+func TestRunWithoutRangeGetsOne(t *testing.T) {
 	t.Parallel()
 	f := newPartitionFixture(t)
 	ctx := f.ctx
-	stray := f.run(f.t0.Add(90*time.Second), "")
-	require.NoError(t, f.s.CreateRuns(ctx, []store.NewRun{stray}))
-	require.Equal(t, "dagen_runs_default", f.partitionOf(stray.ID), "no range holds it yet")
-	f.finish()
-
-	_, err := f.s.PruneRuns(ctx, f.t0.Add(-time.Hour), 100)
+	_, err := f.s.PruneRuns(ctx, f.t0.Add(-time.Hour), 0)
 	require.NoError(t, err)
-	require.Equal(t, "dagen_runs_default", f.partitionOf(stray.ID), "ranges are made around it, not over it")
-	after := f.run(f.t0.Add(150*time.Second), "")
-	require.NoError(t, f.s.CreateRuns(ctx, []store.NewRun{after}))
-	require.NotEqual(t, "dagen_runs_default", f.partitionOf(after.ID), "ids past it have a range")
+	made := f.ranges()
+
+	ahead := f.run(f.t0.Add(time.Hour), "k-ahead")
+	behind := f.run(f.t0.Add(-30*time.Minute), "")
+	runs := []store.NewRun{ahead, behind}
+	require.NoError(t, f.s.CreateRuns(ctx, runs), "runs without a range are created")
+	require.Len(t, f.ranges(), len(made)+2, "one range each")
+	for _, r := range runs {
+		got, err := f.s.GetRun(ctx, r.ID)
+		require.NoError(t, err)
+		require.Equal(t, store.RunRunning, got.Status)
+		require.NotContains(t, made, f.partitionOf(r.ID)[len("dagen_runs_"):], "in a range of its own")
+	}
+	f.finish()
+	dup := []store.NewRun{f.run(f.t0.Add(time.Hour+time.Second), "k-ahead")}
+	require.NoError(t, f.s.CreateRuns(ctx, dup))
+	require.Equal(t, ahead.ID, dup[0].Existing, "its key holds")
+
+	// A schedule's runs get a range the same way.
+	ref := store.ScheduleRef{Workflow: "w", Tenant: "acme", Name: "nightly"}
+	require.NoError(t, f.s.PutSchedule(ctx, store.Schedule{ScheduleRef: ref, Cron: "@daily", Catchup: store.CatchupLatest, Input: []byte("{}"), NextAt: f.t0}))
+	due, _, err := f.s.DueSchedules(ctx, []string{"w"}, 1)
+	require.NoError(t, err)
+	require.Len(t, due, 1)
+	fire := f.run(f.t0.Add(-2*time.Hour), store.ScheduleKey("nightly", due[0].NextAt))
+	fired, err := f.s.FireSchedule(ctx, store.ScheduleFiring{ScheduleRef: ref, Due: due[0].NextAt, Next: due[0].NextAt.Add(24 * time.Hour), Last: due[0].NextAt, Runs: []store.NewRun{fire}})
+	require.NoError(t, err)
+	require.True(t, fired)
+	_, err = f.s.GetRun(ctx, fire.ID)
+	require.NoError(t, err)
+
+	// The leader's ranges go on from the last one, past the run ahead.
+	f.clock.Advance(time.Hour)
+	_, err = f.s.PruneRuns(ctx, f.t0.Add(-time.Hour), 0)
+	require.NoError(t, err)
+	next := f.run(f.clock.Now().Add(90*time.Second), "")
+	require.NoError(t, f.s.CreateRuns(ctx, []store.NewRun{next}))
+	var overlaps int
+	require.NoError(t, f.s.Pool().QueryRow(ctx, `SELECT count(*) FROM dagen_partitions a JOIN dagen_partitions b
+		ON a.suffix < b.suffix AND a.from_id < b.to_id AND b.from_id < a.to_id`).Scan(&overlaps))
+	require.Zero(t, overlaps, "ranges never overlap")
+}
+
+// TestDropAttachesBackForLateRun: a drop under way (its range marked, as
+// a leader that stopped half way leaves it) finds a run still running in
+// the range once it is detached, and attaches the range again; meanwhile
+// a retry of a finished run in it is refused, not lost.
+func TestDropAttachesBackForLateRun(t *testing.T) {
+	t.Parallel()
+	f := newPartitionFixture(t)
+	ctx := f.ctx
+	_, err := f.s.PruneRuns(ctx, f.t0.Add(-time.Hour), 0)
+	require.NoError(t, err)
+	done := f.run(f.t0.Add(10*time.Second), "")
+	require.NoError(t, f.s.CreateRuns(ctx, []store.NewRun{done}))
+	f.finish()
+	late := f.run(f.t0.Add(20*time.Second), "")
+	require.NoError(t, f.s.CreateRuns(ctx, []store.NewRun{late}))
+	part := f.partitionOf(late.ID)
+	suffix := part[len("dagen_runs_"):]
+
+	_, err = f.s.Pool().Exec(ctx, "UPDATE dagen_partitions SET dropping = true WHERE suffix = $1", suffix)
+	require.NoError(t, err)
+	_, err = f.s.RetryRun(ctx, done.ID, store.Retry{Mode: store.RetryAll})
+	require.ErrorIs(t, err, store.ErrRunNotFound, "a range being dropped takes no retry")
+	// One of its tables detached already, as a stop half way leaves it.
+	_, err = f.s.Pool().Exec(ctx, "ALTER TABLE dagen_tasks DETACH PARTITION "+"dagen_tasks_"+suffix)
+	require.NoError(t, err)
 
 	f.clock.Advance(10 * time.Minute)
-	n, err := f.s.PruneRuns(ctx, f.clock.Now().Add(-time.Minute), 100)
+	_, err = f.s.PruneRuns(ctx, f.clock.Now().Add(-time.Minute), 0)
 	require.NoError(t, err)
-	require.GreaterOrEqual(t, n, 1)
-	_, err = f.s.GetRun(ctx, stray.ID)
-	require.ErrorIs(t, err, store.ErrRunNotFound, "the default partition is pruned by DELETE")
+	require.Equal(t, part, f.partitionOf(late.ID), "the range is attached again")
+	tasks, err := f.s.ListTasks(ctx, late.ID)
+	require.NoError(t, err)
+	require.Len(t, tasks, 2, "with its tasks")
+	var dropping bool
+	require.NoError(t, f.s.Pool().QueryRow(ctx, "SELECT dropping FROM dagen_partitions WHERE suffix = $1", suffix).Scan(&dropping))
+	require.False(t, dropping)
+
+	f.finish()
+	f.clock.Advance(10 * time.Minute)
+	n, err := f.s.PruneRuns(ctx, f.clock.Now().Add(-time.Minute), 0)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, n, 2, "once both finished, the range goes")
+	require.False(t, f.tableExists(part))
+	require.False(t, f.tableExists("dagen_tasks_"+suffix))
 }
 
 // TestMigrationPartitionsExistingRuns: migration 009 turns a version 8
@@ -300,33 +375,126 @@ func TestMigrationPartitionsExistingRuns(t *testing.T) {
 	require.NoError(t, s.CreateRuns(ctx, runs))
 	require.Equal(t, keyed, runs[0].Existing, "the key kept by the old run holds")
 	fresh := newRun("w", "acme", step("a"))
-	require.NoError(t, s.CreateRuns(ctx, []store.NewRun{fresh}))
+	require.NoError(t, s.CreateRuns(ctx, []store.NewRun{fresh}), "an id made since has a range made for it")
 	var part string
 	require.NoError(t, pool.QueryRow(ctx, "SELECT tableoid::regclass::text FROM dagen_runs WHERE id = $1", fresh.ID.String()).Scan(&part))
-	require.Equal(t, "dagen_runs_default", part, "the default partition holds the ids made since, until the leader makes ranges")
-	_, err = s.PruneRuns(ctx, time.Now().Add(-time.Hour), 0)
-	require.NoError(t, err)
-	later := newRun("w", "acme", step("a"))
-	later.ID = runIDAt(time.Now().Add(2 * time.Second))
-	require.NoError(t, s.CreateRuns(ctx, []store.NewRun{later}))
-	require.NoError(t, pool.QueryRow(ctx, "SELECT tableoid::regclass::text FROM dagen_runs WHERE id = $1", later.ID.String()).Scan(&part))
-	require.NotEqual(t, "dagen_runs_default", part, "then ranges hold them")
+	require.Contains(t, part, "dagen_runs_p")
+	require.NotEqual(t, "dagen_runs_p0", part)
 }
 
-// TestPartitioningIsOffByDefault: without Config.PartitionPeriod the
-// leader makes no range, and runs go to the default partition.
-func TestPartitioningIsOffByDefault(t *testing.T) {
+// TestMigrationMovesDefaultPartitions: migration 010 gives the rows of
+// version 9's default partitions ranges: in place when they lie between
+// the same two ranges, by copy when they lie between several.
+func TestMigrationMovesDefaultPartitions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	insert := func(t *testing.T, pool *pgxpool.Pool, id dag.RunID) {
+		t.Helper()
+		_, err := pool.Exec(ctx, `INSERT INTO dagen_runs (id, workflow, fingerprint, tenant, status, pending, created_at, finished_at)
+			VALUES ($1, 'w', 'fp', 'acme', 'COMPLETED', 0, now(), now())`, id.String())
+		require.NoError(t, err)
+		_, err = pool.Exec(ctx, `INSERT INTO dagen_tasks (run_id, name, seq, kind, parents, children, pending_parents, status, max_attempts)
+			VALUES ($1, 'a', 0, 'step', '{}', '{}', 0, 'COMPLETED', 1)`, id.String())
+		require.NoError(t, err)
+		_, err = pool.Exec(ctx, `INSERT INTO dagen_events (run_id, at, task, type, attempt) VALUES ($1, now(), 'a', 'COMPLETED', 1)`, id.String())
+		require.NoError(t, err)
+	}
+	check := func(t *testing.T, pool *pgxpool.Pool, ids []dag.RunID) []string {
+		t.Helper()
+		require.NoError(t, pgstore.Migrate(ctx, pool))
+		var n int
+		require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM pg_class WHERE relname LIKE 'dagen_%_default' AND relnamespace = current_schema()::regnamespace").Scan(&n))
+		require.Zero(t, n, "no default partition is left")
+		s, err := pgstore.New(ctx, pool, nil)
+		require.NoError(t, err)
+		var parts []string
+		for _, id := range ids {
+			tasks, err := s.ListTasks(ctx, id)
+			require.NoError(t, err)
+			require.Len(t, tasks, 1)
+			ev, err := s.ListEvents(ctx, id)
+			require.NoError(t, err)
+			require.Len(t, ev, 1)
+			var part string
+			require.NoError(t, pool.QueryRow(ctx, "SELECT tableoid::regclass::text FROM dagen_runs WHERE id = $1", id.String()).Scan(&part))
+			var listed bool
+			require.NoError(t, pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM dagen_partitions WHERE 'dagen_runs_' || suffix = $1 AND from_id <= $2 AND $2 < to_id)", part, id.String()).Scan(&listed))
+			require.True(t, listed, "run %s is in a listed range that holds its id (%s)", id, part)
+			parts = append(parts, part)
+		}
+		return parts
+	}
+
+	t.Run("in place", func(t *testing.T) {
+		pool := pgtest.NewPool(t, 2)
+		applyFirst(t, pool, 9)
+		a, b := runIDAt(time.Now().Add(time.Minute)), runIDAt(time.Now().Add(time.Hour))
+		insert(t, pool, a)
+		insert(t, pool, b)
+		var oid1 uint32
+		require.NoError(t, pool.QueryRow(ctx, "SELECT 'dagen_runs_default'::regclass::oid").Scan(&oid1))
+		parts := check(t, pool, []dag.RunID{a, b})
+		require.Equal(t, parts[0], parts[1], "one range")
+		var oid2 uint32
+		require.NoError(t, pool.QueryRow(ctx, "SELECT $1::regclass::oid", parts[0]).Scan(&oid2))
+		require.Equal(t, oid1, oid2, "the default table itself, not a copy")
+	})
+	t.Run("by copy", func(t *testing.T) {
+		pool := pgtest.NewPool(t, 2)
+		applyFirst(t, pool, 9)
+		// A range from +10m to +20m, as version 9's leader made them.
+		lo, hi := runIDAt(time.Now().Add(10*time.Minute).Truncate(time.Second)), runIDAt(time.Now().Add(20*time.Minute).Truncate(time.Second))
+		lo, hi = boundOf(lo), boundOf(hi)
+		for _, tb := range []string{"dagen_runs", "dagen_tasks", "dagen_events"} {
+			_, err := pool.Exec(ctx, "CREATE TABLE "+tb+"_pmid PARTITION OF "+tb+" FOR VALUES FROM ('"+lo.String()+"') TO ('"+hi.String()+"')")
+			require.NoError(t, err)
+		}
+		_, err := pool.Exec(ctx, "INSERT INTO dagen_partitions (suffix, from_id, to_id) VALUES ('pmid', $1, $2)", lo.String(), hi.String())
+		require.NoError(t, err)
+		a, mid, b := runIDAt(time.Now().Add(time.Minute)), runIDAt(time.Now().Add(15*time.Minute)), runIDAt(time.Now().Add(time.Hour))
+		for _, id := range []dag.RunID{a, mid, b} {
+			insert(t, pool, id)
+		}
+		parts := check(t, pool, []dag.RunID{a, mid, b})
+		require.Equal(t, "dagen_runs_pmid", parts[1], "a run in a range stays")
+		require.NotEqual(t, parts[0], parts[2], "the gaps on each side get a range each")
+	})
+}
+
+// boundOf returns the lowest id of id's millisecond, as a range's bound.
+func boundOf(id dag.RunID) dag.RunID {
+	var b dag.RunID
+	copy(b[:6], id[:6])
+	return b
+}
+
+// TestPartitionPeriodIsHalfTheRetention: by default the leader makes
+// ranges half the retention wide, three ahead.
+func TestPartitionPeriodIsHalfTheRetention(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t, nil, 2)
 	_, err := s.PruneRuns(ctx, time.Now().Add(-time.Hour), 10)
 	require.NoError(t, err)
-	var n int
-	require.NoError(t, s.Pool().QueryRow(ctx, "SELECT count(*) FROM dagen_partitions WHERE suffix <> 'p0'").Scan(&n))
-	require.Zero(t, n)
-	r := newRun("w", "acme", step("a"))
-	require.NoError(t, s.CreateRuns(ctx, []store.NewRun{r}))
-	var part string
-	require.NoError(t, s.Pool().QueryRow(ctx, "SELECT tableoid::regclass::text FROM dagen_runs WHERE id = $1", r.ID.String()).Scan(&part))
-	require.Equal(t, "dagen_runs_default", part)
+	rows, err := s.Pool().Query(ctx, "SELECT from_id::text, to_id::text FROM dagen_partitions WHERE suffix <> 'p0' ORDER BY from_id")
+	require.NoError(t, err)
+	var widths []time.Duration
+	for rows.Next() {
+		var from, to string
+		require.NoError(t, rows.Scan(&from, &to))
+		lo, err := dag.ParseRunID(from)
+		require.NoError(t, err)
+		hi, err := dag.ParseRunID(to)
+		require.NoError(t, err)
+		widths = append(widths, msOf(hi).Sub(msOf(lo)))
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, []time.Duration{30 * time.Minute, 30 * time.Minute, 30 * time.Minute}, widths)
+}
+
+// msOf returns the millisecond a UUIDv7 was made.
+func msOf(id dag.RunID) time.Time {
+	var b [8]byte
+	copy(b[2:], id[:6])
+	return time.UnixMilli(int64(binary.BigEndian.Uint64(b[:])))
 }

@@ -23,15 +23,13 @@ type Config struct {
 	// clock, which is what production should use: wake times and leases
 	// are then comparable across processes whatever their local clocks.
 	Now func() time.Time
-	// PartitionPeriod turns on pruning by partition (see PruneRuns): the
-	// leader makes ranges of run ids this wide, in time, and drops a
-	// range's partitions once its runs all finished before the cutoff.
-	// Negative: half the retention, between [MinPartitionPeriod] and
-	// [MaxPartitionPeriod]. Zero (the default): off, every run goes to the
-	// default partition and is pruned by DELETE. It is off by default
-	// because a soak with ranges of a minute at 12,000 steps/s stalled
-	// after two minutes (statements of 20 s), and the cause is not known
-	// yet.
+	// PartitionPeriod is the width, in time, of the ranges of run ids the
+	// history tables are partitioned by (see PruneRuns): the leader makes
+	// ranges this wide ahead, and drops a range's partitions once its runs
+	// all finished before the retention cutoff. Zero or negative (the
+	// default): half the retention, between [MinPartitionPeriod] and
+	// [MaxPartitionPeriod], so a run is kept at most one and a half times
+	// its retention (and a week) and a round of pruning.
 	PartitionPeriod time.Duration
 	// NotifyEvery is how often, at most, an enqueue into a queue that
 	// holds work already notifies the listening workers (an enqueue into
@@ -47,6 +45,10 @@ type Store struct {
 	q      *dbsqlc.Queries
 	now    func() time.Time
 	period time.Duration // Config.PartitionPeriod
+
+	// lastPeriod is the width, in nanoseconds, of the leader's last ranges
+	// (0 before its first round): the width of a range made for a creation.
+	lastPeriod atomic.Int64
 
 	notifyEvery time.Duration // Config.NotifyEvery
 	lastNotify  atomic.Int64  // unix nanoseconds of the last forced notification

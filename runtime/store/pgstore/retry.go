@@ -2,7 +2,10 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
@@ -41,8 +44,13 @@ func (s *Store) RetryRun(ctx context.Context, id dag.RunID, rt store.Retry) (sto
 func (s *Store) retryLocked(ctx context.Context, tx *txn, id dag.RunID, rt store.Retry) (store.RetryResult, error) {
 	// Before anything else: a retry reopens a finished run, which must not
 	// be in a range being dropped (see dropPartition).
-	if err := s.q.FencePartition(ctx, tx, uuidOf(id)); err != nil {
+	switch dropping, err := s.q.FencePartition(ctx, tx, uuidOf(id)); {
+	case errors.Is(err, pgx.ErrNoRows):
+		return store.RetryResult{}, store.ErrRunNotFound // no range holds its id
+	case err != nil:
 		return store.RetryResult{}, fmt.Errorf("fence the run's partition: %w", err)
+	case dropping:
+		return store.RetryResult{}, fmt.Errorf("run %s is being pruned: %w", id, store.ErrRunNotFound)
 	}
 	b := s.newBatch(tx, 0)
 	if err := b.lockRuns(ctx, []dag.RunID{id}, false); err != nil {

@@ -155,7 +155,7 @@ func (s *Store) FireSchedule(ctx context.Context, f store.ScheduleFiring) (bool,
 		return false, err
 	}
 	queued := 0
-	err = s.inTx(ctx, func(tx *txn) error {
+	fire := func(tx *txn) error {
 		locked, err := s.q.LockDueSchedule(ctx, tx, dbsqlc.LockDueScheduleParams{
 			Workflow: f.Workflow, Tenant: f.Tenant, Name: f.Name, Due: tstz(f.Due),
 		})
@@ -177,7 +177,14 @@ func (s *Store) FireSchedule(ctx context.Context, f store.ScheduleFiring) (bool,
 			ap.LastAt, ap.LastRun = tstz(f.Last), uuidOf(last)
 		}
 		return s.q.AdvanceSchedule(ctx, tx, ap)
-	})
+	}
+	err = s.inTx(ctx, fire)
+	if isNoPartition(err) {
+		// No range holds a run's id yet: make one, and fire again.
+		if err = s.coverRuns(ctx, f.Runs); err == nil {
+			err = s.inTx(ctx, fire)
+		}
+	}
 	if errors.Is(err, errNotDue) {
 		return false, nil
 	}

@@ -129,15 +129,15 @@ func (s *Store) releaseTasks(ctx context.Context, worker string, keys []taskKey,
 	return n, nil
 }
 
-// PruneRuns implements store.Workers. The leader calls it once a minute,
-// and it prunes in two ways. First it drops whole ranges of run ids (the
-// partitions of dagen_runs, dagen_tasks and dagen_events, made ahead here
-// too) in which every run finished before cutoff: that costs a few
-// catalog writes however many runs a range holds. Then it deletes up to
-// limit finished runs one by one, which is what a range with a run still
-// live in it, and the default partition, rely on (a limit of 0 drops
-// ranges only). Runs another transaction is writing are skipped until a
-// later call. It returns how many runs went both ways.
+// PruneRuns implements store.Workers. The leader calls it every few
+// heartbeats, and it prunes in two ways. First it drops whole ranges of
+// run ids (the partitions of dagen_runs, dagen_tasks and dagen_events,
+// made ahead here too) in which every run finished before cutoff: that
+// costs a few catalog writes however many runs a range holds. Then it
+// deletes up to limit finished runs one by one, which is what the
+// finished runs of a range with a run still live in it rely on (a limit
+// of 0 drops ranges only). Runs another transaction is writing are
+// skipped until a later call. It returns how many runs went both ways.
 func (s *Store) PruneRuns(ctx context.Context, cutoff time.Time, limit int) (int, error) {
 	dropped, err := s.maintainPartitions(ctx, cutoff)
 	if err != nil {

@@ -39,9 +39,10 @@ type DagenMigration struct {
 }
 
 type DagenPartition struct {
-	Suffix string
-	FromID pgtype.UUID
-	ToID   pgtype.UUID
+	Suffix   string
+	FromID   pgtype.UUID
+	ToID     pgtype.UUID
+	Dropping bool
 }
 
 type DagenQueueFrontier struct {

@@ -36,18 +36,21 @@ func (q *Queries) DeleteRangeLeftovers(ctx context.Context, db DBTX, fromID pgty
 	return err
 }
 
-const fencePartition = `-- name: FencePartition :exec
-SELECT suffix FROM dagen_partitions
+const fencePartition = `-- name: FencePartition :one
+SELECT dropping FROM dagen_partitions
 WHERE from_id <= $1::uuid AND $1::uuid < to_id
 FOR SHARE
 `
 
 // Taken first by a transaction that may reopen a finished run (retry): it
-// waits while the run's range is being dropped, and holds the drop off
-// until it commits.
-func (q *Queries) FencePartition(ctx context.Context, db DBTX, id pgtype.UUID) error {
-	_, err := db.Exec(ctx, fencePartition, id)
-	return err
+// waits while the run's range is being checked for its drop, and holds the
+// drop off until it commits. No row: no range holds the id. dropping: the
+// range is being dropped.
+func (q *Queries) FencePartition(ctx context.Context, db DBTX, id pgtype.UUID) (bool, error) {
+	row := db.QueryRow(ctx, fencePartition, id)
+	var dropping bool
+	err := row.Scan(&dropping)
+	return dropping, err
 }
 
 const insertPartition = `-- name: InsertPartition :exec
@@ -66,7 +69,7 @@ func (q *Queries) InsertPartition(ctx context.Context, db DBTX, arg InsertPartit
 }
 
 const listPartitions = `-- name: ListPartitions :many
-SELECT suffix, from_id, to_id FROM dagen_partitions ORDER BY from_id
+SELECT suffix, from_id, to_id, dropping FROM dagen_partitions ORDER BY from_id
 `
 
 // The id ranges the history tables are partitioned by, oldest first.
@@ -79,7 +82,12 @@ func (q *Queries) ListPartitions(ctx context.Context, db DBTX) ([]DagenPartition
 	var items []DagenPartition
 	for rows.Next() {
 		var i DagenPartition
-		if err := rows.Scan(&i.Suffix, &i.FromID, &i.ToID); err != nil {
+		if err := rows.Scan(
+			&i.Suffix,
+			&i.FromID,
+			&i.ToID,
+			&i.Dropping,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -91,15 +99,16 @@ func (q *Queries) ListPartitions(ctx context.Context, db DBTX) ([]DagenPartition
 }
 
 const lockPartition = `-- name: LockPartition :one
-SELECT suffix FROM dagen_partitions WHERE suffix = $1 FOR UPDATE
+SELECT dropping FROM dagen_partitions WHERE suffix = $1 FOR UPDATE NOWAIT
 `
 
-// Locks a range's row for its drop: retries of its runs wait (FencePartition).
-func (q *Queries) LockPartition(ctx context.Context, db DBTX, suffix string) (string, error) {
+// Locks a range's row for its drop, at once or not at all (NOWAIT: a retry
+// of one of its runs holds it, FencePartition, and the next round tries).
+func (q *Queries) LockPartition(ctx context.Context, db DBTX, suffix string) (bool, error) {
 	row := db.QueryRow(ctx, lockPartition, suffix)
-	var suffix_2 string
-	err := row.Scan(&suffix_2)
-	return suffix_2, err
+	var dropping bool
+	err := row.Scan(&dropping)
+	return dropping, err
 }
 
 const partitionRuns = `-- name: PartitionRuns :one
@@ -132,4 +141,14 @@ func (q *Queries) PartitionRuns(ctx context.Context, db DBTX, arg PartitionRunsP
 	var i PartitionRunsRow
 	err := row.Scan(&i.Runs, &i.Live)
 	return i, err
+}
+
+const setPartitionDropping = `-- name: SetPartitionDropping :exec
+UPDATE dagen_partitions SET dropping = $1 WHERE suffix = $2
+`
+
+// Marks a range whose drop has begun (true), or one attached again (false).
+func (q *Queries) SetPartitionDropping(ctx context.Context, db DBTX, dropping bool, suffix string) error {
+	_, err := db.Exec(ctx, setPartitionDropping, dropping, suffix)
+	return err
 }
