@@ -99,10 +99,11 @@ SELECT ('dagen_cancel.' || current_schema())::text AS channel;
 SELECT EXISTS (SELECT 1 FROM dagen_runs WHERE id = @id);
 
 -- name: PruneCandidates :many
--- Finished runs older than cutoff, oldest first. A run finishes after it
--- was created, so the created_at index bounds the scan.
+-- Runs that finished before cutoff and were made before made_before,
+-- oldest first (the younger ones are left for their ranges' drops). A run
+-- finishes after it was made, so the created_at index bounds the scan.
 SELECT id FROM dagen_runs
-WHERE created_at < @cutoff::timestamptz AND finished_at < @cutoff::timestamptz
+WHERE created_at < @made_before::timestamptz AND finished_at < @cutoff::timestamptz
 ORDER BY created_at
 LIMIT @max;
 

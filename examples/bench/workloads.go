@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"runtime"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -156,6 +157,11 @@ type Result struct {
 	// this machine, other users of the server included (in core-seconds and
 	// in % of the window's wall time).
 	RSSMB float64 `json:"rss_mb"`
+	// TriggerRSSMB is the peak RSS of a throughput workload's trigger
+	// phase, which builds every run before the engine starts; rss_mb is
+	// then measured from the engine's start, the heap the triggers left
+	// returned to the system first.
+	TriggerRSSMB float64 `json:"trigger_rss_mb,omitempty"`
 	// AllocMB is what the payload workload allocated on the Go heap, in
 	// all (runtime.MemStats.TotalAlloc), from encoding its input to its
 	// run's end.
@@ -431,6 +437,10 @@ func (b *bench) throughput(ctx context.Context, res *Result, workflow string, ru
 		return err
 	}
 	res.TriggerSeconds = round(time.Since(t0).Seconds(), 3)
+	triggerPeak, _ := procstat.RSSMB()
+	res.TriggerRSSMB = round(triggerPeak, 1)
+	debug.FreeOSMemory()
+	procstat.ResetPeakRSS()
 	win := b.startWindow(ctx)
 	start := time.Now()
 	if err := w.start(ctx); err != nil {

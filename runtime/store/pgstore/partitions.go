@@ -37,9 +37,6 @@ const (
 	// (A drop checks for late runs once the range is detached, and
 	// attaches it again when it finds one.)
 	partitionGrace = 10 * time.Second
-	// coverPeriod is the width of a range made for a creation before any
-	// leader chose one from the retention.
-	coverPeriod = time.Hour
 	// attachLockTimeout bounds the wait for the lock that attaching and
 	// detaching take on a history table, SHARE UPDATE EXCLUSIVE: only
 	// vacuum, analyze and other DDL hold it, never the engine's queries.
@@ -190,12 +187,6 @@ func isNoPartition(err error) bool {
 // A range being dropped holds ids no run may take any more: a run made
 // with one (by a clock behind by more than the retention) is refused.
 func (s *Store) coverRuns(ctx context.Context, runs []store.NewRun) error {
-	period := time.Duration(s.lastPeriod.Load())
-	if s.period > 0 {
-		period = s.period
-	} else if period <= 0 {
-		period = coverPeriod
-	}
 	for attempt := 0; ; attempt++ {
 		parts, err := s.q.ListPartitions(ctx, s.pool)
 		if err != nil {
@@ -205,7 +196,7 @@ func (s *Store) coverRuns(ctx context.Context, runs []store.NewRun) error {
 		if !ok {
 			return nil
 		}
-		from, to := coverRange(parts, id, period)
+		from, to := coverRange(parts, id, s.coverPeriod(parts))
 		if from.IsZero() {
 			return fmt.Errorf("run %s: its range of ids is being pruned (its id was made %s, before the retention)", id, idTime(id).UTC().Format(time.RFC3339Nano))
 		}
@@ -214,6 +205,25 @@ func (s *Store) coverRuns(ctx context.Context, runs []store.NewRun) error {
 			return err
 		}
 	}
+}
+
+// coverPeriod is the width of a range made for a creation: the configured
+// period, or the one this process's leader chose last, or the width of the
+// newest range (made by a leader elsewhere), or, before any, the least.
+func (s *Store) coverPeriod(parts []dbsqlc.DagenPartition) time.Duration {
+	if s.period > 0 {
+		return s.period
+	}
+	if p := time.Duration(s.lastPeriod.Load()); p > 0 {
+		return p
+	}
+	for i := len(parts) - 1; i >= 0; i-- {
+		if parts[i].FromID.Bytes != [16]byte{} { // not the migration's first range
+			w := idTime(parts[i].ToID.Bytes).Sub(idTime(parts[i].FromID.Bytes))
+			return min(max(w, MinPartitionPeriod), MaxPartitionPeriod)
+		}
+	}
+	return MinPartitionPeriod
 }
 
 // uncovered returns the first id of runs that no range holds, or that a

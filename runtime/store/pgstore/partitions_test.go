@@ -498,3 +498,55 @@ func msOf(id dag.RunID) time.Time {
 	copy(b[2:], id[:6])
 	return time.UnixMilli(int64(binary.BigEndian.Uint64(b[:])))
 }
+
+// TestPruneVacuumsQueuesWhereAutovacuumIsOff: the leader's PruneRuns
+// vacuums the queue tables when the server's autovacuum is off, and leaves
+// them to autovacuum when it is on.
+func TestPruneVacuumsQueuesWhereAutovacuumIsOff(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t, nil, 2)
+	var autovacuum bool
+	require.NoError(t, s.Pool().QueryRow(ctx, "SELECT current_setting('autovacuum')::boolean").Scan(&autovacuum))
+	_, err := s.PruneRuns(ctx, time.Now().Add(-time.Hour), 10)
+	require.NoError(t, err)
+	var vacuumed bool
+	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT last_vacuum IS NOT NULL FROM pg_stat_user_tables
+		WHERE relid = 'dagen_ready'::regclass`).Scan(&vacuumed))
+	require.Equal(t, !autovacuum, vacuumed, "autovacuum on: %v", autovacuum)
+}
+
+// TestDeleteLeavesYoungRunsToTheirRange: pruning deletes a finished run
+// one by one only when it was made more than a period before the cutoff
+// (its range, kept by a live run, would otherwise hold it for long); a
+// younger one goes with its range.
+func TestDeleteLeavesYoungRunsToTheirRange(t *testing.T) {
+	t.Parallel()
+	f := newPartitionFixture(t)
+	ctx := f.ctx
+	_, err := f.s.PruneRuns(ctx, f.t0.Add(-time.Hour), 0)
+	require.NoError(t, err)
+	young := f.run(f.t0.Add(10*time.Second), "")
+	live := f.run(f.t0.Add(20*time.Second), "")
+	require.NoError(t, f.s.CreateRuns(ctx, []store.NewRun{young}))
+	f.finish()
+	require.NoError(t, f.s.CreateRuns(ctx, []store.NewRun{live}))
+	_, err = f.s.ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: 10, Lease: time.Hour})
+	require.NoError(t, err)
+
+	f.clock.Advance(90 * time.Second) // made 80s before now, finished at t0
+	n, err := f.s.PruneRuns(ctx, f.clock.Now().Add(-30*time.Second), 100)
+	require.NoError(t, err)
+	require.Zero(t, n, "made 50s before the cutoff, less than a period: left to its range")
+	_, err = f.s.GetRun(ctx, young.ID)
+	require.NoError(t, err)
+
+	f.clock.Advance(time.Minute)
+	n, err = f.s.PruneRuns(ctx, f.clock.Now().Add(-30*time.Second), 100)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "made more than a period before the cutoff, in a range a live run keeps: deleted")
+	_, err = f.s.GetRun(ctx, young.ID)
+	require.ErrorIs(t, err, store.ErrRunNotFound)
+	_, err = f.s.GetRun(ctx, live.ID)
+	require.NoError(t, err)
+}

@@ -49,6 +49,9 @@ type Store struct {
 	// lastPeriod is the width, in nanoseconds, of the leader's last ranges
 	// (0 before its first round): the width of a range made for a creation.
 	lastPeriod atomic.Int64
+	// lastVacuum is when, in unix nanoseconds, the queue tables were last
+	// vacuumed (vacuumQueues).
+	lastVacuum atomic.Int64
 
 	notifyEvery time.Duration // Config.NotifyEvery
 	lastNotify  atomic.Int64  // unix nanoseconds of the last forced notification

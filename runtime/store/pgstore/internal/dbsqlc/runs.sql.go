@@ -408,15 +408,22 @@ func (q *Queries) NotifyCancelled(ctx context.Context, db DBTX, runIds []pgtype.
 
 const pruneCandidates = `-- name: PruneCandidates :many
 SELECT id FROM dagen_runs
-WHERE created_at < $1::timestamptz AND finished_at < $1::timestamptz
+WHERE created_at < $1::timestamptz AND finished_at < $2::timestamptz
 ORDER BY created_at
-LIMIT $2
+LIMIT $3
 `
 
-// Finished runs older than cutoff, oldest first. A run finishes after it
-// was created, so the created_at index bounds the scan.
-func (q *Queries) PruneCandidates(ctx context.Context, db DBTX, cutoff pgtype.Timestamptz, max int32) ([]pgtype.UUID, error) {
-	rows, err := db.Query(ctx, pruneCandidates, cutoff, max)
+type PruneCandidatesParams struct {
+	MadeBefore pgtype.Timestamptz
+	Cutoff     pgtype.Timestamptz
+	Max        int32
+}
+
+// Runs that finished before cutoff and were made before made_before,
+// oldest first (the younger ones are left for their ranges' drops). A run
+// finishes after it was made, so the created_at index bounds the scan.
+func (q *Queries) PruneCandidates(ctx context.Context, db DBTX, arg PruneCandidatesParams) ([]pgtype.UUID, error) {
+	rows, err := db.Query(ctx, pruneCandidates, arg.MadeBefore, arg.Cutoff, arg.Max)
 	if err != nil {
 		return nil, err
 	}
