@@ -57,6 +57,8 @@ type line struct {
 	WorkerCPUSec float64 `json:"worker_cpu_s"`
 	PGCPUSec     float64 `json:"pg_cpu_s"`
 	CPUUsPerStep float64 `json:"cpu_us_per_step"`
+	RSSMB        float64 `json:"rss_mb"`
+	TriggerRSSMB float64 `json:"trigger_rss_mb"`
 	StealPct     float64 `json:"steal_pct"`
 	Settings     string  `json:"settings"`
 	P50Ms        float64 `json:"p50_ms"`
@@ -512,11 +514,35 @@ func compare(out io.Writer, s benchSet) int {
 	}
 	_ = tw.Flush()
 
+	s.printRSS(out)
 	s.printMapped(out, dagenFigs["fan50"])
 	s.printFairness(out)
 	s.printLowLoad(out)
 	s.printSoak(out)
 	return n
+}
+
+// workerMaxRSSMB is the target for the worker's peak RSS in every
+// throughput workload (at Concurrency 2048).
+const workerMaxRSSMB = 64
+
+// printRSS judges dagen's peak RSS in the throughput workloads, measured
+// from the engine's start, with the trigger phase's beside it.
+func (s benchSet) printRSS(out io.Writer) {
+	fmt.Fprintf(out, "\nworker peak RSS, MB, from the engine's start (the trigger phase's apart), median [min–max]; target <= %d MB:\n", workerMaxRSSMB)
+	for _, w := range throughputWorkloads {
+		var rss, trig []float64
+		for _, r := range s.rounds {
+			for _, l := range find(r, "dagen", w) {
+				rss, trig = append(rss, l.RSSMB), append(trig, l.TriggerRSSMB)
+			}
+		}
+		if len(rss) == 0 {
+			continue
+		}
+		sum := summarize(rss)
+		fmt.Fprintf(out, "  %-12s %-22s trigger phase %-22s %s\n", w, sum.format("%.1f"), summarize(trig).format("%.1f"), verdictAtMost(sum.med, workerMaxRSSMB))
+	}
 }
 
 // printMapped judges the mapped workloads, when they ran, against the
