@@ -134,7 +134,7 @@ func (s *Store) releaseTasks(ctx context.Context, worker string, keys []taskKey,
 // run ids (the partitions of dagen_runs, dagen_tasks and dagen_events,
 // made ahead here too) in which every run finished before cutoff: that
 // costs a few catalog writes however many runs a range holds. Then it
-// deletes up to limit finished runs one by one, made more than two periods
+// deletes up to limit finished runs one by one, made more than a period
 // before cutoff: the finished runs of a range that a run still live in it
 // keeps (a limit of 0 drops ranges only). Runs another transaction is writing are
 // skipped until a later call. It returns how many runs went both ways.
@@ -165,11 +165,10 @@ func (s *Store) deleteRuns(ctx context.Context, cutoff time.Time, limit int) (in
 	var n int64
 	err := s.inTx(ctx, func(tx *txn) error {
 		at := pgtype.Timestamptz{Time: cutoff, Valid: true}
-		// A run made less than two periods before the cutoff is in a
-		// range that its drop will take whole, in a round or two (later
-		// than one period when a backlog holds its last runs): deleting
-		// it one by one first would cost as much as the work did.
-		madeBefore := pgtype.Timestamptz{Time: cutoff.Add(-2 * s.partitionPeriod(s.idClock(), cutoff)), Valid: true}
+		// A run made less than a period before the cutoff is in a range
+		// that its drop will take whole: deleting it one by one first
+		// would cost as much as the work did.
+		madeBefore := pgtype.Timestamptz{Time: cutoff.Add(-s.partitionPeriod(s.idClock(), cutoff)), Valid: true}
 		cands, err := s.q.PruneCandidates(ctx, tx, dbsqlc.PruneCandidatesParams{MadeBefore: madeBefore, Cutoff: at, Max: int32(min(limit, 1<<30))})
 		if err != nil {
 			return fmt.Errorf("read finished runs: %w", err)
