@@ -463,10 +463,13 @@ func runWaits(evs []store.Event, now time.Time) (waits []float64, run float64, o
 	return waits, ms(last.Sub(first)), true
 }
 
+// relationTree joins each relation c of pg_class to the relations t of its
+// partition tree: itself and, when it is partitioned, its partitions
+// (pg_partition_tree has no row for a table that is not partitioned).
+const relationTree = "CROSS JOIN LATERAL (SELECT relid FROM pg_partition_tree(c.oid) UNION SELECT c.oid::regclass) t"
+
 // soakStats reads every dagen table's size, indexes, dead tuples and
-// vacuum counters. A partitioned table is summed over its partitions
-// (pg_partition_tree has no row for a table that is not partitioned: the
-// table itself is added).
+// vacuum counters. A partitioned table is summed over its partitions.
 func (b *bench) soakStats(ctx context.Context) (SoakMinute, error) {
 	m := SoakMinute{Tables: map[string]TableMB{}, IndexesMB: map[string]float64{}, stats: map[string]relStats{}}
 	rows, err := b.pool.Query(ctx, `SELECT c.relname,
@@ -477,7 +480,7 @@ func (b *bench) soakStats(ctx context.Context) (SoakMinute, error) {
 			coalesce(sum(s.autoanalyze_count), 0)::bigint,
 			coalesce(sum(s.vacuum_count), 0)::bigint
 		FROM pg_class c
-		CROSS JOIN LATERAL (SELECT relid FROM pg_partition_tree(c.oid) UNION SELECT c.oid::regclass) t
+		`+relationTree+`
 		LEFT JOIN pg_stat_user_tables s ON s.relid = t.relid
 		WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'p')
 			AND NOT c.relispartition AND c.relname LIKE 'dagen\_%'
@@ -504,7 +507,7 @@ func (b *bench) soakStats(ctx context.Context) (SoakMinute, error) {
 	}
 	m.TotalMB = mb(total)
 	rows, err = b.pool.Query(ctx, `SELECT c.relname, coalesce(sum(pg_relation_size(t.relid)), 0)::bigint
-		FROM pg_class c CROSS JOIN LATERAL (SELECT relid FROM pg_partition_tree(c.oid) UNION SELECT c.oid::regclass) t
+		FROM pg_class c `+relationTree+`
 		WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('i', 'I')
 			AND NOT c.relispartition AND c.relname LIKE 'dagen\_%'
 		GROUP BY c.relname`)

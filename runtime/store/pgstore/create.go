@@ -76,14 +76,15 @@ func (s *Store) createRuns(ctx context.Context, runs []store.NewRun, p store.Cla
 	if len(runs) == 0 {
 		return nil, nil
 	}
-	claimed, err := s.createRunsOnce(ctx, runs, p)
-	if !isNoPartition(err) {
-		return claimed, err
+	var claimed []store.ClaimedTask
+	err := s.withRanges(ctx, runs, func() (err error) {
+		claimed, err = s.createRunsOnce(ctx, runs, p)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	if err := s.coverRuns(ctx, runs); err != nil {
-		return nil, fmt.Errorf("create %d runs: %w", len(runs), err)
-	}
-	return s.createRunsOnce(ctx, runs, p)
+	return claimed, nil
 }
 
 // createRunsOnce is createRuns's one attempt. Runs with idempotency keys

@@ -156,12 +156,10 @@ func (s *Store) makePartition(ctx context.Context, from, to time.Time) error {
 			return err
 		}
 		for _, t := range historyTables {
-			part := pgx.Identifier{t.name + "_" + suffix}.Sanitize()
-			if _, err := tx.Exec(ctx, fmt.Sprintf("CREATE TABLE %s (LIKE %s INCLUDING ALL)%s", part, t.name, t.with)); err != nil {
+			if _, err := tx.Exec(ctx, fmt.Sprintf("CREATE TABLE %s (LIKE %s INCLUDING ALL)%s", partitionIdent(t.name, suffix), t.name, t.with)); err != nil {
 				return err
 			}
-			if _, err := tx.Exec(ctx, fmt.Sprintf("ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM ('%s') TO ('%s')",
-				t.name, part, dag.RunID(lo), dag.RunID(hi))); err != nil {
+			if err := attachPartition(ctx, tx, t.name, suffix, lo, hi); err != nil {
 				return err
 			}
 		}
@@ -178,6 +176,20 @@ func (s *Store) makePartition(ctx context.Context, from, to time.Time) error {
 func isNoPartition(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "23514" && strings.HasPrefix(pgErr.Message, "no partition of relation")
+}
+
+// withRanges calls create, which writes runs, and when Postgres refused
+// it because no range holds a run's id, makes the ranges (coverRuns) and
+// calls it again.
+func (s *Store) withRanges(ctx context.Context, runs []store.NewRun, create func() error) error {
+	err := create()
+	if !isNoPartition(err) {
+		return err
+	}
+	if err := s.coverRuns(ctx, runs); err != nil {
+		return fmt.Errorf("create %d runs: %w", len(runs), err)
+	}
+	return create()
 }
 
 // coverRuns makes ranges for the ids of runs that no range holds (a
@@ -312,7 +324,7 @@ func (s *Store) dropPartition(ctx context.Context, p dbsqlc.DagenPartition, cuto
 		}
 	}
 	for _, t := range historyTables {
-		if err := s.detach(ctx, t.name, t.name+"_"+p.Suffix); err != nil {
+		if err := s.detach(ctx, t.name, p.Suffix); err != nil {
 			if isLockTimeout(err) {
 				return 0, nil // the next round finishes it
 			}
@@ -331,8 +343,8 @@ func (s *Store) dropPartition(ctx context.Context, p dbsqlc.DagenPartition, cuto
 			return err
 		}
 		var late int
-		runsPart := pgx.Identifier{"dagen_runs_" + p.Suffix}.Sanitize()
-		err := tx.QueryRow(ctx, "SELECT count(*), count(*) FILTER (WHERE created_at >= $1 OR finished_at IS NULL OR status IN ('QUEUED', 'RUNNING')) FROM "+runsPart, at).Scan(&runs, &late)
+		err := tx.QueryRow(ctx, "SELECT count(*), count(*) FILTER (WHERE created_at >= $1 OR finished_at IS NULL OR status IN ('QUEUED', 'RUNNING')) FROM "+
+			partitionIdent("dagen_runs", p.Suffix), at).Scan(&runs, &late)
 		if err != nil {
 			return fmt.Errorf("check for late runs: %w", err)
 		}
@@ -340,15 +352,14 @@ func (s *Store) dropPartition(ctx context.Context, p dbsqlc.DagenPartition, cuto
 			// Back: the run stays, and the range with it.
 			runs = 0
 			for _, t := range historyTables {
-				if _, err := tx.Exec(ctx, fmt.Sprintf("ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM ('%s') TO ('%s')",
-					t.name, pgx.Identifier{t.name + "_" + p.Suffix}.Sanitize(), dag.RunID(p.FromID.Bytes), dag.RunID(p.ToID.Bytes))); err != nil {
+				if err := attachPartition(ctx, tx, t.name, p.Suffix, p.FromID.Bytes, p.ToID.Bytes); err != nil {
 					return fmt.Errorf("attach it again for a late run: %w", err)
 				}
 			}
 			return s.q.SetPartitionDropping(ctx, tx, false, p.Suffix)
 		}
 		for _, t := range historyTables {
-			if _, err := tx.Exec(ctx, "DROP TABLE IF EXISTS "+pgx.Identifier{t.name + "_" + p.Suffix}.Sanitize()); err != nil {
+			if _, err := tx.Exec(ctx, "DROP TABLE IF EXISTS "+partitionIdent(t.name, p.Suffix)); err != nil {
 				return err
 			}
 		}
@@ -363,11 +374,26 @@ func (s *Store) dropPartition(ctx context.Context, p dbsqlc.DagenPartition, cuto
 	return runs, nil
 }
 
-// detach detaches part from parent CONCURRENTLY, or finishes a detach that
-// was interrupted; a table already detached (or gone) is left as it is.
-// DETACH … CONCURRENTLY cannot run in a transaction: it runs alone on a
-// connection of its own, whose lock timeout bounds its waits.
-func (s *Store) detach(ctx context.Context, parent, part string) error {
+// partitionIdent is the quoted name of table's partition for the range
+// suffix: table_suffix.
+func partitionIdent(table, suffix string) string {
+	return pgx.Identifier{table + "_" + suffix}.Sanitize()
+}
+
+// attachPartition attaches table's partition of the range suffix, [lo, hi).
+func attachPartition(ctx context.Context, tx pgx.Tx, table, suffix string, lo, hi [16]byte) error {
+	_, err := tx.Exec(ctx, fmt.Sprintf("ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM ('%s') TO ('%s')",
+		table, partitionIdent(table, suffix), dag.RunID(lo), dag.RunID(hi)))
+	return err
+}
+
+// detach detaches parent's partition of the range suffix CONCURRENTLY, or
+// finishes a detach that was interrupted; a table already detached (or
+// gone) is left as it is. DETACH … CONCURRENTLY cannot run in a
+// transaction: it runs alone on a connection of its own, whose lock
+// timeout bounds its waits.
+func (s *Store) detach(ctx context.Context, parent, suffix string) error {
+	part := partitionIdent(parent, suffix)
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return err
@@ -375,7 +401,7 @@ func (s *Store) detach(ctx context.Context, parent, part string) error {
 	defer conn.Release()
 	var pending bool
 	err = conn.QueryRow(ctx, "SELECT i.inhdetachpending FROM pg_inherits i WHERE i.inhrelid = to_regclass($1) AND i.inhparent = to_regclass($2)",
-		pgx.Identifier{part}.Sanitize(), parent).Scan(&pending)
+		part, parent).Scan(&pending)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil
 	}
@@ -389,7 +415,7 @@ func (s *Store) detach(ctx context.Context, parent, part string) error {
 	if _, err := conn.Exec(ctx, "SET lock_timeout = '"+detachTimeout+"'"); err != nil {
 		return err
 	}
-	_, err = conn.Exec(ctx, fmt.Sprintf("ALTER TABLE %s DETACH PARTITION %s %s", parent, pgx.Identifier{part}.Sanitize(), mode))
+	_, err = conn.Exec(ctx, fmt.Sprintf("ALTER TABLE %s DETACH PARTITION %s %s", parent, part, mode))
 	if _, rerr := conn.Exec(context.WithoutCancel(ctx), "RESET lock_timeout"); rerr != nil {
 		conn.Conn().Close(context.WithoutCancel(ctx)) // not back to the pool with the timeout set
 	}

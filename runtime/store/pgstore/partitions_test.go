@@ -81,6 +81,14 @@ func (f *partitionFixture) tableExists(name string) bool {
 	return ok
 }
 
+// prune calls PruneRuns, which must not fail, and returns what it pruned.
+func (f *partitionFixture) prune(cutoff time.Time, limit int, msgAndArgs ...any) int {
+	f.t.Helper()
+	n, err := f.s.PruneRuns(f.ctx, cutoff, limit)
+	require.NoError(f.t, err, msgAndArgs...)
+	return n
+}
+
 // finish claims and completes every queued task.
 func (f *partitionFixture) finish() {
 	f.t.Helper()
@@ -115,8 +123,7 @@ func TestPartitionsAreMadeAheadAndDroppedWhole(t *testing.T) {
 	f := newPartitionFixture(t)
 	ctx := f.ctx
 
-	_, err := f.s.PruneRuns(ctx, f.t0.Add(-time.Hour), 0)
-	require.NoError(t, err)
+	f.prune(f.t0.Add(-time.Hour), 0)
 	// Three ahead, from the clock; p0, the migration's, ended and was
 	// empty: dropped.
 	require.Len(t, f.ranges(), 3, "ranges: %v", f.ranges())
@@ -135,8 +142,7 @@ func TestPartitionsAreMadeAheadAndDroppedWhole(t *testing.T) {
 	require.NotEqual(t, first, second, "the live run is in the next range")
 
 	f.clock.Advance(5 * time.Minute)
-	_, err = f.s.PruneRuns(ctx, f.clock.Now().Add(-time.Minute), 0)
-	require.NoError(t, err)
+	f.prune(f.clock.Now().Add(-time.Minute), 0)
 
 	require.False(t, f.tableExists(first), "the finished range's runs partition is dropped")
 	require.False(t, f.tableExists("dagen_tasks"+first[len("dagen_runs"):]), "and its tasks partition")
@@ -167,8 +173,7 @@ func TestPartitionsAreMadeAheadAndDroppedWhole(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, store.RunCompleted, got.Status)
 	f.clock.Advance(2 * time.Minute)
-	_, err = f.s.PruneRuns(ctx, f.clock.Now().Add(-time.Minute), 0)
-	require.NoError(t, err)
+	f.prune(f.clock.Now().Add(-time.Minute), 0)
 	require.False(t, f.tableExists(second), "the range goes once its last run finished before the cutoff")
 	_, err = f.s.GetRun(ctx, live.ID)
 	require.ErrorIs(t, err, store.ErrRunNotFound)
@@ -189,8 +194,7 @@ func TestPartitionDropWaitsForRetry(t *testing.T) {
 	t.Parallel()
 	f := newPartitionFixture(t)
 	ctx := f.ctx
-	_, err := f.s.PruneRuns(ctx, f.t0.Add(-time.Hour), 0)
-	require.NoError(t, err)
+	f.prune(f.t0.Add(-time.Hour), 0)
 	r := f.run(f.t0.Add(10*time.Second), "")
 	require.NoError(t, f.s.CreateRuns(ctx, []store.NewRun{r}))
 	f.finish()
@@ -202,8 +206,7 @@ func TestPartitionDropWaitsForRetry(t *testing.T) {
 	require.NoError(t, err)
 	_, err = tx.Exec(ctx, "SELECT suffix FROM dagen_partitions WHERE from_id <= $1 AND $1 < to_id FOR SHARE", r.ID.String())
 	require.NoError(t, err)
-	_, err = f.s.PruneRuns(ctx, f.clock.Now().Add(-time.Minute), 0)
-	require.NoError(t, err, "a busy range is no error: the next round tries again")
+	f.prune(f.clock.Now().Add(-time.Minute), 0, "a busy range is no error: the next round tries again")
 	require.True(t, f.tableExists(part), "a range a retry holds is not dropped")
 	require.NoError(t, tx.Rollback(ctx))
 
@@ -228,8 +231,7 @@ func TestPartitionDropWaitsForRetry(t *testing.T) {
 	res, err := f.s.RetryRun(ctx, r.ID, store.Retry{Mode: store.RetryAll})
 	require.NoError(t, err, "with the range free, the retry goes ahead")
 	require.NotEmpty(t, res.Reset)
-	_, err = f.s.PruneRuns(ctx, f.clock.Now().Add(-time.Minute), 0)
-	require.NoError(t, err)
+	f.prune(f.clock.Now().Add(-time.Minute), 0)
 	require.True(t, f.tableExists(part), "the retried run is running again: its range stays")
 }
 
@@ -241,8 +243,7 @@ func TestRunWithoutRangeGetsOne(t *testing.T) {
 	t.Parallel()
 	f := newPartitionFixture(t)
 	ctx := f.ctx
-	_, err := f.s.PruneRuns(ctx, f.t0.Add(-time.Hour), 0)
-	require.NoError(t, err)
+	f.prune(f.t0.Add(-time.Hour), 0)
 	made := f.ranges()
 
 	ahead := f.run(f.t0.Add(time.Hour), "k-ahead")
@@ -276,8 +277,7 @@ func TestRunWithoutRangeGetsOne(t *testing.T) {
 
 	// The leader's ranges go on from the last one, past the run ahead.
 	f.clock.Advance(time.Hour)
-	_, err = f.s.PruneRuns(ctx, f.t0.Add(-time.Hour), 0)
-	require.NoError(t, err)
+	f.prune(f.t0.Add(-time.Hour), 0)
 	next := f.run(f.clock.Now().Add(90*time.Second), "")
 	require.NoError(t, f.s.CreateRuns(ctx, []store.NewRun{next}))
 	var overlaps int
@@ -294,8 +294,7 @@ func TestDropAttachesBackForLateRun(t *testing.T) {
 	t.Parallel()
 	f := newPartitionFixture(t)
 	ctx := f.ctx
-	_, err := f.s.PruneRuns(ctx, f.t0.Add(-time.Hour), 0)
-	require.NoError(t, err)
+	f.prune(f.t0.Add(-time.Hour), 0)
 	done := f.run(f.t0.Add(10*time.Second), "")
 	require.NoError(t, f.s.CreateRuns(ctx, []store.NewRun{done}))
 	f.finish()
@@ -304,7 +303,7 @@ func TestDropAttachesBackForLateRun(t *testing.T) {
 	part := f.partitionOf(late.ID)
 	suffix := part[len("dagen_runs_"):]
 
-	_, err = f.s.Pool().Exec(ctx, "UPDATE dagen_partitions SET dropping = true WHERE suffix = $1", suffix)
+	_, err := f.s.Pool().Exec(ctx, "UPDATE dagen_partitions SET dropping = true WHERE suffix = $1", suffix)
 	require.NoError(t, err)
 	_, err = f.s.RetryRun(ctx, done.ID, store.Retry{Mode: store.RetryAll})
 	require.ErrorIs(t, err, store.ErrRunNotFound, "a range being dropped takes no retry")
@@ -313,8 +312,7 @@ func TestDropAttachesBackForLateRun(t *testing.T) {
 	require.NoError(t, err)
 
 	f.clock.Advance(10 * time.Minute)
-	_, err = f.s.PruneRuns(ctx, f.clock.Now().Add(-time.Minute), 0)
-	require.NoError(t, err)
+	f.prune(f.clock.Now().Add(-time.Minute), 0)
 	require.Equal(t, part, f.partitionOf(late.ID), "the range is attached again")
 	tasks, err := f.s.ListTasks(ctx, late.ID)
 	require.NoError(t, err)
@@ -325,8 +323,7 @@ func TestDropAttachesBackForLateRun(t *testing.T) {
 
 	f.finish()
 	f.clock.Advance(10 * time.Minute)
-	n, err := f.s.PruneRuns(ctx, f.clock.Now().Add(-time.Minute), 0)
-	require.NoError(t, err)
+	n := f.prune(f.clock.Now().Add(-time.Minute), 0)
 	require.GreaterOrEqual(t, n, 2, "once both finished, the range goes")
 	require.False(t, f.tableExists(part))
 	require.False(t, f.tableExists("dagen_tasks_"+suffix))
@@ -524,26 +521,23 @@ func TestDeleteLeavesYoungRunsToTheirRange(t *testing.T) {
 	t.Parallel()
 	f := newPartitionFixture(t)
 	ctx := f.ctx
-	_, err := f.s.PruneRuns(ctx, f.t0.Add(-time.Hour), 0)
-	require.NoError(t, err)
+	f.prune(f.t0.Add(-time.Hour), 0)
 	young := f.run(f.t0.Add(10*time.Second), "")
 	live := f.run(f.t0.Add(20*time.Second), "")
 	require.NoError(t, f.s.CreateRuns(ctx, []store.NewRun{young}))
 	f.finish()
 	require.NoError(t, f.s.CreateRuns(ctx, []store.NewRun{live}))
-	_, err = f.s.ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: 10, Lease: time.Hour})
+	_, err := f.s.ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: 10, Lease: time.Hour})
 	require.NoError(t, err)
 
 	f.clock.Advance(90 * time.Second) // made 80s before now, finished at t0
-	n, err := f.s.PruneRuns(ctx, f.clock.Now().Add(-30*time.Second), 100)
-	require.NoError(t, err)
+	n := f.prune(f.clock.Now().Add(-30*time.Second), 100)
 	require.Zero(t, n, "made 50s before the cutoff, less than a period: left to its range")
 	_, err = f.s.GetRun(ctx, young.ID)
 	require.NoError(t, err)
 
 	f.clock.Advance(time.Minute)
-	n, err = f.s.PruneRuns(ctx, f.clock.Now().Add(-30*time.Second), 100)
-	require.NoError(t, err)
+	n = f.prune(f.clock.Now().Add(-30*time.Second), 100)
 	require.Equal(t, 1, n, "made more than a period before the cutoff, in a range a live run keeps: deleted")
 	_, err = f.s.GetRun(ctx, young.ID)
 	require.ErrorIs(t, err, store.ErrRunNotFound)

@@ -178,13 +178,7 @@ func (s *Store) FireSchedule(ctx context.Context, f store.ScheduleFiring) (bool,
 		}
 		return s.q.AdvanceSchedule(ctx, tx, ap)
 	}
-	err = s.inTx(ctx, fire)
-	if isNoPartition(err) {
-		// No range holds a run's id yet: make one, and fire again.
-		if err = s.coverRuns(ctx, f.Runs); err == nil {
-			err = s.inTx(ctx, fire)
-		}
-	}
+	err = s.withRanges(ctx, f.Runs, func() error { return s.inTx(ctx, fire) })
 	if errors.Is(err, errNotDue) {
 		return false, nil
 	}
