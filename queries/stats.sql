@@ -7,6 +7,24 @@ SELECT ((SELECT coalesce(sum(pg_relation_size(p.relid)), 0) FROM pg_partition_tr
        (pg_relation_size('dagen_ready'::regclass) / current_setting('block_size')::bigint)::bigint AS ready,
        (pg_relation_size('dagen_tenant_groups'::regclass) / current_setting('block_size')::bigint)::bigint AS tenants;
 
+-- name: UnderstatedRanges :many
+-- The ranges of the history tables not yet ended by since_id (those new
+-- runs go to) that hold min_pages pages or more while their statistics,
+-- made by an ANALYZE, say fewer pages or no rows (see rangeStatsPages), as
+-- names for ANALYZE. (An ANALYZE that ran while a creation was not yet
+-- committed counted its pages and none of its rows.)
+SELECT c.oid::regclass::text AS name
+FROM pg_catalog.pg_class c
+WHERE c.oid IN (
+        SELECT to_regclass(h.name || '_' || p.suffix)
+        FROM dagen_partitions p
+        CROSS JOIN unnest('{dagen_runs,dagen_tasks,dagen_events}'::text[]) AS h(name)
+        WHERE p.to_id > sqlc.arg(since_id)::uuid)
+  AND c.reltuples >= 0
+  AND (c.relpages < sqlc.arg(min_pages)::integer OR c.reltuples < 1)
+  AND pg_relation_size(c.oid) >= sqlc.arg(min_pages)::integer * current_setting('block_size')::bigint
+ORDER BY 1;
+
 -- name: AnalyzeHotTables :exec
 -- Refreshes the planner's statistics of the tables that grow with the
 -- work. It also invalidates the plans cached for them, so prepared

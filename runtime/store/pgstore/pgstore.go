@@ -158,6 +158,16 @@ func (s *Store) Close() {
 // in the background, as the queries holding its connections end.
 func (s *Store) CloseContext(ctx context.Context) error {
 	s.dropLeader(ctx)
+	refreshed := make(chan struct{})
+	go func() {
+		s.stats.running.Wait() // a refresh of the statistics under way
+		close(refreshed)
+	}()
+	select {
+	case <-refreshed:
+	case <-ctx.Done():
+		return fmt.Errorf("pgstore: close: a refresh of the planner's statistics is still running: %w", ctx.Err())
+	}
 	if !s.owned {
 		return nil
 	}

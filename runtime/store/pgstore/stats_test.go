@@ -3,9 +3,11 @@ package pgstore_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/dagenhq/dagen/runtime/store"
@@ -25,10 +27,12 @@ func TestStatisticsFollowGrowth(t *testing.T) {
 		runs = append(runs, newRun("w", fmt.Sprint("t", i%4), step("a"), step("b", "a")))
 	}
 	createInBatches(t, s, runs[:1000])
+	require.Eventually(t, func() bool { return reltuples() >= 1000 }, 10*time.Second, 10*time.Millisecond,
+		"2,000 tasks created: the table was analyzed")
 	after2k := reltuples()
-	require.GreaterOrEqual(t, after2k, 1000.0, "2,000 tasks created: the table was analyzed")
 	createInBatches(t, s, runs[1000:])
-	require.GreaterOrEqual(t, reltuples(), 4*after2k, "16,000 tasks created: analyzed again as the table grew")
+	require.Eventually(t, func() bool { return reltuples() >= 4*after2k }, 10*time.Second, 10*time.Millisecond,
+		"16,000 tasks created: analyzed again as the table grew")
 }
 
 // TestStatisticsFollowQueueGrowth checks that the ready queue's statistics
@@ -59,7 +63,8 @@ func TestStatisticsFollowQueueGrowth(t *testing.T) {
 	}
 	_, err = s.CompleteTasks(ctx, results)
 	require.NoError(t, err)
-	require.GreaterOrEqual(t, reltuples(), 4000.0, "5,000 children enqueued: the queue was analyzed again")
+	require.Eventually(t, func() bool { return reltuples() >= 4000 }, 10*time.Second, 10*time.Millisecond,
+		"5,000 children enqueued: the queue was analyzed again")
 }
 
 // TestStatisticsFollowTenantGrowth checks that the tenants' table is
@@ -81,7 +86,8 @@ func TestStatisticsFollowTenantGrowth(t *testing.T) {
 		runs = append(runs, newRun("w", fmt.Sprint("small-", i), step("a")))
 	}
 	createInBatches(t, s, runs)
-	require.GreaterOrEqual(t, reltuples(), 1000.0, "3,000 tenants more: analyzed again")
+	require.Eventually(t, func() bool { return reltuples() >= 1000 }, 10*time.Second, 10*time.Millisecond,
+		"3,000 tenants more: analyzed again")
 }
 
 // reltuplesOf is the planner's row count of a table: -1 before it was
@@ -91,4 +97,84 @@ func reltuplesOf(t *testing.T, s *pgstore.Store, table string) float64 {
 	var n float64
 	require.NoError(t, s.Pool().QueryRow(context.Background(), `SELECT reltuples FROM pg_class WHERE oid = $1::regclass`, table).Scan(&n))
 	return n
+}
+
+// TestRangeAnalyzedEmptyIsAnalyzedAgain checks the statistics of a range
+// made ahead. An ANALYZE of the history tables reaches the ranges made
+// ahead while they are empty, and a generic plan cached from those
+// statistics reads such a range whole for each lookup once runs go to it
+// (the soak: seconds a claim). When the range has filled while the tables
+// as a whole have not doubled (no ANALYZE of them is due), the store
+// analyzes the range alone, which makes the sessions plan again.
+func TestRangeAnalyzedEmptyIsAnalyzedAgain(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Now().Add(time.Hour).Truncate(time.Minute) // past migration 009's range
+	clock := &fakeClock{now: t0}
+	pool, log := tracedPool(t)
+	s, err := pgstore.New(ctx, pool, &pgstore.Config{Now: clock.Now, PartitionPeriod: time.Minute})
+	require.NoError(t, err)
+	_, err = s.PruneRuns(ctx, t0.Add(-time.Hour), 0) // the ranges ahead
+	require.NoError(t, err)
+	runsAt := func(at time.Time, n int) []store.NewRun {
+		var runs []store.NewRun
+		for range n {
+			r := newRun("w", "acme", step("a"), step("b", "a"))
+			r.ID = runIDAt(at)
+			runs = append(runs, r)
+		}
+		return runs
+	}
+	// The tables grow in two creations, each analyzed whole: the last
+	// ANALYZE saw them as they are, and the next range empty.
+	tasksAnalyzed := func(n float64) func() bool {
+		return func() bool { return reltuplesOf(t, s, "dagen_tasks") >= n }
+	}
+	require.NoError(t, s.CreateRuns(ctx, runsAt(t0, 1000)))
+	require.Eventually(t, tasksAnalyzed(2000), 10*time.Second, 10*time.Millisecond, "2,000 tasks: analyzed")
+	require.NoError(t, s.CreateRuns(ctx, runsAt(t0, 3000)))
+	require.Eventually(t, tasksAnalyzed(8000), 10*time.Second, 10*time.Millisecond, "8,000 tasks: analyzed again")
+	var suffix string // of the range after the present one
+	require.NoError(t, pool.QueryRow(ctx, `SELECT suffix FROM dagen_partitions WHERE from_id > $1 ORDER BY from_id LIMIT 1`,
+		runIDAt(t0).String()).Scan(&suffix))
+	require.Zero(t, reltuplesOf(t, s, "dagen_tasks_"+suffix), "the range ahead was analyzed empty")
+
+	// A session caches the claim's generic plan while the range is empty.
+	_, err = s.ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: 1, Lease: time.Minute})
+	require.NoError(t, err)
+	log.mu.Lock()
+	var claim loggedStatement
+	for _, st := range log.stmts {
+		if strings.HasPrefix(st.sql, "-- name: ClaimTasks ") {
+			claim = st
+		}
+	}
+	log.mu.Unlock()
+	require.NotEmpty(t, claim.sql)
+	conn, err := pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	_, err = conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan")
+	require.NoError(t, err)
+	_, err = conn.Conn().Prepare(ctx, "claim", claim.sql)
+	require.NoError(t, err)
+	params := make([]string, len(claim.args))
+	for i := range params {
+		params[i] = fmt.Sprint("$", i+1)
+	}
+	cachedScans := func() []string {
+		var plan []map[string]any
+		// EXECUTE takes values, not parameters: pgx writes them in.
+		args := append([]any{pgx.QueryExecModeSimpleProtocol}, claim.args...)
+		require.NoError(t, conn.QueryRow(ctx, "EXPLAIN (FORMAT JSON) EXECUTE claim("+strings.Join(params, ", ")+")", args...).Scan(&plan))
+		return scannedTables(plan[0]["Plan"].(map[string]any))
+	}
+	require.Contains(t, cachedScans(), "dagen_tasks_"+suffix, "a plan made while the range was empty reads it whole")
+
+	clock.Advance(time.Minute)
+	require.NoError(t, s.CreateRuns(ctx, runsAt(clock.Now(), 1200))) // 2,400 tasks more: the tables did not double
+	require.Eventually(t, func() bool { return reltuplesOf(t, s, "dagen_tasks_"+suffix) >= 2000 },
+		10*time.Second, 10*time.Millisecond, "the range that filled was analyzed")
+	scans := cachedScans()
+	require.NotContains(t, scans, "dagen_tasks_"+suffix, "the session planned the claim again: it finds the range's tasks by key")
+	require.NotContains(t, scans, "dagen_runs_"+suffix, "the session planned the claim again: it finds the range's runs by key")
 }

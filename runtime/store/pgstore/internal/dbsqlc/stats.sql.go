@@ -7,6 +7,8 @@ package dbsqlc
 
 import (
 	"context"
+
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 const analyzeHotTables = `-- name: AnalyzeHotTables :exec
@@ -63,4 +65,43 @@ func (q *Queries) HotTablePages(ctx context.Context, db DBTX) (HotTablePagesRow,
 	var i HotTablePagesRow
 	err := row.Scan(&i.Tasks, &i.Ready, &i.Tenants)
 	return i, err
+}
+
+const understatedRanges = `-- name: UnderstatedRanges :many
+SELECT c.oid::regclass::text AS name
+FROM pg_catalog.pg_class c
+WHERE c.oid IN (
+        SELECT to_regclass(h.name || '_' || p.suffix)
+        FROM dagen_partitions p
+        CROSS JOIN unnest('{dagen_runs,dagen_tasks,dagen_events}'::text[]) AS h(name)
+        WHERE p.to_id > $1::uuid)
+  AND c.reltuples >= 0
+  AND (c.relpages < $2::integer OR c.reltuples < 1)
+  AND pg_relation_size(c.oid) >= $2::integer * current_setting('block_size')::bigint
+ORDER BY 1
+`
+
+// The ranges of the history tables not yet ended by since_id (those new
+// runs go to) that hold min_pages pages or more while their statistics,
+// made by an ANALYZE, say fewer pages or no rows (see rangeStatsPages), as
+// names for ANALYZE. (An ANALYZE that ran while a creation was not yet
+// committed counted its pages and none of its rows.)
+func (q *Queries) UnderstatedRanges(ctx context.Context, db DBTX, sinceID pgtype.UUID, minPages int32) ([]string, error) {
+	rows, err := db.Query(ctx, understatedRanges, sinceID, minPages)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, err
+		}
+		items = append(items, name)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
