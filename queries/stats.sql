@@ -14,12 +14,16 @@ SELECT ((SELECT coalesce(sum(pg_relation_size(p.relid)), 0) FROM pg_partition_tr
 -- names for ANALYZE. (An ANALYZE that ran while a creation was not yet
 -- committed counted its pages and none of its rows.)
 SELECT c.oid::regclass::text AS name
-FROM pg_catalog.pg_class c
-WHERE c.oid IN (
-        SELECT to_regclass(h.name || '_' || p.suffix)
-        FROM dagen_partitions p
-        CROSS JOIN unnest('{dagen_runs,dagen_tasks,dagen_events}'::text[]) AS h(name)
-        WHERE p.to_id > sqlc.arg(since_id)::uuid)
+FROM dagen_partitions p
+CROSS JOIN unnest('{dagen_runs,dagen_tasks,dagen_events}'::text[]) AS h(name)
+-- One lookup by oid a range (LIMIT 1 keeps it one: joined, the planner
+-- hashed all of pg_class, which holds every table of the database).
+CROSS JOIN LATERAL (
+    SELECT k.oid, k.reltuples, k.relpages FROM pg_catalog.pg_class k
+    WHERE k.oid = to_regclass(h.name || '_' || p.suffix)
+    LIMIT 1
+) AS c
+WHERE p.to_id > sqlc.arg(since_id)::uuid
   AND c.reltuples >= 0
   AND (c.relpages < sqlc.arg(min_pages)::integer OR c.reltuples < 1)
   AND pg_relation_size(c.oid) >= sqlc.arg(min_pages)::integer * current_setting('block_size')::bigint

@@ -69,12 +69,14 @@ func (q *Queries) HotTablePages(ctx context.Context, db DBTX) (HotTablePagesRow,
 
 const understatedRanges = `-- name: UnderstatedRanges :many
 SELECT c.oid::regclass::text AS name
-FROM pg_catalog.pg_class c
-WHERE c.oid IN (
-        SELECT to_regclass(h.name || '_' || p.suffix)
-        FROM dagen_partitions p
-        CROSS JOIN unnest('{dagen_runs,dagen_tasks,dagen_events}'::text[]) AS h(name)
-        WHERE p.to_id > $1::uuid)
+FROM dagen_partitions p
+CROSS JOIN unnest('{dagen_runs,dagen_tasks,dagen_events}'::text[]) AS h(name)
+CROSS JOIN LATERAL (
+    SELECT k.oid, k.reltuples, k.relpages FROM pg_catalog.pg_class k
+    WHERE k.oid = to_regclass(h.name || '_' || p.suffix)
+    LIMIT 1
+) AS c
+WHERE p.to_id > $1::uuid
   AND c.reltuples >= 0
   AND (c.relpages < $2::integer OR c.reltuples < 1)
   AND pg_relation_size(c.oid) >= $2::integer * current_setting('block_size')::bigint
@@ -86,6 +88,8 @@ ORDER BY 1
 // made by an ANALYZE, say fewer pages or no rows (see rangeStatsPages), as
 // names for ANALYZE. (An ANALYZE that ran while a creation was not yet
 // committed counted its pages and none of its rows.)
+// One lookup by oid a range (LIMIT 1 keeps it one: joined, the planner
+// hashed all of pg_class, which holds every table of the database).
 func (q *Queries) UnderstatedRanges(ctx context.Context, db DBTX, sinceID pgtype.UUID, minPages int32) ([]string, error) {
 	rows, err := db.Query(ctx, understatedRanges, sinceID, minPages)
 	if err != nil {
