@@ -151,22 +151,24 @@ func (s *Store) Close() {
 
 // CloseContext gives up leadership, if held, by closing the leader's
 // connection (which ends its lock without a query that a stalled database
-// would never answer), and closes the pool if the store opened it
+// would never answer), waits for a refresh of the planner's statistics
+// under way (see noteQueued), and closes the pool if the store opened it
 // ([Open]); a pool passed to [New] belongs to the caller and is left open.
 // Closing the pool waits for the connections in use to come back; when ctx
 // ends first, CloseContext returns an error and the pool finishes closing
 // in the background, as the queries holding its connections end.
 func (s *Store) CloseContext(ctx context.Context) error {
 	s.dropLeader(ctx)
+	// A refresh of the planner's statistics under way uses the pool: it
+	// ends before the pool closes, or with the pool when ctx ends first.
 	refreshed := make(chan struct{})
 	go func() {
-		s.stats.running.Wait() // a refresh of the statistics under way
+		s.stats.running.Wait()
 		close(refreshed)
 	}()
 	select {
 	case <-refreshed:
 	case <-ctx.Done():
-		return fmt.Errorf("pgstore: close: a refresh of the planner's statistics is still running: %w", ctx.Err())
 	}
 	if !s.owned {
 		return nil

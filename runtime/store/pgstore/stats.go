@@ -31,7 +31,9 @@ const growthCheckEvery = 1000
 // enqueues, the store looks at the sizes of the tasks table, of the ready
 // queue and of the tenants' table on disk and, when one has at least
 // doubled since the store last analyzed it, analyzes the hot tables itself
-// (only the queue's, or only the tenants', when only those grew). ANALYZE
+// (only the queue's, or only the tenants', when only those grew), and the
+// ranges of the history tables whose statistics understate them (see
+// rangeStatsPages), in the background. ANALYZE
 // also invalidates the cached plans, so every connection plans them again
 // from the new statistics. (A plan made while the tenants' table held a few
 // rows reads it whole, which costs little until it has grown: EnsureTenants
