@@ -4,14 +4,11 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dagenhq/dagen/internal/pgtest"
 	"github.com/dagenhq/dagen/runtime/store"
 	"github.com/dagenhq/dagen/runtime/store/pgstore"
 )
@@ -45,28 +42,6 @@ func TestCreateRunsErrors(t *testing.T) {
 	require.NoError(t, s.CreateRuns(ctx, []store.NewRun{newRun("w", "t1", step("a"))}))
 }
 
-// connLog records the connections that sent a batch with InsertRuns.
-type connLog struct {
-	mu    sync.Mutex
-	conns []*pgx.Conn
-}
-
-func (l *connLog) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	return ctx
-}
-func (l *connLog) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-func (l *connLog) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
-	return ctx
-}
-func (l *connLog) TraceBatchQuery(_ context.Context, conn *pgx.Conn, d pgx.TraceBatchQueryData) {
-	if strings.HasPrefix(d.SQL, "-- name: InsertRuns ") {
-		l.mu.Lock()
-		l.conns = append(l.conns, conn)
-		l.mu.Unlock()
-	}
-}
-func (l *connLog) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
-
 // TestLargeCreationClosesItsConnection checks that a creation of many
 // tasks does not leave its encoded arguments in the pool: pgx keeps a
 // connection's last arguments until its next statement, and 4,000 fan-out
@@ -74,15 +49,7 @@ func (l *connLog) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndDat
 // closed; one that carried a small creation goes back to the pool.
 func TestLargeCreationClosesItsConnection(t *testing.T) {
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(pgtest.URL())
-	require.NoError(t, err)
-	cfg.ConnConfig.RuntimeParams["search_path"] = pgtest.Schema(t)
-	log := &connLog{}
-	cfg.ConnConfig.Tracer = log
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	require.NoError(t, pgstore.Migrate(ctx, pool))
+	pool, log := tracedPool(t)
 	s, err := pgstore.New(ctx, pool, nil)
 	require.NoError(t, err)
 
@@ -94,11 +61,16 @@ func TestLargeCreationClosesItsConnection(t *testing.T) {
 		}
 		large = append(large, newRun("fan", "t", tasks...))
 	}
-	last := func() *pgx.Conn {
+	last := func() *pgx.Conn { // that sent the last InsertRuns
 		log.mu.Lock()
 		defer log.mu.Unlock()
-		require.NotEmpty(t, log.conns)
-		return log.conns[len(log.conns)-1]
+		for i := len(log.stmts) - 1; i >= 0; i-- {
+			if strings.HasPrefix(log.stmts[i].sql, "-- name: InsertRuns ") {
+				return log.stmts[i].conn
+			}
+		}
+		t.Fatal("no InsertRuns ran")
+		return nil
 	}
 	require.NoError(t, s.CreateRuns(ctx, large[:1]))
 	require.False(t, last().IsClosed(), "a small creation's connection went back to the pool")

@@ -30,19 +30,20 @@ type statementLog struct {
 type loggedStatement struct {
 	sql  string
 	args []any
+	conn *pgx.Conn // that ran it
 }
 
-func (l *statementLog) add(sql string, args []any) {
+func (l *statementLog) add(conn *pgx.Conn, sql string, args []any) {
 	if !strings.HasPrefix(sql, "-- name: ") {
 		return
 	}
 	l.mu.Lock()
-	l.stmts = append(l.stmts, loggedStatement{sql, args})
+	l.stmts = append(l.stmts, loggedStatement{sql, args, conn})
 	l.mu.Unlock()
 }
 
-func (l *statementLog) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	l.add(d.SQL, d.Args)
+func (l *statementLog) TraceQueryStart(ctx context.Context, conn *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	l.add(conn, d.SQL, d.Args)
 	l.mu.Lock()
 	l.sends++
 	l.mu.Unlock()
@@ -55,8 +56,8 @@ func (l *statementLog) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.T
 	l.mu.Unlock()
 	return ctx
 }
-func (l *statementLog) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
-	l.add(d.SQL, d.Args)
+func (l *statementLog) TraceBatchQuery(_ context.Context, conn *pgx.Conn, d pgx.TraceBatchQueryData) {
+	l.add(conn, d.SQL, d.Args)
 }
 func (l *statementLog) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
