@@ -6,22 +6,6 @@ import (
 	"testing"
 )
 
-func TestPercentiles(t *testing.T) {
-	xs := make([]float64, 100)
-	for i := range xs {
-		xs[i] = float64(100 - i) // 100 down to 1
-	}
-	if p50, p99 := percentiles(xs); p50 != 50 || p99 != 99 {
-		t.Errorf("percentiles(1..100) = %v, %v, want 50, 99", p50, p99)
-	}
-	if p50, p99 := percentiles([]float64{7.12345}); p50 != 7.123 || p99 != 7.123 {
-		t.Errorf("percentiles of one = %v, %v, want 7.123 twice", p50, p99)
-	}
-	if p50, p99 := percentiles(nil); p50 != 0 || p99 != 0 {
-		t.Errorf("percentiles(nil) = %v, %v, want zeros", p50, p99)
-	}
-}
-
 // keys returns the field names of v's JSON object, sorted.
 func keys(t *testing.T, v any) []string {
 	t.Helper()
@@ -64,17 +48,5 @@ func TestSystemDatabaseURL(t *testing.T) {
 	}
 	if _, err := systemDatabaseURL("host=h dbname=db", "x", 0); err == nil {
 		t.Error("a key=value DSN was accepted")
-	}
-}
-
-func TestRound(t *testing.T) {
-	for _, c := range []struct {
-		v      float64
-		places int
-		want   float64
-	}{{1.23456, 3, 1.235}, {2052.4, 0, 2052}, {696.65, 1, 696.7}, {-0.5, 0, -1}} {
-		if got := round(c.v, c.places); got != c.want {
-			t.Errorf("round(%v, %d) = %v, want %v", c.v, c.places, got, c.want)
-		}
 	}
 }

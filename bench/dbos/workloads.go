@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +12,7 @@ import (
 	"github.com/dbos-inc/dbos-transact-golang/dbos"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/dagenhq/dagen/bench/figures"
 	"github.com/dagenhq/dagen/bench/procstat"
 )
 
@@ -140,13 +139,13 @@ func (b *bench) throughput(ctx context.Context, workload, name string, runs, ste
 		Workload:     workload,
 		Runs:         runs,
 		Steps:        total,
-		Seconds:      round(sec, 3),
-		StepsPerSec:  round(float64(total)/sec, 0),
-		WorkerCPUSec: round(u.WorkerCPU, 2),
-		PGCPUSec:     round(u.PGCPU, 2),
-		CPUUsPerStep: round((u.WorkerCPU+u.PGCPU)/float64(total)*1e6, 1),
-		RSSMB:        round(peakRSS, 1),
-		StealPct:     round(u.StealPct, 1),
+		Seconds:      figures.Round(sec, 3),
+		StepsPerSec:  figures.Round(float64(total)/sec, 0),
+		WorkerCPUSec: figures.Round(u.WorkerCPU, 2),
+		PGCPUSec:     figures.Round(u.PGCPU, 2),
+		CPUUsPerStep: figures.Round((u.WorkerCPU+u.PGCPU)/float64(total)*1e6, 1),
+		RSSMB:        figures.Round(peakRSS, 1),
+		StealPct:     figures.Round(u.StealPct, 1),
 		Settings:     b.settings(),
 	}
 	line, err := json.Marshal(res)
@@ -218,7 +217,7 @@ func (b *bench) fairness(ctx context.Context) (_ string, err error) {
 			return "", errors.Join(err, shutdown(dctx))
 		}
 		if i >= fairWarmRuns {
-			idle = append(idle, ms(d))
+			idle = append(idle, figures.Ms(d))
 		}
 	}
 	if err := shutdown(dctx); err != nil {
@@ -249,7 +248,7 @@ func (b *bench) fairness(ctx context.Context) (_ string, err error) {
 		if err != nil {
 			return "", err
 		}
-		loaded = append(loaded, ms(d))
+		loaded = append(loaded, figures.Ms(d))
 		if probe.done.Load() < int64(nB) {
 			underLoad++
 		}
@@ -275,8 +274,8 @@ func (b *bench) fairness(ctx context.Context) (_ string, err error) {
 	if b.o.maxConns > 0 {
 		res.Settings += fmt.Sprintf(" max-conns=%d", b.o.maxConns)
 	}
-	res.IdleP50Ms, res.IdleP99Ms = percentiles(idle)
-	res.P50Ms, res.P99Ms = percentiles(loaded)
+	res.IdleP50Ms, res.IdleP99Ms = figures.Percentiles(idle)
+	res.P50Ms, res.P99Ms = figures.Percentiles(loaded)
 	line, err := json.Marshal(res)
 	if err != nil {
 		return "", err
@@ -383,26 +382,4 @@ func (b *bench) check(ctx context.Context, runs, steps int) error {
 		return fmt.Errorf("%d steps recorded, want %d", recorded, steps)
 	}
 	return nil
-}
-
-// percentiles returns the nearest-rank 50th and 99th percentiles of xs,
-// rounded to µs.
-func percentiles(xs []float64) (p50, p99 float64) {
-	if len(xs) == 0 {
-		return 0, 0
-	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	rank := func(p float64) float64 {
-		i := int(math.Ceil(p*float64(len(s)))) - 1
-		return round(s[min(max(i, 0), len(s)-1)], 3)
-	}
-	return rank(0.50), rank(0.99)
-}
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-func round(v float64, places int) float64 {
-	p := math.Pow(10, float64(places))
-	return math.Round(v*p) / p
 }

@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
-	"sort"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
+	"github.com/dagenhq/dagen/bench/figures"
 	"github.com/dagenhq/dagen/bench/procstat"
 )
 
@@ -40,7 +39,7 @@ func (b *bench) fairness(ctx context.Context) (result, error) {
 			return result{}, errors.Join(err, stopClient(client))
 		}
 		if i >= fairWarmJobs {
-			idle = append(idle, ms(d))
+			idle = append(idle, figures.Ms(d))
 		}
 	}
 	idleWatch.close()
@@ -74,7 +73,7 @@ func (b *bench) fairness(ctx context.Context) (result, error) {
 		if err != nil {
 			return result{}, errors.Join(err, stopClient(loadedClient))
 		}
-		loaded, started = append(loaded, ms(d)), append(started, ms(s))
+		loaded, started = append(loaded, figures.Ms(d)), append(started, figures.Ms(s))
 		if w.bCompleted() < nB {
 			underLoad++
 		}
@@ -99,16 +98,16 @@ func (b *bench) fairness(ctx context.Context) (result, error) {
 	res := result{
 		Workload:      "fairness",
 		Jobs:          nB + nA,
-		Seconds:       round(seconds, 3),
-		InsertSeconds: round(insertSeconds, 3),
+		Seconds:       figures.Round(seconds, 3),
+		InsertSeconds: figures.Round(insertSeconds, 3),
 		Runs:          fairWarmJobs + 2*nA + nB,
 		ARuns:         nA,
 		BRuns:         nB,
 		UnderLoad:     underLoad,
 	}
-	res.IdleP50Ms, res.IdleP99Ms = percentiles(idle)
-	res.P50Ms, res.P99Ms = percentiles(loaded)
-	res.AStartP50Ms, res.AStartP99Ms = percentiles(started)
+	res.IdleP50Ms, res.IdleP99Ms = figures.Percentiles(idle)
+	res.P50Ms, res.P99Ms = figures.Percentiles(loaded)
+	res.AStartP50Ms, res.AStartP99Ms = figures.Percentiles(started)
 	b.fill(&res, u, maxWorkers)
 	fmt.Printf("river %s fairness: tenant A p50/p99 %.2f/%.2f ms idle, %.2f/%.2f ms behind B's %d jobs (insert to Work %.2f/%.2f ms; %d of A's %d jobs completed with B's backlog left); B drained in %.3fs\n",
 		o.settings, res.IdleP50Ms, res.IdleP99Ms, res.P50Ms, res.P99Ms, nB, res.AStartP50Ms, res.AStartP99Ms, underLoad, nA, seconds)
@@ -249,20 +248,3 @@ func (w *watcher) close() {
 	w.wg.Wait()
 	w.unsub()
 }
-
-// percentiles returns the nearest-rank p50 and p99 of xs in ms, rounded
-// to µs, as dagen's benchmark computes them.
-func percentiles(xs []float64) (p50, p99 float64) {
-	if len(xs) == 0 {
-		return 0, 0
-	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	rank := func(p float64) float64 {
-		i := int(math.Ceil(p*float64(len(s)))) - 1
-		return round(s[min(max(i, 0), len(s)-1)], 3)
-	}
-	return rank(0.50), rank(0.99)
-}
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -42,6 +42,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
 
+	"github.com/dagenhq/dagen/bench/figures"
 	"github.com/dagenhq/dagen/bench/procstat"
 )
 
@@ -331,15 +332,15 @@ func (b *bench) fill(res *result, u procstat.Usage, maxWorkers int) {
 	res.Peer = "river"
 	res.Settings = b.o.settings
 	res.Steps = res.Jobs
-	res.WorkerCPUSec = round(u.WorkerCPU, 2)
-	res.PGCPUSec = round(u.PGCPU, 2)
-	res.PGOwnCPUSec = round(u.PGOwnCPU, 2)
+	res.WorkerCPUSec = figures.Round(u.WorkerCPU, 2)
+	res.PGCPUSec = figures.Round(u.PGCPU, 2)
+	res.PGOwnCPUSec = figures.Round(u.PGOwnCPU, 2)
 	if res.Jobs > 0 {
-		res.CPUUsPerStep = round(1e6*(u.WorkerCPU+u.PGCPU)/float64(res.Jobs), 1)
+		res.CPUUsPerStep = figures.Round(1e6*(u.WorkerCPU+u.PGCPU)/float64(res.Jobs), 1)
 	}
-	res.StealPct = round(u.StealPct, 1)
-	res.RSSMB = round(hwm, 1)
-	res.RSSNowMB = round(rss, 1)
+	res.StealPct = figures.Round(u.StealPct, 1)
+	res.RSSMB = figures.Round(hwm, 1)
+	res.RSSNowMB = figures.Round(rss, 1)
 	res.MaxWorkers = maxWorkers
 	res.PoolMaxConns = b.pool.Config().MaxConns
 	res.WorkerCalls = b.calls.Load()
@@ -428,9 +429,9 @@ func (b *bench) drain(ctx context.Context) (result, error) {
 	res := result{
 		Workload:      "single_step",
 		Jobs:          o.jobs,
-		Seconds:       round(seconds, 3),
-		JobsPerSec:    round(float64(o.jobs)/seconds, 0),
-		InsertSeconds: round(insertSeconds, 3),
+		Seconds:       figures.Round(seconds, 3),
+		JobsPerSec:    figures.Round(float64(o.jobs)/seconds, 0),
+		InsertSeconds: figures.Round(insertSeconds, 3),
 	}
 	res.StepsPerSec = res.JobsPerSec
 	b.fill(&res, u, maxWorkers)
@@ -498,12 +499,4 @@ func startCPUProfile(path string) (stop func(), err error) {
 			fmt.Fprintln(os.Stderr, "river bench: cpu profile:", err)
 		}
 	}, nil
-}
-
-func round(v float64, places int) float64 {
-	p := 1.0
-	for range places {
-		p *= 10
-	}
-	return float64(int64(v*p+0.5)) / p
 }

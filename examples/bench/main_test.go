@@ -193,22 +193,6 @@ func TestCompareRejectsBadFiles(t *testing.T) {
 	}
 }
 
-func TestPercentiles(t *testing.T) {
-	if p50, p99 := percentiles(nil); p50 != 0 || p99 != 0 {
-		t.Errorf("empty: %v %v", p50, p99)
-	}
-	xs := make([]float64, 100)
-	for i := range xs {
-		xs[i] = float64(100 - i) // 100..1
-	}
-	if p50, p99 := percentiles(xs); p50 != 50 || p99 != 99 {
-		t.Errorf("1..100: p50 %v p99 %v, want 50 99", p50, p99)
-	}
-	if xs[0] != 100 {
-		t.Error("percentiles sorted its argument")
-	}
-}
-
 func TestStepToStep(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	evs := []store.Event{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/dagenhq/dagen/bench/figures"
 	"github.com/dagenhq/dagen/bench/procstat"
 )
 
@@ -25,18 +26,18 @@ func (b *bench) startWindow(ctx context.Context) *window {
 func (w *window) stop(ctx context.Context, res *Result, wall time.Duration) {
 	u := w.win.Stop(ctx)
 	if active, notify := w.waits.stop(); active > 0 {
-		res.NotifyWaitPct = round(100*float64(notify)/float64(active), 1)
+		res.NotifyWaitPct = figures.Round(100*float64(notify)/float64(active), 1)
 	}
-	res.StealPct = round(u.StealPct, 1)
+	res.StealPct = figures.Round(u.StealPct, 1)
 	sec := wall.Seconds()
-	res.Seconds = round(sec, 3)
-	res.WorkerCPUSec = round(u.WorkerCPU, 2)
-	res.PGCPUSec = round(u.PGCPU, 2)
-	res.PGOwnCPUSec = round(u.PGOwnCPU, 2)
+	res.Seconds = figures.Round(sec, 3)
+	res.WorkerCPUSec = figures.Round(u.WorkerCPU, 2)
+	res.PGCPUSec = figures.Round(u.PGCPU, 2)
+	res.PGOwnCPUSec = figures.Round(u.PGOwnCPU, 2)
 	if sec > 0 {
-		res.WorkerCPUPct = round(100*u.WorkerCPU/sec, 0)
-		res.PGCPUPct = round(100*u.PGCPU/sec, 0)
-		res.PGOwnCPUPct = round(100*u.PGOwnCPU/sec, 0)
+		res.WorkerCPUPct = figures.Round(100*u.WorkerCPU/sec, 0)
+		res.PGCPUPct = figures.Round(100*u.PGCPU/sec, 0)
+		res.PGOwnCPUPct = figures.Round(100*u.PGOwnCPU/sec, 0)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dagenhq/dagen/bench/figures"
 	"github.com/dagenhq/dagen/examples/bench/flows"
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/engine"
@@ -148,12 +149,12 @@ func (b *bench) soak(ctx context.Context, res *Result) (err error) {
 		if err != nil {
 			return fmt.Errorf("measure chain10's peak: %w", err)
 		}
-		rep.PeakRunsPerSec = round(peak, 1)
-		rep.RunsPerSec = round(soakFraction*peak, 1)
+		rep.PeakRunsPerSec = figures.Round(peak, 1)
+		rep.RunsPerSec = figures.Round(soakFraction*peak, 1)
 	}
 	duration := time.Duration(float64(b.o.soakDuration) * b.o.scale)
 	interval := min(duration, time.Duration(float64(time.Minute)*b.o.scale))
-	rep.DurationSec, rep.IntervalSec = round(duration.Seconds(), 3), round(interval.Seconds(), 3)
+	rep.DurationSec, rep.IntervalSec = figures.Round(duration.Seconds(), 3), figures.Round(interval.Seconds(), 3)
 	fmt.Fprintf(b.log, "bench: soak: %.1f chain10 runs/s (%.0f steps/s) for %s, a line every %s, Retention %s\n",
 		rep.RunsPerSec, rep.RunsPerSec*chainSteps, duration, interval, soakRetention)
 
@@ -207,8 +208,8 @@ func (b *bench) soak(ctx context.Context, res *Result) (err error) {
 		}
 		now := time.Now()
 		done := w.probe.Done()
-		m := SoakMinute{Minute: k, EndSec: round(now.Sub(start).Seconds(), 1),
-			StepsPerSec: round(float64((done-prevDone)*chainSteps)/now.Sub(prev).Seconds(), 0),
+		m := SoakMinute{Minute: k, EndSec: figures.Round(now.Sub(start).Seconds(), 1),
+			StepsPerSec: figures.Round(float64((done-prevDone)*chainSteps)/now.Sub(prev).Seconds(), 0),
 			BacklogRuns: triggered.Load() - done}
 		mu.Lock()
 		var ready []soakSample
@@ -220,8 +221,8 @@ func (b *bench) soak(ctx context.Context, res *Result) (err error) {
 		}
 		allWaits = append(allWaits, waits...)
 		m.SampledRuns = len(ready)
-		m.WaitP50Ms, m.WaitP99Ms = percentiles(waits)
-		m.RunP50Ms, m.RunP99Ms = percentiles(runs)
+		m.WaitP50Ms, m.WaitP99Ms = figures.Percentiles(waits)
+		m.RunP50Ms, m.RunP99Ms = figures.Percentiles(runs)
 		stats, err := b.soakStats(ctx)
 		if err != nil {
 			return err
@@ -241,14 +242,14 @@ func (b *bench) soak(ctx context.Context, res *Result) (err error) {
 	if err := b.waitDrained(ctx, w.probe, n); err != nil {
 		return err
 	}
-	rep.DrainSec = round(time.Since(drainStart).Seconds(), 3)
+	rep.DrainSec = figures.Round(time.Since(drainStart).Seconds(), 3)
 	win.stop(ctx, res, time.Since(start))
 	res.Runs = int(n)
 	res.Steps = int(n) * chainSteps
 	if res.Seconds > 0 {
-		res.StepsPerSec = round(float64(res.Steps)/res.Seconds, 0)
+		res.StepsPerSec = figures.Round(float64(res.Steps)/res.Seconds, 0)
 	}
-	res.P50Ms, res.P99Ms = percentiles(allWaits)
+	res.P50Ms, res.P99Ms = figures.Percentiles(allWaits)
 	rep.judge(duration)
 	res.Completed, err = b.checkNoneFailed(ctx, res.Runs)
 	return err
@@ -444,9 +445,9 @@ func runWaits(evs []store.Event, now time.Time) (waits []float64, run float64, o
 			first = p.queued
 		}
 		if p.started.IsZero() {
-			waits = append(waits, ms(now.Sub(p.queued)))
+			waits = append(waits, figures.Ms(now.Sub(p.queued)))
 		} else {
-			waits = append(waits, ms(p.started.Sub(p.queued)))
+			waits = append(waits, figures.Ms(p.started.Sub(p.queued)))
 		}
 		if p.completed.IsZero() {
 			unfinished = true
@@ -460,7 +461,7 @@ func runWaits(evs []store.Event, now time.Time) (waits []float64, run float64, o
 	if unfinished || len(order) < chainSteps {
 		last = now
 	}
-	return waits, ms(last.Sub(first)), true
+	return waits, figures.Ms(last.Sub(first)), true
 }
 
 // relationTree joins each relation c of pg_class to the relations t of its
@@ -579,14 +580,14 @@ func (r *SoakReport) judge(duration time.Duration) {
 	first, last := r.Minutes[0], r.Minutes[len(r.Minutes)-1]
 	var missed []string
 	if first.StepsPerSec > 0 {
-		r.ThroughputRatio = round(last.StepsPerSec/first.StepsPerSec, 3)
+		r.ThroughputRatio = figures.Round(last.StepsPerSec/first.StepsPerSec, 3)
 	}
 	if r.ThroughputRatio < soakMinThroughput {
 		missed = append(missed, fmt.Sprintf("throughput %.2f of the first interval's (target >= %.2f)", r.ThroughputRatio, soakMinThroughput))
 	}
 	// A p99 under a tenth of a millisecond is the clock's grain: below it
 	// the ratio says nothing.
-	r.P99Ratio = round(math.Max(last.WaitP99Ms, 0.1)/math.Max(first.WaitP99Ms, 0.1), 3)
+	r.P99Ratio = figures.Round(math.Max(last.WaitP99Ms, 0.1)/math.Max(first.WaitP99Ms, 0.1), 3)
 	if r.P99Ratio > soakMaxP99 {
 		missed = append(missed, fmt.Sprintf("step wait p99 %.2fx the first interval's (target <= %.1f)", r.P99Ratio, soakMaxP99))
 	}
@@ -594,7 +595,7 @@ func (r *SoakReport) judge(duration time.Duration) {
 		for _, m := range r.Minutes {
 			if m.EndSec >= soakSizeRef.Seconds()-1 && m.TotalMB > 0 {
 				r.SizeRefMinute = m.Minute
-				r.SizeRatio = round(last.TotalMB/m.TotalMB, 3)
+				r.SizeRatio = figures.Round(last.TotalMB/m.TotalMB, 3)
 				break
 			}
 		}
@@ -652,4 +653,4 @@ func (b *bench) checkNoneFailed(ctx context.Context, want int) (int, error) {
 	return want, nil
 }
 
-func mb(bytes int64) float64 { return round(float64(bytes)/(1<<20), 2) }
+func mb(bytes int64) float64 { return figures.Round(float64(bytes)/(1<<20), 2) }

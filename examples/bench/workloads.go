@@ -18,6 +18,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/dagenhq/dagen/bench/figures"
 	"github.com/dagenhq/dagen/bench/procstat"
 	"github.com/dagenhq/dagen/examples/bench/flows"
 	"github.com/dagenhq/dagen/runtime/dag"
@@ -290,7 +291,7 @@ func (b *bench) workload(ctx context.Context, name string) (Result, error) {
 		data := strings.Repeat("x", payloadBytes)
 		err = b.throughput(ctx, &res, blobName, 1, blobSteps, func(int) any { return flows.Blob{Data: data} })
 		runtime.ReadMemStats(&after)
-		res.AllocMB = round(float64(after.TotalAlloc-before.TotalAlloc)/(1<<20), 1)
+		res.AllocMB = figures.Round(float64(after.TotalAlloc-before.TotalAlloc)/(1<<20), 1)
 	case "fairness":
 		err = b.fairness(ctx, &res)
 	case "low_load":
@@ -304,9 +305,9 @@ func (b *bench) workload(ctx context.Context, name string) (Result, error) {
 		return res, err
 	}
 	peak, now := procstat.RSSMB()
-	res.RSSMB, res.RSSNowMB = round(peak, 1), round(now, 1)
+	res.RSSMB, res.RSSNowMB = figures.Round(peak, 1), figures.Round(now, 1)
 	if res.Steps > 0 {
-		res.CPUUsPerStep = round(1e6*(res.WorkerCPUSec+res.PGCPUSec)/float64(res.Steps), 1)
+		res.CPUUsPerStep = figures.Round(1e6*(res.WorkerCPUSec+res.PGCPUSec)/float64(res.Steps), 1)
 	}
 	return res, nil
 }
@@ -436,9 +437,9 @@ func (b *bench) throughput(ctx context.Context, res *Result, workflow string, ru
 	if err := enqueue(ctx, w.e, workflow, benchTenant, runs, input); err != nil {
 		return err
 	}
-	res.TriggerSeconds = round(time.Since(t0).Seconds(), 3)
+	res.TriggerSeconds = figures.Round(time.Since(t0).Seconds(), 3)
 	triggerPeak, _ := procstat.RSSMB()
-	res.TriggerRSSMB = round(triggerPeak, 1)
+	res.TriggerRSSMB = figures.Round(triggerPeak, 1)
 	debug.FreeOSMemory()
 	procstat.ResetPeakRSS()
 	win := b.startWindow(ctx)
@@ -453,7 +454,7 @@ func (b *bench) throughput(ctx context.Context, res *Result, workflow string, ru
 	}
 	res.Runs = runs
 	res.Steps = runs * stepsPerRun
-	res.StepsPerSec = round(float64(res.Steps)/res.Seconds, 0)
+	res.StepsPerSec = figures.Round(float64(res.Steps)/res.Seconds, 0)
 	res.Completed, err = b.checkCompleted(ctx, runs)
 	return err
 }
@@ -483,7 +484,7 @@ func (b *bench) runLatency(ctx context.Context, res *Result, workflow string) er
 	if len(ms) == 0 {
 		return errors.New("no finished runs to measure latency on")
 	}
-	res.P50Ms, res.P99Ms = percentiles(ms)
+	res.P50Ms, res.P99Ms = figures.Percentiles(ms)
 	return nil
 }
 
@@ -516,7 +517,7 @@ func (b *bench) fairness(ctx context.Context, res *Result) (err error) {
 		if _, err := b.pool.Exec(ctx, "UPDATE bench_commit_probe SET n = n + 1 WHERE id = 1"); err != nil {
 			return 0, fmt.Errorf("commit probe: %w", err)
 		}
-		commits = append(commits, ms(time.Since(t0)))
+		commits = append(commits, figures.Ms(time.Since(t0)))
 		t0 = time.Now()
 		r, err := w.h.single.Start(ctx, tenantA, flows.Single{N: i})
 		if err != nil {
@@ -543,7 +544,7 @@ func (b *bench) fairness(ctx context.Context, res *Result) (err error) {
 		if err != nil {
 			return err
 		}
-		idle = append(idle, ms(d))
+		idle = append(idle, figures.Ms(d))
 	}
 
 	// B's whole backlog is in the queue before A's first loaded run: the
@@ -556,7 +557,7 @@ func (b *bench) fairness(ctx context.Context, res *Result) (err error) {
 	if err := enqueue(ctx, w.e, singleName, tenantB, nB, func(i int) any { return flows.Single{N: i} }); err != nil {
 		return err
 	}
-	res.BEnqueueSec = round(time.Since(enqStart).Seconds(), 3)
+	res.BEnqueueSec = figures.Round(time.Since(enqStart).Seconds(), 3)
 	win := b.startWindow(ctx)
 	start := time.Now()
 	if err := w.start(ctx); err != nil {
@@ -568,13 +569,13 @@ func (b *bench) fairness(ctx context.Context, res *Result) (err error) {
 		if err != nil {
 			return err
 		}
-		loaded = append(loaded, ms(d))
+		loaded = append(loaded, figures.Ms(d))
 		// The probe counts every run's step, A's included.
 		if bDone := w.probe.Done() - int64(fairWarmRuns+nA+i+1); bDone < int64(nB) {
 			res.UnderLoad++
 		}
 	}
-	res.ALoadedSec = round(time.Since(start).Seconds(), 3)
+	res.ALoadedSec = figures.Round(time.Since(start).Seconds(), 3)
 	all := fairWarmRuns + 2*nA + nB
 	end, err := b.waitFinished(ctx, w.probe, int64(all), all)
 	win.stop(ctx, res, end.Sub(start))
@@ -584,17 +585,17 @@ func (b *bench) fairness(ctx context.Context, res *Result) (err error) {
 	res.Runs = all
 	res.BRuns = nB
 	res.BDrainedSec = res.Seconds
-	res.IdleP50Ms, res.IdleP99Ms = percentiles(idle)
-	res.P50Ms, res.P99Ms = percentiles(loaded)
+	res.IdleP50Ms, res.IdleP99Ms = figures.Percentiles(idle)
+	res.P50Ms, res.P99Ms = figures.Percentiles(loaded)
 	if res.IdleP99Ms > 0 {
-		res.P99Ratio = round(res.P99Ms/res.IdleP99Ms, 2)
+		res.P99Ratio = figures.Round(res.P99Ms/res.IdleP99Ms, 2)
 	}
 	// commits holds the warm-up's, then the idle runs', then the loaded
 	// runs' probes.
-	res.CommitIdleP50Ms, res.CommitIdleP99Ms = percentiles(commits[fairWarmRuns : fairWarmRuns+nA])
-	res.CommitP50Ms, res.CommitP99Ms = percentiles(commits[fairWarmRuns+nA:])
+	res.CommitIdleP50Ms, res.CommitIdleP99Ms = figures.Percentiles(commits[fairWarmRuns : fairWarmRuns+nA])
+	res.CommitP50Ms, res.CommitP99Ms = figures.Percentiles(commits[fairWarmRuns+nA:])
 	if res.CommitIdleP99Ms > 0 {
-		res.CommitP99Ratio = round(res.CommitP99Ms/res.CommitIdleP99Ms, 2)
+		res.CommitP99Ratio = figures.Round(res.CommitP99Ms/res.CommitIdleP99Ms, 2)
 	}
 	// Where A's loaded latency went: waiting in the queue (QUEUED to
 	// STARTED) and from the claim to the stored completion.
@@ -609,14 +610,14 @@ func (b *bench) fairness(ctx context.Context, res *Result) (err error) {
 		if !ok {
 			return fmt.Errorf("run %s: no QUEUED, STARTED and COMPLETED events in its %d events", id, len(evs))
 		}
-		queued, claimed = append(queued, ms(q)), append(claimed, ms(c))
+		queued, claimed = append(queued, figures.Ms(q)), append(claimed, figures.Ms(c))
 		qAt, sAt, _ := taskTimes(evs, "Only")
 		windows = append(windows, aWindow{queued: qAt, started: sAt})
 	}
-	res.QueuedP50Ms, res.QueuedP99Ms = percentiles(queued)
-	res.ClaimedP50Ms, res.ClaimedP99Ms = percentiles(claimed)
+	res.QueuedP50Ms, res.QueuedP99Ms = figures.Percentiles(queued)
+	res.ClaimedP50Ms, res.ClaimedP99Ms = figures.Percentiles(claimed)
 	if res.CommitP99Ms > 0 {
-		res.AOverCommitP99 = round(res.P99Ms/res.CommitP99Ms, 2)
+		res.AOverCommitP99 = figures.Round(res.P99Ms/res.CommitP99Ms, 2)
 	}
 	bStarts, err := b.startTimes(ctx, tenantB)
 	if err != nil {
@@ -735,8 +736,8 @@ func (b *bench) lowLoad(ctx context.Context, res *Result) error {
 	res.Completed = completed + c2
 	res.Steps = 4 * n
 	res.MissedTicks = missed1 + missed2
-	res.P50Ms, res.P99Ms = percentiles(notify)
-	res.PollP50Ms, res.PollP99Ms = percentiles(poll)
+	res.P50Ms, res.P99Ms = figures.Percentiles(notify)
+	res.PollP50Ms, res.PollP99Ms = figures.Percentiles(poll)
 	return nil
 }
 
@@ -784,7 +785,7 @@ func (b *bench) lowLoadOnce(ctx context.Context, n int, disableNotify bool) (lat
 		if !ok {
 			return nil, 0, fmt.Errorf("run %s: no A COMPLETED and B STARTED in its %d events", id, len(evs))
 		}
-		lat = append(lat, ms(d))
+		lat = append(lat, figures.Ms(d))
 	}
 	return lat, missed, nil
 }
@@ -866,27 +867,6 @@ func (b *bench) checkCompleted(ctx context.Context, want int) (int, error) {
 	return done, nil
 }
 
-// percentiles returns the nearest-rank p50 and p99 of xs, rounded to µs.
-func percentiles(xs []float64) (p50, p99 float64) {
-	if len(xs) == 0 {
-		return 0, 0
-	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	rank := func(p float64) float64 {
-		i := int(math.Ceil(p*float64(len(s)))) - 1
-		return round(s[min(max(i, 0), len(s)-1)], 3)
-	}
-	return rank(0.50), rank(0.99)
-}
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-func round(v float64, places int) float64 {
-	p := math.Pow(10, float64(places))
-	return math.Round(v*p) / p
-}
-
 // triggerRuns and triggerCallers shape the trigger workloads: runs of the
 // one-step workflow, each started by its own Trigger call, from this many
 // goroutines at once, on an engine that does not run them.
@@ -937,7 +917,7 @@ func (b *bench) triggers(ctx context.Context, res *Result, keyed bool) (err erro
 		return fmt.Errorf("trigger: %w", err)
 	}
 	res.Runs, res.Steps = n, n
-	res.StepsPerSec = round(float64(n)/res.Seconds, 0)
+	res.StepsPerSec = figures.Round(float64(n)/res.Seconds, 0)
 	// Completed counts the runs the triggers created: they are not run.
 	var created int
 	if err := b.pool.QueryRow(ctx, "SELECT count(*) FROM dagen_runs WHERE workflow = $1", singleName).Scan(&created); err != nil {
