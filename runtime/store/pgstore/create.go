@@ -103,12 +103,13 @@ func (s *Store) createRunsOnce(ctx context.Context, runs []store.NewRun, p store
 	if inTx {
 		return s.createInTx(ctx, runs, graphs, rp, p)
 	}
+	c := s.newCreation(runs, graphs, nil, rp.Now, p)
 	// One round trip: the statements go in one pipeline, which runs them
 	// in one implicit transaction. A queued statement returns no error: its
 	// error comes from the send, which StartedTasks makes when there are
 	// candidates to start.
 	var db batchDB = s.pool
-	if countTasks(runs) >= largeCreation {
+	if len(c.tp.Names) >= largeCreation {
 		conn, err := s.pool.Acquire(ctx)
 		if err != nil {
 			return nil, createError(len(runs), err)
@@ -121,7 +122,6 @@ func (s *Store) createRunsOnce(ctx context.Context, runs []store.NewRun, p store
 	if timeouts {
 		_ = s.q.InsertDeadlines(ctx, pl, rp.Ids)
 	}
-	c := s.newCreation(runs, graphs, nil, rp.Now, p)
 	started, err := c.write(ctx, s, pl)
 	if err != nil {
 		return nil, createError(len(runs), err)
@@ -135,15 +135,6 @@ func (s *Store) createRunsOnce(ctx context.Context, runs []store.NewRun, p store
 // connection's last statement encoded until its next one: 4,000 fan-out
 // runs of 52 tasks left 46 MB held by an idle connection of the pool.
 const largeCreation = 20000
-
-// countTasks returns the number of tasks of runs.
-func countTasks(runs []store.NewRun) int {
-	n := 0
-	for i := range runs {
-		n += len(runs[i].Tasks)
-	}
-	return n
-}
 
 // closeConn closes conn instead of returning it to the pool, which opens
 // another when it needs one.
