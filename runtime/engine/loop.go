@@ -613,6 +613,10 @@ func (e *Engine) keep(l *loop) {
 	standBack := false
 	stopPoll := l.stopPoll
 	stopping := false
+	// While the store fails, beats back off (up to the default interval,
+	// a third of the lease) unless another loop finds it back first.
+	retry := backoff{min: e.cfg.HeartbeatInterval, max: max(e.cfg.HeartbeatInterval, e.cfg.Lease/3)}
+	var retryAt time.Time
 	for {
 		select {
 		case <-l.ctx.Done():
@@ -624,9 +628,14 @@ func (e *Engine) keep(l *loop) {
 			continue
 		case <-t.C:
 		}
+		if e.health.isFailing() && time.Now().Before(retryAt) {
+			continue
+		}
 		if !e.heartbeat(l) {
+			retryAt = time.Now().Add(retry.next())
 			continue // the store does not answer: housekeeping can wait for the next beat
 		}
+		retry.reset()
 		if stopping {
 			continue
 		}

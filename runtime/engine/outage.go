@@ -65,6 +65,13 @@ func (h *storeHealth) failed(op string, err error) {
 	h.log.Debug("dagen: store call failed", "worker", h.worker, "op", op, "err", err)
 }
 
+// isFailing reports whether the last store call recorded failed.
+func (h *storeHealth) isFailing() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.failing
+}
+
 // succeeded records a store call that worked.
 func (h *storeHealth) succeeded() {
 	h.mu.Lock()
