@@ -59,6 +59,7 @@ type Store struct {
 
 	leader leader
 	stats  plannerStats
+	churn  churnVacuum
 
 	listener listener // Subscribe's and SubscribeCancels' connection
 	sweep    sweeper  // rate-limits sweepSlots
@@ -151,19 +152,22 @@ func (s *Store) Close() {
 
 // CloseContext gives up leadership, if held, by closing the leader's
 // connection (which ends its lock without a query that a stalled database
-// would never answer), waits for a refresh of the planner's statistics
-// under way (see noteQueued), and closes the pool if the store opened it
-// ([Open]); a pool passed to [New] belongs to the caller and is left open.
+// would never answer), waits for a refresh of the planner's statistics and
+// a vacuum of the queue under way (see noteQueued and noteChurn), and
+// closes the pool if the store opened it ([Open]); a pool passed to [New]
+// belongs to the caller and is left open.
 // Closing the pool waits for the connections in use to come back; when ctx
 // ends first, CloseContext returns an error and the pool finishes closing
 // in the background, as the queries holding its connections end.
 func (s *Store) CloseContext(ctx context.Context) error {
 	s.dropLeader(ctx)
-	// A refresh of the planner's statistics under way uses the pool: it
-	// ends before the pool closes, or with the pool when ctx ends first.
+	// A refresh of the planner's statistics or a vacuum under way uses
+	// the pool: it ends before the pool closes, or with the pool when ctx
+	// ends first.
 	refreshed := make(chan struct{})
 	go func() {
 		s.stats.running.Wait()
+		s.churn.wg.Wait()
 		close(refreshed)
 	}()
 	select {

@@ -53,12 +53,13 @@ type plannerStats struct {
 	running sync.WaitGroup // the look under way, for Close
 }
 
-// noteQueued records that n tasks were created or enqueued and, when
-// enough were, refreshes the statistics in the background: an ANALYZE of
+// noteQueued records that n tasks were created or enqueued (see also
+// noteChurn) and, when enough were, refreshes the statistics in the background: an ANALYZE of
 // the history tables takes a second on a large schema, which the caller's
 // batch should not wait for. Tasks noted during a refresh make it look
 // again when it is done.
 func (s *Store) noteQueued(ctx context.Context, n int) {
+	s.noteChurn(ctx, n)
 	ps := &s.stats
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
@@ -83,15 +84,21 @@ func (s *Store) refreshLoop(ctx context.Context) {
 		ps.mu.Unlock()
 		now, analyzed, err := s.refreshStatsWithin(ctx, last)
 		ps.mu.Lock()
-		var pgErr *pgconn.PgError
 		switch {
-		case errors.As(err, &pgErr) && pgErr.Code == "42501": // insufficient_privilege
+		case isInsufficientPrivilege(err):
 			ps.off = true
 		case err == nil && analyzed:
 			ps.tasks, ps.ready, ps.tenants = now.tasks, now.ready, now.tenants
 		}
 	}
 	ps.checking = false
+}
+
+// isInsufficientPrivilege reports whether err is Postgres's
+// insufficient_privilege.
+func isInsufficientPrivilege(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "42501"
 }
 
 // refreshStatsWithin is refreshStats and analyzeRanges within

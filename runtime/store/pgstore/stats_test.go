@@ -178,3 +178,38 @@ func TestRangeAnalyzedEmptyIsAnalyzedAgain(t *testing.T) {
 	require.NotContains(t, scans, "dagen_tasks_"+suffix, "the session planned the claim again: it finds the range's tasks by key")
 	require.NotContains(t, scans, "dagen_runs_"+suffix, "the session planned the claim again: it finds the range's runs by key")
 }
+
+// TestQueueVacuumedByChurn checks that the ready queue and the leases,
+// which every step writes twice, are vacuumed as tasks go through them,
+// without a leader's round or autovacuum: 20,000 tasks enqueued and
+// claimed leave their dead rows to a vacuum of the store's own.
+func TestQueueVacuumedByChurn(t *testing.T) {
+	ctx := context.Background()
+	s := stores(t, 1, nil)[0]
+	vacuums := func(table string) (n int64) {
+		require.NoError(t, s.Pool().QueryRow(ctx,
+			`SELECT vacuum_count + autovacuum_count FROM pg_stat_user_tables WHERE schemaname = current_schema() AND relname = $1`,
+			table).Scan(&n))
+		return n
+	}
+	claimAll := func(n int) {
+		for n > 0 {
+			claimed, err := s.ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: 1000, Lease: time.Minute})
+			require.NoError(t, err)
+			require.NotEmpty(t, claimed)
+			n -= len(claimed)
+		}
+	}
+	var runs []store.NewRun
+	for range 22000 {
+		runs = append(runs, newRun("w", "t", step("a")))
+	}
+	createInBatches(t, s, runs[:10000])
+	claimAll(10000)
+	require.Zero(t, vacuums("dagen_ready"), "10,000 tasks: not vacuumed yet")
+
+	createInBatches(t, s, runs[10000:])
+	claimAll(12000)
+	require.Eventually(t, func() bool { return vacuums("dagen_ready") > 0 && vacuums("dagen_leases") > 0 },
+		10*time.Second, 10*time.Millisecond, "22,000 tasks went through the queue: it was vacuumed")
+}
