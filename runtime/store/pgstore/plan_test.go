@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -153,7 +154,8 @@ func explain(t *testing.T, conn *pgxpool.Conn, st loggedStatement) (string, map[
 	return name, plan[0]["Plan"].(map[string]any)
 }
 
-// scannedTables returns the tables a plan reads whole (Seq Scan nodes).
+// scannedTables returns the tables a plan reads whole (Seq Scan nodes);
+// a range of a history table by its own name.
 func scannedTables(node map[string]any) []string {
 	var out []string
 	if node["Node Type"] == "Seq Scan" {
@@ -162,6 +164,28 @@ func scannedTables(node map[string]any) []string {
 	children, _ := node["Plans"].([]any)
 	for _, c := range children {
 		out = append(out, scannedTables(c.(map[string]any))...)
+	}
+	return out
+}
+
+// rangeSuffix is the suffix of a range (a partition) of a history table:
+// dagen_tasks_p20261124t065031_007.
+var rangeSuffix = regexp.MustCompile(`_p\d+(t\d{6}_\d+)?$`)
+
+// wholeReads returns the tables a plan reads whole, a range of a history
+// table by the table's name. A table or range of fewer than eight pages
+// is left out: reading it costs less than an index lookup, and the
+// planner rightly reads the empty ranges made ahead whole.
+func wholeReads(t *testing.T, conn *pgxpool.Conn, plan map[string]any) []string {
+	t.Helper()
+	var out []string
+	for _, rel := range scannedTables(plan) {
+		var pages int64
+		require.NoError(t, conn.QueryRow(context.Background(),
+			"SELECT pg_relation_size($1::regclass) / current_setting('block_size')::bigint", rel).Scan(&pages))
+		if pages >= 8 {
+			out = append(out, rangeSuffix.ReplaceAllString(rel, ""))
+		}
 	}
 	return out
 }
@@ -199,6 +223,14 @@ func TestBatchesFindRowsByKey(t *testing.T) {
 	started, err := s.StartRuns(ctx, starts, store.ClaimParams{Worker: "w", Limit: 100, Lease: time.Minute})
 	require.NoError(t, err)
 	require.Len(t, started, 100)
+	// A heartbeat of the worker that holds half of the runs it started
+	// (UnclaimedTasks: the leases it holds are looked up).
+	var held []dag.RunID
+	for _, c := range started[:50] {
+		held = append(held, c.RunID)
+	}
+	_, err = s.Heartbeat(ctx, "w", time.Minute, held)
+	require.NoError(t, err)
 	drain(t, s, 5000+100*4, 500)
 
 	log.mu.Lock()
@@ -220,7 +252,7 @@ func TestBatchesFindRowsByKey(t *testing.T) {
 				continue
 			}
 			seen[name] = true
-			for _, table := range scannedTables(plan) {
+			for _, table := range wholeReads(t, conn, plan) {
 				if table == "dagen_tasks" || table == "dagen_runs" || table == "dagen_tenant_groups" {
 					scans = append(scans, name+" reads all of "+table+" ("+mode+")")
 				}
@@ -229,7 +261,7 @@ func TestBatchesFindRowsByKey(t *testing.T) {
 	}
 	slices.Sort(scans)
 	require.Empty(t, slices.Compact(scans))
-	for _, name := range []string{"EnsureTenants", "InsertTasks", "Enqueue", "StartedTasks", "ClaimTasks", "LockRuns", "GetTasks", "UpdateTasks", "UpdateRuns", "DecrementChildren"} {
+	for _, name := range []string{"EnsureTenants", "InsertTasks", "Enqueue", "StartedTasks", "ClaimTasks", "LockRuns", "GetTasks", "UpdateTasks", "UpdateRuns", "DecrementChildren", "UnclaimedTasks"} {
 		require.True(t, seen[name], "no %s statement ran", name)
 	}
 }
@@ -374,4 +406,54 @@ func TestTriggersKeepOnePlan(t *testing.T) {
 		require.LessOrEqual(t, p[1], int64(5), "%s: %d generic plans, %d planned for their arguments", name, p[0], p[1])
 		require.Equal(t, executions[name], p[0]+p[1], name)
 	}
+}
+
+// TestHeartbeatFindsLeasedTasksByKey checks the heartbeat's look for the
+// tasks leased to a worker that it never received (UnclaimedTasks). Joined
+// to the tasks table, the planner hashed the worker's leases and read
+// every task of every range to probe them, at each heartbeat (300 ms and
+// 70,000 pages with 2,048 leases in the soak); each lease's task is found
+// by its key instead.
+func TestHeartbeatFindsLeasedTasksByKey(t *testing.T) {
+	ctx := context.Background()
+	pool, log := tracedPool(t)
+	s, err := pgstore.New(ctx, pool, nil)
+	require.NoError(t, err)
+	var runs []store.NewRun
+	for range 20000 {
+		runs = append(runs, newRun("w", "t", step("a"), step("b", "a")))
+	}
+	createInBatches(t, s, runs)
+	claimed, err := s.ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: 5000, Lease: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, claimed, 5000)
+	_, err = pool.Exec(ctx, "ANALYZE dagen_runs, dagen_tasks, dagen_leases")
+	require.NoError(t, err)
+	var held []dag.RunID
+	for _, c := range claimed[:4000] {
+		held = append(held, c.RunID)
+	}
+	_, err = s.Heartbeat(ctx, "w", time.Minute, held)
+	require.NoError(t, err)
+
+	log.mu.Lock()
+	stmts := log.stmts
+	log.mu.Unlock()
+	conn, err := pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	found := false
+	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+		_, err := conn.Exec(ctx, "SET plan_cache_mode = "+mode)
+		require.NoError(t, err)
+		for _, st := range stmts {
+			if !strings.HasPrefix(st.sql, "-- name: UnclaimedTasks ") {
+				continue
+			}
+			found = true
+			_, plan := explain(t, conn, st)
+			require.NotContains(t, wholeReads(t, conn, plan), "dagen_tasks", "UnclaimedTasks reads all tasks (%s)", mode)
+		}
+	}
+	require.True(t, found, "a heartbeat looks for unclaimed tasks")
 }
