@@ -408,13 +408,15 @@ func TestTriggersKeepOnePlan(t *testing.T) {
 	}
 }
 
-// TestHeartbeatFindsLeasedTasksByKey checks the heartbeat's look for the
-// tasks leased to a worker that it never received (UnclaimedTasks). Joined
-// to the tasks table, the planner hashed the worker's leases and read
-// every task of every range to probe them, at each heartbeat (300 ms and
-// 70,000 pages with 2,048 leases in the soak); each lease's task is found
-// by its key instead.
-func TestHeartbeatFindsLeasedTasksByKey(t *testing.T) {
+// TestWorkerRoundsFindTasksByKey checks the statements a worker or the
+// leader runs every few seconds whatever the load: the heartbeat's look
+// for the tasks leased to a worker that it never received
+// (UnclaimedTasks), and the look for queued tasks no worker serves
+// (ReportUnserved). Joined to the tasks table, the planner hashed the
+// leases or the queue and read every task of every range to probe them
+// (300 ms to 1 s a round with 2,048 leases in the soak); each task is
+// found by its key instead.
+func TestWorkerRoundsFindTasksByKey(t *testing.T) {
 	ctx := context.Background()
 	pool, log := tracedPool(t)
 	s, err := pgstore.New(ctx, pool, nil)
@@ -435,6 +437,10 @@ func TestHeartbeatFindsLeasedTasksByKey(t *testing.T) {
 	}
 	_, err = s.Heartbeat(ctx, "w", time.Minute, held)
 	require.NoError(t, err)
+	// 15,000 roots queued, all of them served (the case under load).
+	require.NoError(t, s.Serve(ctx, "w", store.Serving{Signatures: []string{"w"}, Concurrency: 5000}))
+	_, err = s.ReportUnserved(ctx, time.Minute, 100)
+	require.NoError(t, err)
 
 	log.mu.Lock()
 	stmts := log.stmts
@@ -442,18 +448,18 @@ func TestHeartbeatFindsLeasedTasksByKey(t *testing.T) {
 	conn, err := pool.Acquire(ctx)
 	require.NoError(t, err)
 	defer conn.Release()
-	found := false
+	found := map[string]bool{}
 	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
 		_, err := conn.Exec(ctx, "SET plan_cache_mode = "+mode)
 		require.NoError(t, err)
 		for _, st := range stmts {
-			if !strings.HasPrefix(st.sql, "-- name: UnclaimedTasks ") {
+			name, plan := explain(t, conn, st)
+			if name != "UnclaimedTasks" && name != "ReportUnserved" {
 				continue
 			}
-			found = true
-			_, plan := explain(t, conn, st)
-			require.NotContains(t, wholeReads(t, conn, plan), "dagen_tasks", "UnclaimedTasks reads all tasks (%s)", mode)
+			found[name] = true
+			require.NotContains(t, wholeReads(t, conn, plan), "dagen_tasks", "%s reads all tasks (%s)", name, mode)
 		}
 	}
-	require.True(t, found, "a heartbeat looks for unclaimed tasks")
+	require.Equal(t, map[string]bool{"UnclaimedTasks": true, "ReportUnserved": true}, found)
 }
