@@ -53,11 +53,11 @@ type plannerStats struct {
 	running sync.WaitGroup // the look under way, for Close
 }
 
-// noteQueued records that n tasks were created or enqueued (see also
-// noteChurn) and, when enough were, refreshes the statistics in the background: an ANALYZE of
-// the history tables takes a second on a large schema, which the caller's
-// batch should not wait for. Tasks noted during a refresh make it look
-// again when it is done.
+// noteQueued records that n tasks were created or enqueued (and passes
+// them on to noteChurn) and, when enough were, refreshes the statistics in
+// the background: an ANALYZE of the history tables takes a second on a
+// large schema, which the caller's batch should not wait for. Tasks noted
+// during a refresh make it look again when it is done.
 func (s *Store) noteQueued(ctx context.Context, n int) {
 	s.noteChurn(ctx, n)
 	ps := &s.stats
