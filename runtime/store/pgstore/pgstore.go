@@ -59,7 +59,7 @@ type Store struct {
 
 	leader leader
 	stats  plannerStats
-	churn  churnVacuum
+	churn  countedJob // the queue's vacuum: see noteChurn
 
 	listener listener // Subscribe's and SubscribeCancels' connection
 	sweep    sweeper  // rate-limits sweepSlots
@@ -83,6 +83,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{pool: pool, q: dbsqlc.New(), notifyEvery: DefaultNotifyEvery}
+	s.stats.job.every, s.churn.every = growthCheckEvery, churnVacuumEvery
 	if cfg != nil {
 		s.now, s.period = cfg.Now, cfg.PartitionPeriod
 		if cfg.NotifyEvery != 0 {
@@ -166,8 +167,8 @@ func (s *Store) CloseContext(ctx context.Context) error {
 	// ends first.
 	refreshed := make(chan struct{})
 	go func() {
-		s.stats.running.Wait()
-		s.churn.wg.Wait()
+		s.stats.job.wait()
+		s.churn.wait()
 		close(refreshed)
 	}()
 	select {

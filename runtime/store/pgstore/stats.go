@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -42,15 +41,13 @@ const growthCheckEvery = 1000
 // It is best effort: a failed check costs nothing but the refresh, and a
 // role that may not analyze the tables turns it off.
 type plannerStats struct {
-	mu       sync.Mutex
-	added    int   // tasks created or enqueued since the last look
-	tasks    int64 // the tasks table's pages when this store last analyzed it
-	ready    int64 // the ready queue's pages then
-	tenants  int64 // the tenants' table's pages then
-	checking bool  // a look is under way
-	off      bool  // not permitted: stop trying
+	job countedJob // every growthCheckEvery tasks created or enqueued
 
-	running sync.WaitGroup // the look under way, for Close
+	// The sizes the tables were last analyzed at, in pages: read and
+	// written only by the job's run, one at a time.
+	tasks   int64 // the tasks table's
+	ready   int64 // the ready queue's
+	tenants int64 // the tenants' table's
 }
 
 // noteQueued records that n tasks were created or enqueued (and passes
@@ -60,38 +57,18 @@ type plannerStats struct {
 // during a refresh make it look again when it is done.
 func (s *Store) noteQueued(ctx context.Context, n int) {
 	s.noteChurn(ctx, n)
-	ps := &s.stats
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	ps.added += n
-	if ps.off || ps.checking || ps.added < growthCheckEvery {
-		return
-	}
-	ps.checking = true
-	ps.running.Add(1)
-	go s.refreshLoop(context.WithoutCancel(ctx))
+	s.stats.job.note(ctx, n, s.refreshStatsOnce)
 }
 
-// refreshLoop refreshes the statistics until no growth check is due.
-func (s *Store) refreshLoop(ctx context.Context) {
+// refreshStatsOnce refreshes the statistics once and, when it analyzed
+// tables, remembers the sizes it analyzed them at.
+func (s *Store) refreshStatsOnce(ctx context.Context) error {
 	ps := &s.stats
-	defer ps.running.Done()
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	for !ps.off && ps.added >= growthCheckEvery {
-		ps.added = 0
-		last := tablePages{tasks: ps.tasks, ready: ps.ready, tenants: ps.tenants}
-		ps.mu.Unlock()
-		now, analyzed, err := s.refreshStatsWithin(ctx, last)
-		ps.mu.Lock()
-		switch {
-		case isInsufficientPrivilege(err):
-			ps.off = true
-		case err == nil && analyzed:
-			ps.tasks, ps.ready, ps.tenants = now.tasks, now.ready, now.tenants
-		}
+	now, analyzed, err := s.refreshStatsWithin(ctx, tablePages{tasks: ps.tasks, ready: ps.ready, tenants: ps.tenants})
+	if err == nil && analyzed {
+		ps.tasks, ps.ready, ps.tenants = now.tasks, now.ready, now.tenants
 	}
-	ps.checking = false
+	return err
 }
 
 // isInsufficientPrivilege reports whether err is Postgres's

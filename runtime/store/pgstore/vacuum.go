@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -46,50 +45,11 @@ const churnVacuumEvery = 20000
 // next thousand enqueues fill again.
 const vacuumOptions = "(SKIP_LOCKED, TRUNCATE false)"
 
-// churnVacuum runs the vacuums of churnTables in the background.
-type churnVacuum struct {
-	mu      sync.Mutex
-	churn   int  // tasks enqueued since the last vacuum
-	running bool // a vacuum is under way
-	off     bool // not permitted: stop trying
-
-	wg sync.WaitGroup // the vacuum under way, for Close
-}
-
-// noteChurn records that n tasks went into the queue and, when enough
-// did, vacuums churnTables in the background. Tasks noted during a
-// vacuum make it vacuum again when it is done.
+// noteChurn records that n tasks went into the queue and, every
+// churnVacuumEvery of them, vacuums churnTables in the background (see
+// countedJob).
 func (s *Store) noteChurn(ctx context.Context, n int) {
-	cv := &s.churn
-	cv.mu.Lock()
-	defer cv.mu.Unlock()
-	cv.churn += n
-	if cv.off || cv.running || cv.churn < churnVacuumEvery {
-		return
-	}
-	cv.running = true
-	cv.wg.Add(1)
-	go s.vacuumChurn(context.WithoutCancel(ctx))
-}
-
-// vacuumChurn vacuums churnTables until fewer than churnVacuumEvery tasks
-// were noted since. A failure is left to the next round, but for a role
-// that may not vacuum the tables: that turns it off.
-func (s *Store) vacuumChurn(ctx context.Context) {
-	cv := &s.churn
-	defer cv.wg.Done()
-	cv.mu.Lock()
-	defer cv.mu.Unlock()
-	for !cv.off && cv.churn >= churnVacuumEvery {
-		cv.churn = 0
-		cv.mu.Unlock()
-		err := s.vacuumWithin(ctx, churnTables)
-		cv.mu.Lock()
-		if isInsufficientPrivilege(err) {
-			cv.off = true
-		}
-	}
-	cv.running = false
+	s.churn.note(ctx, n, func(ctx context.Context) error { return s.vacuumWithin(ctx, churnTables) })
 }
 
 // vacuumWithin vacuums tables, within refreshTimeout.
