@@ -136,9 +136,10 @@ func (s *Store) releaseTasks(ctx context.Context, worker string, keys []taskKey,
 // costs a few catalog writes however many runs a range holds. Then it
 // deletes up to limit finished runs one by one, made more than a period
 // before cutoff: the finished runs of a range that a run still live in it
-// keeps (a limit of 0 drops ranges only). Runs another transaction is writing are
-// skipped until a later call. It returns how many runs went both ways.
-// Where the server's autovacuum is off, it vacuums the queue tables too.
+// keeps (a limit of 0 drops ranges only). Runs another transaction is
+// writing are skipped until a later call. It returns how many runs went
+// both ways. Where the server's autovacuum is off, it vacuums the queue
+// tables too.
 func (s *Store) PruneRuns(ctx context.Context, cutoff time.Time, limit int) (int, error) {
 	dropped, err := s.maintainPartitions(ctx, cutoff)
 	if err != nil {
