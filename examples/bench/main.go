@@ -79,8 +79,10 @@ type options struct {
 	// notifyEvery is pgstore's Config.NotifyEvery: 0 its default, negative
 	// a notification at every enqueue.
 	notifyEvery time.Duration
-	maxConns    int
-	timeout     time.Duration // per workload
+	// noContinue is the engine's Config.DisableEagerContinue.
+	noContinue bool
+	maxConns   int
+	timeout    time.Duration // per workload
 	// planCacheMode, when set, is the sessions' plan_cache_mode: auto,
 	// force_generic_plan or force_custom_plan.
 	planCacheMode string
@@ -135,6 +137,7 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 	fs.IntVar(&o.concurrency, "concurrency", 64, "engine Concurrency: steps executing at once")
 	fs.IntVar(&o.batchSize, "batch", 0, "engine BatchSize: tasks per claim and per completion (0: Concurrency)")
 	fs.DurationVar(&o.pollInterval, "poll", 20*time.Millisecond, "engine PollInterval")
+	fs.BoolVar(&o.noContinue, "no-eager-continue", false, "engine DisableEagerContinue: every step after a run's first goes through the ready queue")
 	fs.DurationVar(&o.notifyEvery, "notify-every", 0, "pgstore NotifyEvery: how often an enqueue into a non-empty queue notifies (0: the store's default, 50ms; negative: every enqueue, as before)")
 	fs.DurationVar(&o.partitionPeriod, "partition-period", 0, "pgstore PartitionPeriod: prune by dropping ranges of this width (0: the store's default; negative: half the retention)")
 	fs.IntVar(&o.maxConns, "max-conns", 16, "connection pool size")

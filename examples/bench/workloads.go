@@ -356,6 +356,8 @@ func (b *bench) newWorkerWith(ctx context.Context, tweak func(*engine.Config)) (
 		PollInterval: b.o.pollInterval,
 		Logger:       b.slog,
 		MaxPayload:   2 * payloadBytes, // the payload workload's input fits
+
+		DisableEagerContinue: b.o.noContinue,
 	}
 	tweak(cfg)
 	e, err := engine.New(st, cfg)

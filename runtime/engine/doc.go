@@ -15,8 +15,13 @@
 // transaction that creates the run also claims its first root task for
 // this worker when the fair queue would hand that task out next anyway
 // (its tenant has no backlog), and it goes straight to the executors
-// (Config.DisableEagerStart turns this off). Its other steps are claimed
-// from the fair queue.
+// (Config.DisableEagerStart turns this off). Likewise, on stores that
+// implement [store.Continuer], the unit that stores a batch of results
+// claims for this worker the steps those results made ready, up to the
+// slots they free, unless another tenant has work queued that the fair
+// queue would hand out first (Config.DisableEagerContinue turns this off):
+// a chain runs on without a trip through the queue. The other steps are
+// claimed from the fair queue.
 //
 // A task is looked at once all its parents are resolved. The rules (DESIGN
 // §3): a skipped required parent skips the child; all parents skipped skips

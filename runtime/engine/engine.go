@@ -53,6 +53,13 @@ type Config struct {
 	// implement store.Starter), which saves the wait for a poll and a
 	// claim's round trip.
 	DisableEagerStart bool
+	// DisableEagerContinue sends every step after a run's first through
+	// the ready queue. By default, the unit that stores a batch of results
+	// also claims, for this worker's slots those results free, the steps
+	// they made ready, when the fair queue would not hand other tenants'
+	// work out first (on stores that implement store.Continuer): a chain's
+	// next step then costs no enqueue, no claim and no wait for a poll.
+	DisableEagerContinue bool
 	// StepTimeout bounds an attempt of a step that sets no timeout of its
 	// own. Zero means no bound.
 	StepTimeout time.Duration

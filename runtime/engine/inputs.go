@@ -109,6 +109,13 @@ func (e *Engine) claimTasks(ctx context.Context, p store.ClaimParams) ([]store.C
 	if err != nil {
 		return tasks, err
 	}
+	return e.fillInputs(ctx, tasks, held), nil
+}
+
+// fillInputs gives claimed tasks the inputs left out of them, from held
+// (the inputs the claim named as known) or, for one not there, from the
+// store, and keeps their large inputs.
+func (e *Engine) fillInputs(ctx context.Context, tasks []store.ClaimedTask, held map[dag.RunID][]byte) []store.ClaimedTask {
 	for _, i := range e.inputs.fill(tasks, held) {
 		// Not expected of a store; read the input rather than leave the
 		// claimed task without one.
@@ -121,5 +128,5 @@ func (e *Engine) claimTasks(ctx context.Context, p store.ClaimParams) ([]store.C
 		}
 		t.Input, t.InputOmitted = run.Input, false
 	}
-	return tasks, nil
+	return tasks
 }

@@ -543,22 +543,37 @@ func (e *Engine) completer(l *loop, results <-chan store.TaskResult) {
 			}
 		}
 		e.completeBatch(l, batch)
-		for _, r := range batch {
-			l.unhold(r.RunID)
-		}
-		l.pending.Add(-int64(len(batch)))
-		l.signal()
 	}
 }
 
 // completeBatch stores a batch of results, retrying while the store is
-// unreachable. Results that cannot be stored before Stop gives up on them
-// (its deadline passed) are left to lease expiry: another worker re-runs
-// those attempts.
+// unreachable, and gives their slots back: to the steps the store claimed
+// for them (see continueWith), the rest to the poller. Results that cannot
+// be stored before Stop gives up on them (its deadline passed) are left
+// to lease expiry: another worker re-runs those attempts.
 func (e *Engine) completeBatch(l *loop, batch []store.TaskResult) {
+	cont, registered := e.continueWith(l)
+	if registered {
+		defer l.starts.Done()
+	}
+	var next []store.ClaimedTask
 	retry := backoff{min: 10 * time.Millisecond, max: maxStoreBackoff}
 	for {
-		outs, err := e.store.CompleteTasks(l.abandon, batch)
+		var outs []store.CompletionOutcome
+		var err error
+		if cont != nil {
+			p := store.ClaimParams{Worker: e.cfg.WorkerID, Signatures: e.servedSignatures(), Limit: len(batch), Lease: e.cfg.Lease}
+			var held map[dag.RunID][]byte
+			p.Known, held = e.inputs.known()
+			outs, next, err = cont.CompleteAndContinue(l.abandon, batch, p)
+			if err != nil {
+				next = nil
+			} else {
+				next = e.fillInputs(l.abandon, next, held)
+			}
+		} else {
+			outs, err = e.store.CompleteTasks(l.abandon, batch)
+		}
 		if err == nil {
 			e.health.succeeded()
 			e.afterComplete(batch, outs)
@@ -571,20 +586,43 @@ func (e *Engine) completeBatch(l *loop, batch []store.TaskResult) {
 					l.noteTimer(at)
 				}
 			}
-			return
+			break
 		}
 		if l.abandon.Err() != nil {
-			return // Stop gave up on them: it logged how many
+			break // Stop gave up on them: it logged how many
 		}
 		e.health.failed("complete tasks", err)
 		t := time.NewTimer(retry.next())
 		select {
 		case <-l.abandon.Done():
 			t.Stop()
-			return
 		case <-t.C:
 		}
+		if l.abandon.Err() != nil {
+			break
+		}
 	}
+	for _, r := range batch {
+		l.unhold(r.RunID)
+	}
+	// The claimed steps take their slots before the results give theirs
+	// back, so the poller never sees more free than there are.
+	l.executing.Add(int64(len(next)))
+	l.pending.Add(-int64(len(batch)))
+	e.dispatch(l, next)
+	l.signal()
+}
+
+// continueWith returns the store to store results through so that it
+// claims the steps they make ready (store.Continuer), registered like a
+// trigger that starts runs here (see beginStart), or nil: the store does
+// not continue, the engine is told not to, or Stop has begun.
+func (e *Engine) continueWith(l *loop) (store.Continuer, bool) {
+	c, ok := e.store.(store.Continuer)
+	if !ok || e.cfg.DisableEagerContinue || !l.beginStart() {
+		return nil, false
+	}
+	return c, true
 }
 
 // afterComplete wakes the waiters of runs that finished.

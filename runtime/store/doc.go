@@ -20,7 +20,8 @@
 // [Notifier] (wake idle workers), [CancelNotifier] (tell workers at once
 // that a run was cancelled), [RunReader] (a run and its tasks in one
 // read), [StatusReader] (a run's status without its input), [Starter] (create runs and claim their first steps for the
-// creating worker in one unit) and [Deploys] (the signatures workers serve,
+// creating worker in one unit), [Continuer] (store results and claim the
+// steps they made ready for the same worker in one unit) and [Deploys] (the signatures workers serve,
 // the tasks none serves, and what the runs in flight need of the next
 // build).
 //

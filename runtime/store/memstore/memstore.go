@@ -44,6 +44,8 @@ type Store struct {
 	slots   map[slotKey]*slot           // concurrency caps (flow.go)
 
 	schedules map[store.ScheduleRef]*store.Schedule // schedule.go
+
+	cont *continuation // the CompleteAndContinue under way, or nil (continue.go)
 }
 
 // runKey is a run's idempotency key with its workflow and tenant.
@@ -410,6 +412,24 @@ func (q *readyQueue) peek() (queueEntry, bool) {
 
 // enqueue puts a task in the ready queue with its tenant's next fair id.
 func (s *Store) enqueue(r *run, ti int, now time.Time) {
+	s.markQueued(r, ti, now)
+	s.push(r, ti)
+}
+
+// markQueued makes a task QUEUED and logs its QUEUED event; push puts it
+// in the ready queue.
+func (s *Store) markQueued(r *run, ti int, now time.Time) {
+	t := &r.tasks[ti]
+	t.status = store.TaskQueued
+	t.queueID = -1 // no entry of the queue stands for it yet
+	t.queuedAt = now
+	t.waitingLogged = false
+	r.event(now, ti, store.EventQueued, t.attempt, "")
+}
+
+// push puts a QUEUED task in the ready queue with its tenant's next fair
+// id.
+func (s *Store) push(r *run, ti int) {
 	g := s.groups[r.rec.Tenant]
 	if g == nil {
 		g = &tenantGroup{id: s.nextGroup}
@@ -419,19 +439,14 @@ func (s *Store) enqueue(r *run, ti int, now time.Time) {
 	block := max(g.ptr, s.frontier)
 	g.ptr = block + 1
 	id := g.id + store.BlockLength*block
-	t := &r.tasks[ti]
-	t.status = store.TaskQueued
-	t.queueID = id
-	t.queuedAt = now
+	r.tasks[ti].queueID = id
 	sig := r.spec(ti).Signature
 	q := s.queues[sig]
 	if q == nil {
 		q = &readyQueue{}
 		s.queues[sig] = q
 	}
-	t.waitingLogged = false
 	heap.Push(q, queueEntry{id: id, run: r, task: ti})
-	r.event(now, ti, store.EventQueued, t.attempt, "")
 	s.enqueued = true
 }
 
@@ -631,7 +646,7 @@ func (s *Store) resolve(r *run, ti int, status store.TaskStatus, now time.Time) 
 	for _, c := range r.shape.children[ti] {
 		ct := &r.tasks[c]
 		if ct.pendingParents--; ct.pendingParents == 0 && ct.status == store.TaskPending {
-			s.enqueue(r, c, now)
+			s.queueChild(r, c, now)
 			enqueued++
 		}
 	}

@@ -37,7 +37,8 @@ type batch struct {
 	maps     mapWork // elements to create, queue and collect (map.go)
 	ended    []int64 // leases to remove: their attempts ended
 	ev       events
-	credit   []int // tasks enqueued, per source index (result, timer or rescue)
+	credit   []int         // tasks enqueued, per source index (result, timer or rescue)
+	cont     *continuation // CompleteAndContinue's, or nil
 }
 
 type taskKey struct {
@@ -114,6 +115,8 @@ type enqueueItem struct {
 	attempt   int
 	src       int  // source credited with the enqueue, or -1
 	logged    bool // its QUEUED event is kept in its row already
+	child     bool // made ready by DecrementChildren: a continuation may start it
+	continued bool // started by continueReady: not enqueued
 }
 
 func (s *Store) newBatch(tx *txn, sources int) *batch {
@@ -598,16 +601,20 @@ func (b *batch) flush(ctx context.Context) error {
 			}
 		}
 		if len(ids) > 0 {
+			b.sendAhead(ctx, ids)
 			rows, err := q.DecrementChildren(ctx, pl, dbsqlc.DecrementChildrenParams{Now: now, RunIds: ids, Children: children})
 			if err != nil {
 				return fmt.Errorf("count down %d children: %w", len(ids), err)
+			}
+			if err := b.readAhead(ctx); err != nil {
+				return err
 			}
 			for _, row := range rows {
 				if store.TaskStatus(row.Status) != store.TaskQueued {
 					continue
 				}
 				k := taskKey{dag.RunID(row.RunID.Bytes), row.Name}
-				b.enqueue = append(b.enqueue, enqueueItem{run: b.runs[k.run], name: k.name, signature: row.Signature, kind: store.KindStep, src: lastSrc[k], logged: true})
+				b.enqueue = append(b.enqueue, enqueueItem{run: b.runs[k.run], name: k.name, signature: row.Signature, kind: store.KindStep, src: lastSrc[k], logged: true, child: true})
 			}
 		}
 	}
@@ -615,11 +622,18 @@ func (b *batch) flush(ctx context.Context) error {
 	if err := b.endFlow(ctx); err != nil {
 		return err
 	}
+	if err := b.continueReady(ctx); err != nil {
+		return err
+	}
 
 	// The ready queue.
 	var ep dbsqlc.EnqueueParams
 	for _, e := range b.enqueue {
 		if !e.live() {
+			continue
+		}
+		if e.continued {
+			b.credit[e.src]++ // made ready, and started
 			continue
 		}
 		ep.RunIds = append(ep.RunIds, uuidOf(e.run.id))

@@ -40,20 +40,11 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.Cl
 			InputOmitted: r.InputOmitted,
 			Element:      int(r.Element),
 		}
-		if n := len(r.ParentNames); n > 0 {
-			if len(r.ParentStatuses) != n || len(r.ParentOutputs) != n {
-				return nil, fmt.Errorf("claim tasks for worker %s: task %s/%s: %d parents, found %d",
-					p.Worker, c.RunID, c.Step, n, len(r.ParentStatuses))
-			}
-			c.Parents = make([]store.ParentResult, n)
-			for j := range n {
-				c.Parents[j] = store.ParentResult{
-					Step:   r.ParentNames[j],
-					Status: store.TaskStatus(r.ParentStatuses[j]),
-					Output: r.ParentOutputs[j],
-				}
-			}
+		parents, err := parentResults(r.ParentNames, r.ParentStatuses, r.ParentOutputs)
+		if err != nil {
+			return nil, fmt.Errorf("claim tasks for worker %s: task %s/%s: %w", p.Worker, c.RunID, c.Step, err)
 		}
+		c.Parents = parents
 		if c.Kind == store.KindOnFailure && r.FailureStep.Valid {
 			c.Failure = &dag.Failure{
 				RunID:   c.RunID,

@@ -14,12 +14,18 @@ import (
 // CompleteTasks implements store.Store: one transaction per batch, with a
 // fixed number of statements whatever the batch size.
 func (s *Store) CompleteTasks(ctx context.Context, results []store.TaskResult) ([]store.CompletionOutcome, error) {
+	return s.completeTasks(ctx, results, nil)
+}
+
+// completeTasks is CompleteTasks, and CompleteAndContinue when cont is set.
+func (s *Store) completeTasks(ctx context.Context, results []store.TaskResult, cont *continuation) ([]store.CompletionOutcome, error) {
 	out := make([]store.CompletionOutcome, len(results))
 	if len(results) == 0 {
 		return out, nil
 	}
 	err := s.inTx(ctx, func(tx *txn) error {
 		b := s.newBatch(tx, len(results))
+		b.cont = cont
 		keys := make([]taskKey, len(results))
 		for i, r := range results {
 			keys[i] = taskKey{r.RunID, r.Step}

@@ -85,6 +85,7 @@ func Run(t *testing.T, newStore NewStore) {
 	tests = append(tests, group("Map/", mappedTests, func(f *fixture, fn func(*fixture)) { fn(f) })...)
 	tests = append(tests, group("Flow/", flowTests, func(f *fixture, fn func(*fixture)) { fn(f) })...)
 	tests = append(tests, group("Key/", keyTests, func(f *fixture, fn func(*fixture)) { fn(f) })...)
+	tests = append(tests, group("Continue/", continueTests, func(f *fixture, fn func(*fixture, store.Continuer)) { fn(f, f.continuer()) })...)
 	tests = append(tests, group("Workers/", workersTests, func(f *fixture, fn func(*fixture, store.Workers)) { fn(f, f.workers()) })...)
 	tests = append(tests, group("Fleet/", fleetTests, func(f *fixture, fn func(*fixture, store.Fleet, store.Workers)) {
 		fl, ws := f.fleet()

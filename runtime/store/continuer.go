@@ -1,0 +1,31 @@
+package store
+
+import "context"
+
+// Continuer is implemented by stores that can hand the tasks a batch of
+// results made ready straight to the worker that stored the results, in
+// the same unit: the slots those results free run the runs' next steps
+// without a trip through the ready queue (no enqueue, no claim, no wait
+// for a poll). The engine stores its results through it when the store
+// has it.
+type Continuer interface {
+	// CompleteAndContinue applies results as CompleteTasks does and, in the
+	// same unit, claims for p.Worker up to p.Limit of the steps the
+	// results made ready (children whose last parent resolved; not
+	// onfailure tasks, retried tasks or map elements), in the order of the
+	// results that made them ready, instead of enqueueing them. Only steps
+	// whose signature is in p.Signatures (all when it is empty) and whose
+	// run's tenant may go ahead are claimed: a tenant may when it has
+	// nothing in the ready queue past the head block (its block pointer at
+	// most one past the frontier, as for [Starter]) or when no other
+	// tenant has (no other block pointer past the frontier), as the queue
+	// stood when the call began. So a tenant's runs in flight never get
+	// ahead of another tenant's queued work, and a tenant alone runs its
+	// started runs to the end before it starts new ones. A claimed step is
+	// RUNNING with a new attempt and a lease of p.Lease, its QUEUED and
+	// STARTED events logged, exactly as if ClaimTasks had taken it from
+	// the queue; its input is left out when its run is in p.Known. The
+	// others are enqueued. Outcomes count the claimed steps in Enqueued
+	// too: their results made them ready.
+	CompleteAndContinue(ctx context.Context, results []TaskResult, p ClaimParams) ([]CompletionOutcome, []ClaimedTask, error)
+}

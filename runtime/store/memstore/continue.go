@@ -1,0 +1,102 @@
+package memstore
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/dagenhq/dagen/runtime/store"
+)
+
+var _ store.Continuer = (*Store)(nil)
+
+// continuation is a CompleteAndContinue under way: the children its
+// results made ready wait in ready, QUEUED but not in the queue, until
+// the call has applied every result.
+type continuation struct {
+	p     store.ClaimParams
+	mayGo func(tenant string) bool
+	ready []readyChild
+}
+
+type readyChild struct {
+	run  *run
+	task int
+}
+
+// CompleteAndContinue implements store.Continuer.
+func (s *Store) CompleteAndContinue(ctx context.Context, results []store.TaskResult, p store.ClaimParams) ([]store.CompletionOutcome, []store.ClaimedTask, error) {
+	if p.Limit <= 0 {
+		out, err := s.CompleteTasks(ctx, results)
+		return out, nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	out := make([]store.CompletionOutcome, len(results))
+	s.lock()
+	defer s.unlock()
+	now := s.now()
+	c := &continuation{p: p, mayGo: s.tenantsMayGo(results)}
+	s.cont = c
+	for i := range results {
+		out[i] = s.complete(&results[i], now)
+	}
+	s.cont = nil
+	var claimed []store.ClaimedTask
+	for _, rc := range c.ready {
+		r, t := rc.run, &rc.run.tasks[rc.task]
+		if t.status != store.TaskQueued {
+			continue // its run failed or was cancelled after it became ready
+		}
+		sig := r.spec(rc.task).Signature
+		if len(claimed) < p.Limit && r.rec.Status == store.RunRunning &&
+			(len(p.Signatures) == 0 || slices.Contains(p.Signatures, sig)) && c.mayGo(r.rec.Tenant) {
+			claimed = append(claimed, s.claim(r, rc.task, p, now))
+			continue
+		}
+		s.push(r, rc.task)
+	}
+	return out, claimed, nil
+}
+
+// tenantsMayGo returns whether the tenant of one of the results' runs may
+// have its ready steps skip the queue as it stands: when the tenant has
+// nothing queued past the head block, or when no other tenant has anything
+// past the frontier.
+func (s *Store) tenantsMayGo(results []store.TaskResult) func(tenant string) bool {
+	var ahead []string // tenants with a block pointer past the frontier, up to two
+	for tenant, g := range s.groups {
+		if g.ptr > s.frontier {
+			if ahead = append(ahead, tenant); len(ahead) == 2 {
+				break
+			}
+		}
+	}
+	ptrs := make(map[string]int64)
+	frontier := s.frontier
+	for i := range results {
+		if r := s.runs[results[i].RunID]; r != nil {
+			if g := s.groups[r.rec.Tenant]; g != nil {
+				ptrs[r.rec.Tenant] = g.ptr
+			}
+		}
+	}
+	return func(tenant string) bool {
+		if p, ok := ptrs[tenant]; !ok || p <= frontier+1 {
+			return true
+		}
+		return len(ahead) == 0 || len(ahead) == 1 && ahead[0] == tenant
+	}
+}
+
+// queueChild enqueues a child its parents made ready, or, in a
+// CompleteAndContinue, marks it QUEUED and leaves it to the continuation.
+func (s *Store) queueChild(r *run, ti int, now time.Time) {
+	if s.cont == nil {
+		s.enqueue(r, ti, now)
+		return
+	}
+	s.markQueued(r, ti, now)
+	s.cont.ready = append(s.cont.ready, readyChild{r, ti})
+}

@@ -1,0 +1,176 @@
+package pgstore
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/dagenhq/dagen/runtime/dag"
+	"github.com/dagenhq/dagen/runtime/store"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
+)
+
+// CompleteAndContinue implements store.Continuer: CompleteTasks's
+// transaction, in which the children that become ready and may skip the
+// queue are started for p.Worker (ContinueTasks) instead of enqueued. It
+// costs no round trip more when nothing is started, and one when some
+// are; each started step saves the queue's insert and delete, and its
+// claim.
+func (s *Store) CompleteAndContinue(ctx context.Context, results []store.TaskResult, p store.ClaimParams) ([]store.CompletionOutcome, []store.ClaimedTask, error) {
+	if p.Limit <= 0 {
+		out, err := s.CompleteTasks(ctx, results)
+		return out, nil, err
+	}
+	cont := &continuation{p: p}
+	out, err := s.completeTasks(ctx, results, cont)
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, cont.claimed, nil
+}
+
+// continuation is what CompleteAndContinue asks of a batch, and the steps
+// the batch started for it.
+type continuation struct {
+	p       store.ClaimParams
+	ahead   []string                 // the tenants TenantsAhead was sent for, or nil
+	mayGo   func(tenant string) bool // by TenantsAhead's rows (readAhead), or nil
+	claimed []store.ClaimedTask
+}
+
+// serves reports whether the worker serves signature sig.
+func (c *continuation) serves(sig string) bool {
+	return len(c.p.Signatures) == 0 || slices.Contains(c.p.Signatures, sig)
+}
+
+// sendAhead sends TenantsAhead with the next query (DecrementChildren), for
+// the tenants of the runs whose children that query may make ready.
+func (b *batch) sendAhead(ctx context.Context, ids []pgtype.UUID) {
+	c := b.cont
+	if c == nil {
+		return
+	}
+	var tenants []string
+	for _, id := range ids {
+		tenants = append(tenants, b.runs[dag.RunID(id.Bytes)].tenant)
+	}
+	slices.Sort(tenants)
+	c.ahead = slices.Compact(tenants)
+	b.tx.queryAhead(record(func(db dbsqlc.DBTX) error {
+		_, err := b.s.q.TenantsAhead(ctx, db, c.ahead)
+		return err
+	}))
+}
+
+// readAhead reads the rows of TenantsAhead, sent with DecrementChildren:
+// right after it, so that no other query discards them.
+func (b *batch) readAhead(ctx context.Context) error {
+	c := b.cont
+	if c == nil || c.ahead == nil {
+		return nil
+	}
+	rows, err := b.s.q.TenantsAhead(ctx, b.tx, c.ahead)
+	if err != nil {
+		return fmt.Errorf("read the fair queue's tenants: %w", err)
+	}
+	c.mayGo = tenantsMayGo(rows)
+	return nil
+}
+
+// continueReady starts, for the continuation, the children DecrementChildren
+// made ready that it may take (see store.Continuer), and marks them so that
+// flush does not enqueue them.
+func (b *batch) continueReady(ctx context.Context) error {
+	c := b.cont
+	if c == nil || c.mayGo == nil {
+		return nil
+	}
+	mayGo := c.mayGo
+	var cands []int
+	for i, e := range b.enqueue {
+		if e.child && e.live() && c.serves(e.signature) && mayGo(e.run.tenant) {
+			cands = append(cands, i)
+		}
+	}
+	if len(cands) == 0 {
+		return nil
+	}
+	// In the order of the results that made them ready.
+	slices.SortStableFunc(cands, func(x, y int) int { return cmp.Compare(b.enqueue[x].src, b.enqueue[y].src) })
+	cands = cands[:min(len(cands), c.p.Limit)]
+	var p dbsqlc.ContinueTasksParams
+	for _, i := range cands {
+		e := b.enqueue[i]
+		p.RunIds = append(p.RunIds, uuidOf(e.run.id))
+		p.Names = append(p.Names, e.name)
+	}
+	p.Known, p.Now, p.Worker, p.LeaseSeconds = uuidsOf(c.p.Known), tstz(b.now), c.p.Worker, c.p.Lease.Seconds()
+	started, err := b.s.q.ContinueTasks(ctx, b.tx, p)
+	if err != nil {
+		return fmt.Errorf("start %d tasks made ready: %w", len(cands), err)
+	}
+	index := make(map[taskKey]int, len(cands))
+	for _, i := range cands {
+		index[taskKey{b.enqueue[i].run.id, b.enqueue[i].name}] = i
+	}
+	for _, r := range started {
+		t := store.ClaimedTask{
+			RunID: dag.RunID(r.RunID.Bytes), Workflow: r.Workflow, Tenant: r.Tenant,
+			Step: r.Name, Kind: store.TaskKind(r.Kind), Attempt: int(r.Attempt), Signature: r.Signature,
+			Input: r.Input, InputOmitted: r.InputOmitted, Element: int(r.Element),
+		}
+		parents, err := parentResults(r.ParentNames, r.ParentStatuses, r.ParentOutputs)
+		if err != nil {
+			return fmt.Errorf("start task %s/%s: %w", t.RunID, t.Step, err)
+		}
+		t.Parents = parents
+		i, ok := index[taskKey{t.RunID, t.Step}]
+		if !ok {
+			return fmt.Errorf("start task %s/%s: not asked for", t.RunID, t.Step)
+		}
+		b.enqueue[i].continued = true
+		c.claimed = append(c.claimed, t)
+	}
+	return nil
+}
+
+// tenantsMayGo returns whether a tenant's ready steps may skip the queue,
+// by TenantsAhead's rows: when the tenant has nothing queued past the head
+// block, or when no other tenant has anything past the frontier.
+func tenantsMayGo(rows []dbsqlc.TenantsAheadRow) func(tenant string) bool {
+	ptr := make(map[string]int64, len(rows))
+	var ahead []string // tenants with a block pointer past the frontier
+	var frontier int64
+	for _, r := range rows {
+		ptr[r.Tenant], frontier = r.BlockPtr, r.Frontier
+		if r.BlockPtr > r.Frontier && !slices.Contains(ahead, r.Tenant) {
+			ahead = append(ahead, r.Tenant)
+		}
+	}
+	return func(tenant string) bool {
+		if p, ok := ptr[tenant]; !ok || p <= frontier+1 {
+			return true
+		}
+		return len(ahead) == 0 || len(ahead) == 1 && ahead[0] == tenant
+	}
+}
+
+// parentResults pairs a claimed task's parents with their statuses and
+// outputs, as ClaimTasks and ContinueTasks return them.
+func parentResults(names, statuses []string, outputs [][]byte) ([]store.ParentResult, error) {
+	n := len(names)
+	if n == 0 {
+		return nil, nil
+	}
+	if len(statuses) != n || len(outputs) != n {
+		return nil, fmt.Errorf("%d parents, found %d", n, len(statuses))
+	}
+	parents := make([]store.ParentResult, n)
+	for j := range n {
+		parents[j] = store.ParentResult{Step: names[j], Status: store.TaskStatus(statuses[j]), Output: outputs[j]}
+	}
+	return parents, nil
+}
