@@ -15,13 +15,14 @@ type Continuer interface {
 	// onfailure tasks, retried tasks or map elements), in the order of the
 	// results that made them ready, instead of enqueueing them. Only steps
 	// whose signature is in p.Signatures (all when it is empty) and whose
-	// run's tenant may go ahead are claimed: a tenant may when it has
-	// nothing in the ready queue past the head block (its block pointer at
-	// most one past the frontier, as for [Starter]) or when no other
-	// tenant has (no other block pointer past the frontier), as the queue
-	// stood when the call began. So a tenant's runs in flight never get
-	// ahead of another tenant's queued work, and a tenant alone runs its
-	// started runs to the end before it starts new ones. A claimed step is
+	// run's tenant may go ahead: a tenant may when it has nothing in the
+	// ready queue past the head block (its block pointer at most one past
+	// the frontier, as for [Starter]), or when the head blocks (the
+	// frontier's and the next, where every tenant with work queued has a
+	// task) hold no other tenant's task, as the queue stood before the
+	// call enqueued anything. So a tenant's runs in flight never get ahead
+	// of another tenant's queued work, and a tenant alone runs its started
+	// runs on before it starts new ones. A claimed step is
 	// RUNNING with a new attempt and a lease of p.Lease, its QUEUED and
 	// STARTED events logged, exactly as if ClaimTasks had taken it from
 	// the queue; its input is left out when its run is in p.Known. The

@@ -62,32 +62,37 @@ func (s *Store) CompleteAndContinue(ctx context.Context, results []store.TaskRes
 
 // tenantsMayGo returns whether the tenant of one of the results' runs may
 // have its ready steps skip the queue as it stands: when the tenant has
-// nothing queued past the head block, or when no other tenant has anything
-// past the frontier.
+// nothing queued past the head block, or when the head blocks (the
+// frontier's and the next) hold no other tenant's task.
 func (s *Store) tenantsMayGo(results []store.TaskResult) func(tenant string) bool {
-	var ahead []string // tenants with a block pointer past the frontier, up to two
-	for tenant, g := range s.groups {
-		if g.ptr > s.frontier {
-			if ahead = append(ahead, tenant); len(ahead) == 2 {
-				break
+	lo, hi := s.frontier*store.BlockLength, (s.frontier+2)*store.BlockLength
+	head := map[int64]bool{} // the groups with a task in the head blocks
+	for _, q := range s.queues {
+		for _, e := range *q {
+			if e.id >= lo && e.id < hi && e.live() {
+				head[e.id%store.BlockLength] = true
 			}
 		}
 	}
-	ptrs := make(map[string]int64)
-	frontier := s.frontier
+	may := make(map[string]bool)
 	for i := range results {
-		if r := s.runs[results[i].RunID]; r != nil {
-			if g := s.groups[r.rec.Tenant]; g != nil {
-				ptrs[r.rec.Tenant] = g.ptr
+		r := s.runs[results[i].RunID]
+		if r == nil {
+			continue
+		}
+		g := s.groups[r.rec.Tenant]
+		switch {
+		case g == nil || g.ptr <= s.frontier+1:
+			may[r.rec.Tenant] = true
+		default:
+			alone := true
+			for id := range head {
+				alone = alone && id == g.id
 			}
+			may[r.rec.Tenant] = alone
 		}
 	}
-	return func(tenant string) bool {
-		if p, ok := ptrs[tenant]; !ok || p <= frontier+1 {
-			return true
-		}
-		return len(ahead) == 0 || len(ahead) == 1 && ahead[0] == tenant
-	}
+	return func(tenant string) bool { return may[tenant] }
 }
 
 // queueChild enqueues a child its parents made ready, or, in a

@@ -139,23 +139,13 @@ func (b *batch) continueReady(ctx context.Context) error {
 
 // tenantsMayGo returns whether a tenant's ready steps may skip the queue,
 // by TenantsAhead's rows: when the tenant has nothing queued past the head
-// block, or when no other tenant has anything past the frontier.
+// block, or when no other tenant has anything queued in the head blocks.
 func tenantsMayGo(rows []dbsqlc.TenantsAheadRow) func(tenant string) bool {
-	ptr := make(map[string]int64, len(rows))
-	var ahead []string // tenants with a block pointer past the frontier
-	var frontier int64
+	may := make(map[string]bool, len(rows))
 	for _, r := range rows {
-		ptr[r.Tenant], frontier = r.BlockPtr, r.Frontier
-		if r.BlockPtr > r.Frontier && !slices.Contains(ahead, r.Tenant) {
-			ahead = append(ahead, r.Tenant)
-		}
+		may[r.Tenant] = r.NoBacklog || r.Alone
 	}
-	return func(tenant string) bool {
-		if p, ok := ptr[tenant]; !ok || p <= frontier+1 {
-			return true
-		}
-		return len(ahead) == 0 || len(ahead) == 1 && ahead[0] == tenant
-	}
+	return func(tenant string) bool { return may[tenant] }
 }
 
 // parentResults pairs a claimed task's parents with their statuses and

@@ -141,6 +141,31 @@ func drain(t *testing.T, s *pgstore.Store, n, batch int) {
 	}
 }
 
+// drainContinuing is drain through CompleteAndContinue: the tasks a batch
+// makes ready are started with it, and completed in the next batch.
+func drainContinuing(t *testing.T, s *pgstore.Store, n, batch int) {
+	t.Helper()
+	ctx := context.Background()
+	var next []store.ClaimedTask
+	for done := 0; done < n; {
+		claimed := next
+		if len(claimed) == 0 {
+			var err error
+			claimed, err = s.ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: batch, Lease: time.Minute})
+			require.NoError(t, err)
+			require.NotEmpty(t, claimed)
+		}
+		results := make([]store.TaskResult, len(claimed))
+		for i, c := range claimed {
+			results[i] = completed(c)
+		}
+		var err error
+		_, next, err = s.CompleteAndContinue(ctx, results, store.ClaimParams{Worker: "w", Limit: len(results), Lease: time.Minute})
+		require.NoError(t, err)
+		done += len(claimed)
+	}
+}
+
 // explain returns the name of a logged statement and the top node of its
 // plan for its arguments, or a nil plan for a statement that has none.
 func explain(t *testing.T, conn *pgxpool.Conn, st loggedStatement) (string, map[string]any) {
@@ -190,8 +215,8 @@ func wholeReads(t *testing.T, conn *pgxpool.Conn, plan map[string]any) []string 
 	return out
 }
 
-// TestBatchesFindRowsByKey checks that the creations, starts, claims and
-// completions of large batches find their tasks, runs and tenants by key.
+// TestBatchesFindRowsByKey checks that the creations, starts, claims,
+// completions and continuations of large batches find their tasks, runs and tenants by key.
 // While the tables are small next to a batch, the planner prefers to hash
 // the whole table over one index lookup a row: with 20,000 tasks, each
 // batch of 500 completions read all of them three times (25 ms a statement
@@ -231,7 +256,7 @@ func TestBatchesFindRowsByKey(t *testing.T) {
 	}
 	_, err = s.Heartbeat(ctx, "w", time.Minute, held)
 	require.NoError(t, err)
-	drain(t, s, 5000+100*4, 500)
+	drainContinuing(t, s, 5000+100*4, 500)
 
 	log.mu.Lock()
 	stmts := log.stmts
@@ -261,7 +286,7 @@ func TestBatchesFindRowsByKey(t *testing.T) {
 	}
 	slices.Sort(scans)
 	require.Empty(t, slices.Compact(scans))
-	for _, name := range []string{"EnsureTenants", "InsertTasks", "Enqueue", "StartedTasks", "ClaimTasks", "LockRuns", "GetTasks", "UpdateTasks", "UpdateRuns", "DecrementChildren", "UnclaimedTasks"} {
+	for _, name := range []string{"EnsureTenants", "InsertTasks", "Enqueue", "StartedTasks", "ClaimTasks", "LockRuns", "GetTasks", "UpdateTasks", "UpdateRuns", "DecrementChildren", "UnclaimedTasks", "TenantsAhead", "ContinueTasks"} {
 		require.True(t, seen[name], "no %s statement ran", name)
 	}
 }

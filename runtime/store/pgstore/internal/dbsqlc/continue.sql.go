@@ -142,26 +142,36 @@ func (q *Queries) ContinueTasks(ctx context.Context, db DBTX, arg ContinueTasksP
 }
 
 const tenantsAhead = `-- name: TenantsAhead :many
-SELECT g.tenant::text AS tenant, g.block_ptr::bigint AS block_ptr, f.block::bigint AS frontier
+SELECT g.tenant::text AS tenant,
+       (g.block_ptr <= f.block + 1)::boolean AS no_backlog,
+       (NOT EXISTS (
+           SELECT 1 FROM dagen_ready q
+           WHERE q.id >= f.block * 1048576 AND q.id < (f.block + 2) * 1048576
+             AND q.id % 1048576 <> g.group_id
+       ))::boolean AS alone
 FROM dagen_queue_frontier f
-CROSS JOIN LATERAL (
-    (SELECT x.tenant, x.block_ptr FROM dagen_tenant_groups x WHERE x.tenant = ANY($1::text[]))
-    UNION
-    (SELECT y.tenant, y.block_ptr FROM dagen_tenant_groups y WHERE y.block_ptr > f.block LIMIT 2)
-) g
+CROSS JOIN dagen_tenant_groups g
+WHERE g.tenant = ANY(ARRAY(SELECT unnest((SELECT $1::text[]))))
 `
 
 type TenantsAheadRow struct {
-	Tenant   string
-	BlockPtr int64
-	Frontier int64
+	Tenant    string
+	NoBacklog bool
+	Alone     bool
 }
 
-// What CompleteAndContinue needs of the fair queue to decide which
-// tenants' steps may skip it: the block pointers of @tenants, and of up to
-// two tenants whose pointer is past the frontier (those with work queued,
-// or claimed in the head block), with the frontier. Read without locks: a
-// tenant that enqueues meanwhile is seen by the next batch.
+// What CompleteAndContinue needs of the fair queue to decide which of
+// @tenants may have their ready steps skip it: whether the tenant has
+// nothing queued past the head block (its block pointer at most one past
+// the frontier), and whether the head blocks (the frontier's and the next)
+// hold no other tenant's task. A tenant with work queued has a task there:
+// claims take the queue in id order and a tenant's tasks take consecutive
+// blocks from the frontier on. Each tenant is one key lookup and an index
+// range scan of the head blocks that stops at the first task of another
+// tenant, past at most two of its own, whatever the number of tenants (the
+// list is read through subqueries, as in EnsureTenants, so that tenants
+// are found by key whatever the estimates). Read without locks: a tenant
+// that enqueues meanwhile is seen by the next batch.
 func (q *Queries) TenantsAhead(ctx context.Context, db DBTX, tenants []string) ([]TenantsAheadRow, error) {
 	rows, err := db.Query(ctx, tenantsAhead, tenants)
 	if err != nil {
@@ -171,7 +181,7 @@ func (q *Queries) TenantsAhead(ctx context.Context, db DBTX, tenants []string) (
 	var items []TenantsAheadRow
 	for rows.Next() {
 		var i TenantsAheadRow
-		if err := rows.Scan(&i.Tenant, &i.BlockPtr, &i.Frontier); err != nil {
+		if err := rows.Scan(&i.Tenant, &i.NoBacklog, &i.Alone); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
