@@ -52,7 +52,7 @@ func printTable(out io.Writer, results []Result) {
 			}
 			printSoakReport(out, r.Soak)
 		case "low_load":
-			fmt.Fprintf(out, "low_load: step-to-step (B STARTED - A COMPLETED) p50/p99 %.2f/%.2f ms with notifications, %.2f/%.2f ms polling alone (every %.0f ms); 10ms ticks missed: %d\n",
+			fmt.Fprintf(out, "low_load: step-to-step through the queue (B STARTED - A COMPLETED) p50/p99 %.2f/%.2f ms with notifications, %.2f/%.2f ms polling alone (every %.0f ms); 10ms ticks missed: %d\n",
 				r.P50Ms, r.P99Ms, r.PollP50Ms, r.PollP99Ms, r.PollMs, r.MissedTicks)
 		}
 	}
