@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
@@ -267,6 +268,12 @@ type ClaimParams struct {
 	// claim their tasks without the input (ClaimedTask.InputOmitted), so
 	// a large input crosses the wire once to a worker, not once a step.
 	Known []dag.RunID
+}
+
+// Serves reports whether a claim with p takes tasks of signature sig: one
+// of p.Signatures, or any when it is empty.
+func (p ClaimParams) Serves(sig string) bool {
+	return len(p.Signatures) == 0 || slices.Contains(p.Signatures, sig)
 }
 
 // ClaimedTask is a RUNNING task and everything its step needs.

@@ -2,7 +2,6 @@ package memstore
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/dagenhq/dagen/runtime/store"
@@ -51,7 +50,7 @@ func (s *Store) CompleteAndContinue(ctx context.Context, results []store.TaskRes
 		}
 		sig := r.spec(rc.task).Signature
 		if len(claimed) < p.Limit && r.rec.Status == store.RunRunning &&
-			(len(p.Signatures) == 0 || slices.Contains(p.Signatures, sig)) && c.mayGo(r.rec.Tenant) {
+			p.Serves(sig) && c.mayGo(r.rec.Tenant) {
 			claimed = append(claimed, s.claim(r, rc.task, p, now))
 			continue
 		}

@@ -238,7 +238,7 @@ func (s *Store) createLocked(runs []store.NewRun, shapes []*shape, p store.Claim
 			continue
 		}
 		for _, ti := range sh.roots {
-			claim := len(p.Signatures) == 0 || slices.Contains(p.Signatures, sh.tasks[ti].Signature)
+			claim := p.Serves(sh.tasks[ti].Signature)
 			if claim && len(considered) < p.Limit && !considered[nr.Tenant] {
 				// The tenant's first root starts when the fair queue would
 				// hand it out next: nothing of the tenant's is queued past

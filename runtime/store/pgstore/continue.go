@@ -41,11 +41,6 @@ type continuation struct {
 	claimed []store.ClaimedTask
 }
 
-// serves reports whether the worker serves signature sig.
-func (c *continuation) serves(sig string) bool {
-	return len(c.p.Signatures) == 0 || slices.Contains(c.p.Signatures, sig)
-}
-
 // sendAhead sends TenantsAhead with the next query (DecrementChildren), for
 // the tenants of the runs whose children that query may make ready.
 func (b *batch) sendAhead(ctx context.Context, ids []pgtype.UUID) {
@@ -91,7 +86,7 @@ func (b *batch) continueReady(ctx context.Context) error {
 	mayGo := c.mayGo
 	var cands []int
 	for i, e := range b.enqueue {
-		if e.child && e.live() && c.serves(e.signature) && mayGo(e.run.tenant) {
+		if e.child && e.live() && c.p.Serves(e.signature) && mayGo(e.run.tenant) {
 			cands = append(cands, i)
 		}
 	}

@@ -363,7 +363,7 @@ func (s *Store) newCreation(runs []store.NewRun, graphs []*graph, held []bool, n
 		id := uuidOf(nr.ID)
 		c.tenants = append(c.tenants, nr.Tenant)
 		for ti, t := range nr.Tasks {
-			claim := len(p.Signatures) == 0 || slices.Contains(p.Signatures, t.Signature)
+			claim := p.Serves(t.Signature)
 			status := store.TaskPending
 			switch {
 			case len(t.Parents) > 0 || t.Kind == store.KindOnFailure || held != nil && held[i]:
