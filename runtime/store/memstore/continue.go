@@ -14,7 +14,7 @@ var _ store.Continuer = (*Store)(nil)
 // the call has applied every result.
 type continuation struct {
 	p     store.ClaimParams
-	mayGo func(tenant string) bool
+	mayGo map[string]bool // by tenant, as the queue stood when the call began
 	ready []readyChild
 }
 
@@ -50,7 +50,7 @@ func (s *Store) CompleteAndContinue(ctx context.Context, results []store.TaskRes
 		}
 		sig := r.spec(rc.task).Signature
 		if len(claimed) < p.Limit && r.rec.Status == store.RunRunning &&
-			p.Serves(sig) && c.mayGo(r.rec.Tenant) {
+			p.Serves(sig) && c.mayGo[r.rec.Tenant] {
 			claimed = append(claimed, s.claim(r, rc.task, p, now))
 			continue
 		}
@@ -59,11 +59,29 @@ func (s *Store) CompleteAndContinue(ctx context.Context, results []store.TaskRes
 	return out, claimed, nil
 }
 
-// tenantsMayGo returns whether the tenant of one of the results' runs may
-// have its ready steps skip the queue as it stands: when the tenant has
-// nothing queued past the head block, or when the head blocks (the
-// frontier's and the next) hold no other tenant's task.
-func (s *Store) tenantsMayGo(results []store.TaskResult) func(tenant string) bool {
+// tenantsMayGo returns, for the tenants of the results' runs, whether
+// each may have its ready steps skip the queue as it stands: when the
+// tenant has nothing queued past the head block, or else when the head
+// blocks (the frontier's and the next) hold no other tenant's task. The
+// queue is read only when a tenant has a backlog.
+func (s *Store) tenantsMayGo(results []store.TaskResult) map[string]bool {
+	may := make(map[string]bool)
+	var backlog []string
+	for i := range results {
+		r := s.runs[results[i].RunID]
+		if r == nil {
+			continue
+		}
+		if g := s.groups[r.rec.Tenant]; g == nil || g.ptr <= s.frontier+1 {
+			may[r.rec.Tenant] = true
+		} else if _, seen := may[r.rec.Tenant]; !seen {
+			may[r.rec.Tenant] = false
+			backlog = append(backlog, r.rec.Tenant)
+		}
+	}
+	if len(backlog) == 0 {
+		return may
+	}
 	lo, hi := s.frontier*store.BlockLength, (s.frontier+2)*store.BlockLength
 	head := map[int64]bool{} // the groups with a task in the head blocks
 	for _, q := range s.queues {
@@ -73,25 +91,14 @@ func (s *Store) tenantsMayGo(results []store.TaskResult) func(tenant string) boo
 			}
 		}
 	}
-	may := make(map[string]bool)
-	for i := range results {
-		r := s.runs[results[i].RunID]
-		if r == nil {
-			continue
+	for _, tenant := range backlog {
+		alone := true
+		for id := range head {
+			alone = alone && id == s.groups[tenant].id
 		}
-		g := s.groups[r.rec.Tenant]
-		switch {
-		case g == nil || g.ptr <= s.frontier+1:
-			may[r.rec.Tenant] = true
-		default:
-			alone := true
-			for id := range head {
-				alone = alone && id == g.id
-			}
-			may[r.rec.Tenant] = alone
-		}
+		may[tenant] = alone
 	}
-	return func(tenant string) bool { return may[tenant] }
+	return may
 }
 
 // queueChild enqueues a child its parents made ready, or, in a

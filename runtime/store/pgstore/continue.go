@@ -36,8 +36,8 @@ func (s *Store) CompleteAndContinue(ctx context.Context, results []store.TaskRes
 // the batch started for it.
 type continuation struct {
 	p       store.ClaimParams
-	ahead   []string                 // the tenants TenantsAhead was sent for, or nil
-	mayGo   func(tenant string) bool // by TenantsAhead's rows (readAhead), or nil
+	ahead   []string        // the tenants TenantsAhead was sent for, or nil
+	mayGo   map[string]bool // by tenant, as TenantsAhead read (readAhead); nil before
 	claimed []store.ClaimedTask
 }
 
@@ -71,7 +71,10 @@ func (b *batch) readAhead(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read the fair queue's tenants: %w", err)
 	}
-	c.mayGo = tenantsMayGo(rows)
+	c.mayGo = make(map[string]bool, len(rows))
+	for _, r := range rows {
+		c.mayGo[r.Tenant] = r.MayGo
+	}
 	return nil
 }
 
@@ -83,10 +86,9 @@ func (b *batch) continueReady(ctx context.Context) error {
 	if c == nil || c.mayGo == nil {
 		return nil
 	}
-	mayGo := c.mayGo
 	var cands []int
 	for i, e := range b.enqueue {
-		if e.child && e.live() && c.p.Serves(e.signature) && mayGo(e.run.tenant) {
+		if e.child && e.live() && c.p.Serves(e.signature) && c.mayGo[e.run.tenant] {
 			cands = append(cands, i)
 		}
 	}
@@ -130,17 +132,6 @@ func (b *batch) continueReady(ctx context.Context) error {
 		c.claimed = append(c.claimed, t)
 	}
 	return nil
-}
-
-// tenantsMayGo returns whether a tenant's ready steps may skip the queue,
-// by TenantsAhead's rows: when the tenant has nothing queued past the head
-// block, or when no other tenant has anything queued in the head blocks.
-func tenantsMayGo(rows []dbsqlc.TenantsAheadRow) func(tenant string) bool {
-	may := make(map[string]bool, len(rows))
-	for _, r := range rows {
-		may[r.Tenant] = r.NoBacklog || r.Alone
-	}
-	return func(tenant string) bool { return may[tenant] }
 }
 
 // parentResults pairs a claimed task's parents with their statuses and

@@ -143,28 +143,28 @@ func (q *Queries) ContinueTasks(ctx context.Context, db DBTX, arg ContinueTasksP
 
 const tenantsAhead = `-- name: TenantsAhead :many
 SELECT g.tenant::text AS tenant,
-       (g.block_ptr <= f.block + 1)::boolean AS no_backlog,
-       (NOT EXISTS (
-           SELECT 1 FROM dagen_ready q
-           WHERE q.id >= f.block * 1048576 AND q.id < (f.block + 2) * 1048576
-             AND q.id % 1048576 <> g.group_id
-       ))::boolean AS alone
+       (CASE WHEN g.block_ptr <= f.block + 1 THEN true
+             ELSE NOT EXISTS (
+                 SELECT 1 FROM dagen_ready q
+                 WHERE q.id >= f.block * 1048576 AND q.id < (f.block + 2) * 1048576
+                   AND q.id % 1048576 <> g.group_id
+             )
+        END)::boolean AS may_go
 FROM dagen_queue_frontier f
 CROSS JOIN dagen_tenant_groups g
 WHERE g.tenant = ANY(ARRAY(SELECT unnest((SELECT $1::text[]))))
 `
 
 type TenantsAheadRow struct {
-	Tenant    string
-	NoBacklog bool
-	Alone     bool
+	Tenant string
+	MayGo  bool
 }
 
-// What CompleteAndContinue needs of the fair queue to decide which of
-// @tenants may have their ready steps skip it: whether the tenant has
-// nothing queued past the head block (its block pointer at most one past
-// the frontier), and whether the head blocks (the frontier's and the next)
-// hold no other tenant's task. A tenant with work queued has a task there:
+// Which of @tenants may have their ready steps skip the fair queue
+// (CompleteAndContinue): a tenant that has nothing queued past the head
+// block (its block pointer at most one past the frontier), or else one
+// whose head blocks (the frontier's and the next) hold no other tenant's
+// task; the head blocks are read only for a tenant with a backlog. A tenant with work queued has a task there:
 // claims take the queue in id order and a tenant's tasks take consecutive
 // blocks from the frontier on. Each tenant is one key lookup and an index
 // range scan of the head blocks that stops at the first task of another
@@ -181,7 +181,7 @@ func (q *Queries) TenantsAhead(ctx context.Context, db DBTX, tenants []string) (
 	var items []TenantsAheadRow
 	for rows.Next() {
 		var i TenantsAheadRow
-		if err := rows.Scan(&i.Tenant, &i.NoBacklog, &i.Alone); err != nil {
+		if err := rows.Scan(&i.Tenant, &i.MayGo); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
