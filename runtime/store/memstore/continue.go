@@ -26,9 +26,14 @@ type readyChild struct {
 // CompleteAndContinue implements store.Continuer.
 func (s *Store) CompleteAndContinue(ctx context.Context, results []store.TaskResult, p store.ClaimParams) ([]store.CompletionOutcome, []store.ClaimedTask, error) {
 	if p.Limit <= 0 {
-		out, err := s.CompleteTasks(ctx, results)
-		return out, nil, err
+		return s.completeTasks(ctx, results, nil)
 	}
+	return s.completeTasks(ctx, results, &p)
+}
+
+// completeTasks is CompleteTasks, and CompleteAndContinue with claim p when
+// p is set.
+func (s *Store) completeTasks(ctx context.Context, results []store.TaskResult, p *store.ClaimParams) ([]store.CompletionOutcome, []store.ClaimedTask, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
@@ -36,22 +41,26 @@ func (s *Store) CompleteAndContinue(ctx context.Context, results []store.TaskRes
 	s.lock()
 	defer s.unlock()
 	now := s.now()
-	c := &continuation{p: p, mayGo: s.tenantsMayGo(results)}
-	s.cont = c
+	if p != nil {
+		s.cont = &continuation{p: *p, mayGo: s.tenantsMayGo(results)}
+	}
 	for i := range results {
 		out[i] = s.complete(&results[i], now)
 	}
+	c := s.cont
 	s.cont = nil
+	if c == nil {
+		return out, nil, nil
+	}
 	var claimed []store.ClaimedTask
 	for _, rc := range c.ready {
 		r, t := rc.run, &rc.run.tasks[rc.task]
 		if t.status != store.TaskQueued {
 			continue // its run failed or was cancelled after it became ready
 		}
-		sig := r.spec(rc.task).Signature
 		if len(claimed) < p.Limit && r.rec.Status == store.RunRunning &&
-			p.Serves(sig) && c.mayGo[r.rec.Tenant] {
-			claimed = append(claimed, s.claim(r, rc.task, p, now))
+			p.Serves(r.spec(rc.task).Signature) && c.mayGo[r.rec.Tenant] {
+			claimed = append(claimed, s.claim(r, rc.task, *p, now))
 			continue
 		}
 		s.push(r, rc.task)

@@ -531,17 +531,8 @@ func (s *Store) claim(r *run, ti int, p store.ClaimParams, now time.Time) store.
 
 // CompleteTasks implements store.Store.
 func (s *Store) CompleteTasks(ctx context.Context, results []store.TaskResult) ([]store.CompletionOutcome, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	out := make([]store.CompletionOutcome, len(results))
-	s.lock()
-	defer s.unlock()
-	now := s.now()
-	for i := range results {
-		out[i] = s.complete(&results[i], now)
-	}
-	return out, nil
+	out, _, err := s.completeTasks(ctx, results, nil)
+	return out, err
 }
 
 func (s *Store) complete(res *store.TaskResult, now time.Time) store.CompletionOutcome {
