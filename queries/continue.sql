@@ -28,9 +28,9 @@ WHERE g.tenant = ANY(ARRAY(SELECT unnest((SELECT @tenants::text[]))));
 -- transaction made ready and did not enqueue (CompleteAndContinue): as
 -- ClaimTasks starts what it takes from the queue, with a new attempt, a
 -- lease and the STARTED event kept in the row, and returns what the steps
--- need, in the order of the keys. Each key is one lookup of the primary
--- key, and the lists are read through subqueries so that the plan is kept
--- (as in GetTasks).
+-- need, in the order of the keys (ord: a key's position, from 1). Each
+-- key is one lookup of the primary key, and the lists are read through
+-- subqueries so that the plan is kept (as in GetTasks).
 WITH clock AS (
     SELECT coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now
 ),
@@ -64,7 +64,7 @@ leased AS (
            clock.now + make_interval(secs => @lease_seconds::float8)
     FROM claimed, clock
 )
-SELECT c.run_id, c.name, c.kind, c.attempt, c.signature, coalesce(c.element, 0)::integer AS element,
+SELECT c.ord::integer AS ord, c.run_id, c.name, c.kind, c.attempt, c.signature, coalesce(c.element, 0)::integer AS element,
        r.workflow, r.tenant,
        (CASE WHEN r.id = ANY(@known::uuid[]) THEN NULL ELSE r.input END)::bytea AS input,
        (r.id = ANY(@known::uuid[]))::boolean AS input_omitted,

@@ -109,10 +109,6 @@ func (b *batch) continueReady(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("start %d tasks made ready: %w", len(cands), err)
 	}
-	index := make(map[taskKey]int, len(cands))
-	for _, i := range cands {
-		index[taskKey{b.enqueue[i].run.id, b.enqueue[i].name}] = i
-	}
 	for _, r := range started {
 		t := store.ClaimedTask{
 			RunID: dag.RunID(r.RunID.Bytes), Workflow: r.Workflow, Tenant: r.Tenant,
@@ -124,11 +120,10 @@ func (b *batch) continueReady(ctx context.Context) error {
 			return fmt.Errorf("start task %s/%s: %w", t.RunID, t.Step, err)
 		}
 		t.Parents = parents
-		i, ok := index[taskKey{t.RunID, t.Step}]
-		if !ok {
-			return fmt.Errorf("start task %s/%s: not asked for", t.RunID, t.Step)
+		if r.Ord < 1 || int(r.Ord) > len(cands) {
+			return fmt.Errorf("start task %s/%s: key %d of %d", t.RunID, t.Step, r.Ord, len(cands))
 		}
-		b.enqueue[i].continued = true
+		b.enqueue[cands[r.Ord-1]].continued = true
 		c.claimed = append(c.claimed, t)
 	}
 	return nil

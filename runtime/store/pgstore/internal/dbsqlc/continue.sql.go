@@ -45,7 +45,7 @@ leased AS (
            clock.now + make_interval(secs => $6::float8)
     FROM claimed, clock
 )
-SELECT c.run_id, c.name, c.kind, c.attempt, c.signature, coalesce(c.element, 0)::integer AS element,
+SELECT c.ord::integer AS ord, c.run_id, c.name, c.kind, c.attempt, c.signature, coalesce(c.element, 0)::integer AS element,
        r.workflow, r.tenant,
        (CASE WHEN r.id = ANY($1::uuid[]) THEN NULL ELSE r.input END)::bytea AS input,
        (r.id = ANY($1::uuid[]))::boolean AS input_omitted,
@@ -78,6 +78,7 @@ type ContinueTasksParams struct {
 }
 
 type ContinueTasksRow struct {
+	Ord            int32
 	RunID          pgtype.UUID
 	Name           string
 	Kind           string
@@ -97,9 +98,9 @@ type ContinueTasksRow struct {
 // transaction made ready and did not enqueue (CompleteAndContinue): as
 // ClaimTasks starts what it takes from the queue, with a new attempt, a
 // lease and the STARTED event kept in the row, and returns what the steps
-// need, in the order of the keys. Each key is one lookup of the primary
-// key, and the lists are read through subqueries so that the plan is kept
-// (as in GetTasks).
+// need, in the order of the keys (ord: a key's position, from 1). Each
+// key is one lookup of the primary key, and the lists are read through
+// subqueries so that the plan is kept (as in GetTasks).
 func (q *Queries) ContinueTasks(ctx context.Context, db DBTX, arg ContinueTasksParams) ([]ContinueTasksRow, error) {
 	rows, err := db.Query(ctx, continueTasks,
 		arg.Known,
@@ -117,6 +118,7 @@ func (q *Queries) ContinueTasks(ctx context.Context, db DBTX, arg ContinueTasksP
 	for rows.Next() {
 		var i ContinueTasksRow
 		if err := rows.Scan(
+			&i.Ord,
 			&i.RunID,
 			&i.Name,
 			&i.Kind,
