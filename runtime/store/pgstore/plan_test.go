@@ -124,26 +124,15 @@ func TestLargeBatchesAreNotJITCompiled(t *testing.T) {
 }
 
 // drain claims and completes n tasks, batch at a time.
-func drain(t *testing.T, s *pgstore.Store, n, batch int) {
-	t.Helper()
-	ctx := context.Background()
-	for done := 0; done < n; {
-		claimed, err := s.ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: batch, Lease: time.Minute})
-		require.NoError(t, err)
-		require.NotEmpty(t, claimed)
-		results := make([]store.TaskResult, len(claimed))
-		for i, c := range claimed {
-			results[i] = completed(c)
-		}
-		_, err = s.CompleteTasks(ctx, results)
-		require.NoError(t, err)
-		done += len(claimed)
-	}
-}
+func drain(t *testing.T, s *pgstore.Store, n, batch int) { drainWith(t, s, n, batch, false) }
 
 // drainContinuing is drain through CompleteAndContinue: the tasks a batch
 // makes ready are started with it, and completed in the next batch.
-func drainContinuing(t *testing.T, s *pgstore.Store, n, batch int) {
+func drainContinuing(t *testing.T, s *pgstore.Store, n, batch int) { drainWith(t, s, n, batch, true) }
+
+// drainWith is drain, continuing as drainContinuing when continuing is set
+// (a continuation of limit 0 is CompleteTasks).
+func drainWith(t *testing.T, s *pgstore.Store, n, batch int, continuing bool) {
 	t.Helper()
 	ctx := context.Background()
 	var next []store.ClaimedTask
@@ -159,8 +148,12 @@ func drainContinuing(t *testing.T, s *pgstore.Store, n, batch int) {
 		for i, c := range claimed {
 			results[i] = completed(c)
 		}
+		limit := 0
+		if continuing {
+			limit = len(results)
+		}
 		var err error
-		_, next, err = s.CompleteAndContinue(ctx, results, store.ClaimParams{Worker: "w", Limit: len(results), Lease: time.Minute})
+		_, next, err = s.CompleteAndContinue(ctx, results, store.ClaimParams{Worker: "w", Limit: limit, Lease: time.Minute})
 		require.NoError(t, err)
 		done += len(claimed)
 	}
