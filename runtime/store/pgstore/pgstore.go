@@ -216,7 +216,9 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *txn) error) (err error) {
 			_ = tx.closeOpen() // results of queries sent ahead and never read
 		}
 		if err != nil && conn.Conn().PgConn().TxStatus() != 'I' {
-			_, _ = conn.Exec(context.WithoutCancel(ctx), "rollback") // the error that made us roll back matters more
+			rctx, cancel := rollbackContext(ctx)
+			defer cancel()
+			_, _ = conn.Exec(rctx, "rollback") // the error that made us roll back matters more
 		}
 	}()
 	if err := fn(tx); err != nil {
@@ -225,6 +227,22 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *txn) error) (err error) {
 	_, _ = tx.Exec(ctx, "commit")
 	return tx.send(ctx)
 }
+
+// rollbackContext returns the context a failed transaction is rolled back
+// under: ctx while it lasts, or, once it has ended, a context of its own,
+// for rollbackTimeout at most. A rollback that does not answer in time
+// (a database that froze) gives its connection up, which rolls the
+// transaction back too: it never holds its caller, which may be Stop
+// waiting for the keeper, past ctx.
+func rollbackContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if ctx.Err() != nil {
+		ctx = context.WithoutCancel(ctx)
+	}
+	return context.WithTimeout(ctx, rollbackTimeout)
+}
+
+// rollbackTimeout bounds a rollback (see rollbackContext).
+const rollbackTimeout = time.Second
 
 // A txn is a transaction whose statements are pipelined (see pipeline):
 // BEGIN goes with its first query, statements without results wait for
