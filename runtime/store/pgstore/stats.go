@@ -31,8 +31,8 @@ const growthCheckEvery = 1000
 // queue and of the tenants' table on disk and, when one has at least
 // doubled since the store last analyzed it, analyzes the hot tables itself
 // (only the queue's, or only the tenants', when only those grew), and the
-// ranges of the history tables whose statistics understate them (see
-// rangeStatsPages), in the background. ANALYZE
+// ranges of the history tables that have doubled since their last ANALYZE
+// (see rangeStatsPages), in the background. ANALYZE
 // also invalidates the cached plans, so every connection plans them again
 // from the new statistics. (A plan made while the tenants' table held a few
 // rows reads it whole, which costs little until it has grown: EnsureTenants
@@ -143,24 +143,29 @@ func (s *Store) refreshStats(ctx context.Context, last tablePages) (tablePages, 
 }
 
 // rangeStatsPages is the size, in pages, from which a range of the history
-// tables must not look smaller to the planner than it is.
+// tables must not look to the planner half its size or less.
 //
 // A range's statistics are those of its last ANALYZE, and an ANALYZE of a
 // history table reaches every range, including those made ahead, still
-// empty. A generic plan made from them takes such a range for empty for
-// good (Postgres assumes ten pages only of a table never analyzed), and
-// reads it whole in place of an index lookup: once the range was the one
-// new runs go to, a claim of 512 tasks read 60,000 rows for each, for
-// seconds (the soak at 8,000 steps/s). The planner scales a range's
-// statistics to its size on disk, so one ANALYZE made once the range holds
-// this much keeps its plans right as it grows: 16 pages already cost a
-// whole read twice an index lookup.
+// empty. A generic plan made from them takes such a range for empty, or
+// tiny, for good, and reads it whole in place of a lookup: an index lookup
+// by key, or the TID scan of UpdateTasks and DecrementChildren, whose
+// estimate (four pages a row) loses to reading a table of 25 pages. Once
+// the range was the one new runs go to, a claim of 512 tasks read 60,000
+// rows for each, for seconds, and an update read the whole range for each
+// batch (the soak: 8,000 steps/s, then a backlog it never caught up with).
+// A range never analyzed is no safer: Postgres assumes ten pages of it,
+// and ten pages still lose to the TID scan. So a range new runs go to is
+// analyzed once it holds this much, and again each time it has doubled
+// since: a plan made between two ANALYZEs reads at most twice what the
+// planner thought a whole read cheaper than lookups at.
 const rangeStatsPages = 16
 
 // analyzeRanges analyzes the ranges new runs go to that hold
-// rangeStatsPages pages or more while their statistics say fewer (or no
-// rows), which makes every session plan again the statements it had
-// planned from the old ones. It skips a range another session analyzes.
+// rangeStatsPages pages or more while their statistics say no rows, or
+// half their pages or fewer, which makes every session plan again the
+// statements it had planned from the old ones. It skips a range another
+// session analyzes.
 func (s *Store) analyzeRanges(ctx context.Context) error {
 	since := pgtype.UUID{Bytes: uuidAt(s.idClock().Add(-partitionGrace)), Valid: true}
 	names, err := s.q.UnderstatedRanges(ctx, s.pool, since, rangeStatsPages)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/dagenhq/dagen/runtime/store"
@@ -141,33 +142,7 @@ func TestRangeAnalyzedEmptyIsAnalyzedAgain(t *testing.T) {
 	// A session caches the claim's generic plan while the range is empty.
 	_, err = s.ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: 1, Lease: time.Minute})
 	require.NoError(t, err)
-	log.mu.Lock()
-	var claim loggedStatement
-	for _, st := range log.stmts {
-		if strings.HasPrefix(st.sql, "-- name: ClaimTasks ") {
-			claim = st
-		}
-	}
-	log.mu.Unlock()
-	require.NotEmpty(t, claim.sql)
-	conn, err := pool.Acquire(ctx)
-	require.NoError(t, err)
-	defer conn.Release()
-	_, err = conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan")
-	require.NoError(t, err)
-	_, err = conn.Conn().Prepare(ctx, "claim", claim.sql)
-	require.NoError(t, err)
-	params := make([]string, len(claim.args))
-	for i := range params {
-		params[i] = fmt.Sprint("$", i+1)
-	}
-	cachedScans := func() []string {
-		var plan []map[string]any
-		// EXECUTE takes values, not parameters: pgx writes them in.
-		args := append([]any{pgx.QueryExecModeSimpleProtocol}, claim.args...)
-		require.NoError(t, conn.QueryRow(ctx, "EXPLAIN (FORMAT JSON) EXECUTE claim("+strings.Join(params, ", ")+")", args...).Scan(&plan))
-		return scannedTables(plan[0]["Plan"].(map[string]any))
-	}
+	cachedScans := genericPlanScans(t, pool, log, "ClaimTasks")
 	require.Contains(t, cachedScans(), "dagen_tasks_"+suffix, "a plan made while the range was empty reads it whole")
 
 	clock.Advance(time.Minute)
@@ -177,6 +152,126 @@ func TestRangeAnalyzedEmptyIsAnalyzedAgain(t *testing.T) {
 	scans := cachedScans()
 	require.NotContains(t, scans, "dagen_tasks_"+suffix, "the session planned the claim again: it finds the range's tasks by key")
 	require.NotContains(t, scans, "dagen_runs_"+suffix, "the session planned the claim again: it finds the range's runs by key")
+}
+
+// genericPlanScans prepares the last logged statement called name on a
+// connection of its own that keeps generic plans, and returns a function
+// that lists the tables its cached plan reads whole (for the statement's
+// logged arguments): the plan a session keeps until something makes it
+// plan again.
+func genericPlanScans(t *testing.T, pool *pgxpool.Pool, log *statementLog, name string) func() []string {
+	t.Helper()
+	ctx := context.Background()
+	log.mu.Lock()
+	var st loggedStatement
+	for _, l := range log.stmts {
+		if strings.HasPrefix(l.sql, "-- name: "+name+" ") {
+			st = l
+		}
+	}
+	log.mu.Unlock()
+	require.NotEmpty(t, st.sql, "no %s was logged", name)
+	conn, err := pool.Acquire(ctx)
+	require.NoError(t, err)
+	t.Cleanup(conn.Release)
+	_, err = conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan")
+	require.NoError(t, err)
+	stmt := strings.ToLower(name) // as EXECUTE names it
+	_, err = conn.Conn().Prepare(ctx, stmt, st.sql)
+	require.NoError(t, err)
+	params := make([]string, len(st.args))
+	for i := range params {
+		params[i] = fmt.Sprint("$", i+1)
+	}
+	return func() []string {
+		var plan []map[string]any
+		// EXECUTE takes values, not parameters: pgx writes them in. An
+		// UPDATE is explained, not run.
+		args := append([]any{pgx.QueryExecModeSimpleProtocol}, st.args...)
+		require.NoError(t, conn.QueryRow(ctx, "EXPLAIN (FORMAT JSON) EXECUTE "+stmt+"("+strings.Join(params, ", ")+")", args...).Scan(&plan))
+		return scannedTables(plan[0]["Plan"].(map[string]any))
+	}
+}
+
+// TestRangeAnalyzedAgainAsItGrows checks the statistics of the range new
+// runs go to as it fills. A generic plan made while a range held a few
+// pages, or none (analyzed empty or never analyzed: Postgres then assumes
+// ten pages), reads the range whole where it should look rows up: the TID
+// scan of UpdateTasks, costed at four pages a row, loses to reading ten
+// pages. Once the range had filled, that plan read all of it at every
+// completion (the soak: throughput fell by half and never came back). So
+// the store analyzes the range once it holds a few pages, and again each
+// time it has doubled since, which makes the sessions plan again.
+func TestRangeAnalyzedAgainAsItGrows(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Now().Add(time.Hour).Truncate(time.Minute) // past migration 009's range
+	clock := &fakeClock{now: t0}
+	pool, log := tracedPool(t)
+	s, err := pgstore.New(ctx, pool, &pgstore.Config{Now: clock.Now, PartitionPeriod: time.Minute})
+	require.NoError(t, err)
+	_, err = s.PruneRuns(ctx, t0.Add(-time.Hour), 0) // the ranges ahead
+	require.NoError(t, err)
+	runsAt := func(at time.Time, n int) []store.NewRun {
+		var runs []store.NewRun
+		for range n {
+			r := newRun("w", "acme", step("a"), step("b", "a"))
+			r.ID = runIDAt(at)
+			runs = append(runs, r)
+		}
+		return runs
+	}
+	// The present range holds enough that the tables as a whole do not
+	// double below (which would analyze every range).
+	tasksAnalyzed := func(n float64) func() bool {
+		return func() bool { return reltuplesOf(t, s, "dagen_tasks") >= n }
+	}
+	require.NoError(t, s.CreateRuns(ctx, runsAt(t0, 1000)))
+	require.Eventually(t, tasksAnalyzed(2000), 10*time.Second, 10*time.Millisecond, "2,000 tasks: analyzed")
+	require.NoError(t, s.CreateRuns(ctx, runsAt(t0, 3000)))
+	require.Eventually(t, tasksAnalyzed(8000), 10*time.Second, 10*time.Millisecond, "8,000 tasks: analyzed again")
+
+	// A range made after that ANALYZE was never analyzed.
+	clock.Advance(time.Minute)
+	_, err = s.PruneRuns(ctx, t0.Add(-time.Hour), 0)
+	require.NoError(t, err)
+	var suffix string // of the newest range
+	require.NoError(t, pool.QueryRow(ctx, `SELECT suffix FROM dagen_partitions ORDER BY from_id DESC LIMIT 1`).Scan(&suffix))
+	rng := "dagen_tasks_" + suffix
+	require.Less(t, reltuplesOf(t, s, rng), 0.0, "the newest range was never analyzed")
+
+	// A session caches UpdateTasks's generic plan meanwhile.
+	claimed, err := s.ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: 10, Lease: time.Minute})
+	require.NoError(t, err)
+	require.NotEmpty(t, claimed)
+	results := make([]store.TaskResult, len(claimed))
+	for i, c := range claimed {
+		results[i] = completed(c)
+	}
+	_, err = s.CompleteTasks(ctx, results)
+	require.NoError(t, err)
+	cachedScans := genericPlanScans(t, pool, log, "UpdateTasks")
+	require.Contains(t, cachedScans(), rng, "a plan made while the range was never analyzed reads it whole")
+
+	// Runs go to the range: once it holds a few pages, it is analyzed,
+	// and the session plans again.
+	var from time.Time
+	require.NoError(t, pool.QueryRow(ctx, `SELECT to_timestamp(('x' || left(replace(from_id::text, '-', ''), 12))::bit(48)::bigint / 1000.0)
+		FROM dagen_partitions WHERE suffix = $1`, suffix).Scan(&from))
+	clock.Advance(from.Sub(clock.Now()))
+	createInBatches(t, s, runsAt(from, 600))
+	require.Eventually(t, func() bool { return reltuplesOf(t, s, rng) >= 1000 }, 10*time.Second, 10*time.Millisecond,
+		"1,200 tasks in the range: analyzed")
+	require.NotContains(t, cachedScans(), rng, "the session planned UpdateTasks again: it looks the range's rows up")
+	var pages int64
+	require.NoError(t, pool.QueryRow(ctx, `SELECT relpages FROM pg_class WHERE oid = $1::regclass`, rng).Scan(&pages))
+
+	// Doubled since: analyzed again.
+	createInBatches(t, s, runsAt(from, 1800))
+	require.Eventually(t, func() bool {
+		var now int64
+		require.NoError(t, pool.QueryRow(ctx, `SELECT relpages FROM pg_class WHERE oid = $1::regclass`, rng).Scan(&now))
+		return now >= 2*pages
+	}, 10*time.Second, 10*time.Millisecond, "the range doubled since its last ANALYZE (%d pages): analyzed again", pages)
 }
 
 // TestQueueVacuumedByChurn checks that the ready queue and the leases,

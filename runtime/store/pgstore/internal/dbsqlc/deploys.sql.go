@@ -232,17 +232,26 @@ gone AS (
     DELETE FROM dagen_waiting_reported w
     WHERE NOT EXISTS (SELECT 1 FROM dagen_ready q WHERE q.id = w.id)
 ),
-picked AS (
-    SELECT q.id, q.run_id, q.task, q.signature, t.attempt
+unserved AS MATERIALIZED (
+    SELECT q.id, q.run_id, q.task, q.signature
     FROM dagen_ready q
-    JOIN dagen_tasks t ON t.run_id = q.run_id AND t.name = q.task
     WHERE q.signature NOT IN (SELECT served.signature FROM served)
       AND NOT EXISTS (SELECT 1 FROM dagen_waiting_reported w WHERE w.id = q.id)
-      AND coalesce(t.queued_at, (
-              SELECT max(e.at) FROM dagen_events e
-              WHERE e.run_id = t.run_id AND e.task = t.name AND e.type = 'QUEUED'
-          )) < (SELECT clock.now FROM clock) - make_interval(secs => $2::float8)
-    ORDER BY q.id
+),
+picked AS (
+    SELECT u.id, u.run_id, u.task, u.signature, t.attempt
+    FROM unserved u
+    CROSS JOIN LATERAL (
+        SELECT t.attempt, coalesce(t.queued_at, (
+                   SELECT max(e.at) FROM dagen_events e
+                   WHERE e.run_id = t.run_id AND e.task = t.name AND e.type = 'QUEUED'
+               )) AS queued_at
+        FROM dagen_tasks t
+        WHERE t.run_id = u.run_id AND t.name = u.task
+        LIMIT 1
+    ) AS t
+    WHERE t.queued_at < (SELECT clock.now FROM clock) - make_interval(secs => $2::float8)
+    ORDER BY u.id
     LIMIT $3
 ),
 recorded AS (
@@ -275,7 +284,10 @@ type ReportUnservedRow struct {
 // the queue are dropped. Only the leader runs it; it reads the whole ready
 // queue, which holds only runnable tasks, and locks none of its rows, so
 // claims never pass an entry by because of it. Two leaders at once (a
-// failover) record an entry once: ON CONFLICT.
+// failover) record an entry once: ON CONFLICT. The entries nobody serves
+// are found first (unserved, materialized: most rounds there are none) and
+// only theirs are looked up in dagen_tasks, by key (a LATERAL that cannot
+// be flattened): a planner that joined first would read the whole history.
 func (q *Queries) ReportUnserved(ctx context.Context, db DBTX, arg ReportUnservedParams) ([]ReportUnservedRow, error) {
 	rows, err := db.Query(ctx, reportUnserved, arg.Now, arg.GraceSeconds, arg.Max)
 	if err != nil {

@@ -72,22 +72,24 @@ SELECT c.oid::regclass::text AS name
 FROM dagen_partitions p
 CROSS JOIN unnest('{dagen_runs,dagen_tasks,dagen_events}'::text[]) AS h(name)
 CROSS JOIN LATERAL (
-    SELECT k.oid, k.reltuples, k.relpages FROM pg_catalog.pg_class k
+    SELECT k.oid, k.reltuples, k.relpages,
+           pg_relation_size(k.oid) / current_setting('block_size')::bigint AS pages
+    FROM pg_catalog.pg_class k
     WHERE k.oid = to_regclass(h.name || '_' || p.suffix)
     LIMIT 1
 ) AS c
 WHERE p.to_id > $1::uuid
-  AND c.reltuples >= 0
-  AND (c.relpages < $2::integer OR c.reltuples < 1)
-  AND pg_relation_size(c.oid) >= $2::integer * current_setting('block_size')::bigint
+  AND c.pages >= $2::integer
+  AND (c.reltuples < 1 OR c.pages >= 2 * c.relpages::bigint)
 ORDER BY 1
 `
 
 // The ranges of the history tables not yet ended by since_id (those new
-// runs go to) that hold min_pages pages or more while their statistics,
-// made by an ANALYZE, say fewer pages or no rows (see rangeStatsPages), as
-// names for ANALYZE. (An ANALYZE that ran while a creation was not yet
-// committed counted its pages and none of its rows.)
+// runs go to) that hold min_pages pages or more while their statistics
+// say no rows (never analyzed, or analyzed empty: an ANALYZE that ran
+// while a creation was not yet committed counts its pages and none of its
+// rows), or half the pages they hold now or fewer (see rangeStatsPages),
+// as names for ANALYZE.
 // One lookup by oid a range (LIMIT 1 keeps it one: joined, the planner
 // hashed all of pg_class, which holds every table of the database).
 func (q *Queries) UnderstatedRanges(ctx context.Context, db DBTX, sinceID pgtype.UUID, minPages int32) ([]string, error) {
