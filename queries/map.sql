@@ -97,12 +97,15 @@ SET status = excluded.status,
 -- name: QueueElements :many
 -- Marks PENDING elements QUEUED, keeping their QUEUED event in their rows:
 -- the next ones of mapped tasks whose earlier elements resolved. The
--- caller holds the runs' locks. One lookup a key, as in DecrementChildren.
+-- caller holds the runs' locks. One lookup a key, as in DecrementChildren;
+-- the key stays the condition, since a ctid names a row in every range of
+-- the table, and the ctid list only narrows the scan.
 UPDATE dagen_tasks t
 SET status = 'QUEUED',
     queued_event = nextval('dagen_event_seq'),
     queued_at = coalesce(sqlc.narg('now')::timestamptz, now())
-WHERE t.status = 'PENDING'
+FROM (SELECT unnest((SELECT @run_ids::uuid[])) AS run_id, unnest((SELECT @names::text[])) AS name) AS k0
+WHERE t.run_id = k0.run_id AND t.name = k0.name AND t.status = 'PENDING'
   AND t.ctid = ANY(ARRAY(
       SELECT x.ctid
       FROM (SELECT unnest((SELECT @run_ids::uuid[])) AS run_id, unnest((SELECT @names::text[])) AS name) AS k

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
 )
 
@@ -55,4 +56,62 @@ func TestMapWithoutLimitQueuesAWindow(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []int{1, 1}, []int{outs[0].Enqueued, outs[1].Enqueued}, "each resolved element queues one more")
 	require.Equal(t, map[store.TaskStatus]int{store.TaskQueued: 9_999, store.TaskPending: 48, store.TaskRunning: 1, store.TaskCompleted: 2}, count())
+}
+
+// TestElementsQueuedByKeyAcrossRanges: two runs of the same shape in two
+// ranges (partitions) of the history tables, written in the same order,
+// have their tasks at the same row positions (ctids) in their ranges. The
+// next element a resolved element queues is the one of its own run: a
+// position alone names a row in every range.
+func TestElementsQueuedByKeyAcrossRanges(t *testing.T) {
+	f := newPartitionFixture(t)
+	newMapRun := func(at time.Time) store.NewRun {
+		r := newRun("wf", "t", step("list"),
+			store.NewTask{Name: "sq", Kind: store.KindMap, Parents: []string{"list"}, MaxAttempts: 1, Signature: "wf"})
+		r.ID = runIDAt(at)
+		return r
+	}
+	a, b := newMapRun(f.t0), newMapRun(f.t0.Add(time.Minute))
+	require.NoError(t, f.s.CreateRuns(f.ctx, []store.NewRun{a}))
+	require.NoError(t, f.s.CreateRuns(f.ctx, []store.NewRun{b}))
+	require.NotEqual(t, f.partitionOf(a.ID), f.partitionOf(b.ID))
+	claim := func(n int) []store.ClaimedTask {
+		cts, err := f.s.ClaimTasks(f.ctx, store.ClaimParams{Worker: "w", Limit: n, Lease: time.Hour})
+		require.NoError(t, err)
+		require.Len(t, cts, n)
+		return cts
+	}
+	complete := func(results ...store.TaskResult) {
+		_, err := f.s.CompleteTasks(f.ctx, results)
+		require.NoError(t, err)
+	}
+	lists := claim(2)
+	complete(completed(lists[0]), completed(lists[1]))
+	var results []store.TaskResult
+	for _, sq := range claim(2) {
+		results = append(results, store.TaskResult{RunID: sq.RunID, Step: "sq", Attempt: sq.Attempt, Outcome: store.OutcomeMapped,
+			Elements: [][]byte{[]byte("0"), []byte("1"), []byte("2")}, Each: "list", Limit: 1})
+	}
+	complete(results...)
+	first := claim(2) // element 0 of each
+	for _, e := range first {
+		if e.RunID == a.ID {
+			complete(completed(e)) // queues a's element 1
+		}
+	}
+	statuses := func(id dag.RunID) map[string]store.TaskStatus {
+		tasks, err := f.s.ListTasks(f.ctx, id)
+		require.NoError(t, err)
+		m := map[string]store.TaskStatus{}
+		for _, tk := range tasks {
+			if tk.Kind == store.KindElement {
+				m[tk.Name] = tk.Status
+			}
+		}
+		return m
+	}
+	el := func(i int) string { return store.ElementName("sq", i) }
+	require.Equal(t, map[string]store.TaskStatus{el(0): store.TaskCompleted, el(1): store.TaskQueued, el(2): store.TaskPending}, statuses(a.ID))
+	require.Equal(t, map[string]store.TaskStatus{el(0): store.TaskRunning, el(1): store.TaskPending, el(2): store.TaskPending}, statuses(b.ID),
+		"b's element 1, at the same position in its range as a's, stays pending")
 }
