@@ -12,8 +12,8 @@ SELECT ((SELECT coalesce(sum(pg_relation_size(p.relid)), 0) FROM pg_partition_tr
 -- runs go to) that hold min_pages pages or more while their statistics
 -- say no rows (never analyzed, or analyzed empty: an ANALYZE that ran
 -- while a creation was not yet committed counts its pages and none of its
--- rows), or half the pages they hold now or fewer (see rangeStatsPages),
--- as names for ANALYZE.
+-- rows), or half the pages they hold now or fewer, fewer than max_pages
+-- (see rangeStatsPages), as names for ANALYZE.
 SELECT c.oid::regclass::text AS name
 FROM dagen_partitions p
 CROSS JOIN unnest('{dagen_runs,dagen_tasks,dagen_events}'::text[]) AS h(name)
@@ -28,7 +28,7 @@ CROSS JOIN LATERAL (
 ) AS c
 WHERE p.to_id > sqlc.arg(since_id)::uuid
   AND c.pages >= sqlc.arg(min_pages)::integer
-  AND (c.reltuples < 1 OR c.pages >= 2 * c.relpages::bigint)
+  AND (c.reltuples < 1 OR c.pages >= 2 * c.relpages::bigint AND c.relpages < sqlc.arg(max_pages)::integer)
 ORDER BY 1;
 
 -- name: AnalyzeHotTables :exec

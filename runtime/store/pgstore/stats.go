@@ -9,6 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
 )
 
 // growthCheckEvery is how many tasks a store creates or enqueues between
@@ -158,17 +160,23 @@ func (s *Store) refreshStats(ctx context.Context, last tablePages) (tablePages, 
 // and ten pages still lose to the TID scan. So a range new runs go to is
 // analyzed once it holds this much, and again each time it has doubled
 // since: a plan made between two ANALYZEs reads at most twice what the
-// planner thought a whole read cheaper than lookups at.
-const rangeStatsPages = 16
+// planner thought a whole read cheaper than lookups at. Past
+// rangeStatsMaxPages no plan reads a range whole, and an ANALYZE, which
+// reads up to 30,000 pages, would cost more than it settles (in the soak,
+// the last two doublings of a range cost three times all the others).
+const (
+	rangeStatsPages    = 16
+	rangeStatsMaxPages = 8192
+)
 
 // analyzeRanges analyzes the ranges new runs go to that hold
 // rangeStatsPages pages or more while their statistics say no rows, or
-// half their pages or fewer, which makes every session plan again the
+// half their pages or fewer (below rangeStatsMaxPages), which makes every session plan again the
 // statements it had planned from the old ones. It skips a range another
 // session analyzes.
 func (s *Store) analyzeRanges(ctx context.Context) error {
 	since := pgtype.UUID{Bytes: uuidAt(s.idClock().Add(-partitionGrace)), Valid: true}
-	names, err := s.q.UnderstatedRanges(ctx, s.pool, since, rangeStatsPages)
+	names, err := s.q.UnderstatedRanges(ctx, s.pool, dbsqlc.UnderstatedRangesParams{SinceID: since, MinPages: rangeStatsPages, MaxPages: rangeStatsMaxPages})
 	if err != nil || len(names) == 0 {
 		return err
 	}

@@ -80,20 +80,26 @@ CROSS JOIN LATERAL (
 ) AS c
 WHERE p.to_id > $1::uuid
   AND c.pages >= $2::integer
-  AND (c.reltuples < 1 OR c.pages >= 2 * c.relpages::bigint)
+  AND (c.reltuples < 1 OR c.pages >= 2 * c.relpages::bigint AND c.relpages < $3::integer)
 ORDER BY 1
 `
+
+type UnderstatedRangesParams struct {
+	SinceID  pgtype.UUID
+	MinPages int32
+	MaxPages int32
+}
 
 // The ranges of the history tables not yet ended by since_id (those new
 // runs go to) that hold min_pages pages or more while their statistics
 // say no rows (never analyzed, or analyzed empty: an ANALYZE that ran
 // while a creation was not yet committed counts its pages and none of its
-// rows), or half the pages they hold now or fewer (see rangeStatsPages),
-// as names for ANALYZE.
+// rows), or half the pages they hold now or fewer, fewer than max_pages
+// (see rangeStatsPages), as names for ANALYZE.
 // One lookup by oid a range (LIMIT 1 keeps it one: joined, the planner
 // hashed all of pg_class, which holds every table of the database).
-func (q *Queries) UnderstatedRanges(ctx context.Context, db DBTX, sinceID pgtype.UUID, minPages int32) ([]string, error) {
-	rows, err := db.Query(ctx, understatedRanges, sinceID, minPages)
+func (q *Queries) UnderstatedRanges(ctx context.Context, db DBTX, arg UnderstatedRangesParams) ([]string, error) {
+	rows, err := db.Query(ctx, understatedRanges, arg.SinceID, arg.MinPages, arg.MaxPages)
 	if err != nil {
 		return nil, err
 	}
