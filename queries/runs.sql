@@ -26,27 +26,35 @@ FROM clock, (
 
 -- name: LockRuns :many
 -- Locks runs in id order (the first lock every writing transaction takes,
--- so writers cannot deadlock) and reads the transaction's clock.
--- = ANY(ARRAY(…)) keeps this one index lookup a run whatever the estimates:
--- with the array in view, the planner scans a small table whole for a
--- large batch.
-SELECT id, workflow, tenant, status, pending, slot, coalesce(timeout_ms, 0)::bigint AS timeout_ms,
-       (deadline_at IS NOT NULL)::boolean AS has_deadline,
+-- so writers cannot deadlock) and reads the transaction's clock. The ids
+-- come sorted, without repeats; each is one lookup of the primary key, in
+-- their order (LIMIT 1 keeps each a lookup whatever the estimates). Joined
+-- by key, each lookup reads only the range (partition) that can hold the
+-- id: = ANY(…) probed the index of every range, the ranges made ahead
+-- included, for every id.
+SELECT r.id, r.workflow, r.tenant, r.status, r.pending, r.slot, coalesce(r.timeout_ms, 0)::bigint AS timeout_ms,
+       (r.deadline_at IS NOT NULL)::boolean AS has_deadline,
        coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now
-FROM dagen_runs
-WHERE id = ANY(ARRAY(SELECT unnest(@ids::uuid[])))
-ORDER BY id
-FOR NO KEY UPDATE;
+FROM unnest((SELECT @ids::uuid[])) WITH ORDINALITY AS k(id, ord)
+CROSS JOIN LATERAL (
+    SELECT d.id, d.workflow, d.tenant, d.status, d.pending, d.slot, d.timeout_ms, d.deadline_at
+    FROM dagen_runs d WHERE d.id = k.id LIMIT 1
+    FOR NO KEY UPDATE
+) AS r
+ORDER BY k.ord;
 
 -- name: LockRunsSkipLocked :many
 -- Like LockRuns, but skips runs another transaction holds.
-SELECT id, workflow, tenant, status, pending, slot, coalesce(timeout_ms, 0)::bigint AS timeout_ms,
-       (deadline_at IS NOT NULL)::boolean AS has_deadline,
+SELECT r.id, r.workflow, r.tenant, r.status, r.pending, r.slot, coalesce(r.timeout_ms, 0)::bigint AS timeout_ms,
+       (r.deadline_at IS NOT NULL)::boolean AS has_deadline,
        coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now
-FROM dagen_runs
-WHERE id = ANY(ARRAY(SELECT unnest(@ids::uuid[])))
-ORDER BY id
-FOR NO KEY UPDATE SKIP LOCKED;
+FROM unnest((SELECT @ids::uuid[])) WITH ORDINALITY AS k(id, ord)
+CROSS JOIN LATERAL (
+    SELECT d.id, d.workflow, d.tenant, d.status, d.pending, d.slot, d.timeout_ms, d.deadline_at
+    FROM dagen_runs d WHERE d.id = k.id LIMIT 1
+    FOR NO KEY UPDATE SKIP LOCKED
+) AS r
+ORDER BY k.ord;
 
 -- name: UpdateRuns :exec
 -- Writes run states decided under the run lock. An empty failure_step keeps

@@ -281,13 +281,16 @@ func (q *Queries) LockPrunableRuns(ctx context.Context, db DBTX, ids []pgtype.UU
 }
 
 const lockRuns = `-- name: LockRuns :many
-SELECT id, workflow, tenant, status, pending, slot, coalesce(timeout_ms, 0)::bigint AS timeout_ms,
-       (deadline_at IS NOT NULL)::boolean AS has_deadline,
+SELECT r.id, r.workflow, r.tenant, r.status, r.pending, r.slot, coalesce(r.timeout_ms, 0)::bigint AS timeout_ms,
+       (r.deadline_at IS NOT NULL)::boolean AS has_deadline,
        coalesce($1::timestamptz, now())::timestamptz AS now
-FROM dagen_runs
-WHERE id = ANY(ARRAY(SELECT unnest($2::uuid[])))
-ORDER BY id
-FOR NO KEY UPDATE
+FROM unnest((SELECT $2::uuid[])) WITH ORDINALITY AS k(id, ord)
+CROSS JOIN LATERAL (
+    SELECT d.id, d.workflow, d.tenant, d.status, d.pending, d.slot, d.timeout_ms, d.deadline_at
+    FROM dagen_runs d WHERE d.id = k.id LIMIT 1
+    FOR NO KEY UPDATE
+) AS r
+ORDER BY k.ord
 `
 
 type LockRunsRow struct {
@@ -303,10 +306,12 @@ type LockRunsRow struct {
 }
 
 // Locks runs in id order (the first lock every writing transaction takes,
-// so writers cannot deadlock) and reads the transaction's clock.
-// = ANY(ARRAY(…)) keeps this one index lookup a run whatever the estimates:
-// with the array in view, the planner scans a small table whole for a
-// large batch.
+// so writers cannot deadlock) and reads the transaction's clock. The ids
+// come sorted, without repeats; each is one lookup of the primary key, in
+// their order (LIMIT 1 keeps each a lookup whatever the estimates). Joined
+// by key, each lookup reads only the range (partition) that can hold the
+// id: = ANY(…) probed the index of every range, the ranges made ahead
+// included, for every id.
 func (q *Queries) LockRuns(ctx context.Context, db DBTX, now pgtype.Timestamptz, ids []pgtype.UUID) ([]LockRunsRow, error) {
 	rows, err := db.Query(ctx, lockRuns, now, ids)
 	if err != nil {
@@ -338,13 +343,16 @@ func (q *Queries) LockRuns(ctx context.Context, db DBTX, now pgtype.Timestamptz,
 }
 
 const lockRunsSkipLocked = `-- name: LockRunsSkipLocked :many
-SELECT id, workflow, tenant, status, pending, slot, coalesce(timeout_ms, 0)::bigint AS timeout_ms,
-       (deadline_at IS NOT NULL)::boolean AS has_deadline,
+SELECT r.id, r.workflow, r.tenant, r.status, r.pending, r.slot, coalesce(r.timeout_ms, 0)::bigint AS timeout_ms,
+       (r.deadline_at IS NOT NULL)::boolean AS has_deadline,
        coalesce($1::timestamptz, now())::timestamptz AS now
-FROM dagen_runs
-WHERE id = ANY(ARRAY(SELECT unnest($2::uuid[])))
-ORDER BY id
-FOR NO KEY UPDATE SKIP LOCKED
+FROM unnest((SELECT $2::uuid[])) WITH ORDINALITY AS k(id, ord)
+CROSS JOIN LATERAL (
+    SELECT d.id, d.workflow, d.tenant, d.status, d.pending, d.slot, d.timeout_ms, d.deadline_at
+    FROM dagen_runs d WHERE d.id = k.id LIMIT 1
+    FOR NO KEY UPDATE SKIP LOCKED
+) AS r
+ORDER BY k.ord
 `
 
 type LockRunsSkipLockedRow struct {
