@@ -161,9 +161,10 @@ func (s *Store) refreshStats(ctx context.Context, last tablePages) (tablePages, 
 // analyzed once it holds this much, and again each time it has doubled
 // since: a plan made between two ANALYZEs reads at most twice what the
 // planner thought a whole read cheaper than lookups at. Past
-// rangeStatsMaxPages no plan reads a range whole, and an ANALYZE, which
-// reads up to 30,000 pages, would cost more than it settles (in the soak,
-// the last two doublings of a range cost three times all the others).
+// rangeStatsMaxPages no plan reads a range whole, and more ANALYZEs would
+// cost more than they settle: each reads as many pages as all those
+// before it together, up to 30,000 (in the soak, a range of a minute grew
+// to 60,000 pages).
 const (
 	rangeStatsPages    = 16
 	rangeStatsMaxPages = 8192
@@ -171,9 +172,9 @@ const (
 
 // analyzeRanges analyzes the ranges new runs go to that hold
 // rangeStatsPages pages or more while their statistics say no rows, or
-// half their pages or fewer (below rangeStatsMaxPages), which makes every session plan again the
-// statements it had planned from the old ones. It skips a range another
-// session analyzes.
+// half their pages or fewer (below rangeStatsMaxPages), which makes every
+// session plan again the statements it had planned from the old ones. It
+// skips a range another session analyzes.
 func (s *Store) analyzeRanges(ctx context.Context) error {
 	since := pgtype.UUID{Bytes: uuidAt(s.idClock().Add(-partitionGrace)), Valid: true}
 	names, err := s.q.UnderstatedRanges(ctx, s.pool, dbsqlc.UnderstatedRangesParams{SinceID: since, MinPages: rangeStatsPages, MaxPages: rangeStatsMaxPages})
