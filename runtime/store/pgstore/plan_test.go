@@ -62,6 +62,19 @@ func (l *statementLog) TraceBatchQuery(_ context.Context, conn *pgx.Conn, d pgx.
 }
 func (l *statementLog) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
+// last returns the last logged statement called name, or a zero one.
+func (l *statementLog) last(name string) loggedStatement {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var st loggedStatement
+	for _, x := range l.stmts {
+		if strings.HasPrefix(x.sql, "-- name: "+name+" ") {
+			st = x
+		}
+	}
+	return st
+}
+
 // tracedPool opens a pool on a new migrated schema whose statements are
 // logged.
 func tracedPool(t *testing.T) (*pgxpool.Pool, *statementLog) {
@@ -516,14 +529,7 @@ func TestReportUnservedLooksTasksUp(t *testing.T) {
 	conn, err := pool.Acquire(ctx)
 	require.NoError(t, err)
 	defer conn.Release()
-	log.mu.Lock()
-	var st loggedStatement
-	for _, l := range log.stmts {
-		if strings.HasPrefix(l.sql, "-- name: ReportUnserved ") {
-			st = l
-		}
-	}
-	log.mu.Unlock()
+	st := log.last("ReportUnserved")
 	require.NotEmpty(t, st.sql)
 	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
 		_, err := conn.Exec(ctx, "SET plan_cache_mode = "+mode)

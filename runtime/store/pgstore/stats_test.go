@@ -100,6 +100,51 @@ func reltuplesOf(t *testing.T, s *pgstore.Store, table string) float64 {
 	return n
 }
 
+// rangeStatsFixture is a store on a traced pool whose clock starts an hour
+// ahead (past migration 009's range), with ranges of a minute made ahead,
+// and 4,000 two-step runs in the present range, created in two steps
+// that the store analyzed each (the last ANALYZE saw the tables as they
+// are): the tables as a whole do not double from a few thousand tasks
+// more, so no ANALYZE of them is due.
+type rangeStatsFixture struct {
+	s      *pgstore.Store
+	pool   *pgxpool.Pool
+	log    *statementLog
+	clock  *fakeClock
+	t0     time.Time
+	runsAt func(at time.Time, n int) []store.NewRun // n runs with ids made at at
+}
+
+func newRangeStatsFixture(t *testing.T) *rangeStatsFixture {
+	t.Helper()
+	ctx := context.Background()
+	f := &rangeStatsFixture{t0: time.Now().Add(time.Hour).Truncate(time.Minute)}
+	f.clock = &fakeClock{now: f.t0}
+	f.pool, f.log = tracedPool(t)
+	var err error
+	f.s, err = pgstore.New(ctx, f.pool, &pgstore.Config{Now: f.clock.Now, PartitionPeriod: time.Minute})
+	require.NoError(t, err)
+	_, err = f.s.PruneRuns(ctx, f.t0.Add(-time.Hour), 0) // the ranges ahead
+	require.NoError(t, err)
+	f.runsAt = func(at time.Time, n int) []store.NewRun {
+		var runs []store.NewRun
+		for range n {
+			r := newRun("w", "acme", step("a"), step("b", "a"))
+			r.ID = runIDAt(at)
+			runs = append(runs, r)
+		}
+		return runs
+	}
+	tasksAnalyzed := func(n float64) func() bool {
+		return func() bool { return reltuplesOf(t, f.s, "dagen_tasks") >= n }
+	}
+	require.NoError(t, f.s.CreateRuns(ctx, f.runsAt(f.t0, 1000)))
+	require.Eventually(t, tasksAnalyzed(2000), 10*time.Second, 10*time.Millisecond, "2,000 tasks: analyzed")
+	require.NoError(t, f.s.CreateRuns(ctx, f.runsAt(f.t0, 3000)))
+	require.Eventually(t, tasksAnalyzed(8000), 10*time.Second, 10*time.Millisecond, "8,000 tasks: analyzed again")
+	return f
+}
+
 // TestRangeAnalyzedEmptyIsAnalyzedAgain checks the statistics of a range
 // made ahead. An ANALYZE of the history tables reaches the ranges made
 // ahead while they are empty, and a generic plan cached from those
@@ -109,38 +154,16 @@ func reltuplesOf(t *testing.T, s *pgstore.Store, table string) float64 {
 // analyzes the range alone, which makes the sessions plan again.
 func TestRangeAnalyzedEmptyIsAnalyzedAgain(t *testing.T) {
 	ctx := context.Background()
-	t0 := time.Now().Add(time.Hour).Truncate(time.Minute) // past migration 009's range
-	clock := &fakeClock{now: t0}
-	pool, log := tracedPool(t)
-	s, err := pgstore.New(ctx, pool, &pgstore.Config{Now: clock.Now, PartitionPeriod: time.Minute})
-	require.NoError(t, err)
-	_, err = s.PruneRuns(ctx, t0.Add(-time.Hour), 0) // the ranges ahead
-	require.NoError(t, err)
-	runsAt := func(at time.Time, n int) []store.NewRun {
-		var runs []store.NewRun
-		for range n {
-			r := newRun("w", "acme", step("a"), step("b", "a"))
-			r.ID = runIDAt(at)
-			runs = append(runs, r)
-		}
-		return runs
-	}
-	// The tables grow in two creations, each analyzed whole: the last
-	// ANALYZE saw them as they are, and the next range empty.
-	tasksAnalyzed := func(n float64) func() bool {
-		return func() bool { return reltuplesOf(t, s, "dagen_tasks") >= n }
-	}
-	require.NoError(t, s.CreateRuns(ctx, runsAt(t0, 1000)))
-	require.Eventually(t, tasksAnalyzed(2000), 10*time.Second, 10*time.Millisecond, "2,000 tasks: analyzed")
-	require.NoError(t, s.CreateRuns(ctx, runsAt(t0, 3000)))
-	require.Eventually(t, tasksAnalyzed(8000), 10*time.Second, 10*time.Millisecond, "8,000 tasks: analyzed again")
+	f := newRangeStatsFixture(t)
+	s, pool, log, clock, t0, runsAt := f.s, f.pool, f.log, f.clock, f.t0, f.runsAt
+	// The last ANALYZE saw the next range empty.
 	var suffix string // of the range after the present one
 	require.NoError(t, pool.QueryRow(ctx, `SELECT suffix FROM dagen_partitions WHERE from_id > $1 ORDER BY from_id LIMIT 1`,
 		runIDAt(t0).String()).Scan(&suffix))
 	require.Zero(t, reltuplesOf(t, s, "dagen_tasks_"+suffix), "the range ahead was analyzed empty")
 
 	// A session caches the claim's generic plan while the range is empty.
-	_, err = s.ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: 1, Lease: time.Minute})
+	_, err := s.ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: 1, Lease: time.Minute})
 	require.NoError(t, err)
 	cachedPlan := genericPlan(t, pool, log, "ClaimTasks")
 	cachedScans := func() []string { return scannedTables(cachedPlan()) }
@@ -162,14 +185,7 @@ func TestRangeAnalyzedEmptyIsAnalyzedAgain(t *testing.T) {
 func genericPlan(t *testing.T, pool *pgxpool.Pool, log *statementLog, name string) func() map[string]any {
 	t.Helper()
 	ctx := context.Background()
-	log.mu.Lock()
-	var st loggedStatement
-	for _, l := range log.stmts {
-		if strings.HasPrefix(l.sql, "-- name: "+name+" ") {
-			st = l
-		}
-	}
-	log.mu.Unlock()
+	st := log.last(name)
 	require.NotEmpty(t, st.sql, "no %s was logged", name)
 	conn, err := pool.Acquire(ctx)
 	require.NoError(t, err)
@@ -217,35 +233,12 @@ func scansOf(node map[string]any, table string) []string {
 // time it has doubled since, which makes the sessions plan again.
 func TestRangeAnalyzedAgainAsItGrows(t *testing.T) {
 	ctx := context.Background()
-	t0 := time.Now().Add(time.Hour).Truncate(time.Minute) // past migration 009's range
-	clock := &fakeClock{now: t0}
-	pool, log := tracedPool(t)
-	s, err := pgstore.New(ctx, pool, &pgstore.Config{Now: clock.Now, PartitionPeriod: time.Minute})
-	require.NoError(t, err)
-	_, err = s.PruneRuns(ctx, t0.Add(-time.Hour), 0) // the ranges ahead
-	require.NoError(t, err)
-	runsAt := func(at time.Time, n int) []store.NewRun {
-		var runs []store.NewRun
-		for range n {
-			r := newRun("w", "acme", step("a"), step("b", "a"))
-			r.ID = runIDAt(at)
-			runs = append(runs, r)
-		}
-		return runs
-	}
-	// The present range holds enough that the tables as a whole do not
-	// double below (which would analyze every range).
-	tasksAnalyzed := func(n float64) func() bool {
-		return func() bool { return reltuplesOf(t, s, "dagen_tasks") >= n }
-	}
-	require.NoError(t, s.CreateRuns(ctx, runsAt(t0, 1000)))
-	require.Eventually(t, tasksAnalyzed(2000), 10*time.Second, 10*time.Millisecond, "2,000 tasks: analyzed")
-	require.NoError(t, s.CreateRuns(ctx, runsAt(t0, 3000)))
-	require.Eventually(t, tasksAnalyzed(8000), 10*time.Second, 10*time.Millisecond, "8,000 tasks: analyzed again")
+	f := newRangeStatsFixture(t)
+	s, pool, log, clock, t0, runsAt := f.s, f.pool, f.log, f.clock, f.t0, f.runsAt
 
-	// A range made after that ANALYZE was never analyzed.
+	// A range made after the last ANALYZE was never analyzed.
 	clock.Advance(time.Minute)
-	_, err = s.PruneRuns(ctx, t0.Add(-time.Hour), 0)
+	_, err := s.PruneRuns(ctx, t0.Add(-time.Hour), 0)
 	require.NoError(t, err)
 	var suffix string // of the newest range
 	require.NoError(t, pool.QueryRow(ctx, `SELECT suffix FROM dagen_partitions ORDER BY from_id DESC LIMIT 1`).Scan(&suffix))
