@@ -112,7 +112,8 @@ FROM counted;
 -- hold, and leaving the others for workers that serve them), deletes them, starts the tasks
 -- with a new attempt, a lease and their STARTED event, moves the
 -- frontier, and returns what the steps need: input, parents' results in the
--- task's parent order, and the run's failure for an onfailure task.
+-- task's parent order, and the run's failure for an onfailure task. A task
+-- flagged run_shared or parents_shared has them in an earlier row.
 WITH clock AS (
     SELECT coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now
 ),
@@ -162,23 +163,48 @@ frontier AS (
     SET block = m.block
     FROM (SELECT max(claimed.queue_id) / 1048576 AS block FROM claimed) m
     WHERE m.block > f.block
+),
+shared AS (
+    -- Tasks of one run share its row, and tasks of one run with the same
+    -- parents share their results (but elements, each of which has its own
+    -- element for the parent it maps): the claim reads them once, for the
+    -- first such task in queue order, and flags the others, which take
+    -- them from it (a claim of a fan-out's children read their parent 50
+    -- times a run, and the run as often; see claimRows).
+    SELECT claimed.queue_id, claimed.run_id, claimed.name, claimed.kind, claimed.attempt, claimed.parents,
+           claimed.signature, claimed.each, claimed.item, claimed.element,
+           row_number() OVER (PARTITION BY claimed.run_id ORDER BY claimed.queue_id) AS run_rank,
+           CASE WHEN claimed.each = ''
+                THEN row_number() OVER (PARTITION BY claimed.run_id, claimed.parents, claimed.each ORDER BY claimed.queue_id)
+                ELSE 1
+           END AS parents_rank
+    FROM claimed
 )
 SELECT c.queue_id, c.run_id, c.name, c.kind, c.attempt, c.signature, coalesce(c.element, 0)::integer AS element,
-       r.workflow, r.tenant,
+       (c.run_rank > 1)::boolean AS run_shared,
+       coalesce(r.workflow, '')::text AS workflow, coalesce(r.tenant, '')::text AS tenant,
        -- A run's input is sent only to a worker that does not hold it.
        (CASE WHEN r.id = ANY(@known::uuid[]) THEN NULL ELSE r.input END)::bytea AS input,
-       (r.id = ANY(@known::uuid[]))::boolean AS input_omitted,
-       r.status AS run_status, r.failure_step, r.failure_attempt, r.failure_message,
+       coalesce(r.id = ANY(@known::uuid[]), false)::boolean AS input_omitted,
+       r.failure_step, r.failure_attempt, r.failure_message,
        c.parents::text[] AS parent_names,
+       (c.parents_rank > 1)::boolean AS parents_shared,
        coalesce(par.statuses, '{}')::text[] AS parent_statuses,
        coalesce(par.outputs, '{}')::bytea[] AS parent_outputs
-FROM claimed c
-JOIN dagen_runs r ON r.id = c.run_id
+FROM shared c
+LEFT JOIN LATERAL (
+    -- One primary-key lookup, for a run's first task only.
+    SELECT r.id, r.workflow, r.tenant, r.input, r.failure_step, r.failure_attempt, r.failure_message
+    FROM dagen_runs r
+    WHERE r.id = c.run_id AND c.run_rank = 1
+    LIMIT 1
+) r ON true
 LEFT JOIN LATERAL (
     -- One primary-key lookup a parent (LIMIT 1 keeps it one: joined, the
-    -- planner could scan all of the run's tasks for each claimed task).
-    -- An element gets its own element as the output of the parent it
-    -- stands for (each), not that parent's whole output.
+    -- planner could scan all of the run's tasks for each claimed task),
+    -- for the first task of those that share them only. An element gets
+    -- its own element as the output of the parent it stands for (each),
+    -- not that parent's whole output.
     SELECT array_agg(pt.status ORDER BY p.ord) AS statuses,
            array_agg(CASE WHEN p.name = c.each THEN c.item ELSE pt.output END ORDER BY p.ord) AS outputs
     FROM unnest(c.parents) WITH ORDINALITY AS p(name, ord)
@@ -187,6 +213,7 @@ LEFT JOIN LATERAL (
         WHERE pt.run_id = c.run_id AND pt.name = p.name
         LIMIT 1
     ) AS pt
+    WHERE c.parents_rank = 1
 ) par ON true
 ORDER BY c.queue_id;
 

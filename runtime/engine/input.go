@@ -9,7 +9,9 @@ import (
 )
 
 // StepInput is what a step's adapter gets: the encoded run input and the
-// results of its parents, which it reads by name.
+// results of its parents, which it reads by name. Both may be shared with
+// other steps of the run (a fan-out's children get one Parents slice):
+// read them, never modify them.
 type StepInput struct {
 	Info    dag.StepInfo
 	Input   []byte

@@ -2,7 +2,9 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
@@ -27,35 +29,103 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.Cl
 		return nil, fmt.Errorf("claim tasks for worker %s: %w", p.Worker, err)
 	}
 	claimed := make([]store.ClaimedTask, len(rows))
+	var sh sharedReads
 	for i, r := range rows {
 		c := store.ClaimedTask{
-			RunID:        dag.RunID(r.RunID.Bytes),
-			Workflow:     r.Workflow,
-			Tenant:       r.Tenant,
-			Step:         r.Name,
-			Kind:         store.TaskKind(r.Kind),
-			Attempt:      int(r.Attempt),
-			Signature:    r.Signature,
-			Input:        r.Input,
-			InputOmitted: r.InputOmitted,
-			Element:      int(r.Element),
+			RunID:     dag.RunID(r.RunID.Bytes),
+			Step:      r.Name,
+			Kind:      store.TaskKind(r.Kind),
+			Attempt:   int(r.Attempt),
+			Signature: r.Signature,
+			Element:   int(r.Element),
 		}
-		parents, err := parentResults(r.ParentNames, r.ParentStatuses, r.ParentOutputs)
-		if err != nil {
-			return nil, fmt.Errorf("claim tasks for worker %s: task %s/%s: %w", p.Worker, c.RunID, c.Step, err)
-		}
-		c.Parents = parents
-		if c.Kind == store.KindOnFailure && r.FailureStep.Valid {
-			c.Failure = &dag.Failure{
+		own := runFields{workflow: r.Workflow, tenant: r.Tenant, input: r.Input, inputOmitted: r.InputOmitted}
+		if r.FailureStep.Valid {
+			own.failure = &dag.Failure{
 				RunID:   c.RunID,
 				Step:    r.FailureStep.String,
 				Attempt: int(r.FailureAttempt.Int32),
 				Message: r.FailureMessage.String,
 			}
 		}
+		if err := sh.fill(&c, r.RunShared, own, r.ParentsShared, r.ParentNames, r.ParentStatuses, r.ParentOutputs); err != nil {
+			return nil, fmt.Errorf("claim tasks for worker %s: task %s/%s: %w", p.Worker, c.RunID, c.Step, err)
+		}
 		claimed[i] = c
 	}
 	return claimed, nil
+}
+
+// runFields are what a claimed task takes from its run's row.
+type runFields struct {
+	workflow, tenant string
+	input            []byte
+	inputOmitted     bool
+	failure          *dag.Failure // what failed the run, if anything did
+}
+
+// sharedReads fills in the claimed tasks of one claim (ClaimTasks or
+// ContinueTasks) whose rows leave their run's fields, or their parents'
+// results, to an earlier row of the same claim: the statement reads each
+// run once, and the parents of tasks of one run that have the same parents
+// (a fan-out's children) once. Tasks given the same parents share one
+// slice: steps read their parents and never write them.
+type sharedReads struct {
+	runs    map[dag.RunID]runFields
+	parents map[parentsKey][]store.ParentResult
+}
+
+// parentsKey is a run and a task's parent names, joined by NUL (which a
+// step name cannot hold).
+type parentsKey struct {
+	run   dag.RunID
+	names string
+}
+
+// fill sets c's run fields and parents, from the row's own (own, names,
+// statuses, outputs) or, when the row says they are shared, from the
+// earlier row that had them.
+func (sh *sharedReads) fill(c *store.ClaimedTask, runShared bool, own runFields, parentsShared bool, names, statuses []string, outputs [][]byte) error {
+	if runShared {
+		f, ok := sh.runs[c.RunID]
+		if !ok {
+			return errors.New("its run's fields are left to an earlier row, and none had them")
+		}
+		own = f
+	} else {
+		if sh.runs == nil {
+			sh.runs = make(map[dag.RunID]runFields)
+		}
+		sh.runs[c.RunID] = own
+	}
+	c.Workflow, c.Tenant, c.Input, c.InputOmitted = own.workflow, own.tenant, own.input, own.inputOmitted
+	if c.Kind == store.KindOnFailure {
+		c.Failure = own.failure
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	k := parentsKey{c.RunID, strings.Join(names, "\x00")}
+	if parentsShared {
+		ps, ok := sh.parents[k]
+		if !ok {
+			return errors.New("its parents' results are left to an earlier row, and none had them")
+		}
+		c.Parents = ps
+		return nil
+	}
+	ps, err := parentResults(names, statuses, outputs)
+	if err != nil {
+		return err
+	}
+	c.Parents = ps
+	if c.Kind != store.KindElement { // an element's parents hold its own element
+		if sh.parents == nil {
+			sh.parents = make(map[parentsKey][]store.ParentResult)
+		}
+		sh.parents[k] = ps
+	}
+	return nil
 }
 
 // nonNil returns s, or an empty slice for nil: pgx sends a nil slice as

@@ -2,6 +2,8 @@ package pgstore_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,6 +11,7 @@ import (
 
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
+	"github.com/dagenhq/dagen/runtime/store/pgstore"
 )
 
 // TestClaimLeavesOutKnownInputs checks that a claim sends no input for the
@@ -33,4 +36,122 @@ func TestClaimLeavesOutKnownInputs(t *testing.T) {
 			require.Equal(t, fresh.Input, c.Input)
 		}
 	}
+}
+
+// fanOutRoots creates runs of a root a and children b1…bn, each run with
+// its own tenant and input, claims their roots and returns their results,
+// each with an output of its own, and the outputs by run.
+func fanOutRoots(t *testing.T, s store.Store, runs, children int) ([]store.TaskResult, map[dag.RunID][]byte) {
+	t.Helper()
+	ctx := context.Background()
+	var nrs []store.NewRun
+	for i := range runs {
+		tasks := []store.NewTask{step("a")}
+		for j := range children {
+			tasks = append(tasks, step(fmt.Sprintf("b%d", j+1), "a"))
+		}
+		nr := newRun("fan", fmt.Sprintf("t%d", i), tasks...)
+		nr.Input = []byte(fmt.Sprintf(`{"run":%d}`, i))
+		nrs = append(nrs, nr)
+	}
+	require.NoError(t, s.CreateRuns(ctx, nrs))
+	roots, err := s.ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: runs, Lease: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, roots, runs)
+	outs := make(map[dag.RunID][]byte)
+	var results []store.TaskResult
+	for i, r := range roots {
+		res := completed(r)
+		res.Output = []byte(fmt.Sprint(100 + i))
+		outs[r.RunID] = res.Output
+		results = append(results, res)
+	}
+	return results, outs
+}
+
+// requireOwnRunsAndParents checks that every claimed child has its own
+// run's workflow, tenant and input, and its own root's output as parent.
+func requireOwnRunsAndParents(t *testing.T, claimed []store.ClaimedTask, runs map[dag.RunID][]byte) {
+	t.Helper()
+	tenants := make(map[dag.RunID]string)
+	for _, c := range claimed {
+		require.Equal(t, "fan", c.Workflow, c.Step)
+		require.False(t, c.InputOmitted)
+		if tn, ok := tenants[c.RunID]; ok {
+			require.Equal(t, tn, c.Tenant, "%s/%s: the tenant of its run", c.RunID, c.Step)
+		}
+		tenants[c.RunID] = c.Tenant
+		require.JSONEq(t, fmt.Sprintf(`{"run":%s}`, strings.TrimPrefix(c.Tenant, "t")), string(c.Input), "%s/%s: its run's input", c.RunID, c.Step)
+		require.Equal(t, []store.ParentResult{{Step: "a", Status: store.TaskCompleted, Output: runs[c.RunID]}}, c.Parents, "%s/%s", c.RunID, c.Step)
+	}
+	require.Len(t, tenants, len(runs), "tenants of distinct runs")
+}
+
+// TestClaimReadsSharedRowsOnce checks that a claim reads each run's row
+// once, and the parents that tasks of one run share once, however many of
+// its tasks it takes (a fan-out's children read their one parent, and
+// their run, fifty times a run), and that every task still gets its own
+// run's fields and its own parents.
+func TestClaimReadsSharedRowsOnce(t *testing.T) {
+	ctx := context.Background()
+	pool, log := tracedPool(t)
+	s, err := pgstore.New(ctx, pool, nil)
+	require.NoError(t, err)
+	p := store.ClaimParams{Worker: "w", Limit: 64, Lease: time.Minute}
+	_, err = s.ClaimTasks(ctx, p) // nothing ready: logs the statement
+	require.NoError(t, err)
+	claim := log.last("ClaimTasks")
+	require.NotEmpty(t, claim.sql)
+
+	roots, runs := fanOutRoots(t, s, 3, 8)
+	_, err = s.CompleteTasks(ctx, roots)
+	require.NoError(t, err)
+	// The claim as EXPLAIN ANALYZE runs it, in a transaction rolled back.
+	conn, err := pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	tx, err := conn.Begin(ctx)
+	require.NoError(t, err)
+	var plan []map[string]any
+	require.NoError(t, tx.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+claim.sql, claim.args...).Scan(&plan))
+	require.NoError(t, tx.Rollback(ctx))
+	top := plan[0]["Plan"].(map[string]any)
+	require.EqualValues(t, 24, top["Actual Rows"], "tasks claimed")
+	require.Equal(t, 3, lookups(top, "dagen_runs", "r"), "run rows read: one a run")
+	require.Equal(t, 3, lookups(top, "dagen_tasks", "pt"), "parent rows read: one a run")
+
+	claimed, err := s.ClaimTasks(ctx, p)
+	require.NoError(t, err)
+	require.Len(t, claimed, 24)
+	requireOwnRunsAndParents(t, claimed, runs)
+}
+
+// lookups sums the loops of the index scans of table's ranges under alias
+// (or alias_N) that found a row.
+func lookups(node map[string]any, table, alias string) int {
+	n := 0
+	if strings.HasPrefix(fmt.Sprint(node["Relation Name"]), table) && node["Node Type"] == "Index Scan" &&
+		(node["Alias"] == alias || strings.HasPrefix(fmt.Sprint(node["Alias"]), alias+"_")) {
+		if rows, _ := node["Actual Rows"].(float64); rows > 0 {
+			n += int(node["Actual Loops"].(float64))
+		}
+	}
+	children, _ := node["Plans"].([]any)
+	for _, c := range children {
+		n += lookups(c.(map[string]any), table, alias)
+	}
+	return n
+}
+
+// TestContinuedTasksGetTheirOwnRunsAndParents checks the tasks that a
+// completion starts (CompleteAndContinue), which share their run's row and
+// their parents' results as a claim's do: each gets its own.
+func TestContinuedTasksGetTheirOwnRunsAndParents(t *testing.T) {
+	ctx := context.Background()
+	s := stores(t, 1, nil)[0]
+	results, runs := fanOutRoots(t, s, 3, 3)
+	_, next, err := s.CompleteAndContinue(ctx, results, store.ClaimParams{Worker: "w", Limit: 9, Lease: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, next, 9)
+	requireOwnRunsAndParents(t, next, runs)
 }

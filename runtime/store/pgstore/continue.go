@@ -109,17 +109,16 @@ func (b *batch) continueReady(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("start %d tasks made ready: %w", len(cands), err)
 	}
+	var sh sharedReads
 	for _, r := range started {
 		t := store.ClaimedTask{
-			RunID: dag.RunID(r.RunID.Bytes), Workflow: r.Workflow, Tenant: r.Tenant,
-			Step: r.Name, Kind: store.TaskKind(r.Kind), Attempt: int(r.Attempt), Signature: r.Signature,
-			Input: r.Input, InputOmitted: r.InputOmitted, Element: int(r.Element),
+			RunID: dag.RunID(r.RunID.Bytes), Step: r.Name, Kind: store.TaskKind(r.Kind),
+			Attempt: int(r.Attempt), Signature: r.Signature, Element: int(r.Element),
 		}
-		parents, err := parentResults(r.ParentNames, r.ParentStatuses, r.ParentOutputs)
-		if err != nil {
+		own := runFields{workflow: r.Workflow, tenant: r.Tenant, input: r.Input, inputOmitted: r.InputOmitted}
+		if err := sh.fill(&t, r.RunShared, own, r.ParentsShared, r.ParentNames, r.ParentStatuses, r.ParentOutputs); err != nil {
 			return fmt.Errorf("start task %s/%s: %w", t.RunID, t.Step, err)
 		}
-		t.Parents = parents
 		if r.Ord < 1 || int(r.Ord) > len(cands) {
 			return fmt.Errorf("start task %s/%s: key %d of %d", t.RunID, t.Step, r.Ord, len(cands))
 		}

@@ -44,16 +44,34 @@ leased AS (
     SELECT claimed.started_event, claimed.run_id, claimed.name, $5::text,
            clock.now + make_interval(secs => $6::float8)
     FROM claimed, clock
+),
+shared AS (
+    -- Read once for the tasks that share them, as in ClaimTasks.
+    SELECT claimed.ord, claimed.run_id, claimed.name, claimed.kind, claimed.attempt, claimed.parents,
+           claimed.signature, claimed.each, claimed.item, claimed.element,
+           row_number() OVER (PARTITION BY claimed.run_id ORDER BY claimed.ord) AS run_rank,
+           CASE WHEN claimed.each = ''
+                THEN row_number() OVER (PARTITION BY claimed.run_id, claimed.parents, claimed.each ORDER BY claimed.ord)
+                ELSE 1
+           END AS parents_rank
+    FROM claimed
 )
 SELECT c.ord::integer AS ord, c.run_id, c.name, c.kind, c.attempt, c.signature, coalesce(c.element, 0)::integer AS element,
-       r.workflow, r.tenant,
+       (c.run_rank > 1)::boolean AS run_shared,
+       coalesce(r.workflow, '')::text AS workflow, coalesce(r.tenant, '')::text AS tenant,
        (CASE WHEN r.id = ANY($1::uuid[]) THEN NULL ELSE r.input END)::bytea AS input,
-       (r.id = ANY($1::uuid[]))::boolean AS input_omitted,
+       coalesce(r.id = ANY($1::uuid[]), false)::boolean AS input_omitted,
        c.parents::text[] AS parent_names,
+       (c.parents_rank > 1)::boolean AS parents_shared,
        coalesce(par.statuses, '{}')::text[] AS parent_statuses,
        coalesce(par.outputs, '{}')::bytea[] AS parent_outputs
-FROM claimed c
-JOIN dagen_runs r ON r.id = c.run_id
+FROM shared c
+LEFT JOIN LATERAL (
+    SELECT r.id, r.workflow, r.tenant, r.input
+    FROM dagen_runs r
+    WHERE r.id = c.run_id AND c.run_rank = 1
+    LIMIT 1
+) r ON true
 LEFT JOIN LATERAL (
     -- One primary-key lookup a parent, as in ClaimTasks.
     SELECT array_agg(pt.status ORDER BY p.ord) AS statuses,
@@ -64,6 +82,7 @@ LEFT JOIN LATERAL (
         WHERE pt.run_id = c.run_id AND pt.name = p.name
         LIMIT 1
     ) AS pt
+    WHERE c.parents_rank = 1
 ) par ON true
 ORDER BY c.ord
 `
@@ -85,11 +104,13 @@ type ContinueTasksRow struct {
 	Attempt        int32
 	Signature      string
 	Element        int32
+	RunShared      bool
 	Workflow       string
 	Tenant         string
 	Input          []byte
 	InputOmitted   bool
 	ParentNames    []string
+	ParentsShared  bool
 	ParentStatuses []string
 	ParentOutputs  [][]byte
 }
@@ -98,7 +119,9 @@ type ContinueTasksRow struct {
 // transaction made ready and did not enqueue (CompleteAndContinue): as
 // ClaimTasks starts what it takes from the queue, with a new attempt, a
 // lease and the STARTED event kept in the row, and returns what the steps
-// need, in the order of the keys (ord: a key's position, from 1). Each
+// need, in the order of the keys (ord: a key's position, from 1), those
+// of a run's tasks or of tasks with the same parents once (run_shared,
+// parents_shared: as in ClaimTasks). Each
 // key is one lookup of the primary key, and the lists are read through
 // subqueries so that the plan is kept (as in GetTasks).
 func (q *Queries) ContinueTasks(ctx context.Context, db DBTX, arg ContinueTasksParams) ([]ContinueTasksRow, error) {
@@ -125,11 +148,13 @@ func (q *Queries) ContinueTasks(ctx context.Context, db DBTX, arg ContinueTasksP
 			&i.Attempt,
 			&i.Signature,
 			&i.Element,
+			&i.RunShared,
 			&i.Workflow,
 			&i.Tenant,
 			&i.Input,
 			&i.InputOmitted,
 			&i.ParentNames,
+			&i.ParentsShared,
 			&i.ParentStatuses,
 			&i.ParentOutputs,
 		); err != nil {
