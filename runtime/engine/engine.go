@@ -267,6 +267,8 @@ type registered struct {
 	infos  []store.SignatureInfo
 	// mappedBy lists, by parent, the steps that map its output (each=).
 	mappedBy map[string][]string
+	// children counts, by step, the steps that list it as a parent.
+	children map[string]int
 	// recorded is set once the signatures' descriptions are in the store
 	// (store.Deploys).
 	recorded atomic.Bool
@@ -313,7 +315,8 @@ func (e *Engine) Register(def *Definition) error {
 	if err := def.Validate(); err != nil {
 		return err
 	}
-	reg := &registered{def: def, steps: make(map[string]*Step, len(def.Steps)), fp: def.Fingerprint(), infos: def.SignatureInfos()}
+	reg := &registered{def: def, steps: make(map[string]*Step, len(def.Steps)), fp: def.Fingerprint(), infos: def.SignatureInfos(),
+		children: make(map[string]int)}
 	reg.sigs = make(map[string]string, len(reg.infos))
 	for _, si := range reg.infos {
 		reg.sigs[si.Step] = si.Signature
@@ -323,6 +326,9 @@ func (e *Engine) Register(def *Definition) error {
 	for i := range def.Steps {
 		s := &def.Steps[i]
 		reg.steps[s.Name] = s
+		for _, p := range s.Parents {
+			reg.children[p.Name]++
+		}
 		if s.Each != "" {
 			if reg.mappedBy == nil {
 				reg.mappedBy = make(map[string][]string)

@@ -18,6 +18,24 @@ import (
 // batches never wait for each other's run locks.
 const numCompleters = 2
 
+// maxBatchRows bounds the tasks one batch of results may make ready or
+// create, as the engine counts them (see finished): a batch stops growing
+// once it reaches this many, short of BatchSize. Results of a fan-out's
+// first step, 512 of which made 25,600 children ready in one transaction,
+// then go in batches of some eighty: the memory a completion holds stays
+// within a few megabytes, and no transaction locks its runs for long.
+// One result that creates more (a mapped step of 100,000 elements) still
+// goes alone.
+const maxBatchRows = 4096
+
+// finished is an attempt's result on its way to a completer, with rows:
+// one for the task and one for each task it may make ready or create (its
+// step's children, or its elements).
+type finished struct {
+	res  store.TaskResult
+	rows int
+}
+
 // loop is the running worker: one poller claiming tasks, executors started
 // for the tasks it claims, completers batching results back to the store,
 // and a keeper that heartbeats and, while leading, does housekeeping.
@@ -35,7 +53,7 @@ type loop struct {
 	wake          chan struct{}   // a hint that work may be ready or slots free
 	notify        <-chan struct{} // the store's notifications, or nil
 	work          chan *store.ClaimedTask
-	results       [numCompleters]chan store.TaskResult // by run: see completerOf
+	results       [numCompleters]chan finished // by run: see completerOf
 	// executing counts claimed tasks whose step has not finished, and the
 	// slots taken for a claim or a start under way (see take); pending
 	// counts finished steps whose result is not stored yet.
@@ -133,7 +151,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		}
 	}
 	for i := range l.results {
-		l.results[i] = make(chan store.TaskResult, e.cfg.Concurrency) // never more results than tasks held
+		l.results[i] = make(chan finished, e.cfg.Concurrency) // never more results than tasks held
 	}
 	if _, ok := e.store.(store.Workers); ok {
 		if _, ok := e.store.(store.Deploys); !ok {
@@ -497,19 +515,20 @@ func (e *Engine) run(l *loop, ct *store.ClaimedTask) {
 			return
 		}
 		res, keep := e.goexited(l.ctx, ct)
-		e.handOn(l, res, keep)
+		e.handOn(l, finished{res, 1}, keep)
 		l.execWG.Add(1)
 		go e.executor(l) // counted in l.executors already: this one's place
 	}()
 	res, keep := e.execute(l.ctx, ct)
 	returned = true
-	e.handOn(l, res, keep)
+	e.handOn(l, finished{res, e.rowsOf(ct, &res)}, keep)
 }
 
 // handOn passes a finished attempt's result to its completer, or, when
 // Stop cut the attempt short (keep is false), drops it: RetireWorker
 // releases the task.
-func (e *Engine) handOn(l *loop, res store.TaskResult, keep bool) {
+func (e *Engine) handOn(l *loop, f finished, keep bool) {
+	res := f.res
 	if !keep {
 		l.unhold(res.RunID)
 		l.executing.Add(-1)
@@ -520,30 +539,45 @@ func (e *Engine) handOn(l *loop, res store.TaskResult, keep bool) {
 	l.pending.Add(1)
 	l.executing.Add(-1)
 	l.signal()
-	l.results[completerOf(res.RunID)] <- res
+	l.results[completerOf(res.RunID)] <- f
 }
 
 // completerOf is the completer that stores the results of run id.
 func completerOf(id dag.RunID) int { return int(id[len(id)-1]) % numCompleters }
 
-func (e *Engine) completer(l *loop, results <-chan store.TaskResult) {
+func (e *Engine) completer(l *loop, results <-chan finished) {
 	batch := make([]store.TaskResult, 0, e.cfg.BatchSize)
-	for res := range results {
-		batch = append(batch[:0], res)
+	for f := range results {
+		batch = append(batch[:0], f.res)
+		rows := f.rows
 	fill:
-		for len(batch) < e.cfg.BatchSize {
+		for len(batch) < e.cfg.BatchSize && rows < maxBatchRows {
 			select {
-			case r, ok := <-results:
+			case f, ok := <-results:
 				if !ok {
 					break fill
 				}
-				batch = append(batch, r)
+				batch, rows = append(batch, f.res), rows+f.rows
 			default:
 				break fill
 			}
 		}
 		e.completeBatch(l, batch)
 	}
+}
+
+// rowsOf counts the tasks res may make ready or create, and its own: see
+// finished.
+func (e *Engine) rowsOf(ct *store.ClaimedTask, res *store.TaskResult) int {
+	switch res.Outcome {
+	case store.OutcomeMapped:
+		return 1 + len(res.Elements)
+	case store.OutcomeCompleted, store.OutcomeSkipped:
+		if reg := e.lookup(ct.Workflow); reg != nil {
+			return 1 + reg.children[stepOf(ct)]
+		}
+	}
+	return 1
 }
 
 // completeBatch stores a batch of results, retrying while the store is

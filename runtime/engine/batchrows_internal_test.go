@@ -1,0 +1,94 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dagenhq/dagen/runtime/store"
+	"github.com/dagenhq/dagen/runtime/store/memstore"
+)
+
+// batchRecorder is a store that records the steps of each batch of results
+// it stores, and holds the first until gate is closed.
+type batchRecorder struct {
+	store.Store
+	gate chan struct{}
+
+	mu      sync.Mutex
+	batches [][]string
+}
+
+func (s *batchRecorder) CompleteTasks(ctx context.Context, results []store.TaskResult) ([]store.CompletionOutcome, error) {
+	<-s.gate
+	steps := make([]string, len(results))
+	for i, r := range results {
+		steps[i] = r.Step
+	}
+	s.mu.Lock()
+	s.batches = append(s.batches, steps)
+	s.mu.Unlock()
+	return s.Store.CompleteTasks(ctx, results)
+}
+
+// TestBatchesBoundTheRowsTheyMakeReady checks that a batch of results stops
+// growing once the tasks its results make ready reach maxBatchRows: the
+// results of fan-out roots of 100 children each, 256 of them waiting for
+// the store, go in batches of 41 at most (the 41st takes a batch past
+// 4,096 rows), not of BatchSize (256).
+func TestBatchesBoundTheRowsTheyMakeReady(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const runs, children = 256, 100
+	rec := &batchRecorder{Store: memstore.New(nil), gate: make(chan struct{})}
+	e, err := New(rec, &Config{Concurrency: 256, BatchSize: 256, PollInterval: time.Millisecond, WorkerID: "w"})
+	require.NoError(t, err)
+	var roots atomic.Int64
+	noop := func(context.Context, StepInput) ([]byte, error) { return Encode(1) }
+	steps := []Step{{Name: "a", Run: func(context.Context, StepInput) ([]byte, error) {
+		roots.Add(1)
+		return Encode(1)
+	}}}
+	for i := range children {
+		steps = append(steps, Step{Name: fmt.Sprintf("b%d", i), Parents: []Parent{{Name: "a"}}, Run: noop})
+	}
+	require.NoError(t, e.Register(&Definition{Name: "fan", Steps: steps}))
+	reqs := make([]TriggerRequest, runs)
+	for i := range reqs {
+		reqs[i] = TriggerRequest{Workflow: "fan", Tenant: "t", Input: 0}
+	}
+	ids, err := e.TriggerMany(ctx, reqs)
+	require.NoError(t, err)
+	require.NoError(t, e.Start(ctx))
+	defer func() { _ = e.Stop(context.Background()) }()
+	// Every root runs; their results wait for the store.
+	require.Eventually(t, func() bool { return roots.Load() == runs }, 20*time.Second, time.Millisecond)
+	close(rec.gate)
+	for _, id := range ids {
+		res, err := e.Wait(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, store.RunCompleted, res.Status)
+	}
+
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	most := 0
+	for _, b := range rec.batches {
+		n := 0
+		for _, step := range b {
+			if step == "a" {
+				n++
+			}
+		}
+		// A batch stops at the first result that takes it to
+		// maxBatchRows: before it, its rows were fewer.
+		require.Less(t, (n-1)*(1+children), maxBatchRows, "a batch of %d results, %d of them roots", len(b), n)
+		most = max(most, n)
+	}
+	require.Equal(t, maxBatchRows/(1+children)+1, most, "roots in the largest batch")
+}
