@@ -159,7 +159,10 @@ WHERE t.run_id = d.run_id AND t.name = d.child AND t.status = 'PENDING'
           SELECT t2.ctid FROM dagen_tasks t2 WHERE t2.run_id = k.run_id AND t2.name = k.name LIMIT 1
       ) AS x
   ))
-RETURNING t.run_id, t.name, t.status, t.signature;
+RETURNING t.run_id, t.name, t.status, t.signature,
+          -- Every parent of the child was counted down here: its parents
+          -- are all in the caller's batch.
+          (cardinality(t.parents) = d.n)::boolean AS parents_here;
 
 -- name: QueueOnFailure :many
 -- Marks the pending onfailure tasks of failed runs QUEUED.

@@ -81,6 +81,7 @@ type taskState struct {
 	wakeAt      time.Time
 	worker      string
 	output      []byte
+	ownOutput   bool   // output is what the task completed with in this batch, as stored
 	finished    bool   // set finished_at
 	timer       string // "sleep", "retry" or "signal": write a timer at wakeAt
 	dirty       bool
@@ -116,7 +117,9 @@ type enqueueItem struct {
 	src       int  // source credited with the enqueue, or -1
 	logged    bool // its QUEUED event is kept in its row already
 	child     bool // made ready by DecrementChildren: a continuation may start it
-	continued bool // started by continueReady: not enqueued
+	// parentsHere: every parent of the child resolved in this batch.
+	parentsHere bool
+	continued   bool // started by continueReady: not enqueued
 }
 
 func (s *Store) newBatch(tx *txn, sources int) *batch {
@@ -276,6 +279,8 @@ func (b *batch) apply(src int, res *store.TaskResult) store.CompletionOutcome {
 	switch res.Outcome {
 	case store.OutcomeCompleted:
 		t.output = res.Output
+		// A nil output keeps the row's (UpdateTasks): not known here.
+		t.ownOutput = res.Output != nil
 		t.logCompleted = true // the row keeps the COMPLETED event
 		b.resolve(t, store.TaskCompleted, src)
 	case store.OutcomeSkipped:
@@ -614,7 +619,7 @@ func (b *batch) flush(ctx context.Context) error {
 					continue
 				}
 				k := taskKey{dag.RunID(row.RunID.Bytes), row.Name}
-				b.enqueue = append(b.enqueue, enqueueItem{run: b.runs[k.run], name: k.name, signature: row.Signature, kind: store.KindStep, src: lastSrc[k], logged: true, child: true})
+				b.enqueue = append(b.enqueue, enqueueItem{run: b.runs[k.run], name: k.name, signature: row.Signature, kind: store.KindStep, src: lastSrc[k], logged: true, child: true, parentsHere: row.ParentsHere})
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/dagenhq/dagen/runtime/dag"
@@ -86,7 +87,32 @@ type parentsKey struct {
 // statuses, outputs) or, when the row says they are shared, from the
 // earlier row that had them.
 func (sh *sharedReads) fill(c *store.ClaimedTask, runShared bool, own runFields, parentsShared bool, names, statuses []string, outputs [][]byte) error {
-	if runShared {
+	if err := sh.run(c, runShared, own); err != nil {
+		return err
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	if parentsShared {
+		ps, ok := sh.parents[parentsKey{c.RunID, strings.Join(names, "\x00")}]
+		if !ok {
+			return errors.New("its parents' results are left to an earlier row, and none had them")
+		}
+		c.Parents = ps
+		return nil
+	}
+	ps, err := parentResults(names, statuses, outputs)
+	if err != nil {
+		return err
+	}
+	sh.setParents(c, names, ps)
+	return nil
+}
+
+// run sets c's run fields: own or, when the row says they are shared, the
+// earlier row's.
+func (sh *sharedReads) run(c *store.ClaimedTask, shared bool, own runFields) error {
+	if shared {
 		f, ok := sh.runs[c.RunID]
 		if !ok {
 			return errors.New("its run's fields are left to an earlier row, and none had them")
@@ -102,30 +128,36 @@ func (sh *sharedReads) fill(c *store.ClaimedTask, runShared bool, own runFields,
 	if c.Kind == store.KindOnFailure {
 		c.Failure = own.failure
 	}
-	if len(names) == 0 {
-		return nil
-	}
-	k := parentsKey{c.RunID, strings.Join(names, "\x00")}
-	if parentsShared {
-		ps, ok := sh.parents[k]
-		if !ok {
-			return errors.New("its parents' results are left to an earlier row, and none had them")
-		}
-		c.Parents = ps
-		return nil
-	}
-	ps, err := parentResults(names, statuses, outputs)
-	if err != nil {
-		return err
-	}
-	c.Parents = ps
-	if c.Kind != store.KindElement { // an element's parents hold its own element
-		if sh.parents == nil {
-			sh.parents = make(map[parentsKey][]store.ParentResult)
-		}
-		sh.parents[k] = ps
-	}
 	return nil
+}
+
+// keepParents sets c's parents, in the order of names, from the batch's
+// tasks that resolved them (see batch.parentsHere), for later rows that
+// share them.
+func (sh *sharedReads) keepParents(c *store.ClaimedTask, names []string, here []*taskState) error {
+	ps := make([]store.ParentResult, len(names))
+	for i, name := range names {
+		j := slices.IndexFunc(here, func(t *taskState) bool { return t.key.name == name })
+		if j < 0 {
+			return fmt.Errorf("parent %s did not resolve in this batch", name)
+		}
+		ps[i] = store.ParentResult{Step: name, Status: here[j].status, Output: here[j].output}
+	}
+	sh.setParents(c, names, ps)
+	return nil
+}
+
+// setParents sets c's parents to ps and, but for an element (whose parents
+// hold its own element), keeps them for later rows that share them.
+func (sh *sharedReads) setParents(c *store.ClaimedTask, names []string, ps []store.ParentResult) {
+	c.Parents = ps
+	if c.Kind == store.KindElement {
+		return
+	}
+	if sh.parents == nil {
+		sh.parents = make(map[parentsKey][]store.ParentResult)
+	}
+	sh.parents[parentsKey{c.RunID, strings.Join(names, "\x00")}] = ps
 }
 
 // nonNil returns s, or an empty slice for nil: pgx sends a nil slice as

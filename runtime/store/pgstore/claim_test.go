@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/stretchr/testify/require"
 
 	"github.com/dagenhq/dagen/runtime/dag"
@@ -154,4 +155,78 @@ func TestContinuedTasksGetTheirOwnRunsAndParents(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, next, 9)
 	requireOwnRunsAndParents(t, next, runs)
+}
+
+// TestContinuationTakesParentsFromTheBatch checks which continued tasks
+// get their parents' results from the completing batch rather than from
+// their rows (ContinueTasks's own_parents): only those whose parents all
+// completed in the batch with an output; a child with a parent resolved
+// earlier, or whose parent completed without an output (its row keeps
+// what it had), has them read. Either way each gets its parents in its
+// own order.
+func TestContinuationTakesParentsFromTheBatch(t *testing.T) {
+	ctx := context.Background()
+	pool, log := tracedPool(t)
+	s, err := pgstore.New(ctx, pool, nil)
+	require.NoError(t, err)
+	// fan: a -> b; diamond: x, a -> c (c lists a first); bare: a (no output) -> b.
+	fan := newRun("w", "t", step("a"), step("b", "a"))
+	diamond := newRun("w", "t", step("x"), step("a"), step("c", "a", "x"))
+	bare := newRun("w", "t", step("a"), step("b", "a"))
+	require.NoError(t, s.CreateRuns(ctx, []store.NewRun{fan, diamond, bare}))
+	roots, err := s.ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: 10, Lease: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, roots, 4)
+	var first, second []store.TaskResult
+	for _, r := range roots {
+		res := completed(r)
+		switch {
+		case r.RunID == diamond.ID && r.Step == "x":
+			res.Output = []byte(`"x"`)
+			first = append(first, res) // resolved before a, in a batch of its own
+			continue
+		case r.RunID == bare.ID:
+			res.Output = nil
+		default:
+			res.Output = []byte(fmt.Sprintf(`"%s of %s"`, r.Step, r.Tenant))
+		}
+		second = append(second, res)
+	}
+	_, err = s.CompleteTasks(ctx, first)
+	require.NoError(t, err)
+	_, next, err := s.CompleteAndContinue(ctx, second, store.ClaimParams{Worker: "w", Limit: 10, Lease: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, next, 3)
+	got := make(map[dag.RunID][]store.ParentResult)
+	for _, c := range next {
+		got[c.RunID] = c.Parents
+	}
+	require.Equal(t, []store.ParentResult{{Step: "a", Status: store.TaskCompleted, Output: []byte(`"a of t"`)}}, got[fan.ID])
+	require.Equal(t, []store.ParentResult{
+		{Step: "a", Status: store.TaskCompleted, Output: []byte(`"a of t"`)},
+		{Step: "x", Status: store.TaskCompleted, Output: []byte(`"x"`)},
+	}, got[diamond.ID])
+	require.Equal(t, []store.ParentResult{{Step: "a", Status: store.TaskCompleted}}, got[bare.ID])
+
+	// What ContinueTasks was told it need not read, by run.
+	st := log.last("ContinueTasks")
+	require.NotEmpty(t, st.sql)
+	var ids []pgtype.UUID
+	var own []bool
+	for _, a := range st.args {
+		switch v := a.(type) {
+		case []pgtype.UUID:
+			if ids == nil {
+				ids = v
+			}
+		case []bool:
+			own = v
+		}
+	}
+	require.Len(t, own, len(ids))
+	byRun := make(map[dag.RunID]bool)
+	for i, id := range ids {
+		byRun[dag.RunID(id.Bytes)] = own[i]
+	}
+	require.Equal(t, map[dag.RunID]bool{fan.ID: true, diamond.ID: false, bare.ID: false}, byRun)
 }

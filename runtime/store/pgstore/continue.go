@@ -98,11 +98,14 @@ func (b *batch) continueReady(ctx context.Context) error {
 	// In the order of the results that made them ready.
 	slices.SortStableFunc(cands, func(x, y int) int { return cmp.Compare(b.enqueue[x].src, b.enqueue[y].src) })
 	cands = cands[:min(len(cands), c.p.Limit)]
+	parents := b.parentsHere(cands)
 	var p dbsqlc.ContinueTasksParams
 	for _, i := range cands {
 		e := b.enqueue[i]
 		p.RunIds = append(p.RunIds, uuidOf(e.run.id))
 		p.Names = append(p.Names, e.name)
+		_, own := parents[taskKey{e.run.id, e.name}]
+		p.OwnParents = append(p.OwnParents, own)
 	}
 	p.Known, p.Now, p.Worker, p.LeaseSeconds = uuidsOf(c.p.Known), tstz(b.now), c.p.Worker, c.p.Lease.Seconds()
 	started, err := b.s.q.ContinueTasks(ctx, b.tx, p)
@@ -111,21 +114,67 @@ func (b *batch) continueReady(ctx context.Context) error {
 	}
 	var sh sharedReads
 	for _, r := range started {
+		if r.Ord < 1 || int(r.Ord) > len(cands) {
+			return fmt.Errorf("start task %s/%s: key %d of %d", dag.RunID(r.RunID.Bytes), r.Name, r.Ord, len(cands))
+		}
+		e := b.enqueue[cands[r.Ord-1]]
 		t := store.ClaimedTask{
-			RunID: dag.RunID(r.RunID.Bytes), Step: r.Name, Kind: store.TaskKind(r.Kind),
+			RunID: e.run.id, Step: r.Name, Kind: store.TaskKind(r.Kind),
 			Attempt: int(r.Attempt), Signature: r.Signature, Element: int(r.Element),
 		}
-		own := runFields{workflow: r.Workflow, tenant: r.Tenant, input: r.Input, inputOmitted: r.InputOmitted}
-		if err := sh.fill(&t, r.RunShared, own, r.ParentsShared, r.ParentNames, r.ParentStatuses, r.ParentOutputs); err != nil {
-			return fmt.Errorf("start task %s/%s: %w", t.RunID, t.Step, err)
+		own := runFields{workflow: e.run.workflow, tenant: e.run.tenant, input: r.Input, inputOmitted: r.InputOmitted}
+		var err error
+		if here, ok := parents[taskKey{e.run.id, e.name}]; ok && !r.ParentsShared {
+			err = sh.run(&t, r.RunShared, own)
+			if err == nil {
+				err = sh.keepParents(&t, r.ParentNames, here)
+			}
+		} else {
+			err = sh.fill(&t, r.RunShared, own, r.ParentsShared, r.ParentNames, r.ParentStatuses, r.ParentOutputs)
 		}
-		if r.Ord < 1 || int(r.Ord) > len(cands) {
-			return fmt.Errorf("start task %s/%s: key %d of %d", t.RunID, t.Step, r.Ord, len(cands))
+		if err != nil {
+			return fmt.Errorf("start task %s/%s: %w", t.RunID, t.Step, err)
 		}
 		b.enqueue[cands[r.Ord-1]].continued = true
 		c.claimed = append(c.claimed, t)
 	}
 	return nil
+}
+
+// parentsHere returns, for the candidates whose parents all resolved in
+// this batch (DecrementChildren counted every one of them down here), each
+// with the output it completed with (not one the row kept), those parents:
+// ContinueTasks need not read them.
+func (b *batch) parentsHere(cands []int) map[taskKey][]*taskState {
+	var want map[taskKey][]*taskState
+	for _, i := range cands {
+		if e := b.enqueue[i]; e.parentsHere {
+			if want == nil {
+				want = make(map[taskKey][]*taskState)
+			}
+			want[taskKey{e.run.id, e.name}] = nil
+		}
+	}
+	if want == nil {
+		return nil
+	}
+	for _, rt := range b.resolved {
+		for _, c := range rt.t.children {
+			k := taskKey{rt.t.key.run, c}
+			if ps, ok := want[k]; ok {
+				want[k] = append(ps, rt.t)
+			}
+		}
+	}
+	for k, ps := range want {
+		for _, p := range ps {
+			if !p.ownOutput {
+				delete(want, k)
+				break
+			}
+		}
+	}
+	return want
 }
 
 // parentResults pairs a claimed task's parents with their statuses and

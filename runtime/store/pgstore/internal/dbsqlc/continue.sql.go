@@ -13,12 +13,13 @@ import (
 
 const continueTasks = `-- name: ContinueTasks :many
 WITH clock AS (
-    SELECT coalesce($2::timestamptz, now())::timestamptz AS now
+    SELECT coalesce($1::timestamptz, now())::timestamptz AS now
 ),
 k AS (
-    SELECT unnest((SELECT $3::uuid[])) AS run_id,
-           unnest((SELECT $4::text[])) AS name,
-           generate_series(1, cardinality((SELECT $3::uuid[]))) AS ord
+    SELECT unnest((SELECT $2::uuid[])) AS run_id,
+           unnest((SELECT $3::text[])) AS name,
+           unnest((SELECT $4::boolean[])) AS own_parents,
+           generate_series(1, cardinality((SELECT $2::uuid[]))) AS ord
 ),
 claimed AS (
     UPDATE dagen_tasks t
@@ -36,7 +37,7 @@ claimed AS (
               SELECT t2.ctid FROM dagen_tasks t2 WHERE t2.run_id = k2.run_id AND t2.name = k2.name LIMIT 1
           ) AS x
       ))
-    RETURNING k.ord, t.run_id, t.name, t.kind, t.attempt, t.parents, t.started_event, t.signature,
+    RETURNING k.ord, k.own_parents, t.run_id, t.name, t.kind, t.attempt, t.parents, t.started_event, t.signature,
               t.each, t.item, t.element
 ),
 leased AS (
@@ -47,8 +48,9 @@ leased AS (
 ),
 shared AS (
     -- Read once for the tasks that share them, as in ClaimTasks.
-    SELECT claimed.ord, claimed.run_id, claimed.name, claimed.kind, claimed.attempt, claimed.parents,
+    SELECT claimed.ord, claimed.own_parents, claimed.run_id, claimed.name, claimed.kind, claimed.attempt, claimed.parents,
            claimed.signature, claimed.each, claimed.item, claimed.element,
+           claimed.run_id = ANY($7::uuid[]) AS known,
            row_number() OVER (PARTITION BY claimed.run_id ORDER BY claimed.ord) AS run_rank,
            CASE WHEN claimed.each = ''
                 THEN row_number() OVER (PARTITION BY claimed.run_id, claimed.parents, claimed.each ORDER BY claimed.ord)
@@ -58,18 +60,17 @@ shared AS (
 )
 SELECT c.ord::integer AS ord, c.run_id, c.name, c.kind, c.attempt, c.signature, coalesce(c.element, 0)::integer AS element,
        (c.run_rank > 1)::boolean AS run_shared,
-       coalesce(r.workflow, '')::text AS workflow, coalesce(r.tenant, '')::text AS tenant,
-       (CASE WHEN r.id = ANY($1::uuid[]) THEN NULL ELSE r.input END)::bytea AS input,
-       coalesce(r.id = ANY($1::uuid[]), false)::boolean AS input_omitted,
+       r.input::bytea AS input,
+       c.known::boolean AS input_omitted,
        c.parents::text[] AS parent_names,
        (c.parents_rank > 1)::boolean AS parents_shared,
        coalesce(par.statuses, '{}')::text[] AS parent_statuses,
        coalesce(par.outputs, '{}')::bytea[] AS parent_outputs
 FROM shared c
 LEFT JOIN LATERAL (
-    SELECT r.id, r.workflow, r.tenant, r.input
+    SELECT r.input
     FROM dagen_runs r
-    WHERE r.id = c.run_id AND c.run_rank = 1
+    WHERE r.id = c.run_id AND c.run_rank = 1 AND NOT c.known
     LIMIT 1
 ) r ON true
 LEFT JOIN LATERAL (
@@ -82,18 +83,19 @@ LEFT JOIN LATERAL (
         WHERE pt.run_id = c.run_id AND pt.name = p.name
         LIMIT 1
     ) AS pt
-    WHERE c.parents_rank = 1
+    WHERE c.parents_rank = 1 AND NOT c.own_parents
 ) par ON true
 ORDER BY c.ord
 `
 
 type ContinueTasksParams struct {
-	Known        []pgtype.UUID
 	Now          pgtype.Timestamptz
 	RunIds       []pgtype.UUID
 	Names        []string
+	OwnParents   []bool
 	Worker       string
 	LeaseSeconds float64
+	Known        []pgtype.UUID
 }
 
 type ContinueTasksRow struct {
@@ -105,8 +107,6 @@ type ContinueTasksRow struct {
 	Signature      string
 	Element        int32
 	RunShared      bool
-	Workflow       string
-	Tenant         string
 	Input          []byte
 	InputOmitted   bool
 	ParentNames    []string
@@ -119,19 +119,23 @@ type ContinueTasksRow struct {
 // transaction made ready and did not enqueue (CompleteAndContinue): as
 // ClaimTasks starts what it takes from the queue, with a new attempt, a
 // lease and the STARTED event kept in the row, and returns what the steps
-// need, in the order of the keys (ord: a key's position, from 1), those
-// of a run's tasks or of tasks with the same parents once (run_shared,
-// parents_shared: as in ClaimTasks). Each
-// key is one lookup of the primary key, and the lists are read through
-// subqueries so that the plan is kept (as in GetTasks).
+// need, in the order of the keys (ord: a key's position, from 1). The
+// caller has the runs' rows (it locked them) and, for a key flagged in
+// @own_parents, the results of all its parents (the batch resolved them):
+// those are not read. Of the rest, a run's input is read once and only for
+// a run not in @known, and the parents that tasks of one run share once
+// (run_shared, parents_shared: as in ClaimTasks). Each key is one lookup
+// of the primary key, and the lists are read through subqueries so that
+// the plan is kept (as in GetTasks).
 func (q *Queries) ContinueTasks(ctx context.Context, db DBTX, arg ContinueTasksParams) ([]ContinueTasksRow, error) {
 	rows, err := db.Query(ctx, continueTasks,
-		arg.Known,
 		arg.Now,
 		arg.RunIds,
 		arg.Names,
+		arg.OwnParents,
 		arg.Worker,
 		arg.LeaseSeconds,
+		arg.Known,
 	)
 	if err != nil {
 		return nil, err
@@ -149,8 +153,6 @@ func (q *Queries) ContinueTasks(ctx context.Context, db DBTX, arg ContinueTasksP
 			&i.Signature,
 			&i.Element,
 			&i.RunShared,
-			&i.Workflow,
-			&i.Tenant,
 			&i.Input,
 			&i.InputOmitted,
 			&i.ParentNames,

@@ -92,7 +92,10 @@ WHERE t.run_id = d.run_id AND t.name = d.child AND t.status = 'PENDING'
           SELECT t2.ctid FROM dagen_tasks t2 WHERE t2.run_id = k.run_id AND t2.name = k.name LIMIT 1
       ) AS x
   ))
-RETURNING t.run_id, t.name, t.status, t.signature
+RETURNING t.run_id, t.name, t.status, t.signature,
+          -- Every parent of the child was counted down here: its parents
+          -- are all in the caller's batch.
+          (cardinality(t.parents) = d.n)::boolean AS parents_here
 `
 
 type DecrementChildrenParams struct {
@@ -102,10 +105,11 @@ type DecrementChildrenParams struct {
 }
 
 type DecrementChildrenRow struct {
-	RunID     pgtype.UUID
-	Name      string
-	Status    string
-	Signature string
+	RunID       pgtype.UUID
+	Name        string
+	Status      string
+	Signature   string
+	ParentsHere bool
 }
 
 // Counts pending parents down, one per (run, child) entry, and marks the
@@ -132,6 +136,7 @@ func (q *Queries) DecrementChildren(ctx context.Context, db DBTX, arg DecrementC
 			&i.Name,
 			&i.Status,
 			&i.Signature,
+			&i.ParentsHere,
 		); err != nil {
 			return nil, err
 		}
