@@ -29,10 +29,11 @@ WHERE g.tenant = ANY(ARRAY(SELECT unnest((SELECT @tenants::text[]))));
 -- ClaimTasks starts what it takes from the queue, with a new attempt, a
 -- lease and the STARTED event kept in the row, and returns what the steps
 -- need, in the order of the keys (ord: a key's position, from 1). The
--- caller has the runs' rows (it locked them) and, for a key flagged in
--- @own_parents, the results of all its parents (the batch resolved them):
--- those are not read. Of the rest, a run's input is read once and only for
--- a run not in @known, and the parents that tasks of one run share once
+-- caller has the runs' rows (it locked them), for a key flagged in
+-- @own_inputs its run's input (input_omitted is then set), and for a key
+-- flagged in @own_parents the results of all its parents (the batch
+-- resolved them): those are not read. Of the rest, a run's input is read
+-- once and only for a run not in @known, and the parents that tasks of one run share once
 -- (run_shared, parents_shared: as in ClaimTasks). Each key is one lookup
 -- of the primary key, and the lists are read through subqueries so that
 -- the plan is kept (as in GetTasks).
@@ -43,6 +44,7 @@ k AS (
     SELECT unnest((SELECT @run_ids::uuid[])) AS run_id,
            unnest((SELECT @names::text[])) AS name,
            unnest((SELECT @own_parents::boolean[])) AS own_parents,
+           unnest((SELECT @own_inputs::boolean[])) AS own_input,
            generate_series(1, cardinality((SELECT @run_ids::uuid[]))) AS ord
 ),
 claimed AS (
@@ -61,7 +63,7 @@ claimed AS (
               SELECT t2.ctid FROM dagen_tasks t2 WHERE t2.run_id = k2.run_id AND t2.name = k2.name LIMIT 1
           ) AS x
       ))
-    RETURNING k.ord, k.own_parents, t.run_id, t.name, t.kind, t.attempt, t.parents, t.started_event, t.signature,
+    RETURNING k.ord, k.own_parents, k.own_input, t.run_id, t.name, t.kind, t.attempt, t.parents, t.started_event, t.signature,
               t.each, t.item, t.element
 ),
 leased AS (
@@ -74,7 +76,7 @@ shared AS (
     -- Read once for the tasks that share them, as in ClaimTasks.
     SELECT claimed.ord, claimed.own_parents, claimed.run_id, claimed.name, claimed.kind, claimed.attempt, claimed.parents,
            claimed.signature, claimed.each, claimed.item, claimed.element,
-           claimed.run_id = ANY(@known::uuid[]) AS known,
+           claimed.own_input OR claimed.run_id = ANY(@known::uuid[]) AS known,
            row_number() OVER (PARTITION BY claimed.run_id ORDER BY claimed.ord) AS run_rank,
            CASE WHEN claimed.each = ''
                 THEN row_number() OVER (PARTITION BY claimed.run_id, claimed.parents, claimed.each ORDER BY claimed.ord)

@@ -31,13 +31,16 @@ FROM clock, (
 -- their order (LIMIT 1 keeps each a lookup whatever the estimates). Joined
 -- by key, each lookup reads only the range (partition) that can hold the
 -- id: = ANY(…) probed the index of every range, the ranges made ahead
--- included, for every id.
+-- included, for every id. A run's input is returned when it has
+-- @max_input bytes or fewer (in the row: no more pages read), for the
+-- steps a continuation starts.
 SELECT r.id, r.workflow, r.tenant, r.status, r.pending, r.slot, coalesce(r.timeout_ms, 0)::bigint AS timeout_ms,
        (r.deadline_at IS NOT NULL)::boolean AS has_deadline,
+       (CASE WHEN octet_length(r.input) <= @max_input::integer THEN r.input END)::bytea AS input,
        coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now
 FROM unnest((SELECT @ids::uuid[])) WITH ORDINALITY AS k(id, ord)
 CROSS JOIN LATERAL (
-    SELECT d.id, d.workflow, d.tenant, d.status, d.pending, d.slot, d.timeout_ms, d.deadline_at
+    SELECT d.id, d.workflow, d.tenant, d.status, d.pending, d.slot, d.timeout_ms, d.deadline_at, d.input
     FROM dagen_runs d WHERE d.id = k.id LIMIT 1
     FOR NO KEY UPDATE
 ) AS r
@@ -47,10 +50,11 @@ ORDER BY k.ord;
 -- Like LockRuns, but skips runs another transaction holds.
 SELECT r.id, r.workflow, r.tenant, r.status, r.pending, r.slot, coalesce(r.timeout_ms, 0)::bigint AS timeout_ms,
        (r.deadline_at IS NOT NULL)::boolean AS has_deadline,
+       (CASE WHEN octet_length(r.input) <= @max_input::integer THEN r.input END)::bytea AS input,
        coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now
 FROM unnest((SELECT @ids::uuid[])) WITH ORDINALITY AS k(id, ord)
 CROSS JOIN LATERAL (
-    SELECT d.id, d.workflow, d.tenant, d.status, d.pending, d.slot, d.timeout_ms, d.deadline_at
+    SELECT d.id, d.workflow, d.tenant, d.status, d.pending, d.slot, d.timeout_ms, d.deadline_at, d.input
     FROM dagen_runs d WHERE d.id = k.id LIMIT 1
     FOR NO KEY UPDATE SKIP LOCKED
 ) AS r

@@ -47,12 +47,15 @@ type taskKey struct {
 }
 
 type runState struct {
-	id        dag.RunID
-	workflow  string
-	tenant    string
-	status    store.RunStatus
-	pending   int
-	failure   *dag.Failure
+	id       dag.RunID
+	workflow string
+	tenant   string
+	status   store.RunStatus
+	pending  int
+	failure  *dag.Failure
+	// input is the run's input when LockRuns returned it (a continuing
+	// batch, an input of continuedInputMax bytes or fewer), else nil.
+	input     []byte
 	dirty     bool
 	failed    bool // failed in this batch
 	cancelled bool // cancelled in this batch
@@ -142,7 +145,7 @@ func (b *batch) lockRuns(ctx context.Context, ids []dag.RunID, skipLocked bool) 
 		rs := &runState{
 			id: dag.RunID(r.ID.Bytes), workflow: r.Workflow, tenant: r.Tenant,
 			status: store.RunStatus(r.Status), was: store.RunStatus(r.Status), pending: int(r.Pending), failSrc: -1,
-			timeoutMs: r.TimeoutMs, hasDeadline: r.HasDeadline,
+			timeoutMs: r.TimeoutMs, hasDeadline: r.HasDeadline, input: r.Input,
 		}
 		if r.Slot.Valid {
 			rs.slot = &slotKey{r.Workflow, r.Slot.String}
@@ -150,7 +153,7 @@ func (b *batch) lockRuns(ctx context.Context, ids []dag.RunID, skipLocked bool) 
 		b.runs[rs.id] = rs
 	}
 	if skipLocked {
-		rows, err := b.s.q.LockRunsSkipLocked(ctx, b.tx, b.s.clock(), uuids(ids))
+		rows, err := b.s.q.LockRunsSkipLocked(ctx, b.tx, dbsqlc.LockRunsSkipLockedParams{MaxInput: b.inputMax(), Now: b.s.clock(), Ids: uuids(ids)})
 		if err != nil {
 			return fmt.Errorf("lock %d runs: %w", len(ids), err)
 		}
@@ -159,7 +162,7 @@ func (b *batch) lockRuns(ctx context.Context, ids []dag.RunID, skipLocked bool) 
 		}
 		return nil
 	}
-	rows, err := b.s.q.LockRuns(ctx, b.tx, b.s.clock(), uuids(ids))
+	rows, err := b.s.q.LockRuns(ctx, b.tx, dbsqlc.LockRunsParams{MaxInput: b.inputMax(), Now: b.s.clock(), Ids: uuids(ids)})
 	if err != nil {
 		return fmt.Errorf("lock %d runs: %w", len(ids), err)
 	}
@@ -167,6 +170,21 @@ func (b *batch) lockRuns(ctx context.Context, ids []dag.RunID, skipLocked bool) 
 		add(r)
 	}
 	return nil
+}
+
+// continuedInputMax is the largest run input, in bytes, that a continuing
+// batch reads with the runs it locks: the row holds it, so it costs no
+// page, and the steps the batch starts then need no lookup of their run.
+// A larger input is read by ContinueTasks, once a run.
+const continuedInputMax = 1024
+
+// inputMax is LockRuns's max_input: continuedInputMax for a batch that
+// may start steps, -1 (no input) for the others.
+func (b *batch) inputMax() int32 {
+	if b.cont == nil {
+		return -1
+	}
+	return continuedInputMax
 }
 
 // lockRunsAndLoad locks the runs of keys, as lockRuns, and reads those

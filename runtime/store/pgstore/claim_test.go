@@ -163,7 +163,8 @@ func TestContinuedTasksGetTheirOwnRunsAndParents(t *testing.T) {
 // completed in the batch with an output; a child with a parent resolved
 // earlier, or whose parent completed without an output (its row keeps
 // what it had), has them read. Either way each gets its parents in its
-// own order.
+// own order. Likewise a run's input comes with the lock of its run
+// (own_inputs) when it is small, and is read when it is not.
 func TestContinuationTakesParentsFromTheBatch(t *testing.T) {
 	ctx := context.Background()
 	pool, log := tracedPool(t)
@@ -173,7 +174,9 @@ func TestContinuationTakesParentsFromTheBatch(t *testing.T) {
 	fan := newRun("w", "t", step("a"), step("b", "a"))
 	diamond := newRun("w", "t", step("x"), step("a"), step("c", "a", "x"))
 	bare := newRun("w", "t", step("a"), step("b", "a"))
+	bare.Input = []byte(`"` + strings.Repeat("large ", 400) + `"`)
 	require.NoError(t, s.CreateRuns(ctx, []store.NewRun{fan, diamond, bare}))
+	inputs := map[dag.RunID][]byte{fan.ID: fan.Input, diamond.ID: diamond.Input, bare.ID: bare.Input}
 	roots, err := s.ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: 10, Lease: time.Minute})
 	require.NoError(t, err)
 	require.Len(t, roots, 4)
@@ -200,6 +203,8 @@ func TestContinuationTakesParentsFromTheBatch(t *testing.T) {
 	got := make(map[dag.RunID][]store.ParentResult)
 	for _, c := range next {
 		got[c.RunID] = c.Parents
+		require.False(t, c.InputOmitted)
+		require.Equal(t, string(inputs[c.RunID]), string(c.Input), "%s/%s: its run's input", c.RunID, c.Step)
 	}
 	require.Equal(t, []store.ParentResult{{Step: "a", Status: store.TaskCompleted, Output: []byte(`"a of t"`)}}, got[fan.ID])
 	require.Equal(t, []store.ParentResult{
@@ -212,7 +217,7 @@ func TestContinuationTakesParentsFromTheBatch(t *testing.T) {
 	st := log.last("ContinueTasks")
 	require.NotEmpty(t, st.sql)
 	var ids []pgtype.UUID
-	var own []bool
+	var flags [][]bool // own_parents, own_inputs
 	for _, a := range st.args {
 		switch v := a.(type) {
 		case []pgtype.UUID:
@@ -220,13 +225,14 @@ func TestContinuationTakesParentsFromTheBatch(t *testing.T) {
 				ids = v
 			}
 		case []bool:
-			own = v
+			flags = append(flags, v)
 		}
 	}
-	require.Len(t, own, len(ids))
-	byRun := make(map[dag.RunID]bool)
+	require.Len(t, flags, 2)
+	byRun, inputByRun := make(map[dag.RunID]bool), make(map[dag.RunID]bool)
 	for i, id := range ids {
-		byRun[dag.RunID(id.Bytes)] = own[i]
+		byRun[dag.RunID(id.Bytes)], inputByRun[dag.RunID(id.Bytes)] = flags[0][i], flags[1][i]
 	}
+	require.Equal(t, map[dag.RunID]bool{fan.ID: true, diamond.ID: true, bare.ID: false}, inputByRun, "inputs that came with the locks")
 	require.Equal(t, map[dag.RunID]bool{fan.ID: true, diamond.ID: false, bare.ID: false}, byRun)
 }

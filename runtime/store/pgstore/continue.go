@@ -106,6 +106,7 @@ func (b *batch) continueReady(ctx context.Context) error {
 		p.Names = append(p.Names, e.name)
 		_, own := parents[taskKey{e.run.id, e.name}]
 		p.OwnParents = append(p.OwnParents, own)
+		p.OwnInputs = append(p.OwnInputs, e.run.input != nil)
 	}
 	p.Known, p.Now, p.Worker, p.LeaseSeconds = uuidsOf(c.p.Known), tstz(b.now), c.p.Worker, c.p.Lease.Seconds()
 	started, err := b.s.q.ContinueTasks(ctx, b.tx, p)
@@ -123,6 +124,9 @@ func (b *batch) continueReady(ctx context.Context) error {
 			Attempt: int(r.Attempt), Signature: r.Signature, Element: int(r.Element),
 		}
 		own := runFields{workflow: e.run.workflow, tenant: e.run.tenant, input: r.Input, inputOmitted: r.InputOmitted}
+		if e.run.input != nil {
+			own.input, own.inputOmitted = e.run.input, false
+		}
 		var err error
 		if here, ok := parents[taskKey{e.run.id, e.name}]; ok && !r.ParentsShared {
 			err = sh.run(&t, r.RunShared, own)

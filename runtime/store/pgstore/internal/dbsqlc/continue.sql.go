@@ -19,13 +19,14 @@ k AS (
     SELECT unnest((SELECT $2::uuid[])) AS run_id,
            unnest((SELECT $3::text[])) AS name,
            unnest((SELECT $4::boolean[])) AS own_parents,
+           unnest((SELECT $5::boolean[])) AS own_input,
            generate_series(1, cardinality((SELECT $2::uuid[]))) AS ord
 ),
 claimed AS (
     UPDATE dagen_tasks t
     SET status = 'RUNNING',
         attempt = t.attempt + 1,
-        worker = $5::text,
+        worker = $6::text,
         started_event = nextval('dagen_event_seq'),
         started_at = clock.now
     FROM k, clock
@@ -37,20 +38,20 @@ claimed AS (
               SELECT t2.ctid FROM dagen_tasks t2 WHERE t2.run_id = k2.run_id AND t2.name = k2.name LIMIT 1
           ) AS x
       ))
-    RETURNING k.ord, k.own_parents, t.run_id, t.name, t.kind, t.attempt, t.parents, t.started_event, t.signature,
+    RETURNING k.ord, k.own_parents, k.own_input, t.run_id, t.name, t.kind, t.attempt, t.parents, t.started_event, t.signature,
               t.each, t.item, t.element
 ),
 leased AS (
     INSERT INTO dagen_leases (id, run_id, task, worker, lease_until)
-    SELECT claimed.started_event, claimed.run_id, claimed.name, $5::text,
-           clock.now + make_interval(secs => $6::float8)
+    SELECT claimed.started_event, claimed.run_id, claimed.name, $6::text,
+           clock.now + make_interval(secs => $7::float8)
     FROM claimed, clock
 ),
 shared AS (
     -- Read once for the tasks that share them, as in ClaimTasks.
     SELECT claimed.ord, claimed.own_parents, claimed.run_id, claimed.name, claimed.kind, claimed.attempt, claimed.parents,
            claimed.signature, claimed.each, claimed.item, claimed.element,
-           claimed.run_id = ANY($7::uuid[]) AS known,
+           claimed.own_input OR claimed.run_id = ANY($8::uuid[]) AS known,
            row_number() OVER (PARTITION BY claimed.run_id ORDER BY claimed.ord) AS run_rank,
            CASE WHEN claimed.each = ''
                 THEN row_number() OVER (PARTITION BY claimed.run_id, claimed.parents, claimed.each ORDER BY claimed.ord)
@@ -93,6 +94,7 @@ type ContinueTasksParams struct {
 	RunIds       []pgtype.UUID
 	Names        []string
 	OwnParents   []bool
+	OwnInputs    []bool
 	Worker       string
 	LeaseSeconds float64
 	Known        []pgtype.UUID
@@ -120,10 +122,11 @@ type ContinueTasksRow struct {
 // ClaimTasks starts what it takes from the queue, with a new attempt, a
 // lease and the STARTED event kept in the row, and returns what the steps
 // need, in the order of the keys (ord: a key's position, from 1). The
-// caller has the runs' rows (it locked them) and, for a key flagged in
-// @own_parents, the results of all its parents (the batch resolved them):
-// those are not read. Of the rest, a run's input is read once and only for
-// a run not in @known, and the parents that tasks of one run share once
+// caller has the runs' rows (it locked them), for a key flagged in
+// @own_inputs its run's input (input_omitted is then set), and for a key
+// flagged in @own_parents the results of all its parents (the batch
+// resolved them): those are not read. Of the rest, a run's input is read
+// once and only for a run not in @known, and the parents that tasks of one run share once
 // (run_shared, parents_shared: as in ClaimTasks). Each key is one lookup
 // of the primary key, and the lists are read through subqueries so that
 // the plan is kept (as in GetTasks).
@@ -133,6 +136,7 @@ func (q *Queries) ContinueTasks(ctx context.Context, db DBTX, arg ContinueTasksP
 		arg.RunIds,
 		arg.Names,
 		arg.OwnParents,
+		arg.OwnInputs,
 		arg.Worker,
 		arg.LeaseSeconds,
 		arg.Known,

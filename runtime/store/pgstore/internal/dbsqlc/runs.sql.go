@@ -283,15 +283,22 @@ func (q *Queries) LockPrunableRuns(ctx context.Context, db DBTX, ids []pgtype.UU
 const lockRuns = `-- name: LockRuns :many
 SELECT r.id, r.workflow, r.tenant, r.status, r.pending, r.slot, coalesce(r.timeout_ms, 0)::bigint AS timeout_ms,
        (r.deadline_at IS NOT NULL)::boolean AS has_deadline,
-       coalesce($1::timestamptz, now())::timestamptz AS now
-FROM unnest((SELECT $2::uuid[])) WITH ORDINALITY AS k(id, ord)
+       (CASE WHEN octet_length(r.input) <= $1::integer THEN r.input END)::bytea AS input,
+       coalesce($2::timestamptz, now())::timestamptz AS now
+FROM unnest((SELECT $3::uuid[])) WITH ORDINALITY AS k(id, ord)
 CROSS JOIN LATERAL (
-    SELECT d.id, d.workflow, d.tenant, d.status, d.pending, d.slot, d.timeout_ms, d.deadline_at
+    SELECT d.id, d.workflow, d.tenant, d.status, d.pending, d.slot, d.timeout_ms, d.deadline_at, d.input
     FROM dagen_runs d WHERE d.id = k.id LIMIT 1
     FOR NO KEY UPDATE
 ) AS r
 ORDER BY k.ord
 `
+
+type LockRunsParams struct {
+	MaxInput int32
+	Now      pgtype.Timestamptz
+	Ids      []pgtype.UUID
+}
 
 type LockRunsRow struct {
 	ID          pgtype.UUID
@@ -302,6 +309,7 @@ type LockRunsRow struct {
 	Slot        pgtype.Text
 	TimeoutMs   int64
 	HasDeadline bool
+	Input       []byte
 	Now         pgtype.Timestamptz
 }
 
@@ -311,9 +319,11 @@ type LockRunsRow struct {
 // their order (LIMIT 1 keeps each a lookup whatever the estimates). Joined
 // by key, each lookup reads only the range (partition) that can hold the
 // id: = ANY(…) probed the index of every range, the ranges made ahead
-// included, for every id.
-func (q *Queries) LockRuns(ctx context.Context, db DBTX, now pgtype.Timestamptz, ids []pgtype.UUID) ([]LockRunsRow, error) {
-	rows, err := db.Query(ctx, lockRuns, now, ids)
+// included, for every id. A run's input is returned when it has
+// @max_input bytes or fewer (in the row: no more pages read), for the
+// steps a continuation starts.
+func (q *Queries) LockRuns(ctx context.Context, db DBTX, arg LockRunsParams) ([]LockRunsRow, error) {
+	rows, err := db.Query(ctx, lockRuns, arg.MaxInput, arg.Now, arg.Ids)
 	if err != nil {
 		return nil, err
 	}
@@ -330,6 +340,7 @@ func (q *Queries) LockRuns(ctx context.Context, db DBTX, now pgtype.Timestamptz,
 			&i.Slot,
 			&i.TimeoutMs,
 			&i.HasDeadline,
+			&i.Input,
 			&i.Now,
 		); err != nil {
 			return nil, err
@@ -345,15 +356,22 @@ func (q *Queries) LockRuns(ctx context.Context, db DBTX, now pgtype.Timestamptz,
 const lockRunsSkipLocked = `-- name: LockRunsSkipLocked :many
 SELECT r.id, r.workflow, r.tenant, r.status, r.pending, r.slot, coalesce(r.timeout_ms, 0)::bigint AS timeout_ms,
        (r.deadline_at IS NOT NULL)::boolean AS has_deadline,
-       coalesce($1::timestamptz, now())::timestamptz AS now
-FROM unnest((SELECT $2::uuid[])) WITH ORDINALITY AS k(id, ord)
+       (CASE WHEN octet_length(r.input) <= $1::integer THEN r.input END)::bytea AS input,
+       coalesce($2::timestamptz, now())::timestamptz AS now
+FROM unnest((SELECT $3::uuid[])) WITH ORDINALITY AS k(id, ord)
 CROSS JOIN LATERAL (
-    SELECT d.id, d.workflow, d.tenant, d.status, d.pending, d.slot, d.timeout_ms, d.deadline_at
+    SELECT d.id, d.workflow, d.tenant, d.status, d.pending, d.slot, d.timeout_ms, d.deadline_at, d.input
     FROM dagen_runs d WHERE d.id = k.id LIMIT 1
     FOR NO KEY UPDATE SKIP LOCKED
 ) AS r
 ORDER BY k.ord
 `
+
+type LockRunsSkipLockedParams struct {
+	MaxInput int32
+	Now      pgtype.Timestamptz
+	Ids      []pgtype.UUID
+}
 
 type LockRunsSkipLockedRow struct {
 	ID          pgtype.UUID
@@ -364,12 +382,13 @@ type LockRunsSkipLockedRow struct {
 	Slot        pgtype.Text
 	TimeoutMs   int64
 	HasDeadline bool
+	Input       []byte
 	Now         pgtype.Timestamptz
 }
 
 // Like LockRuns, but skips runs another transaction holds.
-func (q *Queries) LockRunsSkipLocked(ctx context.Context, db DBTX, now pgtype.Timestamptz, ids []pgtype.UUID) ([]LockRunsSkipLockedRow, error) {
-	rows, err := db.Query(ctx, lockRunsSkipLocked, now, ids)
+func (q *Queries) LockRunsSkipLocked(ctx context.Context, db DBTX, arg LockRunsSkipLockedParams) ([]LockRunsSkipLockedRow, error) {
+	rows, err := db.Query(ctx, lockRunsSkipLocked, arg.MaxInput, arg.Now, arg.Ids)
 	if err != nil {
 		return nil, err
 	}
@@ -386,6 +405,7 @@ func (q *Queries) LockRunsSkipLocked(ctx context.Context, db DBTX, now pgtype.Ti
 			&i.Slot,
 			&i.TimeoutMs,
 			&i.HasDeadline,
+			&i.Input,
 			&i.Now,
 		); err != nil {
 			return nil, err
