@@ -34,9 +34,11 @@ WHERE g.tenant = ANY(ARRAY(SELECT unnest((SELECT @tenants::text[]))));
 -- flagged in @own_parents the results of all its parents (the batch
 -- resolved them): those are not read. Of the rest, a run's input is read
 -- once and only for a run not in @known, and the parents that tasks of one run share once
--- (run_shared, parents_shared: as in ClaimTasks). Each key is one lookup
--- of the primary key, and the lists are read through subqueries so that
--- the plan is kept (as in GetTasks).
+-- (run_shared, parents_shared: as in ClaimTasks). The tasks are found by
+-- @ctids, where the transaction's DecrementChildren left their rows, and
+-- their keys: a task that moved since (none does) is not started, and the
+-- caller enqueues it. The lists are read through subqueries so that the
+-- plan is kept (as in GetTasks).
 WITH clock AS (
     SELECT coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now
 ),
@@ -56,13 +58,7 @@ claimed AS (
         started_at = clock.now
     FROM k, clock
     WHERE t.run_id = k.run_id AND t.name = k.name AND t.status = 'QUEUED'
-      AND t.ctid = ANY(ARRAY(
-          SELECT x.ctid
-          FROM k AS k2
-          CROSS JOIN LATERAL (
-              SELECT t2.ctid FROM dagen_tasks t2 WHERE t2.run_id = k2.run_id AND t2.name = k2.name LIMIT 1
-          ) AS x
-      ))
+      AND t.ctid = ANY(ARRAY(SELECT unnest(@ctids::tid[])))
     RETURNING k.ord, k.own_parents, k.own_input, t.run_id, t.name, t.kind, t.attempt, t.parents, t.started_event, t.signature,
               t.each, t.item, t.element
 ),

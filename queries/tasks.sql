@@ -162,7 +162,8 @@ WHERE t.run_id = d.run_id AND t.name = d.child AND t.status = 'PENDING'
 RETURNING t.run_id, t.name, t.status, t.signature,
           -- Every parent of the child was counted down here: its parents
           -- are all in the caller's batch.
-          (cardinality(t.parents) = d.n)::boolean AS parents_here;
+          (cardinality(t.parents) = d.n)::boolean AS parents_here,
+          t.ctid::tid AS row_ctid;
 
 -- name: QueueOnFailure :many
 -- Marks the pending onfailure tasks of failed runs QUEUED.

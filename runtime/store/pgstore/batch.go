@@ -122,7 +122,8 @@ type enqueueItem struct {
 	child     bool // made ready by DecrementChildren: a continuation may start it
 	// parentsHere: every parent of the child resolved in this batch.
 	parentsHere bool
-	continued   bool // started by continueReady: not enqueued
+	ctid        pgtype.TID // where DecrementChildren left the child's row
+	continued   bool       // started by continueReady: not enqueued
 }
 
 func (s *Store) newBatch(tx *txn, sources int) *batch {
@@ -637,7 +638,7 @@ func (b *batch) flush(ctx context.Context) error {
 					continue
 				}
 				k := taskKey{dag.RunID(row.RunID.Bytes), row.Name}
-				b.enqueue = append(b.enqueue, enqueueItem{run: b.runs[k.run], name: k.name, signature: row.Signature, kind: store.KindStep, src: lastSrc[k], logged: true, child: true, parentsHere: row.ParentsHere})
+				b.enqueue = append(b.enqueue, enqueueItem{run: b.runs[k.run], name: k.name, signature: row.Signature, kind: store.KindStep, src: lastSrc[k], logged: true, child: true, parentsHere: row.ParentsHere, ctid: row.RowCtid})
 			}
 		}
 	}

@@ -104,6 +104,7 @@ func (b *batch) continueReady(ctx context.Context) error {
 		e := b.enqueue[i]
 		p.RunIds = append(p.RunIds, uuidOf(e.run.id))
 		p.Names = append(p.Names, e.name)
+		p.Ctids = append(p.Ctids, e.ctid)
 		_, own := parents[taskKey{e.run.id, e.name}]
 		p.OwnParents = append(p.OwnParents, own)
 		p.OwnInputs = append(p.OwnInputs, e.run.input != nil)

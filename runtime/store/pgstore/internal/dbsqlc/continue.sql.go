@@ -31,27 +31,21 @@ claimed AS (
         started_at = clock.now
     FROM k, clock
     WHERE t.run_id = k.run_id AND t.name = k.name AND t.status = 'QUEUED'
-      AND t.ctid = ANY(ARRAY(
-          SELECT x.ctid
-          FROM k AS k2
-          CROSS JOIN LATERAL (
-              SELECT t2.ctid FROM dagen_tasks t2 WHERE t2.run_id = k2.run_id AND t2.name = k2.name LIMIT 1
-          ) AS x
-      ))
+      AND t.ctid = ANY(ARRAY(SELECT unnest($7::tid[])))
     RETURNING k.ord, k.own_parents, k.own_input, t.run_id, t.name, t.kind, t.attempt, t.parents, t.started_event, t.signature,
               t.each, t.item, t.element
 ),
 leased AS (
     INSERT INTO dagen_leases (id, run_id, task, worker, lease_until)
     SELECT claimed.started_event, claimed.run_id, claimed.name, $6::text,
-           clock.now + make_interval(secs => $7::float8)
+           clock.now + make_interval(secs => $8::float8)
     FROM claimed, clock
 ),
 shared AS (
     -- Read once for the tasks that share them, as in ClaimTasks.
     SELECT claimed.ord, claimed.own_parents, claimed.run_id, claimed.name, claimed.kind, claimed.attempt, claimed.parents,
            claimed.signature, claimed.each, claimed.item, claimed.element,
-           claimed.own_input OR claimed.run_id = ANY($8::uuid[]) AS known,
+           claimed.own_input OR claimed.run_id = ANY($9::uuid[]) AS known,
            row_number() OVER (PARTITION BY claimed.run_id ORDER BY claimed.ord) AS run_rank,
            CASE WHEN claimed.each = ''
                 THEN row_number() OVER (PARTITION BY claimed.run_id, claimed.parents, claimed.each ORDER BY claimed.ord)
@@ -96,6 +90,7 @@ type ContinueTasksParams struct {
 	OwnParents   []bool
 	OwnInputs    []bool
 	Worker       string
+	Ctids        []pgtype.TID
 	LeaseSeconds float64
 	Known        []pgtype.UUID
 }
@@ -127,9 +122,11 @@ type ContinueTasksRow struct {
 // flagged in @own_parents the results of all its parents (the batch
 // resolved them): those are not read. Of the rest, a run's input is read
 // once and only for a run not in @known, and the parents that tasks of one run share once
-// (run_shared, parents_shared: as in ClaimTasks). Each key is one lookup
-// of the primary key, and the lists are read through subqueries so that
-// the plan is kept (as in GetTasks).
+// (run_shared, parents_shared: as in ClaimTasks). The tasks are found by
+// @ctids, where the transaction's DecrementChildren left their rows, and
+// their keys: a task that moved since (none does) is not started, and the
+// caller enqueues it. The lists are read through subqueries so that the
+// plan is kept (as in GetTasks).
 func (q *Queries) ContinueTasks(ctx context.Context, db DBTX, arg ContinueTasksParams) ([]ContinueTasksRow, error) {
 	rows, err := db.Query(ctx, continueTasks,
 		arg.Now,
@@ -138,6 +135,7 @@ func (q *Queries) ContinueTasks(ctx context.Context, db DBTX, arg ContinueTasksP
 		arg.OwnParents,
 		arg.OwnInputs,
 		arg.Worker,
+		arg.Ctids,
 		arg.LeaseSeconds,
 		arg.Known,
 	)

@@ -95,7 +95,8 @@ WHERE t.run_id = d.run_id AND t.name = d.child AND t.status = 'PENDING'
 RETURNING t.run_id, t.name, t.status, t.signature,
           -- Every parent of the child was counted down here: its parents
           -- are all in the caller's batch.
-          (cardinality(t.parents) = d.n)::boolean AS parents_here
+          (cardinality(t.parents) = d.n)::boolean AS parents_here,
+          t.ctid::tid AS row_ctid
 `
 
 type DecrementChildrenParams struct {
@@ -110,6 +111,7 @@ type DecrementChildrenRow struct {
 	Status      string
 	Signature   string
 	ParentsHere bool
+	RowCtid     pgtype.TID
 }
 
 // Counts pending parents down, one per (run, child) entry, and marks the
@@ -137,6 +139,7 @@ func (q *Queries) DecrementChildren(ctx context.Context, db DBTX, arg DecrementC
 			&i.Status,
 			&i.Signature,
 			&i.ParentsHere,
+			&i.RowCtid,
 		); err != nil {
 			return nil, err
 		}
