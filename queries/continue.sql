@@ -28,17 +28,19 @@ WHERE g.tenant = ANY(ARRAY(SELECT unnest((SELECT @tenants::text[]))));
 -- transaction made ready and did not enqueue (CompleteAndContinue): as
 -- ClaimTasks starts what it takes from the queue, with a new attempt, a
 -- lease and the STARTED event kept in the row, and returns what the steps
--- need, in the order of the keys (ord: a key's position, from 1). The
--- caller has the runs' rows (it locked them), for a key flagged in
+-- need, in the order of the keys (ord: a key's position, from 1).
+--
+-- The caller has the runs' rows (it locked them), for a key flagged in
 -- @own_inputs its run's input (input_omitted is then set), and for a key
 -- flagged in @own_parents the results of all its parents (the batch
 -- resolved them): those are not read. Of the rest, a run's input is read
--- once and only for a run not in @known, and the parents that tasks of one run share once
--- (run_shared, parents_shared: as in ClaimTasks). The tasks are found by
--- @ctids, where the transaction's DecrementChildren left their rows, and
--- their keys: a task that moved since (none does) is not started, and the
--- caller enqueues it. The lists are read through subqueries so that the
--- plan is kept (as in GetTasks).
+-- once, and only for a run not in @known, and the parents that tasks of
+-- one run share once (run_shared, parents_shared: as in ClaimTasks).
+--
+-- The tasks are found by @ctids, where the transaction's DecrementChildren
+-- left their rows, and their keys: a task that moved since (none does) is
+-- not started, and the caller enqueues it. The lists are read through
+-- subqueries so that the plan is kept (as in GetTasks).
 WITH clock AS (
     SELECT coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now
 ),

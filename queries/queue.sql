@@ -170,7 +170,7 @@ shared AS (
     -- element for the parent it maps): the claim reads them once, for the
     -- first such task in queue order, and flags the others, which take
     -- them from it (a claim of a fan-out's children read their parent 50
-    -- times a run, and the run as often; see claimRows).
+    -- times a run, and the run as often; see sharedReads).
     SELECT claimed.queue_id, claimed.run_id, claimed.name, claimed.kind, claimed.attempt, claimed.parents,
            claimed.signature, claimed.each, claimed.item, claimed.element,
            row_number() OVER (PARTITION BY claimed.run_id ORDER BY claimed.queue_id) AS run_rank,
