@@ -442,11 +442,10 @@ func (b *bench) throughput(ctx context.Context, res *Result, workflow string, ru
 	res.TriggerSeconds = figures.Round(time.Since(t0).Seconds(), 3)
 	triggerPeak, _ := procstat.RSSMB()
 	res.TriggerRSSMB = figures.Round(triggerPeak, 1)
-	// The trigger phase's last connection, closed (see pgstore's
-	// largeCreation), is released a collection later than its buffers
-	// become garbage: after FreeOSMemory's own collection alone, 30 MB of
-	// fan50's were still on the heap, and doubled the engine's first
-	// heap goal.
+	// Part of the trigger phase's heap (the encoded arguments of its last
+	// connection, closed: see pgstore's largeCreation) survives
+	// FreeOSMemory's own collection and goes only at the next: 30 MB of
+	// fan50's, which doubled the engine's first heap goal.
 	runtime.GC()
 	debug.FreeOSMemory()
 	procstat.ResetPeakRSS()
