@@ -444,8 +444,13 @@ func (b *batch) flush(ctx context.Context) error {
 	q, pl, now := b.s.q, b.tx, tstz(b.now)
 
 	// The decided task transitions, and their timers.
-	if len(b.dirty) > 0 {
-		var p dbsqlc.UpdateTasksParams
+	if n := len(b.dirty); n > 0 {
+		p := dbsqlc.UpdateTasksParams{
+			RunIds: make([]pgtype.UUID, 0, n), Names: make([]string, 0, n), Statuses: make([]string, 0, n),
+			Outputs: make([][]byte, 0, n), Errors: make([]string, 0, n), Reasons: make([]string, 0, n),
+			WakeAts: make([]pgtype.Timestamptz, 0, n), FinishedAts: make([]pgtype.Timestamptz, 0, n),
+			LogCompleted: make([]bool, 0, n), NewRounds: make([]bool, 0, n),
+		}
 		var tp dbsqlc.UpsertTimersParams
 		for _, t := range b.dirty {
 			if t.lease != 0 && t.status != store.TaskRunning {

@@ -99,7 +99,11 @@ func (b *batch) continueReady(ctx context.Context) error {
 	slices.SortStableFunc(cands, func(x, y int) int { return cmp.Compare(b.enqueue[x].src, b.enqueue[y].src) })
 	cands = cands[:min(len(cands), c.p.Limit)]
 	parents := b.parentsHere(cands)
-	var p dbsqlc.ContinueTasksParams
+	n := len(cands)
+	p := dbsqlc.ContinueTasksParams{
+		RunIds: make([]pgtype.UUID, 0, n), Names: make([]string, 0, n), Ctids: make([]pgtype.TID, 0, n),
+		OwnParents: make([]bool, 0, n), OwnInputs: make([]bool, 0, n),
+	}
 	for _, i := range cands {
 		e := b.enqueue[i]
 		p.RunIds = append(p.RunIds, uuidOf(e.run.id))
