@@ -173,6 +173,7 @@ shared AS (
     -- times a run, and the run as often; see sharedReads).
     SELECT claimed.queue_id, claimed.run_id, claimed.name, claimed.kind, claimed.attempt, claimed.parents,
            claimed.signature, claimed.each, claimed.item, claimed.element,
+           claimed.run_id = ANY(@known::uuid[]) AS known,
            row_number() OVER (PARTITION BY claimed.run_id ORDER BY claimed.queue_id) AS run_rank,
            CASE WHEN claimed.each = ''
                 THEN row_number() OVER (PARTITION BY claimed.run_id, claimed.parents, claimed.each ORDER BY claimed.queue_id)
@@ -184,8 +185,8 @@ SELECT c.queue_id, c.run_id, c.name, c.kind, c.attempt, c.signature, coalesce(c.
        (c.run_rank > 1)::boolean AS run_shared,
        coalesce(r.workflow, '')::text AS workflow, coalesce(r.tenant, '')::text AS tenant,
        -- A run's input is sent only to a worker that does not hold it.
-       (CASE WHEN r.id = ANY(@known::uuid[]) THEN NULL ELSE r.input END)::bytea AS input,
-       coalesce(r.id = ANY(@known::uuid[]), false)::boolean AS input_omitted,
+       (CASE WHEN c.known THEN NULL ELSE r.input END)::bytea AS input,
+       c.known::boolean AS input_omitted,
        r.failure_step, r.failure_attempt, r.failure_message,
        c.parents::text[] AS parent_names,
        (c.parents_rank > 1)::boolean AS parents_shared,

@@ -13,7 +13,7 @@ import (
 
 const claimTasks = `-- name: ClaimTasks :many
 WITH clock AS (
-    SELECT coalesce($2::timestamptz, now())::timestamptz AS now
+    SELECT coalesce($1::timestamptz, now())::timestamptz AS now
 ),
 deleted AS (
     -- Takes the first rows of the queue and deletes them by ctid: a TID
@@ -29,10 +29,10 @@ deleted AS (
         -- row, where = ANY compares the row with the signatures one by one
         -- (a worker serves dozens; 0.9 ms against 0.14 ms for 512 rows and
         -- 80).
-        WHERE cardinality($3::text[]) = 0
-           OR p.signature IN (SELECT unnest($3::text[]))
+        WHERE cardinality($2::text[]) = 0
+           OR p.signature IN (SELECT unnest($2::text[]))
         ORDER BY p.id
-        LIMIT $4
+        LIMIT $3
         FOR UPDATE SKIP LOCKED
     ))
     RETURNING q.id, q.run_id, q.task
@@ -42,7 +42,7 @@ claimed AS (
     UPDATE dagen_tasks t
     SET status = 'RUNNING',
         attempt = t.attempt + 1,
-        worker = $5::text,
+        worker = $4::text,
         started_event = nextval('dagen_event_seq'),
         started_at = clock.now
     FROM deleted d, clock
@@ -52,8 +52,8 @@ claimed AS (
 ),
 leased AS (
     INSERT INTO dagen_leases (id, run_id, task, worker, lease_until)
-    SELECT claimed.started_event, claimed.run_id, claimed.name, $5::text,
-           clock.now + make_interval(secs => $6::float8)
+    SELECT claimed.started_event, claimed.run_id, claimed.name, $4::text,
+           clock.now + make_interval(secs => $5::float8)
     FROM claimed, clock
 ),
 frontier AS (
@@ -71,6 +71,7 @@ shared AS (
     -- times a run, and the run as often; see sharedReads).
     SELECT claimed.queue_id, claimed.run_id, claimed.name, claimed.kind, claimed.attempt, claimed.parents,
            claimed.signature, claimed.each, claimed.item, claimed.element,
+           claimed.run_id = ANY($6::uuid[]) AS known,
            row_number() OVER (PARTITION BY claimed.run_id ORDER BY claimed.queue_id) AS run_rank,
            CASE WHEN claimed.each = ''
                 THEN row_number() OVER (PARTITION BY claimed.run_id, claimed.parents, claimed.each ORDER BY claimed.queue_id)
@@ -82,8 +83,8 @@ SELECT c.queue_id, c.run_id, c.name, c.kind, c.attempt, c.signature, coalesce(c.
        (c.run_rank > 1)::boolean AS run_shared,
        coalesce(r.workflow, '')::text AS workflow, coalesce(r.tenant, '')::text AS tenant,
        -- A run's input is sent only to a worker that does not hold it.
-       (CASE WHEN r.id = ANY($1::uuid[]) THEN NULL ELSE r.input END)::bytea AS input,
-       coalesce(r.id = ANY($1::uuid[]), false)::boolean AS input_omitted,
+       (CASE WHEN c.known THEN NULL ELSE r.input END)::bytea AS input,
+       c.known::boolean AS input_omitted,
        r.failure_step, r.failure_attempt, r.failure_message,
        c.parents::text[] AS parent_names,
        (c.parents_rank > 1)::boolean AS parents_shared,
@@ -117,12 +118,12 @@ ORDER BY c.queue_id
 `
 
 type ClaimTasksParams struct {
-	Known        []pgtype.UUID
 	Now          pgtype.Timestamptz
 	Signatures   []string
 	Max          int32
 	Worker       string
 	LeaseSeconds float64
+	Known        []pgtype.UUID
 }
 
 type ClaimTasksRow struct {
@@ -156,12 +157,12 @@ type ClaimTasksRow struct {
 // flagged run_shared or parents_shared has them in an earlier row.
 func (q *Queries) ClaimTasks(ctx context.Context, db DBTX, arg ClaimTasksParams) ([]ClaimTasksRow, error) {
 	rows, err := db.Query(ctx, claimTasks,
-		arg.Known,
 		arg.Now,
 		arg.Signatures,
 		arg.Max,
 		arg.Worker,
 		arg.LeaseSeconds,
+		arg.Known,
 	)
 	if err != nil {
 		return nil, err
