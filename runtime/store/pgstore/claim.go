@@ -49,7 +49,11 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.Cl
 				Message: r.FailureMessage.String,
 			}
 		}
-		if err := sh.fill(&c, r.RunShared, own, r.ParentsShared, r.ParentNames, r.ParentStatuses, r.ParentOutputs); err != nil {
+		err := sh.run(&c, r.RunShared, own)
+		if err == nil {
+			err = sh.parents(&c, r.ParentsShared, r.ParentNames, r.ParentStatuses, r.ParentOutputs)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("claim tasks for worker %s: task %s/%s: %w", p.Worker, c.RunID, c.Step, err)
 		}
 		claimed[i] = c
@@ -72,8 +76,8 @@ type runFields struct {
 // (a fan-out's children) once. Tasks given the same parents share one
 // slice: steps read their parents and never write them.
 type sharedReads struct {
-	runs    map[dag.RunID]runFields
-	parents map[parentsKey][]store.ParentResult
+	runs      map[dag.RunID]runFields
+	byParents map[parentsKey][]store.ParentResult
 }
 
 // parentsKey is a run and a task's parent names, joined by NUL (which a
@@ -83,18 +87,15 @@ type parentsKey struct {
 	names string
 }
 
-// fill sets c's run fields and parents, from the row's own (own, names,
-// statuses, outputs) or, when the row says they are shared, from the
-// earlier row that had them.
-func (sh *sharedReads) fill(c *store.ClaimedTask, runShared bool, own runFields, parentsShared bool, names, statuses []string, outputs [][]byte) error {
-	if err := sh.run(c, runShared, own); err != nil {
-		return err
-	}
+// parents sets c's parents from the row's own (names, statuses, outputs)
+// or, when the row says they are shared, from the earlier row that had
+// them.
+func (sh *sharedReads) parents(c *store.ClaimedTask, shared bool, names, statuses []string, outputs [][]byte) error {
 	if len(names) == 0 {
 		return nil
 	}
-	if parentsShared {
-		ps, ok := sh.parents[parentsKey{c.RunID, strings.Join(names, "\x00")}]
+	if shared {
+		ps, ok := sh.byParents[parentsKey{c.RunID, strings.Join(names, "\x00")}]
 		if !ok {
 			return errors.New("its parents' results are left to an earlier row, and none had them")
 		}
@@ -154,10 +155,10 @@ func (sh *sharedReads) setParents(c *store.ClaimedTask, names []string, ps []sto
 	if c.Kind == store.KindElement {
 		return
 	}
-	if sh.parents == nil {
-		sh.parents = make(map[parentsKey][]store.ParentResult)
+	if sh.byParents == nil {
+		sh.byParents = make(map[parentsKey][]store.ParentResult)
 	}
-	sh.parents[parentsKey{c.RunID, strings.Join(names, "\x00")}] = ps
+	sh.byParents[parentsKey{c.RunID, strings.Join(names, "\x00")}] = ps
 }
 
 // nonNil returns s, or an empty slice for nil: pgx sends a nil slice as

@@ -132,14 +132,14 @@ func (b *batch) continueReady(ctx context.Context) error {
 		if e.run.input != nil {
 			own.input, own.inputOmitted = e.run.input, false
 		}
-		var err error
-		if here, ok := parents[taskKey{e.run.id, e.name}]; ok && !r.ParentsShared {
-			err = sh.run(&t, r.RunShared, own)
-			if err == nil {
-				err = sh.keepParents(&t, r.ParentNames, here)
-			}
-		} else {
-			err = sh.fill(&t, r.RunShared, own, r.ParentsShared, r.ParentNames, r.ParentStatuses, r.ParentOutputs)
+		here, fromBatch := parents[taskKey{e.run.id, e.name}]
+		err := sh.run(&t, r.RunShared, own)
+		switch {
+		case err != nil:
+		case fromBatch && !r.ParentsShared:
+			err = sh.keepParents(&t, r.ParentNames, here)
+		default:
+			err = sh.parents(&t, r.ParentsShared, r.ParentNames, r.ParentStatuses, r.ParentOutputs)
 		}
 		if err != nil {
 			return fmt.Errorf("start task %s/%s: %w", t.RunID, t.Step, err)
