@@ -67,7 +67,8 @@ CROSS JOIN LATERAL (
 WHERE t.status = 'RUNNING';
 
 -- name: GetTasks :many
--- Reads tasks by key. Callers hold the lock of the tasks' runs, which every
+-- Reads tasks by key, and where each row is (row_ctid, UpdateTasks's
+-- hint). Callers hold the lock of the tasks' runs, which every
 -- writer of a task other than a claim takes first. Each key is one lookup
 -- of the primary key (LIMIT 1 keeps the planner from hashing the whole
 -- table instead, which it prefers while the table is small). The key list
@@ -78,10 +79,11 @@ WHERE t.status = 'RUNNING';
 SELECT t.run_id, t.name, t.kind, t.children, t.status, t.attempt, t.max_attempts, t.signature,
        t.error, t.reason, t.wake_at, t.worker,
        t.queued_event, t.queued_at, t.started_event, t.started_at,
-       t.pending_parents, t.elements, t.next_element, t.map_limit, (t.signal IS NOT NULL)::boolean AS held
+       t.pending_parents, t.elements, t.next_element, t.map_limit, (t.signal IS NOT NULL)::boolean AS held,
+       t.row_ctid
 FROM (SELECT unnest((SELECT @run_ids::uuid[])) AS run_id, unnest(@names::text[]) AS name) AS k
 CROSS JOIN LATERAL (
-    SELECT * FROM dagen_tasks t WHERE t.run_id = k.run_id AND t.name = k.name LIMIT 1
+    SELECT t.*, t.ctid::tid AS row_ctid FROM dagen_tasks t WHERE t.run_id = k.run_id AND t.name = k.name LIMIT 1
 ) AS t;
 
 -- name: UpdateTasks :exec
@@ -91,12 +93,17 @@ CROSS JOIN LATERAL (
 -- new round (its old round's events written out by the caller) forgets the
 -- events its row kept.
 --
--- The ctid list only narrows the scan: it holds the batch's rows, found
--- with one primary-key lookup each (LIMIT 1 keeps each one a lookup).
--- Joined by key alone, the planner hashed the whole table while it was
--- small. The key stays the join condition, so a row that moved is still
--- matched by key. The key lists are read through subqueries, as in
--- GetTasks, so the plan is kept rather than made at each execution.
+-- The ctid list only narrows the scan: it holds the batch's rows, each
+-- where GetTasks found it (@hints) if the row is still there, else found
+-- with one primary-key lookup (LIMIT 1 keeps each one a lookup). A hint
+-- is one page read in the key's range (the run_id condition prunes the
+-- others), the lookup four; a row that moved since it was read (this
+-- transaction wrote it, or a claim did since) fails the key check at its
+-- old place, and a NULL hint finds nothing: both are looked up. Joined by
+-- key alone, the planner hashed the whole table while it was small. The
+-- key stays the join condition, so a row is still matched by key. The key
+-- lists are read through subqueries, as in GetTasks, so the plan is kept
+-- rather than made at each execution.
 UPDATE dagen_tasks t
 SET status = u.status,
     output = coalesce(u.output, t.output),
@@ -123,11 +130,11 @@ FROM (
 ) AS u
 WHERE t.run_id = u.run_id AND t.name = u.name
   AND t.ctid = ANY(ARRAY(
-      SELECT x.ctid
-      FROM (SELECT unnest((SELECT @run_ids::uuid[])) AS run_id, unnest(@names::text[]) AS name) AS k
-      CROSS JOIN LATERAL (
-          SELECT t2.ctid FROM dagen_tasks t2 WHERE t2.run_id = k.run_id AND t2.name = k.name LIMIT 1
-      ) AS x
+      SELECT coalesce(
+          (SELECT t2.ctid FROM dagen_tasks t2 WHERE t2.ctid = k.hint AND t2.run_id = k.run_id AND t2.name = k.name),
+          (SELECT t2.ctid FROM dagen_tasks t2 WHERE t2.run_id = k.run_id AND t2.name = k.name LIMIT 1))
+      FROM (SELECT unnest((SELECT @run_ids::uuid[])) AS run_id, unnest(@names::text[]) AS name,
+                   unnest(@hints::tid[]) AS hint) AS k
   ));
 
 -- name: DecrementChildren :many

@@ -98,7 +98,8 @@ type taskState struct {
 	logCompleted              bool // keep a COMPLETED event in the row
 	newRound                  bool // the kept events were written out: forget them
 
-	lease int64 // the lease of the attempt RUNNING when loaded (its STARTED id), or 0
+	lease int64      // the lease of the attempt RUNNING when loaded (its STARTED id), or 0
+	ctid  pgtype.TID // where GetTasks found the row: UpdateTasks's hint
 
 	// A mapped task's state (see migration 004): pending counts its
 	// unresolved elements while MAPPING; mapDirty says to write it.
@@ -245,7 +246,7 @@ func (b *batch) readTasks(ctx context.Context, ids []pgtype.UUID, names []string
 			queuedEvent: r.QueuedEvent.Int64, queuedAt: timeOf(r.QueuedAt),
 			startedEvent: r.StartedEvent.Int64, startedAt: timeOf(r.StartedAt),
 			pending: int(r.PendingParents), elements: int(r.Elements), nextElement: int(r.NextElement), mapLimit: int(r.MapLimit),
-			held: r.Held,
+			held: r.Held, ctid: r.RowCtid,
 		}
 		if t.status == store.TaskRunning {
 			t.lease = t.startedEvent
@@ -449,7 +450,7 @@ func (b *batch) flush(ctx context.Context) error {
 			RunIds: make([]pgtype.UUID, 0, n), Names: make([]string, 0, n), Statuses: make([]string, 0, n),
 			Outputs: make([][]byte, 0, n), Errors: make([]string, 0, n), Reasons: make([]string, 0, n),
 			WakeAts: make([]pgtype.Timestamptz, 0, n), FinishedAts: make([]pgtype.Timestamptz, 0, n),
-			LogCompleted: make([]bool, 0, n), NewRounds: make([]bool, 0, n),
+			LogCompleted: make([]bool, 0, n), NewRounds: make([]bool, 0, n), Hints: make([]pgtype.TID, 0, n),
 		}
 		var tp dbsqlc.UpsertTimersParams
 		for _, t := range b.dirty {
@@ -470,6 +471,7 @@ func (b *batch) flush(ctx context.Context) error {
 			p.FinishedAts = append(p.FinishedAts, fin)
 			p.LogCompleted = append(p.LogCompleted, t.logCompleted)
 			p.NewRounds = append(p.NewRounds, t.newRound)
+			p.Hints = append(p.Hints, t.ctid)
 			if t.timer != "" && (t.status == store.TaskSleeping || t.status == store.TaskBackoff || t.status == store.TaskAwaiting) {
 				tp.RunIds = append(tp.RunIds, uuidOf(t.key.run))
 				tp.Tasks = append(tp.Tasks, t.key.name)

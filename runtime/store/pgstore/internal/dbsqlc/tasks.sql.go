@@ -185,10 +185,11 @@ const getTasks = `-- name: GetTasks :many
 SELECT t.run_id, t.name, t.kind, t.children, t.status, t.attempt, t.max_attempts, t.signature,
        t.error, t.reason, t.wake_at, t.worker,
        t.queued_event, t.queued_at, t.started_event, t.started_at,
-       t.pending_parents, t.elements, t.next_element, t.map_limit, (t.signal IS NOT NULL)::boolean AS held
+       t.pending_parents, t.elements, t.next_element, t.map_limit, (t.signal IS NOT NULL)::boolean AS held,
+       t.row_ctid
 FROM (SELECT unnest((SELECT $1::uuid[])) AS run_id, unnest($2::text[]) AS name) AS k
 CROSS JOIN LATERAL (
-    SELECT run_id, name, seq, kind, parents, children, pending_parents, status, attempt, max_attempts, output, error, reason, wake_at, worker, finished_at, queued_event, queued_at, started_event, started_at, completed_event, signature, each, element, item, elements, next_element, map_limit, signal FROM dagen_tasks t WHERE t.run_id = k.run_id AND t.name = k.name LIMIT 1
+    SELECT t.run_id, t.name, t.seq, t.kind, t.parents, t.children, t.pending_parents, t.status, t.attempt, t.max_attempts, t.output, t.error, t.reason, t.wake_at, t.worker, t.finished_at, t.queued_event, t.queued_at, t.started_event, t.started_at, t.completed_event, t.signature, t.each, t.element, t.item, t.elements, t.next_element, t.map_limit, t.signal, t.ctid::tid AS row_ctid FROM dagen_tasks t WHERE t.run_id = k.run_id AND t.name = k.name LIMIT 1
 ) AS t
 `
 
@@ -214,9 +215,11 @@ type GetTasksRow struct {
 	NextElement    int32
 	MapLimit       int32
 	Held           bool
+	RowCtid        pgtype.TID
 }
 
-// Reads tasks by key. Callers hold the lock of the tasks' runs, which every
+// Reads tasks by key, and where each row is (row_ctid, UpdateTasks's
+// hint). Callers hold the lock of the tasks' runs, which every
 // writer of a task other than a claim takes first. Each key is one lookup
 // of the primary key (LIMIT 1 keeps the planner from hashing the whole
 // table instead, which it prefers while the table is small). The key list
@@ -255,6 +258,7 @@ func (q *Queries) GetTasks(ctx context.Context, db DBTX, runIds []pgtype.UUID, n
 			&i.NextElement,
 			&i.MapLimit,
 			&i.Held,
+			&i.RowCtid,
 		); err != nil {
 			return nil, err
 		}
@@ -574,28 +578,29 @@ SET status = u.status,
 FROM (
     SELECT unnest((SELECT $1::uuid[])) AS run_id,
            unnest($2::text[]) AS name,
-           unnest($3::text[]) AS status,
-           unnest($4::bytea[]) AS output,
-           unnest($5::text[]) AS error,
-           unnest($6::text[]) AS reason,
-           unnest($7::timestamptz[]) AS wake_at,
-           unnest($8::timestamptz[]) AS finished_at,
-           unnest($9::boolean[]) AS log_completed,
-           unnest($10::boolean[]) AS new_round
+           unnest($4::text[]) AS status,
+           unnest($5::bytea[]) AS output,
+           unnest($6::text[]) AS error,
+           unnest($7::text[]) AS reason,
+           unnest($8::timestamptz[]) AS wake_at,
+           unnest($9::timestamptz[]) AS finished_at,
+           unnest($10::boolean[]) AS log_completed,
+           unnest($11::boolean[]) AS new_round
 ) AS u
 WHERE t.run_id = u.run_id AND t.name = u.name
   AND t.ctid = ANY(ARRAY(
-      SELECT x.ctid
-      FROM (SELECT unnest((SELECT $1::uuid[])) AS run_id, unnest($2::text[]) AS name) AS k
-      CROSS JOIN LATERAL (
-          SELECT t2.ctid FROM dagen_tasks t2 WHERE t2.run_id = k.run_id AND t2.name = k.name LIMIT 1
-      ) AS x
+      SELECT coalesce(
+          (SELECT t2.ctid FROM dagen_tasks t2 WHERE t2.ctid = k.hint AND t2.run_id = k.run_id AND t2.name = k.name),
+          (SELECT t2.ctid FROM dagen_tasks t2 WHERE t2.run_id = k.run_id AND t2.name = k.name LIMIT 1))
+      FROM (SELECT unnest((SELECT $1::uuid[])) AS run_id, unnest($2::text[]) AS name,
+                   unnest($3::tid[]) AS hint) AS k
   ))
 `
 
 type UpdateTasksParams struct {
 	RunIds       []pgtype.UUID
 	Names        []string
+	Hints        []pgtype.TID
 	Statuses     []string
 	Outputs      [][]byte
 	Errors       []string
@@ -612,16 +617,22 @@ type UpdateTasksParams struct {
 // new round (its old round's events written out by the caller) forgets the
 // events its row kept.
 //
-// The ctid list only narrows the scan: it holds the batch's rows, found
-// with one primary-key lookup each (LIMIT 1 keeps each one a lookup).
-// Joined by key alone, the planner hashed the whole table while it was
-// small. The key stays the join condition, so a row that moved is still
-// matched by key. The key lists are read through subqueries, as in
-// GetTasks, so the plan is kept rather than made at each execution.
+// The ctid list only narrows the scan: it holds the batch's rows, each
+// where GetTasks found it (@hints) if the row is still there, else found
+// with one primary-key lookup (LIMIT 1 keeps each one a lookup). A hint
+// is one page read in the key's range (the run_id condition prunes the
+// others), the lookup four; a row that moved since it was read (this
+// transaction wrote it, or a claim did since) fails the key check at its
+// old place, and a NULL hint finds nothing: both are looked up. Joined by
+// key alone, the planner hashed the whole table while it was small. The
+// key stays the join condition, so a row is still matched by key. The key
+// lists are read through subqueries, as in GetTasks, so the plan is kept
+// rather than made at each execution.
 func (q *Queries) UpdateTasks(ctx context.Context, db DBTX, arg UpdateTasksParams) error {
 	_, err := db.Exec(ctx, updateTasks,
 		arg.RunIds,
 		arg.Names,
+		arg.Hints,
 		arg.Statuses,
 		arg.Outputs,
 		arg.Errors,
