@@ -6,12 +6,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/stretchr/testify/require"
 
 	"github.com/dagenhq/dagen/internal/pgtest"
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
 	"github.com/dagenhq/dagen/runtime/store/pgstore"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
 )
 
 // TestUpdatesStayOnTheirPage: runs made together are claimed together and
@@ -130,4 +132,53 @@ func TestMigrationGivesRangesRoom(t *testing.T) {
 	require.NoError(t, rows.Err())
 	require.GreaterOrEqual(t, seen["dagen_runs"], 2, "the old range and the fresh run's")
 	require.Equal(t, seen["dagen_runs"], seen["dagen_tasks"])
+}
+
+// TestUpdateTasksChecksItsHintsByKey: UpdateTasks takes each row where
+// GetTasks found it only when the row there still has the key. A hint to
+// another task's row, a hint to a version this transaction has since
+// replaced, and no hint all update the task with the key, and only it.
+func TestUpdateTasksChecksItsHintsByKey(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := stores(t, 1, nil)[0]
+	runs := []store.NewRun{newRun("w", "acme", step("a")), newRun("w", "acme", step("a")), newRun("w", "acme", step("a"))}
+	require.NoError(t, s.CreateRuns(ctx, runs))
+	ctids := make([]pgtype.TID, len(runs))
+	for i, r := range runs {
+		require.NoError(t, s.Pool().QueryRow(ctx, `SELECT ctid FROM dagen_tasks WHERE run_id = $1 AND name = 'a'`, r.ID.String()).Scan(&ctids[i]))
+	}
+
+	tx, err := s.Pool().Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(ctx) //nolint:errcheck // after Commit, a no-op
+	// The third task's row moves: its hint points at a dead version.
+	_, err = tx.Exec(ctx, `UPDATE dagen_tasks SET reason = 'moved' WHERE run_id = $1 AND name = 'a'`, runs[2].ID.String())
+	require.NoError(t, err)
+	keys := make([]pgtype.UUID, len(runs))
+	for i, r := range runs {
+		keys[i] = pgtype.UUID{Bytes: r.ID, Valid: true}
+	}
+	hints := []pgtype.TID{ctids[1], {}, ctids[2]} // another's row, none, a dead version
+	n := len(runs)
+	p := dbsqlc.UpdateTasksParams{
+		RunIds: keys, Names: []string{"a", "a", "a"}, Hints: hints,
+		Statuses: []string{"COMPLETED", "FAILED", "COMPLETED"},
+		Outputs:  [][]byte{[]byte("out0"), nil, []byte("out2")},
+		Errors:   []string{"", "boom", ""}, Reasons: make([]string, n),
+		WakeAts: make([]pgtype.Timestamptz, n), FinishedAts: make([]pgtype.Timestamptz, n),
+		LogCompleted: make([]bool, n), NewRounds: make([]bool, n),
+	}
+	require.NoError(t, dbsqlc.New().UpdateTasks(ctx, tx, p))
+	require.NoError(t, tx.Commit(ctx))
+
+	want := []struct{ status, output, err string }{{"COMPLETED", "out0", ""}, {"FAILED", "", "boom"}, {"COMPLETED", "out2", ""}}
+	for i, r := range runs {
+		var status, errText string
+		var output []byte
+		require.NoError(t, s.Pool().QueryRow(ctx, `SELECT status, output, error FROM dagen_tasks WHERE run_id = $1 AND name = 'a'`, r.ID.String()).Scan(&status, &output, &errText))
+		require.Equal(t, want[i].status, status, "task %d", i)
+		require.Equal(t, want[i].output, string(output), "task %d", i)
+		require.Equal(t, want[i].err, errText, "task %d", i)
+	}
 }
