@@ -9,11 +9,12 @@
 -- about 16 bytes longer than a new one's. Draining single-step runs at
 -- fillfactor 80, 37% of the run updates were HOT (95% at 50; 45 leaves
 -- room for all); tasks, at 50, were 85% HOT across their two updates, and
--- 99% at 35. The ranges the
--- leader makes from this version have these settings (pgstore,
--- partitions.go); this gives them to the ranges that exist, for the rows
--- inserted from now on (ALTER … SET takes SHARE UPDATE EXCLUSIVE: the
--- engine's reads and writes go on).
+-- 99% at 35.
+--
+-- The ranges the leader makes from this version have these settings
+-- (pgstore, partitions.go); this gives them to the ranges that exist, for
+-- the rows inserted from now on (ALTER … SET takes SHARE UPDATE EXCLUSIVE:
+-- the engine's reads and writes go on).
 
 DO $$
 DECLARE

@@ -30,7 +30,7 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.Cl
 		return nil, fmt.Errorf("claim tasks for worker %s: %w", p.Worker, err)
 	}
 	claimed := make([]store.ClaimedTask, len(rows))
-	var sh sharedReads
+	sh := newSharedReads(len(rows), func(i int) (bool, bool) { return rows[i].RunShared, rows[i].ParentsShared })
 	for i, r := range rows {
 		c := store.ClaimedTask{
 			RunID:     dag.RunID(r.RunID.Bytes),
@@ -75,9 +75,27 @@ type runFields struct {
 // run once, and the parents of tasks of one run that have the same parents
 // (a fan-out's children) once. Tasks given the same parents share one
 // slice: steps read their parents and never write them.
+//
+// It keeps a row's run fields, or its parents, for the later rows only
+// when some row of the claim shares them (newSharedReads): a claim of one
+// task a run keeps nothing (the map of a claim of 512 single-step runs
+// was 5% of a worker's allocations).
 type sharedReads struct {
-	runs      map[dag.RunID]runFields
-	byParents map[parentsKey][]store.ParentResult
+	sharesRuns, sharesParents bool
+	runs                      map[dag.RunID]runFields
+	byParents                 map[parentsKey][]store.ParentResult
+}
+
+// newSharedReads returns the sharedReads of a claim of n rows, where
+// shared(i) returns row i's run_shared and parents_shared flags.
+func newSharedReads(n int, shared func(i int) (run, parents bool)) sharedReads {
+	var sh sharedReads
+	for i := 0; i < n && !(sh.sharesRuns && sh.sharesParents); i++ {
+		run, parents := shared(i)
+		sh.sharesRuns = sh.sharesRuns || run
+		sh.sharesParents = sh.sharesParents || parents
+	}
+	return sh
 }
 
 // parentsKey is a run and a task's parent names, joined by NUL (which a
@@ -119,7 +137,7 @@ func (sh *sharedReads) run(c *store.ClaimedTask, shared bool, own runFields) err
 			return errors.New("its run's fields are left to an earlier row, and none had them")
 		}
 		own = f
-	} else {
+	} else if sh.sharesRuns {
 		if sh.runs == nil {
 			sh.runs = make(map[dag.RunID]runFields)
 		}
@@ -152,7 +170,7 @@ func (sh *sharedReads) keepParents(c *store.ClaimedTask, names []string, here []
 // hold its own element), keeps them for later rows that share them.
 func (sh *sharedReads) setParents(c *store.ClaimedTask, names []string, ps []store.ParentResult) {
 	c.Parents = ps
-	if c.Kind == store.KindElement {
+	if c.Kind == store.KindElement || !sh.sharesParents {
 		return
 	}
 	if sh.byParents == nil {
