@@ -27,7 +27,7 @@ func keys(t *testing.T, v any) []string {
 
 // The comparison program parses these lines by their field names.
 func TestJSONFields(t *testing.T) {
-	want := []string{"cpu_us_per_step", "peer", "pg_cpu_s", "rss_mb", "runs", "seconds", "settings", "steal_pct", "steps", "steps_per_sec", "worker_cpu_s", "workload"}
+	want := []string{"cpu_us_per_step", "peer", "pg_cpu_s", "rss_mb", "runs", "seconds", "settings", "steal_pct", "steps", "steps_per_sec", "worker_cpu_s", "worker_gc_cpu_s", "workload"}
 	if got := keys(t, throughputResult{}); !slices.Equal(got, want) {
 		t.Errorf("throughput fields %v, want %v", got, want)
 	}

@@ -37,11 +37,13 @@ type throughputResult struct {
 	Seconds      float64 `json:"seconds"`
 	StepsPerSec  float64 `json:"steps_per_sec"`
 	WorkerCPUSec float64 `json:"worker_cpu_s"`
-	PGCPUSec     float64 `json:"pg_cpu_s"`
-	CPUUsPerStep float64 `json:"cpu_us_per_step"`
-	RSSMB        float64 `json:"rss_mb"`
-	StealPct     float64 `json:"steal_pct"`
-	Settings     string  `json:"settings"`
+	// The part of WorkerCPUSec the Go runtime spent collecting garbage.
+	WorkerGCCPUSec float64 `json:"worker_gc_cpu_s"`
+	PGCPUSec       float64 `json:"pg_cpu_s"`
+	CPUUsPerStep   float64 `json:"cpu_us_per_step"`
+	RSSMB          float64 `json:"rss_mb"`
+	StealPct       float64 `json:"steal_pct"`
+	Settings       string  `json:"settings"`
 }
 
 // fairnessResult is fairness's JSON line: tenant A's latencies in ms, on an
@@ -135,25 +137,26 @@ func (b *bench) throughput(ctx context.Context, workload, name string, runs, ste
 
 	sec := end.Sub(start).Seconds()
 	res := throughputResult{
-		Peer:         "dbos",
-		Workload:     workload,
-		Runs:         runs,
-		Steps:        total,
-		Seconds:      figures.Round(sec, 3),
-		StepsPerSec:  figures.Round(float64(total)/sec, 0),
-		WorkerCPUSec: figures.Round(u.WorkerCPU, 2),
-		PGCPUSec:     figures.Round(u.PGCPU, 2),
-		CPUUsPerStep: figures.Round((u.WorkerCPU+u.PGCPU)/float64(total)*1e6, 1),
-		RSSMB:        figures.Round(peakRSS, 1),
-		StealPct:     figures.Round(u.StealPct, 1),
-		Settings:     b.settings(),
+		Peer:           "dbos",
+		Workload:       workload,
+		Runs:           runs,
+		Steps:          total,
+		Seconds:        figures.Round(sec, 3),
+		StepsPerSec:    figures.Round(float64(total)/sec, 0),
+		WorkerCPUSec:   figures.Round(u.WorkerCPU, 2),
+		WorkerGCCPUSec: figures.Round(u.WorkerGCCPU, 2),
+		PGCPUSec:       figures.Round(u.PGCPU, 2),
+		CPUUsPerStep:   figures.Round((u.WorkerCPU+u.PGCPU)/float64(total)*1e6, 1),
+		RSSMB:          figures.Round(peakRSS, 1),
+		StealPct:       figures.Round(u.StealPct, 1),
+		Settings:       b.settings(),
 	}
 	line, err := json.Marshal(res)
 	if err != nil {
 		return "", err
 	}
-	human := fmt.Sprintf("dbos %s: %d runs, %d steps in %.3fs = %.0f steps/s; CPU s worker %.2f, postgres %.2f (DBOS's backends %.2f) = %.1f us/step; peak RSS %.1f MB; steal %.1f%%; enqueue before Launch %.3fs (not timed); %s",
-		workload, runs, total, sec, res.StepsPerSec, u.WorkerCPU, u.PGCPU, u.PGOwnCPU, res.CPUUsPerStep, res.RSSMB, u.StealPct, enqSec, res.Settings)
+	human := fmt.Sprintf("dbos %s: %d runs, %d steps in %.3fs = %.0f steps/s; CPU s worker %.2f (GC %.2f), postgres %.2f (DBOS's backends %.2f) = %.1f us/step; peak RSS %.1f MB; steal %.1f%%; enqueue before Launch %.3fs (not timed); %s",
+		workload, runs, total, sec, res.StepsPerSec, u.WorkerCPU, u.WorkerGCCPU, u.PGCPU, u.PGOwnCPU, res.CPUUsPerStep, res.RSSMB, u.StealPct, enqSec, res.Settings)
 	return human + "\n" + string(line), nil
 }
 

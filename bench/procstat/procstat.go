@@ -13,6 +13,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,8 +34,15 @@ const sampleEvery = 200 * time.Millisecond
 // postgres process and of the benchmark's own backends among them, and
 // the share of the machine's CPU time its host gave to others (steal), in
 // %.
+//
+// WorkerGCCPU is the part of WorkerCPU the Go runtime estimates it spent
+// collecting garbage (runtime/metrics /cpu/classes/gc/total:cpu-seconds:
+// marking, assists and pauses; the background sweep is not in it). Its
+// idle-priority mark workers run whenever a P has nothing to do, so on a
+// machine Postgres shares they take CPU Postgres could have had.
 type Usage struct {
 	WorkerCPU, PGCPU, PGOwnCPU float64
+	WorkerGCCPU                float64
 	StealPct                   float64
 }
 
@@ -71,6 +79,7 @@ type Window struct {
 	own    map[int]bool // pids of the benchmark's backends
 	backs  func(context.Context) []int
 	cpu    cpuTimes // the machine's, at the start
+	gc     float64  // this process's GC CPU, at the start
 }
 
 // Start starts measuring. own lists the benchmark's backends; it is asked
@@ -78,6 +87,7 @@ type Window struct {
 func Start(ctx context.Context, own func(context.Context) []int) *Window {
 	w := &Window{pg: startPGSampler(), own: map[int]bool{}, backs: own, cpu: readCPUTimes()}
 	w.addOwn(ctx)
+	w.gc = gcCPU()
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &w.rusage)
 	return w
 }
@@ -92,14 +102,30 @@ func (w *Window) addOwn(ctx context.Context) {
 func (w *Window) Stop(ctx context.Context) Usage {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	gc := gcCPU()
 	w.addOwn(ctx)
 	pg, own := w.pg.stop(w.own)
 	return Usage{
-		WorkerCPU: tv(ru.Utime) + tv(ru.Stime) - tv(w.rusage.Utime) - tv(w.rusage.Stime),
-		PGCPU:     pg,
-		PGOwnCPU:  own,
-		StealPct:  readCPUTimes().stealPct(w.cpu),
+		WorkerCPU:   tv(ru.Utime) + tv(ru.Stime) - tv(w.rusage.Utime) - tv(w.rusage.Stime),
+		PGCPU:       pg,
+		PGOwnCPU:    own,
+		WorkerGCCPU: max(gc-w.gc, 0),
+		StealPct:    readCPUTimes().stealPct(w.cpu),
 	}
+}
+
+// gcCPUMetric is the runtime's estimate of the CPU seconds its garbage
+// collector has used since the process started.
+const gcCPUMetric = "/cpu/classes/gc/total:cpu-seconds"
+
+// gcCPU reads gcCPUMetric; 0 where the runtime does not have it.
+func gcCPU() float64 {
+	s := []metrics.Sample{{Name: gcCPUMetric}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindFloat64 {
+		return 0
+	}
+	return s[0].Value.Float64()
 }
 
 func tv(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }

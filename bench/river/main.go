@@ -102,15 +102,17 @@ type result struct {
 	// CPU over the timed window in core-seconds: this process, every
 	// process named postgres on the machine (other users included), and
 	// this benchmark's own backends; and both first ones per job, in µs.
-	WorkerCPUSec  float64 `json:"worker_cpu_s"`
-	PGCPUSec      float64 `json:"pg_cpu_s"`
-	PGOwnCPUSec   float64 `json:"pg_own_cpu_s"`
-	CPUUsPerStep  float64 `json:"cpu_us_per_step"`
-	InsertSeconds float64 `json:"insert_seconds"`
-	MaxWorkers    int     `json:"max_workers"`
-	PoolMaxConns  int32   `json:"pool_max_conns"`
-	WorkerCalls   int64   `json:"worker_calls"`
-	GoMaxProcs    int     `json:"gomaxprocs"`
+	WorkerCPUSec float64 `json:"worker_cpu_s"`
+	// The part of WorkerCPUSec the Go runtime spent collecting garbage.
+	WorkerGCCPUSec float64 `json:"worker_gc_cpu_s"`
+	PGCPUSec       float64 `json:"pg_cpu_s"`
+	PGOwnCPUSec    float64 `json:"pg_own_cpu_s"`
+	CPUUsPerStep   float64 `json:"cpu_us_per_step"`
+	InsertSeconds  float64 `json:"insert_seconds"`
+	MaxWorkers     int     `json:"max_workers"`
+	PoolMaxConns   int32   `json:"pool_max_conns"`
+	WorkerCalls    int64   `json:"worker_calls"`
+	GoMaxProcs     int     `json:"gomaxprocs"`
 	// StealPct is the share of the machine's CPU its host gave to others
 	// while the jobs drained (steal in /proc/stat).
 	StealPct float64 `json:"steal_pct"`
@@ -333,6 +335,7 @@ func (b *bench) fill(res *result, u procstat.Usage, maxWorkers int) {
 	res.Settings = b.o.settings
 	res.Steps = res.Jobs
 	res.WorkerCPUSec = figures.Round(u.WorkerCPU, 2)
+	res.WorkerGCCPUSec = figures.Round(u.WorkerGCCPU, 2)
 	res.PGCPUSec = figures.Round(u.PGCPU, 2)
 	res.PGOwnCPUSec = figures.Round(u.PGOwnCPU, 2)
 	if res.Jobs > 0 {
@@ -435,8 +438,8 @@ func (b *bench) drain(ctx context.Context) (result, error) {
 	}
 	res.StepsPerSec = res.JobsPerSec
 	b.fill(&res, u, maxWorkers)
-	fmt.Printf("river %s: %d no-op jobs drained in %.3fs = %.0f jobs/s (insert %.3fs, MaxWorkers %d, pool %d conns, peak RSS %.1f MB, CPU steal %.1f%%); CPU worker %.2fs + postgres %.2fs = %.1f µs a job\n",
-		o.settings, o.jobs, seconds, res.JobsPerSec, insertSeconds, maxWorkers, res.PoolMaxConns, res.RSSMB, res.StealPct, res.WorkerCPUSec, res.PGCPUSec, res.CPUUsPerStep)
+	fmt.Printf("river %s: %d no-op jobs drained in %.3fs = %.0f jobs/s (insert %.3fs, MaxWorkers %d, pool %d conns, peak RSS %.1f MB, CPU steal %.1f%%); CPU worker %.2fs (GC %.2fs) + postgres %.2fs = %.1f µs a job\n",
+		o.settings, o.jobs, seconds, res.JobsPerSec, insertSeconds, maxWorkers, res.PoolMaxConns, res.RSSMB, res.StealPct, res.WorkerCPUSec, res.WorkerGCCPUSec, res.PGCPUSec, res.CPUUsPerStep)
 	return res, nil
 }
 

@@ -32,6 +32,7 @@ func (w *window) stop(ctx context.Context, res *Result, wall time.Duration) {
 	sec := wall.Seconds()
 	res.Seconds = figures.Round(sec, 3)
 	res.WorkerCPUSec = figures.Round(u.WorkerCPU, 2)
+	res.WorkerGCCPUSec = figures.Round(u.WorkerGCCPU, 2)
 	res.PGCPUSec = figures.Round(u.PGCPU, 2)
 	res.PGOwnCPUSec = figures.Round(u.PGOwnCPU, 2)
 	if sec > 0 {

@@ -12,11 +12,11 @@ import (
 // printTable writes the results as a table a person reads.
 func printTable(out io.Writer, results []Result) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\truns\tsteps\tseconds\tsteps/s\tp50 ms\tp99 ms\tRSS MB peak/now\tworker CPU s (%)\tpostgres CPU s (%)\tof it our backends\tCPU µs/step\tsteal %\t")
+	fmt.Fprintln(tw, "workload\truns\tsteps\tseconds\tsteps/s\tp50 ms\tp99 ms\tRSS MB peak/now\tworker CPU s (%)\tof it GC s\tpostgres CPU s (%)\tof it our backends\tCPU µs/step\tsteal %\t")
 	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.3f\t%s\t%s\t%s\t%.1f/%.1f\t%.2f (%.0f%%)\t%.2f (%.0f%%)\t%.2f (%.0f%%)\t%s\t%.1f\t\n",
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.3f\t%s\t%s\t%s\t%.1f/%.1f\t%.2f (%.0f%%)\t%.2f\t%.2f (%.0f%%)\t%.2f (%.0f%%)\t%s\t%.1f\t\n",
 			r.Workload, r.Runs, r.Steps, r.Seconds, opt(r.StepsPerSec, "%.0f"), opt(r.P50Ms, "%.2f"), opt(r.P99Ms, "%.2f"),
-			r.RSSMB, r.RSSNowMB, r.WorkerCPUSec, r.WorkerCPUPct, r.PGCPUSec, r.PGCPUPct, r.PGOwnCPUSec, r.PGOwnCPUPct, opt(r.CPUUsPerStep, "%.1f"), r.StealPct)
+			r.RSSMB, r.RSSNowMB, r.WorkerCPUSec, r.WorkerCPUPct, r.WorkerGCCPUSec, r.PGCPUSec, r.PGCPUPct, r.PGOwnCPUSec, r.PGOwnCPUPct, opt(r.CPUUsPerStep, "%.1f"), r.StealPct)
 	}
 	_ = tw.Flush()
 	var fan *Result

@@ -170,8 +170,11 @@ type Result struct {
 	RSSNowMB     float64 `json:"rss_now_mb"`
 	WorkerCPUSec float64 `json:"worker_cpu_s"`
 	WorkerCPUPct float64 `json:"worker_cpu_pct"`
-	PGCPUSec     float64 `json:"pg_cpu_s"`
-	PGCPUPct     float64 `json:"pg_cpu_pct"`
+	// The part of WorkerCPUSec the Go runtime spent collecting garbage
+	// (see procstat.Usage).
+	WorkerGCCPUSec float64 `json:"worker_gc_cpu_s"`
+	PGCPUSec       float64 `json:"pg_cpu_s"`
+	PGCPUPct       float64 `json:"pg_cpu_pct"`
 	// The part of the Postgres CPU used by the backends of this
 	// benchmark's own connections (found by application_name).
 	PGOwnCPUSec float64 `json:"pg_own_cpu_s"`
