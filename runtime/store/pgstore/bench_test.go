@@ -98,3 +98,34 @@ func BenchmarkCreateRuns(b *testing.B) {
 	createInBatches(b, s, runs)
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "runs/s")
 }
+
+// BenchmarkCreateRunsOneAtATime measures creating single-task runs of one
+// tenant, one run a call: from one goroutine (a call's latency), and from
+// 16 at once (calls made at once share transactions; see CreateRuns).
+func BenchmarkCreateRunsOneAtATime(b *testing.B) {
+	for _, callers := range []int{1, 16} {
+		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
+			s := newStore(b, nil, 16)
+			ctx := context.Background()
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			start := time.Now()
+			for range callers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for next.Add(1) <= int64(b.N) {
+						r := newRun("bench", "tenant", step("a"))
+						if err := s.CreateRuns(ctx, []store.NewRun{r}); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "runs/s")
+		})
+	}
+}

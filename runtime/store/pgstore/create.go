@@ -19,9 +19,17 @@ import (
 // CreateRuns implements store.Store. The runs, their tasks (the roots with
 // their QUEUED events) and the roots' queue entries are written with one
 // statement each, all sent in one round trip and run in one transaction.
+// Calls made at once share that transaction when their runs are plain
+// (see createGroup).
 func (s *Store) CreateRuns(ctx context.Context, runs []store.NewRun) error {
-	_, err := s.createRuns(ctx, runs, store.ClaimParams{})
-	return err
+	if !groupable(runs) {
+		_, err := s.createRuns(ctx, runs, store.ClaimParams{})
+		return err
+	}
+	return s.creates.do(ctx, runs, func(ctx context.Context, runs []store.NewRun) error {
+		_, err := s.createRuns(ctx, runs, store.ClaimParams{})
+		return err
+	})
 }
 
 // StartRuns implements store.Starter. It is CreateRuns in the same round

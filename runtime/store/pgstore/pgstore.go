@@ -61,8 +61,9 @@ type Store struct {
 	stats  plannerStats
 	churn  countedJob // the queue's vacuum: see noteChurn
 
-	listener listener // Subscribe's and SubscribeCancels' connection
-	sweep    sweeper  // rate-limits sweepSlots
+	listener listener    // Subscribe's and SubscribeCancels' connection
+	sweep    sweeper     // rate-limits sweepSlots
+	creates  createGroup // CreateRuns calls made at once share a transaction
 }
 
 var _ store.Store = (*Store)(nil)

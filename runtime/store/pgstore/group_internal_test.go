@@ -1,0 +1,249 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dagenhq/dagen/runtime/dag"
+	"github.com/dagenhq/dagen/runtime/store"
+)
+
+// recordingCreate is a create function for createGroup that records the
+// runs of each call, and blocks each call until release says so when
+// gated.
+type recordingCreate struct {
+	mu      sync.Mutex
+	batches [][]dag.RunID
+	started chan struct{}        // a call began (buffered)
+	release chan struct{}        // each call waits for a value when gated
+	fail    func(dag.RunID) bool // a run that fails any call it is in
+}
+
+func newRecordingCreate(gated bool) *recordingCreate {
+	rc := &recordingCreate{started: make(chan struct{}, 100)}
+	if gated {
+		rc.release = make(chan struct{})
+	}
+	return rc
+}
+
+func (rc *recordingCreate) create(ctx context.Context, runs []store.NewRun) error {
+	ids := make([]dag.RunID, len(runs))
+	for i, r := range runs {
+		ids[i] = r.ID
+	}
+	rc.mu.Lock()
+	rc.batches = append(rc.batches, ids)
+	rc.mu.Unlock()
+	rc.started <- struct{}{}
+	if rc.release != nil {
+		select {
+		case <-rc.release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	for _, id := range ids {
+		if rc.fail != nil && rc.fail(id) {
+			return errors.New("bad run " + id.String())
+		}
+	}
+	return nil
+}
+
+func (rc *recordingCreate) calls() [][]dag.RunID {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([][]dag.RunID(nil), rc.batches...)
+}
+
+func plainRuns(n int) []store.NewRun {
+	runs := make([]store.NewRun, n)
+	for i := range runs {
+		runs[i] = store.NewRun{ID: dag.NewRunID(), Workflow: "w", Tenant: "t"}
+	}
+	return runs
+}
+
+// waitStarted waits for rc's next call to begin.
+func waitStarted(t *testing.T, rc *recordingCreate) {
+	t.Helper()
+	select {
+	case <-rc.started:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no batch began within 5s")
+	}
+}
+
+// waitQueued waits until n calls wait in g's queue.
+func waitQueued(t *testing.T, g *createGroup, n int) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return len(g.waiting) == n
+	}, 5*time.Second, time.Millisecond)
+}
+
+func TestCreateGroupWritesCallsMadeMeanwhileTogether(t *testing.T) {
+	var g createGroup
+	rc := newRecordingCreate(true)
+	first := plainRuns(1)
+	errs := make(chan error, 10)
+	go func() { errs <- g.do(context.Background(), first, rc.create) }()
+	waitStarted(t, rc) // the first call is being written alone
+	var later [][]store.NewRun
+	for range 5 {
+		runs := plainRuns(2)
+		later = append(later, runs)
+		go func() { errs <- g.do(context.Background(), runs, rc.create) }()
+	}
+	waitQueued(t, &g, 5)
+	rc.release <- struct{}{} // the first batch ends
+	waitStarted(t, rc)       // the second begins
+	rc.release <- struct{}{}
+	for range 6 {
+		require.NoError(t, <-errs)
+	}
+	calls := rc.calls()
+	require.Len(t, calls, 2, "one batch for the first call, one for the five made while it was written")
+	assert.Equal(t, []dag.RunID{first[0].ID}, calls[0])
+	var want []dag.RunID
+	for _, runs := range later {
+		for _, r := range runs {
+			want = append(want, r.ID)
+		}
+	}
+	assert.ElementsMatch(t, want, calls[1])
+	g.mu.Lock()
+	assert.False(t, g.busy, "the writer ends once the queue is empty")
+	g.mu.Unlock()
+}
+
+func TestCreateGroupWritesEachCallAloneWhenTheBatchFails(t *testing.T) {
+	var g createGroup
+	rc := newRecordingCreate(true)
+	bad := plainRuns(1)
+	rc.fail = func(id dag.RunID) bool { return id == bad[0].ID }
+	blocker := plainRuns(1)
+	done := make(chan error, 1)
+	go func() { done <- g.do(context.Background(), blocker, rc.create) }()
+	waitStarted(t, rc)
+	good := plainRuns(3)
+	badErr, goodErr := make(chan error, 1), make(chan error, 1)
+	go func() { badErr <- g.do(context.Background(), bad, rc.create) }()
+	waitQueued(t, &g, 1)
+	go func() { goodErr <- g.do(context.Background(), good, rc.create) }()
+	waitQueued(t, &g, 2)
+	close(rc.release) // every call goes through from now on
+	require.NoError(t, <-done)
+	assert.ErrorContains(t, <-badErr, "bad run", "the call with the bad run fails")
+	assert.NoError(t, <-goodErr, "the other call of its batch is written again alone, and succeeds")
+	calls := rc.calls()
+	require.Len(t, calls, 4, "the blocker, the failed batch of two calls, then each call alone")
+	assert.Len(t, calls[1], 4)
+	assert.ElementsMatch(t, [][]dag.RunID{{bad[0].ID}, {good[0].ID, good[1].ID, good[2].ID}}, calls[2:])
+}
+
+func TestCreateGroupDropsACallWhoseContextEndsInTheQueue(t *testing.T) {
+	var g createGroup
+	rc := newRecordingCreate(true)
+	done := make(chan error, 1)
+	go func() { done <- g.do(context.Background(), plainRuns(1), rc.create) }()
+	waitStarted(t, rc)
+	ctx, cancel := context.WithCancel(context.Background())
+	left := plainRuns(1)
+	leftErr := make(chan error, 1)
+	go func() { leftErr <- g.do(ctx, left, rc.create) }()
+	waitQueued(t, &g, 1)
+	cancel()
+	assert.ErrorIs(t, <-leftErr, context.Canceled)
+	close(rc.release)
+	require.NoError(t, <-done)
+	require.Eventually(t, func() bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return !g.busy
+	}, 5*time.Second, time.Millisecond)
+	for _, c := range rc.calls() {
+		assert.NotContains(t, c, left[0].ID, "a call that left the queue creates nothing")
+	}
+}
+
+func TestCreateGroupCancelsABatchOnceEveryCallGaveUp(t *testing.T) {
+	var g createGroup
+	rc := newRecordingCreate(true) // never released: only a cancelled batch ends
+	ctx1, cancel1 := context.WithCancel(context.Background())
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel1()
+	defer cancel2()
+	blockerCtx, cancelBlocker := context.WithCancel(context.Background())
+	blockerErr := make(chan error, 1)
+	go func() { blockerErr <- g.do(blockerCtx, plainRuns(1), rc.create) }()
+	waitStarted(t, rc)
+	errs := make(chan error, 2)
+	go func() { errs <- g.do(ctx1, plainRuns(1), rc.create) }()
+	waitQueued(t, &g, 1)
+	go func() { errs <- g.do(ctx2, plainRuns(1), rc.create) }()
+	waitQueued(t, &g, 2)
+	cancelBlocker() // the first batch's only call gives up: it is cancelled
+	assert.ErrorIs(t, <-blockerErr, context.Canceled)
+	waitStarted(t, rc) // the batch of the two calls is being written
+	cancel1()
+	assert.ErrorIs(t, <-errs, context.Canceled)
+	select {
+	case <-rc.started:
+		t.Fatal("a call still waited, yet the batch ended")
+	case <-time.After(20 * time.Millisecond):
+	}
+	cancel2()
+	assert.ErrorIs(t, <-errs, context.Canceled)
+	// Both gave up: the batch's context ends, its create returns, and the
+	// writer, with each call's context ended, writes none of them again.
+	require.Eventually(t, func() bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return !g.busy
+	}, 5*time.Second, time.Millisecond)
+	assert.Len(t, rc.calls(), 2, "the blocker and the batch of two, no call again alone")
+}
+
+func TestCreateGroupBatchesHoldAtMostMaxGroupRuns(t *testing.T) {
+	var g createGroup
+	rc := newRecordingCreate(true)
+	errs := make(chan error, 10)
+	go func() { errs <- g.do(context.Background(), plainRuns(1), rc.create) }()
+	waitStarted(t, rc)
+	big := maxGroupRuns/2 + 1
+	for i := range 3 {
+		go func() { errs <- g.do(context.Background(), plainRuns(big), rc.create) }()
+		waitQueued(t, &g, i+1)
+	}
+	close(rc.release)
+	for range 4 {
+		require.NoError(t, <-errs)
+	}
+	calls := rc.calls()
+	require.Len(t, calls, 4, "two calls of more than half the cap never share a batch")
+	for _, c := range calls[1:] {
+		assert.Len(t, c, big)
+	}
+}
+
+func TestGroupableTakesPlainCallsOnly(t *testing.T) {
+	assert.True(t, groupable(plainRuns(3)))
+	assert.False(t, groupable(nil))
+	assert.False(t, groupable(plainRuns(maxGroupRuns+1)), "a call this large is a batch already")
+	keyed := plainRuns(2)
+	keyed[1].Key = "k"
+	assert.False(t, groupable(keyed), "an idempotency key takes a transaction of its own")
+	capped := plainRuns(2)
+	capped[0].Concurrency = 1
+	assert.False(t, groupable(capped), "a concurrency cap takes a transaction of its own")
+}
