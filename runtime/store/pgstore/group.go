@@ -166,6 +166,11 @@ func writeBatch(calls []*createCall, create func(context.Context, []store.NewRun
 			}
 			return
 		}
+		// What the creation says of each run (NewRun.Existing, for a
+		// duplicate key) goes back to the call's own runs.
+		for _, c := range calls {
+			all = all[copy(c.runs, all):]
+		}
 	}
 	for _, c := range calls {
 		c.err = err
@@ -173,15 +178,16 @@ func writeBatch(calls []*createCall, create func(context.Context, []store.NewRun
 	}
 }
 
-// groupable reports whether a CreateRuns call may share a transaction: its
-// runs are plain (no idempotency key, no concurrency cap: those take locks
-// and answers of their own, see createInTx) and few.
+// groupable reports whether a CreateRuns call may share a transaction: it
+// has few runs and none is capped (a capped run locks its slot, see
+// capNewRuns). Runs with idempotency keys are grouped: a batch creates
+// one run a key, as one call does, and each duplicate's Existing is set.
 func groupable(runs []store.NewRun) bool {
 	if len(runs) == 0 || len(runs) > maxGroupRuns {
 		return false
 	}
 	for i := range runs {
-		if runs[i].Key != "" || runs[i].Concurrency > 0 {
+		if runs[i].Concurrency > 0 {
 			return false
 		}
 	}

@@ -242,8 +242,42 @@ func TestGroupableTakesPlainCallsOnly(t *testing.T) {
 	assert.False(t, groupable(plainRuns(maxGroupRuns+1)), "a call this large is a batch already")
 	keyed := plainRuns(2)
 	keyed[1].Key = "k"
-	assert.False(t, groupable(keyed), "an idempotency key takes a transaction of its own")
+	assert.True(t, groupable(keyed), "a batch creates one run a key, as one call does")
 	capped := plainRuns(2)
 	capped[0].Concurrency = 1
 	assert.False(t, groupable(capped), "a concurrency cap takes a transaction of its own")
+}
+
+func TestCreateGroupHandsWhatTheBatchSaysBackToEachCall(t *testing.T) {
+	var g createGroup
+	rc := newRecordingCreate(true)
+	holder := dag.NewRunID()
+	mark := func(ctx context.Context, runs []store.NewRun) error {
+		err := rc.create(ctx, runs)
+		for i := range runs {
+			if runs[i].Key != "" {
+				runs[i].Existing = holder
+			}
+		}
+		return err
+	}
+	done := make(chan error, 3)
+	go func() { done <- g.do(context.Background(), plainRuns(1), mark) }()
+	waitStarted(t, rc)
+	a, b := plainRuns(2), plainRuns(3)
+	a[1].Key, b[2].Key = "k1", "k2"
+	go func() { done <- g.do(context.Background(), a, mark) }()
+	waitQueued(t, &g, 1)
+	go func() { done <- g.do(context.Background(), b, mark) }()
+	waitQueued(t, &g, 2)
+	close(rc.release)
+	for range 3 {
+		require.NoError(t, <-done)
+	}
+	require.Len(t, rc.calls(), 2, "a and b went in one batch")
+	assert.Equal(t, holder, a[1].Existing)
+	assert.Equal(t, holder, b[2].Existing)
+	for _, r := range []store.NewRun{a[0], b[0], b[1]} {
+		assert.True(t, r.Existing.IsZero(), "run %s has no key", r.ID)
+	}
 }
