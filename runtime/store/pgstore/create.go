@@ -19,17 +19,10 @@ import (
 // CreateRuns implements store.Store. The runs, their tasks (the roots with
 // their QUEUED events) and the roots' queue entries are written with one
 // statement each, all sent in one round trip and run in one transaction.
-// Calls made at once share that transaction when their runs are plain
-// (see createGroup).
+// Calls made at once share that transaction (see createGroup).
 func (s *Store) CreateRuns(ctx context.Context, runs []store.NewRun) error {
-	if !groupable(runs) {
-		_, err := s.createRuns(ctx, runs, store.ClaimParams{})
-		return err
-	}
-	return s.creates.do(ctx, runs, func(ctx context.Context, runs []store.NewRun) error {
-		_, err := s.createRuns(ctx, runs, store.ClaimParams{})
-		return err
-	})
+	_, err := s.createGrouped(ctx, runs, store.ClaimParams{})
+	return err
 }
 
 // StartRuns implements store.Starter. It is CreateRuns in the same round
@@ -39,7 +32,16 @@ func (s *Store) CreateRuns(ctx context.Context, runs []store.NewRun) error {
 // checks the statuses of the candidates, and a last query reads which of
 // them started.
 func (s *Store) StartRuns(ctx context.Context, runs []store.NewRun, p store.ClaimParams) ([]store.ClaimedTask, error) {
-	return s.createRuns(ctx, runs, p)
+	return s.createGrouped(ctx, runs, p)
+}
+
+// createGrouped is createRuns, in a transaction with the calls made at the
+// same time when the call may share one (see createGroup).
+func (s *Store) createGrouped(ctx context.Context, runs []store.NewRun, p store.ClaimParams) ([]store.ClaimedTask, error) {
+	if !groupable(runs, p) {
+		return s.createRuns(ctx, runs, p)
+	}
+	return s.creates.do(ctx, runs, p, s.createRuns)
 }
 
 // prepare checks new runs and returns their graphs and the parameters

@@ -16,8 +16,8 @@
 // queue would hand out next as RUNNING with their leases instead of
 // enqueuing them, and [Store.ReadRun].
 //
-// Calls of [Store.CreateRuns] made at once share a transaction (group
-// commit): an enqueue locks its tenants' rows of the fair queue until it
+// Calls of [Store.CreateRuns] or [Store.StartRuns] made at once share a
+// transaction (group commit): an enqueue locks its tenants' rows of the fair queue until it
 // commits, so concurrent triggers of one tenant, each in a transaction of
 // its own, would take turns at that lock. A call made while nothing is
 // being written goes at once; those made meanwhile go together next. Each

@@ -6,11 +6,12 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
 )
 
-// createGroup makes concurrent CreateRuns calls share transactions (group
-// commit). A call made while nothing is being written is written at once,
+// createGroup makes concurrent CreateRuns and StartRuns calls share
+// transactions (group commit). A call made while nothing is being written is written at once,
 // by its own goroutine, as it would be without the group. A call made
 // while a write is under way joins a queue; when the write ends, a
 // goroutine writes the queued calls in one transaction, then the calls
@@ -38,20 +39,27 @@ type createGroup struct {
 	busy    bool // a write is under way: new calls queue
 }
 
-// createCall is one CreateRuns call in the group.
+// createCall is one CreateRuns or StartRuns call in the group.
 type createCall struct {
-	ctx  context.Context
-	runs []store.NewRun
-	done chan struct{} // closed once err is set
-	err  error
+	ctx     context.Context
+	runs    []store.NewRun
+	p       store.ClaimParams // StartRuns's; zero for CreateRuns
+	done    chan struct{}     // closed once claimed and err are set
+	claimed []store.ClaimedTask
+	err     error
 }
+
+// createFunc creates runs and starts up to p.Limit of their roots, as
+// createRuns does.
+type createFunc func(ctx context.Context, runs []store.NewRun, p store.ClaimParams) ([]store.ClaimedTask, error)
 
 // maxGroupRuns is the most runs one batch takes. A call with more is not
 // grouped: it is a batch of its own already.
 const maxGroupRuns = 1000
 
-// do writes runs with create, in a batch with the calls queued with it.
-func (g *createGroup) do(ctx context.Context, runs []store.NewRun, create func(context.Context, []store.NewRun) error) error {
+// do writes runs with create, in a batch with the calls queued with it,
+// and returns the roots it started of them.
+func (g *createGroup) do(ctx context.Context, runs []store.NewRun, p store.ClaimParams, create createFunc) ([]store.ClaimedTask, error) {
 	g.mu.Lock()
 	if !g.busy {
 		// Nothing is being written: the call is written at once, here,
@@ -63,18 +71,18 @@ func (g *createGroup) do(ctx context.Context, runs []store.NewRun, create func(c
 			g.handOn(create)
 			g.mu.Unlock()
 		}()
-		return create(ctx, runs)
+		return create(ctx, runs, p)
 	}
-	c := &createCall{ctx: ctx, runs: runs, done: make(chan struct{})}
+	c := &createCall{ctx: ctx, runs: runs, p: p, done: make(chan struct{})}
 	g.waiting = append(g.waiting, c)
 	g.mu.Unlock()
 	select {
 	case <-c.done:
-		return c.err
+		return c.claimed, c.err
 	case <-ctx.Done():
 		select {
 		case <-c.done: // written meanwhile
-			return c.err
+			return c.claimed, c.err
 		default:
 		}
 		g.mu.Lock()
@@ -82,13 +90,13 @@ func (g *createGroup) do(ctx context.Context, runs []store.NewRun, create func(c
 			g.waiting = slices.Delete(g.waiting, i, i+1)
 		}
 		g.mu.Unlock()
-		return ctx.Err()
+		return nil, ctx.Err()
 	}
 }
 
 // handOn ends a write: the calls queued meanwhile are written by a
 // goroutine of their own, or the group is idle. g.mu is held.
-func (g *createGroup) handOn(create func(context.Context, []store.NewRun) error) {
+func (g *createGroup) handOn(create createFunc) {
 	if len(g.waiting) > 0 {
 		go g.write(create)
 		return
@@ -97,7 +105,7 @@ func (g *createGroup) handOn(create func(context.Context, []store.NewRun) error)
 }
 
 // write writes the queued calls, a batch at a time, until none is left.
-func (g *createGroup) write(create func(context.Context, []store.NewRun) error) {
+func (g *createGroup) write(create createFunc) {
 	for {
 		g.mu.Lock()
 		calls := g.take()
@@ -112,23 +120,41 @@ func (g *createGroup) write(create func(context.Context, []store.NewRun) error) 
 }
 
 // take removes from the queue the calls of the next batch: the oldest
-// ones, up to maxGroupRuns runs (and at least one call), leaving out those
-// whose context has ended. g.mu is held.
+// call, and the later ones with the same claim parameters but the limit,
+// up to maxGroupRuns runs, leaving out those whose context has ended.
+// g.mu is held.
 func (g *createGroup) take() []*createCall {
-	n, runs := 0, 0
-	for n < len(g.waiting) && (n == 0 || runs+len(g.waiting[n].runs) <= maxGroupRuns) {
-		runs += len(g.waiting[n].runs)
-		n++
+	if len(g.waiting) == 0 {
+		return nil
 	}
-	calls := slices.Clone(g.waiting[:n])
-	g.waiting = slices.Delete(g.waiting, 0, n)
+	first := g.waiting[0]
+	runs := 0
+	var calls []*createCall
+	g.waiting = slices.DeleteFunc(g.waiting, func(c *createCall) bool {
+		if c != first && (!sameClaim(first.p, c.p) || runs+len(c.runs) > maxGroupRuns) {
+			return false
+		}
+		runs += len(c.runs)
+		calls = append(calls, c)
+		return true
+	})
 	return slices.DeleteFunc(calls, func(c *createCall) bool { return c.ctx.Err() != nil })
 }
 
-// writeBatch writes the runs of calls in one call of create, and each call
-// by itself when that fails and there were several. The batch's context
-// ends when every call's has.
-func writeBatch(calls []*createCall, create func(context.Context, []store.NewRun) error) {
+// sameClaim reports whether calls with claim parameters a and b may go in
+// one batch: all but the limit are the same (one engine's StartRuns calls,
+// or CreateRuns calls, which claim nothing).
+func sameClaim(a, b store.ClaimParams) bool {
+	return a.Worker == b.Worker && a.Lease == b.Lease &&
+		slices.Equal(a.Signatures, b.Signatures) && slices.Equal(a.Known, b.Known) &&
+		(a.Limit == 0) == (b.Limit == 0)
+}
+
+// writeBatch writes the runs of calls in one call of create, with the sum
+// of their limits, and hands each call the roots started of its runs; it
+// writes each call by itself when that fails and there were several. The
+// batch's context ends when every call's has.
+func writeBatch(calls []*createCall, create createFunc) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var live atomic.Int64
@@ -146,50 +172,66 @@ func writeBatch(calls []*createCall, create func(context.Context, []store.NewRun
 			stop()
 		}
 	}()
-	var err error
 	if len(calls) == 1 {
-		err = create(ctx, calls[0].runs)
-	} else {
-		var all []store.NewRun
-		for _, c := range calls {
-			all = append(all, c.runs...)
+		c := calls[0]
+		c.claimed, c.err = create(ctx, c.runs, c.p)
+		close(c.done)
+		return
+	}
+	var all []store.NewRun
+	p := calls[0].p
+	p.Limit = 0
+	callOf := map[dag.RunID]*createCall{}
+	for _, c := range calls {
+		all = append(all, c.runs...)
+		p.Limit += c.p.Limit
+		for i := range c.runs {
+			callOf[c.runs[i].ID] = c
 		}
-		if err = create(ctx, all); err != nil {
-			// One call's runs may have failed the batch: each call is
-			// written again alone, under its own context, and fails only
-			// for its own runs.
-			for _, c := range calls {
-				if c.err = c.ctx.Err(); c.err == nil {
-					c.err = create(c.ctx, c.runs)
-				}
-				close(c.done)
+	}
+	claimed, err := create(ctx, all, p)
+	if err != nil {
+		// One call's runs may have failed the batch: each call is written
+		// again alone, under its own context, and fails only for its own
+		// runs.
+		for _, c := range calls {
+			if c.err = c.ctx.Err(); c.err == nil {
+				c.claimed, c.err = create(c.ctx, c.runs, c.p)
 			}
-			return
+			close(c.done)
 		}
-		// What the creation says of each run (NewRun.Existing, for a
-		// duplicate key) goes back to the call's own runs.
-		for _, c := range calls {
-			all = all[copy(c.runs, all):]
+		return
+	}
+	for _, t := range claimed {
+		if c := callOf[t.RunID]; c != nil {
+			c.claimed = append(c.claimed, t)
 		}
 	}
 	for _, c := range calls {
-		c.err = err
+		// What the creation says of each run (NewRun.Existing, for a
+		// duplicate key) goes back to the call's own runs.
+		all = all[copy(c.runs, all):]
 		close(c.done)
 	}
 }
 
-// groupable reports whether a CreateRuns call may share a transaction: it
-// has few runs and none is capped (a capped run locks its slot, see
-// capNewRuns). Runs with idempotency keys are grouped: a batch creates
-// one run a key, as one call does, and each duplicate's Existing is set.
-func groupable(runs []store.NewRun) bool {
+// groupable reports whether a CreateRuns or StartRuns call may share a
+// transaction: it has few runs and none is capped (a capped run locks its
+// slot, see capNewRuns). Runs with idempotency keys are grouped: a batch
+// creates one run a key, as one call does, and each duplicate's Existing
+// is set. A StartRuns call is grouped only when its limit is at least the
+// number of its runs' tenants: a batch starts at most one root a tenant,
+// so no call then gets more roots than its limit.
+func groupable(runs []store.NewRun, p store.ClaimParams) bool {
 	if len(runs) == 0 || len(runs) > maxGroupRuns {
 		return false
 	}
+	tenants := map[string]bool{}
 	for i := range runs {
 		if runs[i].Concurrency > 0 {
 			return false
 		}
+		tenants[runs[i].Tenant] = true
 	}
-	return true
+	return p.Limit == 0 || p.Limit >= len(tenants)
 }

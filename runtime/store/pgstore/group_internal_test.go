@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 type recordingCreate struct {
 	mu      sync.Mutex
 	batches [][]dag.RunID
+	params  []store.ClaimParams
 	started chan struct{}        // a call began (buffered)
 	release chan struct{}        // each call waits for a value when gated
 	fail    func(dag.RunID) bool // a run that fails any call it is in
@@ -33,28 +35,46 @@ func newRecordingCreate(gated bool) *recordingCreate {
 	return rc
 }
 
-func (rc *recordingCreate) create(ctx context.Context, runs []store.NewRun) error {
+// create records the call and starts the first root of each tenant's
+// first run, up to the limit.
+func (rc *recordingCreate) create(ctx context.Context, runs []store.NewRun, p store.ClaimParams) ([]store.ClaimedTask, error) {
 	ids := make([]dag.RunID, len(runs))
 	for i, r := range runs {
 		ids[i] = r.ID
 	}
 	rc.mu.Lock()
 	rc.batches = append(rc.batches, ids)
+	rc.params = append(rc.params, p)
 	rc.mu.Unlock()
 	rc.started <- struct{}{}
 	if rc.release != nil {
 		select {
 		case <-rc.release:
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		}
 	}
 	for _, id := range ids {
 		if rc.fail != nil && rc.fail(id) {
-			return errors.New("bad run " + id.String())
+			return nil, errors.New("bad run " + id.String())
 		}
 	}
-	return nil
+	// As the store does: the first root of each tenant, up to the limit.
+	var started []store.ClaimedTask
+	tenants := map[string]bool{}
+	for _, r := range runs {
+		if len(started) < p.Limit && !tenants[r.Tenant] {
+			tenants[r.Tenant] = true
+			started = append(started, store.ClaimedTask{RunID: r.ID, Tenant: r.Tenant, Step: "a"})
+		}
+	}
+	return started, nil
+}
+
+// doCreate is a CreateRuns call in g.
+func doCreate(g *createGroup, ctx context.Context, runs []store.NewRun, create createFunc) error {
+	_, err := g.do(ctx, runs, store.ClaimParams{}, create)
+	return err
 }
 
 func (rc *recordingCreate) calls() [][]dag.RunID {
@@ -96,13 +116,13 @@ func TestCreateGroupWritesCallsMadeMeanwhileTogether(t *testing.T) {
 	rc := newRecordingCreate(true)
 	first := plainRuns(1)
 	errs := make(chan error, 10)
-	go func() { errs <- g.do(context.Background(), first, rc.create) }()
+	go func() { errs <- doCreate(&g, context.Background(), first, rc.create) }()
 	waitStarted(t, rc) // the first call is being written alone
 	var later [][]store.NewRun
 	for range 5 {
 		runs := plainRuns(2)
 		later = append(later, runs)
-		go func() { errs <- g.do(context.Background(), runs, rc.create) }()
+		go func() { errs <- doCreate(&g, context.Background(), runs, rc.create) }()
 	}
 	waitQueued(t, &g, 5)
 	rc.release <- struct{}{} // the first batch ends
@@ -133,13 +153,13 @@ func TestCreateGroupWritesEachCallAloneWhenTheBatchFails(t *testing.T) {
 	rc.fail = func(id dag.RunID) bool { return id == bad[0].ID }
 	blocker := plainRuns(1)
 	done := make(chan error, 1)
-	go func() { done <- g.do(context.Background(), blocker, rc.create) }()
+	go func() { done <- doCreate(&g, context.Background(), blocker, rc.create) }()
 	waitStarted(t, rc)
 	good := plainRuns(3)
 	badErr, goodErr := make(chan error, 1), make(chan error, 1)
-	go func() { badErr <- g.do(context.Background(), bad, rc.create) }()
+	go func() { badErr <- doCreate(&g, context.Background(), bad, rc.create) }()
 	waitQueued(t, &g, 1)
-	go func() { goodErr <- g.do(context.Background(), good, rc.create) }()
+	go func() { goodErr <- doCreate(&g, context.Background(), good, rc.create) }()
 	waitQueued(t, &g, 2)
 	close(rc.release) // every call goes through from now on
 	require.NoError(t, <-done)
@@ -155,12 +175,12 @@ func TestCreateGroupDropsACallWhoseContextEndsInTheQueue(t *testing.T) {
 	var g createGroup
 	rc := newRecordingCreate(true)
 	done := make(chan error, 1)
-	go func() { done <- g.do(context.Background(), plainRuns(1), rc.create) }()
+	go func() { done <- doCreate(&g, context.Background(), plainRuns(1), rc.create) }()
 	waitStarted(t, rc)
 	ctx, cancel := context.WithCancel(context.Background())
 	left := plainRuns(1)
 	leftErr := make(chan error, 1)
-	go func() { leftErr <- g.do(ctx, left, rc.create) }()
+	go func() { leftErr <- doCreate(&g, ctx, left, rc.create) }()
 	waitQueued(t, &g, 1)
 	cancel()
 	assert.ErrorIs(t, <-leftErr, context.Canceled)
@@ -185,12 +205,12 @@ func TestCreateGroupCancelsABatchOnceEveryCallGaveUp(t *testing.T) {
 	defer cancel2()
 	blockerCtx, cancelBlocker := context.WithCancel(context.Background())
 	blockerErr := make(chan error, 1)
-	go func() { blockerErr <- g.do(blockerCtx, plainRuns(1), rc.create) }()
+	go func() { blockerErr <- doCreate(&g, blockerCtx, plainRuns(1), rc.create) }()
 	waitStarted(t, rc)
 	errs := make(chan error, 2)
-	go func() { errs <- g.do(ctx1, plainRuns(1), rc.create) }()
+	go func() { errs <- doCreate(&g, ctx1, plainRuns(1), rc.create) }()
 	waitQueued(t, &g, 1)
-	go func() { errs <- g.do(ctx2, plainRuns(1), rc.create) }()
+	go func() { errs <- doCreate(&g, ctx2, plainRuns(1), rc.create) }()
 	waitQueued(t, &g, 2)
 	cancelBlocker() // the first batch's only call gives up: it is cancelled
 	assert.ErrorIs(t, <-blockerErr, context.Canceled)
@@ -218,11 +238,11 @@ func TestCreateGroupBatchesHoldAtMostMaxGroupRuns(t *testing.T) {
 	var g createGroup
 	rc := newRecordingCreate(true)
 	errs := make(chan error, 10)
-	go func() { errs <- g.do(context.Background(), plainRuns(1), rc.create) }()
+	go func() { errs <- doCreate(&g, context.Background(), plainRuns(1), rc.create) }()
 	waitStarted(t, rc)
 	big := maxGroupRuns/2 + 1
 	for i := range 3 {
-		go func() { errs <- g.do(context.Background(), plainRuns(big), rc.create) }()
+		go func() { errs <- doCreate(&g, context.Background(), plainRuns(big), rc.create) }()
 		waitQueued(t, &g, i+1)
 	}
 	close(rc.release)
@@ -236,39 +256,109 @@ func TestCreateGroupBatchesHoldAtMostMaxGroupRuns(t *testing.T) {
 	}
 }
 
-func TestGroupableTakesPlainCallsOnly(t *testing.T) {
-	assert.True(t, groupable(plainRuns(3)))
-	assert.False(t, groupable(nil))
-	assert.False(t, groupable(plainRuns(maxGroupRuns+1)), "a call this large is a batch already")
+func TestGroupableTakesCallsABatchServesAsTheyAsk(t *testing.T) {
+	none := store.ClaimParams{}
+	assert.True(t, groupable(plainRuns(3), none))
+	assert.False(t, groupable(nil, none))
+	assert.False(t, groupable(plainRuns(maxGroupRuns+1), none), "a call this large is a batch already")
 	keyed := plainRuns(2)
 	keyed[1].Key = "k"
-	assert.True(t, groupable(keyed), "a batch creates one run a key, as one call does")
+	assert.True(t, groupable(keyed, none), "a batch creates one run a key, as one call does")
 	capped := plainRuns(2)
 	capped[0].Concurrency = 1
-	assert.False(t, groupable(capped), "a concurrency cap takes a transaction of its own")
+	assert.False(t, groupable(capped, none), "a concurrency cap takes a transaction of its own")
+	twoTenants := plainRuns(3)
+	twoTenants[2].Tenant = "other"
+	assert.True(t, groupable(twoTenants, store.ClaimParams{Worker: "w", Limit: 2}))
+	assert.False(t, groupable(twoTenants, store.ClaimParams{Worker: "w", Limit: 1}),
+		"a batch could start a root of each tenant: more than the call's limit")
+}
+
+func TestCreateGroupHandsEachStartCallItsOwnRoots(t *testing.T) {
+	var g createGroup
+	rc := newRecordingCreate(true)
+	p := store.ClaimParams{Worker: "w", Signatures: []string{"s"}, Lease: time.Minute}
+	type result struct {
+		runs    []store.NewRun
+		claimed []store.ClaimedTask
+		err     error
+	}
+	results := make(chan result, 4)
+	start := func(runs []store.NewRun, limit int) {
+		q := p
+		q.Limit = limit
+		claimed, err := g.do(context.Background(), runs, q, rc.create)
+		results <- result{runs, claimed, err}
+	}
+	go start(plainRuns(1), 1)
+	waitStarted(t, rc)
+	a, b := plainRuns(2), plainRuns(3)
+	for i, tenant := range []string{"x", "y"} {
+		a[i].Tenant = tenant
+	}
+	for i, tenant := range []string{"y", "z", "w"} {
+		b[i].Tenant = tenant
+	}
+	go start(a, 2)
+	waitQueued(t, &g, 1)
+	created := make(chan error, 1)
+	go func() { created <- doCreate(&g, context.Background(), plainRuns(1), rc.create) }()
+	waitQueued(t, &g, 2)
+	go start(b, 3)
+	waitQueued(t, &g, 3)
+	close(rc.release)
+	require.NoError(t, <-created)
+	got := map[dag.RunID][]store.ClaimedTask{}
+	for range 3 {
+		r := <-results
+		require.NoError(t, r.err)
+		for _, ct := range r.claimed {
+			assert.True(t, slices.ContainsFunc(r.runs, func(nr store.NewRun) bool { return nr.ID == ct.RunID }),
+				"a call is handed only roots of its own runs")
+		}
+		got[r.runs[0].ID] = r.claimed
+	}
+	calls, params := rc.calls(), rc.params
+	require.Len(t, calls, 3, "the first start, then a and b together, then the creation that claims nothing")
+	assert.Len(t, calls[1], 5)
+	assert.Equal(t, 5, params[1].Limit, "a batch claims up to the sum of its calls' limits")
+	assert.Equal(t, p.Signatures, params[1].Signatures)
+	assert.Equal(t, 0, params[2].Limit)
+	// One root a tenant: a's runs of x and y, then b's of z and w (its run
+	// of y is not started: a's was).
+	assert.Equal(t, []dag.RunID{a[0].ID, a[1].ID}, claimedRuns(got[a[0].ID]))
+	assert.Equal(t, []dag.RunID{b[1].ID, b[2].ID}, claimedRuns(got[b[0].ID]))
+}
+
+func claimedRuns(tasks []store.ClaimedTask) []dag.RunID {
+	var ids []dag.RunID
+	for _, t := range tasks {
+		ids = append(ids, t.RunID)
+	}
+	return ids
 }
 
 func TestCreateGroupHandsWhatTheBatchSaysBackToEachCall(t *testing.T) {
 	var g createGroup
 	rc := newRecordingCreate(true)
 	holder := dag.NewRunID()
-	mark := func(ctx context.Context, runs []store.NewRun) error {
-		err := rc.create(ctx, runs)
+	mark := func(ctx context.Context, runs []store.NewRun, p store.ClaimParams) ([]store.ClaimedTask, error) {
+		started, err := rc.create(ctx, runs, p)
 		for i := range runs {
 			if runs[i].Key != "" {
 				runs[i].Existing = holder
 			}
 		}
-		return err
+		return started, err
 	}
 	done := make(chan error, 3)
-	go func() { done <- g.do(context.Background(), plainRuns(1), mark) }()
+	go func() { done <- doCreate(&g, context.Background(), plainRuns(1), mark) }()
 	waitStarted(t, rc)
 	a, b := plainRuns(2), plainRuns(3)
 	a[1].Key, b[2].Key = "k1", "k2"
-	go func() { done <- g.do(context.Background(), a, mark) }()
+	go func() { done <- doCreate(&g, context.Background(), a, mark) }()
 	waitQueued(t, &g, 1)
-	go func() { done <- g.do(context.Background(), b, mark) }()
+	go func() { done <- doCreate(&g, context.Background(), b, mark) }()
 	waitQueued(t, &g, 2)
 	close(rc.release)
 	for range 3 {

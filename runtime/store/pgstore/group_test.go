@@ -119,3 +119,57 @@ func TestConcurrentKeyedCreatesShareTransactions(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, claimed, keys, "only the created runs have tasks")
 }
+
+// TestConcurrentStartsShareTransactions starts single-step runs of four
+// tenants from 16 goroutines of one store, each call with a limit of one,
+// so that calls share transactions. A call is handed only roots of its own
+// runs, never more than its limit; the roots not started are queued; and
+// every run's root is started or claimed exactly once.
+func TestConcurrentStartsShareTransactions(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, nil, 8)
+	const callers, perCaller = 16, 25
+	p := store.ClaimParams{Worker: "w", Limit: 1, Lease: time.Minute}
+	var mu sync.Mutex
+	started := map[dag.RunID]int{}
+	all := map[dag.RunID]bool{}
+	var wg sync.WaitGroup
+	for c := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perCaller {
+				r := newRun("started", fmt.Sprintf("tenant-%d", (c+i)%4), step("Only"))
+				tasks, err := s.StartRuns(ctx, []store.NewRun{r}, p)
+				if err != nil {
+					t.Errorf("start: %v", err)
+					return
+				}
+				if len(tasks) > p.Limit {
+					t.Errorf("a call with a limit of %d was handed %d roots", p.Limit, len(tasks))
+				}
+				mu.Lock()
+				all[r.ID] = true
+				for _, ct := range tasks {
+					if ct.RunID != r.ID {
+						t.Errorf("a call of run %s was handed a root of run %s", r.ID, ct.RunID)
+					}
+					started[ct.RunID]++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	require.Len(t, all, callers*perCaller)
+	claimed, err := s.ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: 2 * callers * perCaller, Lease: time.Minute})
+	require.NoError(t, err)
+	for _, ct := range claimed {
+		started[ct.RunID]++
+	}
+	require.Len(t, started, callers*perCaller, "every run's root is started or queued")
+	for id, n := range started {
+		require.Equal(t, 1, n, "run %s's root was handed out %d times", id, n)
+	}
+	t.Logf("%d roots started by their calls, %d queued", callers*perCaller-len(claimed), len(claimed))
+}
