@@ -17,12 +17,12 @@
 // enqueuing them, and [Store.ReadRun].
 //
 // Calls of [Store.CreateRuns] or [Store.StartRuns] made at once share a
-// transaction (group commit): an enqueue locks its tenants' rows of the fair queue until it
-// commits, so concurrent triggers of one tenant, each in a transaction of
-// its own, would take turns at that lock. A call made while nothing is
-// being written goes at once; those made meanwhile go together next. Each
-// call still creates all of its runs or none, and a batch starts one run
-// an idempotency key, as one call does.
+// transaction (group commit): an enqueue locks its tenants' rows of the
+// fair queue until it commits, so concurrent triggers of one tenant, each
+// in a transaction of its own, would take turns at that lock. A call made
+// while nothing is being written goes at once; those made meanwhile go
+// together next. Each call still creates all of its runs or none, and a
+// batch starts one run an idempotency key, as one call does.
 //
 // The event log is dagen_events plus the events a task row keeps: the
 // QUEUED, STARTED and COMPLETED events of its current round are stamped on
