@@ -101,6 +101,18 @@ func waitStarted(t *testing.T, rc *recordingCreate) {
 	}
 }
 
+// recvErr receives a call's error, failing the test after 5s.
+func recvErr(t *testing.T, errs <-chan error) error {
+	t.Helper()
+	select {
+	case err := <-errs:
+		return err
+	case <-time.After(5 * time.Second):
+		t.Fatal("a call did not return within 5s")
+		return nil
+	}
+}
+
 // waitQueued waits until n calls wait in g's queue.
 func waitQueued(t *testing.T, g *createGroup, n int) {
 	t.Helper()
@@ -129,7 +141,7 @@ func TestCreateGroupWritesCallsMadeMeanwhileTogether(t *testing.T) {
 	waitStarted(t, rc)       // the second begins
 	rc.release <- struct{}{}
 	for range 6 {
-		require.NoError(t, <-errs)
+		require.NoError(t, recvErr(t, errs))
 	}
 	calls := rc.calls()
 	require.Len(t, calls, 2, "one batch for the first call, one for the five made while it was written")
@@ -162,9 +174,9 @@ func TestCreateGroupWritesEachCallAloneWhenTheBatchFails(t *testing.T) {
 	go func() { goodErr <- doCreate(&g, context.Background(), good, rc.create) }()
 	waitQueued(t, &g, 2)
 	close(rc.release) // every call goes through from now on
-	require.NoError(t, <-done)
-	assert.ErrorContains(t, <-badErr, "bad run", "the call with the bad run fails")
-	assert.NoError(t, <-goodErr, "the other call of its batch is written again alone, and succeeds")
+	require.NoError(t, recvErr(t, done))
+	assert.ErrorContains(t, recvErr(t, badErr), "bad run", "the call with the bad run fails")
+	assert.NoError(t, recvErr(t, goodErr), "the other call of its batch is written again alone, and succeeds")
 	calls := rc.calls()
 	require.Len(t, calls, 4, "the blocker, the failed batch of two calls, then each call alone")
 	assert.Len(t, calls[1], 4)
@@ -183,9 +195,9 @@ func TestCreateGroupDropsACallWhoseContextEndsInTheQueue(t *testing.T) {
 	go func() { leftErr <- doCreate(&g, ctx, left, rc.create) }()
 	waitQueued(t, &g, 1)
 	cancel()
-	assert.ErrorIs(t, <-leftErr, context.Canceled)
+	assert.ErrorIs(t, recvErr(t, leftErr), context.Canceled)
 	close(rc.release)
-	require.NoError(t, <-done)
+	require.NoError(t, recvErr(t, done))
 	require.Eventually(t, func() bool {
 		g.mu.Lock()
 		defer g.mu.Unlock()
@@ -213,17 +225,17 @@ func TestCreateGroupCancelsABatchOnceEveryCallGaveUp(t *testing.T) {
 	go func() { errs <- doCreate(&g, ctx2, plainRuns(1), rc.create) }()
 	waitQueued(t, &g, 2)
 	cancelBlocker() // the first batch's only call gives up: it is cancelled
-	assert.ErrorIs(t, <-blockerErr, context.Canceled)
+	assert.ErrorIs(t, recvErr(t, blockerErr), context.Canceled)
 	waitStarted(t, rc) // the batch of the two calls is being written
 	cancel1()
-	assert.ErrorIs(t, <-errs, context.Canceled)
+	assert.ErrorIs(t, recvErr(t, errs), context.Canceled)
 	select {
 	case <-rc.started:
 		t.Fatal("a call still waited, yet the batch ended")
 	case <-time.After(20 * time.Millisecond):
 	}
 	cancel2()
-	assert.ErrorIs(t, <-errs, context.Canceled)
+	assert.ErrorIs(t, recvErr(t, errs), context.Canceled)
 	// Both gave up: the batch's context ends, its create returns, and the
 	// writer, with each call's context ended, writes none of them again.
 	require.Eventually(t, func() bool {
@@ -247,7 +259,7 @@ func TestCreateGroupBatchesHoldAtMostMaxGroupRuns(t *testing.T) {
 	}
 	close(rc.release)
 	for range 4 {
-		require.NoError(t, <-errs)
+		require.NoError(t, recvErr(t, errs))
 	}
 	calls := rc.calls()
 	require.Len(t, calls, 4, "two calls of more than half the cap never share a batch")
@@ -307,7 +319,7 @@ func TestCreateGroupHandsEachStartCallItsOwnRoots(t *testing.T) {
 	go start(b, 3)
 	waitQueued(t, &g, 3)
 	close(rc.release)
-	require.NoError(t, <-created)
+	require.NoError(t, recvErr(t, created))
 	got := map[dag.RunID][]store.ClaimedTask{}
 	for range 3 {
 		r := <-results
@@ -362,7 +374,7 @@ func TestCreateGroupHandsWhatTheBatchSaysBackToEachCall(t *testing.T) {
 	waitQueued(t, &g, 2)
 	close(rc.release)
 	for range 3 {
-		require.NoError(t, <-done)
+		require.NoError(t, recvErr(t, done))
 	}
 	require.Len(t, rc.calls(), 2, "a and b went in one batch")
 	assert.Equal(t, holder, a[1].Existing)
