@@ -53,9 +53,13 @@ type createCall struct {
 // createRuns does.
 type createFunc func(ctx context.Context, runs []store.NewRun, p store.ClaimParams) ([]store.ClaimedTask, error)
 
-// maxGroupRuns is the most runs one batch takes. A call with more is not
-// grouped: it is a batch of its own already.
+// maxGroupRuns is the most runs one batch takes.
 const maxGroupRuns = 1000
+
+// maxGroupedCallRuns is the most runs a grouped call has. A larger call
+// (a TriggerMany) takes the tenant's lock once for many runs already; it
+// goes by itself, so that calls of one run never wait behind it.
+const maxGroupedCallRuns = 64
 
 // do writes runs with create, in a batch with the calls queued with it,
 // and returns the roots it started of them.
@@ -216,14 +220,14 @@ func writeBatch(calls []*createCall, create createFunc) {
 }
 
 // groupable reports whether a CreateRuns or StartRuns call may share a
-// transaction: it has few runs and none is capped (a capped run locks its
+// transaction: it has few runs (maxGroupedCallRuns) and none is capped (a capped run locks its
 // slot, see capNewRuns). Runs with idempotency keys are grouped: a batch
 // creates one run a key, as one call does, and each duplicate's Existing
 // is set. A StartRuns call is grouped only when its limit is at least the
 // number of its runs' tenants: a batch starts at most one root a tenant,
 // so no call then gets more roots than its limit.
 func groupable(runs []store.NewRun, p store.ClaimParams) bool {
-	if len(runs) == 0 || len(runs) > maxGroupRuns {
+	if len(runs) == 0 || len(runs) > maxGroupedCallRuns {
 		return false
 	}
 	tenants := map[string]bool{}

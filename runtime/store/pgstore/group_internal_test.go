@@ -272,7 +272,8 @@ func TestGroupableTakesCallsABatchServesAsTheyAsk(t *testing.T) {
 	none := store.ClaimParams{}
 	assert.True(t, groupable(plainRuns(3), none))
 	assert.False(t, groupable(nil, none))
-	assert.False(t, groupable(plainRuns(maxGroupRuns+1), none), "a call this large is a batch already")
+	assert.True(t, groupable(plainRuns(maxGroupedCallRuns), none))
+	assert.False(t, groupable(plainRuns(maxGroupedCallRuns+1), none), "a call this large goes by itself")
 	keyed := plainRuns(2)
 	keyed[1].Key = "k"
 	assert.True(t, groupable(keyed, none), "a batch creates one run a key, as one call does")
