@@ -537,15 +537,9 @@ func TestMixedContention(t *testing.T) {
 // exactly one run, and every other trigger of it gets that run's id.
 func TestConcurrentKeyedTriggers(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	const workers, keys, rounds = 8, 20, 5
 	ss := stores(t, workers, nil)
-	type outcome struct {
-		key      string
-		id       dag.RunID
-		existing dag.RunID
-	}
-	results := make(chan outcome, workers*keys*rounds)
+	results := make(chan keyedOutcome, workers*keys*rounds)
 	var wg sync.WaitGroup
 	for w, s := range ss {
 		wg.Add(1)
@@ -554,39 +548,63 @@ func TestConcurrentKeyedTriggers(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(w), 1))
 			for range rounds {
 				for _, k := range rng.Perm(keys) {
-					key := fmt.Sprintf("order-%d", k)
-					r := newRun("wf", "tenant", step("a"))
-					r.Key = key
-					runs := []store.NewRun{r}
-					if err := s.CreateRuns(ctx, runs); err != nil {
-						t.Errorf("create %s: %v", key, err)
+					o, ok := createKeyed(t, s, fmt.Sprintf("order-%d", k))
+					if !ok {
 						return
 					}
-					results <- outcome{key, r.ID, runs[0].Existing}
+					results <- o
 				}
 			}
 		}()
 	}
 	wg.Wait()
 	close(results)
+	requireOneRunAKey(t, ss[0], results, keys, workers*keys*rounds)
+}
+
+// keyedOutcome is what one keyed creation returned: its run's id, and the
+// run that had its key already (zero when it started its own).
+type keyedOutcome struct {
+	key          string
+	id, existing dag.RunID
+}
+
+// createKeyed creates a single-step run with key, and returns what the
+// creation says of it; it reports a failure with t.Errorf (it runs on
+// goroutines of the test).
+func createKeyed(t *testing.T, s store.Store, key string) (keyedOutcome, bool) {
+	r := newRun("wf", "tenant", step("a"))
+	r.Key = key
+	runs := []store.NewRun{r}
+	if err := s.CreateRuns(context.Background(), runs); err != nil {
+		t.Errorf("create %s: %v", key, err)
+		return keyedOutcome{}, false
+	}
+	return keyedOutcome{key, r.ID, runs[0].Existing}, true
+}
+
+// requireOneRunAKey checks the outcomes of total keyed creations of single
+// step runs over keys keys: each key started one run, every other creation
+// with it was handed that run, and only those runs have a task to claim.
+func requireOneRunAKey(t *testing.T, s store.Store, results <-chan keyedOutcome, keys, total int) {
+	t.Helper()
 	created := map[string]dag.RunID{}
-	var dups []outcome
+	var dups []keyedOutcome
 	for o := range results {
 		if o.existing.IsZero() {
-			if prev, twice := created[o.key]; twice {
-				t.Fatalf("key %s started two runs: %s and %s", o.key, prev, o.id)
-			}
+			prev, twice := created[o.key]
+			require.False(t, twice, "key %s started two runs: %s and %s", o.key, prev, o.id)
 			created[o.key] = o.id
 			continue
 		}
 		dups = append(dups, o)
 	}
 	require.Len(t, created, keys)
-	require.Len(t, dups, workers*keys*rounds-keys)
+	require.Len(t, dups, total-keys)
 	for _, o := range dups {
 		require.Equal(t, created[o.key], o.existing, "a duplicate of %s gets the run that has the key", o.key)
 	}
-	claimed, err := ss[0].ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: 1000, Lease: time.Minute})
+	claimed, err := s.ClaimTasks(context.Background(), store.ClaimParams{Worker: "w", Limit: 2 * total, Lease: time.Minute})
 	require.NoError(t, err)
 	require.Len(t, claimed, keys, "only the created runs have tasks")
 }

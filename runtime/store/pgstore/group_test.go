@@ -71,53 +71,26 @@ func TestConcurrentCreatesKeepTheQueueFair(t *testing.T) {
 // the same key go in one transaction: each key starts one run, and every
 // other call with it gets that run as its Existing.
 func TestConcurrentKeyedCreatesShareTransactions(t *testing.T) {
-	ctx := context.Background()
 	s := newStore(t, nil, 8)
 	const callers, keys, rounds = 16, 20, 2
-	type outcome struct {
-		key          string
-		id, existing dag.RunID
-	}
-	results := make(chan outcome, callers*keys*rounds)
+	results := make(chan keyedOutcome, callers*keys*rounds)
 	var wg sync.WaitGroup
 	for range callers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range keys * rounds {
-				key := fmt.Sprintf("order-%d", i%keys)
-				r := newRun("keyed", "tenant", step("Only"))
-				r.Key = key
-				runs := []store.NewRun{r}
-				if err := s.CreateRuns(ctx, runs); err != nil {
-					t.Errorf("create %s: %v", key, err)
+				o, ok := createKeyed(t, s, fmt.Sprintf("order-%d", i%keys))
+				if !ok {
 					return
 				}
-				results <- outcome{key, r.ID, runs[0].Existing}
+				results <- o
 			}
 		}()
 	}
 	wg.Wait()
 	close(results)
-	created := map[string]dag.RunID{}
-	var dups []outcome
-	for o := range results {
-		if o.existing.IsZero() {
-			prev, twice := created[o.key]
-			require.False(t, twice, "key %s started two runs: %s and %s", o.key, prev, o.id)
-			created[o.key] = o.id
-			continue
-		}
-		dups = append(dups, o)
-	}
-	require.Len(t, created, keys)
-	require.Len(t, dups, callers*keys*rounds-keys)
-	for _, o := range dups {
-		require.Equal(t, created[o.key], o.existing, "a duplicate of %s gets the run that has the key", o.key)
-	}
-	claimed, err := s.ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: 1000, Lease: time.Minute})
-	require.NoError(t, err)
-	require.Len(t, claimed, keys, "only the created runs have tasks")
+	requireOneRunAKey(t, s, results, keys, callers*keys*rounds)
 }
 
 // TestConcurrentStartsShareTransactions starts single-step runs of four
