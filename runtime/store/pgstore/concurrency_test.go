@@ -600,7 +600,7 @@ func requireOneRunAKey(t *testing.T, s store.Store, results <-chan keyedOutcome,
 		dups = append(dups, o)
 	}
 	require.Len(t, created, keys)
-	require.Len(t, dups, total-keys)
+	require.Equal(t, total-keys, len(dups), "creations handed the run that had the key")
 	for _, o := range dups {
 		require.Equal(t, created[o.key], o.existing, "a duplicate of %s gets the run that has the key", o.key)
 	}

@@ -49,11 +49,11 @@ func TestConcurrentCreatesKeepTheQueueFair(t *testing.T) {
 	for err := range errs {
 		require.NoError(t, err)
 	}
-	require.Len(t, tenantOf, callers*perCaller)
+	require.Equal(t, callers*perCaller, len(tenantOf))
 
 	claimed, err := s.ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: 2 * callers * perCaller, Lease: time.Minute})
 	require.NoError(t, err)
-	require.Len(t, claimed, callers*perCaller, "every run's step is queued")
+	require.Equal(t, callers*perCaller, len(claimed), "every run's step is queued")
 	seen := map[dag.RunID]bool{}
 	for i, ct := range claimed {
 		require.Contains(t, tenantOf, ct.RunID)
@@ -134,13 +134,13 @@ func TestConcurrentStartsShareTransactions(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	require.Len(t, all, callers*perCaller)
+	require.Equal(t, callers*perCaller, len(all))
 	claimed, err := s.ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: 2 * callers * perCaller, Lease: time.Minute})
 	require.NoError(t, err)
 	for _, ct := range claimed {
 		started[ct.RunID]++
 	}
-	require.Len(t, started, callers*perCaller, "every run's root is started or queued")
+	require.Equal(t, callers*perCaller, len(started), "every run's root is started or queued")
 	for id, n := range started {
 		require.Equal(t, 1, n, "run %s's root was handed out %d times", id, n)
 	}
