@@ -113,6 +113,17 @@ func recvErr(t *testing.T, errs <-chan error) error {
 	}
 }
 
+// waitIdle waits until nothing is being written in g (its writer ends
+// after the last batch's calls have their answers).
+func waitIdle(t *testing.T, g *createGroup) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return !g.busy
+	}, 5*time.Second, time.Millisecond, "the group's writer never ended")
+}
+
 // waitQueued waits until n calls wait in g's queue.
 func waitQueued(t *testing.T, g *createGroup, n int) {
 	t.Helper()
@@ -153,9 +164,7 @@ func TestCreateGroupWritesCallsMadeMeanwhileTogether(t *testing.T) {
 		}
 	}
 	assert.ElementsMatch(t, want, calls[1])
-	g.mu.Lock()
-	assert.False(t, g.busy, "the writer ends once the queue is empty")
-	g.mu.Unlock()
+	waitIdle(t, &g) // the writer ends once the queue is empty
 }
 
 func TestCreateGroupWritesEachCallAloneWhenTheBatchFails(t *testing.T) {
@@ -198,11 +207,7 @@ func TestCreateGroupDropsACallWhoseContextEndsInTheQueue(t *testing.T) {
 	assert.ErrorIs(t, recvErr(t, leftErr), context.Canceled)
 	close(rc.release)
 	require.NoError(t, recvErr(t, done))
-	require.Eventually(t, func() bool {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		return !g.busy
-	}, 5*time.Second, time.Millisecond)
+	waitIdle(t, &g)
 	for _, c := range rc.calls() {
 		assert.NotContains(t, c, left[0].ID, "a call that left the queue creates nothing")
 	}
@@ -238,11 +243,7 @@ func TestCreateGroupCancelsABatchOnceEveryCallGaveUp(t *testing.T) {
 	assert.ErrorIs(t, recvErr(t, errs), context.Canceled)
 	// Both gave up: the batch's context ends, its create returns, and the
 	// writer, with each call's context ended, writes none of them again.
-	require.Eventually(t, func() bool {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		return !g.busy
-	}, 5*time.Second, time.Millisecond)
+	waitIdle(t, &g)
 	assert.Len(t, rc.calls(), 2, "the blocker and the batch of two, no call again alone")
 }
 
