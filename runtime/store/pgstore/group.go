@@ -11,11 +11,11 @@ import (
 )
 
 // createGroup makes concurrent CreateRuns and StartRuns calls share
-// transactions (group commit). A call made while nothing is being written is written at once,
-// by its own goroutine, as it would be without the group. A call made
-// while a write is under way joins a queue; when the write ends, a
-// goroutine writes the queued calls in one transaction, then the calls
-// queued meanwhile in the next, until none is left.
+// transactions (group commit). A call made while nothing is being written
+// is written at once, by its own goroutine, as it would be without the
+// group. A call made while a write is under way joins a queue; when the
+// write ends, a goroutine writes the queued calls in one transaction, then
+// the calls queued meanwhile in the next, until none is left.
 //
 // Each transaction that enqueues a tenant's tasks locks the tenant's row
 // of the fair queue until it commits (see Enqueue), flush included. Sixteen
@@ -220,12 +220,12 @@ func writeBatch(calls []*createCall, create createFunc) {
 }
 
 // groupable reports whether a CreateRuns or StartRuns call may share a
-// transaction: it has few runs (maxGroupedCallRuns) and none is capped (a capped run locks its
-// slot, see capNewRuns). Runs with idempotency keys are grouped: a batch
-// creates one run a key, as one call does, and each duplicate's Existing
-// is set. A StartRuns call is grouped only when its limit is at least the
-// number of its runs' tenants: a batch starts at most one root a tenant,
-// so no call then gets more roots than its limit.
+// transaction: it has few runs (maxGroupedCallRuns) and none is capped (a
+// capped run locks its slot, see capNewRuns). Runs with idempotency keys
+// are grouped: a batch creates one run a key, as one call does, and each
+// duplicate's Existing is set. A StartRuns call is grouped only when its
+// limit is at least the number of its runs' tenants: a batch starts at
+// most one root a tenant, so no call then gets more roots than its limit.
 func groupable(runs []store.NewRun, p store.ClaimParams) bool {
 	if len(runs) == 0 || len(runs) > maxGroupedCallRuns {
 		return false
