@@ -30,9 +30,11 @@ import (
 //     its own runs;
 //   - its context: a call whose context ends while it waits in the queue
 //     leaves it and creates nothing. One whose context ends while its batch
-//     is being written returns the context's error at once; its runs may
-//     still be created, as when a commit is cut short. The batch's own
-//     context ends when every call in it has given up.
+//     is being written waits for the batch's answer, which it returns: a
+//     StartRuns call must learn of the roots started for its worker, or
+//     they would stay RUNNING with nobody to run them. The batch's own
+//     context ends when every call in it has given up, so that wait is
+//     short.
 type createGroup struct {
 	mu      sync.Mutex
 	waiting []*createCall
@@ -82,20 +84,22 @@ func (g *createGroup) do(ctx context.Context, runs []store.NewRun, p store.Claim
 	g.mu.Unlock()
 	select {
 	case <-c.done:
-		return c.claimed, c.err
 	case <-ctx.Done():
-		select {
-		case <-c.done: // written meanwhile
-			return c.claimed, c.err
-		default:
-		}
 		g.mu.Lock()
-		if i := slices.Index(g.waiting, c); i >= 0 {
+		i := slices.Index(g.waiting, c)
+		if i >= 0 {
 			g.waiting = slices.Delete(g.waiting, i, i+1)
 		}
 		g.mu.Unlock()
-		return nil, ctx.Err()
+		if i >= 0 {
+			return nil, ctx.Err()
+		}
+		// Its batch is being written: its answer says what was created
+		// and which roots this worker now runs, so the call waits for it.
+		// The batch ends early once every call in it has given up.
+		<-c.done
 	}
+	return c.claimed, c.err
 }
 
 // handOn ends a write: the calls queued meanwhile are written by a

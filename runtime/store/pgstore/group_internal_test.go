@@ -229,22 +229,64 @@ func TestCreateGroupCancelsABatchOnceEveryCallGaveUp(t *testing.T) {
 	waitQueued(t, &g, 1)
 	go func() { errs <- doCreate(&g, ctx2, plainRuns(1), rc.create) }()
 	waitQueued(t, &g, 2)
-	cancelBlocker() // the first batch's only call gives up: it is cancelled
+	cancelBlocker() // the first call, written alone, gives up: its write is cancelled
 	assert.ErrorIs(t, recvErr(t, blockerErr), context.Canceled)
 	waitStarted(t, rc) // the batch of the two calls is being written
 	cancel1()
-	assert.ErrorIs(t, recvErr(t, errs), context.Canceled)
 	select {
-	case <-rc.started:
-		t.Fatal("a call still waited, yet the batch ended")
+	case err := <-errs:
+		t.Fatalf("a call returned (%v) while its batch was being written, which another call still waits for", err)
 	case <-time.After(20 * time.Millisecond):
 	}
 	cancel2()
+	// Both gave up: the batch's context ends, its create returns, each call
+	// has its answer, and the writer, with each call's context ended,
+	// writes none of them again.
 	assert.ErrorIs(t, recvErr(t, errs), context.Canceled)
-	// Both gave up: the batch's context ends, its create returns, and the
-	// writer, with each call's context ended, writes none of them again.
+	assert.ErrorIs(t, recvErr(t, errs), context.Canceled)
 	waitIdle(t, &g)
-	assert.Len(t, rc.calls(), 2, "the blocker and the batch of two, no call again alone")
+	assert.Len(t, rc.calls(), 2, "the first call and the batch of two, no call again alone")
+}
+
+// TestCreateGroupAnswersACallThatGaveUpDuringItsBatch: a StartRuns call
+// whose context ends while its batch is written still gets the roots the
+// batch started for it, so that its worker runs them.
+func TestCreateGroupAnswersACallThatGaveUpDuringItsBatch(t *testing.T) {
+	var g createGroup
+	rc := newRecordingCreate(true)
+	p := store.ClaimParams{Worker: "w", Limit: 1, Lease: time.Minute}
+	done := make(chan error, 1)
+	go func() { done <- doCreate(&g, context.Background(), plainRuns(1), rc.create) }()
+	waitStarted(t, rc)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type answer struct {
+		claimed []store.ClaimedTask
+		err     error
+	}
+	gaveUp, other := make(chan answer, 1), make(chan answer, 1)
+	runs := plainRuns(1)
+	go func() {
+		claimed, err := g.do(ctx, runs, p, rc.create)
+		gaveUp <- answer{claimed, err}
+	}()
+	waitQueued(t, &g, 1)
+	go func() {
+		claimed, err := g.do(context.Background(), plainRuns(1), p, rc.create)
+		other <- answer{claimed, err}
+	}()
+	waitQueued(t, &g, 2)
+	rc.release <- struct{}{} // the first call ends
+	waitStarted(t, rc)       // the batch of the two starts
+	cancel()
+	rc.release <- struct{}{} // the other call still waits: the batch goes on and commits
+	a := <-gaveUp
+	require.NoError(t, a.err, "the batch committed: the call's answer is its outcome")
+	assert.Equal(t, []dag.RunID{runs[0].ID}, claimedRuns(a.claimed), "the root started for it is handed to it")
+	require.NoError(t, recvErr(t, done))
+	b := <-other
+	require.NoError(t, b.err)
+	waitIdle(t, &g)
 }
 
 func TestCreateGroupBatchesHoldAtMostMaxGroupRuns(t *testing.T) {
