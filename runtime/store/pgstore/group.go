@@ -189,13 +189,9 @@ func writeBatch(calls []*createCall, create createFunc) {
 	var all []store.NewRun
 	p := calls[0].p
 	p.Limit = 0
-	callOf := map[dag.RunID]*createCall{}
 	for _, c := range calls {
 		all = append(all, c.runs...)
 		p.Limit += c.p.Limit
-		for i := range c.runs {
-			callOf[c.runs[i].ID] = c
-		}
 	}
 	claimed, err := create(ctx, all, p)
 	if err != nil {
@@ -210,16 +206,30 @@ func writeBatch(calls []*createCall, create createFunc) {
 		}
 		return
 	}
-	for _, t := range claimed {
-		if c := callOf[t.RunID]; c != nil {
-			c.claimed = append(c.claimed, t)
-		}
-	}
+	handOut(calls, claimed)
 	for _, c := range calls {
 		// What the creation says of each run (NewRun.Existing, for a
 		// duplicate key) goes back to the call's own runs.
 		all = all[copy(c.runs, all):]
 		close(c.done)
+	}
+}
+
+// handOut hands each call the claimed roots of its own runs.
+func handOut(calls []*createCall, claimed []store.ClaimedTask) {
+	if len(claimed) == 0 {
+		return // a batch of CreateRuns calls, or one that started nothing
+	}
+	callOf := map[dag.RunID]*createCall{}
+	for _, c := range calls {
+		for i := range c.runs {
+			callOf[c.runs[i].ID] = c
+		}
+	}
+	for _, t := range claimed {
+		if c := callOf[t.RunID]; c != nil {
+			c.claimed = append(c.claimed, t)
+		}
 	}
 }
 
@@ -234,12 +244,17 @@ func groupable(runs []store.NewRun, p store.ClaimParams) bool {
 	if len(runs) == 0 || len(runs) > maxGroupedCallRuns {
 		return false
 	}
-	tenants := map[string]bool{}
 	for i := range runs {
 		if runs[i].Concurrency > 0 {
 			return false
 		}
+	}
+	if p.Limit == 0 {
+		return true // CreateRuns: nothing is started
+	}
+	tenants := map[string]bool{}
+	for i := range runs {
 		tenants[runs[i].Tenant] = true
 	}
-	return p.Limit == 0 || p.Limit >= len(tenants)
+	return p.Limit >= len(tenants)
 }
