@@ -65,10 +65,14 @@ claimed AS (
               t.each, t.item, t.element
 ),
 leased AS (
-    INSERT INTO dagen_leases (id, run_id, task, worker, lease_until)
-    SELECT claimed.started_event, claimed.run_id, claimed.name, @worker::text,
-           clock.now + make_interval(secs => @lease_seconds::float8)
+    -- One lease for the tasks started, as in ClaimTasks.
+    INSERT INTO dagen_leases (id, worker, lease_until, run_ids, tasks, events)
+    SELECT min(claimed.started_event), @worker::text,
+           min(clock.now) + make_interval(secs => @lease_seconds::float8),
+           array_agg(claimed.run_id), array_agg(claimed.name), array_agg(claimed.started_event)
     FROM claimed, clock
+    HAVING count(*) > 0
+    RETURNING dagen_leases.id
 ),
 shared AS (
     -- Read once for the tasks that share them, as in ClaimTasks.
@@ -83,6 +87,7 @@ shared AS (
     FROM claimed
 )
 SELECT c.ord::integer AS ord, c.run_id, c.name, c.kind, c.attempt, c.signature, coalesce(c.element, 0)::integer AS element,
+       (SELECT leased.id FROM leased)::bigint AS lease,
        (c.run_rank > 1)::boolean AS run_shared,
        r.input::bytea AS input,
        c.known::boolean AS input_omitted,

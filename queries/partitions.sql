@@ -42,9 +42,10 @@ WHERE r.id >= @from_id::uuid AND r.id < @to_id::uuid;
 -- name: DeleteRangeLeftovers :exec
 -- Deletes what the runs of a range have outside the partitioned tables:
 -- their idempotency keys (and, though a finished run has none, queue
--- entries, timers, leases and places in a concurrency queue).
+-- entries, timers and places in a concurrency queue). Leases are left:
+-- one may list tasks of other ranges too, and the leader deletes it once
+-- none of its tasks holds it.
 WITH kys AS (DELETE FROM dagen_run_keys k WHERE k.run_id >= @from_id::uuid AND k.run_id < @to_id::uuid),
      rdy AS (DELETE FROM dagen_ready d WHERE d.run_id >= @from_id::uuid AND d.run_id < @to_id::uuid),
-     tms AS (DELETE FROM dagen_timers m WHERE m.run_id >= @from_id::uuid AND m.run_id < @to_id::uuid),
-     lss AS (DELETE FROM dagen_leases l WHERE l.run_id >= @from_id::uuid AND l.run_id < @to_id::uuid)
+     tms AS (DELETE FROM dagen_timers m WHERE m.run_id >= @from_id::uuid AND m.run_id < @to_id::uuid)
 DELETE FROM dagen_run_queue q WHERE q.run_id >= @from_id::uuid AND q.run_id < @to_id::uuid;

@@ -110,7 +110,8 @@ FROM counted;
 -- Claims ready tasks in one statement: takes the first rows of the queue in
 -- id order whose signatures the worker serves (skipping rows other claims
 -- hold, and leaving the others for workers that serve them), deletes them, starts the tasks
--- with a new attempt, a lease and their STARTED event, moves the
+-- with a new attempt and their STARTED event, leases them to the worker (one
+-- lease for the claim: lease is its id), moves the
 -- frontier, and returns what the steps need: input, parents' results in the
 -- task's parent order, and the run's failure for an onfailure task. A task
 -- flagged run_shared or parents_shared has them in an earlier row.
@@ -153,10 +154,15 @@ claimed AS (
               t.each, t.item, t.element
 ),
 leased AS (
-    INSERT INTO dagen_leases (id, run_id, task, worker, lease_until)
-    SELECT claimed.started_event, claimed.run_id, claimed.name, @worker::text,
-           clock.now + make_interval(secs => @lease_seconds::float8)
+    -- One lease for the claim (migration 012), its id the least STARTED
+    -- event id in it.
+    INSERT INTO dagen_leases (id, worker, lease_until, run_ids, tasks, events)
+    SELECT min(claimed.started_event), @worker::text,
+           min(clock.now) + make_interval(secs => @lease_seconds::float8),
+           array_agg(claimed.run_id), array_agg(claimed.name), array_agg(claimed.started_event)
     FROM claimed, clock
+    HAVING count(*) > 0
+    RETURNING dagen_leases.id
 ),
 frontier AS (
     UPDATE dagen_queue_frontier f
@@ -182,6 +188,7 @@ shared AS (
     FROM claimed
 )
 SELECT c.queue_id, c.run_id, c.name, c.kind, c.attempt, c.signature, coalesce(c.element, 0)::integer AS element,
+       (SELECT leased.id FROM leased)::bigint AS lease,
        (c.run_rank > 1)::boolean AS run_shared,
        coalesce(r.workflow, '')::text AS workflow, coalesce(r.tenant, '')::text AS tenant,
        -- A run's input is sent only to a worker that does not hold it.

@@ -8,7 +8,7 @@
 -- most one past the frontier), as the fair queue would hand it out next;
 -- otherwise it starts QUEUED, and Enqueue, told to check, queues it. A
 -- started task is at attempt 1 for @worker, keeps its QUEUED and then its
--- STARTED event, and gets its lease.
+-- STARTED event, and gets the lease of the tasks started.
 --
 -- The lists are read through subqueries, so that Postgres keeps one plan
 -- (as for GetTasks).
@@ -50,19 +50,23 @@ inserted AS (
     ) AS t, clock
     RETURNING dagen_tasks.run_id, dagen_tasks.name, dagen_tasks.started_event
 )
-INSERT INTO dagen_leases (id, run_id, task, worker, lease_until)
-SELECT i.started_event, i.run_id, i.name, @worker::text,
-       clock.now + make_interval(secs => @lease_seconds::float8)
+-- One lease for the tasks started, as in ClaimTasks.
+INSERT INTO dagen_leases (id, worker, lease_until, run_ids, tasks, events)
+SELECT min(i.started_event), @worker::text,
+       min(clock.now) + make_interval(secs => @lease_seconds::float8),
+       array_agg(i.run_id), array_agg(i.name), array_agg(i.started_event)
 FROM inserted i, clock
-WHERE i.started_event IS NOT NULL;
+WHERE i.started_event IS NOT NULL
+HAVING count(*) > 0;
 
 -- name: StartedTasks :many
 -- The tasks among the keys that are RUNNING: after InsertTasks in the same
--- transaction, the ones it started. One lookup a key, as in GetTasks.
-SELECT k.run_id::uuid AS run_id, k.name::text AS name
+-- transaction, the ones it started, with their STARTED event ids (the least
+-- is their lease's id). One lookup a key, as in GetTasks.
+SELECT k.run_id::uuid AS run_id, k.name::text AS name, t.started_event::bigint AS started_event
 FROM (SELECT unnest((SELECT @run_ids::uuid[])) AS run_id, unnest((SELECT @names::text[])) AS name) AS k
 CROSS JOIN LATERAL (
-    SELECT t.status FROM dagen_tasks t WHERE t.run_id = k.run_id AND t.name = k.name LIMIT 1
+    SELECT t.status, t.started_event FROM dagen_tasks t WHERE t.run_id = k.run_id AND t.name = k.name LIMIT 1
 ) AS t
 WHERE t.status = 'RUNNING';
 
@@ -182,30 +186,48 @@ RETURNING run_id, name, attempt, signature;
 -- name: CancelTasks :many
 -- Cancels the unfinished tasks of runs, either only the waiting ones (a
 -- failed run: running attempts may finish, the onfailure task is spared)
--- or all of them (a cancelled run). A cancelled running task's lease id is
--- its started_event; seq and element order the tasks' CANCELLED events as
--- the run lists its tasks.
+-- or all of them (a cancelled run). seq and element order the tasks'
+-- CANCELLED events as the run lists its tasks.
 UPDATE dagen_tasks
 SET status = 'CANCELLED', finished_at = @now::timestamptz
 WHERE run_id = ANY(@run_ids::uuid[])
   AND status = ANY(@statuses::text[])
   AND (@include_onfailure::boolean OR kind <> 'onfailure')
-RETURNING run_id, seq, coalesce(element, -1)::integer AS element, name, attempt, started_event;
+RETURNING run_id, seq, coalesce(element, -1)::integer AS element, name, attempt;
 
 -- name: RescueCandidates :many
--- Leases that ended, earliest first, with how long their worker is known
--- to be alive (NULL: not heartbeating). The table holds only the leases of
--- running tasks, and only the leader reads it this way.
-SELECT l.id, l.run_id, l.task AS name, l.lease_until, w.alive_until
-FROM dagen_leases l
+-- The tasks of leases that ended, earliest lease first, each lease whole
+-- and in its order, with how long their worker is known to be alive (NULL:
+-- not heartbeating): the leases that begin within the first @max tasks.
+-- An entry is a task's key and the STARTED event id of the attempt the
+-- lease covers; the caller checks which tasks still hold it. The table
+-- holds the leases of claims whose tasks may still run, and only the
+-- leader reads it this way.
+SELECT l.id, l.lease_until, w.alive_until, e.run_id::uuid AS run_id, e.task::text AS name, e.event::bigint AS event
+FROM (
+    SELECT l.id, l.worker, l.lease_until, l.run_ids, l.tasks, l.events,
+           coalesce(sum(cardinality(l.events)) OVER (ORDER BY l.lease_until, l.id
+                                                     ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before
+    FROM dagen_leases l
+    WHERE l.lease_until <= coalesce(sqlc.narg('now')::timestamptz, now())
+) l
 LEFT JOIN dagen_workers w ON w.id = l.worker
-WHERE l.lease_until <= coalesce(sqlc.narg('now')::timestamptz, now())
-ORDER BY l.lease_until
-LIMIT @max;
+CROSS JOIN LATERAL (
+    SELECT l.run_ids[i.i] AS run_id, l.tasks[i.i] AS task, l.events[i.i] AS event, i.i AS ord
+    FROM generate_subscripts(l.events, 1) AS i(i)
+) AS e
+WHERE l.before < @max::bigint
+ORDER BY l.lease_until, l.id, e.ord;
 
 -- name: WorkerTasks :many
--- The running tasks of one worker: the ones it holds leases of.
-SELECT run_id, task AS name FROM dagen_leases WHERE worker = @worker;
+-- The tasks leased to one worker (some of which may have ended since).
+SELECT e.run_id::uuid AS run_id, e.task::text AS name
+FROM dagen_leases l
+CROSS JOIN LATERAL (
+    SELECT l.run_ids[i.i] AS run_id, l.tasks[i.i] AS task
+    FROM generate_subscripts(l.events, 1) AS i(i)
+) AS e
+WHERE l.worker = @worker;
 
 -- name: ExtendLeases :exec
 -- Moves leases up to their worker's own deadline.
@@ -224,11 +246,11 @@ WHERE l.id = k.id AND l.id = ANY(ARRAY(SELECT unnest(@ids::bigint[])));
 SELECT set_config('plan_cache_mode', 'force_custom_plan', true);
 
 -- name: DeleteLeases :exec
--- Ends leases by id: the attempts they covered ended. dagen_leases churns a
--- row per step and may hold many dead rows between two vacuums, while its
--- statistics may still say it is empty: a generic plan made then scans the
--- table. Callers run PlanEachExecution first, as the transaction's last
--- statements.
+-- Deletes leases by id: every attempt they covered ended. dagen_leases
+-- churns a row per claim and may hold many dead rows between two vacuums,
+-- while its statistics may still say it is empty: a generic plan made then
+-- scans the table. Callers run PlanEachExecution first, as the
+-- transaction's last statements.
 DELETE FROM dagen_leases WHERE id = ANY(@ids::bigint[]);
 
 -- name: ListTasks :many

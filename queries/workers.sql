@@ -33,19 +33,24 @@ WHERE t.run_id = x.run_id AND t.name = x.name;
 -- name: UnclaimedTasks :many
 -- The running tasks leased to a worker, claimed before now - ttl, in runs
 -- the worker does not hold: the answer to their claim never reached it.
--- dagen_leases holds only running tasks; the worker's are few. Each
--- lease's task is found by its key (LIMIT 1 keeps it one lookup: joined,
--- the planner hashed the leases and read every range of the tasks table,
--- 300 ms at each heartbeat with 2,048 leases), and the held runs are
--- hashed (NOT IN a subquery) rather than compared one by one per lease.
-SELECT l.run_id, l.task AS name
+-- dagen_leases holds only the leases of claims whose tasks may still run;
+-- the worker's are few. Each entry's task is found by its key (LIMIT 1
+-- keeps it one lookup: joined, the planner hashed the leases and read
+-- every range of the tasks table, 300 ms at each heartbeat with 2,048
+-- leases), and the held runs are hashed (NOT IN a subquery) rather than
+-- compared one by one per entry.
+SELECT e.run_id::uuid AS run_id, e.task::text AS name
 FROM dagen_leases l
 CROSS JOIN LATERAL (
+    SELECT l.run_ids[i.i] AS run_id, l.tasks[i.i] AS task, l.events[i.i] AS event
+    FROM generate_subscripts(l.events, 1) AS i(i)
+) AS e
+CROSS JOIN LATERAL (
     SELECT t.status, t.started_event, t.started_at FROM dagen_tasks t
-    WHERE t.run_id = l.run_id AND t.name = l.task
+    WHERE t.run_id = e.run_id AND t.name = e.task
     LIMIT 1
 ) t
 WHERE l.worker = @worker
-  AND l.run_id NOT IN (SELECT unnest(@held::uuid[]))
-  AND t.status = 'RUNNING' AND t.started_event = l.id
+  AND e.run_id NOT IN (SELECT unnest(@held::uuid[]))
+  AND t.status = 'RUNNING' AND t.started_event = e.event
   AND t.started_at < coalesce(sqlc.narg('now')::timestamptz, now()) - make_interval(secs => @ttl_seconds::float8);

@@ -35,7 +35,7 @@ type batch struct {
 	resolved []resolvedTask // completed or skipped tasks whose children count down
 	enqueue  []enqueueItem
 	maps     mapWork // elements to create, queue and collect (map.go)
-	ended    []int64 // leases to remove: their attempts ended
+	dropped  []int64 // leases to delete: no task holds them (RescueExpired)
 	ev       events
 	credit   []int         // tasks enqueued, per source index (result, timer or rescue)
 	cont     *continuation // CompleteAndContinue's, or nil
@@ -98,7 +98,7 @@ type taskState struct {
 	logCompleted              bool // keep a COMPLETED event in the row
 	newRound                  bool // the kept events were written out: forget them
 
-	lease int64      // the lease of the attempt RUNNING when loaded (its STARTED id), or 0
+	lease int64      // the attempt RUNNING when loaded: its STARTED id (its entry in its lease), or 0
 	ctid  pgtype.TID // where GetTasks found the row: UpdateTasks's hint
 
 	// A mapped task's state (see migration 004): pending counts its
@@ -454,9 +454,6 @@ func (b *batch) flush(ctx context.Context) error {
 		}
 		var tp dbsqlc.UpsertTimersParams
 		for _, t := range b.dirty {
-			if t.lease != 0 && t.status != store.TaskRunning {
-				b.ended = append(b.ended, t.lease) // the attempt ended
-			}
 			p.RunIds = append(p.RunIds, uuidOf(t.key.run))
 			p.Names = append(p.Names, t.key.name)
 			p.Statuses = append(p.Statuses, string(t.status))
@@ -572,9 +569,6 @@ func (b *batch) flush(ctx context.Context) error {
 			})
 			for _, row := range rows {
 				b.ev.add(dag.RunID(row.RunID.Bytes), row.Name, store.EventCancelled, int(row.Attempt), "")
-				if row.StartedEvent.Valid { // a running task's lease; for others, no lease has it
-					b.ended = append(b.ended, row.StartedEvent.Int64)
-				}
 			}
 		}
 		if failed := slices.Concat(failed, timedOut); len(failed) > 0 {
@@ -696,19 +690,24 @@ func (e enqueueItem) live() bool {
 	return e.run.status == store.RunRunning || e.kind == store.KindOnFailure
 }
 
-// endLeases removes the leases in b.ended (ids with no lease are fine). It
-// must come last: the statements after PlanEachExecution are planned at
-// each execution, and the others keep their plans (Enqueue, planned at each
-// execution, cost a quarter of a millisecond more).
+// endLeases deletes the leases in b.dropped and those whose every attempt
+// this store saw answered (leaseBook.takeDone). It must come last: the
+// statements after PlanEachExecution are planned at each execution, and
+// the others keep their plans (Enqueue, planned at each execution, cost a
+// quarter of a millisecond more).
+//
+// A lease taken from the book here stays when the transaction fails: the
+// leader deletes it once it expires, as every lease no task holds.
 func (b *batch) endLeases(ctx context.Context, db dbsqlc.DBTX) error {
-	if len(b.ended) == 0 {
+	ids := append(b.dropped, b.s.leases.takeDone()...)
+	if len(ids) == 0 {
 		return nil
 	}
 	if err := b.s.q.PlanEachExecution(ctx, db); err != nil {
 		return fmt.Errorf("plan lease removal: %w", err)
 	}
-	if err := b.s.q.DeleteLeases(ctx, db, b.ended); err != nil {
-		return fmt.Errorf("end %d leases: %w", len(b.ended), err)
+	if err := b.s.q.DeleteLeases(ctx, db, ids); err != nil {
+		return fmt.Errorf("delete %d leases: %w", len(ids), err)
 	}
 	return nil
 }

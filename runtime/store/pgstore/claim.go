@@ -58,6 +58,9 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.Cl
 		}
 		claimed[i] = c
 	}
+	if len(rows) > 0 {
+		s.leases.claimed(rows[0].Lease, claimed)
+	}
 	return claimed, nil
 }
 

@@ -53,6 +53,10 @@ func (s *Store) completeTasks(ctx context.Context, results []store.TaskResult, c
 	if err != nil && !errors.Is(err, errNothingToDo) {
 		return nil, fmt.Errorf("complete %d tasks: %w", len(results), err)
 	}
+	s.leases.answered(results)
+	if cont != nil {
+		s.leases.claimed(cont.lease, cont.claimed)
+	}
 	enqueued := 0
 	for _, o := range out {
 		enqueued += o.Enqueued
@@ -183,6 +187,11 @@ type timer struct {
 // attempt ran) is cancelled instead of enqueued, unless it is the onfailure
 // task. A task whose worker heartbeats (store.Workers) is not rescued: its
 // lease moves up to the worker's deadline instead.
+//
+// A lease covers every task of one claim (migration 012): the tasks that
+// still hold it (RUNNING at the attempt it lists) are rescued, or the
+// lease moves up when their worker is alive; a lease that none holds any
+// more is deleted. limit counts tasks, but leases are taken whole.
 func (s *Store) RescueExpired(ctx context.Context, limit int) (int, error) {
 	if limit <= 0 {
 		return 0, nil
@@ -193,7 +202,7 @@ func (s *Store) RescueExpired(ctx context.Context, limit int) (int, error) {
 	}
 	n := 0
 	err := s.inTx(ctx, func(tx *txn) error {
-		cands, err := s.q.RescueCandidates(ctx, tx, s.clock(), int32(min(limit, 1<<30)))
+		cands, err := s.q.RescueCandidates(ctx, tx, s.clock(), int64(limit))
 		if err != nil {
 			return fmt.Errorf("read expired leases: %w", err)
 		}
@@ -212,24 +221,36 @@ func (s *Store) RescueExpired(ctx context.Context, limit int) (int, error) {
 			ids    []int64
 			untils []pgtype.Timestamptz
 		}
-		for src, k := range keys {
-			t, c := b.tasks[k], cands[src]
-			// Re-check under the run lock: the attempt may have finished.
-			// Only the leader moves leases, so c.LeaseUntil is current.
-			if t == nil || t.status != store.TaskRunning || t.lease != c.ID {
-				b.ended = append(b.ended, c.ID) // no attempt holds it (none should be left)
-				continue
+		// The candidates come a lease at a time.
+		for first := 0; first < len(cands); {
+			c := cands[first]
+			end := first + 1
+			for end < len(cands) && cands[end].ID == c.ID {
+				end++
 			}
-			if !c.LeaseUntil.Valid || c.LeaseUntil.Time.After(b.now) {
-				continue
+			var held []int // entries whose task still holds the lease
+			for src := first; src < end; src++ {
+				// Re-check under the run lock: the attempt may have finished.
+				if t := b.tasks[keys[src]]; t != nil && t.status == store.TaskRunning && t.lease == cands[src].Event {
+					held = append(held, src)
+				}
 			}
-			if alive := c.AliveUntil; alive.Valid && alive.Time.After(b.now) {
+			first = end
+			switch {
+			case len(held) == 0:
+				b.dropped = append(b.dropped, c.ID)
+			case !c.LeaseUntil.Valid || c.LeaseUntil.Time.After(b.now):
+				// Only the leader moves leases, so c.LeaseUntil is current.
+			case c.AliveUntil.Valid && c.AliveUntil.Time.After(b.now):
 				ext.ids = append(ext.ids, c.ID)
-				ext.untils = append(ext.untils, alive)
-				continue
+				ext.untils = append(ext.untils, c.AliveUntil)
+			default:
+				for _, src := range held {
+					n++
+					b.rescue(src, b.tasks[keys[src]])
+				}
+				b.dropped = append(b.dropped, c.ID)
 			}
-			n++
-			b.rescue(src, t)
 		}
 		if len(ext.ids) > 0 {
 			if err := s.q.ExtendLeases(ctx, tx, ext.ids, ext.untils); err != nil {

@@ -39,6 +39,7 @@ type continuation struct {
 	ahead   []string        // the tenants TenantsAhead was sent for, or nil
 	mayGo   map[string]bool // by tenant, as TenantsAhead read (readAhead); nil before
 	claimed []store.ClaimedTask
+	lease   int64 // the lease of the steps started (ContinueTasks)
 }
 
 // sendAhead sends TenantsAhead with the next query (DecrementChildren), for
@@ -120,6 +121,7 @@ func (b *batch) continueReady(ctx context.Context) error {
 	}
 	sh := newSharedReads(len(started), func(i int) (bool, bool) { return started[i].RunShared, started[i].ParentsShared })
 	for _, r := range started {
+		c.lease = r.Lease
 		if r.Ord < 1 || int(r.Ord) > len(cands) {
 			return fmt.Errorf("start task %s/%s: key %d of %d", dag.RunID(r.RunID.Bytes), r.Name, r.Ord, len(cands))
 		}

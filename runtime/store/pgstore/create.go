@@ -137,7 +137,7 @@ func (s *Store) createRunsOnce(ctx context.Context, runs []store.NewRun, p store
 		return nil, createError(len(runs), err)
 	}
 	s.noteQueued(ctx, len(c.tp.Names))
-	return c.claimed(started), nil
+	return c.claimed(s, started), nil
 }
 
 // largeCreation is the number of tasks from which a creation runs on a
@@ -239,7 +239,7 @@ func (s *Store) createWithin(ctx context.Context, tx *txn, runs []store.NewRun, 
 		if err != nil {
 			return nil, 0, false, err
 		}
-		claimed, queued = c.claimed(started), len(c.tp.Names)
+		claimed, queued = c.claimed(s, started), len(c.tp.Names)
 	}
 	if len(ls) > 0 {
 		ready, err := ls.settle(ctx, s, tx, rp.Now)
@@ -441,11 +441,20 @@ func (c *creation) write(ctx context.Context, s *Store, db interface {
 	return started, nil
 }
 
-// claimed returns the candidates that started.
-func (c *creation) claimed(started []dbsqlc.StartedTasksRow) []store.ClaimedTask {
+// claimed returns the candidates that started, and records them in the
+// store's lease book under their lease, whose id is the least of their
+// STARTED event ids (InsertTasks). It is called before the creation
+// commits: a creation that fails leaves its attempts in the book, where
+// nothing answers them, or where the attempt of a creation tried again
+// takes their place (leaseBook.claimed).
+func (c *creation) claimed(s *Store, started []dbsqlc.StartedTasksRow) []store.ClaimedTask {
 	isStarted := make(map[taskKey]bool, len(started))
-	for _, r := range started {
+	var lease int64
+	for i, r := range started {
 		isStarted[taskKey{dag.RunID(r.RunID.Bytes), r.Name}] = true
+		if i == 0 || r.StartedEvent < lease {
+			lease = r.StartedEvent
+		}
 	}
 	var claimed []store.ClaimedTask
 	for _, c := range c.cands {
@@ -453,6 +462,7 @@ func (c *creation) claimed(started []dbsqlc.StartedTasksRow) []store.ClaimedTask
 			claimed = append(claimed, c)
 		}
 	}
+	s.leases.claimed(lease, claimed)
 	return claimed
 }
 

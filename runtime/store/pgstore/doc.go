@@ -33,9 +33,12 @@
 // child's QUEUED, stamped on its row then, comes after the events of the
 // parents that made it ready (see [store.Store]'s ListEvents).
 //
-// A running task's lease is a row of its own in dagen_leases, not a column
-// of the task: dagen_tasks has no index but its primary key, so the updates
-// a task goes through are HOT and write no index entries.
+// A running task's lease is not a column of the task: dagen_tasks has no
+// index but its primary key, so the updates a task goes through are HOT and
+// write no index entries. Each claim writes one row of dagen_leases for all
+// of its tasks instead (migration 012), which the claiming store deletes
+// once it has committed an answer for each of them, and the leader once it
+// expires and no task holds it (see RescueExpired).
 //
 // Prepared statements may keep generic plans made while the tables were
 // small; the store analyzes its tables each time the tasks table or the

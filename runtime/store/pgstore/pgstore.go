@@ -60,6 +60,7 @@ type Store struct {
 	leader leader
 	stats  plannerStats
 	churn  countedJob // the queue's vacuum: see noteChurn
+	leases leaseBook  // the leases of this store's claims, until answered
 
 	listener listener    // Subscribe's and SubscribeCancels' connection
 	sweep    sweeper     // rate-limits sweepSlots

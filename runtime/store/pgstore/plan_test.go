@@ -302,18 +302,21 @@ func TestBatchesFindRowsByKey(t *testing.T) {
 }
 
 // TestLeaseRemovalUsesTheIndex checks how leases are removed. dagen_leases
-// churns a row per step, so a generic plan cached while it was nearly
+// churns a row per claim, so a generic plan cached while it was nearly
 // empty scans it whole once it has grown with dead rows (in the benchmark,
-// 28 ms a completion). The store therefore sends DeleteLeases right after
-// PlanEachExecution; planned that way, with statistics that still say the
-// table is empty and 50,000 dead rows in it, it finds leases by their key.
+// with a lease a task, 28 ms a completion). The store therefore sends
+// DeleteLeases right after PlanEachExecution; planned that way, with
+// statistics that still say the table is empty and 50,000 dead rows in it,
+// it finds leases by their key. A claim's lease is deleted by the next
+// transaction that ends leases after the claim's last completion: here,
+// the second claim's completion deletes the first claim's lease.
 func TestLeaseRemovalUsesTheIndex(t *testing.T) {
 	ctx := context.Background()
 	pool, log := tracedPool(t)
 	for _, sql := range []string{
 		`ANALYZE dagen_leases`, // empty
-		`INSERT INTO dagen_leases (id, run_id, task, worker, lease_until)
-		 SELECT -g, gen_random_uuid(), 't', 'w', now() FROM generate_series(1, 50000) g`,
+		`INSERT INTO dagen_leases (id, worker, lease_until, run_ids, tasks, events)
+		 SELECT -g, 'w', now(), ARRAY[gen_random_uuid()], '{t}', ARRAY[-g] FROM generate_series(1, 50000) g`,
 		`DELETE FROM dagen_leases WHERE id < 0`, // dead rows, no vacuum yet
 	} {
 		_, err := pool.Exec(ctx, sql)
@@ -321,12 +324,28 @@ func TestLeaseRemovalUsesTheIndex(t *testing.T) {
 	}
 	s, err := pgstore.New(ctx, pool, nil)
 	require.NoError(t, err)
-	require.NoError(t, s.CreateRuns(ctx, []store.NewRun{newRun("w", "t", step("a"))}))
-	claimed, err := s.ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: 1, Lease: time.Minute, Signatures: []string{"w"}})
+	require.NoError(t, s.CreateRuns(ctx, []store.NewRun{newRun("w", "t", step("a")), newRun("w", "t", step("a"))}))
+	var leases []int64
+	for range 2 {
+		claimed, err := s.ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: 1, Lease: time.Minute, Signatures: []string{"w"}})
+		require.NoError(t, err)
+		require.Len(t, claimed, 1)
+		var lease int64
+		require.NoError(t, pool.QueryRow(ctx, "SELECT id FROM dagen_leases WHERE $1::uuid = ANY(run_ids)", claimed[0].RunID).Scan(&lease))
+		leases = append(leases, lease)
+		_, err = s.CompleteTasks(ctx, []store.TaskResult{completed(claimed[0])})
+		require.NoError(t, err)
+	}
+	var left []int64
+	rows, err := pool.Query(ctx, "SELECT id FROM dagen_leases WHERE id > 0 ORDER BY id")
 	require.NoError(t, err)
-	require.Len(t, claimed, 1)
-	_, err = s.CompleteTasks(ctx, []store.TaskResult{completed(claimed[0])})
-	require.NoError(t, err)
+	for rows.Next() {
+		var id int64
+		require.NoError(t, rows.Scan(&id))
+		left = append(left, id)
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, leases[1:], left, "the second completion deleted the first claim's lease, and only it")
 
 	log.mu.Lock()
 	stmts := log.stmts
@@ -340,7 +359,7 @@ func TestLeaseRemovalUsesTheIndex(t *testing.T) {
 			del = &stmts[i]
 		}
 	}
-	require.NotNil(t, del, "a completion ends its task's lease")
+	require.NotNil(t, del, "a completion deletes the lease of the claim answered before it")
 
 	tx, err := pool.Begin(ctx)
 	require.NoError(t, err)

@@ -127,9 +127,6 @@ func (s *Store) retryLocked(ctx context.Context, tx *txn, id dag.RunID, rt store
 		}
 		if row.StartedEvent.Valid {
 			b.ev.addKept(id, row.StartedEvent.Int64, row.StartedAt.Time, row.Name, store.EventStarted, attempt)
-			if store.TaskStatus(row.Status) == store.TaskRunning {
-				b.ended = append(b.ended, row.StartedEvent.Int64) // the attempt's lease
-			}
 		}
 		if row.CompletedEvent.Valid {
 			b.ev.addKept(id, row.CompletedEvent.Int64, row.FinishedAt.Time, row.Name, store.EventCompleted, attempt)

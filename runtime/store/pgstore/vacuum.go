@@ -12,16 +12,17 @@ import (
 const vacuumEvery = 10 * time.Second
 
 // queueTables are the tables whose rows come and go with the work rather
-// than with the runs: every step inserts and deletes a queue entry and a
-// lease, so at thousands of steps a second they leave as many dead rows.
+// than with the runs: every step inserts and deletes a queue entry, and
+// every claim a lease, so at thousands of steps a second they leave as
+// many dead rows.
 // The history tables are left out: their ranges are dropped whole.
 var queueTables = []string{
 	"dagen_ready", "dagen_leases", "dagen_queue_frontier", "dagen_timers", "dagen_run_queue",
 	"dagen_slots", "dagen_run_keys", "dagen_tenant_groups", "dagen_workers", "dagen_leader",
 }
 
-// churnTables are the queue tables that every step writes twice (an
-// insert and a delete): the ready queue and the leases. They are vacuumed
+// churnTables are the queue tables that every step or claim writes twice
+// (an insert and a delete): the ready queue and the leases. They are vacuumed
 // by volume (see churnVacuumEvery), whatever the server's autovacuum does.
 var churnTables = []string{"dagen_ready", "dagen_leases"}
 

@@ -36,10 +36,14 @@ claimed AS (
               t.each, t.item, t.element
 ),
 leased AS (
-    INSERT INTO dagen_leases (id, run_id, task, worker, lease_until)
-    SELECT claimed.started_event, claimed.run_id, claimed.name, $6::text,
-           clock.now + make_interval(secs => $8::float8)
+    -- One lease for the tasks started, as in ClaimTasks.
+    INSERT INTO dagen_leases (id, worker, lease_until, run_ids, tasks, events)
+    SELECT min(claimed.started_event), $6::text,
+           min(clock.now) + make_interval(secs => $8::float8),
+           array_agg(claimed.run_id), array_agg(claimed.name), array_agg(claimed.started_event)
     FROM claimed, clock
+    HAVING count(*) > 0
+    RETURNING dagen_leases.id
 ),
 shared AS (
     -- Read once for the tasks that share them, as in ClaimTasks.
@@ -54,6 +58,7 @@ shared AS (
     FROM claimed
 )
 SELECT c.ord::integer AS ord, c.run_id, c.name, c.kind, c.attempt, c.signature, coalesce(c.element, 0)::integer AS element,
+       (SELECT leased.id FROM leased)::bigint AS lease,
        (c.run_rank > 1)::boolean AS run_shared,
        r.input::bytea AS input,
        c.known::boolean AS input_omitted,
@@ -103,6 +108,7 @@ type ContinueTasksRow struct {
 	Attempt        int32
 	Signature      string
 	Element        int32
+	Lease          int64
 	RunShared      bool
 	Input          []byte
 	InputOmitted   bool
@@ -156,6 +162,7 @@ func (q *Queries) ContinueTasks(ctx context.Context, db DBTX, arg ContinueTasksP
 			&i.Attempt,
 			&i.Signature,
 			&i.Element,
+			&i.Lease,
 			&i.RunShared,
 			&i.Input,
 			&i.InputOmitted,

@@ -26,10 +26,11 @@ type DagenLeader struct {
 
 type DagenLease struct {
 	ID         int64
-	RunID      pgtype.UUID
-	Task       string
 	Worker     string
 	LeaseUntil pgtype.Timestamptz
+	RunIds     []pgtype.UUID
+	Tasks      []string
+	Events     []int64
 }
 
 type DagenMigration struct {

@@ -16,7 +16,18 @@ SELECT r.tenant, r.workflow, x.state, count(*)::integer AS n
 FROM (
     SELECT q.run_id, 'QUEUED' AS state FROM dagen_ready q
     UNION ALL
-    SELECT l.run_id, 'RUNNING' FROM dagen_leases l
+    SELECT e.run_id, 'RUNNING'
+    FROM dagen_leases l
+    CROSS JOIN LATERAL (
+    SELECT l.run_ids[i.i] AS run_id, l.tasks[i.i] AS task, l.events[i.i] AS event
+    FROM generate_subscripts(l.events, 1) AS i(i)
+) AS e
+    -- A lease lists the tasks of its claim, some of which may have ended:
+    -- those that hold it are RUNNING at its attempt (one lookup each).
+    WHERE EXISTS (
+        SELECT 1 FROM dagen_tasks t
+        WHERE t.run_id = e.run_id AND t.name = e.task AND t.status = 'RUNNING' AND t.started_event = e.event
+    )
     UNION ALL
     SELECT t.run_id, CASE t.kind WHEN 'sleep' THEN 'SLEEPING' ELSE 'BACKOFF' END FROM dagen_timers t
     WHERE t.kind IN ('sleep', 'retry')
@@ -35,9 +46,10 @@ type BacklogRow struct {
 }
 
 // Unfinished tasks per tenant, workflow and state, from the tables that
-// hold only them: the ready queue (QUEUED), the leases (RUNNING) and the
-// timers (SLEEPING, BACKOFF; not deadlines, nor the ends of signal waits,
-// which wait for no worker). None of these reads the history.
+// hold only them: the ready queue (QUEUED), the leases (RUNNING: the
+// tasks they list that still hold them) and the timers (SLEEPING, BACKOFF;
+// not deadlines, nor the ends of signal waits, which wait for no worker).
+// Only the leases' tasks are looked up in the history, one key each.
 func (q *Queries) Backlog(ctx context.Context, db DBTX) ([]BacklogRow, error) {
 	rows, err := db.Query(ctx, backlog)
 	if err != nil {

@@ -23,14 +23,15 @@ func (q *Queries) DeletePartition(ctx context.Context, db DBTX, suffix string) e
 const deleteRangeLeftovers = `-- name: DeleteRangeLeftovers :exec
 WITH kys AS (DELETE FROM dagen_run_keys k WHERE k.run_id >= $1::uuid AND k.run_id < $2::uuid),
      rdy AS (DELETE FROM dagen_ready d WHERE d.run_id >= $1::uuid AND d.run_id < $2::uuid),
-     tms AS (DELETE FROM dagen_timers m WHERE m.run_id >= $1::uuid AND m.run_id < $2::uuid),
-     lss AS (DELETE FROM dagen_leases l WHERE l.run_id >= $1::uuid AND l.run_id < $2::uuid)
+     tms AS (DELETE FROM dagen_timers m WHERE m.run_id >= $1::uuid AND m.run_id < $2::uuid)
 DELETE FROM dagen_run_queue q WHERE q.run_id >= $1::uuid AND q.run_id < $2::uuid
 `
 
 // Deletes what the runs of a range have outside the partitioned tables:
 // their idempotency keys (and, though a finished run has none, queue
-// entries, timers, leases and places in a concurrency queue).
+// entries, timers and places in a concurrency queue). Leases are left:
+// one may list tasks of other ranges too, and the leader deletes it once
+// none of its tasks holds it.
 func (q *Queries) DeleteRangeLeftovers(ctx context.Context, db DBTX, fromID pgtype.UUID, toID pgtype.UUID) error {
 	_, err := db.Exec(ctx, deleteRangeLeftovers, fromID, toID)
 	return err

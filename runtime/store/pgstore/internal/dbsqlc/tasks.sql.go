@@ -17,7 +17,7 @@ SET status = 'CANCELLED', finished_at = $1::timestamptz
 WHERE run_id = ANY($2::uuid[])
   AND status = ANY($3::text[])
   AND ($4::boolean OR kind <> 'onfailure')
-RETURNING run_id, seq, coalesce(element, -1)::integer AS element, name, attempt, started_event
+RETURNING run_id, seq, coalesce(element, -1)::integer AS element, name, attempt
 `
 
 type CancelTasksParams struct {
@@ -28,19 +28,17 @@ type CancelTasksParams struct {
 }
 
 type CancelTasksRow struct {
-	RunID        pgtype.UUID
-	Seq          int32
-	Element      int32
-	Name         string
-	Attempt      int32
-	StartedEvent pgtype.Int8
+	RunID   pgtype.UUID
+	Seq     int32
+	Element int32
+	Name    string
+	Attempt int32
 }
 
 // Cancels the unfinished tasks of runs, either only the waiting ones (a
 // failed run: running attempts may finish, the onfailure task is spared)
-// or all of them (a cancelled run). A cancelled running task's lease id is
-// its started_event; seq and element order the tasks' CANCELLED events as
-// the run lists its tasks.
+// or all of them (a cancelled run). seq and element order the tasks'
+// CANCELLED events as the run lists its tasks.
 func (q *Queries) CancelTasks(ctx context.Context, db DBTX, arg CancelTasksParams) ([]CancelTasksRow, error) {
 	rows, err := db.Query(ctx, cancelTasks,
 		arg.Now,
@@ -61,7 +59,6 @@ func (q *Queries) CancelTasks(ctx context.Context, db DBTX, arg CancelTasksParam
 			&i.Element,
 			&i.Name,
 			&i.Attempt,
-			&i.StartedEvent,
 		); err != nil {
 			return nil, err
 		}
@@ -155,11 +152,11 @@ const deleteLeases = `-- name: DeleteLeases :exec
 DELETE FROM dagen_leases WHERE id = ANY($1::bigint[])
 `
 
-// Ends leases by id: the attempts they covered ended. dagen_leases churns a
-// row per step and may hold many dead rows between two vacuums, while its
-// statistics may still say it is empty: a generic plan made then scans the
-// table. Callers run PlanEachExecution first, as the transaction's last
-// statements.
+// Deletes leases by id: every attempt they covered ended. dagen_leases
+// churns a row per claim and may hold many dead rows between two vacuums,
+// while its statistics may still say it is empty: a generic plan made then
+// scans the table. Callers run PlanEachExecution first, as the
+// transaction's last statements.
 func (q *Queries) DeleteLeases(ctx context.Context, db DBTX, ids []int64) error {
 	_, err := db.Exec(ctx, deleteLeases, ids)
 	return err
@@ -309,11 +306,13 @@ inserted AS (
     ) AS t, clock
     RETURNING dagen_tasks.run_id, dagen_tasks.name, dagen_tasks.started_event
 )
-INSERT INTO dagen_leases (id, run_id, task, worker, lease_until)
-SELECT i.started_event, i.run_id, i.name, $1::text,
-       clock.now + make_interval(secs => $2::float8)
+INSERT INTO dagen_leases (id, worker, lease_until, run_ids, tasks, events)
+SELECT min(i.started_event), $1::text,
+       min(clock.now) + make_interval(secs => $2::float8),
+       array_agg(i.run_id), array_agg(i.name), array_agg(i.started_event)
 FROM inserted i, clock
 WHERE i.started_event IS NOT NULL
+HAVING count(*) > 0
 `
 
 type InsertTasksParams struct {
@@ -342,10 +341,11 @@ type InsertTasksParams struct {
 // most one past the frontier), as the fair queue would hand it out next;
 // otherwise it starts QUEUED, and Enqueue, told to check, queues it. A
 // started task is at attempt 1 for @worker, keeps its QUEUED and then its
-// STARTED event, and gets its lease.
+// STARTED event, and gets the lease of the tasks started.
 //
 // The lists are read through subqueries, so that Postgres keeps one plan
 // (as for GetTasks).
+// One lease for the tasks started, as in ClaimTasks.
 func (q *Queries) InsertTasks(ctx context.Context, db DBTX, arg InsertTasksParams) error {
 	_, err := db.Exec(ctx, insertTasks,
 		arg.Worker,
@@ -481,26 +481,40 @@ func (q *Queries) QueueOnFailure(ctx context.Context, db DBTX, runIds []pgtype.U
 }
 
 const rescueCandidates = `-- name: RescueCandidates :many
-SELECT l.id, l.run_id, l.task AS name, l.lease_until, w.alive_until
-FROM dagen_leases l
+SELECT l.id, l.lease_until, w.alive_until, e.run_id::uuid AS run_id, e.task::text AS name, e.event::bigint AS event
+FROM (
+    SELECT l.id, l.worker, l.lease_until, l.run_ids, l.tasks, l.events,
+           coalesce(sum(cardinality(l.events)) OVER (ORDER BY l.lease_until, l.id
+                                                     ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before
+    FROM dagen_leases l
+    WHERE l.lease_until <= coalesce($1::timestamptz, now())
+) l
 LEFT JOIN dagen_workers w ON w.id = l.worker
-WHERE l.lease_until <= coalesce($1::timestamptz, now())
-ORDER BY l.lease_until
-LIMIT $2
+CROSS JOIN LATERAL (
+    SELECT l.run_ids[i.i] AS run_id, l.tasks[i.i] AS task, l.events[i.i] AS event, i.i AS ord
+    FROM generate_subscripts(l.events, 1) AS i(i)
+) AS e
+WHERE l.before < $2::bigint
+ORDER BY l.lease_until, l.id, e.ord
 `
 
 type RescueCandidatesRow struct {
 	ID         int64
-	RunID      pgtype.UUID
-	Name       string
 	LeaseUntil pgtype.Timestamptz
 	AliveUntil pgtype.Timestamptz
+	RunID      pgtype.UUID
+	Name       string
+	Event      int64
 }
 
-// Leases that ended, earliest first, with how long their worker is known
-// to be alive (NULL: not heartbeating). The table holds only the leases of
-// running tasks, and only the leader reads it this way.
-func (q *Queries) RescueCandidates(ctx context.Context, db DBTX, now pgtype.Timestamptz, max int32) ([]RescueCandidatesRow, error) {
+// The tasks of leases that ended, earliest lease first, each lease whole
+// and in its order, with how long their worker is known to be alive (NULL:
+// not heartbeating): the leases that begin within the first @max tasks.
+// An entry is a task's key and the STARTED event id of the attempt the
+// lease covers; the caller checks which tasks still hold it. The table
+// holds the leases of claims whose tasks may still run, and only the
+// leader reads it this way.
+func (q *Queries) RescueCandidates(ctx context.Context, db DBTX, now pgtype.Timestamptz, max int64) ([]RescueCandidatesRow, error) {
 	rows, err := db.Query(ctx, rescueCandidates, now, max)
 	if err != nil {
 		return nil, err
@@ -511,10 +525,11 @@ func (q *Queries) RescueCandidates(ctx context.Context, db DBTX, now pgtype.Time
 		var i RescueCandidatesRow
 		if err := rows.Scan(
 			&i.ID,
-			&i.RunID,
-			&i.Name,
 			&i.LeaseUntil,
 			&i.AliveUntil,
+			&i.RunID,
+			&i.Name,
+			&i.Event,
 		); err != nil {
 			return nil, err
 		}
@@ -527,21 +542,23 @@ func (q *Queries) RescueCandidates(ctx context.Context, db DBTX, now pgtype.Time
 }
 
 const startedTasks = `-- name: StartedTasks :many
-SELECT k.run_id::uuid AS run_id, k.name::text AS name
+SELECT k.run_id::uuid AS run_id, k.name::text AS name, t.started_event::bigint AS started_event
 FROM (SELECT unnest((SELECT $1::uuid[])) AS run_id, unnest((SELECT $2::text[])) AS name) AS k
 CROSS JOIN LATERAL (
-    SELECT t.status FROM dagen_tasks t WHERE t.run_id = k.run_id AND t.name = k.name LIMIT 1
+    SELECT t.status, t.started_event FROM dagen_tasks t WHERE t.run_id = k.run_id AND t.name = k.name LIMIT 1
 ) AS t
 WHERE t.status = 'RUNNING'
 `
 
 type StartedTasksRow struct {
-	RunID pgtype.UUID
-	Name  string
+	RunID        pgtype.UUID
+	Name         string
+	StartedEvent int64
 }
 
 // The tasks among the keys that are RUNNING: after InsertTasks in the same
-// transaction, the ones it started. One lookup a key, as in GetTasks.
+// transaction, the ones it started, with their STARTED event ids (the least
+// is their lease's id). One lookup a key, as in GetTasks.
 func (q *Queries) StartedTasks(ctx context.Context, db DBTX, runIds []pgtype.UUID, names []string) ([]StartedTasksRow, error) {
 	rows, err := db.Query(ctx, startedTasks, runIds, names)
 	if err != nil {
@@ -551,7 +568,7 @@ func (q *Queries) StartedTasks(ctx context.Context, db DBTX, runIds []pgtype.UUI
 	var items []StartedTasksRow
 	for rows.Next() {
 		var i StartedTasksRow
-		if err := rows.Scan(&i.RunID, &i.Name); err != nil {
+		if err := rows.Scan(&i.RunID, &i.Name, &i.StartedEvent); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -646,7 +663,13 @@ func (q *Queries) UpdateTasks(ctx context.Context, db DBTX, arg UpdateTasksParam
 }
 
 const workerTasks = `-- name: WorkerTasks :many
-SELECT run_id, task AS name FROM dagen_leases WHERE worker = $1
+SELECT e.run_id::uuid AS run_id, e.task::text AS name
+FROM dagen_leases l
+CROSS JOIN LATERAL (
+    SELECT l.run_ids[i.i] AS run_id, l.tasks[i.i] AS task
+    FROM generate_subscripts(l.events, 1) AS i(i)
+) AS e
+WHERE l.worker = $1
 `
 
 type WorkerTasksRow struct {
@@ -654,7 +677,7 @@ type WorkerTasksRow struct {
 	Name  string
 }
 
-// The running tasks of one worker: the ones it holds leases of.
+// The tasks leased to one worker (some of which may have ended since).
 func (q *Queries) WorkerTasks(ctx context.Context, db DBTX, worker string) ([]WorkerTasksRow, error) {
 	rows, err := db.Query(ctx, workerTasks, worker)
 	if err != nil {

@@ -1,0 +1,40 @@
+package pgstore
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dagenhq/dagen/runtime/dag"
+	"github.com/dagenhq/dagen/runtime/store"
+)
+
+// TestLeaseBookQueuesALeaseOnceEveryAttemptIsAnswered covers the book's
+// counting: a lease is queued after the last answer to its attempts, once;
+// answers it never recorded change nothing; an attempt claimed again (the
+// claim of a creation tried again) moves to the new lease.
+func TestLeaseBookQueuesALeaseOnceEveryAttemptIsAnswered(t *testing.T) {
+	var l leaseBook
+	r1, r2, r3 := dag.RunID{1}, dag.RunID{2}, dag.RunID{3}
+	task := func(r dag.RunID, attempt int) store.ClaimedTask {
+		return store.ClaimedTask{RunID: r, Step: "a", Attempt: attempt}
+	}
+	answer := func(r dag.RunID, attempt int) store.TaskResult {
+		return store.TaskResult{RunID: r, Step: "a", Attempt: attempt, Outcome: store.OutcomeCompleted}
+	}
+	l.claimed(10, []store.ClaimedTask{task(r1, 1), task(r2, 1)})
+	l.claimed(20, []store.ClaimedTask{task(r3, 1)})
+
+	l.answered([]store.TaskResult{answer(r1, 1), answer(r1, 2), answer(dag.RunID{9}, 1)})
+	require.Empty(t, l.takeDone(), "r2 still runs under lease 10; r1's attempt 2 and run 9 were never claimed here")
+	l.answered([]store.TaskResult{answer(r2, 1), answer(r2, 1)})
+	require.Equal(t, []int64{10}, l.takeDone())
+	require.Empty(t, l.takeDone(), "taken once")
+
+	l.claimed(30, []store.ClaimedTask{task(r3, 1)}) // r3's claim again, under lease 30
+	require.Equal(t, []int64{20}, l.takeDone(), "lease 20 lost its one attempt")
+	l.answered([]store.TaskResult{answer(r3, 1)})
+	require.Equal(t, []int64{30}, l.takeDone())
+	require.Empty(t, l.lease)
+	require.Empty(t, l.left)
+}
