@@ -220,8 +220,9 @@ WHERE l.before < @max::bigint
 ORDER BY l.lease_until, l.id, e.ord;
 
 -- name: WorkerTasks :many
--- The tasks leased to one worker (some of which may have ended since).
-SELECT e.run_id::uuid AS run_id, e.task::text AS name
+-- The tasks leased to one worker, once each (some of which may have ended
+-- since, or been claimed again).
+SELECT DISTINCT e.run_id::uuid AS run_id, e.task::text AS name
 FROM dagen_leases l
 CROSS JOIN LATERAL (
     SELECT l.run_ids[i.i] AS run_id, l.tasks[i.i] AS task

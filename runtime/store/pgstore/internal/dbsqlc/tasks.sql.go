@@ -663,7 +663,7 @@ func (q *Queries) UpdateTasks(ctx context.Context, db DBTX, arg UpdateTasksParam
 }
 
 const workerTasks = `-- name: WorkerTasks :many
-SELECT e.run_id::uuid AS run_id, e.task::text AS name
+SELECT DISTINCT e.run_id::uuid AS run_id, e.task::text AS name
 FROM dagen_leases l
 CROSS JOIN LATERAL (
     SELECT l.run_ids[i.i] AS run_id, l.tasks[i.i] AS task
@@ -677,7 +677,8 @@ type WorkerTasksRow struct {
 	Name  string
 }
 
-// The tasks leased to one worker (some of which may have ended since).
+// The tasks leased to one worker, once each (some of which may have ended
+// since, or been claimed again).
 func (q *Queries) WorkerTasks(ctx context.Context, db DBTX, worker string) ([]WorkerTasksRow, error) {
 	rows, err := db.Query(ctx, workerTasks, worker)
 	if err != nil {
