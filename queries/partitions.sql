@@ -26,6 +26,13 @@ SELECT dropping FROM dagen_partitions
 WHERE from_id <= @id::uuid AND @id::uuid < to_id
 FOR SHARE;
 
+-- name: RangeHasRunsSince :one
+-- Whether the range [@since_id, @to_id) of run ids holds a run: one look
+-- at the runs' key. A run made at the cutoff or later cannot have finished
+-- before it, so such a run keeps its range without PartitionRuns's count
+-- of all of them.
+SELECT EXISTS (SELECT 1 FROM dagen_runs r WHERE r.id >= @since_id::uuid AND r.id < @to_id::uuid)::boolean AS found;
+
 -- name: PartitionRuns :one
 -- The runs of a range, and those of them that keep the range: not finished
 -- before cutoff, or finished with a task that can still change (a failed

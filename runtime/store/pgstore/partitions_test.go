@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -543,4 +544,44 @@ func TestDeleteLeavesYoungRunsToTheirRange(t *testing.T) {
 	require.ErrorIs(t, err, store.ErrRunNotFound)
 	_, err = f.s.GetRun(ctx, live.ID)
 	require.NoError(t, err)
+}
+
+// TestPruneDoesNotCountARangeThatARecentRunKeeps: a range that ended, but
+// holds a run made after the cutoff, is kept after one look at the runs'
+// key, without PartitionRuns's count of all of its runs; once the cutoff
+// passes its last run, it is counted and dropped.
+func TestPruneDoesNotCountARangeThatARecentRunKeeps(t *testing.T) {
+	ctx := context.Background()
+	pool, log := tracedPool(t)
+	t0 := time.Now().Add(time.Hour).Truncate(time.Minute)
+	clock := &fakeClock{now: t0}
+	s, err := pgstore.New(ctx, pool, &pgstore.Config{Now: clock.Now, PartitionPeriod: time.Minute})
+	require.NoError(t, err)
+	f := &partitionFixture{t: t, ctx: ctx, s: s, clock: clock, t0: t0}
+	f.prune(t0.Add(-time.Hour), 0) // ranges from t0 on
+	require.NoError(t, s.CreateRuns(ctx, []store.NewRun{f.run(t0.Add(10*time.Second), ""), f.run(t0.Add(50*time.Second), "")}))
+	clock.Advance(55 * time.Second)
+	f.finish() // at t0+55s
+	first := f.ranges()[0]
+	counts := func() int {
+		log.mu.Lock()
+		defer log.mu.Unlock()
+		n := 0
+		for _, st := range log.stmts {
+			if strings.HasPrefix(st.sql, "-- name: PartitionRuns ") {
+				n++
+			}
+		}
+		return n
+	}
+
+	clock.Advance(65 * time.Second) // t0+2m: the first range ended a minute ago
+	before := counts()
+	f.prune(t0.Add(30*time.Second), 0)
+	require.Equal(t, first, f.ranges()[0], "a run made at t0+50s keeps the range")
+	require.Equal(t, before, counts(), "kept without counting its runs")
+
+	f.prune(t0.Add(90*time.Second), 0)
+	require.NotEqual(t, first, f.ranges()[0], "every run finished before the cutoff: dropped")
+	require.Greater(t, counts(), before, "counted before its drop")
 }

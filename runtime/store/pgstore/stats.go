@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
@@ -182,9 +183,25 @@ func (s *Store) analyzeRanges(ctx context.Context) error {
 		return err
 	}
 	// ANALYZE takes no parameters: the simple protocol, names quoted by
-	// Postgres (regclass).
-	if _, err := s.pool.Exec(ctx, "ANALYZE (SKIP_LOCKED) "+strings.Join(names, ", ")); err != nil {
+	// Postgres (regclass). A small sample (rangeStatsTarget) says how
+	// large the range is as well as a full one does.
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL default_statistics_target = %d", rangeStatsTarget)); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, "ANALYZE (SKIP_LOCKED) "+strings.Join(names, ", "))
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("analyze %d ranges: %w", len(names), err)
 	}
 	return nil
 }
+
+// rangeStatsTarget is the statistics target of analyzeRanges's ANALYZE:
+// a sample of 300 times as many rows. What the plans of the engine's
+// statements need from a range's statistics is its size, and key lookups'
+// estimates, which a sample of 3,000 rows gives as well as Postgres's
+// default of 30,000. The ANALYZEs of a range growing to rangeStatsMaxPages
+// took 2 to 3 s of a core each minute of the soak at the default.
+const rangeStatsTarget = 10

@@ -280,6 +280,13 @@ func TestRangeAnalyzedAgainAsItGrows(t *testing.T) {
 		require.NoError(t, pool.QueryRow(ctx, `SELECT relpages FROM pg_class WHERE oid = $1::regclass`, rng).Scan(&now))
 		return now >= 2*pages
 	}, 10*time.Second, 10*time.Millisecond, "the range doubled since its last ANALYZE (%d pages): analyzed again", pages)
+
+	// From a small sample: a histogram of 10 buckets, not the default's 100.
+	var bounds int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT coalesce(array_length(histogram_bounds::text::text[], 1), 0) FROM pg_stats
+		WHERE schemaname = current_schema() AND tablename = $1 AND attname = 'run_id'`, rng).Scan(&bounds))
+	require.Positive(t, bounds)
+	require.LessOrEqual(t, bounds, 11, "analyzed with a statistics target of 10")
 }
 
 // TestQueueVacuumedByChurn checks that the ready queue and the leases,

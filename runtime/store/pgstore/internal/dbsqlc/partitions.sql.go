@@ -144,6 +144,21 @@ func (q *Queries) PartitionRuns(ctx context.Context, db DBTX, arg PartitionRunsP
 	return i, err
 }
 
+const rangeHasRunsSince = `-- name: RangeHasRunsSince :one
+SELECT EXISTS (SELECT 1 FROM dagen_runs r WHERE r.id >= $1::uuid AND r.id < $2::uuid)::boolean AS found
+`
+
+// Whether the range [@since_id, @to_id) of run ids holds a run: one look
+// at the runs' key. A run made at the cutoff or later cannot have finished
+// before it, so such a run keeps its range without PartitionRuns's count
+// of all of them.
+func (q *Queries) RangeHasRunsSince(ctx context.Context, db DBTX, sinceID pgtype.UUID, toID pgtype.UUID) (bool, error) {
+	row := db.QueryRow(ctx, rangeHasRunsSince, sinceID, toID)
+	var found bool
+	err := row.Scan(&found)
+	return found, err
+}
+
 const setPartitionDropping = `-- name: SetPartitionDropping :exec
 UPDATE dagen_partitions SET dropping = $1 WHERE suffix = $2
 `
