@@ -246,3 +246,22 @@ func TestMigrationMakesALeaseOfEachTaskLease(t *testing.T) {
 	require.Equal(t, store.TaskQueued, tasks[0].Status)
 	require.Empty(t, readLeases(t, pool))
 }
+
+// TestBacklogCountsTheTasksThatHoldTheirLease: of a claim of three first
+// steps, one completed (its run goes on); its lease still lists it, but
+// only the two that hold the lease count as running.
+func TestBacklogCountsTheTasksThatHoldTheirLease(t *testing.T) {
+	t.Parallel()
+	f := newLeaseFixture(t, 0)
+	for range 4 {
+		f.runs = append(f.runs, newRun("w", "t", step("a"), step("b", "a")))
+	}
+	require.NoError(t, f.s.CreateRuns(f.ctx, f.runs))
+	claimed := f.claim(t, f.s, 3)
+	f.complete(t, f.s, claimed[0])
+	require.Len(t, readLeases(t, f.pool)[0].tasks, 3)
+	b, err := f.s.Backlog(f.ctx)
+	require.NoError(t, err)
+	require.Equal(t, []store.BacklogEntry{{Tenant: "t", Workflow: "w", Running: 2, Queued: 2}}, b,
+		"running: the two that hold the lease; queued: the fourth run's a and the first's b")
+}

@@ -19,9 +19,9 @@ FROM (
     SELECT e.run_id, 'RUNNING'
     FROM dagen_leases l
     CROSS JOIN LATERAL (
-    SELECT l.run_ids[i.i] AS run_id, l.tasks[i.i] AS task, l.events[i.i] AS event
-    FROM generate_subscripts(l.events, 1) AS i(i)
-) AS e
+        SELECT l.run_ids[i.i] AS run_id, l.tasks[i.i] AS task, l.events[i.i] AS event
+        FROM generate_subscripts(l.events, 1) AS i(i)
+    ) AS e
     -- A lease lists the tasks of its claim, some of which may have ended:
     -- those that hold it are RUNNING at its attempt (one lookup each).
     WHERE EXISTS (
