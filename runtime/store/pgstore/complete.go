@@ -221,12 +221,10 @@ func (s *Store) RescueExpired(ctx context.Context, limit int) (int, error) {
 			ids    []int64
 			untils []pgtype.Timestamptz
 		}
-		// The candidates come a lease at a time.
-		for first := 0; first < len(cands); {
+		// The candidates come a lease at a time: cands[first:end].
+		for first, end := 0, 0; first < len(cands); first = end {
 			c := cands[first]
-			end := first + 1
-			for end < len(cands) && cands[end].ID == c.ID {
-				end++
+			for end = first + 1; end < len(cands) && cands[end].ID == c.ID; end++ {
 			}
 			var held []int // entries whose task still holds the lease
 			for src := first; src < end; src++ {
@@ -235,7 +233,6 @@ func (s *Store) RescueExpired(ctx context.Context, limit int) (int, error) {
 					held = append(held, src)
 				}
 			}
-			first = end
 			switch {
 			case len(held) == 0:
 				b.dropped = append(b.dropped, c.ID)

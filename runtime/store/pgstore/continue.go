@@ -119,9 +119,11 @@ func (b *batch) continueReady(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("start %d tasks made ready: %w", len(cands), err)
 	}
+	if len(started) > 0 {
+		c.lease = started[0].Lease // every row has the claim's one lease
+	}
 	sh := newSharedReads(len(started), func(i int) (bool, bool) { return started[i].RunShared, started[i].ParentsShared })
 	for _, r := range started {
-		c.lease = r.Lease
 		if r.Ord < 1 || int(r.Ord) > len(cands) {
 			return fmt.Errorf("start task %s/%s: key %d of %d", dag.RunID(r.RunID.Bytes), r.Name, r.Ord, len(cands))
 		}

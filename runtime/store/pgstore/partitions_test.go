@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -43,9 +42,13 @@ type partitionFixture struct {
 }
 
 func newPartitionFixture(t *testing.T) *partitionFixture {
+	return newPartitionFixtureOn(t, newStore(t, nil, 4).Pool()) // migrated schema
+}
+
+// newPartitionFixtureOn is newPartitionFixture on pool, a migrated schema.
+func newPartitionFixtureOn(t *testing.T, pool *pgxpool.Pool) *partitionFixture {
 	t0 := time.Now().Add(time.Hour).Truncate(time.Minute)
 	clock := &fakeClock{now: t0}
-	pool := newStore(t, nil, 4).Pool() // migrated schema
 	s, err := pgstore.New(context.Background(), pool, &pgstore.Config{Now: clock.Now, PartitionPeriod: time.Minute})
 	require.NoError(t, err)
 	return &partitionFixture{t: t, ctx: context.Background(), s: s, clock: clock, t0: t0}
@@ -551,31 +554,17 @@ func TestDeleteLeavesYoungRunsToTheirRange(t *testing.T) {
 // key, without PartitionRuns's count of all of its runs; once the cutoff
 // passes its last run, it is counted and dropped.
 func TestPruneDoesNotCountARangeThatARecentRunKeeps(t *testing.T) {
-	ctx := context.Background()
 	pool, log := tracedPool(t)
-	t0 := time.Now().Add(time.Hour).Truncate(time.Minute)
-	clock := &fakeClock{now: t0}
-	s, err := pgstore.New(ctx, pool, &pgstore.Config{Now: clock.Now, PartitionPeriod: time.Minute})
-	require.NoError(t, err)
-	f := &partitionFixture{t: t, ctx: ctx, s: s, clock: clock, t0: t0}
+	f := newPartitionFixtureOn(t, pool)
+	t0 := f.t0
 	f.prune(t0.Add(-time.Hour), 0) // ranges from t0 on
-	require.NoError(t, s.CreateRuns(ctx, []store.NewRun{f.run(t0.Add(10*time.Second), ""), f.run(t0.Add(50*time.Second), "")}))
-	clock.Advance(55 * time.Second)
+	require.NoError(t, f.s.CreateRuns(f.ctx, []store.NewRun{f.run(t0.Add(10*time.Second), ""), f.run(t0.Add(50*time.Second), "")}))
+	f.clock.Advance(55 * time.Second)
 	f.finish() // at t0+55s
 	first := f.ranges()[0]
-	counts := func() int {
-		log.mu.Lock()
-		defer log.mu.Unlock()
-		n := 0
-		for _, st := range log.stmts {
-			if strings.HasPrefix(st.sql, "-- name: PartitionRuns ") {
-				n++
-			}
-		}
-		return n
-	}
+	counts := func() int { return log.count("PartitionRuns") }
 
-	clock.Advance(65 * time.Second) // t0+2m: the first range ended a minute ago
+	f.clock.Advance(65 * time.Second) // t0+2m: the first range ended a minute ago
 	before := counts()
 	f.prune(t0.Add(30*time.Second), 0)
 	require.Equal(t, first, f.ranges()[0], "a run made at t0+50s keeps the range")

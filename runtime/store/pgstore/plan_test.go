@@ -75,6 +75,19 @@ func (l *statementLog) last(name string) loggedStatement {
 	return st
 }
 
+// count returns how many logged statements are called name.
+func (l *statementLog) count(name string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, x := range l.stmts {
+		if strings.HasPrefix(x.sql, "-- name: "+name+" ") {
+			n++
+		}
+	}
+	return n
+}
+
 // tracedPool opens a pool on a new migrated schema whose statements are
 // logged.
 func tracedPool(t *testing.T) (*pgxpool.Pool, *statementLog) {
