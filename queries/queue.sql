@@ -115,6 +115,12 @@ FROM counted;
 -- frontier, and returns what the steps need: input, parents' results in the
 -- task's parent order, and the run's failure for an onfailure task. A task
 -- flagged run_shared or parents_shared has them in an earlier row.
+--
+-- Callers run KeepGenericPlan first, in the same transaction: left to
+-- choose, Postgres planned every claim for its parameters (its estimate of
+-- a generic plan, with LIMIT @max taken for a tenth of the queue, never
+-- won), 1.4 ms a claim of 512 tasks, 8% of the claim's time. The generic
+-- plan is the same one: the queue's rows in id order, each task by key.
 WITH clock AS (
     SELECT coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now
 ),

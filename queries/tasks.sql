@@ -246,6 +246,12 @@ WHERE l.id = k.id AND l.id = ANY(ARRAY(SELECT unnest(@ids::bigint[])));
 -- with a plan cached when a table was empty (see DeleteLeases).
 SELECT set_config('plan_cache_mode', 'force_custom_plan', true);
 
+-- name: KeepGenericPlan :exec
+-- Makes the statements after it in this transaction run the generic plan
+-- Postgres caches for them on the connection, not a plan made for their
+-- parameters at each execution (see ClaimTasks).
+SELECT set_config('plan_cache_mode', 'force_generic_plan', true);
+
 -- name: DeleteLeases :exec
 -- Deletes leases by id: every attempt they covered ended. dagen_leases
 -- churns a row per claim and may hold many dead rows between two vacuums,

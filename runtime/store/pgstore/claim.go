@@ -13,12 +13,17 @@ import (
 )
 
 // ClaimTasks implements store.Store with a single statement (see
-// queries/queue.sql): nothing is committed unless rows were claimed.
+// queries/queue.sql), sent with KeepGenericPlan in one round trip and one
+// transaction: nothing is committed unless rows were claimed.
 func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.ClaimedTask, error) {
 	if p.Limit <= 0 {
 		return nil, nil
 	}
-	rows, err := s.q.ClaimTasks(ctx, s.pool, dbsqlc.ClaimTasksParams{
+	pl := &pipeline{db: s.pool}
+	if err := s.q.KeepGenericPlan(ctx, pl); err != nil { // queued: it cannot fail here
+		return nil, fmt.Errorf("claim tasks for worker %s: %w", p.Worker, err)
+	}
+	rows, err := s.q.ClaimTasks(ctx, pl, dbsqlc.ClaimTasksParams{
 		Now:          s.clock(),
 		Signatures:   nonNil(p.Signatures),
 		Max:          int32(min(p.Limit, 1<<30)),

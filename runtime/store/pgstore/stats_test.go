@@ -184,13 +184,20 @@ func TestRangeAnalyzedEmptyIsAnalyzedAgain(t *testing.T) {
 // plan a session keeps until something makes it plan again.
 func genericPlan(t *testing.T, pool *pgxpool.Pool, log *statementLog, name string) func() map[string]any {
 	t.Helper()
+	conn, err := pool.Acquire(context.Background())
+	require.NoError(t, err)
+	t.Cleanup(conn.Release)
+	return genericPlanOn(t, conn, log, name)
+}
+
+// genericPlanOn is genericPlan on conn, which it leaves keeping generic
+// plans.
+func genericPlanOn(t *testing.T, conn *pgxpool.Conn, log *statementLog, name string) func() map[string]any {
+	t.Helper()
 	ctx := context.Background()
 	st := log.last(name)
 	require.NotEmpty(t, st.sql, "no %s was logged", name)
-	conn, err := pool.Acquire(ctx)
-	require.NoError(t, err)
-	t.Cleanup(conn.Release)
-	_, err = conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan")
+	_, err := conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan")
 	require.NoError(t, err)
 	stmt := strings.ToLower(name) // as EXECUTE names it
 	_, err = conn.Conn().Prepare(ctx, stmt, st.sql)

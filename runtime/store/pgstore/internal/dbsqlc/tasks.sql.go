@@ -366,6 +366,18 @@ func (q *Queries) InsertTasks(ctx context.Context, db DBTX, arg InsertTasksParam
 	return err
 }
 
+const keepGenericPlan = `-- name: KeepGenericPlan :exec
+SELECT set_config('plan_cache_mode', 'force_generic_plan', true)
+`
+
+// Makes the statements after it in this transaction run the generic plan
+// Postgres caches for them on the connection, not a plan made for their
+// parameters at each execution (see ClaimTasks).
+func (q *Queries) KeepGenericPlan(ctx context.Context, db DBTX) error {
+	_, err := db.Exec(ctx, keepGenericPlan)
+	return err
+}
+
 const listTasks = `-- name: ListTasks :many
 SELECT name, kind, parents, signature, status, attempt, output, error, reason, wake_at, worker, finished_at,
        elements, coalesce(element, 0)::integer AS element
