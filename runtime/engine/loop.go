@@ -50,6 +50,7 @@ type loop struct {
 	abandon       context.Context
 	abandonCancel context.CancelFunc
 	stopPoll      chan struct{}   // closed by Stop: claim no more
+	alongside     chan struct{}   // the poller's full claims: see claimAlongside
 	wake          chan struct{}   // a hint that work may be ready or slots free
 	notify        <-chan struct{} // the store's notifications, or nil
 	work          chan *store.ClaimedTask
@@ -128,12 +129,13 @@ func (e *Engine) Start(ctx context.Context) error {
 	l := &loop{
 		ctx: lctx, cancel: cancel,
 		abandon: actx, abandonCancel: acancel,
-		stopPoll: make(chan struct{}),
-		wake:     make(chan struct{}, 1),
-		work:     make(chan *store.ClaimedTask, e.cfg.Concurrency),
-		done:     make(chan struct{}),
-		keeper:   make(chan struct{}),
-		held:     make(map[dag.RunID]int),
+		stopPoll:  make(chan struct{}),
+		alongside: make(chan struct{}, 1),
+		wake:      make(chan struct{}, 1),
+		work:      make(chan *store.ClaimedTask, e.cfg.Concurrency),
+		done:      make(chan struct{}),
+		keeper:    make(chan struct{}),
+		held:      make(map[dag.RunID]int),
 	}
 	if n, ok := e.store.(store.Notifier); ok && !e.cfg.DisableNotify {
 		ch, err := n.Subscribe(lctx)
@@ -163,7 +165,13 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.loop = l
 	e.stopping = false
 	pollDone := make(chan struct{})
-	go func() { defer close(pollDone); e.poller(l) }()
+	go func() {
+		defer close(pollDone)
+		var wg sync.WaitGroup
+		wg.Go(func() { e.claimAlongside(l) })
+		e.poller(l)
+		wg.Wait()
+	}()
 	completeDone := make(chan struct{})
 	var completeWG sync.WaitGroup
 	for _, results := range l.results {
@@ -344,7 +352,12 @@ func (e *Engine) poller(l *loop) {
 			notFired = due
 		}
 		if full {
-			continue // a full batch: there may be more
+			// A full batch: there may be more, for a second claim too.
+			select {
+			case l.alongside <- struct{}{}:
+			default:
+			}
+			continue
 		}
 		wait := e.cfg.PollInterval
 		if _, next := l.timerDue(now); !next.IsZero() && !notFired {

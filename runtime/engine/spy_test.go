@@ -29,6 +29,11 @@ type spyStore struct {
 	// closed.
 	holdCompletions chan struct{}
 	claimed         atomic.Int64 // tasks claimed
+	// claimDelay, when set, makes each claim take at least this long, and
+	// claimsAtOnce keeps the most claims seen under way together.
+	claimDelay   time.Duration
+	claimsNow    atomic.Int64
+	claimsAtOnce atomic.Int64
 
 	mu    sync.Mutex
 	calls []string // the poller's calls in order: "claim" and "timers"
@@ -50,6 +55,9 @@ func (s *spyStore) pollerCalls() []string {
 // ClaimTasks records a claim and counts the tasks claimed.
 func (s *spyStore) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.ClaimedTask, error) {
 	s.record("claim")
+	keepMost(&s.claimsAtOnce, s.claimsNow.Add(1))
+	defer s.claimsNow.Add(-1)
+	time.Sleep(s.claimDelay)
 	tasks, err := s.Store.ClaimTasks(ctx, p)
 	s.claimed.Add(int64(len(tasks)))
 	return tasks, err
@@ -135,4 +143,10 @@ func (s *spyStore) Subscribe(ctx context.Context) (<-chan struct{}, error) {
 		return n.Subscribe(ctx)
 	}
 	return nil, nil
+}
+
+// keepMost raises most to n if n is more.
+func keepMost(most *atomic.Int64, n int64) {
+	for seen := most.Load(); n > seen && !most.CompareAndSwap(seen, n); seen = most.Load() {
+	}
 }

@@ -43,14 +43,8 @@ var _ store.Starter = (*starterSpy)(nil)
 // gatedFlow's one step waits for release, counting how many run at once.
 func gatedFlow(release <-chan struct{}, running, most *atomic.Int64) *engine.Definition {
 	return &engine.Definition{Name: "gated", Steps: []engine.Step{{Name: "only", Run: fn(func(ctx context.Context, in int, _ []string) (string, error) {
-		n := running.Add(1)
+		keepMost(most, running.Add(1))
 		defer running.Add(-1)
-		for {
-			m := most.Load()
-			if n <= m || most.CompareAndSwap(m, n) {
-				break
-			}
-		}
 		select {
 		case <-release:
 		case <-ctx.Done():

@@ -47,10 +47,16 @@ func eachStore(t *testing.T, test func(t *testing.T, open func() store.Store)) {
 // tested in parallel) must not make a live worker look lost.
 func worker(t *testing.T, st store.Store, id string, defs ...*engine.Definition) *engine.Engine {
 	t.Helper()
-	e, err := engine.New(st, &engine.Config{
+	return workerWith(t, st, engine.Config{
 		WorkerID: id, Concurrency: 4, PollInterval: 5 * time.Millisecond,
 		Lease: 2 * time.Second, HeartbeatInterval: 20 * time.Millisecond,
-	})
+	}, defs...)
+}
+
+// workerWith is worker with its own configuration.
+func workerWith(t *testing.T, st store.Store, cfg engine.Config, defs ...*engine.Definition) *engine.Engine {
+	t.Helper()
+	e, err := engine.New(st, &cfg)
 	require.NoError(t, err)
 	for _, d := range defs {
 		require.NoError(t, e.Register(d))
