@@ -62,11 +62,13 @@ var historyTables = []struct{ name, with string }{
 // partitionPeriod is the width of new ranges: the configured one, or half
 // the retention, between MinPartitionPeriod and MaxPartitionPeriod. A run
 // is then kept for its retention and at most one period and a round more.
+// The width is rounded to the second: a caller's cutoff, taken a moment
+// before this call's now, must not make ranges of 30m0.001s.
 func (s *Store) partitionPeriod(now, cutoff time.Time) time.Duration {
 	if s.period > 0 {
 		return s.period
 	}
-	return min(max(now.Sub(cutoff)/2, MinPartitionPeriod), MaxPartitionPeriod).Truncate(time.Millisecond)
+	return min(max(now.Sub(cutoff)/2, MinPartitionPeriod), MaxPartitionPeriod).Round(time.Second)
 }
 
 // idClock is the time of run ids: the store's clock when it has one (tests),
