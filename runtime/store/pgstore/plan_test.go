@@ -616,3 +616,47 @@ func indexScans(node map[string]any) []string {
 	})
 	return out
 }
+
+// TestCountdownFindsEachChildOnce checks how DecrementChildren matches the
+// rows it counts down with their counts. Its generic plan joins the rows,
+// taken by ctid, to the counts by key; where the statistics said few tasks
+// are PENDING (a range analyzed once most of its tasks had finished), the
+// planner took the rows for one or two and compared every count with every
+// row: 250,000 comparisons for a batch of 500 children, 38 ms of a 43 ms
+// statement, in the soak.
+func TestCountdownFindsEachChildOnce(t *testing.T) {
+	ctx := context.Background()
+	pool, log := tracedPool(t)
+	s, err := pgstore.New(ctx, pool, nil)
+	require.NoError(t, err)
+	chains := func(n int) []store.NewRun {
+		runs := make([]store.NewRun, n)
+		for i := range runs {
+			runs[i] = newRun("w", "t", step("a"), step("b", "a"))
+		}
+		return runs
+	}
+	// Finished runs: the statistics see no PENDING task.
+	createInBatches(t, s, chains(2000))
+	drain(t, s, 4000, 500)
+	_, err = pool.Exec(ctx, "ANALYZE dagen_tasks")
+	require.NoError(t, err)
+
+	// 300 first steps complete together: 300 children counted down.
+	require.NoError(t, s.CreateRuns(ctx, chains(300)))
+	claimed, err := s.ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: 300, Lease: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, claimed, 300)
+	results := make([]store.TaskResult, len(claimed))
+	for i, c := range claimed {
+		results[i] = completed(c)
+	}
+	_, err = s.CompleteTasks(ctx, results)
+	require.NoError(t, err)
+
+	walkPlan(genericPlan(t, pool, log, "DecrementChildren")(), func(n map[string]any) {
+		if filter, ok := n["Join Filter"]; ok {
+			t.Errorf("DecrementChildren's generic plan compares each count with each row: %v, Join Filter %v", n["Node Type"], filter)
+		}
+	})
+}

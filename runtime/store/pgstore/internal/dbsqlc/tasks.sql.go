@@ -81,12 +81,14 @@ FROM (
     FROM (SELECT unnest((SELECT $2::uuid[])) AS run_id, unnest((SELECT $3::text[])) AS child) AS x
     GROUP BY x.run_id, x.child
 ) AS d
-WHERE t.run_id = d.run_id AND t.name = d.child AND t.status = 'PENDING'
+WHERE t.run_id = d.run_id AND t.name = d.child
   AND t.ctid = ANY(ARRAY(
       SELECT x.ctid
       FROM (SELECT unnest((SELECT $2::uuid[])) AS run_id, unnest((SELECT $3::text[])) AS name) AS k
       CROSS JOIN LATERAL (
-          SELECT t2.ctid FROM dagen_tasks t2 WHERE t2.run_id = k.run_id AND t2.name = k.name LIMIT 1
+          SELECT t2.ctid FROM dagen_tasks t2
+          WHERE t2.run_id = k.run_id AND t2.name = k.name AND t2.status = 'PENDING'
+          LIMIT 1
       ) AS x
   ))
 RETURNING t.run_id, t.name, t.status, t.signature,
@@ -121,6 +123,14 @@ type DecrementChildrenRow struct {
 // the scan to one lookup a child, and the key lists are read through
 // subqueries so that the plan is kept, as in UpdateTasks (planned at each
 // execution, it cost a fifth of a millisecond a completion with children).
+// Only the lookups check that a child is PENDING: checked on the rows taken
+// by ctid, the check's selectivity (few PENDING tasks in a range analyzed
+// once most of its runs had finished) made the planner take those rows for
+// one or two and compare every count with every row, 250,000 comparisons
+// for 500 children (38 ms of a 43 ms statement in the soak). Unchecked,
+// they are as many as the keys, and the two are hashed. The check holds
+// to the update: under the children's run locks, no other transaction
+// changes a PENDING child meanwhile.
 func (q *Queries) DecrementChildren(ctx context.Context, db DBTX, arg DecrementChildrenParams) ([]DecrementChildrenRow, error) {
 	rows, err := db.Query(ctx, decrementChildren, arg.Now, arg.RunIds, arg.Children)
 	if err != nil {
