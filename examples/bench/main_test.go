@@ -90,6 +90,11 @@ func TestWorkloads(t *testing.T) {
 	ordered("fairness loaded", f.P50Ms, f.P99Ms)
 	ordered("fairness idle", f.IdleP50Ms, f.IdleP99Ms)
 	ordered("fairness queued", f.QueuedP50Ms, f.QueuedP99Ms)
+	ordered("fairness trigger", f.TriggerP50Ms, f.TriggerP99Ms)
+	ordered("fairness wait", f.WaitP50Ms, f.WaitP99Ms)
+	if f.TriggerP99Ms <= 0 || f.WaitP99Ms <= 0 || f.TriggerP50Ms+f.WaitP50Ms > f.P99Ms+1 {
+		t.Errorf("fairness: A's trigger %v/%v ms and wait %v/%v ms against its run %v/%v ms", f.TriggerP50Ms, f.TriggerP99Ms, f.WaitP50Ms, f.WaitP99Ms, f.P50Ms, f.P99Ms)
+	}
 	ordered("fairness commit idle", f.CommitIdleP50Ms, f.CommitIdleP99Ms)
 	ordered("fairness commit loaded", f.CommitP50Ms, f.CommitP99Ms)
 	ordered("low_load notify", l.P50Ms, l.P99Ms)

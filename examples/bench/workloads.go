@@ -117,6 +117,12 @@ type Result struct {
 	IdleP99Ms float64 `json:"idle_p99_ms,omitempty"`
 	P99Ratio  float64 `json:"p99_ratio,omitempty"`
 	UnderLoad int     `json:"a_runs_under_load,omitempty"`
+	// Tenant A's loaded runs as the caller sees them: the trigger call
+	// (Start) and the wait from its return to the result (Wait).
+	TriggerP50Ms float64 `json:"a_trigger_p50_ms,omitempty"`
+	TriggerP99Ms float64 `json:"a_trigger_p99_ms,omitempty"`
+	WaitP50Ms    float64 `json:"a_wait_p50_ms,omitempty"`
+	WaitP99Ms    float64 `json:"a_wait_p99_ms,omitempty"`
 	// From tenant A's loaded runs' event log: QUEUED to STARTED (waiting
 	// for a claim), STARTED to COMPLETED (executing and storing the result).
 	QueuedP50Ms  float64 `json:"a_queued_p50_ms,omitempty"`
@@ -521,7 +527,8 @@ func (b *bench) fairness(ctx context.Context, res *Result) (err error) {
 		}
 	}()
 	var loadedIDs []dag.RunID
-	var commits []float64 // the probe's, before each of A's runs
+	var commits []float64         // the probe's, before each of A's runs
+	var triggers, waits []float64 // A's loaded runs' Start and Wait
 	runA := func(i int) (time.Duration, error) {
 		t0 := time.Now()
 		if _, err := b.pool.Exec(ctx, "UPDATE bench_commit_probe SET n = n + 1 WHERE id = 1"); err != nil {
@@ -533,11 +540,14 @@ func (b *bench) fairness(ctx context.Context, res *Result) (err error) {
 		if err != nil {
 			return 0, fmt.Errorf("tenant A run %d: %w", i, err)
 		}
+		started := time.Now()
 		if _, err := r.Wait(ctx); err != nil {
 			return 0, fmt.Errorf("tenant A run %d: %w", i, err)
 		}
 		if i >= nA {
 			loadedIDs = append(loadedIDs, r.ID())
+			triggers = append(triggers, figures.Ms(started.Sub(t0)))
+			waits = append(waits, figures.Ms(time.Since(started)))
 		}
 		return time.Since(t0), nil
 	}
@@ -624,6 +634,8 @@ func (b *bench) fairness(ctx context.Context, res *Result) (err error) {
 		qAt, sAt, _ := taskTimes(evs, "Only")
 		windows = append(windows, aWindow{queued: qAt, started: sAt})
 	}
+	res.TriggerP50Ms, res.TriggerP99Ms = figures.Percentiles(triggers)
+	res.WaitP50Ms, res.WaitP99Ms = figures.Percentiles(waits)
 	res.QueuedP50Ms, res.QueuedP99Ms = figures.Percentiles(queued)
 	res.ClaimedP50Ms, res.ClaimedP99Ms = figures.Percentiles(claimed)
 	if res.CommitP99Ms > 0 {
