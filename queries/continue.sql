@@ -89,19 +89,19 @@ shared AS (
 SELECT c.ord::integer AS ord, c.run_id, c.name, c.kind, c.attempt, c.signature, coalesce(c.element, 0)::integer AS element,
        (SELECT leased.id FROM leased)::bigint AS lease,
        (c.run_rank > 1)::boolean AS run_shared,
-       r.input::bytea AS input,
+       -- A scalar subquery under CASE, not a lateral join: one rescan a
+       -- task costs the run-time pruning of every range of the runs
+       -- (several in the soak), wanted or not, and the caller holds
+       -- almost every run's input already.
+       (CASE WHEN c.run_rank = 1 AND NOT c.known
+             THEN (SELECT r.input FROM dagen_runs r WHERE r.id = c.run_id LIMIT 1)
+        END)::bytea AS input,
        c.known::boolean AS input_omitted,
        c.parents::text[] AS parent_names,
        (c.parents_rank > 1)::boolean AS parents_shared,
        coalesce(par.statuses, '{}')::text[] AS parent_statuses,
        coalesce(par.outputs, '{}')::bytea[] AS parent_outputs
 FROM shared c
-LEFT JOIN LATERAL (
-    SELECT r.input
-    FROM dagen_runs r
-    WHERE r.id = c.run_id AND c.run_rank = 1 AND NOT c.known
-    LIMIT 1
-) r ON true
 LEFT JOIN LATERAL (
     -- One primary-key lookup a parent, as in ClaimTasks.
     SELECT array_agg(pt.status ORDER BY p.ord) AS statuses,
