@@ -66,6 +66,20 @@ func TestStatisticsFollowQueueGrowth(t *testing.T) {
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return reltuples() >= 4000 }, 10*time.Second, 10*time.Millisecond,
 		"5,000 children enqueued: the queue was analyzed again")
+	require.LessOrEqual(t, histogramBounds(t, s.Pool(), "dagen_ready", "id"), 11,
+		"analyzed from a small sample: a histogram of 10 buckets, not the default's 100")
+}
+
+// histogramBounds is how many bounds the histogram of table's column has:
+// one more than its buckets, at most the statistics target of the last
+// ANALYZE.
+func histogramBounds(t *testing.T, pool *pgxpool.Pool, table, column string) int {
+	t.Helper()
+	var bounds int
+	require.NoError(t, pool.QueryRow(context.Background(), `SELECT coalesce(array_length(histogram_bounds::text::text[], 1), 0) FROM pg_stats
+		WHERE schemaname = current_schema() AND tablename = $1 AND attname = $2`, table, column).Scan(&bounds))
+	require.Positive(t, bounds, "%s.%s has a histogram", table, column)
+	return bounds
 }
 
 // TestStatisticsFollowTenantGrowth checks that the tenants' table is
@@ -289,11 +303,7 @@ func TestRangeAnalyzedAgainAsItGrows(t *testing.T) {
 	}, 10*time.Second, 10*time.Millisecond, "the range doubled since its last ANALYZE (%d pages): analyzed again", pages)
 
 	// From a small sample: a histogram of 10 buckets, not the default's 100.
-	var bounds int
-	require.NoError(t, pool.QueryRow(ctx, `SELECT coalesce(array_length(histogram_bounds::text::text[], 1), 0) FROM pg_stats
-		WHERE schemaname = current_schema() AND tablename = $1 AND attname = 'run_id'`, rng).Scan(&bounds))
-	require.Positive(t, bounds)
-	require.LessOrEqual(t, bounds, 11, "analyzed with a statistics target of 10")
+	require.LessOrEqual(t, histogramBounds(t, pool, rng, "run_id"), 11, "analyzed with a statistics target of 10")
 }
 
 // TestQueueVacuumedByChurn checks that the ready queue and the leases,
