@@ -35,6 +35,22 @@ func completed(ct store.ClaimedTask) store.TaskResult {
 	return store.TaskResult{RunID: ct.RunID, Step: ct.Step, Attempt: ct.Attempt, Outcome: store.OutcomeCompleted, Output: []byte(`1`)}
 }
 
+// claimAndComplete claims n tasks, all of which must come, and completes
+// them in one batch.
+func claimAndComplete(t testing.TB, s store.Store, n int) {
+	t.Helper()
+	ctx := context.Background()
+	claimed, err := s.ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: n, Lease: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, claimed, n)
+	results := make([]store.TaskResult, len(claimed))
+	for i, c := range claimed {
+		results[i] = completed(c)
+	}
+	_, err = s.CompleteTasks(ctx, results)
+	require.NoError(t, err)
+}
+
 // createInBatches creates runs 1,000 at a time.
 func createInBatches(t testing.TB, s store.Store, runs []store.NewRun) {
 	t.Helper()

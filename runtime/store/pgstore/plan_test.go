@@ -644,15 +644,7 @@ func TestCountdownFindsEachChildOnce(t *testing.T) {
 
 	// 300 first steps complete together: 300 children counted down.
 	require.NoError(t, s.CreateRuns(ctx, chains(300)))
-	claimed, err := s.ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: 300, Lease: time.Minute})
-	require.NoError(t, err)
-	require.Len(t, claimed, 300)
-	results := make([]store.TaskResult, len(claimed))
-	for i, c := range claimed {
-		results[i] = completed(c)
-	}
-	_, err = s.CompleteTasks(ctx, results)
-	require.NoError(t, err)
+	claimAndComplete(t, s, 300)
 
 	walkPlan(genericPlan(t, pool, log, "DecrementChildren")(), func(n map[string]any) {
 		if filter, ok := n["Join Filter"]; ok {

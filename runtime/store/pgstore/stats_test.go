@@ -55,15 +55,7 @@ func TestStatisticsFollowQueueGrowth(t *testing.T) {
 	require.NoError(t, s.CreateRuns(ctx, runs))
 	require.Less(t, reltuples(), 1000.0, "analyzed with the roots alone in the queue")
 
-	claimed, err := s.ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: 100, Lease: time.Minute})
-	require.NoError(t, err)
-	require.Len(t, claimed, 100)
-	results := make([]store.TaskResult, len(claimed))
-	for i, c := range claimed {
-		results[i] = completed(c)
-	}
-	_, err = s.CompleteTasks(ctx, results)
-	require.NoError(t, err)
+	claimAndComplete(t, s, 100)
 	require.Eventually(t, func() bool { return reltuples() >= 4000 }, 10*time.Second, 10*time.Millisecond,
 		"5,000 children enqueued: the queue was analyzed again")
 	require.LessOrEqual(t, histogramBounds(t, s.Pool(), "dagen_ready", "id"), 11,
