@@ -225,13 +225,11 @@ func genericPlanOn(t *testing.T, conn *pgxpool.Conn, log *statementLog, name str
 // scansOf returns the node types of a plan's scans of table.
 func scansOf(node map[string]any, table string) []string {
 	var out []string
-	if node["Relation Name"] == table {
-		out = append(out, fmt.Sprint(node["Node Type"]))
-	}
-	children, _ := node["Plans"].([]any)
-	for _, c := range children {
-		out = append(out, scansOf(c.(map[string]any), table)...)
-	}
+	walkPlan(node, func(n map[string]any) {
+		if n["Relation Name"] == table {
+			out = append(out, fmt.Sprint(n["Node Type"]))
+		}
+	})
 	return out
 }
 
