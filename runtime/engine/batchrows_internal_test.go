@@ -38,15 +38,17 @@ func (s *batchRecorder) CompleteTasks(ctx context.Context, results []store.TaskR
 
 // TestBatchesBoundTheRowsTheyMakeReady checks that a batch of results stops
 // growing once the tasks its results make ready reach maxBatchRows: the
-// results of fan-out roots of 100 children each, 256 of them waiting for
-// the store, go in batches of 41 at most (the 41st takes a batch past
-// 4,096 rows), not of BatchSize (256).
+// results of fan-out roots of 100 children each, 252 of them waiting for
+// the store (all the slots claims may fill: see lightReserve), go in
+// batches of 41 at most (the 41st takes a batch past 4,096 rows), not of
+// BatchSize (256).
 func TestBatchesBoundTheRowsTheyMakeReady(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	const runs, children = 256, 100
+	const concurrency, children = 256, 100
+	runs := int64(concurrency - lightReserve(concurrency))
 	rec := &batchRecorder{Store: memstore.New(nil), gate: make(chan struct{})}
-	e, err := New(rec, &Config{Concurrency: 256, BatchSize: 256, PollInterval: time.Millisecond, WorkerID: "w"})
+	e, err := New(rec, &Config{Concurrency: concurrency, BatchSize: concurrency, PollInterval: time.Millisecond, WorkerID: "w"})
 	require.NoError(t, err)
 	var roots atomic.Int64
 	noop := func(context.Context, StepInput) ([]byte, error) { return Encode(1) }

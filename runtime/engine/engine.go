@@ -24,6 +24,10 @@ type Config struct {
 	WorkerID string
 	// Concurrency bounds how many tasks the worker holds at once: steps
 	// executing, and steps finished whose results are not stored yet.
+	// One slot in 64 is kept for tenants that hold at most one task here,
+	// so that a run of a quiet tenant starts at once behind another
+	// tenant's backlog: claims fill the others, and a trigger of a tenant
+	// that holds none may take a kept one.
 	// Default 100.
 	Concurrency int
 	// BatchSize bounds how many tasks one claim or one completion carries.

@@ -32,8 +32,9 @@ const maxBatchRows = 4096
 // one for the task and one for each task it may make ready or create (its
 // step's children, or its elements).
 type finished struct {
-	res  store.TaskResult
-	rows int
+	res    store.TaskResult
+	rows   int
+	tenant string // the run's: see laneOf
 }
 
 // loop is the running worker: one poller claiming tasks, executors started
@@ -55,6 +56,7 @@ type loop struct {
 	notify        <-chan struct{} // the store's notifications, or nil
 	work          chan *store.ClaimedTask
 	results       [numCompleters]chan finished // by run: see completerOf
+	light         chan finished                // the light lane: see laneOf
 	// executing counts claimed tasks whose step has not finished, and the
 	// slots taken for a claim or a start under way (see take); pending
 	// counts finished steps whose result is not stored yet.
@@ -79,8 +81,9 @@ type loop struct {
 	// held counts, by run, the tasks this worker holds: claimed and not
 	// yet stored or dropped. Heartbeats name these runs, so the store can
 	// tell a task whose claim never reached the worker from one it holds.
-	heldMu sync.Mutex
-	held   map[dag.RunID]int
+	heldMu  sync.Mutex
+	held    map[dag.RunID]int
+	tenants map[string]int // the held tasks, by tenant: see isLight
 }
 
 // hold records that the worker holds these tasks.
@@ -89,15 +92,19 @@ func (l *loop) hold(tasks []store.ClaimedTask) {
 	defer l.heldMu.Unlock()
 	for i := range tasks {
 		l.held[tasks[i].RunID]++
+		l.tenants[tasks[i].Tenant]++
 	}
 }
 
 // unhold records that the worker no longer holds a task of run id.
-func (l *loop) unhold(id dag.RunID) {
+func (l *loop) unhold(id dag.RunID, tenant string) {
 	l.heldMu.Lock()
 	defer l.heldMu.Unlock()
 	if l.held[id]--; l.held[id] <= 0 {
 		delete(l.held, id)
+	}
+	if l.tenants[tenant]--; l.tenants[tenant] <= 0 {
+		delete(l.tenants, tenant)
 	}
 }
 
@@ -136,6 +143,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		done:      make(chan struct{}),
 		keeper:    make(chan struct{}),
 		held:      make(map[dag.RunID]int),
+		tenants:   make(map[string]int),
 	}
 	if n, ok := e.store.(store.Notifier); ok && !e.cfg.DisableNotify {
 		ch, err := n.Subscribe(lctx)
@@ -155,6 +163,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	for i := range l.results {
 		l.results[i] = make(chan finished, e.cfg.Concurrency) // never more results than tasks held
 	}
+	l.light = make(chan finished, e.cfg.Concurrency)
 	if _, ok := e.store.(store.Workers); ok {
 		if _, ok := e.store.(store.Deploys); !ok {
 			e.log.Warn("dagen: the store keeps workers but not what they serve (store.Deploys): other workers will report this worker's tasks as waiting for a worker; a wrapping store should pass Deploys through",
@@ -174,7 +183,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	}()
 	completeDone := make(chan struct{})
 	var completeWG sync.WaitGroup
-	for _, results := range l.results {
+	for _, results := range l.lanes() {
 		completeWG.Add(1)
 		go func() { defer completeWG.Done(); e.completer(l, results) }()
 	}
@@ -188,7 +197,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		l.starts.Wait() // Stop set stopped before the poller could end
 		close(l.work)
 		l.execWG.Wait()
-		for _, results := range l.results {
+		for _, results := range l.lanes() {
 			close(results)
 		}
 		<-completeDone
@@ -390,7 +399,7 @@ func (e *Engine) claim(l *loop) (full bool, err error) {
 	if len(sigs) == 0 {
 		return false, nil
 	}
-	limit := l.take(e.cfg.Concurrency, func(free, held int) int {
+	limit := l.take(e.cfg.Concurrency-lightReserve(e.cfg.Concurrency), func(free, held int) int {
 		// Under load, wait for a worthwhile batch rather than claiming a
 		// few at a time.
 		if n := min(free, e.cfg.BatchSize); held == 0 || n >= max(1, e.cfg.BatchSize/4) {
@@ -528,13 +537,13 @@ func (e *Engine) run(l *loop, ct *store.ClaimedTask) {
 			return
 		}
 		res, keep := e.goexited(l.ctx, ct)
-		e.handOn(l, finished{res, 1}, keep)
+		e.handOn(l, finished{res, 1, ct.Tenant}, keep)
 		l.execWG.Add(1)
 		go e.executor(l) // counted in l.executors already: this one's place
 	}()
 	res, keep := e.execute(l.ctx, ct)
 	returned = true
-	e.handOn(l, finished{res, e.rowsOf(ct, &res)}, keep)
+	e.handOn(l, finished{res, e.rowsOf(ct, &res), ct.Tenant}, keep)
 }
 
 // handOn passes a finished attempt's result to its completer, or, when
@@ -543,7 +552,7 @@ func (e *Engine) run(l *loop, ct *store.ClaimedTask) {
 func (e *Engine) handOn(l *loop, f finished, keep bool) {
 	res := f.res
 	if !keep {
-		l.unhold(res.RunID)
+		l.unhold(res.RunID, f.tenant)
 		l.executing.Add(-1)
 		e.log.Info("dagen: step cut short by Stop; its task goes to another worker",
 			"worker", e.cfg.WorkerID, "run", res.RunID, "step", res.Step, "attempt", res.Attempt)
@@ -552,7 +561,7 @@ func (e *Engine) handOn(l *loop, f finished, keep bool) {
 	l.pending.Add(1)
 	l.executing.Add(-1)
 	l.signal()
-	l.results[completerOf(res.RunID)] <- f
+	l.laneOf(f) <- f
 }
 
 // completerOf is the completer that stores the results of run id.
@@ -560,8 +569,9 @@ func completerOf(id dag.RunID) int { return int(id[len(id)-1]) % numCompleters }
 
 func (e *Engine) completer(l *loop, results <-chan finished) {
 	batch := make([]store.TaskResult, 0, e.cfg.BatchSize)
+	tenants := make([]string, 0, e.cfg.BatchSize)
 	for f := range results {
-		batch = append(batch[:0], f.res)
+		batch, tenants = append(batch[:0], f.res), append(tenants[:0], f.tenant)
 		rows := f.rows
 	fill:
 		for len(batch) < e.cfg.BatchSize && rows < maxBatchRows {
@@ -570,12 +580,12 @@ func (e *Engine) completer(l *loop, results <-chan finished) {
 				if !ok {
 					break fill
 				}
-				batch, rows = append(batch, f.res), rows+f.rows
+				batch, tenants, rows = append(batch, f.res), append(tenants, f.tenant), rows+f.rows
 			default:
 				break fill
 			}
 		}
-		e.completeBatch(l, batch)
+		e.completeBatch(l, batch, tenants)
 	}
 }
 
@@ -598,7 +608,7 @@ func (e *Engine) rowsOf(ct *store.ClaimedTask, res *store.TaskResult) int {
 // for them (see continueWith), the rest to the poller. Results that cannot
 // be stored before Stop gives up on them (its deadline passed) are left
 // to lease expiry: another worker re-runs those attempts.
-func (e *Engine) completeBatch(l *loop, batch []store.TaskResult) {
+func (e *Engine) completeBatch(l *loop, batch []store.TaskResult, tenants []string) {
 	cont, registered := e.continueWith(l)
 	if registered {
 		defer l.starts.Done()
@@ -649,8 +659,8 @@ func (e *Engine) completeBatch(l *loop, batch []store.TaskResult) {
 			break
 		}
 	}
-	for _, r := range batch {
-		l.unhold(r.RunID)
+	for i, r := range batch {
+		l.unhold(r.RunID, tenants[i])
 	}
 	// The claimed steps take their slots before the results give theirs
 	// back, so the poller never sees more free than there are.

@@ -40,7 +40,7 @@ func (e *Engine) startRuns(ctx context.Context, runs []store.NewRun) (tried, all
 			}
 		}
 	}
-	n := l.take(e.cfg.Concurrency, func(free, _ int) int { return min(free, len(tenants)) })
+	n := l.take(l.startCapacity(e.cfg.Concurrency, tenants), func(free, _ int) int { return min(free, len(tenants)) })
 	if n == 0 {
 		return false, false, nil
 	}

@@ -1,0 +1,134 @@
+package engine_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dagenhq/dagen/runtime/dag"
+	"github.com/dagenhq/dagen/runtime/engine"
+	"github.com/dagenhq/dagen/runtime/store"
+	"github.com/dagenhq/dagen/runtime/store/memstore"
+)
+
+// heldStore is a memstore whose completions of batches that hold a result
+// of one of the held runs wait until release is closed.
+type heldStore struct {
+	*memstore.Store
+	release chan struct{}
+	mu      sync.Mutex
+	held    map[dag.RunID]bool
+	waiting atomic.Int64 // completions waiting for release
+}
+
+func (s *heldStore) hold(ids []dag.RunID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range ids {
+		s.held[id] = true
+	}
+}
+
+// wait waits for release when results holds a result of a held run.
+func (s *heldStore) wait(results []store.TaskResult) {
+	s.mu.Lock()
+	held := false
+	for _, r := range results {
+		held = held || s.held[r.RunID]
+	}
+	s.mu.Unlock()
+	if held {
+		s.waiting.Add(1)
+		<-s.release
+	}
+}
+
+func (s *heldStore) CompleteTasks(ctx context.Context, results []store.TaskResult) ([]store.CompletionOutcome, error) {
+	s.wait(results)
+	return s.Store.CompleteTasks(ctx, results)
+}
+
+func (s *heldStore) CompleteAndContinue(ctx context.Context, results []store.TaskResult, p store.ClaimParams) ([]store.CompletionOutcome, []store.ClaimedTask, error) {
+	s.wait(results)
+	return s.Store.CompleteAndContinue(ctx, results, p)
+}
+
+// TestLightTenantPassesABacklog runs tenant A's runs, one at a time,
+// while tenant B's runs hold every slot B may take and every completer
+// that stores B's results is stuck: A's first step starts in the slot kept
+// for light tenants, and its result is stored by the light lane, so A's
+// runs finish while B waits. No more steps run at once than Concurrency,
+// and B never takes the kept slot. (The store is a memstore whose
+// completions of B's results wait for the test: the engine's lanes are
+// what is tested, and they are the same over any store.)
+func TestLightTenantPassesABacklog(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st := &heldStore{Store: memstore.New(nil), release: make(chan struct{}), held: map[dag.RunID]bool{}}
+	const concurrency = 64
+	var running, most, ranB atomic.Int64
+	def := &engine.Definition{Name: "work", Steps: []engine.Step{
+		{Name: "s", Run: fn(func(_ context.Context, in int, _ []string) (string, error) {
+			now := running.Add(1)
+			defer running.Add(-1)
+			for m := most.Load(); now > m && !most.CompareAndSwap(m, now); m = most.Load() {
+			}
+			if in >= 0 {
+				ranB.Add(1)
+			}
+			return "done", nil
+		})},
+	}}
+	e, err := engine.New(st, &engine.Config{WorkerID: "w1", Concurrency: concurrency, PollInterval: 5 * time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, e.Register(def))
+	require.NoError(t, e.Start(ctx))
+	released := false
+	t.Cleanup(func() {
+		if !released {
+			close(st.release)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = e.Stop(ctx)
+	})
+
+	reqs := make([]engine.TriggerRequest, 300)
+	for i := range reqs {
+		reqs[i] = engine.TriggerRequest{Workflow: "work", Tenant: "b", Input: i}
+	}
+	// B's runs are held before any can reach a completer: the engine
+	// stands still while they are created.
+	require.NoError(t, e.Stop(ctx))
+	bIDs, err := e.TriggerMany(ctx, reqs)
+	require.NoError(t, err)
+	st.hold(bIDs)
+	require.NoError(t, e.Start(ctx))
+
+	// B fills every slot but the one kept for light tenants: its steps
+	// ran, and their results wait for the store.
+	kept := concurrency / 64
+	require.Eventually(t, func() bool { return ranB.Load() == concurrency-int64(kept) }, 10*time.Second, time.Millisecond,
+		"B's steps ran: %d", ranB.Load())
+	require.Positive(t, st.waiting.Load(), "B's results wait for the store")
+
+	for i := range 5 {
+		res, err := e.Run(ctx, "work", "a", -1-i)
+		require.NoError(t, err, "A's run %d finishes while B's results wait", i)
+		require.Equal(t, store.RunCompleted, res.Status)
+	}
+	require.Equal(t, int64(concurrency-kept), ranB.Load(), "B did not take the kept slot")
+
+	close(st.release)
+	released = true
+	for _, id := range bIDs {
+		res, err := e.Wait(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, store.RunCompleted, res.Status)
+	}
+	require.LessOrEqual(t, most.Load(), int64(concurrency), "steps at once")
+}
