@@ -240,7 +240,7 @@ type Engine struct {
 	signatures []string // the task signatures of the registered workflows, sorted, for claims
 
 	waitMu  sync.Mutex
-	waiters map[dag.RunID][]chan struct{}
+	waiters map[dag.RunID][]*waiter
 
 	runMu sync.Mutex
 	runs  map[dag.RunID]*runScope // runs with steps executing here
@@ -301,7 +301,7 @@ func New(st store.Store, cfg *Config) (*Engine, error) {
 		health:  &storeHealth{log: c.Logger, worker: c.WorkerID},
 		inputs:  newInputCache(),
 		defs:    make(map[string]*registered),
-		waiters: make(map[dag.RunID][]chan struct{}),
+		waiters: make(map[dag.RunID][]*waiter),
 		runs:    make(map[dag.RunID]*runScope),
 	}, nil
 }
@@ -570,9 +570,9 @@ func (e *Engine) Wait(ctx context.Context, id dag.RunID) (*RunResult, error) {
 	for {
 		// The waiter is registered before the status is read, so a run
 		// that finishes after the read wakes it.
-		var ch chan struct{}
+		var w *waiter
 		if !e.cfg.Manual {
-			ch = e.addWaiter(id)
+			w = e.addWaiter(id)
 		}
 		// Only a finished run wakes a waiter: a woken waiter with a
 		// RunReader reads the run at once, in one round trip.
@@ -583,8 +583,8 @@ func (e *Engine) Wait(ctx context.Context, id dag.RunID) (*RunResult, error) {
 			status, err = e.runStatus(ctx, id)
 		}
 		if err != nil || readNow || status.Terminal() {
-			if ch != nil {
-				e.dropWaiter(id, ch)
+			if w != nil {
+				e.dropWaiter(id, w)
 			}
 			if err != nil {
 				return nil, fmt.Errorf("wait for run %s: %w", id, err)
@@ -613,13 +613,17 @@ func (e *Engine) Wait(ctx context.Context, id dag.RunID) (*RunResult, error) {
 		}
 		t := time.NewTimer(e.cfg.PollInterval * 4)
 		select {
-		case <-ch:
+		case <-w.ch:
+			if w.run != nil { // read back by the completion that finished it
+				t.Stop()
+				return resultOf(w.run.Run, w.run.Tasks)
+			}
 			woken = true
 		case <-t.C:
-			e.dropWaiter(id, ch)
+			e.dropWaiter(id, w)
 		case <-ctx.Done():
 			t.Stop()
-			e.dropWaiter(id, ch)
+			e.dropWaiter(id, w)
 			return nil, fmt.Errorf("wait for run %s: %w", id, ctx.Err())
 		}
 		t.Stop()
@@ -712,41 +716,6 @@ func (e *Engine) Cancel(ctx context.Context, id dag.RunID) (bool, error) {
 	e.runMu.Unlock()
 	e.notify(id)
 	return ok, nil
-}
-
-func (e *Engine) addWaiter(id dag.RunID) chan struct{} {
-	ch := make(chan struct{})
-	e.waitMu.Lock()
-	e.waiters[id] = append(e.waiters[id], ch)
-	e.waitMu.Unlock()
-	return ch
-}
-
-func (e *Engine) dropWaiter(id dag.RunID, ch chan struct{}) {
-	e.waitMu.Lock()
-	defer e.waitMu.Unlock()
-	ws := e.waiters[id]
-	for i, w := range ws {
-		if w == ch {
-			ws = append(ws[:i], ws[i+1:]...)
-			break
-		}
-	}
-	if len(ws) == 0 {
-		delete(e.waiters, id)
-	} else {
-		e.waiters[id] = ws
-	}
-}
-
-func (e *Engine) notify(id dag.RunID) {
-	e.waitMu.Lock()
-	ws := e.waiters[id]
-	delete(e.waiters, id)
-	e.waitMu.Unlock()
-	for _, ch := range ws {
-		close(ch)
-	}
 }
 
 // enterRun returns a context for a step of run id that Cancel can reach.

@@ -613,6 +613,7 @@ func (e *Engine) completeBatch(l *loop, batch []store.TaskResult, tenants []stri
 	if registered {
 		defer l.starts.Done()
 	}
+	e.askReturns(batch)
 	var next []store.ClaimedTask
 	retry := backoff{min: 10 * time.Millisecond, max: maxStoreBackoff}
 	for {
@@ -690,7 +691,7 @@ func (e *Engine) afterComplete(batch []store.TaskResult, outs []store.Completion
 			continue
 		}
 		if o.RunStatus.Terminal() {
-			e.notify(batch[i].RunID)
+			e.finished(batch[i].RunID, o.Finished)
 		}
 	}
 }

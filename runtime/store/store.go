@@ -346,6 +346,11 @@ type TaskResult struct {
 	Elements [][]byte
 	Each     string
 	Limit    int
+	// ReturnRun asks for the run back, read as RunReader reads it, in
+	// CompletionOutcome.Finished when this result finishes it: someone
+	// waits for it. Stores that cannot read it back with the completion
+	// leave Finished nil.
+	ReturnRun bool
 }
 
 // WakeTime is when a result that waits (OutcomeRetry, OutcomeSleep,
@@ -368,6 +373,18 @@ type CompletionOutcome struct {
 	// Enqueued counts the tasks this result made ready (children, or the
 	// onfailure task).
 	Enqueued int
+	// Finished is the run this result finished, with its tasks, as
+	// RunReader reads them once the completion is stored: set for a
+	// result with ReturnRun on stores that read it back with the
+	// completion, nil otherwise.
+	Finished *FinishedRun
+}
+
+// FinishedRun is a run and its tasks, in creation order, as RunReader
+// reads them.
+type FinishedRun struct {
+	Run   Run
+	Tasks []Task
 }
 
 // Run is a stored run.

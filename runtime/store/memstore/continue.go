@@ -49,6 +49,7 @@ func (s *Store) completeTasks(ctx context.Context, results []store.TaskResult, p
 	}
 	c := s.cont
 	s.cont = nil
+	defer s.returnRuns(results, out)
 	if c == nil {
 		return out, nil, nil
 	}
@@ -66,6 +67,19 @@ func (s *Store) completeTasks(ctx context.Context, results []store.TaskResult, p
 		s.push(r, rc.task)
 	}
 	return out, claimed, nil
+}
+
+// returnRuns sets the Finished of the outcomes of results with ReturnRun
+// that finished their runs.
+func (s *Store) returnRuns(results []store.TaskResult, out []store.CompletionOutcome) {
+	for i := range results {
+		if !results[i].ReturnRun || out[i].Outcome == store.OutcomeStale || !out[i].RunStatus.Terminal() {
+			continue
+		}
+		if r := s.runs[results[i].RunID]; r != nil {
+			out[i].Finished = &store.FinishedRun{Run: r.record(), Tasks: r.storeTasks()}
+		}
+	}
 }
 
 // tenantsMayGo returns, for the tenants of the results' runs, whether

@@ -910,12 +910,17 @@ func (s *Store) GetRun(ctx context.Context, id dag.RunID) (store.Run, error) {
 	if r == nil {
 		return store.Run{}, fmt.Errorf("get run %s: %w", id, store.ErrRunNotFound)
 	}
+	return r.record(), nil
+}
+
+// record returns a copy of the run's record.
+func (r *run) record() store.Run {
 	rec := r.rec
 	if rec.Failure != nil {
 		f := *rec.Failure
 		rec.Failure = &f
 	}
-	return rec, nil
+	return rec
 }
 
 // RunStatus implements store.StatusReader.
@@ -956,6 +961,12 @@ func (s *Store) ListTasks(ctx context.Context, id dag.RunID) ([]store.Task, erro
 	if r == nil {
 		return nil, fmt.Errorf("list tasks of run %s: %w", id, store.ErrRunNotFound)
 	}
+	return r.storeTasks(), nil
+}
+
+// storeTasks returns the run's tasks, in creation order, as ListTasks
+// does.
+func (r *run) storeTasks() []store.Task {
 	tasks := make([]store.Task, 0, len(r.tasks))
 	for _, i := range r.order() {
 		t, nt := &r.tasks[i], r.spec(i)
@@ -972,7 +983,7 @@ func (s *Store) ListTasks(ctx context.Context, id dag.RunID) ([]store.Task, erro
 		}
 		tasks = append(tasks, st)
 	}
-	return tasks, nil
+	return tasks
 }
 
 // ListEvents implements store.Store.

@@ -23,7 +23,8 @@ func (s *Store) completeTasks(ctx context.Context, results []store.TaskResult, c
 	if len(results) == 0 {
 		return out, nil
 	}
-	err := s.inTx(ctx, func(tx *txn) error {
+	var back []int // the results whose runs are read back: see readBack
+	err := s.inTxThen(ctx, func(tx *txn) error {
 		b := s.newBatch(tx, len(results))
 		b.cont = cont
 		keys := make([]taskKey, len(results))
@@ -48,7 +49,10 @@ func (s *Store) completeTasks(ctx context.Context, results []store.TaskResult, c
 		for i := range out {
 			out[i].Enqueued = b.credit[i]
 		}
+		back = returned(results, out)
 		return nil
+	}, func(tx *txn) error {
+		return s.readBack(ctx, &tx.pipeline, results, out, back)
 	})
 	if err != nil && !errors.Is(err, errNothingToDo) {
 		return nil, fmt.Errorf("complete %d tasks: %w", len(results), err)

@@ -203,7 +203,16 @@ func (s *Store) clock() pgtype.Timestamptz {
 }
 
 // inTx runs fn in a transaction and commits it if fn returns nil.
-func (s *Store) inTx(ctx context.Context, fn func(tx *txn) error) (err error) {
+func (s *Store) inTx(ctx context.Context, fn func(tx *txn) error) error {
+	return s.inTxThen(ctx, fn, nil)
+}
+
+// inTxThen is inTx, and then, when it is not nil, runs after COMMIT is
+// queued: its first query goes with the COMMIT, in the same round trip,
+// and reads what the transaction committed. An error of then is the
+// call's, as one of the COMMIT would be: the transaction may have
+// committed all the same.
+func (s *Store) inTxThen(ctx context.Context, fn, then func(tx *txn) error) (err error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
@@ -227,6 +236,11 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *txn) error) (err error) {
 		return err
 	}
 	_, _ = tx.Exec(ctx, "commit")
+	if then != nil {
+		if err := then(tx); err != nil {
+			return err
+		}
+	}
 	return tx.send(ctx)
 }
 

@@ -124,11 +124,15 @@ func (p *pipeline) closeOpen() error {
 	return nil
 }
 
-// QueryRow sends the queued statements, sql and the queries to send
-// ahead, and returns sql's row.
+// QueryRow returns sql's row: that of a query sent ahead when it is the
+// next one, or else it sends the queued statements, sql and the queries to
+// send ahead.
 func (p *pipeline) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	if err := p.closeOpen(); err != nil {
-		return errRow{err}
+	if rows, ok, err := p.takeAhead(sql, args); ok || err != nil {
+		if err != nil {
+			return errRow{err}
+		}
+		return firstRow{rows}
 	}
 	if p.batch == nil && len(p.ahead) == 0 {
 		return p.db.QueryRow(ctx, sql, args...)
@@ -252,6 +256,24 @@ func (r pipelineRow) Scan(dest ...any) error {
 	}
 	if cerr := r.br.Close(); err == nil {
 		err = cerr
+	}
+	return err
+}
+
+// firstRow is the row of a query sent ahead, read as QueryRow reads one:
+// its first row, or pgx.ErrNoRows.
+type firstRow struct{ rows pgx.Rows }
+
+func (r firstRow) Scan(dest ...any) error {
+	var err error
+	if r.rows.Next() {
+		err = r.rows.Scan(dest...)
+	} else {
+		err = pgx.ErrNoRows
+	}
+	r.rows.Close()
+	if rerr := r.rows.Err(); rerr != nil {
+		return rerr
 	}
 	return err
 }

@@ -165,6 +165,19 @@ func TestQueryAhead(t *testing.T) {
 	require.Equal(t, []int{1}, scanInts(p.Query(ctx, count, 2)), "other arguments: sent again, not read ahead")
 	require.Equal(t, 2, db.sends, "the second query was sent alone, not in a batch")
 
+	// QueryRow reads a row sent ahead too: here two, after a query.
+	one := "SELECT n FROM t WHERE n = $1"
+	sends := db.sends
+	p.queryAhead(record(func(db dbsqlc.DBTX) error { return db.QueryRow(ctx, one, 2).Scan() }))
+	p.queryAhead(record(func(db dbsqlc.DBTX) error { return db.QueryRow(ctx, one, 7).Scan() }))
+	require.Equal(t, []int{3}, scanInts(p.Query(ctx, "SELECT max(n) FROM t")))
+	var n int
+	require.NoError(t, p.QueryRow(ctx, one, 2).Scan(&n))
+	require.Equal(t, 2, n)
+	require.ErrorIs(t, p.QueryRow(ctx, one, 7).Scan(&n), pgx.ErrNoRows, "no row: as QueryRow says it")
+	require.Equal(t, sends+1, db.sends, "the rows sent ahead came with the query")
+	require.Nil(t, p.open, "nothing left open")
+
 	p.queryAhead(record(func(db dbsqlc.DBTX) error { _, err := db.Query(ctx, "-- name: Broken :many\nSELECT 1/0"); return err }))
 	require.Equal(t, []int{3}, scanInts(p.Query(ctx, "SELECT max(n) FROM t")))
 	rows, err := p.Query(ctx, "-- name: Broken :many\nSELECT 1/0")
@@ -173,5 +186,7 @@ func TestQueryAhead(t *testing.T) {
 		err = rows.Err()
 	}
 	require.ErrorContains(t, err, "division by zero")
+	require.Nil(t, p.open, "nothing left open")
+
 	require.Nil(t, p.open, "nothing left open")
 }

@@ -78,6 +78,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"ConcurrentWorkers", testConcurrentWorkers},
 		{"Notifier", testNotifier},
 		{"ReadRun", testReadRun},
+		{"ReturnRun", testReturnRun},
 		{"CancelNotifier", testCancelNotifier},
 		{"RunStatus", testRunStatus},
 		{"StartRuns", testStartRuns},

@@ -1,0 +1,103 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dagenhq/dagen/runtime/dag"
+	"github.com/dagenhq/dagen/runtime/engine"
+	"github.com/dagenhq/dagen/runtime/store"
+	"github.com/dagenhq/dagen/runtime/store/memstore"
+)
+
+// readCounter is a memstore that counts the reads of runs and of their
+// statuses.
+type readCounter struct {
+	*memstore.Store
+	reads, statuses atomic.Int64
+}
+
+func (s *readCounter) ReadRun(ctx context.Context, id dag.RunID) (store.Run, []store.Task, error) {
+	s.reads.Add(1)
+	return s.Store.ReadRun(ctx, id)
+}
+
+func (s *readCounter) GetRun(ctx context.Context, id dag.RunID) (store.Run, error) {
+	s.reads.Add(1)
+	return s.Store.GetRun(ctx, id)
+}
+
+func (s *readCounter) RunStatus(ctx context.Context, id dag.RunID) (store.RunStatus, error) {
+	s.statuses.Add(1)
+	return s.Store.RunStatus(ctx, id)
+}
+
+// TestWaitTakesTheRunFromItsCompletion waits for runs that finish while
+// Wait waits: the completion that finishes one reads it back for its
+// waiter (store.TaskResult.ReturnRun), and Wait returns that, completed
+// or failed, without reading the run itself.
+func TestWaitTakesTheRunFromItsCompletion(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	st := &readCounter{Store: memstore.New(nil)}
+	release := make(chan struct{})
+	def := &engine.Definition{Name: "wf", Steps: []engine.Step{
+		{Name: "a", Run: fn(func(_ context.Context, in int, _ []string) (string, error) {
+			<-release
+			return "a", nil
+		})},
+		{Name: "b", Parents: req("a"), Run: fn(func(_ context.Context, in int, _ []string) (string, error) {
+			if in < 0 {
+				return "", errors.New("boom")
+			}
+			return "b", nil
+		})},
+	}}
+	e, err := engine.New(st, &engine.Config{WorkerID: "w1", Concurrency: 4, PollInterval: 5 * time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, e.Register(def))
+	require.NoError(t, e.Start(ctx))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = e.Stop(ctx)
+	})
+
+	for _, in := range []int{1, -1} {
+		release = make(chan struct{})
+		id, err := e.Trigger(ctx, "wf", "t", in)
+		require.NoError(t, err)
+		statuses := st.statuses.Load()
+		type waited struct {
+			res *engine.RunResult
+			err error
+		}
+		done := make(chan waited, 1)
+		go func() {
+			res, err := e.Wait(ctx, id)
+			done <- waited{res, err}
+		}()
+		// Wait has read the run's status, RUNNING: it waits to be woken.
+		require.Eventually(t, func() bool { return st.statuses.Load() > statuses }, 10*time.Second, time.Millisecond)
+		reads := st.reads.Load()
+		close(release)
+		w := <-done
+		require.NotNil(t, w.res)
+		require.Equal(t, reads, st.reads.Load(), "Wait read nothing after it was woken")
+		want, err := e.Result(ctx, id)
+		if in < 0 {
+			require.ErrorAs(t, w.err, new(*engine.RunError))
+			require.Equal(t, store.RunFailed, w.res.Status)
+		} else {
+			require.NoError(t, w.err)
+			require.Equal(t, store.RunCompleted, w.res.Status)
+			require.NoError(t, err)
+		}
+		require.Equal(t, want, w.res, "the result is the run as it was stored")
+	}
+}
