@@ -567,11 +567,13 @@ func (e *Engine) Run(ctx context.Context, workflow, tenant string, input any) (*
 func (e *Engine) Wait(ctx context.Context, id dag.RunID) (*RunResult, error) {
 	_, reader := e.store.(store.RunReader)
 	woken := false // by this engine finishing the run: it is most likely over
+	// The waiter is registered before the status is read, so a run that
+	// finishes after the read wakes it; it stays registered across polls,
+	// so the completion that finishes the run here finds it (and reads the
+	// run back for it) whenever it comes.
+	var w *waiter
 	for {
-		// The waiter is registered before the status is read, so a run
-		// that finishes after the read wakes it.
-		var w *waiter
-		if !e.cfg.Manual {
+		if !e.cfg.Manual && w == nil {
 			w = e.addWaiter(id)
 		}
 		// Only a finished run wakes a waiter: a woken waiter with a
@@ -585,6 +587,7 @@ func (e *Engine) Wait(ctx context.Context, id dag.RunID) (*RunResult, error) {
 		if err != nil || readNow || status.Terminal() {
 			if w != nil {
 				e.dropWaiter(id, w)
+				w = nil
 			}
 			if err != nil {
 				return nil, fmt.Errorf("wait for run %s: %w", id, err)
@@ -613,14 +616,13 @@ func (e *Engine) Wait(ctx context.Context, id dag.RunID) (*RunResult, error) {
 		}
 		t := time.NewTimer(e.cfg.PollInterval * 4)
 		select {
-		case <-w.ch:
+		case <-w.ch: // finished removed it
 			if w.run != nil { // read back by the completion that finished it
 				t.Stop()
 				return resultOf(w.run.Run, w.run.Tasks)
 			}
-			woken = true
+			w, woken = nil, true
 		case <-t.C:
-			e.dropWaiter(id, w)
 		case <-ctx.Done():
 			t.Stop()
 			e.dropWaiter(id, w)

@@ -50,8 +50,10 @@ func (s *readSpy) RunStatus(ctx context.Context, id dag.RunID) (store.RunStatus,
 // TestWaitReadsTheInputOnce waits for runs with a large input whose step
 // takes many polls: the waiter polls the run's status, and reads the run,
 // input included, once, when it is over. So does a manual engine's. A
-// waiter woken by its own engine finishing the run reads it not at all:
-// the completion that finished it read it back (TaskResult.ReturnRun).
+// waiter woken by its own engine finishing the run reads it at most once:
+// not at all when the completion that finished it read it back
+// (TaskResult.ReturnRun; see TestWaitTakesTheRunFromItsCompletion), once
+// when a poll of the status saw it finished first.
 func TestWaitReadsTheInputOnce(t *testing.T) {
 	eachStore(t, func(t *testing.T, open func() store.Store) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -79,6 +81,10 @@ func TestWaitReadsTheInputOnce(t *testing.T) {
 			require.Len(t, res.Tasks, 2, name)
 			require.LessOrEqual(t, spy.inputBytes.Load(), int64(size+2), "%s: the waiter read the input at most once", name)
 			require.Equal(t, reads, spy.getRuns.Load()+spy.readRuns.Load(), "%s: the reads of the run", name)
+		}
+		checkAtMostOnce := func(name string, spy *readSpy, res *engine.RunResult) {
+			t.Helper()
+			check(name, spy, res, min(spy.getRuns.Load()+spy.readRuns.Load(), 1))
 		}
 
 		// The worker executes the steps; the waiter, another engine,
@@ -113,7 +119,7 @@ func TestWaitReadsTheInputOnce(t *testing.T) {
 		defer func() { _ = e.Stop(ctx) }()
 		res, err := e.Run(ctx, "woken", "t", input)
 		require.NoError(t, err)
-		check("woken", spy, res, 0)
+		checkAtMostOnce("woken", spy, res)
 
 		// A manual engine polls between its rounds of work.
 		spy = &readSpy{Store: open()}

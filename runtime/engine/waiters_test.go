@@ -58,7 +58,9 @@ func TestWaitTakesTheRunFromItsCompletion(t *testing.T) {
 			return "b", nil
 		})},
 	}}
-	e, err := engine.New(st, &engine.Config{WorkerID: "w1", Concurrency: 4, PollInterval: 5 * time.Millisecond})
+	// No poll of the status while the step runs: its completion is what
+	// wakes Wait. (Eager start and continuation run the steps.)
+	e, err := engine.New(st, &engine.Config{WorkerID: "w1", Concurrency: 4, PollInterval: time.Minute})
 	require.NoError(t, err)
 	require.NoError(t, e.Register(def))
 	require.NoError(t, e.Start(ctx))

@@ -49,10 +49,11 @@ func (s *Store) createGrouped(ctx context.Context, runs []store.NewRun, p store.
 func (s *Store) prepare(runs []store.NewRun) ([]*graph, dbsqlc.InsertRunsParams, error) {
 	graphs := make([]*graph, len(runs))
 	seen := make(map[dag.RunID]bool, len(runs))
+	shared := make(map[taskList]*graph, 1)
 	var rp dbsqlc.InsertRunsParams
 	for i := range runs {
 		nr := &runs[i]
-		g, err := validate(nr)
+		g, err := validate(nr, shared)
 		if err != nil {
 			return nil, rp, err
 		}
@@ -403,8 +404,8 @@ func (s *Store) newCreation(runs []store.NewRun, graphs []*graph, held []bool, n
 			tp.Names = append(tp.Names, t.Name)
 			tp.Seqs = append(tp.Seqs, int32(ti))
 			tp.Kinds = append(tp.Kinds, string(t.Kind))
-			tp.Parents = append(tp.Parents, arrayLiteral(t.Parents))
-			tp.Children = append(tp.Children, arrayLiteral(g.children[ti]))
+			tp.Parents = append(tp.Parents, g.parentLits[ti])
+			tp.Children = append(tp.Children, g.childLits[ti])
 			tp.PendingParents = append(tp.PendingParents, int32(len(t.Parents)))
 			tp.Statuses = append(tp.Statuses, string(status))
 			tp.MaxAttempts = append(tp.MaxAttempts, int32(max(t.MaxAttempts, 1)))
@@ -483,11 +484,21 @@ func keyValue(detail string) string {
 type graph struct {
 	children [][]string // per task, in task order
 	counted  int        // tasks that count toward completion
+	// The tasks' parents and children as text[] literals (InsertTasks).
+	parentLits, childLits []string
+}
+
+// taskList is a run's task list by identity: its first task and its
+// length. The engine gives every run of a workflow the same list.
+type taskList struct {
+	first *store.NewTask
+	n     int
 }
 
 // validate checks that a new run has a valid tenant and that its tasks form
-// a DAG the store can run: the same rules as memstore.
-func validate(nr *store.NewRun) (*graph, error) {
+// a DAG the store can run: the same rules as memstore. A task list that
+// runs of one call share is checked once, and its graph kept in shared.
+func validate(nr *store.NewRun, shared map[taskList]*graph) (*graph, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("create run %s: %w: %s", nr.ID, store.ErrInvalidRun, fmt.Sprintf(format, args...))
 	}
@@ -503,11 +514,26 @@ func validate(nr *store.NewRun) (*graph, error) {
 	if len(nr.Tasks) == 0 {
 		return nil, bad("no tasks")
 	}
-	n := len(nr.Tasks)
+	list := taskList{&nr.Tasks[0], len(nr.Tasks)}
+	if g := shared[list]; g != nil {
+		return g, nil
+	}
+	g, err := graphOf(nr.Tasks, bad)
+	if err != nil {
+		return nil, err
+	}
+	shared[list] = g
+	return g, nil
+}
+
+// graphOf checks that tasks form a DAG the store can run, and returns it;
+// bad makes the error.
+func graphOf(tasks []store.NewTask, bad func(format string, args ...any) error) (*graph, error) {
+	n := len(tasks)
 	g := &graph{children: make([][]string, n)}
 	index := make(map[string]int, n)
 	onFailure := false
-	for i, t := range nr.Tasks {
+	for i, t := range tasks {
 		if t.Name == "" {
 			return nil, bad("task %d has no name", i)
 		}
@@ -535,10 +561,10 @@ func validate(nr *store.NewRun) (*graph, error) {
 	}
 	indeg := make([]int, n)
 	childIdx := make([][]int, n)
-	for i, t := range nr.Tasks {
+	for i, t := range tasks {
 		for k, p := range t.Parents {
 			j, ok := index[p]
-			if !ok || j == i || nr.Tasks[j].Kind == store.KindOnFailure || slices.Contains(t.Parents[:k], p) {
+			if !ok || j == i || tasks[j].Kind == store.KindOnFailure || slices.Contains(t.Parents[:k], p) {
 				return nil, bad("task %q has bad parent %q (unknown, itself, onfailure or repeated)", t.Name, p)
 			}
 			g.children[j] = append(g.children[j], t.Name)
@@ -564,8 +590,12 @@ func validate(nr *store.NewRun) (*graph, error) {
 	}
 	for i := range indeg {
 		if indeg[i] > 0 {
-			return nil, bad("tasks form a cycle through %q", nr.Tasks[i].Name)
+			return nil, bad("tasks form a cycle through %q", tasks[i].Name)
 		}
+	}
+	g.parentLits, g.childLits = make([]string, n), make([]string, n)
+	for i, t := range tasks {
+		g.parentLits[i], g.childLits[i] = arrayLiteral(t.Parents), arrayLiteral(g.children[i])
 	}
 	return g, nil
 }
