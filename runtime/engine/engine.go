@@ -572,16 +572,24 @@ func (e *Engine) Wait(ctx context.Context, id dag.RunID) (*RunResult, error) {
 	// so the completion that finishes the run here finds it (and reads the
 	// run back for it) whenever it comes.
 	var w *waiter
-	for {
+	for first := true; ; first = false {
 		if !e.cfg.Manual && w == nil {
 			w = e.addWaiter(id)
 		}
 		// Only a finished run wakes a waiter: a woken waiter with a
 		// RunReader reads the run at once, in one round trip.
 		readNow := woken && reader
-		var status store.RunStatus
+		status := store.RunRunning
 		var err error
-		if !readNow {
+		switch {
+		case readNow:
+		case first && w != nil && e.holdsTaskOf(id):
+			// A task of the run is held here, so the run has not
+			// finished: were it to finish the run, its completion wakes
+			// this waiter (a run just triggered, its first step started
+			// here). Later rounds read the status: the run may finish on
+			// another worker.
+		default:
 			status, err = e.runStatus(ctx, id)
 		}
 		if err != nil || readNow || status.Terminal() {

@@ -615,9 +615,9 @@ func (e *Engine) completeBatch(l *loop, batch []store.TaskResult, tenants []stri
 	}
 	e.askReturns(batch)
 	var next []store.ClaimedTask
+	var outs []store.CompletionOutcome // nil unless the results were stored
 	retry := backoff{min: 10 * time.Millisecond, max: maxStoreBackoff}
 	for {
-		var outs []store.CompletionOutcome
 		var err error
 		if cont != nil {
 			p := store.ClaimParams{Worker: e.cfg.WorkerID, Signatures: e.servedSignatures(), Limit: len(batch), Lease: e.cfg.Lease}
@@ -634,7 +634,6 @@ func (e *Engine) completeBatch(l *loop, batch []store.TaskResult, tenants []stri
 		}
 		if err == nil {
 			e.health.succeeded()
-			e.afterComplete(batch, outs)
 			for _, r := range batch {
 				if r.Outcome == store.OutcomeRetry || r.Outcome == store.OutcomeSleep {
 					at := r.WakeAt
@@ -646,6 +645,7 @@ func (e *Engine) completeBatch(l *loop, batch []store.TaskResult, tenants []stri
 			}
 			break
 		}
+		outs = nil
 		if l.abandon.Err() != nil {
 			break // Stop gave up on them: it logged how many
 		}
@@ -660,9 +660,12 @@ func (e *Engine) completeBatch(l *loop, batch []store.TaskResult, tenants []stri
 			break
 		}
 	}
+	// Unheld before their waiters are woken: a Wait that finds a task of
+	// its run held here after it registered is woken (see Wait).
 	for i, r := range batch {
 		l.unhold(r.RunID, tenants[i])
 	}
+	e.afterComplete(batch, outs)
 	// The claimed steps take their slots before the results give theirs
 	// back, so the poller never sees more free than there are.
 	l.executing.Add(int64(len(next)))

@@ -70,3 +70,18 @@ func (e *Engine) askReturns(batch []store.TaskResult) {
 		batch[i].ReturnRun = waited
 	}
 }
+
+// holdsTaskOf reports whether this engine holds a task of run id, claimed
+// and not yet stored: should that task finish the run, its completion
+// wakes the run's waiters, which it unholds first (see completeBatch).
+func (e *Engine) holdsTaskOf(id dag.RunID) bool {
+	e.loopMu.Lock()
+	l := e.loop
+	e.loopMu.Unlock()
+	if l == nil {
+		return false
+	}
+	l.heldMu.Lock()
+	defer l.heldMu.Unlock()
+	return l.held[id] > 0
+}

@@ -40,7 +40,8 @@ func (s *readCounter) RunStatus(ctx context.Context, id dag.RunID) (store.RunSta
 // TestWaitTakesTheRunFromItsCompletion waits for runs that finish while
 // Wait waits: the completion that finishes one reads it back for its
 // waiter (store.TaskResult.ReturnRun), and Wait returns that, completed
-// or failed, without reading the run itself.
+// or failed, without reading the run itself; nor does it read the run's
+// status first, as the run's first step is held here.
 func TestWaitTakesTheRunFromItsCompletion(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -84,13 +85,14 @@ func TestWaitTakesTheRunFromItsCompletion(t *testing.T) {
 			res, err := e.Wait(ctx, id)
 			done <- waited{res, err}
 		}()
-		// Wait has read the run's status, RUNNING: it waits to be woken.
-		require.Eventually(t, func() bool { return st.statuses.Load() > statuses }, 10*time.Second, time.Millisecond)
+		// Wait is registered: it waits to be woken.
+		require.Eventually(t, func() bool { return e.Waiters(id) == 1 }, 10*time.Second, time.Millisecond)
 		reads := st.reads.Load()
 		close(release)
 		w := <-done
 		require.NotNil(t, w.res)
 		require.Equal(t, reads, st.reads.Load(), "Wait read nothing after it was woken")
+		require.Equal(t, statuses, st.statuses.Load(), "nor the status: the run's first step was held here")
 		want, err := e.Result(ctx, id)
 		if in < 0 {
 			require.ErrorAs(t, w.err, new(*engine.RunError))
