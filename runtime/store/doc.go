@@ -25,6 +25,11 @@
 // the tasks none serves, and what the runs in flight need of the next
 // build).
 //
+// A result may ask for its run back (TaskResult.ReturnRun): a store that
+// can read the run a completion finished in the completion's own unit
+// returns it in CompletionOutcome.Finished, and the engine hands it to the
+// run's waiters, which then read nothing.
+//
 // Two implementations exist: memstore (in memory, the embedded default) and
 // pgstore (Postgres). Package storetest is the conformance suite both pass.
 package store
