@@ -353,6 +353,13 @@ type TaskResult struct {
 	ReturnRun bool
 }
 
+// ReturnsRun reports whether a store returns r's run in o, the outcome of
+// storing r (CompletionOutcome.Finished): r asks for it (ReturnRun), and
+// r finished its run.
+func (r *TaskResult) ReturnsRun(o CompletionOutcome) bool {
+	return r.ReturnRun && o.Outcome != OutcomeStale && o.RunStatus.Terminal()
+}
+
 // WakeTime is when a result that waits (OutcomeRetry, OutcomeSleep,
 // OutcomeAwait) wakes: WakeAt when it is set, otherwise now plus Delay.
 // It reports false when WakeAt is zero and Delay is not above zero, which

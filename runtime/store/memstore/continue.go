@@ -73,7 +73,7 @@ func (s *Store) completeTasks(ctx context.Context, results []store.TaskResult, p
 // that finished their runs.
 func (s *Store) returnRuns(results []store.TaskResult, out []store.CompletionOutcome) {
 	for i := range results {
-		if !results[i].ReturnRun || out[i].Outcome == store.OutcomeStale || !out[i].RunStatus.Terminal() {
+		if !results[i].ReturnsRun(out[i]) {
 			continue
 		}
 		if r := s.runs[results[i].RunID]; r != nil {

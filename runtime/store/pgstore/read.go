@@ -50,25 +50,13 @@ func (s *Store) ListTasks(ctx context.Context, id dag.RunID) ([]store.Task, erro
 var _ store.StatusReader = (*Store)(nil)
 
 // ReadRun implements store.RunReader: the run and its tasks are read by
-// two statements sent together.
+// two statements sent together (readRuns).
 func (s *Store) ReadRun(ctx context.Context, id dag.RunID) (store.Run, []store.Task, error) {
-	p := &pipeline{db: s.pool}
-	p.queryAhead(record(func(db dbsqlc.DBTX) error {
-		_, err := s.q.ListTasks(ctx, db, uuidOf(id))
-		return err
-	}))
-	r, err := s.q.GetRun(ctx, p, uuidOf(id))
-	run, err := runOf(id, r, err)
-	if err != nil {
-		_ = p.closeOpen()
-		return store.Run{}, nil, err
-	}
-	rows, err := s.q.ListTasks(ctx, p, uuidOf(id))
-	tasks, err := tasksOf(id, rows, err)
+	runs, err := s.readRuns(ctx, &pipeline{db: s.pool}, []dag.RunID{id})
 	if err != nil {
 		return store.Run{}, nil, err
 	}
-	return run, tasks, nil
+	return runs[0].Run, runs[0].Tasks, nil
 }
 
 // runOf turns GetRun's row into a run.

@@ -13,50 +13,73 @@ import (
 // runs, one a run.
 func returned(results []store.TaskResult, out []store.CompletionOutcome) []int {
 	var back []int
-	seen := map[dag.RunID]bool{}
+	var seen map[dag.RunID]bool // made for the first: most batches ask for none
 	for i := range results {
-		if results[i].ReturnRun && out[i].Outcome != store.OutcomeStale && out[i].RunStatus.Terminal() && !seen[results[i].RunID] {
-			seen[results[i].RunID] = true
-			back = append(back, i)
+		if !results[i].ReturnsRun(out[i]) || seen[results[i].RunID] {
+			continue
 		}
+		if seen == nil {
+			seen = map[dag.RunID]bool{}
+		}
+		seen[results[i].RunID] = true
+		back = append(back, i)
 	}
 	return back
 }
 
 // readBack reads the runs of the results at back, as ReadRun does, into
-// their outcomes' Finished: queued after the COMMIT, they go with it, so
-// the waiter of a run a completion finished needs no read of its own. The
-// first run's GetRun sends the COMMIT; every other query is sent ahead
-// with it (see pipeline.queryAhead), so the whole takes one round trip.
+// their outcomes' Finished: queued after the COMMIT, they go with it (see
+// readRuns), so the waiter of a run a completion finished needs no read of
+// its own.
 func (s *Store) readBack(ctx context.Context, p *pipeline, results []store.TaskResult, out []store.CompletionOutcome, back []int) error {
+	if len(back) == 0 {
+		return nil
+	}
+	ids := make([]dag.RunID, len(back))
 	for n, i := range back {
-		id := uuidOf(results[i].RunID)
+		ids[n] = results[i].RunID
+	}
+	runs, err := s.readRuns(ctx, p, ids)
+	if err != nil {
+		return err
+	}
+	for n, i := range back {
+		out[i].Finished = &runs[n]
+	}
+	return nil
+}
+
+// readRuns reads runs and their tasks on p, in one round trip that also
+// carries what p has queued: the first run's GetRun is sent with it, and
+// every other query ahead of it (see pipeline.queryAhead).
+func (s *Store) readRuns(ctx context.Context, p *pipeline, ids []dag.RunID) ([]store.FinishedRun, error) {
+	for n, id := range ids {
 		if n > 0 {
 			p.queryAhead(record(func(db dbsqlc.DBTX) error {
-				_, err := s.q.GetRun(ctx, db, id)
+				_, err := s.q.GetRun(ctx, db, uuidOf(id))
 				return err
 			}))
 		}
 		p.queryAhead(record(func(db dbsqlc.DBTX) error {
-			_, err := s.q.ListTasks(ctx, db, id)
+			_, err := s.q.ListTasks(ctx, db, uuidOf(id))
 			return err
 		}))
 	}
-	for _, i := range back {
-		id := results[i].RunID
+	runs := make([]store.FinishedRun, len(ids))
+	for n, id := range ids {
 		r, err := s.q.GetRun(ctx, p, uuidOf(id))
 		run, err := runOf(id, r, err)
 		if err != nil {
 			_ = p.closeOpen()
-			return err
+			return nil, err
 		}
 		rows, err := s.q.ListTasks(ctx, p, uuidOf(id))
 		tasks, err := tasksOf(id, rows, err)
 		if err != nil {
 			_ = p.closeOpen()
-			return err
+			return nil, err
 		}
-		out[i].Finished = &store.FinishedRun{Run: run, Tasks: tasks}
+		runs[n] = store.FinishedRun{Run: run, Tasks: tasks}
 	}
-	return nil
+	return runs, nil
 }
