@@ -660,18 +660,20 @@ func (e *Engine) completeBatch(l *loop, batch []store.TaskResult, tenants []stri
 			break
 		}
 	}
-	// Unheld before their waiters are woken: a Wait that finds a task of
-	// its run held here after it registered is woken (see Wait).
 	for i, r := range batch {
 		l.unhold(r.RunID, tenants[i])
 	}
-	e.afterComplete(batch, outs)
 	// The claimed steps take their slots before the results give theirs
 	// back, so the poller never sees more free than there are.
 	l.executing.Add(int64(len(next)))
 	l.pending.Add(-int64(len(batch)))
 	e.dispatch(l, next)
 	l.signal()
+	// Waiters are woken last: their runs' tasks are unheld (a Wait that
+	// finds a task of its run held here after it registered is woken: see
+	// Wait), and the slots are free for the next trigger a woken caller
+	// makes (a light tenant's run one at a time finds its kept slot).
+	e.afterComplete(batch, outs)
 }
 
 // continueWith returns the store to store results through so that it
