@@ -157,7 +157,7 @@ claimed AS (
     FROM deleted d, clock
     WHERE t.run_id = d.run_id AND t.name = d.task AND t.status = 'QUEUED'
     RETURNING d.id AS queue_id, t.run_id, t.name, t.kind, t.attempt, t.parents, t.started_event, t.signature,
-              t.each, t.item, t.element
+              t.each, t.item, t.element, t.children, t.ctid::tid AS row_ctid
 ),
 leased AS (
     -- One lease for the claim (migration 012), its id the least STARTED
@@ -184,7 +184,8 @@ shared AS (
     -- them from it (a claim of a fan-out's children read their parent 50
     -- times a run, and the run as often; see sharedReads).
     SELECT claimed.queue_id, claimed.run_id, claimed.name, claimed.kind, claimed.attempt, claimed.parents,
-           claimed.signature, claimed.each, claimed.item, claimed.element,
+           claimed.signature, claimed.each, claimed.item, claimed.element, claimed.started_event,
+           claimed.children, claimed.row_ctid,
            claimed.run_id = ANY(@known::uuid[]) AS known,
            row_number() OVER (PARTITION BY claimed.run_id ORDER BY claimed.queue_id) AS run_rank,
            CASE WHEN claimed.each = ''
@@ -204,7 +205,9 @@ SELECT c.queue_id, c.run_id, c.name, c.kind, c.attempt, c.signature, coalesce(c.
        c.parents::text[] AS parent_names,
        (c.parents_rank > 1)::boolean AS parents_shared,
        coalesce(par.statuses, '{}')::text[] AS parent_statuses,
-       coalesce(par.outputs, '{}')::bytea[] AS parent_outputs
+       coalesce(par.outputs, '{}')::bytea[] AS parent_outputs,
+       -- The claim view (migration 013).
+       c.started_event::bigint AS started_event, c.children::text[] AS children, c.row_ctid::tid AS row_ctid
 FROM shared c
 LEFT JOIN LATERAL (
     -- One primary-key lookup, for a run's first task only.

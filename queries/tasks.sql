@@ -97,6 +97,14 @@ CROSS JOIN LATERAL (
 -- new round (its old round's events written out by the caller) forgets the
 -- events its row kept.
 --
+-- A task decided on what its claim returned (a claim view: @expect_started
+-- is the STARTED event id of the attempt the claim started, 0 for a task
+-- read in this transaction) is written only while it is still RUNNING at
+-- that attempt, and keeps its error, reason and wake time (a completion
+-- does not change them, and the view does not hold them). One that moved
+-- on makes the statement fail with dagen_claim_moved (migration 013): the
+-- caller rolls back and decides again on the rows it reads.
+--
 -- The ctid list only narrows the scan: it holds the batch's rows, each
 -- where GetTasks found it (@hints) if the row is still there, else found
 -- with one primary-key lookup (LIMIT 1 keeps each one a lookup). A hint
@@ -108,19 +116,7 @@ CROSS JOIN LATERAL (
 -- key stays the join condition, so a row is still matched by key. The key
 -- lists are read through subqueries, as in GetTasks, so the plan is kept
 -- rather than made at each execution.
-UPDATE dagen_tasks t
-SET status = u.status,
-    output = coalesce(u.output, t.output),
-    error = u.error,
-    reason = u.reason,
-    wake_at = u.wake_at,
-    finished_at = u.finished_at,
-    completed_event = CASE WHEN u.log_completed THEN nextval('dagen_event_seq') ELSE t.completed_event END,
-    queued_event = CASE WHEN u.new_round THEN NULL ELSE t.queued_event END,
-    queued_at = CASE WHEN u.new_round THEN NULL ELSE t.queued_at END,
-    started_event = CASE WHEN u.new_round THEN NULL ELSE t.started_event END,
-    started_at = CASE WHEN u.new_round THEN NULL ELSE t.started_at END
-FROM (
+WITH u AS (
     SELECT unnest((SELECT @run_ids::uuid[])) AS run_id,
            unnest(@names::text[]) AS name,
            unnest(@statuses::text[]) AS status,
@@ -130,16 +126,38 @@ FROM (
            unnest(@wake_ats::timestamptz[]) AS wake_at,
            unnest(@finished_ats::timestamptz[]) AS finished_at,
            unnest(@log_completed::boolean[]) AS log_completed,
-           unnest(@new_rounds::boolean[]) AS new_round
-) AS u
-WHERE t.run_id = u.run_id AND t.name = u.name
-  AND t.ctid = ANY(ARRAY(
-      SELECT coalesce(
-          (SELECT t2.ctid FROM dagen_tasks t2 WHERE t2.ctid = k.hint AND t2.run_id = k.run_id AND t2.name = k.name),
-          (SELECT t2.ctid FROM dagen_tasks t2 WHERE t2.run_id = k.run_id AND t2.name = k.name LIMIT 1))
-      FROM (SELECT unnest((SELECT @run_ids::uuid[])) AS run_id, unnest(@names::text[]) AS name,
-                   unnest(@hints::tid[]) AS hint) AS k
-  ));
+           unnest(@new_rounds::boolean[]) AS new_round,
+           unnest(@expect_started::bigint[]) AS expect_started
+),
+written AS (
+    UPDATE dagen_tasks t
+    SET status = u.status,
+        output = coalesce(u.output, t.output),
+        error = CASE WHEN u.expect_started = 0 THEN u.error ELSE t.error END,
+        reason = CASE WHEN u.expect_started = 0 THEN u.reason ELSE t.reason END,
+        wake_at = CASE WHEN u.expect_started = 0 THEN u.wake_at ELSE t.wake_at END,
+        finished_at = u.finished_at,
+        completed_event = CASE WHEN u.log_completed THEN nextval('dagen_event_seq') ELSE t.completed_event END,
+        queued_event = CASE WHEN u.new_round THEN NULL ELSE t.queued_event END,
+        queued_at = CASE WHEN u.new_round THEN NULL ELSE t.queued_at END,
+        started_event = CASE WHEN u.new_round THEN NULL ELSE t.started_event END,
+        started_at = CASE WHEN u.new_round THEN NULL ELSE t.started_at END
+    FROM u
+    WHERE t.run_id = u.run_id AND t.name = u.name
+      AND (u.expect_started = 0 OR (t.status = 'RUNNING' AND t.started_event = u.expect_started))
+      AND t.ctid = ANY(ARRAY(
+          SELECT coalesce(
+              (SELECT t2.ctid FROM dagen_tasks t2 WHERE t2.ctid = k.hint AND t2.run_id = k.run_id AND t2.name = k.name),
+              (SELECT t2.ctid FROM dagen_tasks t2 WHERE t2.run_id = k.run_id AND t2.name = k.name LIMIT 1))
+          FROM (SELECT unnest((SELECT @run_ids::uuid[])) AS run_id, unnest(@names::text[]) AS name,
+                       unnest(@hints::tid[]) AS hint) AS k
+      ))
+    RETURNING t.run_id, t.name
+)
+SELECT dagen_claim_moved(u.run_id, u.name)
+FROM u
+WHERE u.expect_started <> 0
+  AND NOT EXISTS (SELECT 1 FROM written w WHERE w.run_id = u.run_id AND w.name = u.name);
 
 -- name: DecrementChildren :many
 -- Counts pending parents down, one per (run, child) entry, and marks the

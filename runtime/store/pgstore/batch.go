@@ -100,6 +100,10 @@ type taskState struct {
 
 	lease int64      // the attempt RUNNING when loaded: its STARTED id (its entry in its lease), or 0
 	ctid  pgtype.TID // where GetTasks found the row: UpdateTasks's hint
+	// expectStarted is, for a task decided on its claim view (views.go),
+	// the STARTED event id UpdateTasks expects the row to be RUNNING at; 0
+	// for a task read in this transaction.
+	expectStarted int64
 
 	// A mapped task's state (see migration 004): pending counts its
 	// unresolved elements while MAPPING; mapDirty says to write it.
@@ -189,16 +193,19 @@ func (b *batch) inputMax() int32 {
 	return continuedInputMax
 }
 
-// lockRunsAndLoad locks the runs of keys, as lockRuns, and reads those
-// tasks, in one round trip: the tasks are read by a statement of their own
-// sent right after the locks (so it sees what the last holder of each lock
-// wrote), without waiting for their result.
-func (b *batch) lockRunsAndLoad(ctx context.Context, keys []taskKey) error {
-	ids := make([]dag.RunID, len(keys))
+// lockRunsAndLoad locks the runs with these ids, as lockRuns, and the runs
+// of keys, and reads the tasks with those keys, in one round trip: the
+// tasks are read by a statement of their own sent right after the locks (so
+// it sees what the last holder of each lock wrote), without waiting for
+// their result.
+func (b *batch) lockRunsAndLoad(ctx context.Context, ids []dag.RunID, keys []taskKey) error {
+	if len(keys) == 0 {
+		return b.lockRuns(ctx, ids, false)
+	}
 	kIDs := make([]pgtype.UUID, len(keys))
 	kNames := make([]string, len(keys))
 	for i, k := range keys {
-		ids[i] = k.run
+		ids = append(ids, k.run)
 		kIDs[i], kNames[i] = uuidOf(k.run), k.name
 	}
 	b.tx.queryAhead(record(func(db dbsqlc.DBTX) error {
@@ -451,6 +458,7 @@ func (b *batch) flush(ctx context.Context) error {
 			Outputs: make([][]byte, 0, n), Errors: make([]string, 0, n), Reasons: make([]string, 0, n),
 			WakeAts: make([]pgtype.Timestamptz, 0, n), FinishedAts: make([]pgtype.Timestamptz, 0, n),
 			LogCompleted: make([]bool, 0, n), NewRounds: make([]bool, 0, n), Hints: make([]pgtype.TID, 0, n),
+			ExpectStarted: make([]int64, 0, n),
 		}
 		var tp dbsqlc.UpsertTimersParams
 		for _, t := range b.dirty {
@@ -469,6 +477,7 @@ func (b *batch) flush(ctx context.Context) error {
 			p.LogCompleted = append(p.LogCompleted, t.logCompleted)
 			p.NewRounds = append(p.NewRounds, t.newRound)
 			p.Hints = append(p.Hints, t.ctid)
+			p.ExpectStarted = append(p.ExpectStarted, t.expectStarted)
 			if t.timer != "" && (t.status == store.TaskSleeping || t.status == store.TaskBackoff || t.status == store.TaskAwaiting) {
 				tp.RunIds = append(tp.RunIds, uuidOf(t.key.run))
 				tp.Tasks = append(tp.Tasks, t.key.name)

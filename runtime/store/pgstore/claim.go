@@ -35,6 +35,7 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.Cl
 		return nil, fmt.Errorf("claim tasks for worker %s: %w", p.Worker, err)
 	}
 	claimed := make([]store.ClaimedTask, len(rows))
+	views := make([]claimView, len(rows))
 	sh := newSharedReads(len(rows), func(i int) (bool, bool) { return rows[i].RunShared, rows[i].ParentsShared })
 	for i, r := range rows {
 		c := store.ClaimedTask{
@@ -62,9 +63,10 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.Cl
 			return nil, fmt.Errorf("claim tasks for worker %s: task %s/%s: %w", p.Worker, c.RunID, c.Step, err)
 		}
 		claimed[i] = c
+		views[i] = claimView{kind: c.Kind, signature: c.Signature, children: r.Children, startedEvent: r.StartedEvent, ctid: r.RowCtid}
 	}
 	if len(rows) > 0 {
-		s.leases.claimed(rows[0].Lease, claimed)
+		s.leases.claimed(rows[0].Lease, claimed, views)
 	}
 	return claimed, nil
 }

@@ -18,21 +18,57 @@ func (s *Store) CompleteTasks(ctx context.Context, results []store.TaskResult) (
 }
 
 // completeTasks is CompleteTasks, and CompleteAndContinue when cont is set.
+//
+// Completed results of attempts this store claimed are decided on what the
+// claim returned (claimView) rather than on rows read again; when one of
+// those rows moved on since (UpdateTasks fails the transaction), the batch
+// is decided again, and written, on the rows it reads.
 func (s *Store) completeTasks(ctx context.Context, results []store.TaskResult, cont *continuation) ([]store.CompletionOutcome, error) {
-	out := make([]store.CompletionOutcome, len(results))
 	if len(results) == 0 {
-		return out, nil
+		return []store.CompletionOutcome{}, nil
 	}
+	views := s.leases.viewsFor(results)
+	out, err := s.completeOnce(ctx, results, cont, views)
+	if views != nil && claimMoved(err) {
+		if cont != nil {
+			*cont = continuation{p: cont.p}
+		}
+		out, err = s.completeOnce(ctx, results, cont, nil)
+	}
+	if err != nil && !errors.Is(err, errNothingToDo) {
+		return nil, fmt.Errorf("complete %d tasks: %w", len(results), err)
+	}
+	s.leases.answered(results)
+	if cont != nil {
+		s.leases.claimed(cont.lease, cont.claimed, cont.views)
+	}
+	enqueued := 0
+	for _, o := range out {
+		enqueued += o.Enqueued
+	}
+	s.noteQueued(ctx, enqueued)
+	return out, nil
+}
+
+// completeOnce is one transaction of completeTasks: views, by result, are
+// the claim views the results are decided on (nil: none).
+func (s *Store) completeOnce(ctx context.Context, results []store.TaskResult, cont *continuation, views []*claimView) ([]store.CompletionOutcome, error) {
+	out := make([]store.CompletionOutcome, len(results))
 	var back []int // the results whose runs are read back: see readBack
 	err := s.inTxThen(ctx, func(tx *txn) error {
 		b := s.newBatch(tx, len(results))
 		b.cont = cont
-		keys := make([]taskKey, len(results))
-		for i, r := range results {
-			keys[i] = taskKey{r.RunID, r.Step}
+		ids := make([]dag.RunID, len(results))
+		for i := range results {
+			ids[i] = results[i].RunID
 		}
-		if err := b.lockRunsAndLoad(ctx, withMappedTasks(keys)); err != nil {
+		if err := b.lockRunsAndLoad(ctx, ids, toRead(results, views)); err != nil {
 			return err
+		}
+		for i := range results {
+			if views != nil && views[i] != nil {
+				b.fromView(&results[i], views[i])
+			}
 		}
 		for i := range results {
 			out[i] = b.apply(i, &results[i])
@@ -54,19 +90,7 @@ func (s *Store) completeTasks(ctx context.Context, results []store.TaskResult, c
 	}, func(tx *txn) error {
 		return s.readBack(ctx, &tx.pipeline, results, out, back)
 	})
-	if err != nil && !errors.Is(err, errNothingToDo) {
-		return nil, fmt.Errorf("complete %d tasks: %w", len(results), err)
-	}
-	s.leases.answered(results)
-	if cont != nil {
-		s.leases.claimed(cont.lease, cont.claimed)
-	}
-	enqueued := 0
-	for _, o := range out {
-		enqueued += o.Enqueued
-	}
-	s.noteQueued(ctx, enqueued)
-	return out, nil
+	return out, err
 }
 
 // FireTimers implements store.Store. Due timers are read without locks,
@@ -218,7 +242,7 @@ func (s *Store) RescueExpired(ctx context.Context, limit int) (int, error) {
 		for i, c := range cands {
 			keys[i] = taskKey{dag.RunID(c.RunID.Bytes), c.Name}
 		}
-		if err := b.lockRunsAndLoad(ctx, keys); err != nil {
+		if err := b.lockRunsAndLoad(ctx, nil, keys); err != nil {
 			return err
 		}
 		var ext struct {

@@ -39,7 +39,8 @@ type continuation struct {
 	ahead   []string        // the tenants TenantsAhead was sent for, or nil
 	mayGo   map[string]bool // by tenant, as TenantsAhead read (readAhead); nil before
 	claimed []store.ClaimedTask
-	lease   int64 // the lease of the steps started (ContinueTasks)
+	views   []claimView // of claimed, by task (views.go)
+	lease   int64       // the lease of the steps started (ContinueTasks)
 }
 
 // sendAhead sends TenantsAhead with the next query (DecrementChildren), for
@@ -150,6 +151,7 @@ func (b *batch) continueReady(ctx context.Context) error {
 		}
 		b.enqueue[cands[r.Ord-1]].continued = true
 		c.claimed = append(c.claimed, t)
+		c.views = append(c.views, claimView{kind: t.Kind, signature: t.Signature, children: r.Children, startedEvent: r.StartedEvent, ctid: r.RowCtid})
 	}
 	return nil
 }

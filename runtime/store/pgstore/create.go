@@ -463,7 +463,7 @@ func (c *creation) claimed(s *Store, started []dbsqlc.StartedTasksRow) []store.C
 			claimed = append(claimed, c)
 		}
 	}
-	s.leases.claimed(lease, claimed)
+	s.leases.claimed(lease, claimed, nil)
 	return claimed
 }
 

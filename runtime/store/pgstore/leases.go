@@ -28,9 +28,10 @@ import (
 // returned.
 type leaseBook struct {
 	mu    sync.Mutex
-	lease map[attemptKey]int64 // an attempt not answered yet → its lease
-	left  map[int64]int        // a lease → its attempts not answered yet
-	done  []int64              // leases with every attempt answered
+	lease map[attemptKey]int64     // an attempt not answered yet → its lease
+	views map[attemptKey]claimView // an attempt not answered yet → its claim view, if kept (views.go)
+	left  map[int64]int            // a lease → its attempts not answered yet
+	done  []int64                  // leases with every attempt answered
 }
 
 // attemptKey names one attempt of a task.
@@ -40,10 +41,11 @@ type attemptKey struct {
 	attempt int
 }
 
-// claimed records that the claim whose lease is lease started tasks. An
-// attempt recorded already (by a claim that was rolled back, whose runs
-// were then created again) is moved to this lease.
-func (l *leaseBook) claimed(lease int64, tasks []store.ClaimedTask) {
+// claimed records that the claim whose lease is lease started tasks, and
+// what it returned of their rows (views, by task; nil when it kept none).
+// An attempt recorded already (by a claim that was rolled back, whose runs
+// were then created again) is moved to this lease, and forgets its view.
+func (l *leaseBook) claimed(lease int64, tasks []store.ClaimedTask, views []claimView) {
 	if len(tasks) == 0 {
 		return
 	}
@@ -51,15 +53,21 @@ func (l *leaseBook) claimed(lease int64, tasks []store.ClaimedTask) {
 	defer l.mu.Unlock()
 	if l.lease == nil {
 		l.lease = make(map[attemptKey]int64)
+		l.views = make(map[attemptKey]claimView)
 		l.left = make(map[int64]int)
 	}
-	for _, t := range tasks {
+	for i, t := range tasks {
 		k := attemptKey{t.RunID, t.Step, t.Attempt}
 		if old, ok := l.lease[k]; ok {
 			l.end(old)
 		}
 		l.lease[k] = lease
 		l.left[lease]++
+		if views != nil {
+			l.views[k] = views[i]
+		} else {
+			delete(l.views, k)
+		}
 	}
 }
 
@@ -75,6 +83,7 @@ func (l *leaseBook) answered(results []store.TaskResult) {
 			continue // claimed by another store, or answered already
 		}
 		delete(l.lease, k)
+		delete(l.views, k)
 		l.end(lease)
 	}
 }

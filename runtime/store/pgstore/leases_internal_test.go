@@ -22,8 +22,8 @@ func TestLeaseBookQueuesALeaseOnceEveryAttemptIsAnswered(t *testing.T) {
 	answer := func(r dag.RunID, attempt int) store.TaskResult {
 		return store.TaskResult{RunID: r, Step: "a", Attempt: attempt, Outcome: store.OutcomeCompleted}
 	}
-	l.claimed(10, []store.ClaimedTask{task(r1, 1), task(r2, 1)})
-	l.claimed(20, []store.ClaimedTask{task(r3, 1)})
+	l.claimed(10, []store.ClaimedTask{task(r1, 1), task(r2, 1)}, nil)
+	l.claimed(20, []store.ClaimedTask{task(r3, 1)}, nil)
 
 	l.answered([]store.TaskResult{answer(r1, 1), answer(r1, 2), answer(dag.RunID{9}, 1)})
 	require.Empty(t, l.takeDone(), "r2 still runs under lease 10; r1's attempt 2 and run 9 were never claimed here")
@@ -31,7 +31,7 @@ func TestLeaseBookQueuesALeaseOnceEveryAttemptIsAnswered(t *testing.T) {
 	require.Equal(t, []int64{10}, l.takeDone())
 	require.Empty(t, l.takeDone(), "taken once")
 
-	l.claimed(30, []store.ClaimedTask{task(r3, 1)}) // r3's claim again, under lease 30
+	l.claimed(30, []store.ClaimedTask{task(r3, 1)}, nil) // r3's claim again, under lease 30
 	require.Equal(t, []int64{20}, l.takeDone(), "lease 20 lost its one attempt")
 	l.answered([]store.TaskResult{answer(r3, 1)})
 	require.Equal(t, []int64{30}, l.takeDone())

@@ -65,7 +65,7 @@ func (s *Store) SendSignal(ctx context.Context, id dag.RunID, step string, paylo
 	err := s.inTx(ctx, func(tx *txn) error {
 		b := s.newBatch(tx, 1)
 		k := taskKey{id, step}
-		if err := b.lockRunsAndLoad(ctx, []taskKey{k}); err != nil {
+		if err := b.lockRunsAndLoad(ctx, nil, []taskKey{k}); err != nil {
 			return err
 		}
 		if refused = refusal(b.runs[id], b.tasks[k], id, step); refused != nil {

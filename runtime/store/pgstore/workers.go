@@ -87,7 +87,7 @@ func (s *Store) releaseTasks(ctx context.Context, worker string, keys []taskKey,
 	n := 0
 	err := s.inTx(ctx, func(tx *txn) error {
 		b := s.newBatch(tx, len(keys))
-		if err := b.lockRunsAndLoad(ctx, keys); err != nil {
+		if err := b.lockRunsAndLoad(ctx, nil, keys); err != nil {
 			return err
 		}
 		var granted struct {

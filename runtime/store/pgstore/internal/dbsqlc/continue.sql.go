@@ -33,7 +33,7 @@ claimed AS (
     WHERE t.run_id = k.run_id AND t.name = k.name AND t.status = 'QUEUED'
       AND t.ctid = ANY(ARRAY(SELECT unnest($7::tid[])))
     RETURNING k.ord, k.own_parents, k.own_input, t.run_id, t.name, t.kind, t.attempt, t.parents, t.started_event, t.signature,
-              t.each, t.item, t.element
+              t.each, t.item, t.element, t.children, t.ctid::tid AS row_ctid
 ),
 leased AS (
     -- One lease for the tasks started, as in ClaimTasks.
@@ -48,7 +48,8 @@ leased AS (
 shared AS (
     -- Read once for the tasks that share them, as in ClaimTasks.
     SELECT claimed.ord, claimed.own_parents, claimed.run_id, claimed.name, claimed.kind, claimed.attempt, claimed.parents,
-           claimed.signature, claimed.each, claimed.item, claimed.element,
+           claimed.signature, claimed.each, claimed.item, claimed.element, claimed.started_event,
+           claimed.children, claimed.row_ctid,
            claimed.own_input OR claimed.run_id = ANY($9::uuid[]) AS known,
            row_number() OVER (PARTITION BY claimed.run_id ORDER BY claimed.ord) AS run_rank,
            CASE WHEN claimed.each = ''
@@ -71,7 +72,9 @@ SELECT c.ord::integer AS ord, c.run_id, c.name, c.kind, c.attempt, c.signature, 
        c.parents::text[] AS parent_names,
        (c.parents_rank > 1)::boolean AS parents_shared,
        coalesce(par.statuses, '{}')::text[] AS parent_statuses,
-       coalesce(par.outputs, '{}')::bytea[] AS parent_outputs
+       coalesce(par.outputs, '{}')::bytea[] AS parent_outputs,
+       -- The claim view (migration 013), as in ClaimTasks.
+       c.started_event::bigint AS started_event, c.children::text[] AS children, c.row_ctid::tid AS row_ctid
 FROM shared c
 LEFT JOIN LATERAL (
     -- One primary-key lookup a parent, as in ClaimTasks.
@@ -116,6 +119,9 @@ type ContinueTasksRow struct {
 	ParentsShared  bool
 	ParentStatuses []string
 	ParentOutputs  [][]byte
+	StartedEvent   int64
+	Children       []string
+	RowCtid        pgtype.TID
 }
 
 // Starts, for @worker, QUEUED tasks given by key, which the same
@@ -170,6 +176,9 @@ func (q *Queries) ContinueTasks(ctx context.Context, db DBTX, arg ContinueTasksP
 			&i.ParentsShared,
 			&i.ParentStatuses,
 			&i.ParentOutputs,
+			&i.StartedEvent,
+			&i.Children,
+			&i.RowCtid,
 		); err != nil {
 			return nil, err
 		}

@@ -602,52 +602,63 @@ func (q *Queries) StartedTasks(ctx context.Context, db DBTX, runIds []pgtype.UUI
 }
 
 const updateTasks = `-- name: UpdateTasks :exec
-UPDATE dagen_tasks t
-SET status = u.status,
-    output = coalesce(u.output, t.output),
-    error = u.error,
-    reason = u.reason,
-    wake_at = u.wake_at,
-    finished_at = u.finished_at,
-    completed_event = CASE WHEN u.log_completed THEN nextval('dagen_event_seq') ELSE t.completed_event END,
-    queued_event = CASE WHEN u.new_round THEN NULL ELSE t.queued_event END,
-    queued_at = CASE WHEN u.new_round THEN NULL ELSE t.queued_at END,
-    started_event = CASE WHEN u.new_round THEN NULL ELSE t.started_event END,
-    started_at = CASE WHEN u.new_round THEN NULL ELSE t.started_at END
-FROM (
+WITH u AS (
     SELECT unnest((SELECT $1::uuid[])) AS run_id,
            unnest($2::text[]) AS name,
-           unnest($4::text[]) AS status,
-           unnest($5::bytea[]) AS output,
-           unnest($6::text[]) AS error,
-           unnest($7::text[]) AS reason,
-           unnest($8::timestamptz[]) AS wake_at,
-           unnest($9::timestamptz[]) AS finished_at,
-           unnest($10::boolean[]) AS log_completed,
-           unnest($11::boolean[]) AS new_round
-) AS u
-WHERE t.run_id = u.run_id AND t.name = u.name
-  AND t.ctid = ANY(ARRAY(
-      SELECT coalesce(
-          (SELECT t2.ctid FROM dagen_tasks t2 WHERE t2.ctid = k.hint AND t2.run_id = k.run_id AND t2.name = k.name),
-          (SELECT t2.ctid FROM dagen_tasks t2 WHERE t2.run_id = k.run_id AND t2.name = k.name LIMIT 1))
-      FROM (SELECT unnest((SELECT $1::uuid[])) AS run_id, unnest($2::text[]) AS name,
-                   unnest($3::tid[]) AS hint) AS k
-  ))
+           unnest($3::text[]) AS status,
+           unnest($4::bytea[]) AS output,
+           unnest($5::text[]) AS error,
+           unnest($6::text[]) AS reason,
+           unnest($7::timestamptz[]) AS wake_at,
+           unnest($8::timestamptz[]) AS finished_at,
+           unnest($9::boolean[]) AS log_completed,
+           unnest($10::boolean[]) AS new_round,
+           unnest($11::bigint[]) AS expect_started
+),
+written AS (
+    UPDATE dagen_tasks t
+    SET status = u.status,
+        output = coalesce(u.output, t.output),
+        error = CASE WHEN u.expect_started = 0 THEN u.error ELSE t.error END,
+        reason = CASE WHEN u.expect_started = 0 THEN u.reason ELSE t.reason END,
+        wake_at = CASE WHEN u.expect_started = 0 THEN u.wake_at ELSE t.wake_at END,
+        finished_at = u.finished_at,
+        completed_event = CASE WHEN u.log_completed THEN nextval('dagen_event_seq') ELSE t.completed_event END,
+        queued_event = CASE WHEN u.new_round THEN NULL ELSE t.queued_event END,
+        queued_at = CASE WHEN u.new_round THEN NULL ELSE t.queued_at END,
+        started_event = CASE WHEN u.new_round THEN NULL ELSE t.started_event END,
+        started_at = CASE WHEN u.new_round THEN NULL ELSE t.started_at END
+    FROM u
+    WHERE t.run_id = u.run_id AND t.name = u.name
+      AND (u.expect_started = 0 OR (t.status = 'RUNNING' AND t.started_event = u.expect_started))
+      AND t.ctid = ANY(ARRAY(
+          SELECT coalesce(
+              (SELECT t2.ctid FROM dagen_tasks t2 WHERE t2.ctid = k.hint AND t2.run_id = k.run_id AND t2.name = k.name),
+              (SELECT t2.ctid FROM dagen_tasks t2 WHERE t2.run_id = k.run_id AND t2.name = k.name LIMIT 1))
+          FROM (SELECT unnest((SELECT $1::uuid[])) AS run_id, unnest($2::text[]) AS name,
+                       unnest($12::tid[]) AS hint) AS k
+      ))
+    RETURNING t.run_id, t.name
+)
+SELECT dagen_claim_moved(u.run_id, u.name)
+FROM u
+WHERE u.expect_started <> 0
+  AND NOT EXISTS (SELECT 1 FROM written w WHERE w.run_id = u.run_id AND w.name = u.name)
 `
 
 type UpdateTasksParams struct {
-	RunIds       []pgtype.UUID
-	Names        []string
-	Hints        []pgtype.TID
-	Statuses     []string
-	Outputs      [][]byte
-	Errors       []string
-	Reasons      []string
-	WakeAts      []pgtype.Timestamptz
-	FinishedAts  []pgtype.Timestamptz
-	LogCompleted []bool
-	NewRounds    []bool
+	RunIds        []pgtype.UUID
+	Names         []string
+	Statuses      []string
+	Outputs       [][]byte
+	Errors        []string
+	Reasons       []string
+	WakeAts       []pgtype.Timestamptz
+	FinishedAts   []pgtype.Timestamptz
+	LogCompleted  []bool
+	NewRounds     []bool
+	ExpectStarted []int64
+	Hints         []pgtype.TID
 }
 
 // Writes the new state of tasks whose transition was decided by the caller
@@ -655,6 +666,14 @@ type UpdateTasksParams struct {
 // that completes keeps its COMPLETED event in its row; one that starts a
 // new round (its old round's events written out by the caller) forgets the
 // events its row kept.
+//
+// A task decided on what its claim returned (a claim view: @expect_started
+// is the STARTED event id of the attempt the claim started, 0 for a task
+// read in this transaction) is written only while it is still RUNNING at
+// that attempt, and keeps its error, reason and wake time (a completion
+// does not change them, and the view does not hold them). One that moved
+// on makes the statement fail with dagen_claim_moved (migration 013): the
+// caller rolls back and decides again on the rows it reads.
 //
 // The ctid list only narrows the scan: it holds the batch's rows, each
 // where GetTasks found it (@hints) if the row is still there, else found
@@ -671,7 +690,6 @@ func (q *Queries) UpdateTasks(ctx context.Context, db DBTX, arg UpdateTasksParam
 	_, err := db.Exec(ctx, updateTasks,
 		arg.RunIds,
 		arg.Names,
-		arg.Hints,
 		arg.Statuses,
 		arg.Outputs,
 		arg.Errors,
@@ -680,6 +698,8 @@ func (q *Queries) UpdateTasks(ctx context.Context, db DBTX, arg UpdateTasksParam
 		arg.FinishedAts,
 		arg.LogCompleted,
 		arg.NewRounds,
+		arg.ExpectStarted,
+		arg.Hints,
 	)
 	return err
 }
