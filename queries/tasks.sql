@@ -62,11 +62,13 @@ HAVING count(*) > 0;
 -- name: StartedTasks :many
 -- The tasks among the keys that are RUNNING: after InsertTasks in the same
 -- transaction, the ones it started, with their STARTED event ids (the least
--- is their lease's id). One lookup a key, as in GetTasks.
-SELECT k.run_id::uuid AS run_id, k.name::text AS name, t.started_event::bigint AS started_event
+-- is their lease's id), children and rows (their claim views, migration
+-- 013). One lookup a key, as in GetTasks.
+SELECT k.run_id::uuid AS run_id, k.name::text AS name, t.started_event::bigint AS started_event,
+       t.children::text[] AS children, t.row_ctid::tid AS row_ctid
 FROM (SELECT unnest((SELECT @run_ids::uuid[])) AS run_id, unnest((SELECT @names::text[])) AS name) AS k
 CROSS JOIN LATERAL (
-    SELECT t.status, t.started_event FROM dagen_tasks t WHERE t.run_id = k.run_id AND t.name = k.name LIMIT 1
+    SELECT t.status, t.started_event, t.children, t.ctid::tid AS row_ctid FROM dagen_tasks t WHERE t.run_id = k.run_id AND t.name = k.name LIMIT 1
 ) AS t
 WHERE t.status = 'RUNNING';
 

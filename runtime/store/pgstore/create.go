@@ -449,21 +449,24 @@ func (c *creation) write(ctx context.Context, s *Store, db interface {
 // nothing answers them, or where the attempt of a creation tried again
 // takes their place (leaseBook.claimed).
 func (c *creation) claimed(s *Store, started []dbsqlc.StartedTasksRow) []store.ClaimedTask {
-	isStarted := make(map[taskKey]bool, len(started))
+	rowOf := make(map[taskKey]*dbsqlc.StartedTasksRow, len(started))
 	var lease int64
-	for i, r := range started {
-		isStarted[taskKey{dag.RunID(r.RunID.Bytes), r.Name}] = true
+	for i := range started {
+		r := &started[i]
+		rowOf[taskKey{dag.RunID(r.RunID.Bytes), r.Name}] = r
 		if i == 0 || r.StartedEvent < lease {
 			lease = r.StartedEvent
 		}
 	}
 	var claimed []store.ClaimedTask
+	var views []claimView
 	for _, c := range c.cands {
-		if isStarted[taskKey{c.RunID, c.Step}] {
+		if r := rowOf[taskKey{c.RunID, c.Step}]; r != nil {
 			claimed = append(claimed, c)
+			views = append(views, claimView{kind: c.Kind, signature: c.Signature, children: r.Children, startedEvent: r.StartedEvent, ctid: r.RowCtid})
 		}
 	}
-	s.leases.claimed(lease, claimed, nil)
+	s.leases.claimed(lease, claimed, views)
 	return claimed
 }
 

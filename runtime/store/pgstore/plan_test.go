@@ -296,11 +296,12 @@ func TestBatchesFindRowsByKey(t *testing.T) {
 	// served: each entry's task is looked up).
 	_, err = s.ReportUnserved(ctx, time.Hour, 100)
 	require.NoError(t, err)
-	// The started roots complete on the rows they read (GetTasks): StartRuns
-	// keeps no claim view, as ClaimTasks and ContinueTasks do.
+	// The started roots are retried later: decided on the rows read
+	// (GetTasks), as every outcome but a completion is (a completion is
+	// decided on its claim's view).
 	results := make([]store.TaskResult, len(started))
 	for i, c := range started {
-		results[i] = completed(c)
+		results[i] = store.TaskResult{RunID: c.RunID, Step: c.Step, Attempt: c.Attempt, Outcome: store.OutcomeRetry, Error: "later", Delay: time.Hour}
 	}
 	_, err = s.CompleteTasks(ctx, results)
 	require.NoError(t, err)

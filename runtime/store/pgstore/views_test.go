@@ -14,7 +14,8 @@ import (
 
 // TestCompletionsDecideOnClaimViews: a completed result of an attempt the
 // store claimed is decided on what the claim returned, without reading the
-// task again; a step started by a continuation too.
+// task again; so is one of a step a continuation started, and one of a
+// root its trigger started.
 func TestCompletionsDecideOnClaimViews(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -25,10 +26,14 @@ func TestCompletionsDecideOnClaimViews(t *testing.T) {
 		newRun("chain", "acme", step("a"), step("b", "a")),
 		newRun("chain", "acme", step("a"), step("b", "a")),
 	}
-	require.NoError(t, s.CreateRuns(ctx, runs))
+	require.NoError(t, s.CreateRuns(ctx, runs[:1]))
 	claimed, err := s.ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: 10, Lease: time.Minute})
 	require.NoError(t, err)
-	require.Len(t, claimed, 2)
+	require.Len(t, claimed, 1)
+	started, err := s.StartRuns(ctx, runs[1:], store.ClaimParams{Worker: "w", Limit: 10, Lease: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, started, 1)
+	claimed = append(claimed, started...)
 
 	reads := log.count("GetTasks")
 	outs, next, err := s.CompleteAndContinue(ctx, results(claimed, completed), store.ClaimParams{Worker: "w", Limit: 10, Lease: time.Minute})

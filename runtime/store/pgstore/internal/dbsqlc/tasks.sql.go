@@ -564,10 +564,11 @@ func (q *Queries) RescueCandidates(ctx context.Context, db DBTX, now pgtype.Time
 }
 
 const startedTasks = `-- name: StartedTasks :many
-SELECT k.run_id::uuid AS run_id, k.name::text AS name, t.started_event::bigint AS started_event
+SELECT k.run_id::uuid AS run_id, k.name::text AS name, t.started_event::bigint AS started_event,
+       t.children::text[] AS children, t.row_ctid::tid AS row_ctid
 FROM (SELECT unnest((SELECT $1::uuid[])) AS run_id, unnest((SELECT $2::text[])) AS name) AS k
 CROSS JOIN LATERAL (
-    SELECT t.status, t.started_event FROM dagen_tasks t WHERE t.run_id = k.run_id AND t.name = k.name LIMIT 1
+    SELECT t.status, t.started_event, t.children, t.ctid::tid AS row_ctid FROM dagen_tasks t WHERE t.run_id = k.run_id AND t.name = k.name LIMIT 1
 ) AS t
 WHERE t.status = 'RUNNING'
 `
@@ -576,11 +577,14 @@ type StartedTasksRow struct {
 	RunID        pgtype.UUID
 	Name         string
 	StartedEvent int64
+	Children     []string
+	RowCtid      pgtype.TID
 }
 
 // The tasks among the keys that are RUNNING: after InsertTasks in the same
 // transaction, the ones it started, with their STARTED event ids (the least
-// is their lease's id). One lookup a key, as in GetTasks.
+// is their lease's id), children and rows (their claim views, migration
+// 013). One lookup a key, as in GetTasks.
 func (q *Queries) StartedTasks(ctx context.Context, db DBTX, runIds []pgtype.UUID, names []string) ([]StartedTasksRow, error) {
 	rows, err := db.Query(ctx, startedTasks, runIds, names)
 	if err != nil {
@@ -590,7 +594,13 @@ func (q *Queries) StartedTasks(ctx context.Context, db DBTX, runIds []pgtype.UUI
 	var items []StartedTasksRow
 	for rows.Next() {
 		var i StartedTasksRow
-		if err := rows.Scan(&i.RunID, &i.Name, &i.StartedEvent); err != nil {
+		if err := rows.Scan(
+			&i.RunID,
+			&i.Name,
+			&i.StartedEvent,
+			&i.Children,
+			&i.RowCtid,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
