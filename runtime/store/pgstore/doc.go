@@ -16,6 +16,14 @@
 // queue would hand out next as RUNNING with their leases instead of
 // enqueuing them, and [Store.ReadRun].
 //
+// A completed result of an attempt this store claimed is decided on what
+// its claim returned of the task's row (a claim view: its children, its
+// STARTED event id, where the row is), not on the row read again. The
+// transaction writes such a task only where the row is still RUNNING at
+// that attempt, and fails otherwise (migration 013); the batch is then
+// decided again on the rows it reads, so a view never writes what a read
+// row would not have.
+//
 // Calls of [Store.CreateRuns] or [Store.StartRuns] made at once share a
 // transaction (group commit): an enqueue locks its tenants' rows of the
 // fair queue until it commits, so concurrent triggers of one tenant, each
