@@ -9,3 +9,8 @@ func (e *Engine) Waiters(id dag.RunID) int {
 	defer e.waitMu.Unlock()
 	return len(e.waiters[id])
 }
+
+// HoldsTaskOf reports whether the engine holds a task of run id (see
+// holdsTaskOf): a run whose trigger found no free slot (a claim under way
+// had taken them) is held only once a claim takes its step.
+func (e *Engine) HoldsTaskOf(id dag.RunID) bool { return e.holdsTaskOf(id) }

@@ -75,6 +75,10 @@ func TestWaitTakesTheRunFromItsCompletion(t *testing.T) {
 		release = make(chan struct{})
 		id, err := e.Trigger(ctx, "wf", "t", in)
 		require.NoError(t, err)
+		// The run's first step is held here: started by the trigger, or,
+		// when a claim under way had taken the free slots, by the claim
+		// the trigger's enqueue wakes. It runs until release.
+		require.Eventually(t, func() bool { return e.HoldsTaskOf(id) }, 10*time.Second, time.Millisecond)
 		statuses := st.statuses.Load()
 		type waited struct {
 			res *engine.RunResult

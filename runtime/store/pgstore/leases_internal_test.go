@@ -38,3 +38,44 @@ func TestLeaseBookQueuesALeaseOnceEveryAttemptIsAnswered(t *testing.T) {
 	require.Empty(t, l.lease)
 	require.Empty(t, l.left)
 }
+
+// TestLeaseBookKeepsViewsUntilAnswered: a claim view is offered for a
+// completed result of a step's attempt it was kept for, not for another
+// attempt, outcome or kind, and is forgotten once the attempt is answered
+// or claimed again without one.
+func TestLeaseBookKeepsViewsUntilAnswered(t *testing.T) {
+	var l leaseBook
+	r1, r2, r3 := dag.RunID{1}, dag.RunID{2}, dag.RunID{3}
+	tasks := []store.ClaimedTask{
+		{RunID: r1, Step: "a", Attempt: 1, Kind: store.KindStep},
+		{RunID: r2, Step: "a", Attempt: 1, Kind: store.KindStep},
+		{RunID: r3, Step: "m", Attempt: 1, Kind: store.KindMap},
+	}
+	views := []claimView{
+		{kind: store.KindStep, startedEvent: 11, children: []string{"b"}},
+		{kind: store.KindStep, startedEvent: 12},
+		{kind: store.KindMap, startedEvent: 13},
+	}
+	l.claimed(11, tasks, views)
+	results := []store.TaskResult{
+		{RunID: r1, Step: "a", Attempt: 1, Outcome: store.OutcomeCompleted},
+		{RunID: r1, Step: "a", Attempt: 2, Outcome: store.OutcomeCompleted}, // another attempt
+		{RunID: r2, Step: "a", Attempt: 1, Outcome: store.OutcomeRetry},     // not a completion
+		{RunID: r3, Step: "m", Attempt: 1, Outcome: store.OutcomeCompleted}, // not a step
+	}
+	got := l.viewsFor(results)
+	require.Len(t, got, len(results))
+	require.NotNil(t, got[0])
+	require.Equal(t, int64(11), got[0].startedEvent)
+	require.Equal(t, []string{"b"}, got[0].children)
+	require.Nil(t, got[1])
+	require.Nil(t, got[2])
+	require.Nil(t, got[3])
+
+	l.answered(results[:1])
+	require.Nil(t, l.viewsFor(results[:1]), "answered: its view is gone")
+	l.claimed(20, tasks[1:2], nil) // r2's attempt claimed again, keeping no view
+	require.Nil(t, l.viewsFor([]store.TaskResult{{RunID: r2, Step: "a", Attempt: 1, Outcome: store.OutcomeCompleted}}))
+	l.answered([]store.TaskResult{{RunID: r2, Step: "a", Attempt: 1}, {RunID: r3, Step: "m", Attempt: 1}})
+	require.Empty(t, l.views)
+}
