@@ -63,7 +63,7 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.Cl
 			return nil, fmt.Errorf("claim tasks for worker %s: task %s/%s: %w", p.Worker, c.RunID, c.Step, err)
 		}
 		claimed[i] = c
-		views[i] = claimView{kind: c.Kind, signature: c.Signature, children: r.Children, startedEvent: r.StartedEvent, ctid: r.RowCtid}
+		views[i] = viewOf(&c, r.Children, r.StartedEvent, r.RowCtid)
 	}
 	if len(rows) > 0 {
 		s.leases.claimed(rows[0].Lease, claimed, views)

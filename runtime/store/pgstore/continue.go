@@ -151,7 +151,7 @@ func (b *batch) continueReady(ctx context.Context) error {
 		}
 		b.enqueue[cands[r.Ord-1]].continued = true
 		c.claimed = append(c.claimed, t)
-		c.views = append(c.views, claimView{kind: t.Kind, signature: t.Signature, children: r.Children, startedEvent: r.StartedEvent, ctid: r.RowCtid})
+		c.views = append(c.views, viewOf(&t, r.Children, r.StartedEvent, r.RowCtid))
 	}
 	return nil
 }

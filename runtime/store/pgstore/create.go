@@ -463,7 +463,7 @@ func (c *creation) claimed(s *Store, started []dbsqlc.StartedTasksRow) []store.C
 	for _, c := range c.cands {
 		if r := rowOf[taskKey{c.RunID, c.Step}]; r != nil {
 			claimed = append(claimed, c)
-			views = append(views, claimView{kind: c.Kind, signature: c.Signature, children: r.Children, startedEvent: r.StartedEvent, ctid: r.RowCtid})
+			views = append(views, viewOf(&c, r.Children, r.StartedEvent, r.RowCtid))
 		}
 	}
 	s.leases.claimed(lease, claimed, views)

@@ -26,6 +26,12 @@ type claimView struct {
 	ctid         pgtype.TID // where the claim left the row
 }
 
+// viewOf is the claim view of task t, made of what its claim returned of
+// the row: its children, its STARTED event id and where it is.
+func viewOf(t *store.ClaimedTask, children []string, startedEvent int64, ctid pgtype.TID) claimView {
+	return claimView{kind: t.Kind, signature: t.Signature, children: children, startedEvent: startedEvent, ctid: ctid}
+}
+
 // viewFor returns the view a completion may decide res on: one kept for
 // its attempt, of a step (not a mapped task, an element, a signal wait or
 // an onfailure task, whose rows others may write while they run), when res
