@@ -241,6 +241,9 @@ type Engine struct {
 
 	waitMu  sync.Mutex
 	waiters map[dag.RunID][]*waiter
+	// waitRegistered, when set (by tests), is called by Wait right after
+	// it registers a waiter: a Wait descheduled there.
+	waitRegistered func(dag.RunID)
 
 	runMu sync.Mutex
 	runs  map[dag.RunID]*runScope // runs with steps executing here
@@ -572,9 +575,13 @@ func (e *Engine) Wait(ctx context.Context, id dag.RunID) (*RunResult, error) {
 	// so the completion that finishes the run here finds it (and reads the
 	// run back for it) whenever it comes.
 	var w *waiter
+	held := false // a task of the run was held here as w registered
 	for first := true; ; first = false {
 		if !e.cfg.Manual && w == nil {
-			w = e.addWaiter(id)
+			w, held = e.addWaiter(id)
+			if e.waitRegistered != nil {
+				e.waitRegistered(id)
+			}
 		}
 		// Only a finished run wakes a waiter: a woken waiter with a
 		// RunReader reads the run at once, in one round trip.
@@ -583,12 +590,12 @@ func (e *Engine) Wait(ctx context.Context, id dag.RunID) (*RunResult, error) {
 		var err error
 		switch {
 		case readNow:
-		case first && w != nil && e.holdsTaskOf(id):
-			// A task of the run is held here, so the run has not
-			// finished: were it to finish the run, its completion wakes
-			// this waiter (a run just triggered, its first step started
-			// here). Later rounds read the status: the run may finish on
-			// another worker.
+		case first && held:
+			// A task of the run was held here as w registered, so the
+			// run had not finished: were it to finish the run, its
+			// completion wakes w (a run just triggered, its first step
+			// started here). Later rounds read the status: the run may
+			// finish on another worker.
 		default:
 			status, err = e.runStatus(ctx, id)
 		}

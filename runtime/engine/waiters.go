@@ -17,13 +17,18 @@ type waiter struct {
 	run *store.FinishedRun
 }
 
-// addWaiter registers a waiter for run id.
-func (e *Engine) addWaiter(id dag.RunID) *waiter {
-	w := &waiter{ch: make(chan struct{})}
+// addWaiter registers a waiter for run id, and reports whether this
+// engine held a task of the run as it did (see holdsTaskOf): then the run
+// had not finished, and the completion that finishes it here hands the
+// waiter the run. Both happen under waitMu, which finished takes: checked
+// later, the task may be gone because the run finished meanwhile, and the
+// caller would read the status and the run it was handed.
+func (e *Engine) addWaiter(id dag.RunID) (w *waiter, held bool) {
+	w = &waiter{ch: make(chan struct{})}
 	e.waitMu.Lock()
+	defer e.waitMu.Unlock()
 	e.waiters[id] = append(e.waiters[id], w)
-	e.waitMu.Unlock()
-	return w
+	return w, e.holdsTaskOf(id)
 }
 
 // dropWaiter removes a waiter that stopped waiting.

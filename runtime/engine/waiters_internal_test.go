@@ -1,0 +1,82 @@
+package engine
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dagenhq/dagen/runtime/dag"
+	"github.com/dagenhq/dagen/runtime/store"
+	"github.com/dagenhq/dagen/runtime/store/memstore"
+)
+
+// countingStore counts the reads of runs and of their statuses.
+type countingStore struct {
+	*memstore.Store
+	reads atomic.Int64
+}
+
+func (s *countingStore) ReadRun(ctx context.Context, id dag.RunID) (store.Run, []store.Task, error) {
+	s.reads.Add(1)
+	return s.Store.ReadRun(ctx, id)
+}
+
+func (s *countingStore) GetRun(ctx context.Context, id dag.RunID) (store.Run, error) {
+	s.reads.Add(1)
+	return s.Store.GetRun(ctx, id)
+}
+
+func (s *countingStore) RunStatus(ctx context.Context, id dag.RunID) (store.RunStatus, error) {
+	s.reads.Add(1)
+	return s.Store.RunStatus(ctx, id)
+}
+
+// TestWaitDescheduledAfterRegisteringReadsNothing is a Wait descheduled
+// right after it registered its waiter, while its run's step, held here,
+// finishes the run. Wait learns whether a task of the run was held as it
+// registered (addWaiter), not after: checked after, the task was gone, so
+// Wait read the run's status, then the run, though the completion had
+// handed the run to its waiter (a CI flake under load).
+func TestWaitDescheduledAfterRegisteringReadsNothing(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	mem := memstore.New(nil)
+	st := &countingStore{Store: mem}
+	release := make(chan struct{})
+	e, err := New(st, &Config{WorkerID: "w1", Concurrency: 4, PollInterval: time.Minute})
+	require.NoError(t, err)
+	require.NoError(t, e.Register(&Definition{Name: "wf", Steps: []Step{{
+		Name: "a",
+		Run: func(context.Context, StepInput) ([]byte, error) {
+			<-release
+			return []byte(`"a"`), nil
+		},
+	}}}))
+	e.waitRegistered = func(id dag.RunID) {
+		// While Wait is away, the held step finishes the run.
+		close(release)
+		require.Eventually(t, func() bool {
+			s, err := mem.RunStatus(ctx, id)
+			return err == nil && s.Terminal()
+		}, 10*time.Second, time.Millisecond)
+	}
+	require.NoError(t, e.Start(ctx))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = e.Stop(ctx)
+	})
+
+	id, err := e.Trigger(ctx, "wf", "t", 1)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return e.holdsTaskOf(id) }, 10*time.Second, time.Millisecond)
+	reads := st.reads.Load()
+	res, err := e.Wait(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, store.RunCompleted, res.Status)
+	require.Equal(t, reads, st.reads.Load(), "Wait took the run its completion read back, and read nothing")
+	require.Zero(t, e.Waiters(id), "no waiter is left registered")
+}
