@@ -19,6 +19,14 @@ import (
 // costs no round trip more when nothing is started, and one when some
 // are; each started step saves the queue's insert and delete, and its
 // claim.
+//
+// A started child's row is written twice, counted down to QUEUED
+// (DecrementChildren) and then started. One statement that counts down
+// and starts in the same row update was measured and kept out: its
+// planning and executor work (the fair-queue check, ranking, event ids in
+// order, the lease) cost more than the row version it saved, 9.9 against
+// 4.4 + 4.9 ms a batch of 512 in chain10, and 1.1 against 0.5 ms where it
+// started nothing.
 func (s *Store) CompleteAndContinue(ctx context.Context, results []store.TaskResult, p store.ClaimParams) ([]store.CompletionOutcome, []store.ClaimedTask, error) {
 	if p.Limit <= 0 {
 		out, err := s.CompleteTasks(ctx, results)
