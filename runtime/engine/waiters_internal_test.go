@@ -13,24 +13,25 @@ import (
 	"github.com/dagenhq/dagen/runtime/store/memstore"
 )
 
-// countingStore counts the reads of runs and of their statuses.
-type countingStore struct {
+// ReadCounter is a memstore that counts the reads of runs and of their
+// statuses (the waiter tests, here and in package engine_test).
+type ReadCounter struct {
 	*memstore.Store
-	reads atomic.Int64
+	Reads, Statuses atomic.Int64
 }
 
-func (s *countingStore) ReadRun(ctx context.Context, id dag.RunID) (store.Run, []store.Task, error) {
-	s.reads.Add(1)
+func (s *ReadCounter) ReadRun(ctx context.Context, id dag.RunID) (store.Run, []store.Task, error) {
+	s.Reads.Add(1)
 	return s.Store.ReadRun(ctx, id)
 }
 
-func (s *countingStore) GetRun(ctx context.Context, id dag.RunID) (store.Run, error) {
-	s.reads.Add(1)
+func (s *ReadCounter) GetRun(ctx context.Context, id dag.RunID) (store.Run, error) {
+	s.Reads.Add(1)
 	return s.Store.GetRun(ctx, id)
 }
 
-func (s *countingStore) RunStatus(ctx context.Context, id dag.RunID) (store.RunStatus, error) {
-	s.reads.Add(1)
+func (s *ReadCounter) RunStatus(ctx context.Context, id dag.RunID) (store.RunStatus, error) {
+	s.Statuses.Add(1)
 	return s.Store.RunStatus(ctx, id)
 }
 
@@ -44,7 +45,7 @@ func TestWaitDescheduledAfterRegisteringReadsNothing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	mem := memstore.New(nil)
-	st := &countingStore{Store: mem}
+	st := &ReadCounter{Store: mem}
 	release := make(chan struct{})
 	e, err := New(st, &Config{WorkerID: "w1", Concurrency: 4, PollInterval: time.Minute})
 	require.NoError(t, err)
@@ -73,10 +74,11 @@ func TestWaitDescheduledAfterRegisteringReadsNothing(t *testing.T) {
 	id, err := e.Trigger(ctx, "wf", "t", 1)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return e.holdsTaskOf(id) }, 10*time.Second, time.Millisecond)
-	reads := st.reads.Load()
+	reads, statuses := st.Reads.Load(), st.Statuses.Load()
 	res, err := e.Wait(ctx, id)
 	require.NoError(t, err)
 	require.Equal(t, store.RunCompleted, res.Status)
-	require.Equal(t, reads, st.reads.Load(), "Wait took the run its completion read back, and read nothing")
+	require.Equal(t, reads, st.Reads.Load(), "Wait took the run its completion read back, and read nothing")
+	require.Equal(t, statuses, st.Statuses.Load(), "nor the status: a task of the run was held as Wait registered")
 	require.Zero(t, e.Waiters(id), "no waiter is left registered")
 }

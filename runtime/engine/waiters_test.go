@@ -3,39 +3,15 @@ package engine_test
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/engine"
 	"github.com/dagenhq/dagen/runtime/store"
 	"github.com/dagenhq/dagen/runtime/store/memstore"
 )
-
-// readCounter is a memstore that counts the reads of runs and of their
-// statuses.
-type readCounter struct {
-	*memstore.Store
-	reads, statuses atomic.Int64
-}
-
-func (s *readCounter) ReadRun(ctx context.Context, id dag.RunID) (store.Run, []store.Task, error) {
-	s.reads.Add(1)
-	return s.Store.ReadRun(ctx, id)
-}
-
-func (s *readCounter) GetRun(ctx context.Context, id dag.RunID) (store.Run, error) {
-	s.reads.Add(1)
-	return s.Store.GetRun(ctx, id)
-}
-
-func (s *readCounter) RunStatus(ctx context.Context, id dag.RunID) (store.RunStatus, error) {
-	s.statuses.Add(1)
-	return s.Store.RunStatus(ctx, id)
-}
 
 // TestWaitTakesTheRunFromItsCompletion waits for runs that finish while
 // Wait waits: the completion that finishes one reads it back for its
@@ -45,7 +21,7 @@ func (s *readCounter) RunStatus(ctx context.Context, id dag.RunID) (store.RunSta
 func TestWaitTakesTheRunFromItsCompletion(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	st := &readCounter{Store: memstore.New(nil)}
+	st := &engine.ReadCounter{Store: memstore.New(nil)}
 	release := make(chan struct{})
 	def := &engine.Definition{Name: "wf", Steps: []engine.Step{
 		{Name: "a", Run: fn(func(_ context.Context, in int, _ []string) (string, error) {
@@ -79,7 +55,7 @@ func TestWaitTakesTheRunFromItsCompletion(t *testing.T) {
 		// when a claim under way had taken the free slots, by the claim
 		// the trigger's enqueue wakes. It runs until release.
 		require.Eventually(t, func() bool { return e.HoldsTaskOf(id) }, 10*time.Second, time.Millisecond)
-		statuses := st.statuses.Load()
+		statuses := st.Statuses.Load()
 		type waited struct {
 			res *engine.RunResult
 			err error
@@ -91,12 +67,12 @@ func TestWaitTakesTheRunFromItsCompletion(t *testing.T) {
 		}()
 		// Wait is registered: it waits to be woken.
 		require.Eventually(t, func() bool { return e.Waiters(id) == 1 }, 10*time.Second, time.Millisecond)
-		reads := st.reads.Load()
+		reads := st.Reads.Load()
 		close(release)
 		w := <-done
 		require.NotNil(t, w.res)
-		require.Equal(t, reads, st.reads.Load(), "Wait read nothing after it was woken")
-		require.Equal(t, statuses, st.statuses.Load(), "nor the status: the run's first step was held here")
+		require.Equal(t, reads, st.Reads.Load(), "Wait read nothing after it was woken")
+		require.Equal(t, statuses, st.Statuses.Load(), "nor the status: the run's first step was held here")
 		want, err := e.Result(ctx, id)
 		if in < 0 {
 			require.ErrorAs(t, w.err, new(*engine.RunError))
