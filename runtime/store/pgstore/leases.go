@@ -27,11 +27,18 @@ import (
 // never deletes a lease early: it counts answers only once their commit
 // returned.
 type leaseBook struct {
-	mu    sync.Mutex
-	lease map[attemptKey]int64     // an attempt not answered yet → its lease
-	views map[attemptKey]claimView // an attempt not answered yet → its claim view, if kept (views.go)
-	left  map[int64]int            // a lease → its attempts not answered yet
-	done  []int64                  // leases with every attempt answered
+	mu       sync.Mutex
+	attempts map[attemptKey]attempt // the attempts not answered yet
+	left     map[int64]int          // a lease → its attempts not answered yet
+	done     []int64                // leases with every attempt answered
+}
+
+// attempt is what the book keeps of an attempt not answered yet: its
+// lease, and its claim's view of the task (views.go), zero when none was
+// kept.
+type attempt struct {
+	lease int64
+	view  claimView
 }
 
 // attemptKey names one attempt of a task.
@@ -51,23 +58,21 @@ func (l *leaseBook) claimed(lease int64, tasks []store.ClaimedTask, views []clai
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.lease == nil {
-		l.lease = make(map[attemptKey]int64)
-		l.views = make(map[attemptKey]claimView)
+	if l.attempts == nil {
+		l.attempts = make(map[attemptKey]attempt)
 		l.left = make(map[int64]int)
 	}
 	for i, t := range tasks {
 		k := attemptKey{t.RunID, t.Step, t.Attempt}
-		if old, ok := l.lease[k]; ok {
-			l.end(old)
+		if old, ok := l.attempts[k]; ok {
+			l.end(old.lease)
 		}
-		l.lease[k] = lease
-		l.left[lease]++
+		a := attempt{lease: lease}
 		if views != nil {
-			l.views[k] = views[i]
-		} else {
-			delete(l.views, k)
+			a.view = views[i]
 		}
+		l.attempts[k] = a
+		l.left[lease]++
 	}
 }
 
@@ -78,13 +83,12 @@ func (l *leaseBook) answered(results []store.TaskResult) {
 	defer l.mu.Unlock()
 	for i := range results {
 		k := attemptKey{results[i].RunID, results[i].Step, results[i].Attempt}
-		lease, ok := l.lease[k]
+		a, ok := l.attempts[k]
 		if !ok {
 			continue // claimed by another store, or answered already
 		}
-		delete(l.lease, k)
-		delete(l.views, k)
-		l.end(lease)
+		delete(l.attempts, k)
+		l.end(a.lease)
 	}
 }
 

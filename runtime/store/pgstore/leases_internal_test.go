@@ -35,7 +35,7 @@ func TestLeaseBookQueuesALeaseOnceEveryAttemptIsAnswered(t *testing.T) {
 	require.Equal(t, []int64{20}, l.takeDone(), "lease 20 lost its one attempt")
 	l.answered([]store.TaskResult{answer(r3, 1)})
 	require.Equal(t, []int64{30}, l.takeDone())
-	require.Empty(t, l.lease)
+	require.Empty(t, l.attempts)
 	require.Empty(t, l.left)
 }
 
@@ -77,5 +77,5 @@ func TestLeaseBookKeepsViewsUntilAnswered(t *testing.T) {
 	l.claimed(20, tasks[1:2], nil) // r2's attempt claimed again, keeping no view
 	require.Nil(t, l.viewsFor([]store.TaskResult{{RunID: r2, Step: "a", Attempt: 1, Outcome: store.OutcomeCompleted}}))
 	l.answered([]store.TaskResult{{RunID: r2, Step: "a", Attempt: 1}, {RunID: r3, Step: "m", Attempt: 1}})
-	require.Empty(t, l.views)
+	require.Empty(t, l.attempts)
 }

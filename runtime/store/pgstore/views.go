@@ -11,8 +11,8 @@ import (
 
 // A claimView is what a claim returned of a task's row (migration 013):
 // enough to decide a completed result of the attempt it started without
-// reading the row again. The store keeps it, with the attempt's lease
-// (leaseBook), until the attempt is answered.
+// reading the row again. The store keeps it with the attempt's lease
+// (leaseBook.attempts) until the attempt is answered.
 //
 // It is only a proposal. UpdateTasks writes a task decided on a view only
 // where the row is still RUNNING at startedEvent, and fails the whole
@@ -40,8 +40,8 @@ func (l *leaseBook) viewFor(res *store.TaskResult) (claimView, bool) {
 	if res.Outcome != store.OutcomeCompleted {
 		return claimView{}, false
 	}
-	v, ok := l.views[attemptKey{res.RunID, res.Step, res.Attempt}]
-	if !ok || v.kind != store.KindStep {
+	v := l.attempts[attemptKey{res.RunID, res.Step, res.Attempt}].view
+	if v.kind != store.KindStep { // none kept (zero), or not a step's
 		return claimView{}, false
 	}
 	return v, true
