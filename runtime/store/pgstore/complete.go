@@ -52,7 +52,7 @@ func (s *Store) completeTasks(ctx context.Context, results []store.TaskResult, c
 
 // completeOnce is one transaction of completeTasks: views, by result, are
 // the claim views the results are decided on (nil: none).
-func (s *Store) completeOnce(ctx context.Context, results []store.TaskResult, cont *continuation, views []*claimView) ([]store.CompletionOutcome, error) {
+func (s *Store) completeOnce(ctx context.Context, results []store.TaskResult, cont *continuation, views []claimView) ([]store.CompletionOutcome, error) {
 	out := make([]store.CompletionOutcome, len(results))
 	var back []int // the results whose runs are read back: see readBack
 	err := s.inTxThen(ctx, func(tx *txn) error {
@@ -66,8 +66,8 @@ func (s *Store) completeOnce(ctx context.Context, results []store.TaskResult, co
 			return err
 		}
 		for i := range results {
-			if views != nil && views[i] != nil {
-				b.fromView(&results[i], views[i])
+			if decides(views, i) {
+				b.fromView(&results[i], &views[i])
 			}
 		}
 		for i := range results {

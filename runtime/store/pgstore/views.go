@@ -48,22 +48,28 @@ func (l *leaseBook) viewFor(res *store.TaskResult) (claimView, bool) {
 }
 
 // viewsFor returns, by result, the views a completion may decide the
-// results on (see viewFor), or nil when there are none.
-func (l *leaseBook) viewsFor(results []store.TaskResult) []*claimView {
+// results on (see viewFor), zero for a result with none (see decides), or
+// nil when there are none at all.
+func (l *leaseBook) viewsFor(results []store.TaskResult) []claimView {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var views []*claimView
+	var views []claimView
 	for i := range results {
 		v, ok := l.viewFor(&results[i])
 		if !ok {
 			continue
 		}
 		if views == nil {
-			views = make([]*claimView, len(results))
+			views = make([]claimView, len(results))
 		}
-		views[i] = &v
+		views[i] = v
 	}
 	return views
+}
+
+// decides reports whether views, from viewsFor, holds a view for result i.
+func decides(views []claimView, i int) bool {
+	return views != nil && views[i].kind == store.KindStep
 }
 
 // fromView adds the task of a result decided on its claim view, as
@@ -91,10 +97,10 @@ func claimMoved(err error) bool {
 
 // toRead returns the keys of the results not decided on views, with the
 // mapped tasks of elements (withMappedTasks): the tasks a completion reads.
-func toRead(results []store.TaskResult, views []*claimView) []taskKey {
+func toRead(results []store.TaskResult, views []claimView) []taskKey {
 	keys := make([]taskKey, 0, len(results))
 	for i := range results {
-		if views == nil || views[i] == nil {
+		if !decides(views, i) {
 			keys = append(keys, taskKey{results[i].RunID, results[i].Step})
 		}
 	}
