@@ -151,3 +151,13 @@ func (a *analyzer) renameFix(nodes ...*Step) string {
 	}
 	return strings.Join(fixes, ", or ")
 }
+
+// SendMethod returns the name of the method of the typed workflow handle
+// that sends signal wait s its payload: Send followed by [Step.Ident],
+// upper-cased.
+func SendMethod(s *Step) string { return "Send" + exported(s.Ident()) }
+
+// handleMethods are the methods every typed workflow handle has. Send
+// methods start with Send, so none of them can be one of these; the
+// check of generated names looks anyway, in case a method is added.
+var handleMethods = []string{"Run", "Start", "Get", "CreateSchedule"}
