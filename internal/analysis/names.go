@@ -1,3 +1,9 @@
+// This file holds the names of the identifiers dagen generates and the
+// checks that they collide with nothing. Package gen uses them to emit
+// code, but they stay here: the analysis needs them to report a
+// declaration or a node that a generated name would clash with before any
+// code is written, and names computed in two places would drift apart.
+
 package analysis
 
 import (
