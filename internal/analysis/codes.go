@@ -301,11 +301,16 @@ const (
 	// that encoding/json skips, unexported or tagged json:"-", so it
 	// arrives zeroed in the steps that read the value. Types with
 	// MarshalJSON, UnmarshalJSON, MarshalText or UnmarshalText methods are
-	// trusted. Each type is reported once.
+	// trusted. Each type is reported once. A json:"-" field of a type
+	// that [Unencodable] describes (a func, a channel, a complex number,
+	// an unsafe.Pointer, an interface with methods, or a value holding
+	// one) is not reported: the tag already says it is not carried, and
+	// no fix would carry it.
 	//
 	//	type Receipt struct {
-	//		ID   string
-	//		note string // zeroed in every step after the one returning it
+	//		ID     string
+	//		note   string // zeroed in every step after the one returning it
+	//		Cancel func() `json:"-"` // not reported: JSON cannot hold a func
 	//	}
 	LostField
 

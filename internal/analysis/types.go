@@ -166,6 +166,11 @@ type lostField struct {
 // or text methods are trusted, and not looked into. Each type is looked at
 // once, across calls: checked holds the types already seen, so a type used
 // twice is reported once and recursive types end.
+//
+// A field tagged json:"-" whose type JSON cannot hold (a func, a channel,
+// anything [unencodable] refuses) is left out: the tag says its author
+// knows the field is not carried, and dropping the tag, the only advice
+// there could be, would not make JSON carry it either.
 func lostFields(t types.Type, checked map[types.Type]bool) []lostField {
 	var out []lostField
 	var walk func(t types.Type, owner types.Type)
@@ -202,7 +207,9 @@ func lostFields(t types.Type, checked map[types.Type]bool) []lostField {
 				tag := reflect.StructTag(u.Tag(i)).Get("json")
 				switch {
 				case tag == "-":
-					out = append(out, lostField{Owner: owner, Field: f, Tagged: true})
+					if unencodable(f.Type(), types.Type.String) == "" {
+						out = append(out, lostField{Owner: owner, Field: f, Tagged: true})
+					}
 				case f.Embedded() && !f.Exported():
 					// encoding/json promotes the exported fields of an
 					// embedded struct, exported or not; anything else
