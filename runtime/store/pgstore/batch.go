@@ -11,6 +11,7 @@ import (
 
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
+	"github.com/dagenhq/dagen/runtime/store/internal/transition"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
 )
 
@@ -28,13 +29,16 @@ type batch struct {
 	tx  *txn
 	now time.Time // the transaction's clock, read by lockRuns
 
-	runs  map[dag.RunID]*runState
-	tasks map[taskKey]*taskState
-	dirty []*taskState // tasks to write, in first-change order
+	runs   map[dag.RunID]*runState
+	tasks  map[taskKey]*taskState
+	states []*taskState // by their transition.Task's Ref
+	// tr decides the transitions (the truth table, shared with memstore);
+	// flush writes what it decided.
+	tr *transition.Batch
 
 	resolved []resolvedTask // completed or skipped tasks whose children count down
 	enqueue  []enqueueItem
-	maps     mapWork // elements to create, queue and collect (map.go)
+	maps     mapWork // elements to create and queue (map.go)
 	dropped  []int64 // leases to delete: no task holds them (RescueExpired)
 	ev       events
 	credit   []int         // tasks enqueued, per source index (result, timer or rescue)
@@ -46,57 +50,36 @@ type taskKey struct {
 	name string
 }
 
+// runState is a locked run: its state as the transition core sees it, and
+// what the store keeps beside it.
 type runState struct {
-	id       dag.RunID
+	transition.Run
 	workflow string
 	tenant   string
-	status   store.RunStatus
-	pending  int
-	failure  *dag.Failure
 	// input is the run's input when LockRuns returned it (a continuing
 	// batch, an input of continuedInputMax bytes or fewer), else nil.
-	input     []byte
-	dirty     bool
-	failed    bool // failed in this batch
-	cancelled bool // cancelled in this batch
-	timedOut  bool // failed in this batch at its deadline
-	failSrc   int  // source index that failed it
+	input []byte
 
 	// Flow control (flow.go): the status when locked; the run's slot when
-	// it is capped; its timeout and whether it has a deadline timer.
+	// it is capped; whether it has a deadline timer.
 	was         store.RunStatus
 	slot        *slotKey
-	timeoutMs   int64
 	hasDeadline bool
 }
 
+// taskState is a loaded task: its state as the transition core sees it,
+// and the row's own bookkeeping.
 type taskState struct {
-	key         taskKey
-	run         *runState
-	kind        store.TaskKind
-	signature   string
-	children    []string
-	status      store.TaskStatus
-	attempt     int
-	maxAttempts int
-	err         string
-	reason      string
-	wakeAt      time.Time
-	worker      string
-	output      []byte
-	ownOutput   bool   // output is what the task completed with in this batch, as stored
-	finished    bool   // set finished_at
-	timer       string // "sleep", "retry" or "signal": write a timer at wakeAt
-	dirty       bool
-	held        bool // a signal wait holds a signal (signal.go)
-	consume     bool // make the held signal its output
+	transition.Task
+	key       taskKey
+	run       *runState
+	signature string
+	children  []string
+	worker    string
 
-	// The events of the current round the row keeps (0: none), and what
-	// flush does with them.
+	// The events of the current round the row keeps (0: none).
 	queuedEvent, startedEvent int64
 	queuedAt, startedAt       time.Time
-	logCompleted              bool // keep a COMPLETED event in the row
-	newRound                  bool // the kept events were written out: forget them
 
 	lease int64      // the attempt RUNNING when loaded: its STARTED id (its entry in its lease), or 0
 	ctid  pgtype.TID // where GetTasks found the row: UpdateTasks's hint
@@ -104,11 +87,6 @@ type taskState struct {
 	// the STARTED event id UpdateTasks expects the row to be RUNNING at; 0
 	// for a task read in this transaction.
 	expectStarted int64
-
-	// A mapped task's state (see migration 004): pending counts its
-	// unresolved elements while MAPPING; mapDirty says to write it.
-	pending, elements, nextElement, mapLimit int
-	mapDirty                                 bool
 }
 
 type resolvedTask struct {
@@ -132,13 +110,32 @@ type enqueueItem struct {
 }
 
 func (s *Store) newBatch(tx *txn, sources int) *batch {
-	return &batch{
+	b := &batch{
 		s:      s,
 		tx:     tx,
 		runs:   make(map[dag.RunID]*runState),
 		tasks:  make(map[taskKey]*taskState),
 		credit: make([]int, sources),
 	}
+	b.tr = transition.New(time.Time{}, func(r *transition.Run, name string) *transition.Task {
+		if t := b.tasks[taskKey{r.ID, name}]; t != nil {
+			return &t.Task
+		}
+		return nil
+	})
+	return b
+}
+
+// state returns the taskState of a task the core decided on.
+func (b *batch) state(t *transition.Task) *taskState { return b.states[t.Ref] }
+
+// add keeps a loaded task.
+func (b *batch) add(t *taskState) {
+	t.Run = &t.run.Run
+	t.Name = t.key.name
+	t.Ref = len(b.states)
+	b.states = append(b.states, t)
+	b.tasks[t.key] = t
 }
 
 // lockRuns locks the runs with these ids and reads the transaction's clock.
@@ -148,15 +145,19 @@ func (b *batch) lockRuns(ctx context.Context, ids []dag.RunID, skipLocked bool) 
 	ids = slices.Compact(ids)
 	add := func(r dbsqlc.LockRunsRow) {
 		b.now = r.Now.Time
+		b.tr.Now = b.now
 		rs := &runState{
-			id: dag.RunID(r.ID.Bytes), workflow: r.Workflow, tenant: r.Tenant,
-			status: store.RunStatus(r.Status), was: store.RunStatus(r.Status), pending: int(r.Pending), failSrc: -1,
-			timeoutMs: r.TimeoutMs, hasDeadline: r.HasDeadline, input: r.Input,
+			Run: transition.Run{
+				ID: dag.RunID(r.ID.Bytes), Status: store.RunStatus(r.Status), Pending: int(r.Pending), EndSrc: -1,
+				Timeout: time.Duration(r.TimeoutMs) * time.Millisecond,
+			},
+			workflow: r.Workflow, tenant: r.Tenant, was: store.RunStatus(r.Status),
+			hasDeadline: r.HasDeadline, input: r.Input,
 		}
 		if r.Slot.Valid {
 			rs.slot = &slotKey{r.Workflow, r.Slot.String}
 		}
-		b.runs[rs.id] = rs
+		b.runs[rs.ID] = rs
 	}
 	if skipLocked {
 		rows, err := b.s.q.LockRunsSkipLocked(ctx, b.tx, dbsqlc.LockRunsSkipLockedParams{MaxInput: b.inputMax(), Now: b.s.clock(), Ids: uuids(ids)})
@@ -247,212 +248,102 @@ func (b *batch) readTasks(ctx context.Context, ids []pgtype.UUID, names []string
 			continue // its run is not locked, or a key came twice
 		}
 		t := &taskState{
-			key: k, run: b.runs[k.run], kind: store.TaskKind(r.Kind), signature: r.Signature, children: r.Children,
-			status: store.TaskStatus(r.Status), attempt: int(r.Attempt), maxAttempts: int(r.MaxAttempts),
-			err: r.Error, reason: r.Reason, wakeAt: timeOf(r.WakeAt), worker: r.Worker,
+			Task: transition.Task{
+				Kind: store.TaskKind(r.Kind), Status: store.TaskStatus(r.Status), Attempt: int(r.Attempt), MaxAttempts: int(r.MaxAttempts),
+				Err: r.Error, Reason: r.Reason, WakeAt: timeOf(r.WakeAt), Held: r.Held,
+				MapPending: int(r.PendingParents), Elements: int(r.Elements), NextElement: int(r.NextElement), MapLimit: int(r.MapLimit),
+			},
+			key: k, run: b.runs[k.run], signature: r.Signature, children: r.Children, worker: r.Worker,
 			queuedEvent: r.QueuedEvent.Int64, queuedAt: timeOf(r.QueuedAt),
 			startedEvent: r.StartedEvent.Int64, startedAt: timeOf(r.StartedAt),
-			pending: int(r.PendingParents), elements: int(r.Elements), nextElement: int(r.NextElement), mapLimit: int(r.MapLimit),
-			held: r.Held, ctid: r.RowCtid,
+			ctid: r.RowCtid,
 		}
-		if t.status == store.TaskRunning {
+		if t.Status == store.TaskRunning {
 			t.lease = t.startedEvent
 		}
-		b.tasks[k] = t
+		b.add(t)
 	}
 	return nil
 }
 
-func (b *batch) touch(t *taskState) {
-	if !t.dirty {
-		t.dirty = true
-		b.dirty = append(b.dirty, t)
-	}
-}
-
 func (b *batch) changed() bool {
-	if len(b.dirty) > 0 {
+	if len(b.tr.Changed) > 0 || len(b.tr.Events) > 0 {
 		return true
 	}
 	for _, r := range b.runs {
-		if r.dirty {
+		if r.Dirty {
 			return true
 		}
 	}
 	return false
 }
 
-func (b *batch) event(t *taskState, typ store.EventType, detail string) {
-	b.ev.add(t.key.run, t.key.name, typ, t.attempt, detail)
+// apply applies the result of an attempt (see transition.Batch.Apply); src
+// is the result's index.
+func (b *batch) apply(src int, res *store.TaskResult) store.CompletionOutcome {
+	var r *transition.Run
+	if rs := b.runs[res.RunID]; rs != nil {
+		r = &rs.Run
+	}
+	var t *transition.Task
+	if ts := b.tasks[taskKey{res.RunID, res.Step}]; ts != nil {
+		t = &ts.Task
+	}
+	return b.tr.Apply(src, r, t, res)
 }
 
-// apply applies the result of an attempt, fenced on the task being RUNNING
-// at that attempt; src is the result's index.
-func (b *batch) apply(src int, res *store.TaskResult) store.CompletionOutcome {
-	stale := store.CompletionOutcome{Outcome: store.OutcomeStale}
-	t := b.tasks[taskKey{res.RunID, res.Step}]
-	if t == nil {
-		if r := b.runs[res.RunID]; r != nil {
-			stale.RunStatus = r.status
-		}
-		return stale
+// decided turns what the core decided into the batch's writes: the events
+// of its decisions (a COMPLETED of a task's own result is kept in its row
+// by UpdateTasks), the tasks queued again with the events their rows kept
+// of the round that ended, the parents whose children count down, and
+// the elements to create and queue.
+func (b *batch) decided() {
+	for _, e := range b.tr.Events {
+		b.ev.add(e.Run.ID, e.Step, e.Type, e.Attempt, e.Detail)
 	}
-	r := t.run
-	stale.RunStatus = r.status
-	if t.status != store.TaskRunning || t.attempt != res.Attempt {
-		return stale
+	for _, rq := range b.tr.Requeued {
+		t := b.state(rq.Task)
+		if t.queuedEvent != 0 {
+			attempt := t.Attempt
+			if t.startedEvent > t.queuedEvent {
+				attempt-- // queued before the claim that counted this attempt
+			}
+			b.ev.addKept(t.key.run, t.queuedEvent, t.queuedAt, t.key.name, store.EventQueued, attempt)
+		}
+		if t.startedEvent != 0 {
+			b.ev.addKept(t.key.run, t.startedEvent, t.startedAt, t.key.name, store.EventStarted, t.Attempt)
+		}
+		t.queuedEvent, t.startedEvent = 0, 0
+		b.enqueue = append(b.enqueue, enqueueItem{run: t.run, name: t.key.name, signature: t.signature, kind: t.Kind, attempt: t.Attempt, src: rq.Src})
 	}
-	out := store.CompletionOutcome{Outcome: res.Outcome}
-	switch res.Outcome {
-	case store.OutcomeCompleted:
-		t.output = res.Output
-		// A nil output keeps the row's (UpdateTasks): not known here.
-		t.ownOutput = res.Output != nil
-		t.logCompleted = true // the row keeps the COMPLETED event
-		b.resolve(t, store.TaskCompleted, src)
-	case store.OutcomeSkipped:
-		t.reason = res.Reason
-		b.event(t, store.EventSkipped, res.Reason)
-		b.resolve(t, store.TaskSkipped, src)
-	case store.OutcomeFailed:
-		b.fail(t, res.Error, src)
-	case store.OutcomeMapped:
-		if t.kind != store.KindMap || len(res.Elements) == 0 {
-			return stale
+	for _, rs := range b.tr.Resolved {
+		if t := b.state(rs.Task); len(t.children) > 0 {
+			b.resolved = append(b.resolved, resolvedTask{t, rs.Src})
 		}
-		if r.status != store.RunRunning {
-			b.cancel(t)
-			out.Outcome = store.OutcomeStale
-			break
-		}
-		b.mapTask(t, res, src)
-	case store.OutcomeAwait:
-		if t.kind != store.KindSignal {
-			return stale
-		}
-		if r.status != store.RunRunning {
-			b.cancel(t)
-			out.Outcome = store.OutcomeStale
-			break
-		}
-		b.await(t, res, src)
-	case store.OutcomeRetry, store.OutcomeSleep:
-		if r.status != store.RunRunning && t.kind != store.KindOnFailure {
-			b.cancel(t)
-			out.Outcome = store.OutcomeStale
-			break
-		}
-		t.err = res.Error
-		wake, _ := res.WakeTime(b.now)
-		t.wakeAt = wake.Truncate(time.Microsecond) // what Postgres keeps
-		if res.Outcome == store.OutcomeRetry {
-			t.status, t.timer = store.TaskBackoff, "retry"
-			b.event(t, store.EventRetrying, res.Error)
-		} else {
-			t.status, t.timer = store.TaskSleeping, "sleep"
-			b.event(t, store.EventSleeping, t.wakeAt.UTC().Format(time.RFC3339Nano))
-		}
-		b.touch(t)
-	default:
-		return stale
 	}
-	out.RunStatus = r.status
+	b.decideElements()
+}
+
+// statusStrings are the statuses a run's end cancels, as CancelTasks takes
+// them.
+func statusStrings(e transition.End) []string {
+	sts := e.Statuses()
+	out := make([]string, len(sts))
+	for i, st := range sts {
+		out[i] = string(st)
+	}
 	return out
 }
-
-// resolve finishes a task as COMPLETED or SKIPPED and counts its run down;
-// flush counts its children down.
-func (b *batch) resolve(t *taskState, status store.TaskStatus, src int) {
-	t.status = status
-	t.finished = true
-	b.touch(t)
-	switch t.kind {
-	case store.KindOnFailure:
-		return
-	case store.KindElement:
-		b.elementResolved(t, src)
-		return
-	}
-	r := t.run
-	r.pending--
-	r.dirty = true
-	if r.status != store.RunRunning {
-		return
-	}
-	if len(t.children) > 0 {
-		b.resolved = append(b.resolved, resolvedTask{t, src})
-	}
-	if r.pending == 0 {
-		r.status = store.RunCompleted
-	}
-}
-
-// fail fails a task for good, and its run if it is RUNNING: flush then
-// cancels the run's waiting tasks and enqueues its onfailure task.
-func (b *batch) fail(t *taskState, msg string, src int) {
-	t.status = store.TaskFailed
-	t.err = msg
-	t.finished = true
-	b.touch(t)
-	b.event(t, store.EventFailed, msg)
-	if t.kind == store.KindOnFailure {
-		return
-	}
-	r := t.run
-	if t.kind != store.KindElement { // elements count toward their mapped task, not the run
-		r.pending--
-	}
-	r.dirty = true
-	if r.status == store.RunRunning {
-		r.status = store.RunFailed
-		r.failed = true
-		r.failSrc = src
-		r.failure = &dag.Failure{RunID: r.id, Step: t.key.name, Attempt: t.attempt, Message: msg}
-	}
-}
-
-func (b *batch) cancel(t *taskState) {
-	t.status = store.TaskCancelled
-	t.finished = true
-	b.touch(t)
-	b.event(t, store.EventCancelled, "")
-}
-
-// requeue puts a task back in the ready queue (a fired retry, a rescue or
-// a release). The events of the round that ended, which the row kept, go to
-// the event log first, with their ids and times: the row keeps the new
-// round's.
-func (b *batch) requeue(t *taskState, src int) {
-	if t.queuedEvent != 0 {
-		attempt := t.attempt
-		if t.startedEvent > t.queuedEvent {
-			attempt-- // queued before the claim that counted this attempt
-		}
-		b.ev.addKept(t.key.run, t.queuedEvent, t.queuedAt, t.key.name, store.EventQueued, attempt)
-	}
-	if t.startedEvent != 0 {
-		b.ev.addKept(t.key.run, t.startedEvent, t.startedAt, t.key.name, store.EventStarted, t.attempt)
-	}
-	t.queuedEvent, t.startedEvent = 0, 0
-	t.newRound = true
-	t.status = store.TaskQueued
-	b.touch(t)
-	b.enqueue = append(b.enqueue, enqueueItem{run: t.run, name: t.key.name, signature: t.signature, kind: t.kind, attempt: t.attempt, src: src})
-}
-
-var (
-	waitingStatuses    = []string{string(store.TaskPending), string(store.TaskQueued), string(store.TaskSleeping), string(store.TaskBackoff), string(store.TaskMapping), string(store.TaskAwaiting)}
-	unfinishedStatuses = append(slices.Clone(waitingStatuses), string(store.TaskRunning))
-)
 
 // flush writes the batch: a fixed sequence of array statements, pipelined
 // so that only the statements whose results it needs wait for a round trip.
 // The rest go with the transaction's COMMIT.
 func (b *batch) flush(ctx context.Context) error {
 	q, pl, now := b.s.q, b.tx, tstz(b.now)
+	b.decided()
 
 	// The decided task transitions, and their timers.
-	if n := len(b.dirty); n > 0 {
+	if n := len(b.tr.Changed); n > 0 {
 		p := dbsqlc.UpdateTasksParams{
 			RunIds: make([]pgtype.UUID, 0, n), Names: make([]string, 0, n), Statuses: make([]string, 0, n),
 			Outputs: make([][]byte, 0, n), Errors: make([]string, 0, n), Reasons: make([]string, 0, n),
@@ -461,29 +352,30 @@ func (b *batch) flush(ctx context.Context) error {
 			ExpectStarted: make([]int64, 0, n),
 		}
 		var tp dbsqlc.UpsertTimersParams
-		for _, t := range b.dirty {
+		for _, ct := range b.tr.Changed {
+			t := b.state(ct)
 			p.RunIds = append(p.RunIds, uuidOf(t.key.run))
 			p.Names = append(p.Names, t.key.name)
-			p.Statuses = append(p.Statuses, string(t.status))
-			p.Outputs = append(p.Outputs, t.output)
-			p.Errors = append(p.Errors, t.err)
-			p.Reasons = append(p.Reasons, t.reason)
-			p.WakeAts = append(p.WakeAts, tstz(t.wakeAt))
+			p.Statuses = append(p.Statuses, string(t.Status))
+			p.Outputs = append(p.Outputs, t.Output)
+			p.Errors = append(p.Errors, t.Err)
+			p.Reasons = append(p.Reasons, t.Reason)
+			p.WakeAts = append(p.WakeAts, tstz(t.WakeAt))
 			fin := pgtype.Timestamptz{}
-			if t.finished {
+			if t.Finished {
 				fin = now
 			}
 			p.FinishedAts = append(p.FinishedAts, fin)
-			p.LogCompleted = append(p.LogCompleted, t.logCompleted)
-			p.NewRounds = append(p.NewRounds, t.newRound)
+			p.LogCompleted = append(p.LogCompleted, t.Completed)
+			p.NewRounds = append(p.NewRounds, t.Requeued)
 			p.Hints = append(p.Hints, t.ctid)
 			p.ExpectStarted = append(p.ExpectStarted, t.expectStarted)
-			if t.timer != "" && (t.status == store.TaskSleeping || t.status == store.TaskBackoff || t.status == store.TaskAwaiting) {
+			if t.Timer != "" && (t.Status == store.TaskSleeping || t.Status == store.TaskBackoff || t.Status == store.TaskAwaiting) {
 				tp.RunIds = append(tp.RunIds, uuidOf(t.key.run))
 				tp.Tasks = append(tp.Tasks, t.key.name)
-				tp.Attempts = append(tp.Attempts, int32(t.attempt))
-				tp.WakeAts = append(tp.WakeAts, tstz(t.wakeAt))
-				tp.Kinds = append(tp.Kinds, t.timer)
+				tp.Attempts = append(tp.Attempts, int32(t.Attempt))
+				tp.WakeAts = append(tp.WakeAts, tstz(t.WakeAt))
+				tp.Kinds = append(tp.Kinds, t.Timer)
 			}
 		}
 		if err := q.UpdateTasks(ctx, pl, p); err != nil {
@@ -505,15 +397,15 @@ func (b *batch) flush(ctx context.Context) error {
 	// Runs: their new states are decided already.
 	var rp dbsqlc.UpdateRunsParams
 	for _, r := range b.runs {
-		if !r.dirty {
+		if !r.Dirty {
 			continue
 		}
-		rp.Ids = append(rp.Ids, uuidOf(r.id))
-		rp.Statuses = append(rp.Statuses, string(r.status))
-		rp.Pendings = append(rp.Pendings, int32(max(r.pending, 0)))
+		rp.Ids = append(rp.Ids, uuidOf(r.ID))
+		rp.Statuses = append(rp.Statuses, string(r.Status))
+		rp.Pendings = append(rp.Pendings, int32(max(r.Pending, 0)))
 		var f dag.Failure
-		if r.failure != nil {
-			f = *r.failure
+		if r.Failure != nil {
+			f = *r.Failure
 		}
 		rp.FailureSteps = append(rp.FailureSteps, f.Step)
 		rp.FailureAttempts = append(rp.FailureAttempts, int32(f.Attempt))
@@ -528,14 +420,14 @@ func (b *batch) flush(ctx context.Context) error {
 	// Runs that failed or were cancelled: queue entries first (a claim
 	// holding one waits for nothing we hold), then timers, then tasks.
 	var failed, timedOut, cancelled []pgtype.UUID
-	for _, r := range b.runs {
-		switch {
-		case r.timedOut:
-			timedOut = append(timedOut, uuidOf(r.id))
-		case r.failed:
-			failed = append(failed, uuidOf(r.id))
-		case r.cancelled:
-			cancelled = append(cancelled, uuidOf(r.id))
+	for _, r := range b.tr.Ended {
+		switch r.End {
+		case transition.EndTimedOut:
+			timedOut = append(timedOut, uuidOf(r.ID))
+		case transition.EndFailed:
+			failed = append(failed, uuidOf(r.ID))
+		case transition.EndCancelled:
+			cancelled = append(cancelled, uuidOf(r.ID))
 		}
 	}
 	if len(timedOut) > 0 {
@@ -553,15 +445,14 @@ func (b *batch) flush(ctx context.Context) error {
 			return fmt.Errorf("delete timers of %d ended runs: %w", len(ended), err)
 		}
 		for _, c := range []struct {
-			ids      []pgtype.UUID
-			statuses []string
-			all      bool
-		}{{failed, waitingStatuses, false}, {timedOut, unfinishedStatuses, false}, {cancelled, unfinishedStatuses, true}} {
+			ids []pgtype.UUID
+			end transition.End
+		}{{failed, transition.EndFailed}, {timedOut, transition.EndTimedOut}, {cancelled, transition.EndCancelled}} {
 			if len(c.ids) == 0 {
 				continue
 			}
 			rows, err := q.CancelTasks(ctx, pl, dbsqlc.CancelTasksParams{
-				Now: now, RunIds: c.ids, Statuses: c.statuses, IncludeOnfailure: c.all,
+				Now: now, RunIds: c.ids, Statuses: statusStrings(c.end), IncludeOnfailure: c.end.Cancels(store.TaskPending, store.KindOnFailure),
 			})
 			if err != nil {
 				return fmt.Errorf("cancel tasks of %d runs: %w", len(c.ids), err)
@@ -588,7 +479,7 @@ func (b *batch) flush(ctx context.Context) error {
 			for _, row := range rows {
 				r := b.runs[dag.RunID(row.RunID.Bytes)]
 				b.enqueue = append(b.enqueue, enqueueItem{
-					run: r, name: row.Name, signature: row.Signature, kind: store.KindOnFailure, attempt: int(row.Attempt), src: r.failSrc,
+					run: r, name: row.Name, signature: row.Signature, kind: store.KindOnFailure, attempt: int(row.Attempt), src: r.EndSrc,
 				})
 			}
 		}
@@ -605,7 +496,7 @@ func (b *batch) flush(ctx context.Context) error {
 	// no round trip.
 	for _, e := range b.enqueue {
 		if e.live() && !e.logged {
-			b.ev.add(e.run.id, e.name, store.EventQueued, e.attempt, "")
+			b.ev.add(e.run.ID, e.name, store.EventQueued, e.attempt, "")
 		}
 	}
 	if err := b.ev.insert(ctx, q, pl, now); err != nil {
@@ -625,7 +516,7 @@ func (b *batch) flush(ctx context.Context) error {
 		var children []string
 		lastSrc := make(map[taskKey]int)
 		for _, rt := range b.resolved {
-			if rt.t.run.status != store.RunRunning {
+			if rt.t.run.Status != store.RunRunning {
 				continue
 			}
 			for _, c := range rt.t.children {
@@ -670,7 +561,7 @@ func (b *batch) flush(ctx context.Context) error {
 			b.credit[e.src]++ // made ready, and started
 			continue
 		}
-		ep.RunIds = append(ep.RunIds, uuidOf(e.run.id))
+		ep.RunIds = append(ep.RunIds, uuidOf(e.run.ID))
 		ep.Tasks = append(ep.Tasks, e.name)
 		ep.Signatures = append(ep.Signatures, e.signature)
 		ep.Tenants = append(ep.Tenants, e.run.tenant)
@@ -696,7 +587,7 @@ func (b *batch) flush(ctx context.Context) error {
 // only enqueues its onfailure task: its other requeued tasks were
 // cancelled.
 func (e enqueueItem) live() bool {
-	return e.run.status == store.RunRunning || e.kind == store.KindOnFailure
+	return e.run.Status == store.RunRunning || e.kind == store.KindOnFailure
 }
 
 // endLeases deletes the leases in b.dropped and those whose every attempt

@@ -170,7 +170,7 @@ func (sh *sharedReads) keepParents(c *store.ClaimedTask, names []string, here []
 		if j < 0 {
 			return fmt.Errorf("parent %s did not resolve in this batch", name)
 		}
-		ps[i] = store.ParentResult{Step: name, Status: here[j].status, Output: here[j].output}
+		ps[i] = store.ParentResult{Step: name, Status: here[j].Status, Output: here[j].Output}
 	}
 	sh.setParents(c, names, ps)
 	return nil

@@ -162,34 +162,16 @@ func (s *Store) FireTimers(ctx context.Context, limit int) (int, error) {
 				continue
 			}
 			if tm.kind == "deadline" {
-				if r := b.runs[tm.key.run]; r != nil && !r.status.Terminal() {
-					b.timeOut(r, src)
+				if r := b.runs[tm.key.run]; r != nil && b.tr.TimeOut(&r.Run, src) {
 					fired++
 				}
 				continue
 			}
-			t := b.tasks[tm.key]
-			if t == nil || t.attempt != tm.attempt {
-				continue // a stale timer: deleting it was all there was to do
+			// A stale timer does nothing: deleting it was all there was
+			// to do.
+			if t := b.tasks[tm.key]; t != nil && b.tr.Fire(&t.Task, tm.kind, tm.attempt, src) {
+				fired++
 			}
-			switch {
-			case tm.kind == "sleep" && t.status == store.TaskSleeping:
-				b.event(t, store.EventWoken, "")
-				b.event(t, store.EventCompleted, "")
-				b.resolve(t, store.TaskCompleted, src)
-			case tm.kind == "signal" && t.status == store.TaskAwaiting:
-				b.event(t, store.EventSkipped, t.reason)
-				b.resolve(t, store.TaskSkipped, src)
-			case tm.kind == "retry" && t.status == store.TaskBackoff:
-				if t.run.status != store.RunRunning && t.kind != store.KindOnFailure {
-					b.cancel(t)
-				} else {
-					b.requeue(t, src)
-				}
-			default:
-				continue
-			}
-			fired++
 		}
 		return b.flush(ctx)
 	})
@@ -257,7 +239,7 @@ func (s *Store) RescueExpired(ctx context.Context, limit int) (int, error) {
 			var held []int // entries whose task still holds the lease
 			for src := first; src < end; src++ {
 				// Re-check under the run lock: the attempt may have finished.
-				if t := b.tasks[keys[src]]; t != nil && t.status == store.TaskRunning && t.lease == cands[src].Event {
+				if t := b.tasks[keys[src]]; t != nil && t.Status == store.TaskRunning && t.lease == cands[src].Event {
 					held = append(held, src)
 				}
 			}
@@ -272,7 +254,7 @@ func (s *Store) RescueExpired(ctx context.Context, limit int) (int, error) {
 			default:
 				for _, src := range held {
 					n++
-					b.rescue(src, b.tasks[keys[src]])
+					b.tr.Rescue(&b.tasks[keys[src]].Task, src)
 				}
 				b.dropped = append(b.dropped, c.ID)
 			}
@@ -291,23 +273,6 @@ func (s *Store) RescueExpired(ctx context.Context, limit int) (int, error) {
 		return 0, fmt.Errorf("rescue expired tasks: %w", err)
 	}
 	return n, nil
-}
-
-// rescue takes a RUNNING task back from the worker that had it: enqueued
-// again with a new attempt to come, or failed when it has none left.
-func (b *batch) rescue(src int, t *taskState) {
-	switch {
-	case t.attempt >= t.maxAttempts:
-		b.apply(src, &store.TaskResult{
-			RunID: t.key.run, Step: t.key.name, Attempt: t.attempt,
-			Outcome: store.OutcomeFailed, Error: "lease expired",
-		})
-	case t.run.status != store.RunRunning && t.kind != store.KindOnFailure:
-		b.cancel(t)
-	default:
-		b.event(t, store.EventRescued, "lease expired")
-		b.requeue(t, src)
-	}
 }
 
 // CancelRun implements store.Store, as a CancelRuns batch of one run.

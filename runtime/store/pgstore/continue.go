@@ -116,10 +116,10 @@ func (b *batch) continueReady(ctx context.Context) error {
 	}
 	for _, i := range cands {
 		e := b.enqueue[i]
-		p.RunIds = append(p.RunIds, uuidOf(e.run.id))
+		p.RunIds = append(p.RunIds, uuidOf(e.run.ID))
 		p.Names = append(p.Names, e.name)
 		p.Ctids = append(p.Ctids, e.ctid)
-		_, own := parents[taskKey{e.run.id, e.name}]
+		_, own := parents[taskKey{e.run.ID, e.name}]
 		p.OwnParents = append(p.OwnParents, own)
 		p.OwnInputs = append(p.OwnInputs, e.run.input != nil)
 	}
@@ -138,14 +138,14 @@ func (b *batch) continueReady(ctx context.Context) error {
 		}
 		e := b.enqueue[cands[r.Ord-1]]
 		t := store.ClaimedTask{
-			RunID: e.run.id, Step: r.Name, Kind: store.TaskKind(r.Kind),
+			RunID: e.run.ID, Step: r.Name, Kind: store.TaskKind(r.Kind),
 			Attempt: int(r.Attempt), Signature: r.Signature, Element: int(r.Element),
 		}
 		own := runFields{workflow: e.run.workflow, tenant: e.run.tenant, input: r.Input, inputOmitted: r.InputOmitted}
 		if e.run.input != nil {
 			own.input, own.inputOmitted = e.run.input, false
 		}
-		here, fromBatch := parents[taskKey{e.run.id, e.name}]
+		here, fromBatch := parents[taskKey{e.run.ID, e.name}]
 		err := sh.run(&t, r.RunShared, own)
 		switch {
 		case err != nil:
@@ -175,7 +175,7 @@ func (b *batch) parentsHere(cands []int) map[taskKey][]*taskState {
 			if want == nil {
 				want = make(map[taskKey][]*taskState)
 			}
-			want[taskKey{e.run.id, e.name}] = nil
+			want[taskKey{e.run.ID, e.name}] = nil
 		}
 	}
 	if want == nil {
@@ -191,7 +191,7 @@ func (b *batch) parentsHere(cands []int) map[taskKey][]*taskState {
 	}
 	for k, ps := range want {
 		for _, p := range ps {
-			if !p.ownOutput {
+			if !p.OwnOutput {
 				delete(want, k)
 				break
 			}

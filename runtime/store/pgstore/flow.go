@@ -13,6 +13,7 @@ import (
 
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
+	"github.com/dagenhq/dagen/runtime/store/internal/transition"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
 )
 
@@ -190,11 +191,11 @@ func (b *batch) endFlow(ctx context.Context) error {
 	released := make(map[slotKey]int) // the runs that gave their slots back, as deltas
 	var dq dbsqlc.DequeueRunsParams
 	for _, r := range b.runs {
-		if !r.status.Terminal() || r.was.Terminal() {
+		if !r.Status.Terminal() || r.was.Terminal() {
 			continue
 		}
-		if r.status == store.RunCompleted && r.hasDeadline {
-			completed = append(completed, uuidOf(r.id))
+		if r.Status == store.RunCompleted && r.hasDeadline {
+			completed = append(completed, uuidOf(r.ID))
 		}
 		switch {
 		case r.slot != nil && r.was == store.RunRunning:
@@ -202,7 +203,7 @@ func (b *batch) endFlow(ctx context.Context) error {
 		case r.slot != nil && r.was == store.RunQueued:
 			dq.Workflows = append(dq.Workflows, r.slot.workflow)
 			dq.Slots = append(dq.Slots, r.slot.key)
-			dq.Ids = append(dq.Ids, uuidOf(r.id))
+			dq.Ids = append(dq.Ids, uuidOf(r.ID))
 		}
 	}
 	if len(dq.Ids) > 0 {
@@ -223,24 +224,10 @@ func (b *batch) endFlow(ctx context.Context) error {
 		return err
 	}
 	for _, t := range ready {
-		r := &runState{id: t.run, tenant: t.tenant, status: store.RunRunning}
+		r := &runState{Run: transition.Run{ID: t.run, Status: store.RunRunning}, tenant: t.tenant}
 		b.enqueue = append(b.enqueue, enqueueItem{run: r, name: t.name, signature: t.signature, kind: store.KindStep, src: -1, logged: true})
 	}
 	return nil
-}
-
-// timeOut fails a QUEUED or RUNNING run at its deadline: flush cancels its
-// unfinished tasks, RUNNING ones too (their workers hear of it as of a
-// cancellation), and queues its onfailure task.
-func (b *batch) timeOut(r *runState, src int) {
-	msg := store.TimedOut(time.Duration(r.timeoutMs) * time.Millisecond)
-	r.status = store.RunFailed
-	r.failed = true
-	r.timedOut = true
-	r.failSrc = src
-	r.dirty = true
-	r.failure = &dag.Failure{RunID: r.id, Step: store.DeadlineStep, Message: msg}
-	b.ev.add(r.id, store.DeadlineStep, store.EventFailed, 0, msg)
 }
 
 // sweepEvery is how often the leader looks for slots with room and QUEUED

@@ -6,94 +6,22 @@ import (
 
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
+	"github.com/dagenhq/dagen/runtime/store/internal/transition"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
 )
 
-// mapWork is what a batch does for mapped tasks (see migration 004), decided
-// in Go under the runs' locks like the rest of the batch and written by
-// flush: the elements of tasks mapped in the batch, the elements that take
-// the slots of resolved ones, the mapped tasks whose state changed and those
-// whose last element resolved.
+// mapWork is what a batch writes for mapped tasks (see migration 004), as
+// the transition core decided it: the elements of tasks mapped in the
+// batch and the elements that take the slots of resolved ones.
 type mapWork struct {
-	create  []newElements
-	queue   []queuedElement
-	dirty   []*taskState
-	collect []collectItem
+	create []transition.NewElements
+	queue  []transition.QueuedElement
 }
 
-type newElements struct {
-	t        *taskState
-	items    [][]byte
-	each     string
-	admitted int  // the first admitted elements start QUEUED
-	reuse    bool // mapped before (a retry reset it): its elements may exist
-	src      int
-}
-
-// elementWindow bounds the elements of a mapped task without a limit that
-// are in flight at once: the others wait PENDING and are queued as
-// elements resolve. It keeps the transaction that maps 100,000 elements
-// from also queueing them all (1.5 s of a fair-queue insert during which no
-// element could run), and it is far more than workers run at once.
-const elementWindow = 10_000
-
-type queuedElement struct {
-	run  *runState
-	name string
-	src  int
-}
-
-type collectItem struct {
-	t   *taskState
-	src int
-}
-
-// mapTask maps a RUNNING mapped task: it becomes MAPPING, and flush
-// creates its elements and queues as many as its limit allows.
-func (b *batch) mapTask(t *taskState, res *store.TaskResult, src int) {
-	n := len(res.Elements)
-	limit := elementWindow
-	if res.Limit > 0 {
-		limit = res.Limit
-	}
-	admitted := store.AdmitElements(0, n, n, limit)
-	reuse := t.elements > 0
-	t.status = store.TaskMapping
-	t.elements, t.pending, t.nextElement, t.mapLimit = n, n, admitted, limit
-	b.touch(t)
-	b.mapDirty(t)
-	b.event(t, store.EventMapped, store.MappedDetail(n, res.Limit))
-	b.maps.create = append(b.maps.create, newElements{t: t, items: res.Elements, each: res.Each, admitted: admitted, reuse: reuse, src: src})
-}
-
-func (b *batch) mapDirty(t *taskState) {
-	if !t.mapDirty {
-		t.mapDirty = true
-		b.maps.dirty = append(b.maps.dirty, t)
-	}
-}
-
-// elementResolved counts a resolved element of a RUNNING run down on its
-// mapped task (which the batch loaded with it): the next element waiting
-// for a slot is queued, and the last one has the mapped task collected.
-func (b *batch) elementResolved(t *taskState, src int) {
-	if t.run.status != store.RunRunning {
-		return
-	}
-	step, _, ok := store.ParseElement(t.key.name)
-	m := b.tasks[taskKey{t.key.run, step}]
-	if !ok || m == nil || m.status != store.TaskMapping {
-		return
-	}
-	m.pending--
-	b.mapDirty(m)
-	for range store.AdmitElements(m.nextElement, m.elements, m.pending, m.mapLimit) {
-		b.maps.queue = append(b.maps.queue, queuedElement{run: t.run, name: store.ElementName(step, m.nextElement), src: src})
-		m.nextElement++
-	}
-	if m.pending == 0 {
-		b.maps.collect = append(b.maps.collect, collectItem{m, src})
-	}
+// decideElements takes the elements the core decided to create and queue.
+func (b *batch) decideElements() {
+	b.maps.create = b.tr.Mapped
+	b.maps.queue = b.tr.Admitted
 }
 
 // collect completes the mapped tasks whose last element resolved in the
@@ -101,49 +29,49 @@ func (b *batch) elementResolved(t *taskState, src int) {
 // before, read back, and those of the batch, not written yet. It runs
 // before flush, so the completions flow through it like any other.
 func (b *batch) collect(ctx context.Context) error {
-	for _, c := range b.maps.collect {
-		m := c.t
-		if m.run.status != store.RunRunning {
+	for i := 0; i < len(b.tr.Collect); i++ { // Complete may add more
+		c := b.tr.Collect[i]
+		m := b.state(c.Task)
+		if m.run.Status != store.RunRunning {
 			continue
 		}
 		rows, err := b.s.q.ElementOutputs(ctx, b.tx, dbsqlc.ElementOutputsParams{
-			RunID: uuidOf(m.key.run), Prefix: m.key.name + "[", N: int32(m.elements),
+			RunID: uuidOf(m.key.run), Prefix: m.key.name + "[", N: int32(m.Elements),
 		})
 		if err != nil {
 			return fmt.Errorf("read the outputs of %s's elements: %w", m.key.name, err)
 		}
-		if len(rows) != m.elements {
-			return fmt.Errorf("read the outputs of %s's elements: found %d of %d", m.key.name, len(rows), m.elements)
+		if len(rows) != m.Elements {
+			return fmt.Errorf("read the outputs of %s's elements: found %d of %d", m.key.name, len(rows), m.Elements)
 		}
-		outputs := make([][]byte, m.elements)
+		outputs := make([][]byte, m.Elements)
 		for _, r := range rows {
 			outputs[r.Element] = r.Output
 		}
 		for i := range outputs {
-			if t := b.tasks[taskKey{m.key.run, store.ElementName(m.key.name, i)}]; t != nil && t.dirty {
-				outputs[i] = t.output // resolved in this batch: not written yet
+			if t := b.tasks[taskKey{m.key.run, store.ElementName(m.key.name, i)}]; t != nil && t.Dirty {
+				outputs[i] = t.Output // resolved in this batch: not written yet
 			}
 		}
-		m.output = store.CollectOutputs(outputs)
-		m.logCompleted = true
-		b.resolve(m, store.TaskCompleted, c.src)
+		b.tr.Complete(c, outputs)
 	}
 	return nil
 }
 
 // writeMapTasks writes the mapping state of the mapped tasks that changed.
 func (b *batch) writeMapTasks(ctx context.Context) error {
-	if len(b.maps.dirty) == 0 {
+	if len(b.tr.MapChanged) == 0 {
 		return nil
 	}
 	var p dbsqlc.UpdateMapTasksParams
-	for _, t := range b.maps.dirty {
+	for _, ct := range b.tr.MapChanged {
+		t := b.state(ct)
 		p.RunIds = append(p.RunIds, uuidOf(t.key.run))
 		p.Names = append(p.Names, t.key.name)
-		p.Elements = append(p.Elements, int32(t.elements))
-		p.Pendings = append(p.Pendings, int32(max(t.pending, 0)))
-		p.NextElements = append(p.NextElements, int32(t.nextElement))
-		p.MapLimits = append(p.MapLimits, int32(t.mapLimit))
+		p.Elements = append(p.Elements, int32(t.Elements))
+		p.Pendings = append(p.Pendings, int32(max(t.MapPending, 0)))
+		p.NextElements = append(p.NextElements, int32(t.NextElement))
+		p.MapLimits = append(p.MapLimits, int32(t.MapLimit))
 	}
 	if err := b.s.q.UpdateMapTasks(ctx, b.tx, p); err != nil {
 		return fmt.Errorf("update %d mapped tasks: %w", len(p.Names), err)
@@ -158,27 +86,28 @@ func (b *batch) writeElements(ctx context.Context) error {
 	q, now := b.s.q, tstz(b.now)
 	var fresh, reused dbsqlc.InsertElementsParams
 	for _, c := range b.maps.create {
-		if c.t.run.status != store.RunRunning {
+		t := b.state(c.Task)
+		if t.run.Status != store.RunRunning {
 			continue
 		}
 		p := &fresh
-		if c.reuse {
+		if c.Again {
 			p = &reused
 		}
-		p.RunIds = append(p.RunIds, uuidOf(c.t.key.run))
-		p.Maps = append(p.Maps, c.t.key.name)
-		p.Eaches = append(p.Eaches, c.each)
+		p.RunIds = append(p.RunIds, uuidOf(t.key.run))
+		p.Maps = append(p.Maps, t.key.name)
+		p.Eaches = append(p.Eaches, c.Each)
 		ord := int32(len(p.RunIds))
-		for i, item := range c.items {
+		for i, item := range c.Items {
 			p.MapOrds = append(p.MapOrds, ord)
 			p.Indexes = append(p.Indexes, int32(i))
 			p.Items = append(p.Items, item)
-			p.Queued = append(p.Queued, i < c.admitted)
+			p.Queued = append(p.Queued, i < c.Admitted)
 		}
-		for i := range c.admitted {
+		for i := range c.Admitted {
 			b.enqueue = append(b.enqueue, enqueueItem{
-				run: c.t.run, name: store.ElementName(c.t.key.name, i), signature: c.t.signature,
-				kind: store.KindElement, src: c.src, logged: true,
+				run: t.run, name: store.ElementName(t.key.name, i), signature: t.signature,
+				kind: store.KindElement, src: c.Src, logged: true,
 			})
 		}
 	}
@@ -197,12 +126,12 @@ func (b *batch) writeElements(ctx context.Context) error {
 	var qp dbsqlc.QueueElementsParams
 	srcs := make(map[taskKey]int)
 	for _, e := range b.maps.queue {
-		if e.run.status != store.RunRunning {
+		if e.Run.Status != store.RunRunning {
 			continue
 		}
-		qp.RunIds = append(qp.RunIds, uuidOf(e.run.id))
-		qp.Names = append(qp.Names, e.name)
-		srcs[taskKey{e.run.id, e.name}] = e.src
+		qp.RunIds = append(qp.RunIds, uuidOf(e.Run.ID))
+		qp.Names = append(qp.Names, e.Name)
+		srcs[taskKey{e.Run.ID, e.Name}] = e.Src
 	}
 	if len(qp.Names) == 0 {
 		return nil

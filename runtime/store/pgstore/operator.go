@@ -186,13 +186,9 @@ func (s *Store) cancelLocked(ctx context.Context, tx *txn, ids []dag.RunID) (fou
 	}
 	for _, id := range ids { // sorted by lockRuns
 		r := b.runs[id]
-		if r == nil || r.status.Terminal() {
-			continue
+		if r != nil && b.tr.CancelRun(&r.Run) {
+			cancelled = append(cancelled, id)
 		}
-		r.status = store.RunCancelled
-		r.cancelled = true
-		r.dirty = true
-		cancelled = append(cancelled, id)
 	}
 	if len(cancelled) == 0 {
 		return len(b.runs), nil, errNothingToDo

@@ -88,7 +88,7 @@ func (s *Store) retryLocked(ctx context.Context, tx *txn, id dag.RunID, rt store
 		tasks = append(tasks, retryplan.Task{Name: row.Name, Kind: store.TaskKind(row.Kind), Children: row.Children, Status: store.TaskStatus(row.Status)})
 		planned = append(planned, i)
 	}
-	p, err := retryplan.Make(r.status, tasks, rt)
+	p, err := retryplan.Make(r.Status, tasks, rt)
 	if err != nil {
 		return store.RetryResult{}, err
 	}
@@ -161,7 +161,7 @@ func (s *Store) retryLocked(ctx context.Context, tx *txn, id dag.RunID, rt store
 	}); err != nil {
 		return store.RetryResult{}, fmt.Errorf("update run: %w", err)
 	}
-	if r.timeoutMs > 0 {
+	if r.Timeout > 0 {
 		if err := s.q.InsertDeadlines(ctx, tx, ids); err != nil {
 			return store.RetryResult{}, fmt.Errorf("arm the deadline: %w", err)
 		}

@@ -3,7 +3,6 @@ package pgstore
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgtype"
 
@@ -14,35 +13,13 @@ import (
 
 var _ store.Signaler = (*Store)(nil)
 
-// await applies an OutcomeAwait to a RUNNING signal wait: a held signal
-// completes it at once (flush makes the signal its output); otherwise it
-// waits, with a timer when its wait ends.
-func (b *batch) await(t *taskState, res *store.TaskResult, src int) {
-	if t.held {
-		t.consume = true
-		t.logCompleted = true
-		b.resolve(t, store.TaskCompleted, src)
-		return
-	}
-	t.status = store.TaskAwaiting
-	t.reason = res.Reason
-	detail := ""
-	if wake, ends := res.WakeTime(b.now); ends {
-		t.wakeAt = wake.Truncate(time.Microsecond)
-		t.timer = "signal"
-		detail = t.wakeAt.UTC().Format(time.RFC3339Nano)
-	}
-	b.event(t, store.EventAwaiting, detail)
-	b.touch(t)
-}
-
 // consumeSignals makes the held signals of the waits await completed
 // their outputs.
 func (b *batch) consumeSignals(ctx context.Context) error {
 	var ids []pgtype.UUID
 	var names []string
-	for _, t := range b.dirty {
-		if t.consume {
+	for _, ct := range b.tr.Changed {
+		if t := b.state(ct); t.Consume {
 			ids = append(ids, uuidOf(t.key.run))
 			names = append(names, t.key.name)
 		}
@@ -72,20 +49,17 @@ func (s *Store) SendSignal(ctx context.Context, id dag.RunID, step string, paylo
 			return errNothingToDo
 		}
 		t := b.tasks[k]
-		if t.status != store.TaskAwaiting {
+		if t.Status != store.TaskAwaiting {
 			if err := s.q.HoldSignal(ctx, tx, dbsqlc.HoldSignalParams{Payload: payload, RunID: uuidOf(id), Name: step}); err != nil {
 				return fmt.Errorf("hold the signal: %w", err)
 			}
-			b.event(t, store.EventSignalled, store.SignalHeld)
+			b.tr.Signal(&t.Task, payload)
 			return b.flush(ctx)
 		}
-		if !t.wakeAt.IsZero() {
+		if !t.WakeAt.IsZero() {
 			_ = s.q.DeleteTaskTimer(ctx, tx, uuidOf(id), step)
 		}
-		t.output, t.reason, t.wakeAt = payload, "", time.Time{}
-		b.event(t, store.EventSignalled, store.SignalDelivered)
-		b.event(t, store.EventCompleted, "")
-		b.resolve(t, store.TaskCompleted, 0)
+		b.tr.Signal(&t.Task, payload)
 		delivered = true
 		if err := b.flush(ctx); err != nil {
 			return err
@@ -110,14 +84,14 @@ func refusal(r *runState, t *taskState, id dag.RunID, step string) error {
 	switch {
 	case r == nil:
 		return fmt.Errorf("run %s: %w", id, store.ErrRunNotFound)
-	case t == nil || t.kind != store.KindSignal:
+	case t == nil || t.Kind != store.KindSignal:
 		return fmt.Errorf("step %q: %w", step, store.ErrNotSignal)
-	case t.status.Terminal():
-		return fmt.Errorf("step %q is %s: %w", step, t.status, store.ErrSignalResolved)
-	case t.held:
+	case t.Status.Terminal():
+		return fmt.Errorf("step %q is %s: %w", step, t.Status, store.ErrSignalResolved)
+	case t.Held:
 		return fmt.Errorf("step %q: %w", step, store.ErrSignalHeld)
-	case r.status.Terminal():
-		return fmt.Errorf("run %s is %s: %w", id, r.status, store.ErrRunFinished)
+	case r.Status.Terminal():
+		return fmt.Errorf("run %s is %s: %w", id, r.Status, store.ErrRunFinished)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/dagenhq/dagen/runtime/store"
+	"github.com/dagenhq/dagen/runtime/store/internal/transition"
 )
 
 // A claimView is what a claim returned of a task's row (migration 013):
@@ -81,12 +82,12 @@ func (b *batch) fromView(res *store.TaskResult, v *claimView) {
 	if r == nil || b.tasks[k] != nil {
 		return
 	}
-	b.tasks[k] = &taskState{
-		key: k, run: r, kind: v.kind, signature: v.signature, children: v.children,
-		status: store.TaskRunning, attempt: res.Attempt,
+	b.add(&taskState{
+		Task: transition.Task{Kind: v.kind, Status: store.TaskRunning, Attempt: res.Attempt},
+		key:  k, run: r, signature: v.signature, children: v.children,
 		startedEvent: v.startedEvent, lease: v.startedEvent, ctid: v.ctid,
 		expectStarted: v.startedEvent,
-	}
+	})
 }
 
 // claimMoved reports whether err is dagen_claim_moved's.

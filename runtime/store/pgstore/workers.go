@@ -98,16 +98,13 @@ func (s *Store) releaseTasks(ctx context.Context, worker string, keys []taskKey,
 			// Re-check under the run lock; the worker is recorded with the
 			// attempt, so a task claimed again since is not this worker's.
 			t := b.tasks[k]
-			if t == nil || t.status != store.TaskRunning || t.worker != worker {
+			if t == nil || t.Status != store.TaskRunning || t.worker != worker {
 				continue
 			}
 			n++
-			if t.run.status != store.RunRunning && t.kind != store.KindOnFailure {
-				b.cancel(t) // a failed or cancelled run schedules nothing new
-				continue
+			if !b.tr.Release(&t.Task, detail, src) {
+				continue // a failed or cancelled run schedules nothing new
 			}
-			b.event(t, store.EventRescued, detail)
-			b.requeue(t, src)
 			granted.RunIds = append(granted.RunIds, uuidOf(k.run))
 			granted.Names = append(granted.Names, k.name)
 		}
