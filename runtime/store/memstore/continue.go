@@ -44,8 +44,13 @@ func (s *Store) completeTasks(ctx context.Context, results []store.TaskResult, p
 	if p != nil {
 		s.cont = &continuation{p: *p, mayGo: s.tenantsMayGo(results)}
 	}
+	b := s.newBatch(now, len(results))
 	for i := range results {
-		out[i] = s.complete(&results[i], now)
+		out[i] = b.apply(i, &results[i])
+	}
+	b.settle()
+	for i := range out {
+		out[i].Enqueued = b.credit[i]
 	}
 	c := s.cont
 	s.cont = nil
@@ -55,11 +60,11 @@ func (s *Store) completeTasks(ctx context.Context, results []store.TaskResult, p
 	}
 	var claimed []store.ClaimedTask
 	for _, rc := range c.ready {
-		r, t := rc.run, &rc.run.tasks[rc.task]
-		if t.status != store.TaskQueued {
+		r, t := rc.run, rc.run.tasks[rc.task]
+		if t.Status != store.TaskQueued {
 			continue // its run failed or was cancelled after it became ready
 		}
-		if len(claimed) < p.Limit && r.rec.Status == store.RunRunning &&
+		if len(claimed) < p.Limit && r.Status == store.RunRunning &&
 			p.Serves(r.spec(rc.task).Signature) && c.mayGo[r.rec.Tenant] {
 			claimed = append(claimed, s.claim(r, rc.task, *p, now))
 			continue

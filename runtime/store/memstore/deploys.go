@@ -67,8 +67,8 @@ func (s *Store) Unserved(ctx context.Context, id dag.RunID) ([]store.UnservedTas
 	served := s.served(s.now())
 	var out []store.UnservedTask
 	for ti := range r.tasks {
-		t, nt := &r.tasks[ti], r.spec(ti)
-		if t.status == store.TaskQueued && !served[nt.Signature] {
+		t, nt := r.tasks[ti], r.spec(ti)
+		if t.Status == store.TaskQueued && !served[nt.Signature] {
 			out = append(out, store.UnservedTask{RunID: id, Workflow: r.rec.Workflow, Step: nt.Name, Signature: nt.Signature, Since: t.queuedAt})
 		}
 	}
@@ -94,12 +94,12 @@ func (s *Store) ReportUnserved(ctx context.Context, grace time.Duration, limit i
 			if n >= limit {
 				return n, nil
 			}
-			t := &e.run.tasks[e.task]
+			t := e.run.tasks[e.task]
 			if !e.live() || t.waitingLogged || !t.queuedAt.Before(queuedBefore) {
 				continue
 			}
 			t.waitingLogged = true
-			e.run.event(now, e.task, store.EventWaiting, t.attempt, store.WaitingDetail(e.run.spec(e.task).Name, sig))
+			e.run.event(now, e.task, store.EventWaiting, t.Attempt, store.WaitingDetail(e.run.spec(e.task).Name, sig))
 			n++
 		}
 	}
@@ -116,7 +116,7 @@ func (s *Store) InFlight(ctx context.Context, served []string, sample int) (stor
 	bySig := make(map[string]*store.InFlight)
 	byWorkflow := make(map[string]*store.InFlightRuns)
 	for _, r := range s.runs {
-		if r.rec.Status.Terminal() {
+		if r.Status.Terminal() {
 			continue
 		}
 		wf := byWorkflow[r.rec.Workflow]
@@ -128,8 +128,8 @@ func (s *Store) InFlight(ctx context.Context, served []string, sample int) (stor
 		stranded := false
 		counted := make(map[string]bool) // signatures counted for this run: elements share their step's
 		for ti := range r.tasks {
-			t, nt := &r.tasks[ti], r.spec(ti)
-			if t.status.Terminal() || nt.Kind == store.KindOnFailure && t.status == store.TaskPending || counted[nt.Signature] {
+			t, nt := r.tasks[ti], r.spec(ti)
+			if t.Status.Terminal() || nt.Kind == store.KindOnFailure && t.Status == store.TaskPending || counted[nt.Signature] {
 				continue
 			}
 			counted[nt.Signature] = true

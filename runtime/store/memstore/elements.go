@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/dagenhq/dagen/runtime/store"
+	"github.com/dagenhq/dagen/runtime/store/internal/transition"
 )
 
 // element describes an element task of a run: r.tasks[len(shape.tasks)+i]
@@ -14,14 +15,6 @@ type element struct {
 	index int    // its index among that task's elements
 	each  string // the parent whose output the element stands for
 	item  []byte // the element
-}
-
-// mapping is a mapped task's state once it is mapped.
-type mapping struct {
-	elems   []int // task indexes of its elements, in element order
-	next    int   // the next element to queue
-	pending int   // elements not resolved yet
-	limit   int   // elements in flight at once, 0 for all
 }
 
 // spec returns what task ti was created as.
@@ -58,79 +51,38 @@ func (r *run) parentsOf(ti int) []int {
 	return r.shape.parents[ti]
 }
 
-// mapTask maps the RUNNING KindMap task ti: it creates the elements of
-// res, queues as many as its limit allows and leaves the task MAPPING. It
-// returns how many elements it queued.
-func (s *Store) mapTask(r *run, ti int, res *store.TaskResult, now time.Time) int {
-	t := &r.tasks[ti]
-	nt := r.spec(ti)
-	m := &mapping{elems: make([]int, len(res.Elements)), pending: len(res.Elements), limit: res.Limit}
+// createElements creates the elements of m, a task mapped in the batch
+// (QUEUED ones are queued by the caller). A task mapped again after a
+// retry reuses its elements' tasks, their attempts counting on so that an
+// older attempt's late result is stale (resetElements made them released).
+func (s *Store) createElements(r *run, t *task, m *transition.NewElements) {
+	nt := r.spec(t.Ref)
+	t.elems = make([]int, len(m.Items))
 	if r.elemIndex == nil {
 		r.elemIndex = make(map[string]int)
 	}
-	for i, item := range res.Elements {
+	for i, item := range m.Items {
 		name := store.ElementName(nt.Name, i)
 		el := element{
 			spec:  store.NewTask{Name: name, Kind: store.KindElement, Parents: nt.Parents, MaxAttempts: nt.MaxAttempts, Signature: nt.Signature},
-			mapTi: ti, index: i, each: res.Each, item: item,
+			mapTi: t.Ref, index: i, each: m.Each, item: item,
 		}
 		if idx, ok := r.elemIndex[name]; ok {
-			// Mapped again after a retry: the element's task is reused,
-			// its attempts counting on so that an older attempt's late
-			// result is stale (resetElements made them released).
-			old := &r.tasks[idx]
+			old := r.tasks[idx]
 			r.elems[idx-len(r.shape.tasks)] = el
-			*old = task{status: store.TaskPending, attempt: old.attempt, released: old.released, worker: old.worker}
-			m.elems[i] = idx
+			fresh := r.newTask(idx, store.TaskPending)
+			fresh.Attempt, fresh.released, fresh.worker = old.Attempt, old.released, old.worker
+			*old = fresh
+			t.elems[i] = idx
 			continue
 		}
 		idx := len(r.tasks)
 		r.elems = append(r.elems, el)
-		r.tasks = append(r.tasks, task{status: store.TaskPending})
+		fresh := r.newTask(idx, store.TaskPending)
+		r.tasks = append(r.tasks, &fresh)
 		r.elemIndex[name] = idx
-		m.elems[i] = idx
+		t.elems[i] = idx
 	}
-	t = &r.tasks[ti] // r.tasks may have moved
-	t.status = store.TaskMapping
-	t.mapping = m
-	r.event(now, ti, store.EventMapped, t.attempt, store.MappedDetail(len(res.Elements), res.Limit))
-	return s.admitElements(r, m, now)
-}
-
-// admitElements queues the mapped task's next elements while its limit
-// allows, and returns how many it queued.
-func (s *Store) admitElements(r *run, m *mapping, now time.Time) int {
-	n := store.AdmitElements(m.next, len(m.elems), m.pending, m.limit)
-	for range n {
-		s.enqueue(r, m.elems[m.next], now)
-		m.next++
-	}
-	return n
-}
-
-// elementResolved counts a resolved element of a mapped task down: the next
-// element waiting for a slot is queued, and the last one completes the
-// mapped task with the elements' outputs. It returns how many tasks it
-// queued.
-func (s *Store) elementResolved(r *run, ti int, now time.Time) int {
-	el := r.element(ti)
-	mt := &r.tasks[el.mapTi]
-	if r.rec.Status != store.RunRunning || mt.status != store.TaskMapping || mt.mapping == nil {
-		return 0
-	}
-	m := mt.mapping
-	m.pending--
-	n := s.admitElements(r, m, now)
-	if m.pending > 0 {
-		return n
-	}
-	outputs := make([][]byte, len(m.elems))
-	for i, e := range m.elems {
-		outputs[i] = r.tasks[e].output
-	}
-	mt.output = store.CollectOutputs(outputs)
-	r.event(now, el.mapTi, store.EventCompleted, mt.attempt, "")
-	return n + s.resolve(r, el.mapTi, store.TaskCompleted, now)
 }
 
 // resetElements resets the elements of mapped task ti, which a retry
@@ -138,16 +90,14 @@ func (s *Store) elementResolved(r *run, ti int, now time.Time) int {
 // mapped again and reuses them (see mapTask). Their attempts so far count
 // as released.
 func (r *run) resetElements(ti int, detail string, now time.Time) {
-	m := r.tasks[ti].mapping
-	if m == nil {
-		return
+	for _, e := range r.tasks[ti].elems {
+		t := r.tasks[e]
+		r.event(now, e, store.EventRetried, t.Attempt, detail)
+		fresh := r.newTask(e, store.TaskCancelled)
+		fresh.Attempt, fresh.released, fresh.worker, fresh.finishedAt = t.Attempt, t.Attempt, t.worker, now
+		*t = fresh
 	}
-	for _, e := range m.elems {
-		t := &r.tasks[e]
-		r.event(now, e, store.EventRetried, t.attempt, detail)
-		*t = task{status: store.TaskCancelled, attempt: t.attempt, released: t.attempt, worker: t.worker, finished: now}
-	}
-	r.tasks[ti].mapping = nil
+	r.tasks[ti].elems = nil
 }
 
 // order returns the indexes of r's tasks in the order the run lists them:

@@ -49,7 +49,7 @@ func (s *Store) Backlog(ctx context.Context) ([]store.BacklogEntry, error) {
 	type key struct{ tenant, workflow string }
 	counts := map[key]*store.BacklogEntry{}
 	for _, r := range s.runs {
-		if r.rec.Status.Terminal() {
+		if r.Status.Terminal() {
 			continue
 		}
 		for ti := range r.tasks {
@@ -59,7 +59,7 @@ func (s *Store) Backlog(ctx context.Context) ([]store.BacklogEntry, error) {
 			if e == nil {
 				e = &store.BacklogEntry{Tenant: k.tenant, Workflow: k.workflow}
 			}
-			switch r.tasks[ti].status {
+			switch r.tasks[ti].Status {
 			case store.TaskQueued:
 				field = &e.Queued
 			case store.TaskRunning:
@@ -99,7 +99,7 @@ func (s *Store) QueuePlaces(ctx context.Context, id dag.RunID, steps []string) (
 	}
 	for _, name := range steps {
 		ti, ok := r.indexOf(name)
-		if !ok || r.tasks[ti].status != store.TaskQueued {
+		if !ok || r.tasks[ti].Status != store.TaskQueued {
 			continue
 		}
 		mine := r.tasks[ti].queueID

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
 )
 
@@ -44,7 +43,7 @@ func (s *Store) capRun(r *run, limit int, now time.Time) {
 		sl.limit = limit
 	}
 	r.slot = sl
-	r.rec.Status = store.RunQueued
+	r.Status = store.RunQueued
 	i, _ := slices.BinarySearchFunc(sl.queue, r, func(a, b *run) int { return compareIDs(a.rec.ID, b.rec.ID) })
 	sl.queue = slices.Insert(sl.queue, i, r)
 	s.admit(sl, now)
@@ -57,10 +56,10 @@ func (s *Store) admit(sl *slot, now time.Time) {
 		r := sl.queue[0]
 		sl.queue = sl.queue[1:]
 		sl.running++
-		r.rec.Status = store.RunRunning
+		r.Status = store.RunRunning
 		for _, i := range r.order() {
-			t := &r.tasks[i]
-			if t.status == store.TaskPending && t.pendingParents == 0 && i != r.shape.onFailure && r.spec(i).Kind != store.KindElement {
+			t := r.tasks[i]
+			if t.Status == store.TaskPending && t.pendingParents == 0 && i != r.shape.onFailure && r.spec(i).Kind != store.KindElement {
 				s.enqueue(r, i, now)
 			}
 		}
@@ -94,24 +93,12 @@ func (s *Store) dropSlot(r *run) {
 
 // arm sets the run's deadline timer from now, when it has a timeout.
 func (s *Store) arm(r *run, now time.Time) {
-	if r.timeout <= 0 {
+	if r.Timeout <= 0 {
 		return
 	}
-	r.rec.Deadline = now.Add(r.timeout)
+	r.rec.Deadline = now.Add(r.Timeout)
 	heap.Push(&s.timers, timerEntry{wake: r.rec.Deadline, run: r, task: deadlineTask})
 }
 
 // deadlineTask is the task index of a run's deadline timer.
 const deadlineTask = -1
-
-// timeOut fails a QUEUED or RUNNING run at its deadline: every unfinished
-// task but the onfailure task is cancelled, RUNNING ones too, whose
-// workers hear of it as of a cancellation, and the onfailure task is
-// queued.
-func (s *Store) timeOut(r *run, now time.Time) {
-	msg := store.TimedOut(r.timeout)
-	r.timedOut = true
-	r.events = append(r.events, store.Event{At: now, Step: store.DeadlineStep, Type: store.EventFailed, Detail: msg})
-	s.endFailed(r, &dag.Failure{RunID: r.rec.ID, Step: store.DeadlineStep, Message: msg}, true, now)
-	s.announceCancel(r)
-}

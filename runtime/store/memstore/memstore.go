@@ -10,6 +10,7 @@ import (
 
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
+	"github.com/dagenhq/dagen/runtime/store/internal/transition"
 )
 
 // Config configures a Store. The zero value is ready to use.
@@ -102,43 +103,50 @@ type shape struct {
 }
 
 type run struct {
-	rec     store.Run
-	shape   *shape
-	tasks   []task // the shape's tasks, then the elements of mapped tasks
-	pending int    // unfinished tasks that count toward completion
-	events  []store.Event
+	// Run is the run's state as the transition core decides on it: its
+	// status, pending tasks and failure are there, not in rec.
+	transition.Run
+	rec   store.Run
+	shape *shape
+	tasks []*task // the shape's tasks, then the elements of mapped tasks
+	// events is the run's event log.
+	events []store.Event
 	// elems describes r.tasks[len(shape.tasks)+i]: the elements of mapped
 	// tasks, created as they are mapped (see elements.go).
 	elems     []element
 	elemIndex map[string]int // live elements' task indexes, by name
-	// Flow control (flow.go): the run's concurrency cap, if any; its
-	// timeout; whether its deadline failed it.
+	// Flow control (flow.go): the run's concurrency cap, if any; whether
+	// its deadline failed it (its timeout is Run.Timeout).
 	slot     *slot
-	timeout  time.Duration
 	timedOut bool
 }
 
+// task is a task of a run: its state as the transition core decides on
+// it, and the store's own bookkeeping.
 type task struct {
-	status         store.TaskStatus
-	attempt        int
+	transition.Task
 	pendingParents int
-	output         []byte
-	err            string
-	reason         string
-	wakeAt         time.Time
 	worker         string
 	leaseUntil     time.Time
-	finished       time.Time
+	finishedAt     time.Time
 	queueID        int64
 	released       int // attempts released by a stopping worker: they do not count
 	claimedAt      time.Time
 	queuedAt       time.Time
-	waitingLogged  bool     // a WAITING event was logged since it was last queued
-	mapping        *mapping // a KindMap task's elements, once it is mapped
+	waitingLogged  bool  // a WAITING event was logged since it was last queued
+	elems          []int // a mapped task's elements, by element index, once it is mapped
 	// A signal wait's payload held for it until it begins to wait
 	// (signal.go).
-	held   bool
 	signal []byte
+}
+
+// newTask returns task ti of r, fresh in status st: what it is (its name,
+// kind and run) with none of what happened to it.
+func (r *run) newTask(ti int, st store.TaskStatus) task {
+	nt := r.spec(ti)
+	return task{Task: transition.Task{
+		Run: &r.Run, Name: nt.Name, Kind: nt.Kind, MaxAttempts: max(nt.MaxAttempts, 1), Status: st, Ref: ti,
+	}}
 }
 
 type tenantGroup struct {
@@ -223,13 +231,14 @@ func (s *Store) createLocked(runs []store.NewRun, shapes []*shape, p store.Claim
 				Status: store.RunRunning, Input: nr.Input, CreatedAt: now, Key: nr.Key,
 				ConcurrencyKey: nr.ConcurrencyKey,
 			},
-			shape:   sh,
-			tasks:   make([]task, len(sh.tasks)),
-			pending: sh.counted,
-			timeout: nr.Timeout,
+			Run:   transition.Run{ID: nr.ID, Status: store.RunRunning, Pending: sh.counted, Timeout: nr.Timeout, EndSrc: -1},
+			shape: sh,
+			tasks: make([]*task, len(sh.tasks)),
 		}
 		for ti := range r.tasks {
-			r.tasks[ti] = task{status: store.TaskPending, pendingParents: len(sh.parents[ti])}
+			t := r.newTask(ti, store.TaskPending)
+			t.pendingParents = len(sh.parents[ti])
+			r.tasks[ti] = &t
 		}
 		s.runs[nr.ID] = r
 		s.arm(r, now)
@@ -395,8 +404,8 @@ func (q *readyQueue) Pop() any {
 // live reports whether a queue entry still stands for a queued task:
 // entries of cancelled runs are dropped lazily.
 func (e queueEntry) live() bool {
-	t := &e.run.tasks[e.task]
-	return t.status == store.TaskQueued && t.queueID == e.id
+	t := e.run.tasks[e.task]
+	return t.Status == store.TaskQueued && t.queueID == e.id
 }
 
 // peek drops dead entries and returns the head.
@@ -419,12 +428,12 @@ func (s *Store) enqueue(r *run, ti int, now time.Time) {
 // markQueued makes a task QUEUED and logs its QUEUED event; push puts it
 // in the ready queue.
 func (s *Store) markQueued(r *run, ti int, now time.Time) {
-	t := &r.tasks[ti]
-	t.status = store.TaskQueued
+	t := r.tasks[ti]
+	t.Status = store.TaskQueued
 	t.queueID = -1 // no entry of the queue stands for it yet
 	t.queuedAt = now
 	t.waitingLogged = false
-	r.event(now, ti, store.EventQueued, t.attempt, "")
+	r.event(now, ti, store.EventQueued, t.Attempt, "")
 }
 
 // push puts a QUEUED task in the ready queue with its tenant's next fair
@@ -493,25 +502,25 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.Cl
 }
 
 func (s *Store) claim(r *run, ti int, p store.ClaimParams, now time.Time) store.ClaimedTask {
-	t := &r.tasks[ti]
-	t.status = store.TaskRunning
-	t.attempt++
+	t := r.tasks[ti]
+	t.Status = store.TaskRunning
+	t.Attempt++
 	t.worker = p.Worker
 	t.claimedAt = now
 	t.leaseUntil = now.Add(p.Lease)
-	heap.Push(&s.leases, leaseEntry{until: t.leaseUntil, run: r, task: ti, attempt: t.attempt})
-	r.event(now, ti, store.EventStarted, t.attempt, "")
+	heap.Push(&s.leases, leaseEntry{until: t.leaseUntil, run: r, task: ti, Attempt: t.Attempt})
+	r.event(now, ti, store.EventStarted, t.Attempt, "")
 	nt := r.spec(ti)
 	c := store.ClaimedTask{
 		RunID: r.rec.ID, Workflow: r.rec.Workflow, Tenant: r.rec.Tenant,
-		Step: nt.Name, Kind: nt.Kind, Attempt: t.attempt, Signature: nt.Signature, Input: r.rec.Input,
+		Step: nt.Name, Kind: nt.Kind, Attempt: t.Attempt, Signature: nt.Signature, Input: r.rec.Input,
 	}
 	el := r.element(ti)
 	if ps := r.parentsOf(ti); len(ps) > 0 {
 		c.Parents = make([]store.ParentResult, len(ps))
 		for i, pi := range ps {
-			pt := &r.tasks[pi]
-			c.Parents[i] = store.ParentResult{Step: r.shape.tasks[pi].Name, Status: pt.status, Output: pt.output}
+			pt := r.tasks[pi]
+			c.Parents[i] = store.ParentResult{Step: r.shape.tasks[pi].Name, Status: pt.Status, Output: pt.Output}
 			if el != nil && c.Parents[i].Step == el.each {
 				c.Parents[i].Output = el.item
 			}
@@ -520,8 +529,8 @@ func (s *Store) claim(r *run, ti int, p store.ClaimParams, now time.Time) store.
 	if el != nil {
 		c.Element = el.index
 	}
-	if nt.Kind == store.KindOnFailure && r.rec.Failure != nil {
-		f := *r.rec.Failure
+	if nt.Kind == store.KindOnFailure && r.Failure != nil {
+		f := *r.Failure
 		c.Failure = &f
 	}
 	return c
@@ -535,172 +544,21 @@ func (s *Store) CompleteTasks(ctx context.Context, results []store.TaskResult) (
 	return out, err
 }
 
-func (s *Store) complete(res *store.TaskResult, now time.Time) store.CompletionOutcome {
-	stale := store.CompletionOutcome{Outcome: store.OutcomeStale}
-	r := s.runs[res.RunID]
-	if r == nil {
-		return stale
-	}
-	ti, ok := r.indexOf(res.Step)
-	if !ok {
-		return stale
-	}
-	stale.RunStatus = r.rec.Status
-	t := &r.tasks[ti]
-	if t.status != store.TaskRunning || t.attempt != res.Attempt {
-		return stale
-	}
-	out := store.CompletionOutcome{Outcome: res.Outcome}
-	switch res.Outcome {
-	case store.OutcomeCompleted:
-		t.output = res.Output
-		r.event(now, ti, store.EventCompleted, t.attempt, "")
-		out.Enqueued = s.resolve(r, ti, store.TaskCompleted, now)
-	case store.OutcomeSkipped:
-		t.reason = res.Reason
-		r.event(now, ti, store.EventSkipped, t.attempt, res.Reason)
-		out.Enqueued = s.resolve(r, ti, store.TaskSkipped, now)
-	case store.OutcomeFailed:
-		t.status = store.TaskFailed
-		t.err = res.Error
-		t.finished = now
-		r.event(now, ti, store.EventFailed, t.attempt, res.Error)
-		if k := r.spec(ti).Kind; k != store.KindOnFailure {
-			if k != store.KindElement {
-				r.pending--
-			}
-			if r.rec.Status == store.RunRunning {
-				out.Enqueued = s.failRun(r, ti, res.Error, now)
-			}
-		}
-	case store.OutcomeRetry, store.OutcomeSleep:
-		if r.rec.Status != store.RunRunning && r.spec(ti).Kind != store.KindOnFailure {
-			s.cancelTask(r, ti, now)
-			out.Outcome = store.OutcomeStale
-			break
-		}
-		t.err = res.Error
-		t.wakeAt, _ = res.WakeTime(now)
-		if res.Outcome == store.OutcomeRetry {
-			t.status = store.TaskBackoff
-			r.event(now, ti, store.EventRetrying, t.attempt, res.Error)
-		} else {
-			t.status = store.TaskSleeping
-			r.event(now, ti, store.EventSleeping, t.attempt, t.wakeAt.UTC().Format(time.RFC3339Nano))
-		}
-		heap.Push(&s.timers, timerEntry{wake: t.wakeAt, run: r, task: ti, attempt: t.attempt})
-	case store.OutcomeAwait:
-		if r.spec(ti).Kind != store.KindSignal {
-			return stale
-		}
-		if r.rec.Status != store.RunRunning {
-			s.cancelTask(r, ti, now)
-			out.Outcome = store.OutcomeStale
-			break
-		}
-		out.Enqueued = s.await(r, ti, res, now)
-	case store.OutcomeMapped:
-		if r.spec(ti).Kind != store.KindMap || len(res.Elements) == 0 {
-			return stale
-		}
-		if r.rec.Status != store.RunRunning {
-			s.cancelTask(r, ti, now)
-			out.Outcome = store.OutcomeStale
-			break
-		}
-		out.Enqueued = s.mapTask(r, ti, res, now)
-	default:
-		return stale
-	}
-	out.RunStatus = r.rec.Status
-	return out
-}
-
-// resolve finishes a task as COMPLETED or SKIPPED, counts its children's
-// pending parents down and enqueues those that reach zero. It returns how
-// many it enqueued.
-func (s *Store) resolve(r *run, ti int, status store.TaskStatus, now time.Time) int {
-	t := &r.tasks[ti]
-	t.status = status
-	t.finished = now
-	switch r.spec(ti).Kind {
-	case store.KindOnFailure:
-		return 0
-	case store.KindElement:
-		return s.elementResolved(r, ti, now)
-	}
-	r.pending--
-	if r.rec.Status != store.RunRunning {
-		return 0
-	}
-	enqueued := 0
-	for _, c := range r.shape.children[ti] {
-		ct := &r.tasks[c]
-		if ct.pendingParents--; ct.pendingParents == 0 && ct.status == store.TaskPending {
-			s.queueChild(r, c, now)
-			enqueued++
-		}
-	}
-	if r.pending == 0 {
-		r.rec.Status = store.RunCompleted
-		r.rec.FinishedAt = now
-		s.runEnded(r, store.RunRunning, now)
-	}
-	return enqueued
-}
-
-// failRun fails a RUNNING run because task ti failed for good: its waiting
-// tasks are cancelled and its onfailure task, if any, is enqueued. It
-// returns how many tasks it enqueued.
-func (s *Store) failRun(r *run, ti int, msg string, now time.Time) int {
-	return s.endFailed(r, &dag.Failure{RunID: r.rec.ID, Step: r.spec(ti).Name, Attempt: r.tasks[ti].attempt, Message: msg}, false, now)
-}
-
-// endFailed fails a QUEUED or RUNNING run with f: its unfinished tasks but
-// the onfailure task are cancelled (RUNNING ones only with stopRunning,
-// otherwise they may finish), its onfailure task, if any, is enqueued, and
-// what the run held is given back. It returns how many tasks it enqueued.
-func (s *Store) endFailed(r *run, f *dag.Failure, stopRunning bool, now time.Time) int {
-	was := r.rec.Status
-	r.rec.Status = store.RunFailed
-	r.rec.FinishedAt = now
-	r.rec.Failure = f
-	for _, i := range r.order() {
-		st := r.tasks[i].status
-		if i != r.shape.onFailure && !st.Terminal() && (stopRunning || st != store.TaskRunning) {
-			s.cancelTask(r, i, now)
-		}
-	}
-	defer s.runEnded(r, was, now) // after the onfailure task is queued
-	if of := r.shape.onFailure; of >= 0 && r.tasks[of].status == store.TaskPending {
-		s.enqueue(r, of, now)
-		return 1
-	}
-	return 0
-}
-
-func (s *Store) cancelTask(r *run, ti int, now time.Time) {
-	t := &r.tasks[ti]
-	t.status = store.TaskCancelled
-	t.finished = now
-	r.event(now, ti, store.EventCancelled, t.attempt, "")
-}
-
 // ---- timers and leases ----
 
 type timerEntry struct {
 	wake    time.Time
 	run     *run
 	task    int
-	attempt int
+	Attempt int
 }
 
 func (e timerEntry) live() bool {
 	if e.task == deadlineTask {
-		return !e.run.rec.Status.Terminal() && e.run.rec.Deadline.Equal(e.wake)
+		return !e.run.Status.Terminal() && e.run.rec.Deadline.Equal(e.wake)
 	}
-	t := &e.run.tasks[e.task]
-	return (t.status == store.TaskSleeping || t.status == store.TaskBackoff || t.status == store.TaskAwaiting) && t.attempt == e.attempt && t.wakeAt.Equal(e.wake)
+	t := e.run.tasks[e.task]
+	return (t.Status == store.TaskSleeping || t.Status == store.TaskBackoff || t.Status == store.TaskAwaiting) && t.Attempt == e.Attempt && t.WakeAt.Equal(e.wake)
 }
 
 type timerHeap []timerEntry
@@ -733,33 +591,35 @@ func (s *Store) FireTimers(ctx context.Context, limit int) (int, error) {
 	}
 	s.lock()
 	defer s.unlock()
-	now := s.now()
+	b := s.newBatch(s.now(), 0)
 	fired := 0
 	for fired < limit {
 		e, ok := s.timers.peek()
-		if !ok || e.wake.After(now) {
+		if !ok || e.wake.After(b.now) {
 			break
 		}
 		heap.Pop(&s.timers)
 		fired++
 		if e.task == deadlineTask {
-			s.timeOut(e.run, now)
+			b.timeOut(e.run, -1)
 			continue
 		}
-		t := &e.run.tasks[e.task]
-		switch t.status {
-		case store.TaskSleeping:
-			e.run.event(now, e.task, store.EventWoken, t.attempt, "")
-			e.run.event(now, e.task, store.EventCompleted, t.attempt, "")
-			s.resolve(e.run, e.task, store.TaskCompleted, now)
-		case store.TaskAwaiting:
-			e.run.event(now, e.task, store.EventSkipped, t.attempt, t.reason)
-			s.resolve(e.run, e.task, store.TaskSkipped, now)
-		default:
-			s.enqueue(e.run, e.task, now)
-		}
+		t := e.run.tasks[e.task]
+		b.tr.Fire(&t.Task, timerKind(t.Status), e.Attempt, -1)
 	}
+	b.settle()
 	return fired, nil
+}
+
+// timerKind is the kind of timer a task in status st waits for.
+func timerKind(st store.TaskStatus) string {
+	switch st {
+	case store.TaskSleeping:
+		return transition.TimerSleep
+	case store.TaskAwaiting:
+		return transition.TimerSignal
+	}
+	return transition.TimerRetry
 }
 
 // NextTimer implements store.Store.
@@ -777,12 +637,12 @@ type leaseEntry struct {
 	until   time.Time
 	run     *run
 	task    int
-	attempt int
+	Attempt int
 }
 
 func (e leaseEntry) live() bool {
-	t := &e.run.tasks[e.task]
-	return t.status == store.TaskRunning && t.attempt == e.attempt && t.leaseUntil.Equal(e.until)
+	t := e.run.tasks[e.task]
+	return t.Status == store.TaskRunning && t.Attempt == e.Attempt && t.leaseUntil.Equal(e.until)
 }
 
 type leaseHeap []leaseEntry
@@ -805,7 +665,7 @@ func (s *Store) RescueExpired(ctx context.Context, limit int) (int, error) {
 	}
 	s.lock()
 	defer s.unlock()
-	now := s.now()
+	b := s.newBatch(s.now(), 0)
 	n := 0
 	for n < limit && s.leases.Len() > 0 {
 		e := s.leases[0]
@@ -813,43 +673,24 @@ func (s *Store) RescueExpired(ctx context.Context, limit int) (int, error) {
 			heap.Pop(&s.leases)
 			continue
 		}
-		if e.until.After(now) {
+		if e.until.After(b.now) {
 			break
 		}
 		heap.Pop(&s.leases)
-		t := &e.run.tasks[e.task]
-		if alive := s.workers[t.worker]; alive.After(now) {
+		t := e.run.tasks[e.task]
+		if alive := s.workers[t.worker]; alive.After(b.now) {
 			// The worker is heartbeating: extend the lease to its heartbeat.
 			t.leaseUntil = alive
-			heap.Push(&s.leases, leaseEntry{until: alive, run: e.run, task: e.task, attempt: e.attempt})
+			heap.Push(&s.leases, leaseEntry{until: alive, run: e.run, task: e.task, Attempt: e.Attempt})
 			continue
 		}
 		n++
-		s.rescue(e.run, e.task, now)
+		// Released attempts do not count.
+		t.MaxAttempts = max(e.run.spec(e.task).MaxAttempts, 1) + t.released
+		b.tr.Rescue(&t.Task, -1)
 	}
+	b.settle()
 	return n, nil
-}
-
-// rescue re-enqueues a RUNNING task whose worker is gone, with a new
-// attempt, or fails it when it has no attempts left; in a run that is no
-// longer RUNNING it cancels it.
-func (s *Store) rescue(r *run, ti int, now time.Time) {
-	t := &r.tasks[ti]
-	nt := r.spec(ti)
-	if r.rec.Status != store.RunRunning && nt.Kind != store.KindOnFailure {
-		// A failed or cancelled run schedules nothing new.
-		s.cancelTask(r, ti, now)
-		return
-	}
-	if t.attempt < max(nt.MaxAttempts, 1)+t.released {
-		r.event(now, ti, store.EventRescued, t.attempt, "lease expired")
-		s.enqueue(r, ti, now)
-		return
-	}
-	s.complete(&store.TaskResult{
-		RunID: r.rec.ID, Step: nt.Name, Attempt: t.attempt,
-		Outcome: store.OutcomeFailed, Error: "lease expired",
-	}, now)
 }
 
 // ---- cancellation and reads ----
@@ -865,7 +706,7 @@ func (s *Store) CancelRun(ctx context.Context, id dag.RunID) (bool, error) {
 	if r == nil {
 		return false, fmt.Errorf("cancel run %s: %w", id, store.ErrRunNotFound)
 	}
-	if r.rec.Status.Terminal() {
+	if r.Status.Terminal() {
 		return false, nil
 	}
 	s.cancelLocked(r, s.now())
@@ -876,16 +717,9 @@ func (s *Store) CancelRun(ctx context.Context, id dag.RunID) (bool, error) {
 // unfinished tasks become CANCELLED (its queue entries and timers die with
 // them) and the subscribers of cancellations hear of it.
 func (s *Store) cancelLocked(r *run, now time.Time) {
-	was := r.rec.Status
-	r.rec.Status = store.RunCancelled
-	r.rec.FinishedAt = now
-	for _, i := range r.order() {
-		if !r.tasks[i].status.Terminal() {
-			s.cancelTask(r, i, now)
-		}
-	}
-	s.announceCancel(r)
-	s.runEnded(r, was, now)
+	b := s.newBatch(now, 0)
+	b.cancelRun(r)
+	b.settle()
 }
 
 // announceCancel tells the subscribers of cancellations that the run's
@@ -916,8 +750,9 @@ func (s *Store) GetRun(ctx context.Context, id dag.RunID) (store.Run, error) {
 // record returns a copy of the run's record.
 func (r *run) record() store.Run {
 	rec := r.rec
-	if rec.Failure != nil {
-		f := *rec.Failure
+	rec.Status = r.Status
+	if r.Failure != nil {
+		f := *r.Failure
 		rec.Failure = &f
 	}
 	return rec
@@ -934,7 +769,7 @@ func (s *Store) RunStatus(ctx context.Context, id dag.RunID) (store.RunStatus, e
 	if r == nil {
 		return "", fmt.Errorf("read status of run %s: %w", id, store.ErrRunNotFound)
 	}
-	return r.rec.Status, nil
+	return r.Status, nil
 }
 
 // ReadRun implements store.RunReader.
@@ -969,14 +804,14 @@ func (s *Store) ListTasks(ctx context.Context, id dag.RunID) ([]store.Task, erro
 func (r *run) storeTasks() []store.Task {
 	tasks := make([]store.Task, 0, len(r.tasks))
 	for _, i := range r.order() {
-		t, nt := &r.tasks[i], r.spec(i)
+		t, nt := r.tasks[i], r.spec(i)
 		st := store.Task{
 			Name: nt.Name, Kind: nt.Kind, Parents: slices.Clone(nt.Parents), Signature: nt.Signature,
-			Status: t.status, Attempt: t.attempt, Output: t.output, Error: t.err, Reason: t.reason,
-			WakeAt: t.wakeAt, Worker: t.worker, Finished: t.finished,
+			Status: t.Status, Attempt: t.Attempt, Output: t.Output, Error: t.Err, Reason: t.Reason,
+			WakeAt: t.WakeAt, Worker: t.worker, Finished: t.finishedAt,
 		}
-		if t.mapping != nil {
-			st.Elements = len(t.mapping.elems)
+		if t.elems != nil {
+			st.Elements = len(t.elems)
 		}
 		if el := r.element(i); el != nil {
 			st.Element = el.index

@@ -29,7 +29,7 @@ func matchesStatus(r *store.Run, f *store.RunFilter) bool {
 func (s *Store) selectLocked(f *store.RunFilter, statuses bool) []*run {
 	var out []*run
 	for _, r := range s.runs {
-		if matches(&r.rec, f) && (!statuses || matchesStatus(&r.rec, f)) {
+		if rec := r.record(); matches(&rec, f) && (!statuses || matchesStatus(&rec, f)) {
 			out = append(out, r)
 		}
 	}
@@ -57,7 +57,8 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) (store.RunPage,
 	runs := s.selectLocked(&f, true)
 	var page store.RunPage
 	for i := len(runs) - 1; i >= 0; i-- { // newest first
-		r := &runs[i].rec
+		rec := runs[i].record()
+		r := &rec
 		if !f.After.IsZero() && compareIDs(r.ID, f.After) >= 0 {
 			continue
 		}
@@ -87,8 +88,8 @@ func (s *Store) CountRuns(ctx context.Context, f store.RunFilter) (map[store.Run
 	defer s.unlock()
 	counts := make(map[store.RunStatus]int)
 	for _, r := range s.runs {
-		if matches(&r.rec, &f) && matchesStatus(&r.rec, &f) {
-			counts[r.rec.Status]++
+		if rec := r.record(); matches(&rec, &f) && matchesStatus(&rec, &f) {
+			counts[r.Status]++
 		}
 	}
 	return counts, nil
@@ -108,7 +109,7 @@ func (s *Store) CancelRuns(ctx context.Context, f store.RunFilter, limit int) (i
 		if n >= limit {
 			break
 		}
-		if r.rec.Status.Terminal() {
+		if r.Status.Terminal() {
 			continue
 		}
 		s.cancelLocked(r, now)

@@ -35,9 +35,9 @@ func (s *Store) RetryRun(ctx context.Context, id dag.RunID, rt store.Retry) (sto
 		for j, c := range r.shape.children[i] {
 			children[j] = r.shape.tasks[c].Name
 		}
-		tasks[i] = retryplan.Task{Name: nt.Name, Kind: nt.Kind, Children: children, Status: r.tasks[i].status}
+		tasks[i] = retryplan.Task{Name: nt.Name, Kind: nt.Kind, Children: children, Status: r.tasks[i].Status}
 	}
-	p, err := retryplan.Make(r.rec.Status, tasks, rt)
+	p, err := retryplan.Make(r.Status, tasks, rt)
 	if err != nil {
 		return store.RetryResult{}, fmt.Errorf("retry run %s: %w", id, err)
 	}
@@ -48,20 +48,19 @@ func (s *Store) RetryRun(ctx context.Context, id dag.RunID, rt store.Retry) (sto
 			continue
 		}
 		r.resetElements(i, detail, now)
-		t := &r.tasks[i]
-		r.event(now, i, store.EventRetried, t.attempt, detail)
-		*t = task{
-			status:         store.TaskPending,
-			attempt:        t.attempt, // never goes back: old attempts are stale
-			pendingParents: p.PendingParents[i],
-			released:       t.attempt, // the budget starts over
-			worker:         t.worker,
-		}
+		t := r.tasks[i]
+		r.event(now, i, store.EventRetried, t.Attempt, detail)
+		fresh := r.newTask(i, store.TaskPending)
+		fresh.Attempt = t.Attempt // never goes back: old attempts are stale
+		fresh.pendingParents = p.PendingParents[i]
+		fresh.released = t.Attempt // the budget starts over
+		fresh.worker = t.worker
+		*t = fresh
 	}
-	r.rec.Status = store.RunRunning
-	r.rec.Failure = nil
+	r.Status = store.RunRunning
+	r.Failure = nil
 	r.rec.FinishedAt = time.Time{}
-	r.pending = p.Pending
+	r.Pending = p.Pending
 	r.timedOut = false
 	s.arm(r, now) // the deadline counts from the retry
 	if r.slot != nil {

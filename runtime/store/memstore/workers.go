@@ -39,7 +39,7 @@ func (s *Store) Heartbeat(ctx context.Context, worker string, ttl time.Duration,
 	held := make(map[dag.RunID]bool, len(runs))
 	for _, id := range runs {
 		held[id] = true
-		if r := s.runs[id]; r == nil || r.rec.Status == store.RunCancelled || r.timedOut {
+		if r := s.runs[id]; r == nil || r.Status == store.RunCancelled || r.timedOut {
 			cancelled = append(cancelled, id)
 		}
 	}
@@ -49,14 +49,14 @@ func (s *Store) Heartbeat(ctx context.Context, worker string, ttl time.Duration,
 	// the checks skip).
 	var lost []leaseEntry
 	for _, le := range s.leases {
-		t := &le.run.tasks[le.task]
-		if !held[le.run.rec.ID] && t.status == store.TaskRunning && t.attempt == le.attempt &&
+		t := le.run.tasks[le.task]
+		if !held[le.run.rec.ID] && t.Status == store.TaskRunning && t.Attempt == le.Attempt &&
 			t.worker == worker && t.claimedAt.Before(now.Add(-ttl)) {
 			lost = append(lost, le)
 		}
 	}
 	for _, le := range lost {
-		if t := &le.run.tasks[le.task]; t.status == store.TaskRunning && t.attempt == le.attempt {
+		if t := le.run.tasks[le.task]; t.Status == store.TaskRunning && t.Attempt == le.Attempt {
 			s.release(le.run, le.task, now, store.UnclaimedDetail)
 		}
 	}
@@ -80,7 +80,7 @@ func (s *Store) RetireWorker(ctx context.Context, worker string, release bool) (
 	n := 0
 	for _, r := range s.runs {
 		for ti := range r.tasks {
-			if t := &r.tasks[ti]; t.status == store.TaskRunning && t.worker == worker {
+			if t := r.tasks[ti]; t.Status == store.TaskRunning && t.worker == worker {
 				s.release(r, ti, now, store.ReleasedDetail)
 				n++
 			}
@@ -94,14 +94,12 @@ func (s *Store) RetireWorker(ctx context.Context, worker string, release bool) (
 // attempt not counted, with a RESCUED event of that detail; in a run that
 // is no longer RUNNING it is cancelled.
 func (s *Store) release(r *run, ti int, now time.Time, detail string) {
-	t := &r.tasks[ti]
-	if r.rec.Status != store.RunRunning && r.spec(ti).Kind != store.KindOnFailure {
-		s.cancelTask(r, ti, now)
-		return
+	b := s.newBatch(now, 0)
+	t := r.tasks[ti]
+	if b.tr.Release(&t.Task, detail, -1) {
+		t.released++
 	}
-	t.released++
-	r.event(now, ti, store.EventRescued, t.attempt, detail)
-	s.enqueue(r, ti, now)
+	b.settle()
 }
 
 // PruneRuns implements store.Workers.
@@ -116,7 +114,7 @@ func (s *Store) PruneRuns(ctx context.Context, cutoff time.Time, limit int) (int
 		if n >= limit {
 			break
 		}
-		if r.rec.Status.Terminal() && r.rec.FinishedAt.Before(cutoff) && !r.busy() {
+		if r.Status.Terminal() && r.rec.FinishedAt.Before(cutoff) && !r.busy() {
 			delete(s.runs, id)
 			if r.rec.Key != "" {
 				delete(s.keys, keyOf(&r.rec, r.rec.Key))
@@ -132,7 +130,7 @@ func (s *Store) PruneRuns(ctx context.Context, cutoff time.Time, limit int) (int
 // running step of a failed run, or its onfailure task.
 func (r *run) busy() bool {
 	for i := range r.tasks {
-		switch r.tasks[i].status {
+		switch r.tasks[i].Status {
 		case store.TaskQueued, store.TaskRunning, store.TaskBackoff:
 			return true
 		}
