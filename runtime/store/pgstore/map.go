@@ -33,8 +33,9 @@ type newElements struct {
 // elementWindow bounds the elements of a mapped task without a limit that
 // are in flight at once: the others wait PENDING and are queued as
 // elements resolve. It keeps the transaction that maps 100,000 elements
-// from also queueing them all (1.5 s of a fair-queue insert during which no
-// element could run), and it is far more than workers run at once.
+// from also queueing them all (a long fair-queue insert during which no
+// element could run; see docs/performance.md, "The element window of a
+// mapped step"), and it is far more than workers run at once.
 const elementWindow = 10_000
 
 type queuedElement struct {
