@@ -6,11 +6,11 @@
 -- Each index costs a run's insert one more entry. None covers a column
 -- that changes after the insert (status, pending, finished_at, failure_*):
 -- an index on status made the update that finishes a run non-HOT, adding
--- an entry to every index of the table once a run, which cost single_step
--- 13 us of Postgres CPU a step (52 against 39-44). Status filters are
--- applied on these scans instead; a status-first list for operators will
--- come from a side table written only for runs that end FAILED or
--- CANCELLED.
+-- an entry to every index of the table once a run, which cost Postgres CPU
+-- at every step (see docs/performance.md, "Operators' indexes leave
+-- status out"). Status filters are applied on these scans instead; a
+-- status-first list for operators will come from a side table written
+-- only for runs that end FAILED or CANCELLED.
 
 -- `dagen runs ls -workflow W`: a workflow's runs, newest first.
 CREATE INDEX dagen_runs_workflow_idx ON dagen_runs (workflow, id DESC);

@@ -6,10 +6,11 @@
 -- page were made together, so one statement updates most of them. An
 -- update stays HOT (no new index entries; the runs have four indexes) only
 -- while the new version fits on its page, and a finished run's row is
--- about 16 bytes longer than a new one's. Draining single-step runs at
--- fillfactor 80, 37% of the run updates were HOT (95% at 50; 45 leaves
--- room for all); tasks, at 50, were 85% HOT across their two updates, and
--- 99% at 35.
+-- about 16 bytes longer than a new one's. So the runs get fillfactor 45
+-- and the tasks 35 (they had 80 and 50), which leaves room for nearly
+-- every update to stay HOT, where fuller pages left a good share of them
+-- non-HOT (see docs/performance.md, "Room on every page for HOT
+-- updates").
 --
 -- The ranges the leader makes from this version have these settings
 -- (pgstore, partitions.go); this gives them to the ranges that exist, for

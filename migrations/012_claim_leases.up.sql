@@ -2,9 +2,10 @@
 --
 -- A lease was a row per running task: every step inserted one when it was
 -- claimed and deleted it when it ended, two of the ten row writes a
--- single-step run makes (about a tenth of the CPU of a step, worker and
--- Postgres). Every task of one claim gets the same lease, so a claim
--- (ClaimTasks, ContinueTasks, a StartRuns that starts roots) now writes one
+-- single-step run makes, and a noticeable part of a step's CPU, worker's
+-- and Postgres's (see docs/performance.md, "One lease per claim"). Every
+-- task of one claim gets the same lease, so a claim (ClaimTasks,
+-- ContinueTasks, a StartRuns that starts roots) now writes one
 -- row that lists its tasks, each with the STARTED event id of its attempt
 -- (dagen_tasks.started_event). A task holds the lease while it is RUNNING
 -- at that attempt; an entry whose task moved on is dead weight, never a
@@ -38,8 +39,9 @@ ALTER INDEX dagen_leases_v12_pkey RENAME TO dagen_leases_pkey;
 ALTER TABLE dagen_leases SET (autovacuum_vacuum_scale_factor = 0.01, autovacuum_analyze_scale_factor = 0.02);
 
 -- A claim of 512 tasks lists 15 kB, which goes out of line (TOAST). Left
--- to try compression first, Postgres spent 0.58 ms a claim on lists of
--- random ids that do not compress; stored as they are, 0.1 ms.
+-- to try compression first, Postgres spent time at every claim on lists of
+-- random ids that do not compress; stored as they are, they cost far less
+-- (see docs/performance.md, "One lease per claim").
 ALTER TABLE dagen_leases
     ALTER COLUMN run_ids SET STORAGE EXTERNAL,
     ALTER COLUMN tasks SET STORAGE EXTERNAL,

@@ -80,8 +80,9 @@ WHERE t.status = 'RUNNING';
 -- table instead, which it prefers while the table is small). The key list
 -- is read through a subquery so that no plan is costed on its length: a
 -- plan made for one batch then costs what a generic plan costs, and
--- Postgres keeps the generic plan rather than planning every execution
--- (a quarter of the database's time per step in batches of a few tasks).
+-- Postgres keeps the generic plan rather than planning every execution,
+-- which cost much of the database's time in batches of a few tasks (see
+-- docs/performance.md, "Statements keep one plan").
 SELECT t.run_id, t.name, t.kind, t.children, t.status, t.attempt, t.max_attempts, t.signature,
        t.error, t.reason, t.wake_at, t.worker,
        t.queued_event, t.queued_at, t.started_event, t.started_at,
@@ -171,15 +172,16 @@ WHERE u.expect_started <> 0
 -- QUEUED keeps its QUEUED event, at now, in its row. The ctid list narrows
 -- the scan to one lookup a child, and the key lists are read through
 -- subqueries so that the plan is kept, as in UpdateTasks (planned at each
--- execution, it cost a fifth of a millisecond a completion with children).
+-- execution, it cost every completion with children; see
+-- docs/performance.md, "Statements keep one plan").
 -- Only the lookups check that a child is PENDING: checked on the rows taken
 -- by ctid, the check's selectivity (few PENDING tasks in a range analyzed
 -- once most of its runs had finished) made the planner take those rows for
--- one or two and compare every count with every row, 250,000 comparisons
--- for 500 children (38 ms of a 43 ms statement in the soak). Unchecked,
--- they are as many as the keys, and the two are hashed. The check holds
--- to the update: under the children's run locks, no other transaction
--- changes a PENDING child meanwhile.
+-- one or two and compare every count with every row, which took most of
+-- the statement's time (see docs/performance.md, "The countdown checks
+-- PENDING on its lookups"). Unchecked, they are as many as the keys, and
+-- the two are hashed. The check holds to the update: under the children's
+-- run locks, no other transaction changes a PENDING child meanwhile.
 UPDATE dagen_tasks t
 SET pending_parents = t.pending_parents - d.n,
     status = CASE WHEN t.pending_parents - d.n = 0 THEN 'QUEUED' ELSE t.status END,

@@ -36,9 +36,10 @@ WHERE t.run_id = x.run_id AND t.name = x.name;
 -- dagen_leases holds only the leases of claims whose tasks may still run;
 -- the worker's are few. Each entry's task is found by its key (LIMIT 1
 -- keeps it one lookup: joined, the planner hashed the leases and read
--- every range of the tasks table, 300 ms at each heartbeat with 2,048
--- leases), and the held runs are hashed (NOT IN a subquery) rather than
--- compared one by one per entry.
+-- every range of the tasks table at each heartbeat; see
+-- docs/performance.md, "Worker rounds find tasks by key"), and the held
+-- runs are hashed (NOT IN a subquery) rather than compared one by one per
+-- entry.
 SELECT e.run_id::uuid AS run_id, e.task::text AS name
 FROM dagen_leases l
 CROSS JOIN LATERAL (

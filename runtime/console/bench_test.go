@@ -131,7 +131,8 @@ func BenchmarkRunPageMapped10k(b *testing.B) {
 // workflows and 100 tenants, one in a hundred failed, one in a thousand
 // running: the first page, a status, a tenant, and the page of the
 // failed runs of one tenant. The runs are inserted by SQL, as the store
-// would have written them, in about 10 s.
+// would have written them, before the timer starts (see
+// docs/performance.md, "Tests: figures from their comments").
 func BenchmarkRunsPage1M(b *testing.B) {
 	ctx := context.Background()
 	st := pgStore(b)

@@ -4,13 +4,14 @@ package engine
 // woken by each full batch the poller claims, it claims until a batch
 // comes back short (or the worker's slots are taken), then waits for the
 // next. Under load, the poller's claims, one at a time, were the pace of
-// the worker: the claim statements ran two thirds of the single_step
-// benchmark's time, and a tenth of its two cores stayed idle (1.74-1.80
-// busy, 1.84-1.88 with two claims under way, one read and dispatched
-// while the other runs). An idle worker polls as before, once a poll
-// interval: only a full batch wakes this claimer. Claims take their slots
-// under the loop's slot lock (see take), so the two never claim the same
-// free slots, and the store's claims skip each other's rows.
+// the worker: claim statements took most of its time, and cores stayed
+// idle while the one claim under way waited on the database; with two
+// under way, one is read and dispatched while the other runs (see
+// docs/performance.md, "Claiming alongside the poller"). An idle worker
+// polls as before, once a poll interval: only a full batch wakes this
+// claimer. Claims take their slots under the loop's slot lock (see take),
+// so the two never claim the same free slots, and the store's claims skip
+// each other's rows.
 func (e *Engine) claimAlongside(l *loop) {
 	for {
 		select {

@@ -20,10 +20,10 @@ package engine
 //     by a lane of their own, the light lane (laneOf), whose completer
 //     stores them in batches of their own.
 //
-// In the fairness benchmark (tenant A one run at a time while tenant B's
-// 20,000 single-step runs drain, Concurrency 64), A's loaded p50 went
-// from 5.4-6.6 ms to 4.2-4.4 ms (three runs each), and B's steps started
-// while one of A's waited from up to 64 to none.
+// With both, a tenant running one run at a time beside another's backlog
+// waits less for its steps' results, and no step of the backlog starts
+// while one of its steps waits for a slot (see docs/performance.md, "The
+// light lane").
 
 // lightTasks is the most tasks a tenant may hold on this worker, counting
 // the one in question, for it to be light.

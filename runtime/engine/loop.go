@@ -389,9 +389,10 @@ func (e *Engine) poller(l *loop) {
 // to the executors. A task is held from its claim until its result is
 // stored, so results waiting for the store count: were they left out, a
 // result would queue behind as many others as the executors can produce
-// while one completion is written (in the fairness benchmark, tenant A's
-// wait before its result's transaction fell from 7.5 to 4 ms when they
-// counted). It reports whether the batch was full, so more may be ready.
+// while one completion is written, and a light tenant's result would wait
+// longer for its transaction (see docs/performance.md, "Results waiting
+// for the store count as held"). It reports whether the batch was full,
+// so more may be ready.
 func (e *Engine) claim(l *loop) (full bool, err error) {
 	// An empty signature list would claim every task: a worker that
 	// knows none claims nothing.
@@ -476,9 +477,9 @@ func (e *Engine) fireTimers(l *loop) (int, error) {
 // dispatch hands claimed tasks to the executors, starting as many more as
 // there are tasks no executor is free for. Executors are not kept idle: an
 // executor that finds no task waiting ends. A pool of Concurrency idle
-// goroutines cost a fifth of the worker's CPU in the single_step benchmark:
-// the garbage collector scanned their stacks and shrank them, and each
-// step grew its executor's stack back.
+// goroutines costs CPU for nothing: the garbage collector scans their
+// stacks and shrinks them, and each step grows its executor's stack back
+// (see docs/performance.md, "Executors are not kept idle").
 func (e *Engine) dispatch(l *loop, tasks []store.ClaimedTask) {
 	l.hold(tasks)
 	for i := range tasks {

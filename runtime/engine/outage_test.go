@@ -116,8 +116,9 @@ func holdFlow(release <-chan struct{}, running chan<- dag.RunID) *engine.Definit
 // TestStoreOutageBacksOff cuts the database away for three seconds while
 // every slot of a worker is held and a timer falls due: the worker tries
 // the store a few times a second at most, and says it is unreachable once
-// and reachable once, not once per attempt. Before, it made thousands of
-// connection attempts and error lines per second.
+// and reachable once, not once per attempt. Before, it retried in a busy
+// loop, with an error line for each attempt (see docs/performance.md,
+// "Tests: figures from their comments").
 func TestStoreOutageBacksOff(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

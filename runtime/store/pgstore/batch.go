@@ -593,8 +593,8 @@ func (e enqueueItem) live() bool {
 // endLeases deletes the leases in b.dropped and those whose every attempt
 // this store saw answered (leaseBook.takeDone). It must come last: the
 // statements after PlanEachExecution are planned at each execution, and
-// the others keep their plans (Enqueue, planned at each execution, cost a
-// quarter of a millisecond more).
+// the others keep their plans (Enqueue, planned at each execution, costs
+// more; see docs/performance.md, "Statements keep one plan").
 //
 // A lease taken from the book here stays when the transaction fails: the
 // leader deletes it once it expires, as every lease no task holds.

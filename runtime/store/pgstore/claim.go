@@ -88,8 +88,9 @@ type runFields struct {
 //
 // It keeps a row's run fields, or its parents, for the later rows only
 // when some row of the claim shares them (newSharedReads): a claim of one
-// task a run keeps nothing (the map of a claim of 512 single-step runs
-// was 5% of a worker's allocations).
+// task a run keeps nothing: a map of its runs, which no later row reads,
+// was a noticeable part of a worker's allocations (see
+// docs/performance.md, "Shared reads kept only when shared").
 type sharedReads struct {
 	sharesRuns, sharesParents bool
 	runs                      map[dag.RunID]runFields

@@ -24,9 +24,9 @@ import (
 // (DecrementChildren) and then started. One statement that counts down
 // and starts in the same row update was measured and kept out: its
 // planning and executor work (the fair-queue check, ranking, event ids in
-// order, the lease) cost more than the row version it saved, 9.9 against
-// 4.4 + 4.9 ms a batch of 512 in chain10, and 1.1 against 0.5 ms where it
-// started nothing.
+// order, the lease) cost more than the row version it saved, in batches
+// that start children and in those that start none (see
+// docs/performance.md, "Continued children: counted down, then started").
 func (s *Store) CompleteAndContinue(ctx context.Context, results []store.TaskResult, p store.ClaimParams) ([]store.CompletionOutcome, []store.ClaimedTask, error) {
 	if p.Limit <= 0 {
 		out, err := s.CompleteTasks(ctx, results)

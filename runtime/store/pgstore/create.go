@@ -143,8 +143,9 @@ func (s *Store) createRunsOnce(ctx context.Context, runs []store.NewRun, p store
 
 // largeCreation is the number of tasks from which a creation runs on a
 // connection of its own, closed after it. pgx keeps the arguments of a
-// connection's last statement encoded until its next one: 4,000 fan-out
-// runs of 52 tasks left 46 MB held by an idle connection of the pool.
+// connection's last statement encoded until its next one, so a large
+// creation's arguments stayed held by an idle connection of the pool (see
+// docs/performance.md, "Large creations on a connection of their own").
 const largeCreation = 20000
 
 // closeConn closes conn instead of returning it to the pool, which opens

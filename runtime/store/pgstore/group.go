@@ -18,11 +18,12 @@ import (
 // the calls queued meanwhile in the next, until none is left.
 //
 // Each transaction that enqueues a tenant's tasks locks the tenant's row
-// of the fair queue until it commits (see Enqueue), flush included. Sixteen
-// goroutines of one service, each triggering runs of one tenant, queued on
-// that lock: on a 2-core host, 1,400 triggers a second at 1 ms of CPU
-// each (the process's and Postgres's), most of it handing the lock on.
-// Sharing transactions, they made 14,000 a second at 77 µs.
+// of the fair queue until it commits (see Enqueue), flush included.
+// Goroutines of one service, each triggering runs of one tenant, queued on
+// that lock, and most of each trigger's CPU (the process's and
+// Postgres's) went to handing the lock on. Sharing transactions, they
+// make many times as many triggers for a fraction of the CPU each (see
+// docs/performance.md, "Group commit of concurrent creations").
 //
 // A call keeps what it would have alone:
 //   - its runs are all created or none: when a batch of several calls

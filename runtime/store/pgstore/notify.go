@@ -194,12 +194,14 @@ const DefaultNotifyEvery = 50 * time.Millisecond
 //
 // NOTIFY serializes commits: a notifying transaction takes a database-wide
 // lock before its commit record and holds it until the record is flushed,
-// so notifying commits are flushed one by one. Under load that queued a
-// tenth of the waits behind it, to wake workers that were busy anyway. An
-// enqueue into an empty queue always notifies (the SQL sees it), which is
-// how an idle worker hears of new work; otherwise one enqueue every
-// NotifyEvery does, in case a worker went idle on a claim that raced with
-// an enqueue. Polling is the truth either way.
+// so notifying commits are flushed one by one. Under load, a notification
+// at every enqueue put a good share of all waits behind that lock, to wake
+// workers that were busy anyway (see docs/performance.md, "Notifications
+// now and then under load"). An enqueue into an empty queue always
+// notifies (the SQL sees it), which is how an idle worker hears of new
+// work; otherwise one enqueue every NotifyEvery does, in case a worker
+// went idle on a claim that raced with an enqueue. Polling is the truth
+// either way.
 func (s *Store) notifyDue() bool {
 	if s.notifyEvery <= 0 {
 		return true

@@ -301,11 +301,11 @@ func (s *Store) dropPartition(ctx context.Context, p dbsqlc.DagenPartition, cuto
 	at := pgtype.Timestamptz{Time: cutoff, Valid: true}
 	if since := uuidAt(cutoff); !p.Dropping && uuidLess(since, p.ToID.Bytes) {
 		// A run made at the cutoff or later keeps the range: one lookup,
-		// where counting the range's runs took a third of a second a
-		// round in the soak, for each range that ended but was not yet
-		// a retention old. (Ids come from the workers' clocks: one a
-		// little ahead keeps a range a round longer, never drops one
-		// early.)
+		// where counting the range's runs took long at every round, for
+		// each range that ended but was not yet a retention old (see
+		// docs/performance.md, "Dropping a range: one lookup for late
+		// runs"). (Ids come from the workers' clocks: one a little ahead
+		// keeps a range a round longer, never drops one early.)
 		found, err := s.q.RangeHasRunsSince(ctx, s.pool, uuidOf(since), p.ToID)
 		if err != nil {
 			return 0, fmt.Errorf("drop partition %s: look for runs made after the cutoff: %w", p.Suffix, err)

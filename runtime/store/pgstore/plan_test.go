@@ -118,8 +118,9 @@ func tracedPoolOf(t *testing.T, maxConns int32) (*pgxpool.Pool, *statementLog) {
 // TestLargeBatchesAreNotJITCompiled plans every statement of a large
 // batch — 200 fan-out runs created at once, claimed and completed 1,024 at
 // a time, so one completion enqueues 10,000 children — and checks that
-// none is costed high enough for Postgres to JIT-compile it. A bad row
-// estimate once made one enqueue spend 370 ms compiling.
+// none is costed high enough for Postgres to JIT-compile it: a bad row
+// estimate once made one enqueue pay for a long compilation (see
+// docs/performance.md, "No JIT compilation of large batches").
 func TestLargeBatchesAreNotJITCompiled(t *testing.T) {
 	ctx := context.Background()
 	pool, log := tracedPool(t)
@@ -254,9 +255,9 @@ func wholeReads(t *testing.T, conn *pgxpool.Conn, plan map[string]any) []string 
 // TestBatchesFindRowsByKey checks that the creations, starts, claims,
 // completions and continuations of large batches find their tasks, runs and tenants by key.
 // While the tables are small next to a batch, the planner prefers to hash
-// the whole table over one index lookup a row: with 20,000 tasks, each
-// batch of 500 completions read all of them three times (25 ms a statement
-// in the benchmark).
+// the whole table over one index lookup a row, and each batch of
+// completions read every task three times (see docs/performance.md,
+// "Batches find rows by key").
 func TestBatchesFindRowsByKey(t *testing.T) {
 	ctx := context.Background()
 	pool, log := tracedPool(t)
@@ -342,13 +343,13 @@ func TestBatchesFindRowsByKey(t *testing.T) {
 
 // TestLeaseRemovalUsesTheIndex checks how leases are removed. dagen_leases
 // churns a row per claim, so a generic plan cached while it was nearly
-// empty scans it whole once it has grown with dead rows (in the benchmark,
-// with a lease a task, 28 ms a completion). The store therefore sends
-// DeleteLeases right after PlanEachExecution; planned that way, with
-// statistics that still say the table is empty and 50,000 dead rows in it,
-// it finds leases by their key. A claim's lease is deleted by the next
-// transaction that ends leases after the claim's last completion: here,
-// the second claim's completion deletes the first claim's lease.
+// empty scans it whole once it has grown with dead rows, at every
+// completion (see docs/performance.md, "Leases removed by key"). The store
+// therefore sends DeleteLeases right after PlanEachExecution; planned that
+// way, with statistics that still say the table is empty and 50,000 dead
+// rows in it, it finds leases by their key. A claim's lease is deleted by
+// the next transaction that ends leases after the claim's last completion:
+// here, the second claim's completion deletes the first claim's lease.
 func TestLeaseRemovalUsesTheIndex(t *testing.T) {
 	ctx := context.Background()
 	pool, log := tracedPool(t)
@@ -465,7 +466,8 @@ func TestReadRunRoundTrips(t *testing.T) {
 // for the statements that write tasks, add tenants, count children down
 // and enqueue, rather than planning them at every trigger and completion:
 // their array arguments used to make each plan for a few rows cost less
-// than the generic plan, and planning took a third of a trigger's time. A
+// than the generic plan, and planning took a good share of a trigger's
+// time (see docs/performance.md, "Statements keep one plan"). A
 // completion's Enqueue must also come before PlanEachExecution, which has
 // the statements after it planned at each execution.
 func TestTriggersKeepOnePlan(t *testing.T) {
@@ -506,9 +508,9 @@ func TestTriggersKeepOnePlan(t *testing.T) {
 // for the tasks leased to a worker that it never received
 // (UnclaimedTasks), and the look for queued tasks no worker serves
 // (ReportUnserved). Joined to the tasks table, the planner hashed the
-// leases or the queue and read every task of every range to probe them
-// (300 ms to 1 s a round with 2,048 leases in the soak); each task is
-// found by its key instead.
+// leases or the queue and read every task of every range to probe them,
+// at every round (see docs/performance.md, "Worker rounds find tasks by
+// key"); each task is found by its key instead.
 func TestWorkerRoundsFindTasksByKey(t *testing.T) {
 	ctx := context.Background()
 	pool, log := tracedPool(t)
@@ -561,8 +563,8 @@ func TestWorkerRoundsFindTasksByKey(t *testing.T) {
 // connection cached for ClaimTasks, sent after KeepGenericPlan in the same
 // round trip, and that this plan, made while the queue was empty, still
 // takes the queue's rows in id order from its index once the queue is
-// large: the planner, left to choose, planned every claim anew (1.4 ms a
-// claim of 512 tasks).
+// large: the planner, left to choose, planned every claim anew, for
+// nothing (see docs/performance.md, "Claims keep their generic plan").
 func TestClaimsKeepTheirGenericPlan(t *testing.T) {
 	ctx := context.Background()
 	pool, log := tracedPoolOf(t, 1) // the connection that prepares ClaimTasks counts its plans
@@ -631,8 +633,8 @@ func indexScans(node map[string]any) []string {
 // taken by ctid, to the counts by key; where the statistics said few tasks
 // are PENDING (a range analyzed once most of its tasks had finished), the
 // planner took the rows for one or two and compared every count with every
-// row: 250,000 comparisons for a batch of 500 children, 38 ms of a 43 ms
-// statement, in the soak.
+// row, which took most of the statement's time (see docs/performance.md,
+// "The countdown checks PENDING on its lookups").
 func TestCountdownFindsEachChildOnce(t *testing.T) {
 	ctx := context.Background()
 	pool, log := tracedPool(t)

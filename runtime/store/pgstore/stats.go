@@ -25,9 +25,10 @@ const growthCheckEvery = 1000
 // settle on a generic plan made from the statistics and table sizes of that
 // moment. A queue's tables start empty: plans made then scan whole tables,
 // which is right for ten rows and ruinous for a hundred thousand (a claim
-// joined to the tasks table that way went from under a millisecond to over
-// a hundred; a claim planned while the ready queue held the 200 roots of a
-// fan-out scanned all 10,000 of their children at each claim, 33 ms).
+// joined to the tasks table that way read it whole at every claim; a claim
+// planned while the ready queue held a fan-out's roots scanned all of
+// their children at each claim; see docs/performance.md, "Statistics kept
+// in step with the tables' growth").
 // Autovacuum analyzes the tables eventually, at its own pace (a minute at
 // best, never where it is off). So every thousand tasks it creates or
 // enqueues, the store looks at the sizes of the tasks table, of the ready
@@ -55,9 +56,11 @@ type plannerStats struct {
 
 // noteQueued records that n tasks were created or enqueued (and passes
 // them on to noteChurn) and, when enough were, refreshes the statistics in
-// the background: an ANALYZE of the history tables takes a second on a
-// large schema, which the caller's batch should not wait for. Tasks noted
-// during a refresh make it look again when it is done.
+// the background: an ANALYZE of the history tables takes long on a large
+// schema, which the caller's batch should not wait for (see
+// docs/performance.md, "Statistics kept in step with the tables'
+// growth"). Tasks noted during a refresh make it look again when it is
+// done.
 func (s *Store) noteQueued(ctx context.Context, n int) {
 	s.noteChurn(ctx, n)
 	s.stats.job.note(ctx, n, s.refreshStatsOnce)
@@ -112,8 +115,9 @@ func (s *Store) refreshStats(ctx context.Context, last tablePages) (tablePages, 
 	now := tablePages{tasks: p.Tasks, ready: p.Ready, tenants: p.Tenants}
 	grew := func(now, last, slack int64) bool { return now >= 2*last+slack }
 	hot := grew(now.tasks, last.tasks, 8) // ANALYZE of the hot tables covers the other two
-	// Otherwise only what grew is analyzed: the tasks table would cost ten
-	// times as much as the queue's (160 ms in fan50), for nothing. The
+	// Otherwise only what grew is analyzed: the tasks table costs far
+	// more than the queue's, for nothing (see docs/performance.md,
+	// "Statistics kept in step with the tables' growth"). The
 	// tenants' table is small, so its slack is too: a few pages more
 	// already make a plan that reads it whole cost more than lookups.
 	queue := !hot && grew(now.ready, last.ready, 8)
@@ -158,9 +162,10 @@ func (s *Store) refreshStats(ctx context.Context, last tablePages) (tablePages, 
 // tiny, for good, and reads it whole in place of a lookup: an index lookup
 // by key, or the TID scan of UpdateTasks and DecrementChildren, whose
 // estimate (four pages a row) loses to reading a table of 25 pages. Once
-// the range was the one new runs go to, a claim of 512 tasks read 60,000
-// rows for each, for seconds, and an update read the whole range for each
-// batch (the soak: 8,000 steps/s, then a backlog it never caught up with).
+// the range was the one new runs go to, a claim read the range for each of
+// its tasks, and an update read the whole range for each batch, and the
+// work fell behind for good (see docs/performance.md, "Ranges analyzed as
+// they fill").
 // A range never analyzed is no safer: Postgres assumes ten pages of it,
 // and ten pages still lose to the TID scan. So a range new runs go to is
 // analyzed once it holds this much, and again each time it has doubled
@@ -168,8 +173,8 @@ func (s *Store) refreshStats(ctx context.Context, last tablePages) (tablePages, 
 // planner thought a whole read cheaper than lookups at. Past
 // rangeStatsMaxPages no plan reads a range whole, and more ANALYZEs would
 // cost more than they settle: each reads as many pages as all those
-// before it together, up to 30,000 (in the soak, a range of a minute grew
-// to 60,000 pages).
+// before it together, up to 30,000, and a range grows well past that (see
+// docs/performance.md, "Ranges analyzed as they fill").
 const (
 	rangeStatsPages    = 16
 	rangeStatsMaxPages = 8192
@@ -214,8 +219,8 @@ func (s *Store) analyzeSampled(ctx context.Context, analyze func(pgx.Tx) error) 
 // statements need from the statistics is the tables' sizes, and key
 // lookups' and statuses' estimates, which a sample of 3,000 rows gives as
 // well as Postgres's default of 30,000. At the default, the ANALYZEs of a
-// range growing to rangeStatsMaxPages took 2 to 3 s of a core each minute
-// of the soak, and those of the hot tables and of the queue's, as a
-// fan-out's children filled the queue, about 1 us of Postgres's CPU a step
-// of fan50 (35.7-37.7 against 36.3-38.3 us, three alternating pairs).
+// range growing to rangeStatsMaxPages, and those of the hot tables and of
+// the queue's as a fan-out's children filled the queue, cost CPU that the
+// smaller sample saves (see docs/performance.md, "A small statistics
+// sample").
 const statsTarget = 10

@@ -155,9 +155,10 @@ func newRangeStatsFixture(t *testing.T) *rangeStatsFixture {
 // made ahead. An ANALYZE of the history tables reaches the ranges made
 // ahead while they are empty, and a generic plan cached from those
 // statistics reads such a range whole for each lookup once runs go to it
-// (the soak: seconds a claim). When the range has filled while the tables
-// as a whole have not doubled (no ANALYZE of them is due), the store
-// analyzes the range alone, which makes the sessions plan again.
+// (see docs/performance.md, "Ranges analyzed as they fill"). When the
+// range has filled while the tables as a whole have not doubled (no
+// ANALYZE of them is due), the store analyzes the range alone, which makes
+// the sessions plan again.
 func TestRangeAnalyzedEmptyIsAnalyzedAgain(t *testing.T) {
 	ctx := context.Background()
 	f := newRangeStatsFixture(t)
@@ -239,9 +240,10 @@ func scansOf(node map[string]any, table string) []string {
 // ten pages), reads the range whole where it should look rows up: the TID
 // scan of UpdateTasks, costed at four pages a row, loses to reading ten
 // pages. Once the range had filled, that plan read all of it at every
-// completion (the soak: throughput fell by half and never came back). So
-// the store analyzes the range once it holds a few pages, and again each
-// time it has doubled since, which makes the sessions plan again.
+// completion, and throughput fell and never recovered (see
+// docs/performance.md, "Ranges analyzed as they fill"). So the store
+// analyzes the range once it holds a few pages, and again each time it has
+// doubled since, which makes the sessions plan again.
 func TestRangeAnalyzedAgainAsItGrows(t *testing.T) {
 	ctx := context.Background()
 	f := newRangeStatsFixture(t)

@@ -33,17 +33,19 @@ var churnTables = []string{"dagen_ready", "dagen_leases"}
 // its index scan starts at the deleted entries of every task claimed since
 // the last vacuum: a recently deleted row's entry is passed only after a
 // visit to the heap. Autovacuum looks at a table once a minute at best (and
-// never where it is off): at 13,000 steps a second the leader's vacuum
-// every 15 s let a claim read 3,000 pages, and an enqueue's look for an
-// empty queue 1,000, until claims fell behind the work (the soak). A
-// vacuum every 20,000 tasks keeps both to a few dozen pages for the cost
-// of a vacuum of a table that holds the tasks of the moment.
+// never where it is off), and under load even the leader's vacuum, on a
+// timer, let a claim and an enqueue's look for an empty queue read page
+// after page of dead entries, until claims fell behind the work.
+// A vacuum every 20,000 tasks keeps both to a few dozen pages for the cost
+// of a vacuum of a table that holds the tasks of the moment (see
+// docs/performance.md, "Vacuuming the queue tables by volume").
 const churnVacuumEvery = 20000
 
 // vacuumOptions are the options of every vacuum of a queue table. They
 // are never truncated: a truncation locks the table ACCESS EXCLUSIVE and
-// scans its end backwards (waits of 1 to 3 s in the soak), for pages the
-// next thousand enqueues fill again.
+// scans its end backwards, which makes the engine's statements wait (see
+// docs/performance.md, "Vacuuming the queue tables by volume"), for pages
+// the next thousand enqueues fill again.
 const vacuumOptions = "(SKIP_LOCKED, TRUNCATE false)"
 
 // noteChurn records that n tasks went into the queue and, every

@@ -163,8 +163,9 @@ type NewElements struct {
 // ElementWindow bounds the elements of a mapped task without a limit that
 // are in flight at once: the others wait PENDING and are queued as
 // elements resolve. It keeps the unit that maps 100,000 elements from also
-// queueing them all, during which no element could run, and it is far more
-// than workers run at once.
+// queueing them all (a long fair-queue insert during which no element could
+// run; see docs/performance.md, "The element window of a mapped step"), and
+// it is far more than workers run at once.
 const ElementWindow = 10_000
 
 // QueuedElement is an element a resolved element's slot admits.

@@ -18,8 +18,9 @@ WITH clock AS (
 deleted AS (
     -- Takes the first rows of the queue and deletes them by ctid: a TID
     -- scan, whatever the statistics say (by id, a generic plan made while
-    -- the queue was nearly empty read it whole: 1,300 pages of dead rows a
-    -- claim). The rows are locked and the queue never updates a row, so
+    -- the queue was nearly empty read it whole, dead rows and all, at
+    -- every claim; see docs/performance.md, "Claims take queue rows by
+    -- ctid"). The rows are locked and the queue never updates a row, so
     -- each ctid is the row taken.
     DELETE FROM dagen_ready q
     WHERE q.ctid = ANY(ARRAY(
@@ -27,8 +28,8 @@ deleted AS (
         FROM dagen_ready p
         -- IN (SELECT …) under OR stays a hashed subplan: one hash lookup a
         -- row, where = ANY compares the row with the signatures one by one
-        -- (a worker serves dozens; 0.9 ms against 0.14 ms for 512 rows and
-        -- 80).
+        -- (a worker serves dozens, so the comparisons add up; see
+        -- docs/performance.md, "The claim's signature filter is hashed").
         WHERE cardinality($2::text[]) = 0
            OR p.signature IN (SELECT unnest($2::text[]))
         ORDER BY p.id
@@ -173,8 +174,10 @@ type ClaimTasksRow struct {
 // Callers run KeepGenericPlan first, in the same transaction: left to
 // choose, Postgres planned every claim for its parameters (its estimate of
 // a generic plan, with LIMIT @max taken for a tenth of the queue, never
-// won), 1.4 ms a claim of 512 tasks, 8% of the claim's time. The generic
-// plan is the same one: the queue's rows in id order, each task by key.
+// won), and paid for planning at every claim to reach the plan it would
+// have kept (see docs/performance.md, "Claims keep their generic plan").
+// The generic plan is the same one: the queue's rows in id order, each
+// task by key.
 func (q *Queries) ClaimTasks(ctx context.Context, db DBTX, arg ClaimTasksParams) ([]ClaimTasksRow, error) {
 	rows, err := db.Query(ctx, claimTasks,
 		arg.Now,
@@ -269,8 +272,9 @@ bumped AS (
     -- The frontier is a scalar subquery, not a join: joined, the planner
     -- took the one-row table for thousands of rows, and the estimates of a
     -- large enqueue grew past the point where Postgres JIT-compiles the
-    -- statement (hundreds of milliseconds). The tenant list only narrows
-    -- the scan to the locked rows' keys.
+    -- statement, and each such enqueue paid for a long compilation (see
+    -- docs/performance.md, "No JIT compilation of large batches"). The
+    -- tenant list only narrows the scan to the locked rows' keys.
     UPDATE dagen_tenant_groups g
     SET block_ptr = greatest(l.block_ptr, (SELECT f.block FROM dagen_queue_frontier f)) + c.k
     FROM locked l
@@ -296,9 +300,10 @@ SELECT counted.n,
        -- frontier's block on: the rows before it are those claims passed
        -- by (locked, or of signatures they do not serve), among the dead
        -- rows of every claim since the last vacuum, which a look at the
-       -- whole queue read one by one (a thousand pages an enqueue at
-       -- 13,000 steps a second). Taking such a queue for empty costs a
-       -- notification, a hint.
+       -- whole queue read one by one, page after page at every enqueue
+       -- under load (see docs/performance.md, "Vacuuming the queue tables
+       -- by volume"). Taking such a queue for empty costs a notification,
+       -- a hint.
        CASE WHEN counted.n > 0 AND ($1::boolean OR NOT EXISTS (
                 SELECT 1 FROM dagen_ready q
                 WHERE q.id >= (SELECT f.block FROM dagen_queue_frontier f) * 1048576
@@ -333,7 +338,8 @@ type EnqueueParams struct {
 //
 // As in EnsureTenants, tenants are found by key whatever the estimates,
 // and the lists are read through subqueries so that Postgres keeps one
-// plan rather than planning each run (a quarter of a millisecond).
+// plan rather than planning each run (see docs/performance.md,
+// "Statements keep one plan").
 func (q *Queries) Enqueue(ctx context.Context, db DBTX, arg EnqueueParams) error {
 	_, err := db.Exec(ctx, enqueue,
 		arg.ForceNotify,
@@ -368,7 +374,8 @@ ON CONFLICT (tenant) DO NOTHING
 // Tenants are found with = ANY(ARRAY(…)), one primary-key lookup each
 // whatever the estimates, and the list is read through a subquery, so no
 // plan is costed on its length: Postgres keeps one plan for the statement
-// instead of planning it at each run (a tenth of a millisecond a trigger).
+// instead of planning it at each run, which would cost every trigger (see
+// docs/performance.md, "Statements keep one plan").
 func (q *Queries) EnsureTenants(ctx context.Context, db DBTX, tenants []string) error {
 	_, err := db.Exec(ctx, ensureTenants, tenants)
 	return err

@@ -122,15 +122,16 @@ type DecrementChildrenRow struct {
 // QUEUED keeps its QUEUED event, at now, in its row. The ctid list narrows
 // the scan to one lookup a child, and the key lists are read through
 // subqueries so that the plan is kept, as in UpdateTasks (planned at each
-// execution, it cost a fifth of a millisecond a completion with children).
+// execution, it cost every completion with children; see
+// docs/performance.md, "Statements keep one plan").
 // Only the lookups check that a child is PENDING: checked on the rows taken
 // by ctid, the check's selectivity (few PENDING tasks in a range analyzed
 // once most of its runs had finished) made the planner take those rows for
-// one or two and compare every count with every row, 250,000 comparisons
-// for 500 children (38 ms of a 43 ms statement in the soak). Unchecked,
-// they are as many as the keys, and the two are hashed. The check holds
-// to the update: under the children's run locks, no other transaction
-// changes a PENDING child meanwhile.
+// one or two and compare every count with every row, which took most of
+// the statement's time (see docs/performance.md, "The countdown checks
+// PENDING on its lookups"). Unchecked, they are as many as the keys, and
+// the two are hashed. The check holds to the update: under the children's
+// run locks, no other transaction changes a PENDING child meanwhile.
 func (q *Queries) DecrementChildren(ctx context.Context, db DBTX, arg DecrementChildrenParams) ([]DecrementChildrenRow, error) {
 	rows, err := db.Query(ctx, decrementChildren, arg.Now, arg.RunIds, arg.Children)
 	if err != nil {
@@ -232,8 +233,9 @@ type GetTasksRow struct {
 // table instead, which it prefers while the table is small). The key list
 // is read through a subquery so that no plan is costed on its length: a
 // plan made for one batch then costs what a generic plan costs, and
-// Postgres keeps the generic plan rather than planning every execution
-// (a quarter of the database's time per step in batches of a few tasks).
+// Postgres keeps the generic plan rather than planning every execution,
+// which cost much of the database's time in batches of a few tasks (see
+// docs/performance.md, "Statements keep one plan").
 func (q *Queries) GetTasks(ctx context.Context, db DBTX, runIds []pgtype.UUID, names []string) ([]GetTasksRow, error) {
 	rows, err := db.Query(ctx, getTasks, runIds, names)
 	if err != nil {
