@@ -120,6 +120,12 @@ CROSS JOIN LATERAL (
 -- lists are read through subqueries, as in GetTasks, so the plan is kept
 -- rather than made at each execution.
 WITH u AS (
+    -- A kept COMPLETED event takes its id here, in input order, so that a
+    -- batch logs its tasks' COMPLETED events in the order the caller
+    -- decided them (the transition core's order), whatever order the
+    -- update visits the rows in.
+    SELECT v.*, CASE WHEN v.log_completed THEN nextval('dagen_event_seq') END AS completed_event
+    FROM (
     SELECT unnest((SELECT @run_ids::uuid[])) AS run_id,
            unnest(@names::text[]) AS name,
            unnest(@statuses::text[]) AS status,
@@ -131,6 +137,7 @@ WITH u AS (
            unnest(@log_completed::boolean[]) AS log_completed,
            unnest(@new_rounds::boolean[]) AS new_round,
            unnest(@expect_started::bigint[]) AS expect_started
+    ) AS v
 ),
 written AS (
     UPDATE dagen_tasks t
@@ -140,7 +147,7 @@ written AS (
         reason = CASE WHEN u.expect_started = 0 THEN u.reason ELSE t.reason END,
         wake_at = CASE WHEN u.expect_started = 0 THEN u.wake_at ELSE t.wake_at END,
         finished_at = u.finished_at,
-        completed_event = CASE WHEN u.log_completed THEN nextval('dagen_event_seq') ELSE t.completed_event END,
+        completed_event = CASE WHEN u.log_completed THEN u.completed_event ELSE t.completed_event END,
         queued_event = CASE WHEN u.new_round THEN NULL ELSE t.queued_event END,
         queued_at = CASE WHEN u.new_round THEN NULL ELSE t.queued_at END,
         started_event = CASE WHEN u.new_round THEN NULL ELSE t.started_event END,
@@ -182,16 +189,28 @@ WHERE u.expect_started <> 0
 -- PENDING on its lookups"). Unchecked, they are as many as the keys, and
 -- the two are hashed. The check holds to the update: under the children's
 -- run locks, no other transaction changes a PENDING child meanwhile.
+--
+-- A child's QUEUED event id is taken in d, in the order of the child's
+-- last entry (the parent that brings it to zero, in the caller's order),
+-- so that a batch logs the QUEUED events of the children it makes ready
+-- in the transition core's order, whatever order the update visits the
+-- rows in. A child that does not reach zero leaves its id unused.
+WITH d AS MATERIALIZED (
+    SELECT g.run_id, g.child, g.n, nextval('dagen_event_seq') AS queued_event
+    FROM (
+        SELECT x.run_id, x.child, count(*)::integer AS n, max(x.ord) AS ord
+        FROM (SELECT unnest((SELECT @run_ids::uuid[])) AS run_id, unnest((SELECT @children::text[])) AS child,
+                     generate_series(1, cardinality((SELECT @run_ids::uuid[]))) AS ord) AS x
+        GROUP BY x.run_id, x.child
+    ) AS g
+    ORDER BY g.ord
+)
 UPDATE dagen_tasks t
 SET pending_parents = t.pending_parents - d.n,
     status = CASE WHEN t.pending_parents - d.n = 0 THEN 'QUEUED' ELSE t.status END,
-    queued_event = CASE WHEN t.pending_parents - d.n = 0 THEN nextval('dagen_event_seq') END,
+    queued_event = CASE WHEN t.pending_parents - d.n = 0 THEN d.queued_event END,
     queued_at = CASE WHEN t.pending_parents - d.n = 0 THEN coalesce(sqlc.narg('now')::timestamptz, now()) END
-FROM (
-    SELECT x.run_id, x.child, count(*)::integer AS n
-    FROM (SELECT unnest((SELECT @run_ids::uuid[])) AS run_id, unnest((SELECT @children::text[])) AS child) AS x
-    GROUP BY x.run_id, x.child
-) AS d
+FROM d
 WHERE t.run_id = d.run_id AND t.name = d.child
   AND t.ctid = ANY(ARRAY(
       SELECT x.ctid

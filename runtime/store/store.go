@@ -79,28 +79,28 @@ type Store interface {
 	ListTasks(ctx context.Context, id dag.RunID) ([]Task, error)
 
 	// ListEvents returns the event log of a run, oldest first: in the
-	// order the store logged the events. Every store keeps to these
-	// rules, also when one call (a CompleteTasks batch, a FireTimers or
-	// RescueExpired round) logs many events of a run:
+	// order the store logged the events. Every store logs the events of
+	// one call (a CompleteTasks batch, a FireTimers or RescueExpired
+	// round, a signal, a cancellation) in one order, the transition
+	// core's, for each run:
 	//
-	//   - a task's events come in the order of its transitions;
-	//   - a task's QUEUED comes after the events of the parents that made
-	//     it ready: their COMPLETED or SKIPPED, a sleep's WOKEN and
-	//     COMPLETED;
-	//   - a failure logs FAILED, then CANCELLED for each task of the run
-	//     it cancels, in the run's task order, then the onfailure task's
-	//     QUEUED; CancelRun logs CANCELLED for each task it cancels, in
-	//     task order too;
-	//   - FireTimers fires timers in wake order and logs them in that
-	//     order.
+	//   - first the COMPLETED events of tasks that completed with their
+	//     own result (an attempt's output, a held signal, their elements'
+	//     outputs), in the order of the results;
+	//   - then the other events of the call's decisions, in decision
+	//     order: results in their order, timers in wake order, leases in
+	//     lease order (a sleep's WOKEN and COMPLETED, a SKIPPED, FAILED,
+	//     RETRYING, SLEEPING, AWAITING, MAPPED, RESCUED, SIGNALLED,
+	//     CANCELLED, a deadline's FAILED);
+	//   - then CANCELLED for each task that the run's end cancels, in the
+	//     run's task order (a failure spares RUNNING attempts and the
+	//     onfailure task);
+	//   - then QUEUED for the tasks queued again and the onfailure task,
+	//     for the elements mapped or admitted, and last for the children
+	//     made ready, in the order of the parent that brought each to
+	//     zero.
 	//
-	// Events that one call logs for tasks of a run that do not depend on
-	// each other (two sibling results in one CompleteTasks batch, say) may
-	// come in another order on another store: memstore logs each result's
-	// events and what they cause before the next result's, in the order
-	// of the results; pgstore logs the COMPLETED events of results first,
-	// then the call's other events, then the QUEUED events of the children
-	// it made ready. An unknown id is an error wrapping [ErrRunNotFound].
+	// An unknown id is an error wrapping [ErrRunNotFound].
 	ListEvents(ctx context.Context, id dag.RunID) ([]Event, error)
 }
 

@@ -75,6 +75,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"EventOrder/CompleteBatch", testEventOrderCompleteBatch},
 		{"EventOrder/TimerBatch", testEventOrderTimerBatch},
 		{"EventOrder/RescueBatch", testEventOrderRescueBatch},
+		{"EventOrder/Siblings", testEventOrderSiblings},
 		{"ConcurrentWorkers", testConcurrentWorkers},
 		{"Notifier", testNotifier},
 		{"ReadRun", testReadRun},

@@ -71,16 +71,22 @@ func (q *Queries) CancelTasks(ctx context.Context, db DBTX, arg CancelTasksParam
 }
 
 const decrementChildren = `-- name: DecrementChildren :many
+WITH d AS MATERIALIZED (
+    SELECT g.run_id, g.child, g.n, nextval('dagen_event_seq') AS queued_event
+    FROM (
+        SELECT x.run_id, x.child, count(*)::integer AS n, max(x.ord) AS ord
+        FROM (SELECT unnest((SELECT $2::uuid[])) AS run_id, unnest((SELECT $3::text[])) AS child,
+                     generate_series(1, cardinality((SELECT $2::uuid[]))) AS ord) AS x
+        GROUP BY x.run_id, x.child
+    ) AS g
+    ORDER BY g.ord
+)
 UPDATE dagen_tasks t
 SET pending_parents = t.pending_parents - d.n,
     status = CASE WHEN t.pending_parents - d.n = 0 THEN 'QUEUED' ELSE t.status END,
-    queued_event = CASE WHEN t.pending_parents - d.n = 0 THEN nextval('dagen_event_seq') END,
+    queued_event = CASE WHEN t.pending_parents - d.n = 0 THEN d.queued_event END,
     queued_at = CASE WHEN t.pending_parents - d.n = 0 THEN coalesce($1::timestamptz, now()) END
-FROM (
-    SELECT x.run_id, x.child, count(*)::integer AS n
-    FROM (SELECT unnest((SELECT $2::uuid[])) AS run_id, unnest((SELECT $3::text[])) AS child) AS x
-    GROUP BY x.run_id, x.child
-) AS d
+FROM d
 WHERE t.run_id = d.run_id AND t.name = d.child
   AND t.ctid = ANY(ARRAY(
       SELECT x.ctid
@@ -132,6 +138,12 @@ type DecrementChildrenRow struct {
 // PENDING on its lookups"). Unchecked, they are as many as the keys, and
 // the two are hashed. The check holds to the update: under the children's
 // run locks, no other transaction changes a PENDING child meanwhile.
+//
+// A child's QUEUED event id is taken in d, in the order of the child's
+// last entry (the parent that brings it to zero, in the caller's order),
+// so that a batch logs the QUEUED events of the children it makes ready
+// in the transition core's order, whatever order the update visits the
+// rows in. A child that does not reach zero leaves its id unused.
 func (q *Queries) DecrementChildren(ctx context.Context, db DBTX, arg DecrementChildrenParams) ([]DecrementChildrenRow, error) {
 	rows, err := db.Query(ctx, decrementChildren, arg.Now, arg.RunIds, arg.Children)
 	if err != nil {
@@ -615,6 +627,12 @@ func (q *Queries) StartedTasks(ctx context.Context, db DBTX, runIds []pgtype.UUI
 
 const updateTasks = `-- name: UpdateTasks :exec
 WITH u AS (
+    -- A kept COMPLETED event takes its id here, in input order, so that a
+    -- batch logs its tasks' COMPLETED events in the order the caller
+    -- decided them (the transition core's order), whatever order the
+    -- update visits the rows in.
+    SELECT v.run_id, v.name, v.status, v.output, v.error, v.reason, v.wake_at, v.finished_at, v.log_completed, v.new_round, v.expect_started, CASE WHEN v.log_completed THEN nextval('dagen_event_seq') END AS completed_event
+    FROM (
     SELECT unnest((SELECT $1::uuid[])) AS run_id,
            unnest($2::text[]) AS name,
            unnest($3::text[]) AS status,
@@ -626,6 +644,7 @@ WITH u AS (
            unnest($9::boolean[]) AS log_completed,
            unnest($10::boolean[]) AS new_round,
            unnest($11::bigint[]) AS expect_started
+    ) AS v
 ),
 written AS (
     UPDATE dagen_tasks t
@@ -635,7 +654,7 @@ written AS (
         reason = CASE WHEN u.expect_started = 0 THEN u.reason ELSE t.reason END,
         wake_at = CASE WHEN u.expect_started = 0 THEN u.wake_at ELSE t.wake_at END,
         finished_at = u.finished_at,
-        completed_event = CASE WHEN u.log_completed THEN nextval('dagen_event_seq') ELSE t.completed_event END,
+        completed_event = CASE WHEN u.log_completed THEN u.completed_event ELSE t.completed_event END,
         queued_event = CASE WHEN u.new_round THEN NULL ELSE t.queued_event END,
         queued_at = CASE WHEN u.new_round THEN NULL ELSE t.queued_at END,
         started_event = CASE WHEN u.new_round THEN NULL ELSE t.started_event END,
