@@ -21,9 +21,10 @@ import (
 // It works in three steps. lockRuns locks the runs (in id order: the first
 // lock every writer takes) and loadTasks reads their tasks; under those
 // locks only a claim can change a task of these runs, and a claim only
-// turns QUEUED into RUNNING. Then the caller decides each transition in Go,
-// in order, the way memstore does. Then flush writes everything with a
-// fixed number of array statements, whatever the batch size.
+// turns QUEUED into RUNNING. Then the transition core (tr, the truth table
+// memstore calls too) decides each transition, in order. Then flush writes
+// the decision with a fixed number of array statements, whatever the batch
+// size, in the order the core gives its events.
 type batch struct {
 	s   *Store
 	tx  *txn
@@ -457,7 +458,7 @@ func (b *batch) flush(ctx context.Context) error {
 			if err != nil {
 				return fmt.Errorf("cancel tasks of %d runs: %w", len(c.ids), err)
 			}
-			// In task order, as memstore logs them.
+			// In task order, as the core orders them (transition.Batch.Log).
 			slices.SortFunc(rows, func(x, y dbsqlc.CancelTasksRow) int {
 				if c := compareIDs(x.RunID.Bytes, y.RunID.Bytes); c != 0 {
 					return c

@@ -16,6 +16,11 @@
 // queue would hand out next as RUNNING with their leases instead of
 // enqueuing them, and [Store.ReadRun].
 //
+// What a batch does to its runs and tasks is decided by the transition
+// core that memstore uses too (runtime/store/internal/transition): pgstore
+// loads the rows a batch needs, lets the core decide, and writes the
+// decision; the core's order is the order of the events it logs.
+//
 // A completed result of an attempt this store claimed is decided on what
 // its claim returned of the task's row (a claim view: its children, its
 // STARTED event id, where the row is), not on the row read again. The
