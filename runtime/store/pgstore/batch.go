@@ -13,6 +13,7 @@ import (
 	"github.com/dagenhq/dagen/runtime/store"
 	"github.com/dagenhq/dagen/runtime/store/internal/transition"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/pipeline"
 )
 
 // A batch is one writing transaction over tasks of locked runs: completions,
@@ -26,7 +27,7 @@ import (
 // fixed number of array statements, whatever the batch size.
 type batch struct {
 	s   *Store
-	tx  *txn
+	tx  *pipeline.Tx
 	now time.Time // the transaction's clock, read by lockRuns
 
 	runs   map[dag.RunID]*runState
@@ -109,7 +110,7 @@ type enqueueItem struct {
 	continued   bool       // started by continueReady: not enqueued
 }
 
-func (s *Store) newBatch(tx *txn, sources int) *batch {
+func (s *Store) newBatch(tx *pipeline.Tx, sources int) *batch {
 	b := &batch{
 		s:      s,
 		tx:     tx,
@@ -160,7 +161,7 @@ func (b *batch) lockRuns(ctx context.Context, ids []dag.RunID, skipLocked bool) 
 		b.runs[rs.ID] = rs
 	}
 	if skipLocked {
-		rows, err := b.s.q.LockRunsSkipLocked(ctx, b.tx, dbsqlc.LockRunsSkipLockedParams{MaxInput: b.inputMax(), Now: b.s.clock(), Ids: uuids(ids)})
+		rows, err := b.s.q.LockRunsSkipLocked(ctx, b.tx.Queue(), dbsqlc.LockRunsSkipLockedParams{MaxInput: b.inputMax(), Now: b.s.clock(), Ids: uuids(ids)})
 		if err != nil {
 			return fmt.Errorf("lock %d runs: %w", len(ids), err)
 		}
@@ -169,7 +170,7 @@ func (b *batch) lockRuns(ctx context.Context, ids []dag.RunID, skipLocked bool) 
 		}
 		return nil
 	}
-	rows, err := b.s.q.LockRuns(ctx, b.tx, dbsqlc.LockRunsParams{MaxInput: b.inputMax(), Now: b.s.clock(), Ids: uuids(ids)})
+	rows, err := b.s.q.LockRuns(ctx, b.tx.Queue(), dbsqlc.LockRunsParams{MaxInput: b.inputMax(), Now: b.s.clock(), Ids: uuids(ids)})
 	if err != nil {
 		return fmt.Errorf("lock %d runs: %w", len(ids), err)
 	}
@@ -209,7 +210,7 @@ func (b *batch) lockRunsAndLoad(ctx context.Context, ids []dag.RunID, keys []tas
 		ids = append(ids, k.run)
 		kIDs[i], kNames[i] = uuidOf(k.run), k.name
 	}
-	b.tx.queryAhead(record(func(db dbsqlc.DBTX) error {
+	b.tx.QueryAhead(pipeline.Record(func(db dbsqlc.DBTX) error {
 		_, err := b.s.q.GetTasks(ctx, db, kIDs, kNames)
 		return err
 	}))
@@ -238,7 +239,7 @@ func (b *batch) loadTasks(ctx context.Context, keys []taskKey) error {
 // readTasks reads tasks by key and keeps those of locked runs not loaded
 // yet.
 func (b *batch) readTasks(ctx context.Context, ids []pgtype.UUID, names []string) error {
-	rows, err := b.s.q.GetTasks(ctx, b.tx, ids, names)
+	rows, err := b.s.q.GetTasks(ctx, b.tx.Queue(), ids, names)
 	if err != nil {
 		return fmt.Errorf("read %d tasks: %w", len(ids), err)
 	}
@@ -339,7 +340,7 @@ func statusStrings(e transition.End) []string {
 // so that only the statements whose results it needs wait for a round trip.
 // The rest go with the transaction's COMMIT.
 func (b *batch) flush(ctx context.Context) error {
-	q, pl, now := b.s.q, b.tx, tstz(b.now)
+	q, pl, now := b.s.q, b.tx.Queue(), tstz(b.now)
 	b.decided()
 
 	// The decided task transitions, and their timers.

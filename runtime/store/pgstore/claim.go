@@ -10,6 +10,7 @@ import (
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/pipeline"
 )
 
 // ClaimTasks implements store.Store with a single statement (see
@@ -19,7 +20,7 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.Cl
 	if p.Limit <= 0 {
 		return nil, nil
 	}
-	pl := &pipeline{db: s.pool}
+	pl := pipeline.New(s.pool).Queue()
 	if err := s.q.KeepGenericPlan(ctx, pl); err != nil { // queued: it cannot fail here
 		return nil, fmt.Errorf("claim tasks for worker %s: %w", p.Worker, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/pipeline"
 )
 
 // CompleteAndContinue implements store.Continuer: CompleteTasks's
@@ -64,7 +65,7 @@ func (b *batch) sendAhead(ctx context.Context, ids []pgtype.UUID) {
 	}
 	slices.Sort(tenants)
 	c.ahead = slices.Compact(tenants)
-	b.tx.queryAhead(record(func(db dbsqlc.DBTX) error {
+	b.tx.QueryAhead(pipeline.Record(func(db dbsqlc.DBTX) error {
 		_, err := b.s.q.TenantsAhead(ctx, db, c.ahead)
 		return err
 	}))
@@ -77,7 +78,7 @@ func (b *batch) readAhead(ctx context.Context) error {
 	if c == nil || c.ahead == nil {
 		return nil
 	}
-	rows, err := b.s.q.TenantsAhead(ctx, b.tx, c.ahead)
+	rows, err := b.s.q.TenantsAhead(ctx, b.tx.Queue(), c.ahead)
 	if err != nil {
 		return fmt.Errorf("read the fair queue's tenants: %w", err)
 	}
@@ -124,7 +125,7 @@ func (b *batch) continueReady(ctx context.Context) error {
 		p.OwnInputs = append(p.OwnInputs, e.run.input != nil)
 	}
 	p.Known, p.Now, p.Worker, p.LeaseSeconds = uuidsOf(c.p.Known), tstz(b.now), c.p.Worker, c.p.Lease.Seconds()
-	started, err := b.s.q.ContinueTasks(ctx, b.tx, p)
+	started, err := b.s.q.ContinueTasks(ctx, b.tx.Queue(), p)
 	if err != nil {
 		return fmt.Errorf("start %d tasks made ready: %w", len(cands), err)
 	}

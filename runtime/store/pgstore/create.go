@@ -14,6 +14,7 @@ import (
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/pipeline"
 )
 
 // CreateRuns implements store.Store. The runs, their tasks (the roots with
@@ -119,7 +120,7 @@ func (s *Store) createRunsOnce(ctx context.Context, runs []store.NewRun, p store
 	// in one implicit transaction. A queued statement returns no error: its
 	// error comes from the send, which StartedTasks makes when there are
 	// candidates to start.
-	var db batchDB = s.pool
+	var db pipeline.DB = s.pool
 	if len(c.tp.Names) >= largeCreation {
 		conn, err := s.pool.Acquire(ctx)
 		if err != nil {
@@ -128,10 +129,10 @@ func (s *Store) createRunsOnce(ctx context.Context, runs []store.NewRun, p store
 		defer closeConn(conn)
 		db = conn
 	}
-	pl := &pipeline{db: db}
-	_ = s.q.InsertRuns(ctx, pl, rp)
+	pl := pipeline.New(db)
+	_ = s.q.InsertRuns(ctx, pl.Queue(), rp)
 	if timeouts {
-		_ = s.q.InsertDeadlines(ctx, pl, rp.Ids)
+		_ = s.q.InsertDeadlines(ctx, pl.Queue(), rp.Ids)
 	}
 	started, err := c.write(ctx, s, pl)
 	if err != nil {
@@ -167,7 +168,7 @@ func closeConn(conn *pgxpool.Conn) {
 func (s *Store) createInTx(ctx context.Context, runs []store.NewRun, graphs []*graph, rp dbsqlc.InsertRunsParams, p store.ClaimParams) ([]store.ClaimedTask, error) {
 	var claimed []store.ClaimedTask
 	queued := 0
-	err := s.inTx(ctx, func(tx *txn) error {
+	err := s.inTx(ctx, func(tx *pipeline.Tx) error {
 		var wrote bool
 		var err error
 		claimed, queued, wrote, err = s.createWithin(ctx, tx, runs, graphs, rp, p)
@@ -186,7 +187,7 @@ func (s *Store) createInTx(ctx context.Context, runs []store.NewRun, graphs []*g
 // createWithin is createInTx's work in the caller's transaction. It
 // returns the tasks it started, how many it queued, and whether it wrote
 // anything (false when every run was a duplicate).
-func (s *Store) createWithin(ctx context.Context, tx *txn, runs []store.NewRun, graphs []*graph, rp dbsqlc.InsertRunsParams, p store.ClaimParams) (claimed []store.ClaimedTask, queued int, wrote bool, err error) {
+func (s *Store) createWithin(ctx context.Context, tx *pipeline.Tx, runs []store.NewRun, graphs []*graph, rp dbsqlc.InsertRunsParams, p store.ClaimParams) (claimed []store.ClaimedTask, queued int, wrote bool, err error) {
 	keyed := false
 	for i := range runs {
 		keyed = keyed || runs[i].Key != ""
@@ -201,7 +202,7 @@ func (s *Store) createWithin(ctx context.Context, tx *txn, runs []store.NewRun, 
 			return nil, 0, false, err
 		}
 	} else {
-		_ = s.q.InsertRuns(ctx, tx, rp)
+		_ = s.q.InsertRuns(ctx, tx.Queue(), rp)
 	}
 	var created []store.NewRun
 	var createdGraphs []*graph
@@ -224,7 +225,7 @@ func (s *Store) createWithin(ctx context.Context, tx *txn, runs []store.NewRun, 
 		}
 	}
 	if len(qp.Ids) > 0 {
-		_ = s.q.QueueRuns(ctx, tx, qp)
+		_ = s.q.QueueRuns(ctx, tx.Queue(), qp)
 	}
 	if len(created) > 0 {
 		var timed []pgtype.UUID
@@ -234,10 +235,10 @@ func (s *Store) createWithin(ctx context.Context, tx *txn, runs []store.NewRun, 
 			}
 		}
 		if len(timed) > 0 {
-			_ = s.q.InsertDeadlines(ctx, tx, timed)
+			_ = s.q.InsertDeadlines(ctx, tx.Queue(), timed)
 		}
 		c := s.newCreation(created, createdGraphs, createdHeld, rp.Now, p)
-		started, err := c.write(ctx, s, tx)
+		started, err := c.write(ctx, s, &tx.Pipeline)
 		if err != nil {
 			return nil, 0, false, err
 		}
@@ -249,7 +250,7 @@ func (s *Store) createWithin(ctx context.Context, tx *txn, runs []store.NewRun, 
 			return nil, 0, false, err
 		}
 		queued += len(ready)
-		if err := s.enqueueReady(ctx, tx, ready); err != nil {
+		if err := s.enqueueReady(ctx, tx.Queue(), ready); err != nil {
 			return nil, 0, false, err
 		}
 	}
@@ -260,7 +261,7 @@ func (s *Store) createWithin(ctx context.Context, tx *txn, runs []store.NewRun, 
 // which are admitted at once, in id order: those whose slot has room and
 // no run waiting. The others are QUEUED (statuses, by run) and held: their
 // roots stay PENDING. The slots' counts are written by settle.
-func (s *Store) capNewRuns(ctx context.Context, tx *txn, runs []store.NewRun, statuses []string) (lockedSlots, []bool, error) {
+func (s *Store) capNewRuns(ctx context.Context, tx *pipeline.Tx, runs []store.NewRun, statuses []string) (lockedSlots, []bool, error) {
 	held := make([]bool, len(runs))
 	var order []int
 	for i := range runs {
@@ -292,7 +293,7 @@ func (s *Store) capNewRuns(ctx context.Context, tx *txn, runs []store.NewRun, st
 // insertKeyedRuns inserts runs some of which have idempotency keys, and
 // returns those inserted: a run whose key is taken is not, and gets the id
 // of the run that has it (NewRun.Existing).
-func (s *Store) insertKeyedRuns(ctx context.Context, tx *txn, runs []store.NewRun, rp dbsqlc.InsertRunsParams) (map[dag.RunID]bool, error) {
+func (s *Store) insertKeyedRuns(ctx context.Context, tx *pipeline.Tx, runs []store.NewRun, rp dbsqlc.InsertRunsParams) (map[dag.RunID]bool, error) {
 	kp := dbsqlc.InsertKeyedRunsParams{
 		Now: rp.Now, Ids: rp.Ids, Workflows: rp.Workflows, Fingerprints: rp.Fingerprints,
 		Tenants: rp.Tenants, Inputs: rp.Inputs, Pendings: rp.Pendings,
@@ -301,7 +302,7 @@ func (s *Store) insertKeyedRuns(ctx context.Context, tx *txn, runs []store.NewRu
 	for i := range runs {
 		kp.Keys = append(kp.Keys, runs[i].Key)
 	}
-	ids, err := s.q.InsertKeyedRuns(ctx, tx, kp)
+	ids, err := s.q.InsertKeyedRuns(ctx, tx.Queue(), kp)
 	if err != nil {
 		return nil, err
 	}
@@ -320,7 +321,7 @@ func (s *Store) insertKeyedRuns(ctx context.Context, tx *txn, runs []store.NewRu
 	if len(kq.Keys) == 0 {
 		return inserted, nil
 	}
-	rows, err := s.q.RunsByKey(ctx, tx, kq)
+	rows, err := s.q.RunsByKey(ctx, tx.Queue(), kq)
 	if err != nil {
 		return nil, fmt.Errorf("read the runs that have the keys: %w", err)
 	}
@@ -419,12 +420,10 @@ func (s *Store) newCreation(runs []store.NewRun, graphs []*graph, held []bool, n
 	return c
 }
 
-// write queues the statements on db, after the runs' insert, and sends
+// write queues the statements on pl, after the runs' insert, and sends
 // them: it returns the candidates that started.
-func (c *creation) write(ctx context.Context, s *Store, db interface {
-	dbsqlc.DBTX
-	send(context.Context) error
-}) ([]dbsqlc.StartedTasksRow, error) {
+func (c *creation) write(ctx context.Context, s *Store, pl *pipeline.Pipeline) ([]dbsqlc.StartedTasksRow, error) {
+	db := pl.Queue()
 	_ = s.q.InsertTasks(ctx, db, c.tp)
 	_ = s.q.EnsureTenants(ctx, db, c.tenants) // later enqueues need the tenants' rows, even when nothing is enqueued now
 	if len(c.ep.Tasks) > 0 {
@@ -435,7 +434,7 @@ func (c *creation) write(ctx context.Context, s *Store, db interface {
 	if len(c.cands) > 0 {
 		started, err = s.q.StartedTasks(ctx, db, c.candRuns, c.candNames)
 	} else {
-		err = db.send(ctx)
+		err = pl.Send(ctx)
 	}
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/pipeline"
 )
 
 // Config configures a Store. The zero value (or a nil *Config) is ready to
@@ -202,70 +203,10 @@ func (s *Store) clock() pgtype.Timestamptz {
 	return pgtype.Timestamptz{Time: s.now(), Valid: true}
 }
 
-// inTx runs fn in a transaction and commits it if fn returns nil.
-func (s *Store) inTx(ctx context.Context, fn func(tx *txn) error) error {
-	return s.inTxThen(ctx, fn, nil)
-}
-
-// inTxThen is inTx, and then, when it is not nil, runs after COMMIT is
-// queued: its first query goes with the COMMIT, in the same round trip,
-// and reads what the transaction committed. An error of then is the
-// call's, as one of the COMMIT would be: the transaction may have
-// committed all the same.
-func (s *Store) inTxThen(ctx context.Context, fn, then func(tx *txn) error) (err error) {
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	defer conn.Release()
-	tx := &txn{pipeline: pipeline{db: conn}}
-	_, _ = tx.Exec(ctx, "begin") // queued: it goes with the first query
-	defer func() {
-		// Nothing to undo when BEGIN was never sent, or when COMMIT failed
-		// (it ended the transaction). A broken connection is not reused.
-		if err != nil {
-			_ = tx.closeOpen() // results of queries sent ahead and never read
-		}
-		if err != nil && conn.Conn().PgConn().TxStatus() != 'I' {
-			rctx, cancel := rollbackContext(ctx)
-			defer cancel()
-			_, _ = conn.Exec(rctx, "rollback") // the error that made us roll back matters more
-		}
-	}()
-	if err := fn(tx); err != nil {
-		return err
-	}
-	_, _ = tx.Exec(ctx, "commit")
-	if then != nil {
-		if err := then(tx); err != nil {
-			return err
-		}
-	}
-	return tx.send(ctx)
-}
-
-// rollbackContext returns the context a failed transaction is rolled back
-// under: ctx while it lasts, or, once it has ended, a context of its own,
-// for rollbackTimeout at most. A rollback that does not answer in time
-// (a database that froze) gives its connection up, which rolls the
-// transaction back too: it never holds its caller, which may be Stop
-// waiting for the keeper, past ctx.
-func rollbackContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	if ctx.Err() != nil {
-		ctx = context.WithoutCancel(ctx)
-	}
-	return context.WithTimeout(ctx, rollbackTimeout)
-}
-
-// rollbackTimeout bounds a rollback (see rollbackContext).
-const rollbackTimeout = time.Second
-
-// A txn is a transaction whose statements are pipelined (see pipeline):
-// BEGIN goes with its first query, statements without results wait for
-// the next query, and COMMIT goes with whatever is left. A transaction
-// that reads once and then writes takes two round trips, not four.
-type txn struct {
-	pipeline
+// inTx runs fn in a pipelined transaction (pipeline.InTx) and commits it
+// if fn returns nil.
+func (s *Store) inTx(ctx context.Context, fn func(tx *pipeline.Tx) error) error {
+	return pipeline.InTx(ctx, s.pool, fn, nil)
 }
 
 // errNothingToDo makes inTx roll back a transaction that changed nothing.
