@@ -14,13 +14,14 @@ import (
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/groupcommit"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/pipeline"
 )
 
 // CreateRuns implements store.Store. The runs, their tasks (the roots with
 // their QUEUED events) and the roots' queue entries are written with one
 // statement each, all sent in one round trip and run in one transaction.
-// Calls made at once share that transaction (see createGroup).
+// Calls made at once share that transaction (see groupcommit.Group).
 func (s *Store) CreateRuns(ctx context.Context, runs []store.NewRun) error {
 	_, err := s.createGrouped(ctx, runs, store.ClaimParams{})
 	return err
@@ -37,12 +38,12 @@ func (s *Store) StartRuns(ctx context.Context, runs []store.NewRun, p store.Clai
 }
 
 // createGrouped is createRuns, in a transaction with the calls made at the
-// same time when the call may share one (see createGroup).
+// same time when the call may share one (see groupcommit.Group).
 func (s *Store) createGrouped(ctx context.Context, runs []store.NewRun, p store.ClaimParams) ([]store.ClaimedTask, error) {
-	if !groupable(runs, p) {
+	if !groupcommit.Groupable(runs, p) {
 		return s.createRuns(ctx, runs, p)
 	}
-	return s.creates.do(ctx, runs, p, s.createRuns)
+	return s.creates.Do(ctx, runs, p, s.createRuns)
 }
 
 // prepare checks new runs and returns their graphs and the parameters

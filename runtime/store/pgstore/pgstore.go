@@ -13,6 +13,7 @@ import (
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/groupcommit"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/pipeline"
 )
 
@@ -63,9 +64,9 @@ type Store struct {
 	churn  countedJob // the queue's vacuum: see noteChurn
 	leases leaseBook  // the leases of this store's claims, until answered
 
-	listener listener    // Subscribe's and SubscribeCancels' connection
-	sweep    sweeper     // rate-limits sweepSlots
-	creates  createGroup // CreateRuns calls made at once share a transaction
+	listener listener          // Subscribe's and SubscribeCancels' connection
+	sweep    sweeper           // rate-limits sweepSlots
+	creates  groupcommit.Group // CreateRuns calls made at once share a transaction
 }
 
 var _ store.Store = (*Store)(nil)
