@@ -84,14 +84,14 @@ func (s *Store) prepare(runs []store.NewRun) ([]*graph, dbsqlc.InsertRunsParams,
 
 // createRuns creates runs, starts up to p.Limit of their roots for p.Worker
 // as store.Starter says, and enqueues the others. A creation refused
-// because no range of the history tables holds an id (see coverRuns) is
-// made again once they have one.
+// because no range of the history tables holds an id is made again once
+// they have one (maintenance.Partitions.WithRanges).
 func (s *Store) createRuns(ctx context.Context, runs []store.NewRun, p store.ClaimParams) ([]store.ClaimedTask, error) {
 	if len(runs) == 0 {
 		return nil, nil
 	}
 	var claimed []store.ClaimedTask
-	err := s.withRanges(ctx, runs, func() (err error) {
+	err := s.parts.WithRanges(ctx, runs, func() (err error) {
 		claimed, err = s.createRunsOnce(ctx, runs, p)
 		return err
 	})

@@ -14,6 +14,7 @@ import (
 	"github.com/dagenhq/dagen/runtime/store"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/groupcommit"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/maintenance"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/pipeline"
 )
 
@@ -43,26 +44,21 @@ type Config struct {
 // Store is a store.Store on Postgres. It is safe for concurrent use by many
 // goroutines and many processes sharing one database schema.
 type Store struct {
-	pool   *pgxpool.Pool
-	q      *dbsqlc.Queries
-	now    func() time.Time
-	period time.Duration // Config.PartitionPeriod
-
-	// lastPeriod is the width, in nanoseconds, of the leader's last ranges
-	// (0 before its first round): the width of a range made for a creation.
-	lastPeriod atomic.Int64
-	// lastVacuum is when, in unix nanoseconds, the queue tables were last
-	// vacuumed (vacuumQueues).
-	lastVacuum atomic.Int64
+	pool *pgxpool.Pool
+	q    *dbsqlc.Queries
+	now  func() time.Time
 
 	notifyEvery time.Duration // Config.NotifyEvery
 	lastNotify  atomic.Int64  // unix nanoseconds of the last forced notification
 	owned       bool          // Close closes the pool
 
 	leader leader
-	stats  plannerStats
-	churn  countedJob // the queue's vacuum: see noteChurn
-	leases leaseBook  // the leases of this store's claims, until answered
+	leases leaseBook // the leases of this store's claims, until answered
+
+	// Maintenance (see noteQueued, PruneRuns and CloseContext).
+	parts  *maintenance.Partitions // the history tables' ranges of run ids
+	stats  *maintenance.Stats      // the planner's statistics, by growth
+	vacuum *maintenance.Vacuum     // the queue tables' vacuum, by volume
 
 	listener listener          // Subscribe's and SubscribeCancels' connection
 	sweep    sweeper           // rate-limits sweepSlots
@@ -87,15 +83,26 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{pool: pool, q: dbsqlc.New(), notifyEvery: DefaultNotifyEvery}
-	s.stats.job.every, s.churn.every = growthCheckEvery, churnVacuumEvery
+	var period time.Duration
 	if cfg != nil {
-		s.now, s.period = cfg.Now, cfg.PartitionPeriod
+		s.now, period = cfg.Now, cfg.PartitionPeriod
 		if cfg.NotifyEvery != 0 {
 			s.notifyEvery = cfg.NotifyEvery
 		}
 	}
+	s.parts = maintenance.NewPartitions(pool, s.now, period)
+	s.stats = maintenance.NewStats(pool, s.now)
+	s.vacuum = maintenance.NewVacuum(pool)
 	return s, nil
 }
+
+// MinPartitionPeriod and MaxPartitionPeriod bound the width of a new range
+// of the history tables when it is chosen from the retention
+// ([Config.PartitionPeriod]).
+const (
+	MinPartitionPeriod = maintenance.MinPartitionPeriod
+	MaxPartitionPeriod = maintenance.MaxPartitionPeriod
+)
 
 // DefaultConnectTimeout bounds how long [Open] waits for the database.
 const DefaultConnectTimeout = 10 * time.Second
@@ -158,7 +165,7 @@ func (s *Store) Close() {
 // CloseContext gives up leadership, if held, by closing the leader's
 // connection (which ends its lock without a query that a stalled database
 // would never answer), waits for a refresh of the planner's statistics and
-// a vacuum of the queue under way (see noteQueued and noteChurn), and
+// a vacuum of the queue under way (see noteQueued), and
 // closes the pool if the store opened it ([Open]); a pool passed to [New]
 // belongs to the caller and is left open.
 // Closing the pool waits for the connections in use to come back; when ctx
@@ -171,8 +178,8 @@ func (s *Store) CloseContext(ctx context.Context) error {
 	// ends first.
 	refreshed := make(chan struct{})
 	go func() {
-		s.stats.job.wait()
-		s.churn.wait()
+		s.stats.Wait()
+		s.vacuum.Wait()
 		close(refreshed)
 	}()
 	select {
@@ -202,6 +209,14 @@ func (s *Store) clock() pgtype.Timestamptz {
 		return pgtype.Timestamptz{}
 	}
 	return pgtype.Timestamptz{Time: s.now(), Valid: true}
+}
+
+// noteQueued records that n tasks were created or enqueued: every so many,
+// the queue tables are vacuumed and the planner's statistics refreshed,
+// in the background (maintenance.Vacuum and maintenance.Stats).
+func (s *Store) noteQueued(ctx context.Context, n int) {
+	s.vacuum.Note(ctx, n)
+	s.stats.Note(ctx, n)
 }
 
 // inTx runs fn in a pipelined transaction (pipeline.InTx) and commits it

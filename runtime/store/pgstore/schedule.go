@@ -179,7 +179,7 @@ func (s *Store) FireSchedule(ctx context.Context, f store.ScheduleFiring) (bool,
 		}
 		return s.q.AdvanceSchedule(ctx, tx.Queue(), ap)
 	}
-	err = s.withRanges(ctx, f.Runs, func() error { return s.inTx(ctx, fire) })
+	err = s.parts.WithRanges(ctx, f.Runs, func() error { return s.inTx(ctx, fire) })
 	if errors.Is(err, errNotDue) {
 		return false, nil
 	}

@@ -139,11 +139,11 @@ func (s *Store) releaseTasks(ctx context.Context, worker string, keys []taskKey,
 // both ways. Where the server's autovacuum is off, it vacuums the queue
 // tables too.
 func (s *Store) PruneRuns(ctx context.Context, cutoff time.Time, limit int) (int, error) {
-	dropped, err := s.maintainPartitions(ctx, cutoff)
+	dropped, err := s.parts.Maintain(ctx, cutoff)
 	if err != nil {
 		return dropped, fmt.Errorf("prune runs finished before %s: %w", cutoff.Format(time.RFC3339), err)
 	}
-	if err := s.vacuumQueues(ctx); err != nil {
+	if err := s.vacuum.Queues(ctx); err != nil {
 		return dropped, err
 	}
 	if limit <= 0 {
@@ -167,7 +167,7 @@ func (s *Store) deleteRuns(ctx context.Context, cutoff time.Time, limit int) (in
 		// A run made less than a period before the cutoff is in a range
 		// that its drop will take whole: deleting it one by one first
 		// would cost as much as the work did.
-		madeBefore := pgtype.Timestamptz{Time: cutoff.Add(-s.partitionPeriod(s.idClock(), cutoff)), Valid: true}
+		madeBefore := pgtype.Timestamptz{Time: cutoff.Add(-s.parts.Period(cutoff)), Valid: true}
 		cands, err := s.q.PruneCandidates(ctx, tx.Queue(), dbsqlc.PruneCandidatesParams{MadeBefore: madeBefore, Cutoff: at, Max: int32(min(limit, 1<<30))})
 		if err != nil {
 			return fmt.Errorf("read finished runs: %w", err)
