@@ -1,4 +1,4 @@
-package pgstore
+package leasebook
 
 import (
 	"sync"
