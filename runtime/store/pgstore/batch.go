@@ -592,7 +592,7 @@ func (e enqueueItem) live() bool {
 }
 
 // endLeases deletes the leases in b.dropped and those whose every attempt
-// this store saw answered (leaseBook.takeDone). It must come last: the
+// this store saw answered (leasebook.Book.TakeDone). It must come last: the
 // statements after PlanEachExecution are planned at each execution, and
 // the others keep their plans (Enqueue, planned at each execution, costs
 // more; see docs/performance.md, "Statements keep one plan").
@@ -600,7 +600,7 @@ func (e enqueueItem) live() bool {
 // A lease taken from the book here stays when the transaction fails: the
 // leader deletes it once it expires, as every lease no task holds.
 func (b *batch) endLeases(ctx context.Context, db dbsqlc.DBTX) error {
-	ids := append(b.dropped, b.s.leases.takeDone()...)
+	ids := append(b.dropped, b.s.leases.TakeDone()...)
 	if len(ids) == 0 {
 		return nil
 	}

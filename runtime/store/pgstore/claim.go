@@ -10,6 +10,7 @@ import (
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/leasebook"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/pipeline"
 )
 
@@ -36,7 +37,7 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.Cl
 		return nil, fmt.Errorf("claim tasks for worker %s: %w", p.Worker, err)
 	}
 	claimed := make([]store.ClaimedTask, len(rows))
-	views := make([]claimView, len(rows))
+	views := make([]leasebook.View, len(rows))
 	sh := newSharedReads(len(rows), func(i int) (bool, bool) { return rows[i].RunShared, rows[i].ParentsShared })
 	for i, r := range rows {
 		c := store.ClaimedTask{
@@ -64,10 +65,10 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.Cl
 			return nil, fmt.Errorf("claim tasks for worker %s: task %s/%s: %w", p.Worker, c.RunID, c.Step, err)
 		}
 		claimed[i] = c
-		views[i] = viewOf(&c, r.Children, r.StartedEvent, r.RowCtid)
+		views[i] = leasebook.ViewOf(&c, r.Children, r.StartedEvent, r.RowCtid)
 	}
 	if len(rows) > 0 {
-		s.leases.claimed(rows[0].Lease, claimed, views)
+		s.leases.Claimed(rows[0].Lease, claimed, views)
 	}
 	return claimed, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/leasebook"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/pipeline"
 )
 
@@ -21,14 +22,14 @@ func (s *Store) CompleteTasks(ctx context.Context, results []store.TaskResult) (
 // completeTasks is CompleteTasks, and CompleteAndContinue when cont is set.
 //
 // Completed results of attempts this store claimed are decided on what the
-// claim returned (claimView) rather than on rows read again; when one of
+// claim returned (leasebook.View) rather than on rows read again; when one of
 // those rows moved on since (UpdateTasks fails the transaction), the batch
 // is decided again, and written, on the rows it reads.
 func (s *Store) completeTasks(ctx context.Context, results []store.TaskResult, cont *continuation) ([]store.CompletionOutcome, error) {
 	if len(results) == 0 {
 		return []store.CompletionOutcome{}, nil
 	}
-	views := s.leases.viewsFor(results)
+	views := s.leases.ViewsFor(results)
 	out, err := s.completeOnce(ctx, results, cont, views)
 	if views != nil && claimMoved(err) {
 		if cont != nil {
@@ -39,9 +40,9 @@ func (s *Store) completeTasks(ctx context.Context, results []store.TaskResult, c
 	if err != nil && !errors.Is(err, errNothingToDo) {
 		return nil, fmt.Errorf("complete %d tasks: %w", len(results), err)
 	}
-	s.leases.answered(results)
+	s.leases.Answered(results)
 	if cont != nil {
-		s.leases.claimed(cont.lease, cont.claimed, cont.views)
+		s.leases.Claimed(cont.lease, cont.claimed, cont.views)
 	}
 	enqueued := 0
 	for _, o := range out {
@@ -53,7 +54,7 @@ func (s *Store) completeTasks(ctx context.Context, results []store.TaskResult, c
 
 // completeOnce is one transaction of completeTasks: views, by result, are
 // the claim views the results are decided on (nil: none).
-func (s *Store) completeOnce(ctx context.Context, results []store.TaskResult, cont *continuation, views []claimView) ([]store.CompletionOutcome, error) {
+func (s *Store) completeOnce(ctx context.Context, results []store.TaskResult, cont *continuation, views []leasebook.View) ([]store.CompletionOutcome, error) {
 	out := make([]store.CompletionOutcome, len(results))
 	var back []int // the results whose runs are read back: see readBack
 	err := pipeline.InTx(ctx, s.pool, func(tx *pipeline.Tx) error {
@@ -67,7 +68,7 @@ func (s *Store) completeOnce(ctx context.Context, results []store.TaskResult, co
 			return err
 		}
 		for i := range results {
-			if decides(views, i) {
+			if leasebook.Decides(views, i) {
 				b.fromView(&results[i], &views[i])
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/leasebook"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/pipeline"
 )
 
@@ -48,8 +49,8 @@ type continuation struct {
 	ahead   []string        // the tenants TenantsAhead was sent for, or nil
 	mayGo   map[string]bool // by tenant, as TenantsAhead read (readAhead); nil before
 	claimed []store.ClaimedTask
-	views   []claimView // of claimed, by task (views.go)
-	lease   int64       // the lease of the steps started (ContinueTasks)
+	views   []leasebook.View // of claimed, by task
+	lease   int64            // the lease of the steps started (ContinueTasks)
 }
 
 // sendAhead sends TenantsAhead with the next query (DecrementChildren), for
@@ -160,7 +161,7 @@ func (b *batch) continueReady(ctx context.Context) error {
 		}
 		b.enqueue[cands[r.Ord-1]].continued = true
 		c.claimed = append(c.claimed, t)
-		c.views = append(c.views, viewOf(&t, r.Children, r.StartedEvent, r.RowCtid))
+		c.views = append(c.views, leasebook.ViewOf(&t, r.Children, r.StartedEvent, r.RowCtid))
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/dagenhq/dagen/runtime/store"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/groupcommit"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/leasebook"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/pipeline"
 )
 
@@ -448,7 +449,7 @@ func (c *creation) write(ctx context.Context, s *Store, pl *pipeline.Pipeline) (
 // STARTED event ids (InsertTasks). It is called before the creation
 // commits: a creation that fails leaves its attempts in the book, where
 // nothing answers them, or where the attempt of a creation tried again
-// takes their place (leaseBook.claimed).
+// takes their place (leasebook.Book.Claimed).
 func (c *creation) claimed(s *Store, started []dbsqlc.StartedTasksRow) []store.ClaimedTask {
 	rowOf := make(map[taskKey]*dbsqlc.StartedTasksRow, len(started))
 	var lease int64
@@ -460,14 +461,14 @@ func (c *creation) claimed(s *Store, started []dbsqlc.StartedTasksRow) []store.C
 		}
 	}
 	var claimed []store.ClaimedTask
-	var views []claimView
+	var views []leasebook.View
 	for _, c := range c.cands {
 		if r := rowOf[taskKey{c.RunID, c.Step}]; r != nil {
 			claimed = append(claimed, c)
-			views = append(views, viewOf(&c, r.Children, r.StartedEvent, r.RowCtid))
+			views = append(views, leasebook.ViewOf(&c, r.Children, r.StartedEvent, r.RowCtid))
 		}
 	}
-	s.leases.claimed(lease, claimed, views)
+	s.leases.Claimed(lease, claimed, views)
 	return claimed
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/dagenhq/dagen/runtime/store"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/groupcommit"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/leasebook"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/maintenance"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/pipeline"
 )
@@ -53,7 +54,7 @@ type Store struct {
 	owned       bool          // Close closes the pool
 
 	leader leader
-	leases leaseBook // the leases of this store's claims, until answered
+	leases leasebook.Book // the leases and views of this store's claims, until answered
 
 	// Maintenance (see noteQueued, PruneRuns and CloseContext).
 	parts  *maintenance.Partitions // the history tables' ranges of run ids
