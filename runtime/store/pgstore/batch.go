@@ -13,6 +13,7 @@ import (
 	"github.com/dagenhq/dagen/runtime/store"
 	"github.com/dagenhq/dagen/runtime/store/internal/transition"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/pipeline"
 )
 
 // A batch is one writing transaction over tasks of locked runs: completions,
@@ -27,7 +28,7 @@ import (
 // size, in the order the core gives its events.
 type batch struct {
 	s   *Store
-	tx  *txn
+	tx  *pipeline.Tx
 	now time.Time // the transaction's clock, read by lockRuns
 
 	runs   map[dag.RunID]*runState
@@ -110,7 +111,7 @@ type enqueueItem struct {
 	continued   bool       // started by continueReady: not enqueued
 }
 
-func (s *Store) newBatch(tx *txn, sources int) *batch {
+func (s *Store) newBatch(tx *pipeline.Tx, sources int) *batch {
 	b := &batch{
 		s:      s,
 		tx:     tx,
@@ -161,7 +162,7 @@ func (b *batch) lockRuns(ctx context.Context, ids []dag.RunID, skipLocked bool) 
 		b.runs[rs.ID] = rs
 	}
 	if skipLocked {
-		rows, err := b.s.q.LockRunsSkipLocked(ctx, b.tx, dbsqlc.LockRunsSkipLockedParams{MaxInput: b.inputMax(), Now: b.s.clock(), Ids: uuids(ids)})
+		rows, err := b.s.q.LockRunsSkipLocked(ctx, b.tx.Queue(), dbsqlc.LockRunsSkipLockedParams{MaxInput: b.inputMax(), Now: b.s.clock(), Ids: uuids(ids)})
 		if err != nil {
 			return fmt.Errorf("lock %d runs: %w", len(ids), err)
 		}
@@ -170,7 +171,7 @@ func (b *batch) lockRuns(ctx context.Context, ids []dag.RunID, skipLocked bool) 
 		}
 		return nil
 	}
-	rows, err := b.s.q.LockRuns(ctx, b.tx, dbsqlc.LockRunsParams{MaxInput: b.inputMax(), Now: b.s.clock(), Ids: uuids(ids)})
+	rows, err := b.s.q.LockRuns(ctx, b.tx.Queue(), dbsqlc.LockRunsParams{MaxInput: b.inputMax(), Now: b.s.clock(), Ids: uuids(ids)})
 	if err != nil {
 		return fmt.Errorf("lock %d runs: %w", len(ids), err)
 	}
@@ -210,7 +211,7 @@ func (b *batch) lockRunsAndLoad(ctx context.Context, ids []dag.RunID, keys []tas
 		ids = append(ids, k.run)
 		kIDs[i], kNames[i] = uuidOf(k.run), k.name
 	}
-	b.tx.queryAhead(record(func(db dbsqlc.DBTX) error {
+	b.tx.QueryAhead(pipeline.Record(func(db dbsqlc.DBTX) error {
 		_, err := b.s.q.GetTasks(ctx, db, kIDs, kNames)
 		return err
 	}))
@@ -239,7 +240,7 @@ func (b *batch) loadTasks(ctx context.Context, keys []taskKey) error {
 // readTasks reads tasks by key and keeps those of locked runs not loaded
 // yet.
 func (b *batch) readTasks(ctx context.Context, ids []pgtype.UUID, names []string) error {
-	rows, err := b.s.q.GetTasks(ctx, b.tx, ids, names)
+	rows, err := b.s.q.GetTasks(ctx, b.tx.Queue(), ids, names)
 	if err != nil {
 		return fmt.Errorf("read %d tasks: %w", len(ids), err)
 	}
@@ -340,7 +341,7 @@ func statusStrings(e transition.End) []string {
 // so that only the statements whose results it needs wait for a round trip.
 // The rest go with the transaction's COMMIT.
 func (b *batch) flush(ctx context.Context) error {
-	q, pl, now := b.s.q, b.tx, tstz(b.now)
+	q, pl, now := b.s.q, b.tx.Queue(), tstz(b.now)
 	b.decided()
 
 	// The decided task transitions, and their timers.
@@ -592,7 +593,7 @@ func (e enqueueItem) live() bool {
 }
 
 // endLeases deletes the leases in b.dropped and those whose every attempt
-// this store saw answered (leaseBook.takeDone). It must come last: the
+// this store saw answered (leasebook.Book.TakeDone). It must come last: the
 // statements after PlanEachExecution are planned at each execution, and
 // the others keep their plans (Enqueue, planned at each execution, costs
 // more; see docs/performance.md, "Statements keep one plan").
@@ -600,7 +601,7 @@ func (e enqueueItem) live() bool {
 // A lease taken from the book here stays when the transaction fails: the
 // leader deletes it once it expires, as every lease no task holds.
 func (b *batch) endLeases(ctx context.Context, db dbsqlc.DBTX) error {
-	ids := append(b.dropped, b.s.leases.takeDone()...)
+	ids := append(b.dropped, b.s.leases.TakeDone()...)
 	if len(ids) == 0 {
 		return nil
 	}

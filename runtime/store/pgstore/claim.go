@@ -10,6 +10,8 @@ import (
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/leasebook"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/pipeline"
 )
 
 // ClaimTasks implements store.Store with a single statement (see
@@ -19,7 +21,7 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.Cl
 	if p.Limit <= 0 {
 		return nil, nil
 	}
-	pl := &pipeline{db: s.pool}
+	pl := pipeline.New(s.pool).Queue()
 	if err := s.q.KeepGenericPlan(ctx, pl); err != nil { // queued: it cannot fail here
 		return nil, fmt.Errorf("claim tasks for worker %s: %w", p.Worker, err)
 	}
@@ -35,7 +37,7 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.Cl
 		return nil, fmt.Errorf("claim tasks for worker %s: %w", p.Worker, err)
 	}
 	claimed := make([]store.ClaimedTask, len(rows))
-	views := make([]claimView, len(rows))
+	views := make([]leasebook.View, len(rows))
 	sh := newSharedReads(len(rows), func(i int) (bool, bool) { return rows[i].RunShared, rows[i].ParentsShared })
 	for i, r := range rows {
 		c := store.ClaimedTask{
@@ -63,10 +65,10 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.Cl
 			return nil, fmt.Errorf("claim tasks for worker %s: task %s/%s: %w", p.Worker, c.RunID, c.Step, err)
 		}
 		claimed[i] = c
-		views[i] = viewOf(&c, r.Children, r.StartedEvent, r.RowCtid)
+		views[i] = leasebook.ViewOf(&c, r.Children, r.StartedEvent, r.RowCtid)
 	}
 	if len(rows) > 0 {
-		s.leases.claimed(rows[0].Lease, claimed, views)
+		s.leases.Claimed(rows[0].Lease, claimed, views)
 	}
 	return claimed, nil
 }

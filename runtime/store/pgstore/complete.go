@@ -9,6 +9,8 @@ import (
 
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/leasebook"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/pipeline"
 )
 
 // CompleteTasks implements store.Store: one transaction per batch, with a
@@ -20,14 +22,14 @@ func (s *Store) CompleteTasks(ctx context.Context, results []store.TaskResult) (
 // completeTasks is CompleteTasks, and CompleteAndContinue when cont is set.
 //
 // Completed results of attempts this store claimed are decided on what the
-// claim returned (claimView) rather than on rows read again; when one of
+// claim returned (leasebook.View) rather than on rows read again; when one of
 // those rows moved on since (UpdateTasks fails the transaction), the batch
 // is decided again, and written, on the rows it reads.
 func (s *Store) completeTasks(ctx context.Context, results []store.TaskResult, cont *continuation) ([]store.CompletionOutcome, error) {
 	if len(results) == 0 {
 		return []store.CompletionOutcome{}, nil
 	}
-	views := s.leases.viewsFor(results)
+	views := s.leases.ViewsFor(results)
 	out, err := s.completeOnce(ctx, results, cont, views)
 	if views != nil && claimMoved(err) {
 		if cont != nil {
@@ -38,9 +40,9 @@ func (s *Store) completeTasks(ctx context.Context, results []store.TaskResult, c
 	if err != nil && !errors.Is(err, errNothingToDo) {
 		return nil, fmt.Errorf("complete %d tasks: %w", len(results), err)
 	}
-	s.leases.answered(results)
+	s.leases.Answered(results)
 	if cont != nil {
-		s.leases.claimed(cont.lease, cont.claimed, cont.views)
+		s.leases.Claimed(cont.lease, cont.claimed, cont.views)
 	}
 	enqueued := 0
 	for _, o := range out {
@@ -52,10 +54,10 @@ func (s *Store) completeTasks(ctx context.Context, results []store.TaskResult, c
 
 // completeOnce is one transaction of completeTasks: views, by result, are
 // the claim views the results are decided on (nil: none).
-func (s *Store) completeOnce(ctx context.Context, results []store.TaskResult, cont *continuation, views []claimView) ([]store.CompletionOutcome, error) {
+func (s *Store) completeOnce(ctx context.Context, results []store.TaskResult, cont *continuation, views []leasebook.View) ([]store.CompletionOutcome, error) {
 	out := make([]store.CompletionOutcome, len(results))
 	var back []int // the results whose runs are read back: see readBack
-	err := s.inTxThen(ctx, func(tx *txn) error {
+	err := pipeline.InTx(ctx, s.pool, func(tx *pipeline.Tx) error {
 		b := s.newBatch(tx, len(results))
 		b.cont = cont
 		ids := make([]dag.RunID, len(results))
@@ -66,7 +68,7 @@ func (s *Store) completeOnce(ctx context.Context, results []store.TaskResult, co
 			return err
 		}
 		for i := range results {
-			if decides(views, i) {
+			if leasebook.Decides(views, i) {
 				b.fromView(&results[i], &views[i])
 			}
 		}
@@ -87,8 +89,8 @@ func (s *Store) completeOnce(ctx context.Context, results []store.TaskResult, co
 		}
 		back = returned(results, out)
 		return nil
-	}, func(tx *txn) error {
-		return s.readBack(ctx, &tx.pipeline, results, out, back)
+	}, func(tx *pipeline.Tx) error {
+		return s.readBack(ctx, &tx.Pipeline, results, out, back)
 	})
 	return out, err
 }
@@ -110,7 +112,7 @@ func (s *Store) FireTimers(ctx context.Context, limit int) (int, error) {
 		return 0, nil
 	}
 	fired := 0
-	err = s.inTx(ctx, func(tx *txn) error {
+	err = s.inTx(ctx, func(tx *pipeline.Tx) error {
 		b := s.newBatch(tx, len(due))
 		ids := make([]dag.RunID, len(due))
 		for i, d := range due {
@@ -139,7 +141,7 @@ func (s *Store) FireTimers(ctx context.Context, limit int) (int, error) {
 			tp.ids = append(tp.ids, k.run)
 			tp.names = append(tp.names, k.name)
 		}
-		taken, err := s.q.TakeTimers(ctx, tx, takeTimersParams(tp.ids, tp.names, b.now))
+		taken, err := s.q.TakeTimers(ctx, tx.Queue(), takeTimersParams(tp.ids, tp.names, b.now))
 		if err != nil {
 			return fmt.Errorf("take %d timers: %w", len(keys), err)
 		}
@@ -211,8 +213,8 @@ func (s *Store) RescueExpired(ctx context.Context, limit int) (int, error) {
 		return 0, fmt.Errorf("rescue expired tasks: %w", err)
 	}
 	n := 0
-	err := s.inTx(ctx, func(tx *txn) error {
-		cands, err := s.q.RescueCandidates(ctx, tx, s.clock(), int64(limit))
+	err := s.inTx(ctx, func(tx *pipeline.Tx) error {
+		cands, err := s.q.RescueCandidates(ctx, tx.Queue(), s.clock(), int64(limit))
 		if err != nil {
 			return fmt.Errorf("read expired leases: %w", err)
 		}
@@ -260,12 +262,12 @@ func (s *Store) RescueExpired(ctx context.Context, limit int) (int, error) {
 			}
 		}
 		if len(ext.ids) > 0 {
-			if err := s.q.ExtendLeases(ctx, tx, ext.ids, ext.untils); err != nil {
+			if err := s.q.ExtendLeases(ctx, tx.Queue(), ext.ids, ext.untils); err != nil {
 				return fmt.Errorf("extend %d leases: %w", len(ext.ids), err)
 			}
 		}
 		if !b.changed() {
-			return b.endLeases(ctx, tx) // and commit the extended leases, if any
+			return b.endLeases(ctx, tx.Queue()) // and commit the extended leases, if any
 		}
 		return b.flush(ctx)
 	})
@@ -278,7 +280,7 @@ func (s *Store) RescueExpired(ctx context.Context, limit int) (int, error) {
 // CancelRun implements store.Store, as a CancelRuns batch of one run.
 func (s *Store) CancelRun(ctx context.Context, id dag.RunID) (bool, error) {
 	found, cancelled := false, false
-	err := s.inTx(ctx, func(tx *txn) error {
+	err := s.inTx(ctx, func(tx *pipeline.Tx) error {
 		n, ids, err := s.cancelLocked(ctx, tx, []dag.RunID{id})
 		found, cancelled = n == 1, len(ids) == 1
 		return err

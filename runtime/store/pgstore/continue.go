@@ -11,6 +11,8 @@ import (
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/leasebook"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/pipeline"
 )
 
 // CompleteAndContinue implements store.Continuer: CompleteTasks's
@@ -47,8 +49,8 @@ type continuation struct {
 	ahead   []string        // the tenants TenantsAhead was sent for, or nil
 	mayGo   map[string]bool // by tenant, as TenantsAhead read (readAhead); nil before
 	claimed []store.ClaimedTask
-	views   []claimView // of claimed, by task (views.go)
-	lease   int64       // the lease of the steps started (ContinueTasks)
+	views   []leasebook.View // of claimed, by task
+	lease   int64            // the lease of the steps started (ContinueTasks)
 }
 
 // sendAhead sends TenantsAhead with the next query (DecrementChildren), for
@@ -64,7 +66,7 @@ func (b *batch) sendAhead(ctx context.Context, ids []pgtype.UUID) {
 	}
 	slices.Sort(tenants)
 	c.ahead = slices.Compact(tenants)
-	b.tx.queryAhead(record(func(db dbsqlc.DBTX) error {
+	b.tx.QueryAhead(pipeline.Record(func(db dbsqlc.DBTX) error {
 		_, err := b.s.q.TenantsAhead(ctx, db, c.ahead)
 		return err
 	}))
@@ -77,7 +79,7 @@ func (b *batch) readAhead(ctx context.Context) error {
 	if c == nil || c.ahead == nil {
 		return nil
 	}
-	rows, err := b.s.q.TenantsAhead(ctx, b.tx, c.ahead)
+	rows, err := b.s.q.TenantsAhead(ctx, b.tx.Queue(), c.ahead)
 	if err != nil {
 		return fmt.Errorf("read the fair queue's tenants: %w", err)
 	}
@@ -124,7 +126,7 @@ func (b *batch) continueReady(ctx context.Context) error {
 		p.OwnInputs = append(p.OwnInputs, e.run.input != nil)
 	}
 	p.Known, p.Now, p.Worker, p.LeaseSeconds = uuidsOf(c.p.Known), tstz(b.now), c.p.Worker, c.p.Lease.Seconds()
-	started, err := b.s.q.ContinueTasks(ctx, b.tx, p)
+	started, err := b.s.q.ContinueTasks(ctx, b.tx.Queue(), p)
 	if err != nil {
 		return fmt.Errorf("start %d tasks made ready: %w", len(cands), err)
 	}
@@ -159,7 +161,7 @@ func (b *batch) continueReady(ctx context.Context) error {
 		}
 		b.enqueue[cands[r.Ord-1]].continued = true
 		c.claimed = append(c.claimed, t)
-		c.views = append(c.views, viewOf(&t, r.Children, r.StartedEvent, r.RowCtid))
+		c.views = append(c.views, leasebook.ViewOf(&t, r.Children, r.StartedEvent, r.RowCtid))
 	}
 	return nil
 }

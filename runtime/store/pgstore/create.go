@@ -14,12 +14,15 @@ import (
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/groupcommit"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/leasebook"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/pipeline"
 )
 
 // CreateRuns implements store.Store. The runs, their tasks (the roots with
 // their QUEUED events) and the roots' queue entries are written with one
 // statement each, all sent in one round trip and run in one transaction.
-// Calls made at once share that transaction (see createGroup).
+// Calls made at once share that transaction (see groupcommit.Group).
 func (s *Store) CreateRuns(ctx context.Context, runs []store.NewRun) error {
 	_, err := s.createGrouped(ctx, runs, store.ClaimParams{})
 	return err
@@ -36,12 +39,12 @@ func (s *Store) StartRuns(ctx context.Context, runs []store.NewRun, p store.Clai
 }
 
 // createGrouped is createRuns, in a transaction with the calls made at the
-// same time when the call may share one (see createGroup).
+// same time when the call may share one (see groupcommit.Group).
 func (s *Store) createGrouped(ctx context.Context, runs []store.NewRun, p store.ClaimParams) ([]store.ClaimedTask, error) {
-	if !groupable(runs, p) {
+	if !groupcommit.Groupable(runs, p) {
 		return s.createRuns(ctx, runs, p)
 	}
-	return s.creates.do(ctx, runs, p, s.createRuns)
+	return s.creates.Do(ctx, runs, p, s.createRuns)
 }
 
 // prepare checks new runs and returns their graphs and the parameters
@@ -82,14 +85,14 @@ func (s *Store) prepare(runs []store.NewRun) ([]*graph, dbsqlc.InsertRunsParams,
 
 // createRuns creates runs, starts up to p.Limit of their roots for p.Worker
 // as store.Starter says, and enqueues the others. A creation refused
-// because no range of the history tables holds an id (see coverRuns) is
-// made again once they have one.
+// because no range of the history tables holds an id is made again once
+// they have one (maintenance.Partitions.WithRanges).
 func (s *Store) createRuns(ctx context.Context, runs []store.NewRun, p store.ClaimParams) ([]store.ClaimedTask, error) {
 	if len(runs) == 0 {
 		return nil, nil
 	}
 	var claimed []store.ClaimedTask
-	err := s.withRanges(ctx, runs, func() (err error) {
+	err := s.parts.WithRanges(ctx, runs, func() (err error) {
 		claimed, err = s.createRunsOnce(ctx, runs, p)
 		return err
 	})
@@ -119,7 +122,7 @@ func (s *Store) createRunsOnce(ctx context.Context, runs []store.NewRun, p store
 	// in one implicit transaction. A queued statement returns no error: its
 	// error comes from the send, which StartedTasks makes when there are
 	// candidates to start.
-	var db batchDB = s.pool
+	var db pipeline.DB = s.pool
 	if len(c.tp.Names) >= largeCreation {
 		conn, err := s.pool.Acquire(ctx)
 		if err != nil {
@@ -128,10 +131,10 @@ func (s *Store) createRunsOnce(ctx context.Context, runs []store.NewRun, p store
 		defer closeConn(conn)
 		db = conn
 	}
-	pl := &pipeline{db: db}
-	_ = s.q.InsertRuns(ctx, pl, rp)
+	pl := pipeline.New(db)
+	_ = s.q.InsertRuns(ctx, pl.Queue(), rp)
 	if timeouts {
-		_ = s.q.InsertDeadlines(ctx, pl, rp.Ids)
+		_ = s.q.InsertDeadlines(ctx, pl.Queue(), rp.Ids)
 	}
 	started, err := c.write(ctx, s, pl)
 	if err != nil {
@@ -167,7 +170,7 @@ func closeConn(conn *pgxpool.Conn) {
 func (s *Store) createInTx(ctx context.Context, runs []store.NewRun, graphs []*graph, rp dbsqlc.InsertRunsParams, p store.ClaimParams) ([]store.ClaimedTask, error) {
 	var claimed []store.ClaimedTask
 	queued := 0
-	err := s.inTx(ctx, func(tx *txn) error {
+	err := s.inTx(ctx, func(tx *pipeline.Tx) error {
 		var wrote bool
 		var err error
 		claimed, queued, wrote, err = s.createWithin(ctx, tx, runs, graphs, rp, p)
@@ -186,7 +189,7 @@ func (s *Store) createInTx(ctx context.Context, runs []store.NewRun, graphs []*g
 // createWithin is createInTx's work in the caller's transaction. It
 // returns the tasks it started, how many it queued, and whether it wrote
 // anything (false when every run was a duplicate).
-func (s *Store) createWithin(ctx context.Context, tx *txn, runs []store.NewRun, graphs []*graph, rp dbsqlc.InsertRunsParams, p store.ClaimParams) (claimed []store.ClaimedTask, queued int, wrote bool, err error) {
+func (s *Store) createWithin(ctx context.Context, tx *pipeline.Tx, runs []store.NewRun, graphs []*graph, rp dbsqlc.InsertRunsParams, p store.ClaimParams) (claimed []store.ClaimedTask, queued int, wrote bool, err error) {
 	keyed := false
 	for i := range runs {
 		keyed = keyed || runs[i].Key != ""
@@ -201,7 +204,7 @@ func (s *Store) createWithin(ctx context.Context, tx *txn, runs []store.NewRun, 
 			return nil, 0, false, err
 		}
 	} else {
-		_ = s.q.InsertRuns(ctx, tx, rp)
+		_ = s.q.InsertRuns(ctx, tx.Queue(), rp)
 	}
 	var created []store.NewRun
 	var createdGraphs []*graph
@@ -224,7 +227,7 @@ func (s *Store) createWithin(ctx context.Context, tx *txn, runs []store.NewRun, 
 		}
 	}
 	if len(qp.Ids) > 0 {
-		_ = s.q.QueueRuns(ctx, tx, qp)
+		_ = s.q.QueueRuns(ctx, tx.Queue(), qp)
 	}
 	if len(created) > 0 {
 		var timed []pgtype.UUID
@@ -234,10 +237,10 @@ func (s *Store) createWithin(ctx context.Context, tx *txn, runs []store.NewRun, 
 			}
 		}
 		if len(timed) > 0 {
-			_ = s.q.InsertDeadlines(ctx, tx, timed)
+			_ = s.q.InsertDeadlines(ctx, tx.Queue(), timed)
 		}
 		c := s.newCreation(created, createdGraphs, createdHeld, rp.Now, p)
-		started, err := c.write(ctx, s, tx)
+		started, err := c.write(ctx, s, &tx.Pipeline)
 		if err != nil {
 			return nil, 0, false, err
 		}
@@ -249,7 +252,7 @@ func (s *Store) createWithin(ctx context.Context, tx *txn, runs []store.NewRun, 
 			return nil, 0, false, err
 		}
 		queued += len(ready)
-		if err := s.enqueueReady(ctx, tx, ready); err != nil {
+		if err := s.enqueueReady(ctx, tx.Queue(), ready); err != nil {
 			return nil, 0, false, err
 		}
 	}
@@ -260,7 +263,7 @@ func (s *Store) createWithin(ctx context.Context, tx *txn, runs []store.NewRun, 
 // which are admitted at once, in id order: those whose slot has room and
 // no run waiting. The others are QUEUED (statuses, by run) and held: their
 // roots stay PENDING. The slots' counts are written by settle.
-func (s *Store) capNewRuns(ctx context.Context, tx *txn, runs []store.NewRun, statuses []string) (lockedSlots, []bool, error) {
+func (s *Store) capNewRuns(ctx context.Context, tx *pipeline.Tx, runs []store.NewRun, statuses []string) (lockedSlots, []bool, error) {
 	held := make([]bool, len(runs))
 	var order []int
 	for i := range runs {
@@ -292,7 +295,7 @@ func (s *Store) capNewRuns(ctx context.Context, tx *txn, runs []store.NewRun, st
 // insertKeyedRuns inserts runs some of which have idempotency keys, and
 // returns those inserted: a run whose key is taken is not, and gets the id
 // of the run that has it (NewRun.Existing).
-func (s *Store) insertKeyedRuns(ctx context.Context, tx *txn, runs []store.NewRun, rp dbsqlc.InsertRunsParams) (map[dag.RunID]bool, error) {
+func (s *Store) insertKeyedRuns(ctx context.Context, tx *pipeline.Tx, runs []store.NewRun, rp dbsqlc.InsertRunsParams) (map[dag.RunID]bool, error) {
 	kp := dbsqlc.InsertKeyedRunsParams{
 		Now: rp.Now, Ids: rp.Ids, Workflows: rp.Workflows, Fingerprints: rp.Fingerprints,
 		Tenants: rp.Tenants, Inputs: rp.Inputs, Pendings: rp.Pendings,
@@ -301,7 +304,7 @@ func (s *Store) insertKeyedRuns(ctx context.Context, tx *txn, runs []store.NewRu
 	for i := range runs {
 		kp.Keys = append(kp.Keys, runs[i].Key)
 	}
-	ids, err := s.q.InsertKeyedRuns(ctx, tx, kp)
+	ids, err := s.q.InsertKeyedRuns(ctx, tx.Queue(), kp)
 	if err != nil {
 		return nil, err
 	}
@@ -320,7 +323,7 @@ func (s *Store) insertKeyedRuns(ctx context.Context, tx *txn, runs []store.NewRu
 	if len(kq.Keys) == 0 {
 		return inserted, nil
 	}
-	rows, err := s.q.RunsByKey(ctx, tx, kq)
+	rows, err := s.q.RunsByKey(ctx, tx.Queue(), kq)
 	if err != nil {
 		return nil, fmt.Errorf("read the runs that have the keys: %w", err)
 	}
@@ -419,12 +422,10 @@ func (s *Store) newCreation(runs []store.NewRun, graphs []*graph, held []bool, n
 	return c
 }
 
-// write queues the statements on db, after the runs' insert, and sends
+// write queues the statements on pl, after the runs' insert, and sends
 // them: it returns the candidates that started.
-func (c *creation) write(ctx context.Context, s *Store, db interface {
-	dbsqlc.DBTX
-	send(context.Context) error
-}) ([]dbsqlc.StartedTasksRow, error) {
+func (c *creation) write(ctx context.Context, s *Store, pl *pipeline.Pipeline) ([]dbsqlc.StartedTasksRow, error) {
+	db := pl.Queue()
 	_ = s.q.InsertTasks(ctx, db, c.tp)
 	_ = s.q.EnsureTenants(ctx, db, c.tenants) // later enqueues need the tenants' rows, even when nothing is enqueued now
 	if len(c.ep.Tasks) > 0 {
@@ -435,7 +436,7 @@ func (c *creation) write(ctx context.Context, s *Store, db interface {
 	if len(c.cands) > 0 {
 		started, err = s.q.StartedTasks(ctx, db, c.candRuns, c.candNames)
 	} else {
-		err = db.send(ctx)
+		err = pl.Send(ctx)
 	}
 	if err != nil {
 		return nil, err
@@ -448,7 +449,7 @@ func (c *creation) write(ctx context.Context, s *Store, db interface {
 // STARTED event ids (InsertTasks). It is called before the creation
 // commits: a creation that fails leaves its attempts in the book, where
 // nothing answers them, or where the attempt of a creation tried again
-// takes their place (leaseBook.claimed).
+// takes their place (leasebook.Book.Claimed).
 func (c *creation) claimed(s *Store, started []dbsqlc.StartedTasksRow) []store.ClaimedTask {
 	rowOf := make(map[taskKey]*dbsqlc.StartedTasksRow, len(started))
 	var lease int64
@@ -460,14 +461,14 @@ func (c *creation) claimed(s *Store, started []dbsqlc.StartedTasksRow) []store.C
 		}
 	}
 	var claimed []store.ClaimedTask
-	var views []claimView
+	var views []leasebook.View
 	for _, c := range c.cands {
 		if r := rowOf[taskKey{c.RunID, c.Step}]; r != nil {
 			claimed = append(claimed, c)
-			views = append(views, viewOf(&c, r.Children, r.StartedEvent, r.RowCtid))
+			views = append(views, leasebook.ViewOf(&c, r.Children, r.StartedEvent, r.RowCtid))
 		}
 	}
-	s.leases.claimed(lease, claimed, views)
+	s.leases.Claimed(lease, claimed, views)
 	return claimed
 }
 

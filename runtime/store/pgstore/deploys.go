@@ -11,6 +11,7 @@ import (
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/pipeline"
 )
 
 var _ store.Deploys = (*Store)(nil)
@@ -83,8 +84,8 @@ func (s *Store) ReportUnserved(ctx context.Context, grace time.Duration, limit i
 		return 0, nil
 	}
 	n := 0
-	err := s.inTx(ctx, func(tx *txn) error {
-		rows, err := s.q.ReportUnserved(ctx, tx, dbsqlc.ReportUnservedParams{Now: s.clock(), GraceSeconds: grace.Seconds(), Max: int32(min(limit, 1<<30))})
+	err := s.inTx(ctx, func(tx *pipeline.Tx) error {
+		rows, err := s.q.ReportUnserved(ctx, tx.Queue(), dbsqlc.ReportUnservedParams{Now: s.clock(), GraceSeconds: grace.Seconds(), Max: int32(min(limit, 1<<30))})
 		if err != nil {
 			return fmt.Errorf("find unserved tasks: %w", err)
 		}
@@ -96,7 +97,7 @@ func (s *Store) ReportUnserved(ctx context.Context, grace time.Duration, limit i
 			ev.add(dag.RunID(r.RunID.Bytes), r.Task, store.EventWaiting, int(r.Attempt), store.WaitingDetail(r.Task, r.Signature))
 		}
 		n = len(rows)
-		return ev.insert(ctx, s.q, tx, s.clock())
+		return ev.insert(ctx, s.q, tx.Queue(), s.clock())
 	})
 	if err == errNothingToDo {
 		err = nil
@@ -112,11 +113,9 @@ func (s *Store) ReportUnserved(ctx context.Context, grace time.Duration, limit i
 func (s *Store) InFlight(ctx context.Context, served []string, sample int) (store.InFlightReport, error) {
 	var rep store.InFlightReport
 	served = nonNil(served)
-	err := s.inTx(ctx, func(tx *txn) error {
-		if _, err := tx.Exec(ctx, "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"); err != nil {
-			return fmt.Errorf("begin snapshot: %w", err)
-		}
-		rows, err := s.q.InFlight(ctx, tx, served, int32(max(sample, 0)))
+	err := s.inTx(ctx, func(tx *pipeline.Tx) error {
+		tx.QueueSQL("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+		rows, err := s.q.InFlight(ctx, tx.Queue(), served, int32(max(sample, 0)))
 		if err != nil {
 			return fmt.Errorf("read in-flight signatures: %w", err)
 		}
@@ -137,7 +136,7 @@ func (s *Store) InFlight(ctx context.Context, served []string, sample int) (stor
 			}
 			rep.Signatures = append(rep.Signatures, f)
 		}
-		wrows, err := s.q.InFlightRuns(ctx, tx, int32(max(sample, 0)), served)
+		wrows, err := s.q.InFlightRuns(ctx, tx.Queue(), int32(max(sample, 0)), served)
 		if err != nil {
 			return fmt.Errorf("read in-flight runs: %w", err)
 		}

@@ -4,6 +4,15 @@
 // compiled by sqlc into internal/dbsqlc; the schema lives in migrations/
 // and is applied by [Migrate] (or [Open], which connects and migrates).
 //
+// The package maps the store's interface onto those queries; its machinery
+// lives in internal packages of one job each, so that a change to one
+// touches one: internal/pipeline sends the statements with fewer round
+// trips (and runs the pipelined transaction), internal/groupcommit makes
+// concurrent creations share a transaction, internal/leasebook keeps the
+// leases and claim views of this store's claims until answered, and
+// internal/maintenance keeps the schema fit for the work (the history
+// tables' ranges, the planner's statistics, the queue tables' vacuum).
+//
 // The hot path is batched. [Store.ClaimTasks] is one statement: it takes
 // the first rows of the fair ready queue with FOR UPDATE SKIP LOCKED,
 // deletes them, starts the tasks and returns what the steps need.

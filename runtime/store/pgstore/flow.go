@@ -15,6 +15,7 @@ import (
 	"github.com/dagenhq/dagen/runtime/store"
 	"github.com/dagenhq/dagen/runtime/store/internal/transition"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/pipeline"
 )
 
 // Flow control: concurrency caps and run deadlines (migration 006).
@@ -49,7 +50,7 @@ type lockedSlots map[slotKey]*slotState
 // settle writes the slots' counts with the runs the trigger admitted,
 // and admits the runs waiting for a slot that has room left (its cap was
 // raised, or a duplicate gave room back), whose ready tasks it returns.
-func (ls lockedSlots) settle(ctx context.Context, s *Store, tx *txn, now pgtype.Timestamptz) ([]readyTask, error) {
+func (ls lockedSlots) settle(ctx context.Context, s *Store, tx *pipeline.Tx, now pgtype.Timestamptz) ([]readyTask, error) {
 	deltas := make(map[slotKey]int, len(ls))
 	room := false
 	for k, st := range ls {
@@ -57,7 +58,7 @@ func (ls lockedSlots) settle(ctx context.Context, s *Store, tx *txn, now pgtype.
 		room = room || st.waiting && st.running+st.taken < st.lim
 	}
 	if room {
-		return s.admit(ctx, tx, deltas, now)
+		return s.admit(ctx, tx.Queue(), deltas, now)
 	}
 	var p dbsqlc.SetSlotsParams
 	for k, st := range ls {
@@ -65,7 +66,7 @@ func (ls lockedSlots) settle(ctx context.Context, s *Store, tx *txn, now pgtype.
 		p.Keys = append(p.Keys, k.key)
 		p.Runnings = append(p.Runnings, int32(st.running+st.taken))
 	}
-	if err := s.q.SetSlots(ctx, tx, p); err != nil {
+	if err := s.q.SetSlots(ctx, tx.Queue(), p); err != nil {
 		return nil, fmt.Errorf("write %d concurrency slots: %w", len(p.Keys), err)
 	}
 	return nil, nil
@@ -82,7 +83,7 @@ func slotParams(keys []slotKey) (workflows, names []string) {
 // lockNewSlots creates or locks the slots of new capped runs, setting each
 // one's cap to that of the last run in runs, and reads which have QUEUED
 // runs, in one round trip.
-func (s *Store) lockNewSlots(ctx context.Context, tx *txn, runs []store.NewRun) (lockedSlots, error) {
+func (s *Store) lockNewSlots(ctx context.Context, tx *pipeline.Tx, runs []store.NewRun) (lockedSlots, error) {
 	lims := make(map[slotKey]int)
 	for i := range runs {
 		if runs[i].Concurrency > 0 {
@@ -99,11 +100,11 @@ func (s *Store) lockNewSlots(ctx context.Context, tx *txn, runs []store.NewRun) 
 	for _, k := range keys {
 		p.Lims = append(p.Lims, int32(lims[k]))
 	}
-	tx.queryAhead(record(func(db dbsqlc.DBTX) error {
+	tx.QueryAhead(pipeline.Record(func(db dbsqlc.DBTX) error {
 		_, err := s.q.SlotsWaiting(ctx, db, p.Workflows, p.Keys)
 		return err
 	}))
-	rows, err := s.q.LockSlots(ctx, tx, p)
+	rows, err := s.q.LockSlots(ctx, tx.Queue(), p)
 	if err != nil {
 		return nil, fmt.Errorf("lock %d concurrency slots: %w", len(keys), err)
 	}
@@ -111,7 +112,7 @@ func (s *Store) lockNewSlots(ctx context.Context, tx *txn, runs []store.NewRun) 
 	for _, r := range rows {
 		ls[slotKey{r.Workflow, r.Key}] = &slotState{lim: int(r.Lim), running: int(r.Running)}
 	}
-	waiting, err := s.q.SlotsWaiting(ctx, tx, p.Workflows, p.Keys)
+	waiting, err := s.q.SlotsWaiting(ctx, tx.Queue(), p.Workflows, p.Keys)
 	if err != nil {
 		return nil, fmt.Errorf("read waiting runs of %d concurrency slots: %w", len(keys), err)
 	}
@@ -207,19 +208,19 @@ func (b *batch) endFlow(ctx context.Context) error {
 		}
 	}
 	if len(dq.Ids) > 0 {
-		if err := b.s.q.DequeueRuns(ctx, b.tx, dq); err != nil {
+		if err := b.s.q.DequeueRuns(ctx, b.tx.Queue(), dq); err != nil {
 			return fmt.Errorf("take %d ended runs out of their queues: %w", len(dq.Ids), err)
 		}
 	}
 	if len(completed) > 0 {
-		if err := b.s.q.DeleteTimersForRuns(ctx, b.tx, completed); err != nil {
+		if err := b.s.q.DeleteTimersForRuns(ctx, b.tx.Queue(), completed); err != nil {
 			return fmt.Errorf("delete deadlines of %d completed runs: %w", len(completed), err)
 		}
 	}
 	if len(released) == 0 {
 		return nil
 	}
-	ready, err := b.s.admit(ctx, b.tx, released, tstz(b.now))
+	ready, err := b.s.admit(ctx, b.tx.Queue(), released, tstz(b.now))
 	if err != nil {
 		return err
 	}
@@ -267,17 +268,17 @@ func (s *Store) sweepSlots(ctx context.Context) (int, error) {
 		keys[i] = slotKey{r.Workflow, r.Key}
 	}
 	n := 0
-	err = s.inTx(ctx, func(tx *txn) error {
+	err = s.inTx(ctx, func(tx *pipeline.Tx) error {
 		deltas := make(map[slotKey]int, len(keys))
 		for _, k := range keys {
 			deltas[k] = 0
 		}
-		ready, err := s.admit(ctx, tx, deltas, s.clock())
+		ready, err := s.admit(ctx, tx.Queue(), deltas, s.clock())
 		if err != nil {
 			return err
 		}
 		n = len(ready)
-		return s.enqueueReady(ctx, tx, ready)
+		return s.enqueueReady(ctx, tx.Queue(), ready)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("admit queued runs: %w", err)
@@ -288,8 +289,8 @@ func (s *Store) sweepSlots(ctx context.Context) (int, error) {
 
 // pruneSlots deletes up to limit slots that no run holds or waits for.
 func (s *Store) pruneSlots(ctx context.Context, limit int) error {
-	err := s.inTx(ctx, func(tx *txn) error {
-		rows, err := s.q.LockIdleSlots(ctx, tx, int32(limit))
+	err := s.inTx(ctx, func(tx *pipeline.Tx) error {
+		rows, err := s.q.LockIdleSlots(ctx, tx.Queue(), int32(limit))
 		if err != nil {
 			return fmt.Errorf("lock idle concurrency slots: %w", err)
 		}
@@ -301,7 +302,7 @@ func (s *Store) pruneSlots(ctx context.Context, limit int) error {
 			keys[i] = slotKey{r.Workflow, r.Key}
 		}
 		workflows, names := slotParams(keys)
-		if err := s.q.DeleteSlots(ctx, tx, workflows, names); err != nil {
+		if err := s.q.DeleteSlots(ctx, tx.Queue(), workflows, names); err != nil {
 			return fmt.Errorf("delete %d idle concurrency slots: %w", len(keys), err)
 		}
 		return nil

@@ -35,7 +35,7 @@ func (b *batch) collect(ctx context.Context) error {
 		if m.run.Status != store.RunRunning {
 			continue
 		}
-		rows, err := b.s.q.ElementOutputs(ctx, b.tx, dbsqlc.ElementOutputsParams{
+		rows, err := b.s.q.ElementOutputs(ctx, b.tx.Queue(), dbsqlc.ElementOutputsParams{
 			RunID: uuidOf(m.key.run), Prefix: m.key.name + "[", N: int32(m.Elements),
 		})
 		if err != nil {
@@ -73,7 +73,7 @@ func (b *batch) writeMapTasks(ctx context.Context) error {
 		p.NextElements = append(p.NextElements, int32(t.NextElement))
 		p.MapLimits = append(p.MapLimits, int32(t.MapLimit))
 	}
-	if err := b.s.q.UpdateMapTasks(ctx, b.tx, p); err != nil {
+	if err := b.s.q.UpdateMapTasks(ctx, b.tx.Queue(), p); err != nil {
 		return fmt.Errorf("update %d mapped tasks: %w", len(p.Names), err)
 	}
 	return nil
@@ -113,13 +113,13 @@ func (b *batch) writeElements(ctx context.Context) error {
 	}
 	if len(fresh.Indexes) > 0 {
 		fresh.Now = now
-		if err := q.InsertElements(ctx, b.tx, fresh); err != nil {
+		if err := q.InsertElements(ctx, b.tx.Queue(), fresh); err != nil {
 			return fmt.Errorf("create %d elements: %w", len(fresh.Indexes), err)
 		}
 	}
 	if len(reused.Indexes) > 0 {
 		reused.Now = now
-		if err := q.ReuseElements(ctx, b.tx, dbsqlc.ReuseElementsParams(reused)); err != nil {
+		if err := q.ReuseElements(ctx, b.tx.Queue(), dbsqlc.ReuseElementsParams(reused)); err != nil {
 			return fmt.Errorf("create %d elements of tasks mapped again: %w", len(reused.Indexes), err)
 		}
 	}
@@ -137,7 +137,7 @@ func (b *batch) writeElements(ctx context.Context) error {
 		return nil
 	}
 	qp.Now = now
-	rows, err := q.QueueElements(ctx, b.tx, qp)
+	rows, err := q.QueueElements(ctx, b.tx.Queue(), qp)
 	if err != nil {
 		return fmt.Errorf("queue %d elements: %w", len(qp.Names), err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/pipeline"
 )
 
 var _ store.Operator = (*Store)(nil)
@@ -64,12 +65,12 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) (store.RunPage,
 	limit := pageSize(f.Limit)
 	a := filterOf(f)
 	var rows []dbsqlc.ListRunsRow
-	err := s.inTx(ctx, func(tx *txn) error {
-		if err := s.q.PlanEachExecution(ctx, tx); err != nil {
+	err := s.inTx(ctx, func(tx *pipeline.Tx) error {
+		if err := s.q.PlanEachExecution(ctx, tx.Queue()); err != nil {
 			return fmt.Errorf("plan: %w", err)
 		}
 		var err error
-		rows, err = s.q.ListRuns(ctx, tx, dbsqlc.ListRunsParams{
+		rows, err = s.q.ListRuns(ctx, tx.Queue(), dbsqlc.ListRunsParams{
 			Workflow: a.workflow, Tenant: a.tenant, Statuses: a.statuses,
 			CreatedFrom: a.createdFrom, CreatedTo: a.createdTo,
 			After: cursorOf(f.After), Max: int32(limit + 1), // one more: is there a next page?
@@ -102,12 +103,12 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) (store.RunPage,
 func (s *Store) CountRuns(ctx context.Context, f store.RunFilter) (map[store.RunStatus]int, error) {
 	a := filterOf(f)
 	var rows []dbsqlc.CountRunsRow
-	err := s.inTx(ctx, func(tx *txn) error {
-		if err := s.q.PlanEachExecution(ctx, tx); err != nil {
+	err := s.inTx(ctx, func(tx *pipeline.Tx) error {
+		if err := s.q.PlanEachExecution(ctx, tx.Queue()); err != nil {
 			return fmt.Errorf("plan: %w", err)
 		}
 		var err error
-		rows, err = s.q.CountRuns(ctx, tx, dbsqlc.CountRunsParams{
+		rows, err = s.q.CountRuns(ctx, tx.Queue(), dbsqlc.CountRunsParams{
 			Workflow: a.workflow, Tenant: a.tenant, Statuses: a.statuses,
 			CreatedFrom: a.createdFrom, CreatedTo: a.createdTo,
 		})
@@ -134,12 +135,12 @@ func (s *Store) CancelRuns(ctx context.Context, f store.RunFilter, limit int) (i
 	var after pgtype.UUID
 	for total < limit {
 		n, more := 0, false
-		err := s.inTx(ctx, func(tx *txn) error {
-			if err := s.q.PlanEachExecution(ctx, tx); err != nil {
+		err := s.inTx(ctx, func(tx *pipeline.Tx) error {
+			if err := s.q.PlanEachExecution(ctx, tx.Queue()); err != nil {
 				return fmt.Errorf("plan: %w", err)
 			}
 			want := min(cancelBatch, limit-total)
-			cands, err := s.q.RunningRunIDs(ctx, tx, dbsqlc.RunningRunIDsParams{
+			cands, err := s.q.RunningRunIDs(ctx, tx.Queue(), dbsqlc.RunningRunIDsParams{
 				Workflow: a.workflow, Tenant: a.tenant, CreatedFrom: a.createdFrom, CreatedTo: a.createdTo,
 				After: after, Max: int32(want),
 			})
@@ -179,7 +180,7 @@ func (s *Store) CancelRuns(ctx context.Context, f store.RunFilter, limit int) (i
 // and leases. It returns how many of the runs exist and those it
 // cancelled, with errNothingToDo when it cancels none (none was found, or
 // none was RUNNING).
-func (s *Store) cancelLocked(ctx context.Context, tx *txn, ids []dag.RunID) (found int, cancelled []dag.RunID, err error) {
+func (s *Store) cancelLocked(ctx context.Context, tx *pipeline.Tx, ids []dag.RunID) (found int, cancelled []dag.RunID, err error) {
 	b := s.newBatch(tx, 0)
 	if err := b.lockRuns(ctx, ids, false); err != nil {
 		return 0, nil, err
@@ -194,7 +195,7 @@ func (s *Store) cancelLocked(ctx context.Context, tx *txn, ids []dag.RunID) (fou
 		return len(b.runs), nil, errNothingToDo
 	}
 	// Workers running their steps hear of it on commit (SubscribeCancels).
-	if err := s.q.NotifyCancelled(ctx, tx, uuids(cancelled)); err != nil {
+	if err := s.q.NotifyCancelled(ctx, tx.Queue(), uuids(cancelled)); err != nil {
 		return len(b.runs), nil, fmt.Errorf("notify: %w", err)
 	}
 	if err := b.flush(ctx); err != nil {

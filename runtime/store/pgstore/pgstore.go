@@ -13,6 +13,10 @@ import (
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/groupcommit"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/leasebook"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/maintenance"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/pipeline"
 )
 
 // Config configures a Store. The zero value (or a nil *Config) is ready to
@@ -41,30 +45,25 @@ type Config struct {
 // Store is a store.Store on Postgres. It is safe for concurrent use by many
 // goroutines and many processes sharing one database schema.
 type Store struct {
-	pool   *pgxpool.Pool
-	q      *dbsqlc.Queries
-	now    func() time.Time
-	period time.Duration // Config.PartitionPeriod
-
-	// lastPeriod is the width, in nanoseconds, of the leader's last ranges
-	// (0 before its first round): the width of a range made for a creation.
-	lastPeriod atomic.Int64
-	// lastVacuum is when, in unix nanoseconds, the queue tables were last
-	// vacuumed (vacuumQueues).
-	lastVacuum atomic.Int64
+	pool *pgxpool.Pool
+	q    *dbsqlc.Queries
+	now  func() time.Time
 
 	notifyEvery time.Duration // Config.NotifyEvery
 	lastNotify  atomic.Int64  // unix nanoseconds of the last forced notification
 	owned       bool          // Close closes the pool
 
 	leader leader
-	stats  plannerStats
-	churn  countedJob // the queue's vacuum: see noteChurn
-	leases leaseBook  // the leases of this store's claims, until answered
+	leases leasebook.Book // the leases and views of this store's claims, until answered
 
-	listener listener    // Subscribe's and SubscribeCancels' connection
-	sweep    sweeper     // rate-limits sweepSlots
-	creates  createGroup // CreateRuns calls made at once share a transaction
+	// Maintenance (see noteQueued, PruneRuns and CloseContext).
+	parts  *maintenance.Partitions // the history tables' ranges of run ids
+	stats  *maintenance.Stats      // the planner's statistics, by growth
+	vacuum *maintenance.Vacuum     // the queue tables' vacuum, by volume
+
+	listener listener          // Subscribe's and SubscribeCancels' connection
+	sweep    sweeper           // rate-limits sweepSlots
+	creates  groupcommit.Group // CreateRuns calls made at once share a transaction
 }
 
 var _ store.Store = (*Store)(nil)
@@ -85,15 +84,26 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{pool: pool, q: dbsqlc.New(), notifyEvery: DefaultNotifyEvery}
-	s.stats.job.every, s.churn.every = growthCheckEvery, churnVacuumEvery
+	var period time.Duration
 	if cfg != nil {
-		s.now, s.period = cfg.Now, cfg.PartitionPeriod
+		s.now, period = cfg.Now, cfg.PartitionPeriod
 		if cfg.NotifyEvery != 0 {
 			s.notifyEvery = cfg.NotifyEvery
 		}
 	}
+	s.parts = maintenance.NewPartitions(pool, s.now, period)
+	s.stats = maintenance.NewStats(pool, s.now)
+	s.vacuum = maintenance.NewVacuum(pool)
 	return s, nil
 }
+
+// MinPartitionPeriod and MaxPartitionPeriod bound the width of a new range
+// of the history tables when it is chosen from the retention
+// ([Config.PartitionPeriod]).
+const (
+	MinPartitionPeriod = maintenance.MinPartitionPeriod
+	MaxPartitionPeriod = maintenance.MaxPartitionPeriod
+)
 
 // DefaultConnectTimeout bounds how long [Open] waits for the database.
 const DefaultConnectTimeout = 10 * time.Second
@@ -156,7 +166,7 @@ func (s *Store) Close() {
 // CloseContext gives up leadership, if held, by closing the leader's
 // connection (which ends its lock without a query that a stalled database
 // would never answer), waits for a refresh of the planner's statistics and
-// a vacuum of the queue under way (see noteQueued and noteChurn), and
+// a vacuum of the queue under way (see noteQueued), and
 // closes the pool if the store opened it ([Open]); a pool passed to [New]
 // belongs to the caller and is left open.
 // Closing the pool waits for the connections in use to come back; when ctx
@@ -169,8 +179,8 @@ func (s *Store) CloseContext(ctx context.Context) error {
 	// ends first.
 	refreshed := make(chan struct{})
 	go func() {
-		s.stats.job.wait()
-		s.churn.wait()
+		s.stats.Wait()
+		s.vacuum.Wait()
 		close(refreshed)
 	}()
 	select {
@@ -202,70 +212,18 @@ func (s *Store) clock() pgtype.Timestamptz {
 	return pgtype.Timestamptz{Time: s.now(), Valid: true}
 }
 
-// inTx runs fn in a transaction and commits it if fn returns nil.
-func (s *Store) inTx(ctx context.Context, fn func(tx *txn) error) error {
-	return s.inTxThen(ctx, fn, nil)
+// noteQueued records that n tasks were created or enqueued: every so many,
+// the queue tables are vacuumed and the planner's statistics refreshed,
+// in the background (maintenance.Vacuum and maintenance.Stats).
+func (s *Store) noteQueued(ctx context.Context, n int) {
+	s.vacuum.Note(ctx, n)
+	s.stats.Note(ctx, n)
 }
 
-// inTxThen is inTx, and then, when it is not nil, runs after COMMIT is
-// queued: its first query goes with the COMMIT, in the same round trip,
-// and reads what the transaction committed. An error of then is the
-// call's, as one of the COMMIT would be: the transaction may have
-// committed all the same.
-func (s *Store) inTxThen(ctx context.Context, fn, then func(tx *txn) error) (err error) {
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	defer conn.Release()
-	tx := &txn{pipeline: pipeline{db: conn}}
-	_, _ = tx.Exec(ctx, "begin") // queued: it goes with the first query
-	defer func() {
-		// Nothing to undo when BEGIN was never sent, or when COMMIT failed
-		// (it ended the transaction). A broken connection is not reused.
-		if err != nil {
-			_ = tx.closeOpen() // results of queries sent ahead and never read
-		}
-		if err != nil && conn.Conn().PgConn().TxStatus() != 'I' {
-			rctx, cancel := rollbackContext(ctx)
-			defer cancel()
-			_, _ = conn.Exec(rctx, "rollback") // the error that made us roll back matters more
-		}
-	}()
-	if err := fn(tx); err != nil {
-		return err
-	}
-	_, _ = tx.Exec(ctx, "commit")
-	if then != nil {
-		if err := then(tx); err != nil {
-			return err
-		}
-	}
-	return tx.send(ctx)
-}
-
-// rollbackContext returns the context a failed transaction is rolled back
-// under: ctx while it lasts, or, once it has ended, a context of its own,
-// for rollbackTimeout at most. A rollback that does not answer in time
-// (a database that froze) gives its connection up, which rolls the
-// transaction back too: it never holds its caller, which may be Stop
-// waiting for the keeper, past ctx.
-func rollbackContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	if ctx.Err() != nil {
-		ctx = context.WithoutCancel(ctx)
-	}
-	return context.WithTimeout(ctx, rollbackTimeout)
-}
-
-// rollbackTimeout bounds a rollback (see rollbackContext).
-const rollbackTimeout = time.Second
-
-// A txn is a transaction whose statements are pipelined (see pipeline):
-// BEGIN goes with its first query, statements without results wait for
-// the next query, and COMMIT goes with whatever is left. A transaction
-// that reads once and then writes takes two round trips, not four.
-type txn struct {
-	pipeline
+// inTx runs fn in a pipelined transaction (pipeline.InTx) and commits it
+// if fn returns nil.
+func (s *Store) inTx(ctx context.Context, fn func(tx *pipeline.Tx) error) error {
+	return pipeline.InTx(ctx, s.pool, fn, nil)
 }
 
 // errNothingToDo makes inTx roll back a transaction that changed nothing.

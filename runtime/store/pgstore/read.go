@@ -11,6 +11,7 @@ import (
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/pipeline"
 )
 
 // NextTimer implements store.Store.
@@ -52,7 +53,7 @@ var _ store.StatusReader = (*Store)(nil)
 // ReadRun implements store.RunReader: the run and its tasks are read by
 // two statements sent together (readRuns).
 func (s *Store) ReadRun(ctx context.Context, id dag.RunID) (store.Run, []store.Task, error) {
-	runs, err := s.readRuns(ctx, &pipeline{db: s.pool}, []dag.RunID{id})
+	runs, err := s.readRuns(ctx, pipeline.New(s.pool), []dag.RunID{id})
 	if err != nil {
 		return store.Run{}, nil, err
 	}

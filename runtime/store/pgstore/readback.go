@@ -6,6 +6,7 @@ import (
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/pipeline"
 )
 
 // returned returns the indexes of the results whose runs a completion
@@ -31,7 +32,7 @@ func returned(results []store.TaskResult, out []store.CompletionOutcome) []int {
 // their outcomes' Finished: queued after the COMMIT, they go with it (see
 // readRuns), so the waiter of a run a completion finished needs no read of
 // its own.
-func (s *Store) readBack(ctx context.Context, p *pipeline, results []store.TaskResult, out []store.CompletionOutcome, back []int) error {
+func (s *Store) readBack(ctx context.Context, p *pipeline.Pipeline, results []store.TaskResult, out []store.CompletionOutcome, back []int) error {
 	if len(back) == 0 {
 		return nil
 	}
@@ -51,32 +52,32 @@ func (s *Store) readBack(ctx context.Context, p *pipeline, results []store.TaskR
 
 // readRuns reads runs and their tasks on p, in one round trip that also
 // carries what p has queued: the first run's GetRun is sent with it, and
-// every other query ahead of it (see pipeline.queryAhead).
-func (s *Store) readRuns(ctx context.Context, p *pipeline, ids []dag.RunID) ([]store.FinishedRun, error) {
+// every other query ahead of it (see pipeline.Pipeline.QueryAhead).
+func (s *Store) readRuns(ctx context.Context, p *pipeline.Pipeline, ids []dag.RunID) ([]store.FinishedRun, error) {
 	for n, id := range ids {
 		if n > 0 {
-			p.queryAhead(record(func(db dbsqlc.DBTX) error {
+			p.QueryAhead(pipeline.Record(func(db dbsqlc.DBTX) error {
 				_, err := s.q.GetRun(ctx, db, uuidOf(id))
 				return err
 			}))
 		}
-		p.queryAhead(record(func(db dbsqlc.DBTX) error {
+		p.QueryAhead(pipeline.Record(func(db dbsqlc.DBTX) error {
 			_, err := s.q.ListTasks(ctx, db, uuidOf(id))
 			return err
 		}))
 	}
 	runs := make([]store.FinishedRun, len(ids))
 	for n, id := range ids {
-		r, err := s.q.GetRun(ctx, p, uuidOf(id))
+		r, err := s.q.GetRun(ctx, p.Queue(), uuidOf(id))
 		run, err := runOf(id, r, err)
 		if err != nil {
-			_ = p.closeOpen()
+			_ = p.DiscardAhead()
 			return nil, err
 		}
-		rows, err := s.q.ListTasks(ctx, p, uuidOf(id))
+		rows, err := s.q.ListTasks(ctx, p.Queue(), uuidOf(id))
 		tasks, err := tasksOf(id, rows, err)
 		if err != nil {
-			_ = p.closeOpen()
+			_ = p.DiscardAhead()
 			return nil, err
 		}
 		runs[n] = store.FinishedRun{Run: run, Tasks: tasks}

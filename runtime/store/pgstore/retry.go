@@ -11,6 +11,7 @@ import (
 	"github.com/dagenhq/dagen/runtime/store"
 	"github.com/dagenhq/dagen/runtime/store/internal/retryplan"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/pipeline"
 )
 
 var _ store.Retrier = (*Store)(nil)
@@ -30,7 +31,7 @@ var _ store.Retrier = (*Store)(nil)
 // added for this.
 func (s *Store) RetryRun(ctx context.Context, id dag.RunID, rt store.Retry) (store.RetryResult, error) {
 	var res store.RetryResult
-	err := s.inTx(ctx, func(tx *txn) error {
+	err := s.inTx(ctx, func(tx *pipeline.Tx) error {
 		var err error
 		res, err = s.retryLocked(ctx, tx, id, rt)
 		return err
@@ -41,10 +42,10 @@ func (s *Store) RetryRun(ctx context.Context, id dag.RunID, rt store.Retry) (sto
 	return res, nil
 }
 
-func (s *Store) retryLocked(ctx context.Context, tx *txn, id dag.RunID, rt store.Retry) (store.RetryResult, error) {
+func (s *Store) retryLocked(ctx context.Context, tx *pipeline.Tx, id dag.RunID, rt store.Retry) (store.RetryResult, error) {
 	// Before anything else: a retry reopens a finished run, which must not
 	// be in a range being dropped (see dropPartition).
-	switch dropping, err := s.q.FencePartition(ctx, tx, uuidOf(id)); {
+	switch dropping, err := s.q.FencePartition(ctx, tx.Queue(), uuidOf(id)); {
 	case errors.Is(err, pgx.ErrNoRows):
 		return store.RetryResult{}, store.ErrRunNotFound // no range holds its id
 	case err != nil:
@@ -66,13 +67,13 @@ func (s *Store) retryLocked(ctx context.Context, tx *txn, id dag.RunID, rt store
 	// entry is gone, and no other can start: the tasks read next are the
 	// last word. A refused retry rolls this back.
 	ids := uuids([]dag.RunID{id})
-	if err := s.q.DeleteReadyForRuns(ctx, tx, ids); err != nil {
+	if err := s.q.DeleteReadyForRuns(ctx, tx.Queue(), ids); err != nil {
 		return store.RetryResult{}, fmt.Errorf("dequeue tasks: %w", err)
 	}
-	if err := s.q.DeleteTimersForRuns(ctx, tx, ids); err != nil {
+	if err := s.q.DeleteTimersForRuns(ctx, tx.Queue(), ids); err != nil {
 		return store.RetryResult{}, fmt.Errorf("delete timers: %w", err)
 	}
-	rows, err := s.q.RetryLoadTasks(ctx, tx, uuidOf(id))
+	rows, err := s.q.RetryLoadTasks(ctx, tx.Queue(), uuidOf(id))
 	if err != nil {
 		return store.RetryResult{}, fmt.Errorf("read tasks: %w", err)
 	}
@@ -149,20 +150,20 @@ func (s *Store) retryLocked(ctx context.Context, tx *txn, id dag.RunID, rt store
 		rp.Statuses = append(rp.Statuses, string(status))
 		rp.PendingParents = append(rp.PendingParents, int32(pendingParents[i]))
 	}
-	if err := s.q.RetryResetTasks(ctx, tx, rp); err != nil {
+	if err := s.q.RetryResetTasks(ctx, tx.Queue(), rp); err != nil {
 		return store.RetryResult{}, fmt.Errorf("reset %d tasks: %w", len(rp.Names), err)
 	}
 	status := store.RunRunning
 	if r.slot != nil {
 		status = store.RunQueued // until its slot admits it, below
 	}
-	if err := s.q.RetryRunning(ctx, tx, dbsqlc.RetryRunningParams{
+	if err := s.q.RetryRunning(ctx, tx.Queue(), dbsqlc.RetryRunningParams{
 		Status: string(status), Now: tstz(b.now), Pending: int32(p.Pending), ID: uuidOf(id),
 	}); err != nil {
 		return store.RetryResult{}, fmt.Errorf("update run: %w", err)
 	}
 	if r.Timeout > 0 {
-		if err := s.q.InsertDeadlines(ctx, tx, ids); err != nil {
+		if err := s.q.InsertDeadlines(ctx, tx.Queue(), ids); err != nil {
 			return store.RetryResult{}, fmt.Errorf("arm the deadline: %w", err)
 		}
 	}
@@ -173,31 +174,31 @@ func (s *Store) retryLocked(ctx context.Context, tx *txn, id dag.RunID, rt store
 	b.ev.p.Types = append(b.ev.p.Types, retried.p.Types...)
 	b.ev.p.Attempts = append(b.ev.p.Attempts, retried.p.Attempts...)
 	b.ev.p.Details = append(b.ev.p.Details, retried.p.Details...)
-	if err := b.ev.insert(ctx, s.q, tx, tstz(b.now)); err != nil {
+	if err := b.ev.insert(ctx, s.q, tx.Queue(), tstz(b.now)); err != nil {
 		return store.RetryResult{}, err
 	}
 	// Enqueue goes last but for the lease removal, as in flush: it locks
 	// the tenant's row of the fair queue.
 	if len(ep.Tasks) > 0 {
-		if err := s.enqueue(ctx, tx, ep); err != nil {
+		if err := s.enqueue(ctx, tx.Queue(), ep); err != nil {
 			return store.RetryResult{}, fmt.Errorf("enqueue %d tasks: %w", len(ep.Tasks), err)
 		}
 	}
 	if r.slot != nil {
-		if err := s.q.QueueRuns(ctx, tx, dbsqlc.QueueRunsParams{
+		if err := s.q.QueueRuns(ctx, tx.Queue(), dbsqlc.QueueRunsParams{
 			Workflows: []string{r.slot.workflow}, Slots: []string{r.slot.key}, Ids: ids,
 		}); err != nil {
 			return store.RetryResult{}, fmt.Errorf("queue the run for its cap: %w", err)
 		}
-		ready, err := s.admit(ctx, tx, map[slotKey]int{*r.slot: 0}, tstz(b.now))
+		ready, err := s.admit(ctx, tx.Queue(), map[slotKey]int{*r.slot: 0}, tstz(b.now))
 		if err != nil {
 			return store.RetryResult{}, err
 		}
-		if err := s.enqueueReady(ctx, tx, ready); err != nil {
+		if err := s.enqueueReady(ctx, tx.Queue(), ready); err != nil {
 			return store.RetryResult{}, err
 		}
 	}
-	if err := b.endLeases(ctx, tx); err != nil {
+	if err := b.endLeases(ctx, tx.Queue()); err != nil {
 		return store.RetryResult{}, err
 	}
 	return p.Result, nil

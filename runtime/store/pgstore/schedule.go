@@ -9,6 +9,7 @@ import (
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/pipeline"
 )
 
 var _ store.Scheduler = (*Store)(nil)
@@ -35,18 +36,18 @@ func (s *Store) upsertSchedule(ctx context.Context, db dbsqlc.DBTX, sc store.Sch
 
 // RegisterSchedules implements store.Scheduler.
 func (s *Store) RegisterSchedules(ctx context.Context, workflow string, declared []store.Schedule) error {
-	err := s.inTx(ctx, func(tx *txn) error {
+	err := s.inTx(ctx, func(tx *pipeline.Tx) error {
 		var p dbsqlc.DeleteUndeclaredParams
 		p.Workflow = workflow
 		for _, sc := range declared {
 			sc.Workflow, sc.Declared = workflow, true
-			if _, err := s.upsertSchedule(ctx, tx, sc); err != nil {
+			if _, err := s.upsertSchedule(ctx, tx.Queue(), sc); err != nil {
 				return err
 			}
 			p.Tenants = append(p.Tenants, sc.Tenant)
 			p.Names = append(p.Names, sc.Name)
 		}
-		return s.q.DeleteUndeclared(ctx, tx, p)
+		return s.q.DeleteUndeclared(ctx, tx.Queue(), p)
 	})
 	if err != nil {
 		return fmt.Errorf("register the schedules of %q: %w", workflow, err)
@@ -155,8 +156,8 @@ func (s *Store) FireSchedule(ctx context.Context, f store.ScheduleFiring) (bool,
 		return false, err
 	}
 	queued := 0
-	fire := func(tx *txn) error {
-		locked, err := s.q.LockDueSchedule(ctx, tx, dbsqlc.LockDueScheduleParams{
+	fire := func(tx *pipeline.Tx) error {
+		locked, err := s.q.LockDueSchedule(ctx, tx.Queue(), dbsqlc.LockDueScheduleParams{
 			Workflow: f.Workflow, Tenant: f.Tenant, Name: f.Name, Due: tstz(f.Due),
 		})
 		if err != nil {
@@ -176,9 +177,9 @@ func (s *Store) FireSchedule(ctx context.Context, f store.ScheduleFiring) (bool,
 			}
 			ap.LastAt, ap.LastRun = tstz(f.Last), uuidOf(last)
 		}
-		return s.q.AdvanceSchedule(ctx, tx, ap)
+		return s.q.AdvanceSchedule(ctx, tx.Queue(), ap)
 	}
-	err = s.withRanges(ctx, f.Runs, func() error { return s.inTx(ctx, fire) })
+	err = s.parts.WithRanges(ctx, f.Runs, func() error { return s.inTx(ctx, fire) })
 	if errors.Is(err, errNotDue) {
 		return false, nil
 	}

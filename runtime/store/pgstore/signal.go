@@ -9,6 +9,7 @@ import (
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/pipeline"
 )
 
 var _ store.Signaler = (*Store)(nil)
@@ -27,7 +28,7 @@ func (b *batch) consumeSignals(ctx context.Context) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	if err := b.s.q.ConsumeSignals(ctx, b.tx, ids, names); err != nil {
+	if err := b.s.q.ConsumeSignals(ctx, b.tx.Queue(), ids, names); err != nil {
 		return fmt.Errorf("consume %d held signals: %w", len(ids), err)
 	}
 	return nil
@@ -39,7 +40,7 @@ func (b *batch) consumeSignals(ctx context.Context) error {
 func (s *Store) SendSignal(ctx context.Context, id dag.RunID, step string, payload []byte) (bool, error) {
 	delivered, queued := false, 0
 	var refused error // why the send is refused: the transaction then rolls back
-	err := s.inTx(ctx, func(tx *txn) error {
+	err := s.inTx(ctx, func(tx *pipeline.Tx) error {
 		b := s.newBatch(tx, 1)
 		k := taskKey{id, step}
 		if err := b.lockRunsAndLoad(ctx, nil, []taskKey{k}); err != nil {
@@ -50,14 +51,14 @@ func (s *Store) SendSignal(ctx context.Context, id dag.RunID, step string, paylo
 		}
 		t := b.tasks[k]
 		if t.Status != store.TaskAwaiting {
-			if err := s.q.HoldSignal(ctx, tx, dbsqlc.HoldSignalParams{Payload: payload, RunID: uuidOf(id), Name: step}); err != nil {
+			if err := s.q.HoldSignal(ctx, tx.Queue(), dbsqlc.HoldSignalParams{Payload: payload, RunID: uuidOf(id), Name: step}); err != nil {
 				return fmt.Errorf("hold the signal: %w", err)
 			}
 			b.tr.Signal(&t.Task, payload)
 			return b.flush(ctx)
 		}
 		if !t.WakeAt.IsZero() {
-			_ = s.q.DeleteTaskTimer(ctx, tx, uuidOf(id), step)
+			_ = s.q.DeleteTaskTimer(ctx, tx.Queue(), uuidOf(id), step)
 		}
 		b.tr.Signal(&t.Task, payload)
 		delivered = true

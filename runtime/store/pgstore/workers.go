@@ -11,6 +11,7 @@ import (
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/pipeline"
 )
 
 var _ store.Workers = (*Store)(nil)
@@ -85,7 +86,7 @@ func (s *Store) releaseTasks(ctx context.Context, worker string, keys []taskKey,
 		return 0, nil
 	}
 	n := 0
-	err := s.inTx(ctx, func(tx *txn) error {
+	err := s.inTx(ctx, func(tx *pipeline.Tx) error {
 		b := s.newBatch(tx, len(keys))
 		if err := b.lockRunsAndLoad(ctx, nil, keys); err != nil {
 			return err
@@ -114,7 +115,7 @@ func (s *Store) releaseTasks(ctx context.Context, worker string, keys []taskKey,
 		// Before flush: it ends the leases near its end, planning what
 		// follows at each execution (see batch.endLeases).
 		if len(granted.Names) > 0 {
-			if err := s.q.GrantAttempts(ctx, tx, granted.RunIds, granted.Names); err != nil {
+			if err := s.q.GrantAttempts(ctx, tx.Queue(), granted.RunIds, granted.Names); err != nil {
 				return fmt.Errorf("grant back %d released attempts: %w", len(granted.Names), err)
 			}
 		}
@@ -138,11 +139,11 @@ func (s *Store) releaseTasks(ctx context.Context, worker string, keys []taskKey,
 // both ways. Where the server's autovacuum is off, it vacuums the queue
 // tables too.
 func (s *Store) PruneRuns(ctx context.Context, cutoff time.Time, limit int) (int, error) {
-	dropped, err := s.maintainPartitions(ctx, cutoff)
+	dropped, err := s.parts.Maintain(ctx, cutoff)
 	if err != nil {
 		return dropped, fmt.Errorf("prune runs finished before %s: %w", cutoff.Format(time.RFC3339), err)
 	}
-	if err := s.vacuumQueues(ctx); err != nil {
+	if err := s.vacuum.Queues(ctx); err != nil {
 		return dropped, err
 	}
 	if limit <= 0 {
@@ -161,27 +162,27 @@ func (s *Store) deleteRuns(ctx context.Context, cutoff time.Time, limit int) (in
 		return 0, fmt.Errorf("prune concurrency slots: %w", err)
 	}
 	var n int64
-	err := s.inTx(ctx, func(tx *txn) error {
+	err := s.inTx(ctx, func(tx *pipeline.Tx) error {
 		at := pgtype.Timestamptz{Time: cutoff, Valid: true}
 		// A run made less than a period before the cutoff is in a range
 		// that its drop will take whole: deleting it one by one first
 		// would cost as much as the work did.
-		madeBefore := pgtype.Timestamptz{Time: cutoff.Add(-s.partitionPeriod(s.idClock(), cutoff)), Valid: true}
-		cands, err := s.q.PruneCandidates(ctx, tx, dbsqlc.PruneCandidatesParams{MadeBefore: madeBefore, Cutoff: at, Max: int32(min(limit, 1<<30))})
+		madeBefore := pgtype.Timestamptz{Time: cutoff.Add(-s.parts.Period(cutoff)), Valid: true}
+		cands, err := s.q.PruneCandidates(ctx, tx.Queue(), dbsqlc.PruneCandidatesParams{MadeBefore: madeBefore, Cutoff: at, Max: int32(min(limit, 1<<30))})
 		if err != nil {
 			return fmt.Errorf("read finished runs: %w", err)
 		}
 		if len(cands) == 0 {
 			return errNothingToDo
 		}
-		locked, err := s.q.LockPrunableRuns(ctx, tx, cands, at)
+		locked, err := s.q.LockPrunableRuns(ctx, tx.Queue(), cands, at)
 		if err != nil {
 			return fmt.Errorf("lock %d finished runs: %w", len(cands), err)
 		}
 		if len(locked) == 0 {
 			return errNothingToDo
 		}
-		n, err = s.q.DeleteRuns(ctx, tx, locked)
+		n, err = s.q.DeleteRuns(ctx, tx.Queue(), locked)
 		if err != nil {
 			return fmt.Errorf("delete %d runs: %w", len(locked), err)
 		}

@@ -1,4 +1,4 @@
-package pgstore
+package maintenance
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
 )
@@ -18,8 +19,8 @@ import (
 // two looks at the size of the hot tables (one cheap query).
 const growthCheckEvery = 1000
 
-// plannerStats keeps the planner's view of the hot tables in step with
-// their growth.
+// Stats keeps the planner's view of the hot tables in step with their
+// growth.
 //
 // pgx prepares every statement, and after five executions Postgres may
 // settle on a generic plan made from the statistics and table sizes of that
@@ -44,7 +45,11 @@ const growthCheckEvery = 1000
 //
 // It is best effort: a failed check costs nothing but the refresh, and a
 // role that may not analyze the tables turns it off.
-type plannerStats struct {
+type Stats struct {
+	pool *pgxpool.Pool
+	q    *dbsqlc.Queries
+	now  func() time.Time // the store's clock, nil for this process's: see idClock
+
 	job countedJob // every growthCheckEvery tasks created or enqueued
 
 	// The sizes the tables were last analyzed at, in pages: read and
@@ -54,25 +59,34 @@ type plannerStats struct {
 	tenants int64 // the tenants' table's
 }
 
-// noteQueued records that n tasks were created or enqueued (and passes
-// them on to noteChurn) and, when enough were, refreshes the statistics in
-// the background: an ANALYZE of the history tables takes long on a large
-// schema, which the caller's batch should not wait for (see
-// docs/performance.md, "Statistics kept in step with the tables'
-// growth"). Tasks noted during a refresh make it look again when it is
-// done.
-func (s *Store) noteQueued(ctx context.Context, n int) {
-	s.noteChurn(ctx, n)
-	s.stats.job.note(ctx, n, s.refreshStatsOnce)
+// NewStats returns the statistics keeper of pool's schema. now is the
+// store's clock (Config.Now), nil for this process's: the ranges new runs
+// go to are those of its time.
+func NewStats(pool *pgxpool.Pool, now func() time.Time) *Stats {
+	s := &Stats{pool: pool, q: dbsqlc.New(), now: now}
+	s.job.every = growthCheckEvery
+	return s
 }
 
-// refreshStatsOnce refreshes the statistics once and, when it analyzed
-// tables, remembers the sizes it analyzed them at.
-func (s *Store) refreshStatsOnce(ctx context.Context) error {
-	ps := &s.stats
-	now, analyzed, err := s.refreshStatsWithin(ctx, tablePages{tasks: ps.tasks, ready: ps.ready, tenants: ps.tenants})
+// Note records that n tasks were created or enqueued and, when enough
+// were, refreshes the statistics in the background: an ANALYZE of the
+// history tables takes long on a large schema, which the caller's batch
+// should not wait for (see docs/performance.md, "Statistics kept in step
+// with the tables' growth"). Tasks noted during a refresh make it look
+// again when it is done.
+func (s *Stats) Note(ctx context.Context, n int) {
+	s.job.note(ctx, n, s.refreshOnce)
+}
+
+// Wait waits for the refresh under way in the background, if any.
+func (s *Stats) Wait() { s.job.wait() }
+
+// refreshOnce refreshes the statistics once and, when it analyzed tables,
+// remembers the sizes it analyzed them at.
+func (s *Stats) refreshOnce(ctx context.Context) error {
+	now, analyzed, err := s.refreshWithin(ctx, tablePages{tasks: s.tasks, ready: s.ready, tenants: s.tenants})
 	if err == nil && analyzed {
-		ps.tasks, ps.ready, ps.tenants = now.tasks, now.ready, now.tenants
+		s.tasks, s.ready, s.tenants = now.tasks, now.ready, now.tenants
 	}
 	return err
 }
@@ -84,12 +98,11 @@ func isInsufficientPrivilege(err error) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == "42501"
 }
 
-// refreshStatsWithin is refreshStats and analyzeRanges within
-// refreshTimeout.
-func (s *Store) refreshStatsWithin(ctx context.Context, last tablePages) (tablePages, bool, error) {
+// refreshWithin is refresh and analyzeRanges within refreshTimeout.
+func (s *Stats) refreshWithin(ctx context.Context, last tablePages) (tablePages, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, refreshTimeout)
 	defer cancel()
-	now, analyzed, err := s.refreshStats(ctx, last)
+	now, analyzed, err := s.refresh(ctx, last)
 	if err == nil {
 		err = s.analyzeRanges(ctx)
 	}
@@ -103,11 +116,11 @@ const refreshTimeout = time.Minute
 // statistics.
 type tablePages struct{ tasks, ready, tenants int64 }
 
-// refreshStats analyzes the hot tables when the tasks table has at least
+// refresh analyzes the hot tables when the tasks table has at least
 // doubled since it had last.tasks pages, the queue's tables when only the
 // ready queue has, and the tenants' table when it has (alone, or with the
 // hot tables). It returns the sizes the tables were analyzed at.
-func (s *Store) refreshStats(ctx context.Context, last tablePages) (tablePages, bool, error) {
+func (s *Stats) refresh(ctx context.Context, last tablePages) (tablePages, bool, error) {
 	p, err := s.q.HotTablePages(ctx, s.pool)
 	if err != nil {
 		return last, false, err
@@ -185,8 +198,8 @@ const (
 // half their pages or fewer (below rangeStatsMaxPages), which makes every
 // session plan again the statements it had planned from the old ones. It
 // skips a range another session analyzes.
-func (s *Store) analyzeRanges(ctx context.Context) error {
-	since := pgtype.UUID{Bytes: uuidAt(s.idClock().Add(-partitionGrace)), Valid: true}
+func (s *Stats) analyzeRanges(ctx context.Context) error {
+	since := pgtype.UUID{Bytes: uuidAt(idClock(s.now).Add(-partitionGrace)), Valid: true}
 	names, err := s.q.UnderstatedRanges(ctx, s.pool, dbsqlc.UnderstatedRangesParams{SinceID: since, MinPages: rangeStatsPages, MaxPages: rangeStatsMaxPages})
 	if err != nil || len(names) == 0 {
 		return err
@@ -205,7 +218,7 @@ func (s *Store) analyzeRanges(ctx context.Context) error {
 
 // analyzeSampled runs analyze, the store's ANALYZEs, in a transaction
 // whose statistics target is statsTarget.
-func (s *Store) analyzeSampled(ctx context.Context, analyze func(pgx.Tx) error) error {
+func (s *Stats) analyzeSampled(ctx context.Context, analyze func(pgx.Tx) error) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL default_statistics_target = %d", statsTarget)); err != nil {
 			return err

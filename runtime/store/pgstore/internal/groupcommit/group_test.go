@@ -1,4 +1,4 @@
-package pgstore
+package groupcommit
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"github.com/dagenhq/dagen/runtime/store"
 )
 
-// recordingCreate is a create function for createGroup that records the
+// recordingCreate is a create function for Group that records the
 // runs of each call, and blocks each call until release says so when
 // gated.
 type recordingCreate struct {
@@ -72,8 +72,8 @@ func (rc *recordingCreate) create(ctx context.Context, runs []store.NewRun, p st
 }
 
 // doCreate is a CreateRuns call in g.
-func doCreate(g *createGroup, ctx context.Context, runs []store.NewRun, create createFunc) error {
-	_, err := g.do(ctx, runs, store.ClaimParams{}, create)
+func doCreate(g *Group, ctx context.Context, runs []store.NewRun, create CreateFunc) error {
+	_, err := g.Do(ctx, runs, store.ClaimParams{}, create)
 	return err
 }
 
@@ -115,7 +115,7 @@ func recvErr(t *testing.T, errs <-chan error) error {
 
 // waitIdle waits until nothing is being written in g (its writer ends
 // after the last batch's calls have their answers).
-func waitIdle(t *testing.T, g *createGroup) {
+func waitIdle(t *testing.T, g *Group) {
 	t.Helper()
 	require.Eventually(t, func() bool {
 		g.mu.Lock()
@@ -125,7 +125,7 @@ func waitIdle(t *testing.T, g *createGroup) {
 }
 
 // waitQueued waits until n calls wait in g's queue.
-func waitQueued(t *testing.T, g *createGroup, n int) {
+func waitQueued(t *testing.T, g *Group, n int) {
 	t.Helper()
 	require.Eventually(t, func() bool {
 		g.mu.Lock()
@@ -135,7 +135,7 @@ func waitQueued(t *testing.T, g *createGroup, n int) {
 }
 
 func TestCreateGroupWritesCallsMadeMeanwhileTogether(t *testing.T) {
-	var g createGroup
+	var g Group
 	rc := newRecordingCreate(true)
 	first := plainRuns(1)
 	errs := make(chan error, 10)
@@ -168,7 +168,7 @@ func TestCreateGroupWritesCallsMadeMeanwhileTogether(t *testing.T) {
 }
 
 func TestCreateGroupWritesEachCallAloneWhenTheBatchFails(t *testing.T) {
-	var g createGroup
+	var g Group
 	rc := newRecordingCreate(true)
 	bad := plainRuns(1)
 	rc.fail = func(id dag.RunID) bool { return id == bad[0].ID }
@@ -193,7 +193,7 @@ func TestCreateGroupWritesEachCallAloneWhenTheBatchFails(t *testing.T) {
 }
 
 func TestCreateGroupDropsACallWhoseContextEndsInTheQueue(t *testing.T) {
-	var g createGroup
+	var g Group
 	rc := newRecordingCreate(true)
 	done := make(chan error, 1)
 	go func() { done <- doCreate(&g, context.Background(), plainRuns(1), rc.create) }()
@@ -214,7 +214,7 @@ func TestCreateGroupDropsACallWhoseContextEndsInTheQueue(t *testing.T) {
 }
 
 func TestCreateGroupCancelsABatchOnceEveryCallGaveUp(t *testing.T) {
-	var g createGroup
+	var g Group
 	rc := newRecordingCreate(true) // never released: only a cancelled batch ends
 	ctx1, cancel1 := context.WithCancel(context.Background())
 	ctx2, cancel2 := context.WithCancel(context.Background())
@@ -252,7 +252,7 @@ func TestCreateGroupCancelsABatchOnceEveryCallGaveUp(t *testing.T) {
 // whose context ends while its batch is written still gets the roots the
 // batch started for it, so that its worker runs them.
 func TestCreateGroupAnswersACallThatGaveUpDuringItsBatch(t *testing.T) {
-	var g createGroup
+	var g Group
 	rc := newRecordingCreate(true)
 	p := store.ClaimParams{Worker: "w", Limit: 1, Lease: time.Minute}
 	done := make(chan error, 1)
@@ -267,12 +267,12 @@ func TestCreateGroupAnswersACallThatGaveUpDuringItsBatch(t *testing.T) {
 	gaveUp, other := make(chan answer, 1), make(chan answer, 1)
 	runs := plainRuns(1)
 	go func() {
-		claimed, err := g.do(ctx, runs, p, rc.create)
+		claimed, err := g.Do(ctx, runs, p, rc.create)
 		gaveUp <- answer{claimed, err}
 	}()
 	waitQueued(t, &g, 1)
 	go func() {
-		claimed, err := g.do(context.Background(), plainRuns(1), p, rc.create)
+		claimed, err := g.Do(context.Background(), plainRuns(1), p, rc.create)
 		other <- answer{claimed, err}
 	}()
 	waitQueued(t, &g, 2)
@@ -290,7 +290,7 @@ func TestCreateGroupAnswersACallThatGaveUpDuringItsBatch(t *testing.T) {
 }
 
 func TestCreateGroupBatchesHoldAtMostMaxGroupRuns(t *testing.T) {
-	var g createGroup
+	var g Group
 	rc := newRecordingCreate(true)
 	errs := make(chan error, 10)
 	go func() { errs <- doCreate(&g, context.Background(), plainRuns(1), rc.create) }()
@@ -313,25 +313,25 @@ func TestCreateGroupBatchesHoldAtMostMaxGroupRuns(t *testing.T) {
 
 func TestGroupableTakesCallsABatchServesAsTheyAsk(t *testing.T) {
 	none := store.ClaimParams{}
-	assert.True(t, groupable(plainRuns(3), none))
-	assert.False(t, groupable(nil, none))
-	assert.True(t, groupable(plainRuns(maxGroupedCallRuns), none))
-	assert.False(t, groupable(plainRuns(maxGroupedCallRuns+1), none), "a call this large goes by itself")
+	assert.True(t, Groupable(plainRuns(3), none))
+	assert.False(t, Groupable(nil, none))
+	assert.True(t, Groupable(plainRuns(maxGroupedCallRuns), none))
+	assert.False(t, Groupable(plainRuns(maxGroupedCallRuns+1), none), "a call this large goes by itself")
 	keyed := plainRuns(2)
 	keyed[1].Key = "k"
-	assert.True(t, groupable(keyed, none), "a batch creates one run a key, as one call does")
+	assert.True(t, Groupable(keyed, none), "a batch creates one run a key, as one call does")
 	capped := plainRuns(2)
 	capped[0].Concurrency = 1
-	assert.False(t, groupable(capped, none), "a concurrency cap takes a transaction of its own")
+	assert.False(t, Groupable(capped, none), "a concurrency cap takes a transaction of its own")
 	twoTenants := plainRuns(3)
 	twoTenants[2].Tenant = "other"
-	assert.True(t, groupable(twoTenants, store.ClaimParams{Worker: "w", Limit: 2}))
-	assert.False(t, groupable(twoTenants, store.ClaimParams{Worker: "w", Limit: 1}),
+	assert.True(t, Groupable(twoTenants, store.ClaimParams{Worker: "w", Limit: 2}))
+	assert.False(t, Groupable(twoTenants, store.ClaimParams{Worker: "w", Limit: 1}),
 		"a batch could start a root of each tenant: more than the call's limit")
 }
 
 func TestCreateGroupHandsEachStartCallItsOwnRoots(t *testing.T) {
-	var g createGroup
+	var g Group
 	rc := newRecordingCreate(true)
 	p := store.ClaimParams{Worker: "w", Signatures: []string{"s"}, Lease: time.Minute}
 	type result struct {
@@ -343,7 +343,7 @@ func TestCreateGroupHandsEachStartCallItsOwnRoots(t *testing.T) {
 	start := func(runs []store.NewRun, limit int) {
 		q := p
 		q.Limit = limit
-		claimed, err := g.do(context.Background(), runs, q, rc.create)
+		claimed, err := g.Do(context.Background(), runs, q, rc.create)
 		results <- result{runs, claimed, err}
 	}
 	go start(plainRuns(1), 1)
@@ -395,7 +395,7 @@ func claimedRuns(tasks []store.ClaimedTask) []dag.RunID {
 }
 
 func TestCreateGroupHandsWhatTheBatchSaysBackToEachCall(t *testing.T) {
-	var g createGroup
+	var g Group
 	rc := newRecordingCreate(true)
 	holder := dag.NewRunID()
 	mark := func(ctx context.Context, runs []store.NewRun, p store.ClaimParams) ([]store.ClaimedTask, error) {

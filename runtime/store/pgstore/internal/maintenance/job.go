@@ -1,4 +1,4 @@
-package pgstore
+package maintenance
 
 import (
 	"context"
@@ -6,8 +6,9 @@ import (
 )
 
 // countedJob runs a job in the background once every units have been
-// noted since it last ran: the store's refresh of the planner's statistics
-// and its vacuum of the queue, which a caller's batch should not wait for.
+// noted since it last ran: the refresh of the planner's statistics (Stats)
+// and the vacuum of the queue (Vacuum), which a caller's batch should not
+// wait for.
 // One run is under way at a time; units noted during it make it run again
 // when it is done. A role that may not do the job (insufficient_privilege)
 // turns it off for good; any other failure is left to the next run.
@@ -19,7 +20,7 @@ type countedJob struct {
 	running bool // a run is under way
 	off     bool // not permitted: stop trying
 
-	wg sync.WaitGroup // the run under way, for Close
+	wg sync.WaitGroup // the run under way, for the store's Close
 }
 
 // note records n units and, when enough were noted and no run is under

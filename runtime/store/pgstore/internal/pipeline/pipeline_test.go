@@ -1,7 +1,8 @@
-package pgstore
+package pipeline
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -21,35 +22,37 @@ func tablePool(t *testing.T, size int32) *pgxpool.Pool {
 	return pool
 }
 
-// TestPipeline checks that queued statements run in order with the query
-// that sends them, and that a failing one is named and stops the rest.
+// TestPipeline checks that queued statements (the Queuer's Exec, QueueSQL)
+// run in order with the query that sends them, and that a failing one is
+// named and stops the rest.
 func TestPipeline(t *testing.T) {
 	ctx := context.Background()
 	pool := tablePool(t, 2)
 
 	tx, err := pool.Begin(ctx)
 	require.NoError(t, err)
-	p := &pipeline{db: tx}
+	p := New(tx)
 	for _, n := range []int{1, 2} {
-		_, err := p.Exec(ctx, "-- name: Insert :exec\nINSERT INTO t VALUES ($1)", n)
+		tag, err := p.Queue().Exec(ctx, "-- name: Insert :exec\nINSERT INTO t VALUES ($1)", n)
 		require.NoError(t, err, "queued, not sent")
+		require.Zero(t, tag.RowsAffected(), "queued, not sent")
 	}
 	var sum int
 	require.NoError(t, p.QueryRow(ctx, `SELECT sum(n) FROM t`).Scan(&sum))
 	require.Equal(t, 3, sum, "the queued inserts ran before the query")
 
-	_, _ = p.Exec(ctx, "-- name: InsertAgain :exec\nINSERT INTO t VALUES ($1)", 1)
-	_, _ = p.Exec(ctx, "INSERT INTO t VALUES (3)")
-	err = p.send(ctx)
+	p.QueueSQL("-- name: InsertAgain :exec\nINSERT INTO t VALUES ($1)", 1)
+	p.QueueSQL("INSERT INTO t VALUES (3)")
+	err = p.Send(ctx)
 	require.ErrorContains(t, err, "InsertAgain: ")
 	require.ErrorContains(t, err, "duplicate key")
 	require.NoError(t, tx.Rollback(ctx))
 
 	// Over the pool, one send is one implicit transaction.
-	p = &pipeline{db: pool}
-	_, _ = p.Exec(ctx, "INSERT INTO t VALUES (10)")
-	_, _ = p.Exec(ctx, "INSERT INTO t VALUES (10)")
-	require.Error(t, p.send(ctx))
+	p = New(pool)
+	p.QueueSQL("INSERT INTO t VALUES (10)")
+	p.QueueSQL("INSERT INTO t VALUES (10)")
+	require.Error(t, p.Send(ctx))
 	var n int
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM t`).Scan(&n))
 	require.Zero(t, n, "neither insert of the failed send stayed")
@@ -58,7 +61,7 @@ func TestPipeline(t *testing.T) {
 	rows.Close()
 }
 
-// TestTxn checks the pipelined transaction of inTx: queued statements and
+// TestTxn checks the pipelined transaction of InTx: queued statements and
 // COMMIT go in one send, and any failure, whether of a query or of a
 // statement that was queued until COMMIT, rolls everything back and leaves
 // the connection idle.
@@ -67,7 +70,6 @@ func TestTxn(t *testing.T) {
 	pool := pgtest.Pool(t, pgtest.Schema(t), 1) // one connection: each case reuses it
 	_, err := pool.Exec(ctx, `CREATE TABLE t (n int PRIMARY KEY)`)
 	require.NoError(t, err)
-	s := &Store{pool: pool, q: dbsqlc.New()} // not New: the schema has only t
 	count := func() int {
 		var n int
 		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM t`).Scan(&n))
@@ -75,46 +77,46 @@ func TestTxn(t *testing.T) {
 	}
 	insert := "-- name: Insert :exec\nINSERT INTO t VALUES ($1)"
 
-	err = s.inTx(ctx, func(tx *txn) error {
-		_, _ = tx.Exec(ctx, insert, 1)
+	err = InTx(ctx, pool, func(tx *Tx) error {
+		tx.QueueSQL(insert, 1)
 		var n int
 		if err := tx.QueryRow(ctx, `SELECT count(*) FROM t`).Scan(&n); err != nil {
 			return err
 		}
 		require.Equal(t, 1, n, "BEGIN and the queued insert went with the query")
-		_, _ = tx.Exec(ctx, insert, 2)
+		tx.QueueSQL(insert, 2)
 		return nil
-	})
+	}, nil)
 	require.NoError(t, err)
 	require.Equal(t, 2, count(), "the insert queued until COMMIT was committed")
 
-	err = s.inTx(ctx, func(tx *txn) error {
-		_, _ = tx.Exec(ctx, insert, 3)
-		_, _ = tx.Exec(ctx, "-- name: InsertAgain :exec\nINSERT INTO t VALUES ($1)", 1)
+	err = InTx(ctx, pool, func(tx *Tx) error {
+		tx.QueueSQL(insert, 3)
+		tx.QueueSQL("-- name: InsertAgain :exec\nINSERT INTO t VALUES ($1)", 1)
 		return nil
-	})
+	}, nil)
 	require.ErrorContains(t, err, "InsertAgain: ")
 	require.Equal(t, 2, count(), "a statement failing at COMMIT rolls back the whole transaction")
 
-	err = s.inTx(ctx, func(tx *txn) error {
-		_, _ = tx.Exec(ctx, insert, 4)
+	err = InTx(ctx, pool, func(tx *Tx) error {
+		tx.QueueSQL(insert, 4)
 		if _, err := tx.Query(ctx, `SELECT 1/0`); err != nil {
 			return err
 		}
 		return nil
-	})
+	}, nil)
 	require.ErrorContains(t, err, "division by zero")
 	require.Equal(t, 2, count())
 
-	err = s.inTx(ctx, func(tx *txn) error {
-		_, _ = tx.Exec(ctx, insert, 5)
+	err = InTx(ctx, pool, func(tx *Tx) error {
+		tx.QueueSQL(insert, 5)
 		var one int
 		if err := tx.QueryRow(ctx, `SELECT 1`).Scan(&one); err != nil {
 			return err
 		}
-		return errNothingToDo
-	})
-	require.ErrorIs(t, err, errNothingToDo)
+		return errRollBack
+	}, nil)
+	require.ErrorIs(t, err, errRollBack)
 	require.Equal(t, 2, count(), "an error from fn rolls back what was sent")
 
 	conn, err := pool.Acquire(ctx)
@@ -123,15 +125,18 @@ func TestTxn(t *testing.T) {
 	require.Equal(t, byte('I'), conn.Conn().PgConn().TxStatus(), "the connection went back idle")
 }
 
+// errRollBack is an error of a transaction's own.
+var errRollBack = errors.New("roll back")
+
 // countingDB counts the batches sent through it.
 type countingDB struct {
-	batchDB
+	DB
 	sends int
 }
 
 func (c *countingDB) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 	c.sends++
-	return c.batchDB.SendBatch(ctx, b)
+	return c.DB.SendBatch(ctx, b)
 }
 
 // TestQueryAhead checks queries sent ahead: their rows are read by the
@@ -143,8 +148,8 @@ func TestQueryAhead(t *testing.T) {
 	tx, err := pool.Begin(ctx)
 	require.NoError(t, err)
 	defer func() { _ = tx.Rollback(ctx) }()
-	db := &countingDB{batchDB: tx}
-	p := &pipeline{db: db}
+	db := &countingDB{DB: tx}
+	p := New(db)
 	scanInts := func(rows pgx.Rows, err error) []int {
 		t.Helper()
 		require.NoError(t, err)
@@ -154,13 +159,13 @@ func TestQueryAhead(t *testing.T) {
 	}
 	count := "SELECT count(*)::int FROM t WHERE n > $1"
 
-	_, _ = p.Exec(ctx, "INSERT INTO t VALUES (1), (2), (3)")
-	p.queryAhead(record(func(db dbsqlc.DBTX) error { _, err := db.Query(ctx, count, 1); return err }))
+	p.QueueSQL("INSERT INTO t VALUES (1), (2), (3)")
+	p.QueryAhead(Record(func(db dbsqlc.DBTX) error { _, err := db.Query(ctx, count, 1); return err }))
 	require.Equal(t, []int{1, 2, 3}, scanInts(p.Query(ctx, "SELECT n FROM t ORDER BY n")))
 	require.Equal(t, []int{2}, scanInts(p.Query(ctx, count, 1)), "the query sent ahead saw the insert")
 	require.Equal(t, 1, db.sends, "insert, query and the query sent ahead went in one batch")
 
-	p.queryAhead(record(func(db dbsqlc.DBTX) error { _, err := db.Query(ctx, count, 1); return err }))
+	p.QueryAhead(Record(func(db dbsqlc.DBTX) error { _, err := db.Query(ctx, count, 1); return err }))
 	require.Equal(t, []int{3}, scanInts(p.Query(ctx, "SELECT max(n) FROM t")))
 	require.Equal(t, []int{1}, scanInts(p.Query(ctx, count, 2)), "other arguments: sent again, not read ahead")
 	require.Equal(t, 2, db.sends, "the second query was sent alone, not in a batch")
@@ -168,8 +173,8 @@ func TestQueryAhead(t *testing.T) {
 	// QueryRow reads a row sent ahead too: here two, after a query.
 	one := "SELECT n FROM t WHERE n = $1"
 	sends := db.sends
-	p.queryAhead(record(func(db dbsqlc.DBTX) error { return db.QueryRow(ctx, one, 2).Scan() }))
-	p.queryAhead(record(func(db dbsqlc.DBTX) error { return db.QueryRow(ctx, one, 7).Scan() }))
+	p.QueryAhead(Record(func(db dbsqlc.DBTX) error { return db.QueryRow(ctx, one, 2).Scan() }))
+	p.QueryAhead(Record(func(db dbsqlc.DBTX) error { return db.QueryRow(ctx, one, 7).Scan() }))
 	require.Equal(t, []int{3}, scanInts(p.Query(ctx, "SELECT max(n) FROM t")))
 	var n int
 	require.NoError(t, p.QueryRow(ctx, one, 2).Scan(&n))
@@ -178,7 +183,7 @@ func TestQueryAhead(t *testing.T) {
 	require.Equal(t, sends+1, db.sends, "the rows sent ahead came with the query")
 	require.Nil(t, p.open, "nothing left open")
 
-	p.queryAhead(record(func(db dbsqlc.DBTX) error { _, err := db.Query(ctx, "-- name: Broken :many\nSELECT 1/0"); return err }))
+	p.QueryAhead(Record(func(db dbsqlc.DBTX) error { _, err := db.Query(ctx, "-- name: Broken :many\nSELECT 1/0"); return err }))
 	require.Equal(t, []int{3}, scanInts(p.Query(ctx, "SELECT max(n) FROM t")))
 	rows, err := p.Query(ctx, "-- name: Broken :many\nSELECT 1/0")
 	if err == nil {

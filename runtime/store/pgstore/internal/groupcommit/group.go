@@ -1,4 +1,4 @@
-package pgstore
+package groupcommit
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"github.com/dagenhq/dagen/runtime/store"
 )
 
-// createGroup makes concurrent CreateRuns and StartRuns calls share
+// A Group makes concurrent CreateRuns and StartRuns calls share
 // transactions (group commit). A call made while nothing is being written
 // is written at once, by its own goroutine, as it would be without the
 // group. A call made while a write is under way joins a queue; when the
@@ -18,7 +18,8 @@ import (
 // the calls queued meanwhile in the next, until none is left.
 //
 // Each transaction that enqueues a tenant's tasks locks the tenant's row
-// of the fair queue until it commits (see Enqueue), flush included.
+// of the fair queue until it commits (see queries/queue.sql, Enqueue),
+// flush included.
 // Goroutines of one service, each triggering runs of one tenant, queued on
 // that lock, and most of each trigger's CPU (the process's and
 // Postgres's) went to handing the lock on. Sharing transactions, they
@@ -36,7 +37,7 @@ import (
 //     they would stay RUNNING with nobody to run them. The batch's own
 //     context ends when every call in it has given up, so that wait is
 //     short.
-type createGroup struct {
+type Group struct {
 	mu      sync.Mutex
 	waiting []*createCall
 	busy    bool // a write is under way: new calls queue
@@ -52,9 +53,9 @@ type createCall struct {
 	err     error
 }
 
-// createFunc creates runs and starts up to p.Limit of their roots, as
-// createRuns does.
-type createFunc func(ctx context.Context, runs []store.NewRun, p store.ClaimParams) ([]store.ClaimedTask, error)
+// A CreateFunc creates runs and starts up to p.Limit of their roots, as
+// pgstore's createRuns does, in one transaction: all of them or none.
+type CreateFunc func(ctx context.Context, runs []store.NewRun, p store.ClaimParams) ([]store.ClaimedTask, error)
 
 // maxGroupRuns is the most runs one batch takes.
 const maxGroupRuns = 1000
@@ -64,9 +65,10 @@ const maxGroupRuns = 1000
 // goes by itself, so that calls of one run never wait behind it.
 const maxGroupedCallRuns = 64
 
-// do writes runs with create, in a batch with the calls queued with it,
-// and returns the roots it started of them.
-func (g *createGroup) do(ctx context.Context, runs []store.NewRun, p store.ClaimParams, create createFunc) ([]store.ClaimedTask, error) {
+// Do writes runs with create, in a batch with the calls queued with it,
+// and returns the roots it started of them. Only calls that Groupable
+// allows may be made through a group.
+func (g *Group) Do(ctx context.Context, runs []store.NewRun, p store.ClaimParams, create CreateFunc) ([]store.ClaimedTask, error) {
 	g.mu.Lock()
 	if !g.busy {
 		// Nothing is being written: the call is written at once, here,
@@ -105,7 +107,7 @@ func (g *createGroup) do(ctx context.Context, runs []store.NewRun, p store.Claim
 
 // handOn ends a write: the calls queued meanwhile are written by a
 // goroutine of their own, or the group is idle. g.mu is held.
-func (g *createGroup) handOn(create createFunc) {
+func (g *Group) handOn(create CreateFunc) {
 	if len(g.waiting) > 0 {
 		go g.write(create)
 		return
@@ -114,7 +116,7 @@ func (g *createGroup) handOn(create createFunc) {
 }
 
 // write writes the queued calls, a batch at a time, until none is left.
-func (g *createGroup) write(create createFunc) {
+func (g *Group) write(create CreateFunc) {
 	for {
 		g.mu.Lock()
 		calls := g.take()
@@ -132,7 +134,7 @@ func (g *createGroup) write(create createFunc) {
 // call, and the later ones with the same claim parameters but the limit,
 // up to maxGroupRuns runs, leaving out those whose context has ended.
 // g.mu is held.
-func (g *createGroup) take() []*createCall {
+func (g *Group) take() []*createCall {
 	if len(g.waiting) == 0 {
 		return nil
 	}
@@ -163,7 +165,7 @@ func sameClaim(a, b store.ClaimParams) bool {
 // of their limits, and hands each call the roots started of its runs; it
 // writes each call by itself when that fails and there were several. The
 // batch's context ends when every call's has.
-func writeBatch(calls []*createCall, create createFunc) {
+func writeBatch(calls []*createCall, create CreateFunc) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var live atomic.Int64
@@ -234,14 +236,14 @@ func handOut(calls []*createCall, claimed []store.ClaimedTask) {
 	}
 }
 
-// groupable reports whether a CreateRuns or StartRuns call may share a
+// Groupable reports whether a CreateRuns or StartRuns call may share a
 // transaction: it has few runs (maxGroupedCallRuns) and none is capped (a
-// capped run locks its slot, see capNewRuns). Runs with idempotency keys
+// capped run locks its slot, see pgstore's capNewRuns). Runs with idempotency keys
 // are grouped: a batch creates one run a key, as one call does, and each
 // duplicate's Existing is set. A StartRuns call is grouped only when its
 // limit is at least the number of its runs' tenants: a batch starts at
 // most one root a tenant, so no call then gets more roots than its limit.
-func groupable(runs []store.NewRun, p store.ClaimParams) bool {
+func Groupable(runs []store.NewRun, p store.ClaimParams) bool {
 	if len(runs) == 0 || len(runs) > maxGroupedCallRuns {
 		return false
 	}

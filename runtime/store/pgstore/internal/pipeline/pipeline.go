@@ -1,4 +1,4 @@
-package pgstore
+package pipeline
 
 import (
 	"context"
@@ -13,62 +13,99 @@ import (
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
 )
 
-// A pipeline runs sqlc queries with fewer round trips.
-// Statements without results (Exec) are queued, not sent; a statement with
-// results (Query, QueryRow) is sent together with everything queued before
-// it, in one round trip, and so is the rest by send. Statements run in the
-// order they were issued; the error of a queued statement surfaces at the
-// next send, named after the statement.
+// A Pipeline runs sqlc queries with fewer round trips.
+// Statements without results are queued (QueueSQL, or Exec of the Queuer
+// that Queue returns), not sent; a query (Query, QueryRow) is sent together
+// with everything queued before it, in one round trip, and so is the rest
+// by Send. Statements run in the order they were queued; the error of a
+// queued statement surfaces at the next round trip, named after the
+// statement.
 //
 // A query whose arguments are known before the result of the one before it
-// can go with it (queryAhead): its rows are then read, without another
+// can go with it (QueryAhead): its rows are then read, without another
 // round trip, by the next Query with the same SQL and arguments.
 //
-// Over a transaction the statements run in it. Over a pool, what one send
-// carries runs in one implicit transaction: all of it or none.
-type pipeline struct {
-	db    batchDB
-	batch *pgx.Batch // a new one for each send: the results read it as they come
-	ahead []recorded // queries to send after the next query
-	open  *openBatch // a sent batch with results of queries sent ahead still to read
+// Over a transaction the statements run in it. Over a pool, what one round
+// trip carries runs in one implicit transaction: all of it or none.
+type Pipeline struct {
+	db    DB
+	batch *pgx.Batch  // a new one for each send: the results read it as they come
+	ahead []Statement // queries to send after the next query
+	open  *openBatch  // a sent batch with results of queries sent ahead still to read
 }
 
 // openBatch is a sent batch whose remaining results belong to queries sent
 // ahead, in order.
 type openBatch struct {
 	br   pgx.BatchResults
-	left []recorded
+	left []Statement
 }
 
-// batchDB is what a pipeline runs on: a pgx.Tx, a *pgxpool.Pool or a
+// DB is what a Pipeline runs on: a pgx.Tx, a *pgxpool.Pool or a
 // *pgxpool.Conn.
-type batchDB interface {
+type DB interface {
 	dbsqlc.DBTX
 	SendBatch(context.Context, *pgx.Batch) pgx.BatchResults
 }
 
-var _ dbsqlc.DBTX = (*pipeline)(nil)
+// New returns a pipeline over db.
+func New(db DB) *Pipeline { return &Pipeline{db: db} }
 
-// Exec queues sql. Its command tag is not known yet and is empty.
-func (p *pipeline) Exec(_ context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+// QueueSQL queues sql, a statement without results: it is sent with the
+// next round trip (Send, or a query), not now, and its error surfaces
+// there.
+func (p *Pipeline) QueueSQL(sql string, args ...any) {
 	if p.batch == nil {
 		p.batch = &pgx.Batch{}
 	}
 	p.batch.Queue(sql, args...)
+}
+
+// Queue returns the Queuer through which sqlc's queries run on p: the
+// statements of :exec queries are queued, the others send the queue.
+func (p *Pipeline) Queue() Queuer { return Queuer{p} }
+
+// A Queuer is the dbsqlc.DBTX that sqlc's queries take to run on a
+// Pipeline. Its Exec does not execute: it queues the statement
+// (Pipeline.QueueSQL), whose command tag and error are not known yet.
+// Its Query and QueryRow are the pipeline's: they send the queue with
+// their query and wait for the round trip, unless the query's rows were
+// sent ahead.
+type Queuer struct{ p *Pipeline }
+
+var _ dbsqlc.DBTX = Queuer{}
+
+// Exec queues sql (Pipeline.QueueSQL). It returns an empty command tag
+// and no error: the statement has not run yet.
+func (q Queuer) Exec(_ context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	q.p.QueueSQL(sql, args...)
 	return pgconn.CommandTag{}, nil
 }
 
-// queryAhead sends q with the next query, whose result it does not depend
-// on. The next Query after that must be q, with the same arguments, to read
-// its rows; anything else discards them.
-func (p *pipeline) queryAhead(q recorded) {
+// Query is Pipeline.Query: it waits for a round trip that carries the
+// queue, unless sql's rows were sent ahead.
+func (q Queuer) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	return q.p.Query(ctx, sql, args...)
+}
+
+// QueryRow is Pipeline.QueryRow: it waits for a round trip that carries
+// the queue, unless sql's row was sent ahead.
+func (q Queuer) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	return q.p.QueryRow(ctx, sql, args...)
+}
+
+// QueryAhead sends q with the next query, whose result it does not depend
+// on. The next Query or QueryRow after that must be q, with the same
+// arguments, to read its rows; anything else discards them.
+func (p *Pipeline) QueryAhead(q Statement) {
 	p.ahead = append(p.ahead, q)
 }
 
-// Query returns sql's rows: those of a query sent ahead when it is the next
-// one, or else it sends the queued statements, sql and the queries to send
-// ahead.
-func (p *pipeline) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+// Query returns sql's rows. When sql, with args, is the next query sent
+// ahead, it reads its rows, with no round trip. Otherwise it waits for one:
+// it sends the queued statements, sql and the queries to send ahead, in
+// that order (sql alone when there are none).
+func (p *Pipeline) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	if rows, ok, err := p.takeAhead(sql, args); ok || err != nil {
 		return rows, err
 	}
@@ -85,18 +122,18 @@ func (p *pipeline) Query(ctx context.Context, sql string, args ...any) (pgx.Rows
 		_ = br.Close()
 		return nil, err
 	}
-	return &pipelineRows{Rows: rows, br: br, p: p}, nil
+	return &batchRows{Rows: rows, br: br, p: p}, nil
 }
 
 // takeAhead returns the rows of the next query sent ahead if it is sql
 // with args. Otherwise the results sent ahead are discarded.
-func (p *pipeline) takeAhead(sql string, args []any) (pgx.Rows, bool, error) {
+func (p *Pipeline) takeAhead(sql string, args []any) (pgx.Rows, bool, error) {
 	o := p.open
 	if o == nil {
 		return nil, false, nil
 	}
 	if len(o.left) == 0 || o.left[0].sql != sql || !reflect.DeepEqual(o.left[0].args, args) {
-		return nil, false, p.closeOpen()
+		return nil, false, p.DiscardAhead()
 	}
 	o.left = o.left[1:]
 	rows, err := o.br.Query()
@@ -105,11 +142,14 @@ func (p *pipeline) takeAhead(sql string, args []any) (pgx.Rows, bool, error) {
 		_ = o.br.Close()
 		return nil, true, err
 	}
-	return &pipelineRows{Rows: rows, br: o.br, p: p}, true, nil
+	return &batchRows{Rows: rows, br: o.br, p: p}, true, nil
 }
 
-// closeOpen discards the unread results of queries sent ahead.
-func (p *pipeline) closeOpen() error {
+// DiscardAhead discards the unread results of queries sent ahead, and
+// returns the error of the batch that carried them. A caller that stops
+// reading before the queries it sent ahead calls it, so that the
+// connection is free for what comes next.
+func (p *Pipeline) DiscardAhead() error {
 	o := p.open
 	if o == nil {
 		return nil
@@ -124,10 +164,10 @@ func (p *pipeline) closeOpen() error {
 	return nil
 }
 
-// QueryRow returns sql's row: that of a query sent ahead when it is the
-// next one, or else it sends the queued statements, sql and the queries to
-// send ahead.
-func (p *pipeline) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+// QueryRow returns sql's row. When sql, with args, is the next query sent
+// ahead, it reads its row, with no round trip. Otherwise it waits for one,
+// as Query does.
+func (p *Pipeline) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	if rows, ok, err := p.takeAhead(sql, args); ok || err != nil {
 		if err != nil {
 			return errRow{err}
@@ -141,12 +181,14 @@ func (p *pipeline) QueryRow(ctx context.Context, sql string, args ...any) pgx.Ro
 	if err != nil {
 		return errRow{err}
 	}
-	return pipelineRow{row: br.QueryRow(), br: br, p: p}
+	return batchRow{row: br.QueryRow(), br: br, p: p}
 }
 
-// send sends the queued statements and waits for them.
-func (p *pipeline) send(ctx context.Context) error {
-	if err := p.closeOpen(); err != nil {
+// Send sends the queued statements and waits for them: a round trip, when
+// any are queued. The unread results of queries sent ahead are discarded
+// first.
+func (p *Pipeline) Send(ctx context.Context) error {
+	if err := p.DiscardAhead(); err != nil {
 		return err
 	}
 	if p.batch == nil {
@@ -163,11 +205,11 @@ func (p *pipeline) send(ctx context.Context) error {
 // the queries to send ahead, and reads the results of the queued ones. The
 // caller reads sql's result; the batch stays open for the queries sent
 // ahead, if any, and is closed with the last result read.
-func (p *pipeline) sendQueued(ctx context.Context, sql string, args []any) (pgx.BatchResults, error) {
-	if err := p.closeOpen(); err != nil {
+func (p *Pipeline) sendQueued(ctx context.Context, sql string, args []any) (pgx.BatchResults, error) {
+	if err := p.DiscardAhead(); err != nil {
 		return nil, err
 	}
-	var ahead []recorded
+	var ahead []Statement
 	if sql != "" {
 		ahead, p.ahead = p.ahead, nil
 	}
@@ -210,15 +252,15 @@ func statementName(sql string) string {
 	return "statement"
 }
 
-// pipelineRows closes the batch with the rows, unless results of queries
+// batchRows closes the batch with the rows, unless results of queries
 // sent ahead are still to be read from it.
-type pipelineRows struct {
+type batchRows struct {
 	pgx.Rows
 	br pgx.BatchResults
-	p  *pipeline
+	p  *Pipeline
 }
 
-func (r *pipelineRows) Close() {
+func (r *batchRows) Close() {
 	r.Rows.Close()
 	if r.p.readsOn(r.br, true) {
 		return
@@ -229,7 +271,7 @@ func (r *pipelineRows) Close() {
 // readsOn reports whether br stays open after a result of it was read:
 // when that result was read whole (ok) and queries sent ahead are left to
 // read from it. Otherwise br is done with, and no longer open.
-func (p *pipeline) readsOn(br pgx.BatchResults, ok bool) bool {
+func (p *Pipeline) readsOn(br pgx.BatchResults, ok bool) bool {
 	o := p.open
 	if o == nil || o.br != br {
 		return false
@@ -241,15 +283,15 @@ func (p *pipeline) readsOn(br pgx.BatchResults, ok bool) bool {
 	return false
 }
 
-// pipelineRow closes the batch once the row is scanned, unless results of
+// batchRow closes the batch once the row is scanned, unless results of
 // queries sent ahead are still to be read from it and the row was read.
-type pipelineRow struct {
+type batchRow struct {
 	row pgx.Row
 	br  pgx.BatchResults
-	p   *pipeline
+	p   *Pipeline
 }
 
-func (r pipelineRow) Scan(dest ...any) error {
+func (r batchRow) Scan(dest ...any) error {
 	err := r.row.Scan(dest...)
 	if r.p.readsOn(r.br, err == nil) {
 		return nil
@@ -283,36 +325,37 @@ type errRow struct{ err error }
 
 func (r errRow) Scan(...any) error { return r.err }
 
-// recorded is a query as a sqlc method would send it.
-type recorded struct {
+// A Statement is a query as a sqlc method would send it (Record), to be
+// sent ahead (QueryAhead).
+type Statement struct {
 	sql  string
 	args []any
 }
 
-// record returns the query that fn sends through its DBTX, without
+// Record returns the query that fn sends through its DBTX, without
 // sending it: fn calls one sqlc method. It is how a query is sent ahead.
-func record(fn func(db dbsqlc.DBTX) error) recorded {
+func Record(fn func(db dbsqlc.DBTX) error) Statement {
 	var r recorder
 	_ = fn(&r) // the recorder fails the call once it has the query
 	return r.q
 }
 
 // recorder is a DBTX that records the query it is given and fails it.
-type recorder struct{ q recorded }
+type recorder struct{ q Statement }
 
 var errRecorded = errors.New("recorded, not sent")
 
 func (r *recorder) Exec(_ context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	r.q = recorded{sql, args}
+	r.q = Statement{sql, args}
 	return pgconn.CommandTag{}, errRecorded
 }
 
 func (r *recorder) Query(_ context.Context, sql string, args ...any) (pgx.Rows, error) {
-	r.q = recorded{sql, args}
+	r.q = Statement{sql, args}
 	return nil, errRecorded
 }
 
 func (r *recorder) QueryRow(_ context.Context, sql string, args ...any) pgx.Row {
-	r.q = recorded{sql, args}
+	r.q = Statement{sql, args}
 	return errRow{errRecorded}
 }

@@ -1,4 +1,4 @@
-package pgstore
+package maintenance
 
 import (
 	"context"
@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
@@ -25,7 +27,8 @@ import (
 // one (coverRuns).
 const (
 	// MinPartitionPeriod and MaxPartitionPeriod bound the width of a new
-	// range when it is chosen from the retention ([Config.PartitionPeriod]).
+	// range when it is chosen from the retention (pgstore's
+	// Config.PartitionPeriod).
 	MinPartitionPeriod = time.Minute
 	MaxPartitionPeriod = 7 * 24 * time.Hour
 
@@ -59,40 +62,68 @@ var historyTables = []struct{ name, with string }{
 	{"dagen_events", ""},
 }
 
+// Partitions keeps the ranges of run ids the history tables are
+// partitioned by: the leader's rounds make them ahead and drop those whose
+// runs all finished before the retention (Maintain), and a creation whose
+// run id no range holds gets one (WithRanges).
+type Partitions struct {
+	pool   *pgxpool.Pool
+	q      *dbsqlc.Queries
+	now    func() time.Time // the store's clock, nil for this process's: see idClock
+	period time.Duration    // the configured width of new ranges, or 0
+
+	// lastPeriod is the width, in nanoseconds, of the leader's last ranges
+	// (0 before its first round): the width of a range made for a creation.
+	lastPeriod atomic.Int64
+}
+
+// NewPartitions returns the keeper of the ranges of pool's schema. now is
+// the store's clock (Config.Now), nil for this process's, which makes the
+// run ids; period is Config.PartitionPeriod (see Period).
+func NewPartitions(pool *pgxpool.Pool, now func() time.Time, period time.Duration) *Partitions {
+	return &Partitions{pool: pool, q: dbsqlc.New(), now: now, period: period}
+}
+
+// Period is the width of the ranges a round with this cutoff makes (see
+// partitionPeriod), at the time of run ids.
+func (pt *Partitions) Period(cutoff time.Time) time.Duration {
+	return pt.partitionPeriod(idClock(pt.now), cutoff)
+}
+
 // partitionPeriod is the width of new ranges: the configured one, or half
 // the retention, between MinPartitionPeriod and MaxPartitionPeriod. A run
 // is then kept for its retention and at most one period and a round more.
 // The width is rounded to the second: a caller's cutoff, taken a moment
 // before this call's now, must not make ranges of 30m0.001s.
-func (s *Store) partitionPeriod(now, cutoff time.Time) time.Duration {
-	if s.period > 0 {
-		return s.period
+func (pt *Partitions) partitionPeriod(now, cutoff time.Time) time.Duration {
+	if pt.period > 0 {
+		return pt.period
 	}
 	return min(max(now.Sub(cutoff)/2, MinPartitionPeriod), MaxPartitionPeriod).Round(time.Second)
 }
 
-// idClock is the time of run ids: the store's clock when it has one (tests),
-// else this process's, which makes the ids.
-func (s *Store) idClock() time.Time {
-	if s.now != nil {
-		return s.now()
+// idClock is the time of run ids: the store's clock now when it has one
+// (tests), else this process's, which makes the ids.
+func idClock(now func() time.Time) time.Time {
+	if now != nil {
+		return now()
 	}
 	return time.Now()
 }
 
-// maintainPartitions makes the ranges up to partitionsAhead periods past
-// now, then drops every range that ended partitionGrace ago and whose runs
-// all finished before cutoff, and finishes the drops that began before. It
-// returns how many runs it dropped.
-func (s *Store) maintainPartitions(ctx context.Context, cutoff time.Time) (int, error) {
-	parts, err := s.q.ListPartitions(ctx, s.pool)
+// Maintain makes the ranges up to partitionsAhead periods past now, then
+// drops every range that ended partitionGrace ago and whose runs all
+// finished before cutoff, and finishes the drops that began before. It
+// returns how many runs it dropped. The leader calls it (PruneRuns).
+func (pt *Partitions) Maintain(ctx context.Context, cutoff time.Time) (int, error) {
+	parts, err := pt.q.ListPartitions(ctx, pt.pool)
 	if err != nil {
 		return 0, fmt.Errorf("list partitions: %w", err)
 	}
-	now := s.idClock()
-	period := s.partitionPeriod(now, cutoff)
-	s.lastPeriod.Store(int64(period))
-	if err := s.makePartitions(ctx, parts, now, period); err != nil {
+	now := idClock(pt.now)
+	period := pt.partitionPeriod(now, cutoff)
+	pt.lastPeriod.Store(int64(period))
+	if err := pt.makePartitions(ctx, parts, now, period); err != nil {
 		return 0, err
 	}
 	end := uuidAt(now.Add(-partitionGrace))
@@ -101,7 +132,7 @@ func (s *Store) maintainPartitions(ctx context.Context, cutoff time.Time) (int, 
 		if !p.Dropping && !uuidLess(p.ToID.Bytes, end) {
 			continue
 		}
-		n, err := s.dropPartition(ctx, p, cutoff)
+		n, err := pt.dropPartition(ctx, p, cutoff)
 		if err != nil {
 			return dropped, err
 		}
@@ -116,7 +147,7 @@ func (s *Store) maintainPartitions(ctx context.Context, cutoff time.Time) (int, 
 // after a long stop): the ids of the gap get ranges when they are made
 // (coverRuns). A lock that is not free in time, or a range made meanwhile
 // by a creation, ends the round early: the next looks again.
-func (s *Store) makePartitions(ctx context.Context, parts []dbsqlc.DagenPartition, now time.Time, period time.Duration) error {
+func (pt *Partitions) makePartitions(ctx context.Context, parts []dbsqlc.DagenPartition, now time.Time, period time.Duration) error {
 	start := now.Truncate(time.Millisecond)
 	if len(parts) > 0 {
 		if end := idTime(parts[len(parts)-1].ToID.Bytes); end.After(start) {
@@ -126,7 +157,7 @@ func (s *Store) makePartitions(ctx context.Context, parts []dbsqlc.DagenPartitio
 	horizon := now.Truncate(time.Millisecond).Add(partitionsAhead * period)
 	for made := 0; made < maxNewPartitions && start.Before(horizon); made++ {
 		end := start.Add(period)
-		if err := s.makePartition(ctx, start, end); err != nil {
+		if err := pt.makePartition(ctx, start, end); err != nil {
 			if partitionRace(err) {
 				return nil
 			}
@@ -151,10 +182,10 @@ func partitionRace(err error) bool {
 // take weaker locks, go on meanwhile. (CREATE TABLE … PARTITION OF would
 // take ACCESS EXCLUSIVE, which waits for every transaction in flight and
 // holds every new one back.)
-func (s *Store) makePartition(ctx context.Context, from, to time.Time) error {
+func (pt *Partitions) makePartition(ctx context.Context, from, to time.Time) error {
 	suffix := fmt.Sprintf("p%s_%03d", from.UTC().Format("20060102t150405"), from.UnixMilli()%1000)
 	lo, hi := uuidAt(from), uuidAt(to)
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, pt.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '"+attachLockTimeout+"'"); err != nil {
 			return err
 		}
@@ -166,7 +197,7 @@ func (s *Store) makePartition(ctx context.Context, from, to time.Time) error {
 				return err
 			}
 		}
-		return s.q.InsertPartition(ctx, tx, dbsqlc.InsertPartitionParams{Suffix: suffix, FromID: uuidOf(lo), ToID: uuidOf(hi)})
+		return pt.q.InsertPartition(ctx, tx, dbsqlc.InsertPartitionParams{Suffix: suffix, FromID: uuidOf(lo), ToID: uuidOf(hi)})
 	})
 	if err != nil {
 		return fmt.Errorf("make partition %s for runs made from %s to %s: %w", suffix, from.UTC().Format(time.RFC3339Nano), to.UTC().Format(time.RFC3339Nano), err)
@@ -181,15 +212,15 @@ func isNoPartition(err error) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == "23514" && strings.HasPrefix(pgErr.Message, "no partition of relation")
 }
 
-// withRanges calls create, which writes runs, and when Postgres refused
+// WithRanges calls create, which writes runs, and when Postgres refused
 // it because no range holds a run's id, makes the ranges (coverRuns) and
 // calls it again.
-func (s *Store) withRanges(ctx context.Context, runs []store.NewRun, create func() error) error {
+func (pt *Partitions) WithRanges(ctx context.Context, runs []store.NewRun, create func() error) error {
 	err := create()
 	if !isNoPartition(err) {
 		return err
 	}
-	if err := s.coverRuns(ctx, runs); err != nil {
+	if err := pt.coverRuns(ctx, runs); err != nil {
 		return fmt.Errorf("create %d runs: %w", len(runs), err)
 	}
 	return create()
@@ -201,9 +232,9 @@ func (s *Store) withRanges(ctx context.Context, runs []store.NewRun, create func
 // that is less than a period back, a period wide or up to the next range.
 // A range being dropped holds ids no run may take any more: a run made
 // with one (by a clock behind by more than the retention) is refused.
-func (s *Store) coverRuns(ctx context.Context, runs []store.NewRun) error {
+func (pt *Partitions) coverRuns(ctx context.Context, runs []store.NewRun) error {
 	for attempt := 0; ; attempt++ {
-		parts, err := s.q.ListPartitions(ctx, s.pool)
+		parts, err := pt.q.ListPartitions(ctx, pt.pool)
 		if err != nil {
 			return fmt.Errorf("list partitions: %w", err)
 		}
@@ -211,11 +242,11 @@ func (s *Store) coverRuns(ctx context.Context, runs []store.NewRun) error {
 		if !ok {
 			return nil
 		}
-		from, to := coverRange(parts, id, s.coverPeriod(parts))
+		from, to := coverRange(parts, id, pt.coverPeriod(parts))
 		if from.IsZero() {
 			return fmt.Errorf("run %s: its range of ids is being pruned (its id was made %s, before the retention)", id, idTime(id).UTC().Format(time.RFC3339Nano))
 		}
-		err = s.makePartition(ctx, from, to)
+		err = pt.makePartition(ctx, from, to)
 		if err != nil && (!partitionRace(err) || attempt >= 5) {
 			return err
 		}
@@ -225,11 +256,11 @@ func (s *Store) coverRuns(ctx context.Context, runs []store.NewRun) error {
 // coverPeriod is the width of a range made for a creation: the configured
 // period, or the one this process's leader chose last, or the width of the
 // newest range (made by a leader elsewhere), or, before any, the least.
-func (s *Store) coverPeriod(parts []dbsqlc.DagenPartition) time.Duration {
-	if s.period > 0 {
-		return s.period
+func (pt *Partitions) coverPeriod(parts []dbsqlc.DagenPartition) time.Duration {
+	if pt.period > 0 {
+		return pt.period
 	}
-	if p := time.Duration(s.lastPeriod.Load()); p > 0 {
+	if p := time.Duration(pt.lastPeriod.Load()); p > 0 {
 		return p
 	}
 	for i := len(parts) - 1; i >= 0; i-- {
@@ -297,7 +328,7 @@ func coverRange(parts []dbsqlc.DagenPartition, id dag.RunID, period time.Duratio
 // one, the range is attached again; without, its tables and its row go.
 // A leader that stops half way leaves the range marked, and the next
 // round takes it up where it was.
-func (s *Store) dropPartition(ctx context.Context, p dbsqlc.DagenPartition, cutoff time.Time) (int, error) {
+func (pt *Partitions) dropPartition(ctx context.Context, p dbsqlc.DagenPartition, cutoff time.Time) (int, error) {
 	at := pgtype.Timestamptz{Time: cutoff, Valid: true}
 	if since := uuidAt(cutoff); !p.Dropping && uuidLess(since, p.ToID.Bytes) {
 		// A run made at the cutoff or later keeps the range: one lookup,
@@ -306,7 +337,7 @@ func (s *Store) dropPartition(ctx context.Context, p dbsqlc.DagenPartition, cuto
 		// docs/performance.md, "Dropping a range: one lookup for late
 		// runs"). (Ids come from the workers' clocks: one a little ahead
 		// keeps a range a round longer, never drops one early.)
-		found, err := s.q.RangeHasRunsSince(ctx, s.pool, uuidOf(since), p.ToID)
+		found, err := pt.q.RangeHasRunsSince(ctx, pt.pool, uuidOf(since), p.ToID)
 		if err != nil {
 			return 0, fmt.Errorf("drop partition %s: look for runs made after the cutoff: %w", p.Suffix, err)
 		}
@@ -315,24 +346,24 @@ func (s *Store) dropPartition(ctx context.Context, p dbsqlc.DagenPartition, cuto
 		}
 	}
 	if !p.Dropping {
-		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			if _, err := s.q.LockPartition(ctx, tx, p.Suffix); err != nil {
+		err := pgx.BeginFunc(ctx, pt.pool, func(tx pgx.Tx) error {
+			if _, err := pt.q.LockPartition(ctx, tx, p.Suffix); err != nil {
 				if errors.Is(err, pgx.ErrNoRows) {
 					return errNothingToDo // another leader dropped it
 				}
 				return err
 			}
-			count, err := s.q.PartitionRuns(ctx, tx, dbsqlc.PartitionRunsParams{FromID: p.FromID, ToID: p.ToID, Cutoff: at})
+			count, err := pt.q.PartitionRuns(ctx, tx, dbsqlc.PartitionRunsParams{FromID: p.FromID, ToID: p.ToID, Cutoff: at})
 			if err != nil {
 				return fmt.Errorf("check its runs: %w", err)
 			}
 			if count.Live > 0 {
 				return errNothingToDo
 			}
-			if err := s.q.DeleteRangeLeftovers(ctx, tx, p.FromID, p.ToID); err != nil {
+			if err := pt.q.DeleteRangeLeftovers(ctx, tx, p.FromID, p.ToID); err != nil {
 				return fmt.Errorf("delete keys: %w", err)
 			}
-			return s.q.SetPartitionDropping(ctx, tx, true, p.Suffix)
+			return pt.q.SetPartitionDropping(ctx, tx, true, p.Suffix)
 		})
 		switch {
 		case errors.Is(err, errNothingToDo), isLockTimeout(err):
@@ -342,7 +373,7 @@ func (s *Store) dropPartition(ctx context.Context, p dbsqlc.DagenPartition, cuto
 		}
 	}
 	for _, t := range historyTables {
-		if err := s.detach(ctx, t.name, p.Suffix); err != nil {
+		if err := pt.detach(ctx, t.name, p.Suffix); err != nil {
 			if isLockTimeout(err) {
 				return 0, nil // the next round finishes it
 			}
@@ -350,11 +381,11 @@ func (s *Store) dropPartition(ctx context.Context, p dbsqlc.DagenPartition, cuto
 		}
 	}
 	var runs int
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, pt.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '"+attachLockTimeout+"'"); err != nil {
 			return err
 		}
-		if _, err := s.q.LockPartition(ctx, tx, p.Suffix); err != nil {
+		if _, err := pt.q.LockPartition(ctx, tx, p.Suffix); err != nil {
 			if errors.Is(err, pgx.ErrNoRows) {
 				return errNothingToDo
 			}
@@ -374,14 +405,14 @@ func (s *Store) dropPartition(ctx context.Context, p dbsqlc.DagenPartition, cuto
 					return fmt.Errorf("attach it again for a late run: %w", err)
 				}
 			}
-			return s.q.SetPartitionDropping(ctx, tx, false, p.Suffix)
+			return pt.q.SetPartitionDropping(ctx, tx, false, p.Suffix)
 		}
 		for _, t := range historyTables {
 			if _, err := tx.Exec(ctx, "DROP TABLE IF EXISTS "+partitionIdent(t.name, p.Suffix)); err != nil {
 				return err
 			}
 		}
-		return s.q.DeletePartition(ctx, tx, p.Suffix)
+		return pt.q.DeletePartition(ctx, tx, p.Suffix)
 	})
 	switch {
 	case errors.Is(err, errNothingToDo), isLockTimeout(err):
@@ -410,9 +441,9 @@ func attachPartition(ctx context.Context, tx pgx.Tx, table, suffix string, lo, h
 // gone) is left as it is. DETACH … CONCURRENTLY cannot run in a
 // transaction: it runs alone on a connection of its own, whose lock
 // timeout bounds its waits.
-func (s *Store) detach(ctx context.Context, parent, suffix string) error {
+func (pt *Partitions) detach(ctx context.Context, parent, suffix string) error {
 	part := partitionIdent(parent, suffix)
-	conn, err := s.pool.Acquire(ctx)
+	conn, err := pt.pool.Acquire(ctx)
 	if err != nil {
 		return err
 	}
@@ -442,6 +473,13 @@ func (s *Store) detach(ctx context.Context, parent, suffix string) error {
 	}
 	return nil
 }
+
+// errNothingToDo makes a transaction of a drop roll back: the range stays,
+// or another leader dropped it.
+var errNothingToDo = errors.New("nothing to do")
+
+// uuidOf is id as a uuid parameter.
+func uuidOf(id dag.RunID) pgtype.UUID { return pgtype.UUID{Bytes: id, Valid: true} }
 
 // isLockTimeout reports whether err is Postgres's lock_not_available: a
 // lock that was not free at once (NOWAIT) or within the lock timeout.

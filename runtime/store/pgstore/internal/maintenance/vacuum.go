@@ -1,11 +1,34 @@
-package pgstore
+package maintenance
 
 import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
+
+// Vacuum vacuums the queue tables, whose rows come and go with the work:
+// by volume, every churnVacuumEvery tasks enqueued (Note), in the
+// background, and on the leader's rounds where the server's autovacuum is
+// off (Queues).
+type Vacuum struct {
+	pool  *pgxpool.Pool
+	churn countedJob   // the vacuum by volume: see Note
+	last  atomic.Int64 // when, in unix nanoseconds, Queues last vacuumed
+}
+
+// NewVacuum returns the vacuum of the queue tables of pool's schema.
+func NewVacuum(pool *pgxpool.Pool) *Vacuum {
+	v := &Vacuum{pool: pool}
+	v.churn.every = churnVacuumEvery
+	return v
+}
+
+// Wait waits for the vacuum under way in the background, if any.
+func (v *Vacuum) Wait() { v.churn.wait() }
 
 // vacuumEvery is how often, at most, the leader vacuums the queue tables
 // (PruneRuns may be called several times a round).
@@ -48,44 +71,44 @@ const churnVacuumEvery = 20000
 // the next thousand enqueues fill again.
 const vacuumOptions = "(SKIP_LOCKED, TRUNCATE false)"
 
-// noteChurn records that n tasks went into the queue and, every
+// Note records that n tasks went into the queue and, every
 // churnVacuumEvery of them, vacuums churnTables in the background (see
 // countedJob).
-func (s *Store) noteChurn(ctx context.Context, n int) {
-	s.churn.note(ctx, n, func(ctx context.Context) error { return s.vacuumWithin(ctx, churnTables) })
+func (v *Vacuum) Note(ctx context.Context, n int) {
+	v.churn.note(ctx, n, func(ctx context.Context) error { return v.within(ctx, churnTables) })
 }
 
-// vacuumWithin vacuums tables, within refreshTimeout.
-func (s *Store) vacuumWithin(ctx context.Context, tables []string) error {
+// within vacuums tables, within refreshTimeout.
+func (v *Vacuum) within(ctx context.Context, tables []string) error {
 	ctx, cancel := context.WithTimeout(ctx, refreshTimeout)
 	defer cancel()
 	// VACUUM cannot run in a transaction: one statement, on the simple
 	// protocol (no arguments).
-	if _, err := s.pool.Exec(ctx, "VACUUM "+vacuumOptions+" "+strings.Join(tables, ", ")); err != nil {
+	if _, err := v.pool.Exec(ctx, "VACUUM "+vacuumOptions+" "+strings.Join(tables, ", ")); err != nil {
 		return fmt.Errorf("vacuum %s: %w", strings.Join(tables, ", "), err)
 	}
 	return nil
 }
 
-// vacuumQueues vacuums the queue tables when the server's autovacuum is
-// off, as the leader's part of pruning. Autovacuum keeps them small where
+// Queues vacuums the queue tables when the server's autovacuum is off, as
+// the leader's part of pruning, at most every vacuumEvery. Autovacuum keeps them small where
 // it runs; where it is off (some test and CI servers turn it off) nothing
 // else would, and a queue table that only grows makes every claim read
 // more dead rows. Tables another session holds (SKIP_LOCKED) wait for the
 // next round.
-func (s *Store) vacuumQueues(ctx context.Context) error {
+func (v *Vacuum) Queues(ctx context.Context) error {
 	now := time.Now().UnixNano()
-	if last := s.lastVacuum.Load(); now-last < int64(vacuumEvery) || !s.lastVacuum.CompareAndSwap(last, now) {
+	if last := v.last.Load(); now-last < int64(vacuumEvery) || !v.last.CompareAndSwap(last, now) {
 		return nil
 	}
 	var on bool
-	if err := s.pool.QueryRow(ctx, "SELECT current_setting('autovacuum')::boolean").Scan(&on); err != nil {
+	if err := v.pool.QueryRow(ctx, "SELECT current_setting('autovacuum')::boolean").Scan(&on); err != nil {
 		return fmt.Errorf("read the autovacuum setting: %w", err)
 	}
 	if on {
 		return nil
 	}
-	if err := s.vacuumWithin(ctx, queueTables); err != nil {
+	if err := v.within(ctx, queueTables); err != nil {
 		return fmt.Errorf("the queue tables (autovacuum is off): %w", err)
 	}
 	return nil
