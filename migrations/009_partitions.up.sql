@@ -7,7 +7,7 @@
 -- first 48 bits are the millisecond they were made, so a range of ids is a
 -- range of time, and the three tables share their ranges (a run's tasks
 -- and events are in the partitions of its run). The store's leader keeps
--- partitions made ahead of time (store pgstore, partitions.go) and prunes a
+-- partitions made ahead of time (pgstore, internal/maintenance/partitions.go) and prunes a
 -- range by dropping its three partitions once every run in it finished
 -- before the retention cutoff. A run still running in an old range keeps
 -- that range whole until it finishes; retry, the one way to reopen a

@@ -13,7 +13,7 @@
 -- (SHARE UPDATE EXCLUSIVE on the parent: the engine's reads and writes go
 -- on) and dropped by detaching it CONCURRENTLY first. An id no range holds
 -- makes the insert of its run fail, and the store makes a range for it and
--- inserts again (pgstore, partitions.go). dropping marks a range whose
+-- inserts again (pgstore, internal/maintenance/partitions.go). dropping marks a range whose
 -- detach has begun: a retry refuses its runs, and the leader finishes the
 -- drop, or attaches the range again when a run came into it late.
 --
@@ -63,7 +63,7 @@ BEGIN
     END IF;
 
     FOR g IN SELECT * FROM dagen_gaps ORDER BY from_ms LOOP
-        -- The suffix and bounds the store gives a range (partitions.go).
+        -- The suffix and bounds the store gives a range (pgstore, internal/maintenance/partitions.go).
         sfx := 'p' || to_char(to_timestamp(g.from_ms / 1000) AT TIME ZONE 'UTC', 'YYYYMMDD"t"HH24MISS')
                || '_' || lpad((g.from_ms % 1000)::text, 3, '0');
         lo := (substr(lpad(to_hex(g.from_ms), 12, '0'), 1, 8) || '-' || substr(lpad(to_hex(g.from_ms), 12, '0'), 9, 4)

@@ -13,7 +13,7 @@
 -- updates").
 --
 -- The ranges the leader makes from this version have these settings
--- (pgstore, partitions.go); this gives them to the ranges that exist, for
+-- (pgstore, internal/maintenance/partitions.go); this gives them to the ranges that exist, for
 -- the rows inserted from now on (ALTER … SET takes SHARE UPDATE EXCLUSIVE:
 -- the engine's reads and writes go on).
 

@@ -12,7 +12,7 @@
 -- claim on anything.
 --
 -- Nobody deletes an entry. The claiming process deletes the row once it has
--- committed the end of every attempt in it (pgstore's leaseBook), in the
+-- committed the end of every attempt in it (pgstore's lease book, internal/leasebook), in the
 -- next transaction it writes; the leader deletes a row whose lease expired
 -- once no task holds it, after rescuing the tasks that did. A row's id is
 -- the least STARTED event id in it.
