@@ -23,7 +23,8 @@
 // ready, up to the slots they free, unless another tenant has work queued
 // that the fair queue would hand out first (Config.DisableEagerContinue
 // turns this off): a chain runs on without a trip through the queue. The
-// other steps are claimed from the fair queue.
+// other steps are claimed from the fair queue. [Engine.Poll] completes
+// results the same way.
 //
 // A task is looked at once all its parents are resolved. The rules (DESIGN
 // §3): a skipped required parent skips the child; all parents skipped skips

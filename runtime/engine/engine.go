@@ -61,7 +61,8 @@ type Config struct {
 	// also claims, for this worker's slots those results free, the steps
 	// they made ready, when the fair queue would not hand other tenants'
 	// work out first (store.Continuer): a chain's next step then costs no
-	// enqueue, no claim and no wait for a poll.
+	// enqueue, no claim and no wait for a poll. Poll runs such steps on
+	// in the same call.
 	DisableEagerContinue bool
 	// StepTimeout bounds an attempt of a step that sets no timeout of its
 	// own. Zero means no bound.

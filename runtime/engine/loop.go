@@ -840,9 +840,13 @@ func (e *Engine) lead(l *loop) bool {
 }
 
 // Poll does one round of work in the calling goroutine: it fires due
-// schedules and timers, rescues expired leases, claims a batch, executes it in order and
-// completes it. It returns how many timers and tasks it handled. Poll is
-// how a manual engine is driven; it is safe on a started engine too.
+// schedules and timers, rescues expired leases, claims a batch, executes it
+// in order and completes it as a started engine's workers do: the unit
+// that stores the results claims for this worker up to a batch of the
+// steps they made ready (unless Config.DisableEagerContinue), and Poll
+// executes and completes those in turn, until a completion hands none
+// back. It returns how many timers and tasks it handled. Poll is how a
+// manual engine is driven; it is safe on a started engine too.
 func (e *Engine) Poll(ctx context.Context) (int, error) {
 	started, err := e.fireSchedules(ctx, e.cfg.BatchSize)
 	if err != nil {
@@ -868,20 +872,30 @@ func (e *Engine) Poll(ctx context.Context) (int, error) {
 			return 0, fmt.Errorf("poll: claim: %w", err)
 		}
 	}
-	if len(tasks) > 0 {
+	handled := 0
+	for len(tasks) > 0 {
+		handled += len(tasks)
 		results := make([]store.TaskResult, 0, len(tasks))
 		for i := range tasks {
 			if res, keep := e.execute(ctx, &tasks[i]); keep {
 				results = append(results, res)
 			}
 		}
-		if len(results) > 0 {
-			outs, err := e.store.CompleteTasks(ctx, results)
-			if err != nil {
-				return 0, fmt.Errorf("poll: complete: %w", err)
-			}
-			e.afterComplete(results, outs)
+		if len(results) == 0 {
+			break
 		}
+		var outs []store.CompletionOutcome
+		if e.cfg.DisableEagerContinue {
+			outs, err = e.store.CompleteTasks(ctx, results)
+			tasks = nil
+		} else {
+			// Up to a batch, as the next round would claim.
+			outs, tasks, err = e.completeAndContinue(ctx, results, e.cfg.BatchSize)
+		}
+		if err != nil {
+			return 0, fmt.Errorf("poll: complete: %w", err)
+		}
+		e.afterComplete(results, outs)
 	}
-	return fired + rescued + len(tasks), nil
+	return fired + rescued + handled, nil
 }
