@@ -916,7 +916,7 @@ func (g *emitter) handle(w *analysis.Workflow) {
 	g.f.Line()
 
 	spec := g.name("spec")
-	g.comment(fmt.Sprintf("CreateSchedule creates a schedule of %q that starts a run with %s at each slot of %s.Cron, for %s.Tenant, or replaces the schedule of that tenant with %s.Name; it sets %s.Input to %s. See engine.Engine.CreateSchedule; a store that keeps no schedules gives engine.ErrSchedulesUnsupported.",
+	g.comment(fmt.Sprintf("CreateSchedule creates a schedule of %q that starts a run with %s at each slot of %s.Cron, for %s.Tenant, or replaces the schedule of that tenant with %s.Name; it sets %s.Input to %s. See engine.Engine.CreateSchedule.",
 		w.Name, input, spec, spec, spec, spec, input))
 	g.f.Func().Params(jen.Id(recv).Op("*").Id(wfType)).Id("CreateSchedule").Params(ctxP, jen.Id(spec).Qual(enginePath, "ScheduleSpec"), jen.Id(input).Add(g.typ(w.Input))).Error().Block(
 		jen.Id(spec).Dot("Input").Op("=").Id(input),

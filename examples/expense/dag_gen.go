@@ -213,8 +213,7 @@ func (w *ExpenseWorkflow) Get(id dag.RunID) *ExpenseRun {
 // CreateSchedule creates a schedule of "Expense" that starts a run with input
 // at each slot of spec.Cron, for spec.Tenant, or replaces the schedule of that
 // tenant with spec.Name; it sets spec.Input to input. See
-// engine.Engine.CreateSchedule; a store that keeps no schedules gives
-// engine.ErrSchedulesUnsupported.
+// engine.Engine.CreateSchedule.
 func (w *ExpenseWorkflow) CreateSchedule(ctx context.Context, spec engine.ScheduleSpec, input Expense) error {
 	spec.Input = input
 	return w.engine.CreateSchedule(ctx, "Expense", spec)
@@ -414,8 +413,7 @@ func (w *ReportWorkflow) Get(id dag.RunID) *ReportRun {
 // CreateSchedule creates a schedule of "Report" that starts a run with input at
 // each slot of spec.Cron, for spec.Tenant, or replaces the schedule of that
 // tenant with spec.Name; it sets spec.Input to input. See
-// engine.Engine.CreateSchedule; a store that keeps no schedules gives
-// engine.ErrSchedulesUnsupported.
+// engine.Engine.CreateSchedule.
 func (w *ReportWorkflow) CreateSchedule(ctx context.Context, spec engine.ScheduleSpec, input Report) error {
 	spec.Input = input
 	return w.engine.CreateSchedule(ctx, "Report", spec)

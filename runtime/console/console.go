@@ -20,14 +20,6 @@ import (
 //go:embed assets
 var assets embed.FS
 
-// Store is what the console reads and acts through: a store with the
-// operator API (pgstore.Store and memstore.Store are ones).
-type Store interface {
-	store.Store
-	store.Operator
-	store.Retrier
-}
-
 // Options configure a console. The zero value is a console that may act.
 type Options struct {
 	// ReadOnly refuses every action (cancel, retry) with 403 and shows no
@@ -45,19 +37,14 @@ type Options struct {
 
 // Console is the console's http.Handler.
 type Console struct {
-	st   Store
+	st   store.Store
 	opts Options
 	mux  *http.ServeMux
 	tmpl *template.Template
 }
 
-// New returns the console over st. It fails when st lacks the operator
-// API.
+// New returns the console over st.
 func New(st store.Store, opts Options) (*Console, error) {
-	ops, ok := st.(Store)
-	if !ok {
-		return nil, fmt.Errorf("console: store %T lacks the operator API (store.Operator and store.Retrier)", st)
-	}
 	if opts.Operator == "" {
 		opts.Operator = "console"
 	}
@@ -71,7 +58,7 @@ func New(st store.Store, opts Options) (*Console, error) {
 	if err != nil {
 		return nil, fmt.Errorf("console: templates: %w", err)
 	}
-	c := &Console{st: ops, opts: opts, tmpl: tmpl, mux: http.NewServeMux()}
+	c := &Console{st: st, opts: opts, tmpl: tmpl, mux: http.NewServeMux()}
 	static, err := fs.Sub(assets, "assets")
 	if err != nil {
 		return nil, err

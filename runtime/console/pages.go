@@ -177,7 +177,7 @@ func (c *Console) runPage(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusBadRequest, fmt.Errorf("%q is not a run id", r.PathValue("id")))
 		return
 	}
-	run, tasks, err := c.read(r.Context(), id)
+	run, tasks, err := c.st.ReadRun(r.Context(), id)
 	if err != nil {
 		status := http.StatusInternalServerError
 		if isNotFound(err) {
@@ -193,8 +193,8 @@ func (c *Console) runPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	unserved := map[string]string{} // QUEUED steps no live worker serves, by name: their signature
-	if d, ok := c.st.(store.Deploys); ok && !run.Status.Terminal() {
-		us, err := d.Unserved(r.Context(), id)
+	if !run.Status.Terminal() {
+		us, err := c.st.Unserved(r.Context(), id)
 		if err != nil {
 			c.fail(w, r, http.StatusInternalServerError, err)
 			return
@@ -260,10 +260,9 @@ type stepView struct {
 }
 
 // addQueuePlaces says, for the queued steps a live worker serves, how
-// much of the fair queue is ahead of them, when the store can tell.
+// much of the fair queue is ahead of them.
 func (c *Console) addQueuePlaces(ctx context.Context, run store.Run, steps []stepView, unserved map[string]string) error {
-	fl, ok := c.st.(store.Fleet)
-	if !ok || run.Status.Terminal() {
+	if run.Status.Terminal() {
 		return nil
 	}
 	var queued []string
@@ -275,7 +274,7 @@ func (c *Console) addQueuePlaces(ctx context.Context, run store.Run, steps []ste
 	if len(queued) == 0 {
 		return nil
 	}
-	places, err := fl.QueuePlaces(ctx, run.ID, queued)
+	places, err := c.st.QueuePlaces(ctx, run.ID, queued)
 	if err != nil {
 		return err
 	}
@@ -306,8 +305,7 @@ func queuedWhy(tenant string, p store.QueuePlace) string {
 }
 
 // optionalEdges returns the edges (child, parent) of tasks that the child
-// takes as a dag.Maybe, from the recorded signature descriptions; none
-// when the store keeps none.
+// takes as a dag.Maybe, from the recorded signature descriptions.
 func (c *Console) optionalEdges(ctx context.Context, tasks []store.Task) map[[2]string]bool {
 	var sigs []string
 	for _, t := range tasks {
@@ -327,31 +325,18 @@ func (c *Console) optionalEdges(ctx context.Context, tasks []store.Task) map[[2]
 }
 
 // signatureInfos returns the recorded descriptions of sigs, or none when
-// the store keeps none or cannot be read (logged, saying what the page
-// does without them).
+// the store cannot be read (logged, saying what the page does without
+// them).
 func (c *Console) signatureInfos(ctx context.Context, sigs []string, without string) []store.SignatureInfo {
-	sr, ok := c.st.(store.SignatureReader)
-	if !ok || len(sigs) == 0 {
+	if len(sigs) == 0 {
 		return nil
 	}
-	infos, err := sr.SignatureInfos(ctx, sigs)
+	infos, err := c.st.SignatureInfos(ctx, sigs)
 	if err != nil {
 		c.opts.Logger.Warn("dagen console: read signatures; "+without, "err", err)
 		return nil
 	}
 	return infos
-}
-
-func (c *Console) read(ctx context.Context, id dag.RunID) (store.Run, []store.Task, error) {
-	if rr, ok := c.st.(store.RunReader); ok {
-		return rr.ReadRun(ctx, id)
-	}
-	run, err := c.st.GetRun(ctx, id)
-	if err != nil {
-		return run, nil, err
-	}
-	tasks, err := c.st.ListTasks(ctx, id)
-	return run, tasks, err
 }
 
 func isNotFound(err error) bool { return errors.Is(err, store.ErrRunNotFound) }

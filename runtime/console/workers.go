@@ -2,7 +2,6 @@ package console
 
 import (
 	"cmp"
-	"errors"
 	"net/http"
 	"slices"
 
@@ -13,17 +12,12 @@ import (
 // concurrency, the steps they serve) and the backlog per tenant and
 // workflow.
 func (c *Console) workersPage(w http.ResponseWriter, r *http.Request) {
-	fl, ok := c.st.(store.Fleet)
-	if !ok {
-		c.fail(w, r, http.StatusNotImplemented, errors.New("this store keeps no workers (store.Fleet)"))
-		return
-	}
-	workers, err := fl.Workers(r.Context())
+	workers, err := c.st.Workers(r.Context())
 	if err != nil {
 		c.fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
-	backlog, err := fl.Backlog(r.Context())
+	backlog, err := c.st.Backlog(r.Context())
 	if err != nil {
 		c.fail(w, r, http.StatusInternalServerError, err)
 		return

@@ -25,6 +25,17 @@ type batchRecorder struct {
 }
 
 func (s *batchRecorder) CompleteTasks(ctx context.Context, results []store.TaskResult) ([]store.CompletionOutcome, error) {
+	s.record(results)
+	return s.Store.CompleteTasks(ctx, results)
+}
+
+func (s *batchRecorder) CompleteAndContinue(ctx context.Context, results []store.TaskResult, p store.ClaimParams) ([]store.CompletionOutcome, []store.ClaimedTask, error) {
+	s.record(results)
+	return s.Store.CompleteAndContinue(ctx, results, p)
+}
+
+// record waits for the gate, then records the steps of a batch.
+func (s *batchRecorder) record(results []store.TaskResult) {
 	<-s.gate
 	steps := make([]string, len(results))
 	for i, r := range results {
@@ -33,7 +44,6 @@ func (s *batchRecorder) CompleteTasks(ctx context.Context, results []store.TaskR
 	s.mu.Lock()
 	s.batches = append(s.batches, steps)
 	s.mu.Unlock()
-	return s.Store.CompleteTasks(ctx, results)
 }
 
 // TestBatchesBoundTheRowsTheyMakeReady checks that a batch of results stops

@@ -377,17 +377,6 @@ func stillRunning(res *engine.RunResult) string {
 	return fmt.Sprintf("it is %s", res.Status)
 }
 
-// deploySpy is a spyStore that passes store.Deploys through: without it a
-// worker would neither publish what it serves nor report waiting tasks.
-type deploySpy struct {
-	*spyStore
-	store.Deploys
-}
-
-func deploySpyOn(st store.Store) deploySpy {
-	return deploySpy{spyStore: spy(st), Deploys: st.(store.Deploys)}
-}
-
 // deployCase is one change from v1 to v2.
 type deployCase struct {
 	v2 pubBuild
@@ -435,7 +424,7 @@ func testDeploy(t *testing.T, clock *shiftClock, open func() store.Store, c depl
 	clock.Set(0)
 
 	// v2 starts and runs new runs.
-	v2store := deploySpyOn(open())
+	v2store := spy(open())
 	w2 := worker(t, v2store, "v2", d2)
 	var fresh []dag.RunID
 	for i := range 3 {

@@ -9,9 +9,10 @@ import (
 	"github.com/dagenhq/dagen/runtime/store"
 )
 
-// What a worker tells a store.Deploys so a deploy strands no run: the
-// signatures it serves (in its worker record, kept alive by heartbeats)
-// and what they mean (recorded once per definition, for `dagen check -db`).
+// What a worker tells its store (store.Deploys) so a deploy strands no
+// run: the signatures it serves (in its worker record, kept alive by
+// heartbeats) and what they mean (recorded once per definition, for
+// `dagen check -db`).
 // The leader logs a WAITING event for queued tasks no live worker serves.
 
 // Waiting is a QUEUED task that no live worker serves: it waits, and is
@@ -35,16 +36,12 @@ func (e *Engine) waitingGrace() time.Duration { return 2 * e.cfg.HeartbeatInterv
 // serve publishes the signatures this worker serves when they changed
 // since it last did (Register after Start). It runs before each heartbeat.
 func (e *Engine) serve(ctx context.Context, l *loop) {
-	d, ok := e.store.(store.Deploys)
-	if !ok {
-		return
-	}
 	e.recordSignatures(ctx)
 	sigs := e.servedSignatures()
 	if l.published != nil && slices.Equal(*l.published, sigs) {
 		return
 	}
-	if err := d.Serve(ctx, e.cfg.WorkerID, store.Serving{Signatures: sigs, Concurrency: e.cfg.Concurrency}); err != nil {
+	if err := e.store.Serve(ctx, e.cfg.WorkerID, store.Serving{Signatures: sigs, Concurrency: e.cfg.Concurrency}); err != nil {
 		if ctx.Err() == nil {
 			e.health.failed("publish served signatures", err)
 		}
@@ -70,11 +67,10 @@ func (e *Engine) recordSignatures(ctx context.Context) {
 // recordOnce records r's signatures unless that was done; a failure is
 // logged and tried again later.
 func (e *Engine) recordOnce(ctx context.Context, r *registered) {
-	d, ok := e.store.(store.Deploys)
-	if !ok || r.recorded.Load() {
+	if r.recorded.Load() {
 		return
 	}
-	if err := d.RecordSignatures(ctx, r.infos); err != nil {
+	if err := e.store.RecordSignatures(ctx, r.infos); err != nil {
 		if ctx.Err() == nil {
 			e.log.Warn("dagen: record signatures failed; will try again", "workflow", r.def.Name, "err", err)
 		}
@@ -86,11 +82,7 @@ func (e *Engine) recordOnce(ctx context.Context, r *registered) {
 // reportWaiting logs, as the leader, a WAITING event for tasks no live
 // worker serves.
 func (e *Engine) reportWaiting(ctx context.Context) {
-	d, ok := e.store.(store.Deploys)
-	if !ok {
-		return
-	}
-	n, err := d.ReportUnserved(ctx, e.waitingGrace(), e.cfg.BatchSize)
+	n, err := e.store.ReportUnserved(ctx, e.waitingGrace(), e.cfg.BatchSize)
 	if err != nil {
 		if ctx.Err() == nil {
 			e.health.failed("report tasks no worker serves", err)
@@ -104,10 +96,9 @@ func (e *Engine) reportWaiting(ctx context.Context) {
 }
 
 // waitingTasks returns the QUEUED tasks of an unfinished run that no live
-// worker serves, when the store can tell.
+// worker serves.
 func (e *Engine) waitingTasks(ctx context.Context, res *RunResult) ([]Waiting, error) {
-	d, ok := e.store.(store.Deploys)
-	if !ok || res.Status.Terminal() {
+	if res.Status.Terminal() {
 		return nil, nil
 	}
 	queued := false
@@ -117,7 +108,7 @@ func (e *Engine) waitingTasks(ctx context.Context, res *RunResult) ([]Waiting, e
 	if !queued {
 		return nil, nil
 	}
-	w, err := d.Unserved(ctx, res.ID)
+	w, err := e.store.Unserved(ctx, res.ID)
 	if err != nil {
 		return nil, fmt.Errorf("read tasks waiting for a worker: %w", err)
 	}

@@ -1,5 +1,8 @@
 // Package engine runs dagen workflows: it registers definitions, triggers
-// runs, and works their tasks through a [store.Store].
+// runs, and works their tasks through a [store.Store]. It uses every facet
+// of the store as it is (store.Execution, store.Admin, store.Triggers) and
+// asks it for one thing only: whether it elects a leader
+// ([store.Elector]); over a store that does not, every worker leads.
 //
 // Generated code (see cmd/dagen) builds a [Definition] per workflow and a
 // typed handle around an [Engine]; the engine itself deals in encoded bytes.
@@ -11,17 +14,17 @@
 //	                     ->  complete the N results in one unit
 //
 // A run triggered on a started engine that has free slots may skip the
-// queue for its first step: on stores that implement [store.Starter], the
-// transaction that creates the run also claims its first root task for
-// this worker when the fair queue would hand that task out next anyway
-// (its tenant has no backlog), and it goes straight to the executors
-// (Config.DisableEagerStart turns this off). Likewise, on stores that
-// implement [store.Continuer], the unit that stores a batch of results
-// claims for this worker the steps those results made ready, up to the
-// slots they free, unless another tenant has work queued that the fair
-// queue would hand out first (Config.DisableEagerContinue turns this off):
-// a chain runs on without a trip through the queue. The other steps are
-// claimed from the fair queue.
+// queue for its first step: the transaction that creates the run
+// ([store.Starter]) also claims its first root task for this worker when
+// the fair queue would hand that task out next anyway (its tenant has no
+// backlog), and it goes straight to the executors (Config.DisableEagerStart
+// turns this off). Likewise, the unit that stores a batch of results
+// ([store.Continuer]) claims for this worker the steps those results made
+// ready, up to the slots they free, unless another tenant has work queued
+// that the fair queue would hand out first (Config.DisableEagerContinue
+// turns this off): a chain runs on without a trip through the queue. The
+// other steps are claimed from the fair queue. [Engine.Poll] completes
+// results the same way.
 //
 // A task is looked at once all its parents are resolved. The rules (DESIGN
 // §3): a skipped required parent skips the child; all parents skipped skips
@@ -36,15 +39,15 @@
 // claims only the tasks whose signatures its registered definitions have,
 // and steps read their parents by stored name ([ParentOutput]). A task no
 // live worker serves waits in the queue: [Engine.Result] lists it in
-// RunResult.Waiting, and the leader logs a WAITING event for it, on stores
-// that implement [store.Deploys].
+// RunResult.Waiting, and the leader logs a WAITING event for it
+// ([store.Deploys]).
 //
 // Time and events. A signal wait (KindSignal, //dag:signal) holds no
 // worker: once its parents are resolved it is AWAITING in the store until
 // [Engine.Signal] delivers its payload (a signal sent earlier is held) or
 // its SignalTimeout skips it. Schedules (Definition.Schedules,
-// //dag:schedule, or [Engine.CreateSchedule] at run time) live in stores
-// that implement [store.Scheduler]: every worker fires the due slots of
+// //dag:schedule, or [Engine.CreateSchedule] at run time) live in the
+// store ([store.Scheduler]): every worker fires the due slots of
 // the workflows it serves, each slot's run keyed by its slot so it starts
 // once (see package cronexpr for expressions and time zones).
 //

@@ -38,7 +38,7 @@ type Config struct {
 	PollInterval time.Duration
 	// Lease is how long a claimed task stays with this worker without a
 	// heartbeat before another may rescue it; it is also the TTL of the
-	// worker's heartbeat on stores that implement store.Workers. Default 30s.
+	// worker's heartbeat (store.Workers). Default 30s.
 	Lease time.Duration
 	// HeartbeatInterval is how often the worker proves it is alive, and how
 	// often the leader looks for tasks to rescue. Default Lease/3.
@@ -53,16 +53,16 @@ type Config struct {
 	// DisableEagerStart sends every new run's first steps through the
 	// ready queue. By default, a run triggered on a started engine with
 	// free slots starts its first root on this worker in the transaction
-	// that creates it, when its tenant has no backlog (on stores that
-	// implement store.Starter), which saves the wait for a poll and a
-	// claim's round trip.
+	// that creates it, when its tenant has no backlog (store.Starter),
+	// which saves the wait for a poll and a claim's round trip.
 	DisableEagerStart bool
 	// DisableEagerContinue sends every step after a run's first through
 	// the ready queue. By default, the unit that stores a batch of results
 	// also claims, for this worker's slots those results free, the steps
 	// they made ready, when the fair queue would not hand other tenants'
-	// work out first (on stores that implement store.Continuer): a chain's
-	// next step then costs no enqueue, no claim and no wait for a poll.
+	// work out first (store.Continuer): a chain's next step then costs no
+	// enqueue, no claim and no wait for a poll. Poll runs such steps on
+	// in the same call.
 	DisableEagerContinue bool
 	// StepTimeout bounds an attempt of a step that sets no timeout of its
 	// own. Zero means no bound.
@@ -229,11 +229,12 @@ func OutputMaybe[T any](res *RunResult, step string) (dag.Maybe[T], error) {
 // Engine registers workflows, triggers runs and works their tasks. Create
 // one with New; it is safe for concurrent use.
 type Engine struct {
-	store  store.Store
-	cfg    Config
-	log    *slog.Logger
-	health *storeHealth // logs store outages once per change
-	inputs *inputCache  // large run inputs, sent once to this worker
+	store   store.Store
+	elector store.Elector // the store's leader election, or nil: every worker leads
+	cfg     Config
+	log     *slog.Logger
+	health  *storeHealth // logs store outages once per change
+	inputs  *inputCache  // large run inputs, sent once to this worker
 
 	mu         sync.RWMutex
 	defs       map[string]*registered
@@ -297,8 +298,10 @@ func New(st store.Store, cfg *Config) (*Engine, error) {
 		return nil, errors.New("engine: nil store")
 	}
 	c := cfg.withDefaults()
+	el, _ := st.(store.Elector) // the one optional part of a store
 	return &Engine{
 		store:   st,
+		elector: el,
 		cfg:     c,
 		log:     c.Logger,
 		health:  &storeHealth{log: c.Logger, worker: c.WorkerID},
@@ -564,11 +567,9 @@ func (e *Engine) Run(ctx context.Context, workflow, tenant string, input any) (*
 // engine drives Poll itself and returns ErrRunBlocked when only a timer
 // could move the run on.
 //
-// Until the run finishes Wait reads its status alone (on stores that
-// implement store.StatusReader), then the run with its tasks once: a large
-// input is not read again on every poll.
+// Until the run finishes Wait reads its status alone, then the run with its
+// tasks once: a large input is not read again on every poll.
 func (e *Engine) Wait(ctx context.Context, id dag.RunID) (*RunResult, error) {
-	_, reader := e.store.(store.RunReader)
 	woken := false // by this engine finishing the run: it is most likely over
 	// The waiter is registered before the status is read, so a run that
 	// finishes after the read wakes it; it stays registered across polls,
@@ -583,13 +584,12 @@ func (e *Engine) Wait(ctx context.Context, id dag.RunID) (*RunResult, error) {
 				e.waitRegistered(id)
 			}
 		}
-		// Only a finished run wakes a waiter: a woken waiter with a
-		// RunReader reads the run at once, in one round trip.
-		readNow := woken && reader
+		// Only a finished run wakes a waiter: a woken waiter reads the
+		// run at once, in one round trip.
 		status := store.RunRunning
 		var err error
 		switch {
-		case readNow:
+		case woken:
 		case first && held:
 			// A task of the run was held here as w registered, so the
 			// run had not finished: were it to finish the run, its
@@ -599,7 +599,7 @@ func (e *Engine) Wait(ctx context.Context, id dag.RunID) (*RunResult, error) {
 		default:
 			status, err = e.runStatus(ctx, id)
 		}
-		if err != nil || readNow || status.Terminal() {
+		if err != nil || woken || status.Terminal() {
 			if w != nil {
 				e.dropWaiter(id, w)
 				w = nil
@@ -647,13 +647,9 @@ func (e *Engine) Wait(ctx context.Context, id dag.RunID) (*RunResult, error) {
 	}
 }
 
-// runStatus reads a run's status, without its input when the store can.
+// runStatus reads a run's status, without its input.
 func (e *Engine) runStatus(ctx context.Context, id dag.RunID) (store.RunStatus, error) {
-	if sr, ok := e.store.(store.StatusReader); ok {
-		return sr.RunStatus(ctx, id)
-	}
-	run, err := e.store.GetRun(ctx, id)
-	return run.Status, err
+	return e.store.RunStatus(ctx, id)
 }
 
 // Result returns a run's current status and tasks, finished or not, and,
@@ -673,24 +669,9 @@ func (e *Engine) Result(ctx context.Context, id dag.RunID) (*RunResult, error) {
 	return res, nil
 }
 
-// read reads a run and its tasks, in one store call when the store can.
+// read reads a run and its tasks, in one store call.
 func (e *Engine) read(ctx context.Context, id dag.RunID) (*RunResult, error) {
-	if reader, ok := e.store.(store.RunReader); ok {
-		run, tasks, err := reader.ReadRun(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		return resultOf(run, tasks)
-	}
-	run, err := e.store.GetRun(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	return e.result(ctx, run)
-}
-
-func (e *Engine) result(ctx context.Context, run store.Run) (*RunResult, error) {
-	tasks, err := e.store.ListTasks(ctx, run.ID)
+	run, tasks, err := e.store.ReadRun(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -718,9 +699,10 @@ func (e *Engine) Events(ctx context.Context, id dag.RunID) ([]store.Event, error
 
 // Cancel cancels a running run: nothing more of it is scheduled, and steps
 // of it executing on this engine see their ctx done. Steps of it executing
-// on other started engines see theirs done within moments on stores that
-// announce cancellations (store.CancelNotifier), and at the engines' next
-// heartbeat otherwise. It reports whether the run was running.
+// on other started engines see theirs done within moments, when the
+// store's cancel notification (store.CancelNotifier) reaches them, and at
+// the latest at their engines' next heartbeat. It reports whether the run
+// was running.
 func (e *Engine) Cancel(ctx context.Context, id dag.RunID) (bool, error) {
 	ok, err := e.store.CancelRun(ctx, id)
 	if err != nil {

@@ -14,8 +14,9 @@ import (
 	"github.com/dagenhq/dagen/runtime/store/pgstore"
 )
 
-// knownSpy records, for each claimed task, whether the claim named its run
-// as Known and whether the store left its input out.
+// knownSpy records, for each claimed task (from the queue, or continued
+// by the completion of its parent), whether the claim named its run as
+// Known and whether the store left its input out.
 type knownSpy struct {
 	store.Store
 	mu      sync.Mutex
@@ -25,13 +26,23 @@ type knownSpy struct {
 
 func (s *knownSpy) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.ClaimedTask, error) {
 	tasks, err := s.Store.ClaimTasks(ctx, p)
+	s.record(p, tasks)
+	return tasks, err
+}
+
+func (s *knownSpy) CompleteAndContinue(ctx context.Context, results []store.TaskResult, p store.ClaimParams) ([]store.CompletionOutcome, []store.ClaimedTask, error) {
+	outs, tasks, err := s.Store.CompleteAndContinue(ctx, results, p)
+	s.record(p, tasks)
+	return outs, tasks, err
+}
+
+func (s *knownSpy) record(p store.ClaimParams, tasks []store.ClaimedTask) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, t := range tasks {
 		s.named[t.Step] = slices.Contains(p.Known, t.RunID)
 		s.omitted[t.Step] = t.InputOmitted
 	}
-	return tasks, err
 }
 
 func TestLargeInputSentOnce(t *testing.T) {

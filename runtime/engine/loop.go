@@ -145,16 +145,14 @@ func (e *Engine) Start(ctx context.Context) error {
 		held:      make(map[dag.RunID]int),
 		tenants:   make(map[string]int),
 	}
-	if n, ok := e.store.(store.Notifier); ok && !e.cfg.DisableNotify {
-		ch, err := n.Subscribe(lctx)
+	if !e.cfg.DisableNotify {
+		ch, err := e.store.Subscribe(lctx)
 		if err != nil {
 			e.log.Warn("dagen: store notifications unavailable; polling only", "worker", e.cfg.WorkerID, "err", err)
 		}
 		l.notify = ch
-	}
-	if n, ok := e.store.(store.CancelNotifier); ok && !e.cfg.DisableNotify {
 		// A hint that saves waiting for the heartbeat, which stays the truth.
-		if ch, err := n.SubscribeCancels(lctx); err != nil {
+		if ch, err := e.store.SubscribeCancels(lctx); err != nil {
 			e.log.Warn("dagen: store cancel notifications unavailable; cancellations reach steps by heartbeat", "worker", e.cfg.WorkerID, "err", err)
 		} else {
 			go e.cancelNotified(lctx, ch)
@@ -164,12 +162,6 @@ func (e *Engine) Start(ctx context.Context) error {
 		l.results[i] = make(chan finished, e.cfg.Concurrency) // never more results than tasks held
 	}
 	l.light = make(chan finished, e.cfg.Concurrency)
-	if _, ok := e.store.(store.Workers); ok {
-		if _, ok := e.store.(store.Deploys); !ok {
-			e.log.Warn("dagen: the store keeps workers but not what they serve (store.Deploys): other workers will report this worker's tasks as waiting for a worker; a wrapping store should pass Deploys through",
-				"worker", e.cfg.WorkerID, "store", fmt.Sprintf("%T", e.store))
-		}
-	}
 	e.heartbeat(l) // register before claiming, so the first claims are covered
 	e.loop = l
 	e.stopping = false
@@ -262,15 +254,13 @@ func (e *Engine) Stop(ctx context.Context) error {
 	}
 	l.cancel(errStopped)
 	<-l.keeper
-	if ws, ok := e.store.(store.Workers); ok {
-		if n, rerr := ws.RetireWorker(cleanup, e.cfg.WorkerID, true); rerr != nil {
-			err = errors.Join(err, fmt.Errorf("stop: retire worker: %w", rerr))
-		} else if n > 0 {
-			e.log.Warn("dagen: released unfinished tasks to other workers", "worker", e.cfg.WorkerID, "tasks", n)
-		}
+	if n, rerr := e.store.RetireWorker(cleanup, e.cfg.WorkerID, true); rerr != nil {
+		err = errors.Join(err, fmt.Errorf("stop: retire worker: %w", rerr))
+	} else if n > 0 {
+		e.log.Warn("dagen: released unfinished tasks to other workers", "worker", e.cfg.WorkerID, "tasks", n)
 	}
-	if el, ok := e.store.(store.Elector); ok {
-		if rerr := el.Resign(cleanup); rerr != nil {
+	if e.elector != nil {
+		if rerr := e.elector.Resign(cleanup); rerr != nil {
 			err = errors.Join(err, fmt.Errorf("stop: resign leadership: %w", rerr))
 		}
 	}
@@ -610,8 +600,8 @@ func (e *Engine) rowsOf(ct *store.ClaimedTask, res *store.TaskResult) int {
 // be stored before Stop gives up on them (its deadline passed) are left
 // to lease expiry: another worker re-runs those attempts.
 func (e *Engine) completeBatch(l *loop, batch []store.TaskResult, tenants []string) {
-	cont, registered := e.continueWith(l)
-	if registered {
+	cont := e.continueWith(l)
+	if cont {
 		defer l.starts.Done()
 	}
 	e.askReturns(batch)
@@ -620,16 +610,8 @@ func (e *Engine) completeBatch(l *loop, batch []store.TaskResult, tenants []stri
 	retry := backoff{min: 10 * time.Millisecond, max: maxStoreBackoff}
 	for {
 		var err error
-		if cont != nil {
-			p := store.ClaimParams{Worker: e.cfg.WorkerID, Signatures: e.servedSignatures(), Limit: len(batch), Lease: e.cfg.Lease}
-			var held map[dag.RunID][]byte
-			p.Known, held = e.inputs.known()
-			outs, next, err = cont.CompleteAndContinue(l.abandon, batch, p)
-			if err != nil {
-				next = nil
-			} else {
-				next = e.fillInputs(l.abandon, next, held)
-			}
+		if cont {
+			outs, next, err = e.completeAndContinue(l.abandon, batch, len(batch))
 		} else {
 			outs, err = e.store.CompleteTasks(l.abandon, batch)
 		}
@@ -677,16 +659,26 @@ func (e *Engine) completeBatch(l *loop, batch []store.TaskResult, tenants []stri
 	e.afterComplete(batch, outs)
 }
 
-// continueWith returns the store to store results through so that it
-// claims the steps they make ready (store.Continuer), registered like a
-// trigger that starts runs here (see beginStart), or nil: the store does
-// not continue, the engine is told not to, or Stop has begun.
-func (e *Engine) continueWith(l *loop) (store.Continuer, bool) {
-	c, ok := e.store.(store.Continuer)
-	if !ok || e.cfg.DisableEagerContinue || !l.beginStart() {
-		return nil, false
+// continueWith reports whether to store results so that the store claims
+// the steps they make ready (store.Continuer), registered like a trigger
+// that starts runs here (see beginStart): not when the engine is told not
+// to, or Stop has begun.
+func (e *Engine) continueWith(l *loop) bool {
+	return !e.cfg.DisableEagerContinue && l.beginStart()
+}
+
+// completeAndContinue stores results and has the store claim for this
+// worker up to limit of the steps they made ready (store.Continuer), with
+// their inputs filled in.
+func (e *Engine) completeAndContinue(ctx context.Context, results []store.TaskResult, limit int) ([]store.CompletionOutcome, []store.ClaimedTask, error) {
+	p := store.ClaimParams{Worker: e.cfg.WorkerID, Signatures: e.servedSignatures(), Limit: limit, Lease: e.cfg.Lease}
+	var held map[dag.RunID][]byte
+	p.Known, held = e.inputs.known()
+	outs, next, err := e.store.CompleteAndContinue(ctx, results, p)
+	if err != nil {
+		return nil, nil, err
 	}
-	return c, true
+	return outs, e.fillInputs(ctx, next, held), nil
 }
 
 // afterComplete wakes the waiters of runs that finished.
@@ -750,8 +742,8 @@ func (e *Engine) keep(l *loop) {
 		if leading && !e.leading.Load() {
 			// Named before Leading reports it, so that whoever sees this
 			// worker lead finds it named in the workers' view.
-			if n, ok := e.store.(store.LeaderNamer); ok {
-				if err := n.NameLeader(l.ctx, e.cfg.WorkerID); err != nil && l.ctx.Err() == nil {
+			if e.elector != nil {
+				if err := e.elector.NameLeader(l.ctx, e.cfg.WorkerID); err != nil && l.ctx.Err() == nil {
 					e.health.failed("name the leader", err)
 				}
 			}
@@ -793,12 +785,8 @@ func (e *Engine) keep(l *loop) {
 // cancels the steps of runs that were cancelled elsewhere. It reports false
 // when the store failed.
 func (e *Engine) heartbeat(l *loop) bool {
-	ws, ok := e.store.(store.Workers)
-	if !ok {
-		return true
-	}
 	e.serve(l.ctx, l)
-	cancelled, err := ws.Heartbeat(l.ctx, e.cfg.WorkerID, e.cfg.Lease, l.heldRuns())
+	cancelled, err := e.store.Heartbeat(l.ctx, e.cfg.WorkerID, e.cfg.Lease, l.heldRuns())
 	if err != nil {
 		if l.ctx.Err() == nil {
 			e.health.failed("heartbeat", err)
@@ -825,24 +813,23 @@ func (e *Engine) resignEarly(l *loop) {
 	if !e.leading.Swap(false) {
 		return
 	}
-	el, ok := e.store.(store.Elector)
-	if !ok {
+	if e.elector == nil {
 		return
 	}
-	if err := el.Resign(l.ctx); err != nil && l.ctx.Err() == nil {
+	if err := e.elector.Resign(l.ctx); err != nil && l.ctx.Err() == nil {
 		e.log.Error("dagen: resign leadership failed", "worker", e.cfg.WorkerID, "err", err)
 		return
 	}
 	e.log.Info("dagen: stopping: left housekeeping to other workers", "worker", e.cfg.WorkerID)
 }
 
-// lead reports whether this worker should do housekeeping.
+// lead reports whether this worker should do housekeeping: always over a
+// store that elects no leader.
 func (e *Engine) lead(l *loop) bool {
-	el, ok := e.store.(store.Elector)
-	if !ok {
+	if e.elector == nil {
 		return true
 	}
-	leading, err := el.Lead(l.ctx)
+	leading, err := e.elector.Lead(l.ctx)
 	if err != nil {
 		if l.ctx.Err() == nil {
 			e.health.failed("leader election", err)
@@ -853,9 +840,13 @@ func (e *Engine) lead(l *loop) bool {
 }
 
 // Poll does one round of work in the calling goroutine: it fires due
-// schedules and timers, rescues expired leases, claims a batch, executes it in order and
-// completes it. It returns how many timers and tasks it handled. Poll is
-// how a manual engine is driven; it is safe on a started engine too.
+// schedules and timers, rescues expired leases, claims a batch, executes it
+// in order and completes it as a started engine's workers do: the unit
+// that stores the results claims for this worker up to a batch of the
+// steps they made ready (unless Config.DisableEagerContinue), and Poll
+// executes and completes those in turn, until a completion hands none
+// back. It returns how many timers and tasks it handled. Poll is how a
+// manual engine is driven; it is safe on a started engine too.
 func (e *Engine) Poll(ctx context.Context) (int, error) {
 	started, err := e.fireSchedules(ctx, e.cfg.BatchSize)
 	if err != nil {
@@ -881,20 +872,30 @@ func (e *Engine) Poll(ctx context.Context) (int, error) {
 			return 0, fmt.Errorf("poll: claim: %w", err)
 		}
 	}
-	if len(tasks) > 0 {
+	handled := 0
+	for len(tasks) > 0 {
+		handled += len(tasks)
 		results := make([]store.TaskResult, 0, len(tasks))
 		for i := range tasks {
 			if res, keep := e.execute(ctx, &tasks[i]); keep {
 				results = append(results, res)
 			}
 		}
-		if len(results) > 0 {
-			outs, err := e.store.CompleteTasks(ctx, results)
-			if err != nil {
-				return 0, fmt.Errorf("poll: complete: %w", err)
-			}
-			e.afterComplete(results, outs)
+		if len(results) == 0 {
+			break
 		}
+		var outs []store.CompletionOutcome
+		if e.cfg.DisableEagerContinue {
+			outs, err = e.store.CompleteTasks(ctx, results)
+			tasks = nil
+		} else {
+			// Up to a batch, as the next round would claim.
+			outs, tasks, err = e.completeAndContinue(ctx, results, e.cfg.BatchSize)
+		}
+		if err != nil {
+			return 0, fmt.Errorf("poll: complete: %w", err)
+		}
+		e.afterComplete(results, outs)
 	}
-	return fired + rescued + len(tasks), nil
+	return fired + rescued + handled, nil
 }

@@ -43,18 +43,3 @@ func TestOperatorMethods(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, map[store.RunStatus]int{store.RunCancelled: 3, store.RunRunning: 1}, counts)
 }
-
-// plainStore is a store without operator queries.
-type plainStore struct{ store.Store }
-
-func TestOperatorMethodsNotSupported(t *testing.T) {
-	ctx := context.Background()
-	e, err := engine.New(plainStore{memstore.New(nil)}, nil)
-	require.NoError(t, err)
-	_, err = e.ListRuns(ctx, store.RunFilter{})
-	require.ErrorIs(t, err, engine.ErrNotSupported)
-	_, err = e.CountRuns(ctx, store.RunFilter{})
-	require.ErrorIs(t, err, engine.ErrNotSupported)
-	_, err = e.CancelRuns(ctx, store.RunFilter{}, 1)
-	require.ErrorIs(t, err, engine.ErrNotSupported)
-}

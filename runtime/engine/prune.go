@@ -3,8 +3,6 @@ package engine
 import (
 	"context"
 	"time"
-
-	"github.com/dagenhq/dagen/runtime/store"
 )
 
 const (
@@ -31,16 +29,12 @@ func (e *Engine) pruneEvery() time.Duration {
 // With runs kept forever (a negative Retention) it deletes none, but still
 // calls the store, which keeps what it makes ahead (pgstore's partitions).
 func (e *Engine) prune(ctx context.Context) {
-	ws, ok := e.store.(store.Workers)
-	if !ok {
-		return
-	}
 	cutoff, limit := time.Now().Add(-e.cfg.Retention), pruneBatch
 	if e.cfg.Retention < 0 {
 		cutoff, limit = time.Unix(0, 0), 0
 	}
 	for range pruneBatches {
-		n, err := ws.PruneRuns(ctx, cutoff, limit)
+		n, err := e.store.PruneRuns(ctx, cutoff, limit)
 		if err != nil {
 			if ctx.Err() == nil {
 				e.health.failed("prune finished runs", err)

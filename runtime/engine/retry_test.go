@@ -9,10 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/engine"
 	"github.com/dagenhq/dagen/runtime/store"
-	"github.com/dagenhq/dagen/runtime/store/memstore"
 )
 
 func TestRetryFailedRun(t *testing.T) {
@@ -72,11 +70,4 @@ func testRetryFailedRun(t *testing.T, open func() store.Store) {
 
 	_, err = e.Retry(ctx, id, store.Retry{Mode: store.RetryFailed})
 	require.ErrorIs(t, err, store.ErrNotRetryable, "nothing failed")
-}
-
-func TestRetryNotSupported(t *testing.T) {
-	e, err := engine.New(plainStore{memstore.New(nil)}, nil)
-	require.NoError(t, err)
-	_, err = e.Retry(context.Background(), dag.NewRunID(), store.Retry{Mode: store.RetryAll})
-	require.ErrorIs(t, err, engine.ErrNotSupported)
 }

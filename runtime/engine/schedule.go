@@ -43,10 +43,6 @@ type ScheduleSpec struct {
 	Input   any           // the workflow input of every run
 }
 
-// ErrSchedulesUnsupported is returned by the schedule methods on a store
-// that does not keep schedules (store.Scheduler).
-var ErrSchedulesUnsupported = errors.New("the store does not keep schedules")
-
 // validSchedules checks declared schedules: names, expressions, zones,
 // tenants and catch-up policies.
 func validSchedules(defs []ScheduleDef, bad func(format string, args ...any)) {
@@ -85,24 +81,12 @@ func checkSchedule(name, tenant, cron, zone string, catchup store.Catchup) error
 	return err
 }
 
-func (e *Engine) scheduler() (store.Scheduler, error) {
-	sc, ok := e.store.(store.Scheduler)
-	if !ok {
-		return nil, ErrSchedulesUnsupported
-	}
-	return sc, nil
-}
-
 // CreateSchedule creates a schedule of workflow, or replaces the one of
 // the same tenant and name (keeping whether it is paused, and its next
 // slot unless the expression or zone changed). A new schedule starts at
 // its next slot. The workflow must be registered on this engine, and is
 // fired by workers that serve it.
 func (e *Engine) CreateSchedule(ctx context.Context, workflow string, spec ScheduleSpec) error {
-	sc, err := e.scheduler()
-	if err != nil {
-		return err
-	}
 	fail := func(err error) error { return fmt.Errorf("create schedule %q of %q: %w", spec.Name, workflow, err) }
 	reg := e.lookup(workflow)
 	if reg == nil {
@@ -123,11 +107,11 @@ func (e *Engine) CreateSchedule(ctx context.Context, workflow string, spec Sched
 	if _, err := newRun(reg, spec.Tenant, in, TriggerRequest{}); err != nil {
 		return fail(err) // its key or concurrency key does not derive
 	}
-	now, err := sc.Now(ctx)
+	now, err := e.store.Now(ctx)
 	if err != nil {
 		return fail(err)
 	}
-	err = sc.PutSchedule(ctx, store.Schedule{
+	err = e.store.PutSchedule(ctx, store.Schedule{
 		ScheduleRef: store.ScheduleRef{Workflow: workflow, Tenant: spec.Tenant, Name: spec.Name},
 		Cron:        spec.Cron, Zone: spec.Zone, Catchup: spec.Catchup, Input: in,
 		NextAt: cs.Next(now),
@@ -141,20 +125,12 @@ func (e *Engine) CreateSchedule(ctx context.Context, workflow string, spec Sched
 // Schedules lists the schedules of workflow and tenant (all of either when
 // empty), declared and created ones, by workflow, tenant and name.
 func (e *Engine) Schedules(ctx context.Context, workflow, tenant string) ([]store.Schedule, error) {
-	sc, err := e.scheduler()
-	if err != nil {
-		return nil, err
-	}
-	return sc.ListSchedules(ctx, workflow, tenant)
+	return e.store.ListSchedules(ctx, workflow, tenant)
 }
 
 // PauseSchedule pauses a schedule: no slot fires until it is resumed.
 func (e *Engine) PauseSchedule(ctx context.Context, ref store.ScheduleRef) error {
-	sc, err := e.scheduler()
-	if err != nil {
-		return err
-	}
-	if err := sc.PauseSchedule(ctx, ref, true, time.Time{}); err != nil {
+	if err := e.store.PauseSchedule(ctx, ref, true, time.Time{}); err != nil {
 		return fmt.Errorf("pause schedule %q: %w", ref.Name, err)
 	}
 	return nil
@@ -163,11 +139,7 @@ func (e *Engine) PauseSchedule(ctx context.Context, ref store.ScheduleRef) error
 // ResumeSchedule resumes a paused schedule at its next slot: the slots
 // that came due while it was paused do not fire.
 func (e *Engine) ResumeSchedule(ctx context.Context, ref store.ScheduleRef) error {
-	sc, err := e.scheduler()
-	if err != nil {
-		return err
-	}
-	return ResumeScheduleIn(ctx, sc, ref)
+	return ResumeScheduleIn(ctx, e.store, ref)
 }
 
 // ResumeScheduleIn resumes a paused schedule of sc at its next slot, as
@@ -209,11 +181,7 @@ func nextSlot(ctx context.Context, sc store.Scheduler, ref store.ScheduleRef) (t
 // DeleteSchedule deletes a schedule. A declared schedule comes back when
 // its workflow is registered again: delete its directive instead.
 func (e *Engine) DeleteSchedule(ctx context.Context, ref store.ScheduleRef) error {
-	sc, err := e.scheduler()
-	if err != nil {
-		return err
-	}
-	if err := sc.DeleteSchedule(ctx, ref); err != nil {
+	if err := e.store.DeleteSchedule(ctx, ref); err != nil {
 		return fmt.Errorf("delete schedule %q: %w", ref.Name, err)
 	}
 	return nil
@@ -221,7 +189,7 @@ func (e *Engine) DeleteSchedule(ctx context.Context, ref store.ScheduleRef) erro
 
 // registerSchedules puts the declared schedules of the registered
 // definitions in the store, once per definition.
-func (e *Engine) registerSchedules(ctx context.Context, sc store.Scheduler) error {
+func (e *Engine) registerSchedules(ctx context.Context) error {
 	e.mu.RLock()
 	regs := make([]*registered, 0, len(e.defs))
 	for _, r := range e.defs {
@@ -233,7 +201,7 @@ func (e *Engine) registerSchedules(ctx context.Context, sc store.Scheduler) erro
 	if len(regs) == 0 {
 		return nil
 	}
-	now, err := sc.Now(ctx)
+	now, err := e.store.Now(ctx)
 	if err != nil {
 		return err
 	}
@@ -251,7 +219,7 @@ func (e *Engine) registerSchedules(ctx context.Context, sc store.Scheduler) erro
 			}
 			declared = append(declared, s)
 		}
-		if err := sc.RegisterSchedules(ctx, r.def.Name, declared); err != nil {
+		if err := e.store.RegisterSchedules(ctx, r.def.Name, declared); err != nil {
 			return fmt.Errorf("register the schedules of %q: %w", r.def.Name, err)
 		}
 		r.scheduled.Store(true)
@@ -262,11 +230,7 @@ func (e *Engine) registerSchedules(ctx context.Context, sc store.Scheduler) erro
 // fireSchedules fires the due schedules of the registered workflows, up to
 // limit of them, and returns how many slots started runs.
 func (e *Engine) fireSchedules(ctx context.Context, limit int) (int, error) {
-	sc, ok := e.store.(store.Scheduler)
-	if !ok {
-		return 0, nil
-	}
-	if err := e.registerSchedules(ctx, sc); err != nil {
+	if err := e.registerSchedules(ctx); err != nil {
 		return 0, err
 	}
 	e.mu.RLock()
@@ -279,14 +243,14 @@ func (e *Engine) fireSchedules(ctx context.Context, limit int) (int, error) {
 		return 0, nil
 	}
 	slices.Sort(workflows)
-	due, now, err := sc.DueSchedules(ctx, workflows, limit)
+	due, now, err := e.store.DueSchedules(ctx, workflows, limit)
 	if err != nil {
 		return 0, err
 	}
 	started := 0
 	var errs []error
 	for _, s := range due {
-		n, err := e.fireSchedule(ctx, sc, s, now)
+		n, err := e.fireSchedule(ctx, s, now)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("schedule %s: %w", s.ScheduleRef, err))
 			continue
@@ -300,7 +264,7 @@ func (e *Engine) fireSchedules(ctx context.Context, limit int) (int, error) {
 // policy fires, builds their runs, and has the store start them and move
 // the schedule on, unless another worker did first. A slot whose input
 // cannot be built leaves the schedule due, to be tried again.
-func (e *Engine) fireSchedule(ctx context.Context, sc store.Scheduler, s store.Schedule, now time.Time) (int, error) {
+func (e *Engine) fireSchedule(ctx context.Context, s store.Schedule, now time.Time) (int, error) {
 	reg := e.lookup(s.Workflow)
 	if reg == nil {
 		return 0, nil
@@ -350,7 +314,7 @@ func (e *Engine) fireSchedule(ctx context.Context, sc store.Scheduler, s store.S
 		f.Last = slots[len(slots)-1]
 		e.recordOnce(ctx, reg)
 	}
-	fired, err := sc.FireSchedule(ctx, f)
+	fired, err := e.store.FireSchedule(ctx, f)
 	if err != nil || !fired {
 		return 0, err
 	}
@@ -362,9 +326,6 @@ func (e *Engine) fireSchedule(ctx context.Context, sc store.Scheduler, s store.S
 
 // scheduleLoop fires due schedules every SchedulePollInterval until Stop.
 func (e *Engine) scheduleLoop(l *loop) {
-	if _, ok := e.store.(store.Scheduler); !ok {
-		return
-	}
 	t := time.NewTicker(e.cfg.SchedulePollInterval)
 	defer t.Stop()
 	for {

@@ -2,17 +2,12 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
 )
-
-// ErrSignalsUnsupported is returned by Signal on a store that does not
-// deliver signals (store.Signaler).
-var ErrSignalsUnsupported = errors.New("the store does not deliver signals")
 
 // Signal sends payload to step, a signal wait (KindSignal) of run id of
 // workflow. The wait resolves with the payload as its output when it
@@ -38,10 +33,6 @@ func (e *Engine) Signal(ctx context.Context, workflow string, id dag.RunID, step
 
 // SignalRaw is Signal with the payload encoded already (as JSON).
 func (e *Engine) SignalRaw(ctx context.Context, workflow string, id dag.RunID, step string, payload []byte) error {
-	sg, ok := e.store.(store.Signaler)
-	if !ok {
-		return fmt.Errorf("signal %s of run %s: %w", step, id, ErrSignalsUnsupported)
-	}
 	if err := e.checkPayload("the signal's payload", payload); err != nil {
 		return fmt.Errorf("signal %s of run %s: %w", step, id, err)
 	}
@@ -54,7 +45,7 @@ func (e *Engine) SignalRaw(ctx context.Context, workflow string, id dag.RunID, s
 			return fmt.Errorf("signal %s of run %s: the run is of workflow %q, not %q: %w", step, id, run.Workflow, workflow, store.ErrNotSignal)
 		}
 	}
-	delivered, err := sg.SendSignal(ctx, id, step, payload)
+	delivered, err := e.store.SendSignal(ctx, id, step, payload)
 	if err != nil {
 		return fmt.Errorf("signal %s of run %s: %w", step, id, err)
 	}

@@ -13,20 +13,20 @@ import (
 
 // spyStore wraps a store and counts the engine's rounds, so tests can wait
 // for rounds of the poller or of housekeeping rather than for time. It
-// passes store.Workers, store.Elector and store.Notifier through; over a
-// store without an Elector it makes every worker lead, as the engine does.
+// passes store.Elector through; over a store without one it makes every
+// worker lead, as the engine does.
 type spyStore struct {
 	store.Store
 	polls  atomic.Int64 // FireTimers calls: the poller makes one a round
 	sweeps atomic.Int64 // RescueExpired calls finished: a leader makes one a round
-	stores atomic.Int64 // CompleteTasks calls finished
+	stores atomic.Int64 // CompleteTasks and CompleteAndContinue calls finished
 	beats  atomic.Int64 // Heartbeat calls finished
 	prunes atomic.Int64 // PruneRuns calls finished
 	subs   atomic.Int64 // Subscribe calls
 	// beforeRetire, when set, runs at the start of RetireWorker.
 	beforeRetire func()
-	// holdCompletions, when set, makes CompleteTasks wait until it is
-	// closed.
+	// holdCompletions, when set, makes CompleteTasks and
+	// CompleteAndContinue wait until it is closed.
 	holdCompletions chan struct{}
 	claimed         atomic.Int64 // tasks claimed
 	// claimDelay, when set, makes each claim take at least this long, and
@@ -72,11 +72,16 @@ func (s *spyStore) CompleteTasks(ctx context.Context, results []store.TaskResult
 	return s.Store.CompleteTasks(ctx, results)
 }
 
-var (
-	_ store.Workers  = (*spyStore)(nil)
-	_ store.Elector  = (*spyStore)(nil)
-	_ store.Notifier = (*spyStore)(nil)
-)
+// CompleteAndContinue counts a batch of results stored.
+func (s *spyStore) CompleteAndContinue(ctx context.Context, results []store.TaskResult, p store.ClaimParams) ([]store.CompletionOutcome, []store.ClaimedTask, error) {
+	if s.holdCompletions != nil {
+		<-s.holdCompletions
+	}
+	defer s.stores.Add(1)
+	return s.Store.CompleteAndContinue(ctx, results, p)
+}
+
+var _ store.Elector = (*spyStore)(nil)
 
 func spy(st store.Store) *spyStore { return &spyStore{Store: st} }
 
@@ -108,19 +113,19 @@ func waitRounds(ctx context.Context, counter *atomic.Int64, n int64) error {
 
 func (s *spyStore) Heartbeat(ctx context.Context, worker string, ttl time.Duration, runs []dag.RunID) ([]dag.RunID, error) {
 	defer s.beats.Add(1)
-	return s.Store.(store.Workers).Heartbeat(ctx, worker, ttl, runs)
+	return s.Store.Heartbeat(ctx, worker, ttl, runs)
 }
 
 func (s *spyStore) RetireWorker(ctx context.Context, worker string, release bool) (int, error) {
 	if s.beforeRetire != nil {
 		s.beforeRetire()
 	}
-	return s.Store.(store.Workers).RetireWorker(ctx, worker, release)
+	return s.Store.RetireWorker(ctx, worker, release)
 }
 
 func (s *spyStore) PruneRuns(ctx context.Context, cutoff time.Time, limit int) (int, error) {
 	defer s.prunes.Add(1)
-	return s.Store.(store.Workers).PruneRuns(ctx, cutoff, limit)
+	return s.Store.PruneRuns(ctx, cutoff, limit)
 }
 
 func (s *spyStore) Lead(ctx context.Context) (bool, error) {
@@ -137,12 +142,16 @@ func (s *spyStore) Resign(ctx context.Context) error {
 	return nil
 }
 
+func (s *spyStore) NameLeader(ctx context.Context, worker string) error {
+	if el, ok := s.Store.(store.Elector); ok {
+		return el.NameLeader(ctx, worker)
+	}
+	return nil
+}
+
 func (s *spyStore) Subscribe(ctx context.Context) (<-chan struct{}, error) {
 	s.subs.Add(1)
-	if n, ok := s.Store.(store.Notifier); ok {
-		return n.Subscribe(ctx)
-	}
-	return nil, nil
+	return s.Store.Subscribe(ctx)
 }
 
 // keepMost raises most to n if n is more.

@@ -8,18 +8,17 @@ import (
 	"github.com/dagenhq/dagen/runtime/store"
 )
 
-// startRuns creates runs through a store.Starter when the engine is
-// started and has free slots, and hands the root steps the store claimed
-// for this worker to the executors: they skip the ready queue, so they
-// wait for no poll and need no claim of their own. The store starts only
+// startRuns creates runs through the store's StartRuns (store.Starter)
+// when the engine is started and has free slots, and hands the root steps
+// the store claimed for this worker to the executors: they skip the ready
+// queue, so they wait for no poll and need no claim of their own. The store starts only
 // the roots the fair queue would hand out next, one a tenant, so a run
 // started here gets no head start over other tenants' work. It reports whether it
 // tried to create the runs, and whether it started all their roots; when
-// it did not try (no Starter, eager start disabled, the engine not started
-// or stopping, no free slot), the caller creates them.
+// it did not try (eager start disabled, the engine not started or
+// stopping, no free slot), the caller creates them.
 func (e *Engine) startRuns(ctx context.Context, runs []store.NewRun) (tried, all bool, err error) {
-	st, ok := e.store.(store.Starter)
-	if !ok || e.cfg.DisableEagerStart {
+	if e.cfg.DisableEagerStart {
 		return false, false, nil
 	}
 	e.loopMu.Lock()
@@ -45,7 +44,7 @@ func (e *Engine) startRuns(ctx context.Context, runs []store.NewRun) (tried, all
 		return false, false, nil
 	}
 	p := store.ClaimParams{Worker: e.cfg.WorkerID, Signatures: e.servedSignatures(), Limit: n, Lease: e.cfg.Lease}
-	tasks, err := st.StartRuns(ctx, runs, p)
+	tasks, err := e.store.StartRuns(ctx, runs, p)
 	if err != nil && !errors.Is(err, store.ErrRunExists) && !errors.Is(err, store.ErrInvalidRun) {
 		// Not an answer from the store: it may have committed.
 		tasks = e.recoverStarted(ctx, runs, n)

@@ -16,9 +16,8 @@ import (
 	"github.com/dagenhq/dagen/runtime/store"
 )
 
-// starterSpy is a spyStore that also passes store.Starter through, counting
-// the steps each path hands the worker: started by StartRuns, or claimed
-// from the queue.
+// starterSpy is a spyStore that counts the steps each path hands the
+// worker: started by StartRuns, or claimed from the queue.
 type starterSpy struct {
 	*spyStore
 	started atomic.Int64 // steps StartRuns claimed
@@ -30,15 +29,13 @@ type starterSpy struct {
 
 func (s *starterSpy) StartRuns(ctx context.Context, runs []store.NewRun, p store.ClaimParams) ([]store.ClaimedTask, error) {
 	s.lastRun.Store(runs[0].ID)
-	tasks, err := s.Store.(store.Starter).StartRuns(ctx, runs, p)
+	tasks, err := s.Store.StartRuns(ctx, runs, p)
 	if err == nil && s.loseAnswer {
 		return nil, errors.New("connection reset: answer lost")
 	}
 	s.started.Add(int64(len(tasks)))
 	return tasks, err
 }
-
-var _ store.Starter = (*starterSpy)(nil)
 
 // gatedFlow's one step waits for release, counting how many run at once.
 func gatedFlow(release <-chan struct{}, running, most *atomic.Int64) *engine.Definition {

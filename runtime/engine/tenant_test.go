@@ -59,7 +59,7 @@ func testTriggerValidatesTenants(t *testing.T, open func() store.Store) {
 
 	inFlight := func() int {
 		t.Helper()
-		rep, err := st.(store.Deploys).InFlight(ctx, nil, 0)
+		rep, err := st.InFlight(ctx, nil, 0)
 		require.NoError(t, err)
 		n := 0
 		for _, w := range rep.Workflows {

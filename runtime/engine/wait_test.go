@@ -14,9 +14,8 @@ import (
 	"github.com/dagenhq/dagen/runtime/store"
 )
 
-// readSpy wraps a store and counts the reads of whole runs, and the bytes
-// of input they returned. It passes store.RunReader and
-// store.StatusReader through when the store has them.
+// readSpy wraps a store and counts the reads of whole runs and of
+// statuses, and the bytes of input they returned.
 type readSpy struct {
 	store.Store
 	getRuns, readRuns, listTasks, statuses atomic.Int64
@@ -37,14 +36,14 @@ func (s *readSpy) ListTasks(ctx context.Context, id dag.RunID) ([]store.Task, er
 
 func (s *readSpy) ReadRun(ctx context.Context, id dag.RunID) (store.Run, []store.Task, error) {
 	s.readRuns.Add(1)
-	run, tasks, err := s.Store.(store.RunReader).ReadRun(ctx, id)
+	run, tasks, err := s.Store.ReadRun(ctx, id)
 	s.inputBytes.Add(int64(len(run.Input)))
 	return run, tasks, err
 }
 
 func (s *readSpy) RunStatus(ctx context.Context, id dag.RunID) (store.RunStatus, error) {
 	s.statuses.Add(1)
-	return s.Store.(store.StatusReader).RunStatus(ctx, id)
+	return s.Store.RunStatus(ctx, id)
 }
 
 // TestWaitReadsTheInputOnce waits for runs with a large input whose step

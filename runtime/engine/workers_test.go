@@ -230,7 +230,7 @@ func testSilentWorkerIsRescued(t *testing.T, open func() store.Store) {
 	// A worker claims the task, heartbeats once, then vanishes.
 	require.NoError(t, st.CreateRuns(ctx, []store.NewRun{{ID: dag.NewRunID(), Workflow: "lost", Tenant: "t", Input: []byte("0"),
 		Tasks: []store.NewTask{{Name: "s", Kind: store.KindStep, MaxAttempts: 3, Signature: def.Signatures()["s"]}}}}))
-	_, err := st.(store.Workers).Heartbeat(ctx, "ghost", 100*time.Millisecond, nil)
+	_, err := st.Heartbeat(ctx, "ghost", 100*time.Millisecond, nil)
 	require.NoError(t, err)
 	claimed, err := st.ClaimTasks(ctx, store.ClaimParams{Worker: "ghost", Limit: 1, Lease: 100 * time.Millisecond})
 	require.NoError(t, err)

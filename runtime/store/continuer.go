@@ -2,12 +2,11 @@ package store
 
 import "context"
 
-// Continuer is implemented by stores that can hand the tasks a batch of
-// results made ready straight to the worker that stored the results, in
-// the same unit: the slots those results free run the runs' next steps
-// without a trip through the ready queue (no enqueue, no claim, no wait
-// for a poll). The engine stores its results through it when the store
-// has it.
+// Continuer, part of [Execution], hands the tasks a batch of results made
+// ready straight to the worker that stored the results, in the same unit:
+// the slots those results free run the runs' next steps without a trip
+// through the ready queue (no enqueue, no claim, no wait for a poll). The
+// engine stores its results through it.
 type Continuer interface {
 	// CompleteAndContinue applies results as CompleteTasks does and, in the
 	// same unit, claims for p.Worker up to p.Limit of the steps the

@@ -33,8 +33,8 @@ type SignatureParent struct {
 	Optional bool   `json:"optional,omitempty"`
 }
 
-// SignatureReader is implemented by stores that read back the signature
-// descriptions Deploys.RecordSignatures recorded.
+// SignatureReader, part of [Admin], reads back the signature descriptions
+// Deploys.RecordSignatures recorded.
 type SignatureReader interface {
 	// SignatureInfos returns the recorded descriptions of these
 	// signatures; unknown ones are left out.
@@ -83,15 +83,10 @@ type InFlightReport struct {
 	Workflows  []InFlightRuns
 }
 
-// Deploys is implemented by stores that know what code can run the tasks
-// they hold, so a deploy never strands or corrupts a run: workers record
-// the signatures they serve, and operators see which tasks wait for a
-// worker and which runs the next build could not finish.
-//
-// A store that wraps another (for metrics, say) and implements [Workers]
-// should implement Deploys too, by passing it through: a worker whose store
-// does not publishes nothing it serves, so the other workers' leader
-// reports its tasks as waiting for a worker.
+// Deploys, part of [Admin], knows what code can run the tasks a store
+// holds, so a deploy never strands or corrupts a run: workers record the
+// signatures they serve, and operators see which tasks wait for a worker
+// and which runs the next build could not finish.
 type Deploys interface {
 	// RecordSignatures keeps the descriptions of signatures, by signature:
 	// recording one again changes nothing.

@@ -15,15 +15,21 @@
 // it claims the child, so every store shares one implementation of the
 // semantics.
 //
-// Optional interfaces add what a store can do better: [Workers] (heartbeats
-// instead of per-task leases), [Elector] (one leader for housekeeping),
-// [Notifier] (wake idle workers), [CancelNotifier] (tell workers at once
-// that a run was cancelled), [RunReader] (a run and its tasks in one
-// read), [StatusReader] (a run's status without its input), [Starter] (create runs and claim their first steps for the
-// creating worker in one unit), [Continuer] (store results and claim the
-// steps they made ready for the same worker in one unit) and [Deploys] (the signatures workers serve,
-// the tasks none serves, and what the runs in flight need of the next
-// build).
+// A [Store] is three facets, every one required: [Execution], the
+// workers' hot path (claims and completions, runs started and steps
+// continued on the worker that made them ready, reads, notifications,
+// heartbeats, housekeeping); [Admin], what operators see and do (runs
+// listed, cancelled and retried, the workers and the backlog, what a
+// deploy would strand); and [Triggers], what moves runs from outside
+// (schedules and signals). Each facet is made of small interfaces named
+// for what they do ([Starter], [Continuer], [Workers], [Deploys],
+// [Scheduler] and the others), which document the contracts. Callers
+// never ask a store what it can do, so no path is taken only by stores
+// that lack something, and a wrapper that embeds a Store keeps it all.
+//
+// Leader election ([Elector]) is the one optional part: a store shared by
+// many processes elects the one that does housekeeping, and a store that
+// one process owns has no one to elect among, so every worker leads.
 //
 // A result may ask for its run back (TaskResult.ReturnRun): a store that
 // can read the run a completion finished in the completion's own unit

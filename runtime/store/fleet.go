@@ -7,9 +7,9 @@ import (
 	"github.com/dagenhq/dagen/runtime/dag"
 )
 
-// Fleet is implemented by stores that can show operators the workers that
-// share them and the work waiting for those workers. It is part of the
-// operator seam, like [Operator]: the engine's hot path never uses it.
+// Fleet, part of [Admin], shows operators the workers that share a store
+// and the work waiting for those workers: the engine's hot path never uses
+// it.
 type Fleet interface {
 	// Workers returns the workers with a record (alive or not yet
 	// retired), by id.
@@ -68,9 +68,8 @@ type BacklogEntry struct {
 	Backoff  int // waiting out a retry delay
 }
 
-// LeaderNamer is implemented by stores that elect a leader ([Elector]) and
-// can record which worker took the lead, for [Fleet.Workers]. The engine
-// names itself when it becomes the leader.
+// LeaderNamer, part of [Elector], records which worker took the lead, for
+// [Fleet.Workers]. The engine names itself when it becomes the leader.
 type LeaderNamer interface {
 	NameLeader(ctx context.Context, worker string) error
 }

@@ -7,11 +7,11 @@ import (
 	"github.com/dagenhq/dagen/runtime/dag"
 )
 
-// Operator is the seam operators use to see and act on runs: list and
-// count them, read one with its tasks and events (Store.GetRun, ListTasks,
-// ListEvents), and cancel many at once. It is separate from Store, which
-// is the workers' hot path: the engine never needs it, and a store's
-// operator queries may read more than a worker's would.
+// Operator, part of [Admin], is what operators use to see and act on runs:
+// list and count them, read one with its tasks and events (GetRun,
+// ListTasks, ListEvents of [Execution]), and cancel many at once. It is
+// apart from the workers' hot path: a store's operator queries may read
+// more than a worker's would.
 //
 // Run ids are UUIDv7: their order is their creation order, so lists are
 // newest first by id, and a page's cursor is the id of its last run

@@ -9,9 +9,7 @@ import (
 	"github.com/dagenhq/dagen/runtime/dag"
 )
 
-// Retrier is implemented by stores that can retry a finished run. It is
-// optional: an engine over a store without it reports that retrying is not
-// supported. Both memstore and pgstore implement it.
+// Retrier, part of [Admin], retries a finished run.
 type Retrier interface {
 	// RetryRun resets tasks of a finished run, chosen by r.Mode, and puts
 	// the run back to RUNNING, all in one unit under the run's lock:

@@ -83,8 +83,8 @@ type ScheduleFiring struct {
 	Runs []NewRun
 }
 
-// Scheduler is implemented by stores that keep schedules. Schedules are
-// fired by any worker serving their workflow; FireSchedule makes each slot
+// Scheduler, part of [Triggers], keeps schedules. Schedules are fired by
+// any worker serving their workflow; FireSchedule makes each slot
 // fire once, and each slot's run carries the idempotency key
 // [ScheduleKey], so no two workers, failover or skewed clock start a slot
 // twice.

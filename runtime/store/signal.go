@@ -39,7 +39,8 @@ const (
 	SignalHeld      = "held until the wait begins"
 )
 
-// Signaler is implemented by stores that deliver signals.
+// Signaler, part of [Triggers], delivers signals to the signal waits of
+// runs.
 type Signaler interface {
 	// SendSignal delivers payload to the signal wait step of run id, in
 	// one unit with what it causes. An AWAITING wait completes with the

@@ -17,10 +17,44 @@ import (
 // tenants round-robin, one entry per tenant per block.
 const BlockLength = 1 << 20
 
-// Store is what the engine needs from storage. Implementations must be safe
-// for concurrent use by many goroutines and, for shared stores, by many
-// processes.
+// Store is what the engine, the console and the dagen command need from
+// storage: three facets, every one required, so that whatever holds a
+// Store has all of it and never asks a store what it can do.
+//
+//   - [Execution]: the workers' hot path, from creating runs to storing
+//     results, heartbeats and housekeeping.
+//   - [Admin]: what operators see and do (list, count, cancel and retry
+//     runs; the workers and the backlog; what a deploy would strand).
+//   - [Triggers]: what moves runs from outside: schedules and signals.
+//
+// Leader election ([Elector]) is the one optional part.
+//
+// Implementations must be safe for concurrent use by many goroutines and,
+// for shared stores, by many processes. A store that wraps another (to
+// count calls, say) embeds a Store and so keeps every facet; it keeps
+// leader election only by passing [Elector] through.
 type Store interface {
+	Execution
+	Admin
+	Triggers
+}
+
+// Execution is the workers' hot path: create runs (and start their first
+// steps here: [Starter]), claim ready tasks, store results (and claim the
+// steps they made ready: [Continuer]), fire timers, rescue expired leases,
+// cancel a run, read runs (whole: [RunReader]; their status alone:
+// [StatusReader]), wake idle workers ([Notifier]) and tell them of
+// cancellations ([CancelNotifier]), and keep workers alive, retire them and
+// prune history ([Workers]).
+type Execution interface {
+	Starter
+	Continuer
+	RunReader
+	StatusReader
+	Notifier
+	CancelNotifier
+	Workers
+
 	// CreateRuns creates the runs with all their tasks and enqueues each
 	// run's root tasks (those without parents), all in one unit: either
 	// every run is created or none is. A run id that exists already is
@@ -102,6 +136,29 @@ type Store interface {
 	//
 	// An unknown id is an error wrapping [ErrRunNotFound].
 	ListEvents(ctx context.Context, id dag.RunID) ([]Event, error)
+}
+
+// Admin is what operators see and do: list, count and cancel runs
+// ([Operator]), retry finished ones ([Retrier]), see the workers and the
+// backlog ([Fleet]), and know what code can run the tasks held, so a
+// deploy strands no run ([Deploys], read back by [SignatureReader]).
+// Workers publish what they serve through Deploys; the rest is for
+// operators, never on the hot path.
+type Admin interface {
+	Operator
+	Retrier
+	Fleet
+	Deploys
+	SignatureReader
+}
+
+// Triggers is what moves runs from outside them: schedules start runs at
+// their slots ([Scheduler]), signals resolve the waits of runs under way
+// ([Signaler]). Timers of sleeps and retry delays are the hot path's
+// ([Execution]).
+type Triggers interface {
+	Scheduler
+	Signaler
 }
 
 // Errors callers branch on.

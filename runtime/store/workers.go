@@ -18,10 +18,11 @@ const ReleasedDetail = "worker stopped"
 // the task's retries.
 const UnclaimedDetail = "claim never reached its worker"
 
-// Workers is implemented by stores that many worker processes share. A
+// Workers, part of [Execution], keeps the workers that share a store. A
 // worker proves it is alive with one narrow heartbeat row; while it is
 // alive the store does not rescue its RUNNING tasks, even past their claim
-// lease, so long steps need no per-task lease renewal.
+// lease, so long steps need no per-task lease renewal. The leader prunes
+// history through it too.
 type Workers interface {
 	// Heartbeat records that worker is alive until the store's now plus
 	// ttl. runs are the runs whose tasks the worker holds (executing, or
@@ -53,21 +54,26 @@ type Workers interface {
 	PruneRuns(ctx context.Context, cutoff time.Time, limit int) (int, error)
 }
 
-// Elector is implemented by stores that elect one leader among the worker
-// processes sharing them. Only the leader does housekeeping (rescuing
-// expired tasks, pruning history); claiming and timers need no leader. A
-// store that does not implement Elector makes every worker a leader.
+// Elector elects one leader among the worker processes sharing a store,
+// and records which worker leads ([LeaderNamer]). Only the leader does
+// housekeeping (rescuing expired tasks, pruning history, reporting tasks
+// no worker serves); claiming and timers need no leader.
+//
+// It is the one optional part of a store, the only one the engine looks
+// for: a store that one process owns (memstore) has no one to elect among,
+// so it lacks Elector and every worker over it leads.
 type Elector interface {
 	// Lead tries to become, or checks that this store still is, the
 	// leader. It is cheap to call often.
 	Lead(ctx context.Context) (bool, error)
 	// Resign gives up leadership, if held.
 	Resign(ctx context.Context) error
+	LeaderNamer
 }
 
-// Notifier is implemented by stores that can tell idle workers that work
-// was enqueued. Notifications are hints: polling stays the truth, and a
-// worker must not rely on seeing every one.
+// Notifier, part of [Execution], tells idle workers that work was
+// enqueued. Notifications are hints: polling stays the truth, and a worker
+// must not rely on seeing every one.
 type Notifier interface {
 	// Subscribe returns a channel that receives a value when work may be
 	// ready. The subscription ends, and the channel is no longer written,
@@ -75,18 +81,18 @@ type Notifier interface {
 	Subscribe(ctx context.Context) (<-chan struct{}, error)
 }
 
-// CancelNotifier is implemented by stores that tell workers at once that a
-// run was cancelled, so that the run's steps executing on them see their
-// ctx done within moments rather than at the worker's next heartbeat. Like
+// CancelNotifier, part of [Execution], tells workers at once that a run
+// was cancelled, so that the run's steps executing on them see their ctx
+// done within moments rather than at the worker's next heartbeat. Like
 // Notifier's, these notifications are hints: a worker must not rely on
 // seeing every one, and [Workers.Heartbeat] stays the truth. A run that
 // fails is not announced: its running steps are left to finish.
 //
-// A store that implements both Notifier and CancelNotifier may serve the
-// two subscriptions with one listener (on Postgres, one connection).
+// A store may serve the Notifier and CancelNotifier subscriptions with
+// one listener (on Postgres, one connection).
 type CancelNotifier interface {
 	// SubscribeCancels returns a channel that receives the id of each run
-	// cancelled (by [Store.CancelRun], in any process sharing the store)
+	// cancelled (by [Execution.CancelRun], in any process sharing the store)
 	// after the cancellation is stored. Ids may be dropped when the
 	// receiver falls behind, or when the store loses its listener for a
 	// while. The subscription ends, and the channel is no longer written,
@@ -94,18 +100,18 @@ type CancelNotifier interface {
 	SubscribeCancels(ctx context.Context) (<-chan dag.RunID, error)
 }
 
-// StatusReader is implemented by stores that read a run's status alone,
-// without its input or tasks. The engine polls the status of the runs it
-// waits for through it, and reads a run whole once it has finished.
+// StatusReader, part of [Execution], reads a run's status alone, without
+// its input or tasks. The engine polls the status of the runs it waits for
+// through it, and reads a run whole once it has finished.
 type StatusReader interface {
 	// RunStatus returns the status of a run. An unknown id is an error
 	// wrapping [ErrRunNotFound].
 	RunStatus(ctx context.Context, id dag.RunID) (RunStatus, error)
 }
 
-// RunReader is implemented by stores that read a run and its tasks
-// together, in one round trip on Postgres. The engine reads the runs it
-// waits for through it when the store has it.
+// RunReader, part of [Execution], reads a run and its tasks together, in
+// one round trip on Postgres. The engine reads the runs it waits for
+// through it.
 type RunReader interface {
 	// ReadRun returns the run and its tasks, in creation order, as GetRun
 	// and ListTasks do. An unknown id is an error wrapping
@@ -113,10 +119,10 @@ type RunReader interface {
 	ReadRun(ctx context.Context, id dag.RunID) (Run, []Task, error)
 }
 
-// Starter is implemented by stores that can hand a new run's first steps
-// straight to the worker that creates it. The engine starts runs through it
-// when it has free slots, so those steps skip the ready queue: no wait for a
-// poll, and no claim of their own.
+// Starter, part of [Execution], hands a new run's first steps straight to
+// the worker that creates it. The engine starts runs through it when it
+// has free slots, so those steps skip the ready queue: no wait for a poll,
+// and no claim of their own.
 type Starter interface {
 	// StartRuns creates runs as CreateRuns does and, in the same unit,
 	// claims for p.Worker the roots the fair queue would hand out next,

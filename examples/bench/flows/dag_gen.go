@@ -120,8 +120,7 @@ func (w *SingleWorkflow) Get(id dag.RunID) *SingleRun {
 // CreateSchedule creates a schedule of "Single" that starts a run with input at
 // each slot of spec.Cron, for spec.Tenant, or replaces the schedule of that
 // tenant with spec.Name; it sets spec.Input to input. See
-// engine.Engine.CreateSchedule; a store that keeps no schedules gives
-// engine.ErrSchedulesUnsupported.
+// engine.Engine.CreateSchedule.
 func (w *SingleWorkflow) CreateSchedule(ctx context.Context, spec engine.ScheduleSpec, input Single) error {
 	spec.Input = input
 	return w.engine.CreateSchedule(ctx, "Single", spec)
@@ -285,8 +284,7 @@ func (w *CappedWorkflow) Get(id dag.RunID) *CappedRun {
 // CreateSchedule creates a schedule of "Capped" that starts a run with input at
 // each slot of spec.Cron, for spec.Tenant, or replaces the schedule of that
 // tenant with spec.Name; it sets spec.Input to input. See
-// engine.Engine.CreateSchedule; a store that keeps no schedules gives
-// engine.ErrSchedulesUnsupported.
+// engine.Engine.CreateSchedule.
 func (w *CappedWorkflow) CreateSchedule(ctx context.Context, spec engine.ScheduleSpec, input Capped) error {
 	spec.Input = input
 	return w.engine.CreateSchedule(ctx, "Capped", spec)
@@ -460,8 +458,7 @@ func (w *PairWorkflow) Get(id dag.RunID) *PairRun {
 // CreateSchedule creates a schedule of "Pair" that starts a run with input at
 // each slot of spec.Cron, for spec.Tenant, or replaces the schedule of that
 // tenant with spec.Name; it sets spec.Input to input. See
-// engine.Engine.CreateSchedule; a store that keeps no schedules gives
-// engine.ErrSchedulesUnsupported.
+// engine.Engine.CreateSchedule.
 func (w *PairWorkflow) CreateSchedule(ctx context.Context, spec engine.ScheduleSpec, input Pair) error {
 	spec.Input = input
 	return w.engine.CreateSchedule(ctx, "Pair", spec)
@@ -876,8 +873,7 @@ func (w *ChainWorkflow) Get(id dag.RunID) *ChainRun {
 // CreateSchedule creates a schedule of "Chain" that starts a run with input at
 // each slot of spec.Cron, for spec.Tenant, or replaces the schedule of that
 // tenant with spec.Name; it sets spec.Input to input. See
-// engine.Engine.CreateSchedule; a store that keeps no schedules gives
-// engine.ErrSchedulesUnsupported.
+// engine.Engine.CreateSchedule.
 func (w *ChainWorkflow) CreateSchedule(ctx context.Context, spec engine.ScheduleSpec, input Chain) error {
 	spec.Input = input
 	return w.engine.CreateSchedule(ctx, "Chain", spec)
@@ -2087,8 +2083,7 @@ func (w *FanWorkflow) Get(id dag.RunID) *FanRun {
 // CreateSchedule creates a schedule of "Fan" that starts a run with input at
 // each slot of spec.Cron, for spec.Tenant, or replaces the schedule of that
 // tenant with spec.Name; it sets spec.Input to input. See
-// engine.Engine.CreateSchedule; a store that keeps no schedules gives
-// engine.ErrSchedulesUnsupported.
+// engine.Engine.CreateSchedule.
 func (w *FanWorkflow) CreateSchedule(ctx context.Context, spec engine.ScheduleSpec, input Fan) error {
 	spec.Input = input
 	return w.engine.CreateSchedule(ctx, "Fan", spec)
@@ -2301,8 +2296,7 @@ func (w *MapWorkflow) Get(id dag.RunID) *MapRun {
 // CreateSchedule creates a schedule of "Map" that starts a run with input at
 // each slot of spec.Cron, for spec.Tenant, or replaces the schedule of that
 // tenant with spec.Name; it sets spec.Input to input. See
-// engine.Engine.CreateSchedule; a store that keeps no schedules gives
-// engine.ErrSchedulesUnsupported.
+// engine.Engine.CreateSchedule.
 func (w *MapWorkflow) CreateSchedule(ctx context.Context, spec engine.ScheduleSpec, input Map) error {
 	spec.Input = input
 	return w.engine.CreateSchedule(ctx, "Map", spec)
@@ -2639,8 +2633,7 @@ func (w *BlobWorkflow) Get(id dag.RunID) *BlobRun {
 // CreateSchedule creates a schedule of "Blob" that starts a run with input at
 // each slot of spec.Cron, for spec.Tenant, or replaces the schedule of that
 // tenant with spec.Name; it sets spec.Input to input. See
-// engine.Engine.CreateSchedule; a store that keeps no schedules gives
-// engine.ErrSchedulesUnsupported.
+// engine.Engine.CreateSchedule.
 func (w *BlobWorkflow) CreateSchedule(ctx context.Context, spec engine.ScheduleSpec, input Blob) error {
 	spec.Input = input
 	return w.engine.CreateSchedule(ctx, "Blob", spec)

@@ -84,9 +84,9 @@ func TestScheduleInputs(t *testing.T) {
 	}
 }
 
-// TestHandle calls Send and CreateSchedule on a store that may or may
-// not deliver signals and keep schedules: each fails as the engine says
-// it does.
+// TestHandle calls Send on runs that do not exist, which fails as the
+// engine says it does, and CreateSchedule, which keeps the schedule's
+// input.
 func TestHandle(t *testing.T) {
 	ctx := context.Background()
 	h := dagtest.New(t)
@@ -95,29 +95,18 @@ func TestHandle(t *testing.T) {
 		t.Fatal(err)
 	}
 	unknown := dag.RunID{1}
-	want := store.ErrRunNotFound
-	if _, ok := any(h.Store).(store.Signaler); !ok {
-		want = engine.ErrSignalsUnsupported
-	}
 	for name, send := range map[string]func() error{
 		"SendApproval": func() error { return wf.SendApproval(ctx, unknown, Approval{By: "ann", Approved: true}) },
 		"SendPaid":     func() error { return wf.SendPaid(ctx, unknown, Payment{Cents: 100}) },
 		"SendRefund":   func() error { return wf.SendRefund(ctx, unknown, Refund{Cents: 100}) },
 	} {
-		if err := send(); !errors.Is(err, want) {
-			t.Errorf("%s to an unknown run: %v, want %v", name, err, want)
+		if err := send(); !errors.Is(err, store.ErrRunNotFound) {
+			t.Errorf("%s to an unknown run: %v, want %v", name, err, store.ErrRunNotFound)
 		}
 	}
 
 	spec := engine.ScheduleSpec{Name: "weekly", Tenant: "acme", Cron: "0 9 * * 1"}
-	err = wf.CreateSchedule(ctx, spec, Expense{ID: "weekly", Amount: 7})
-	if _, ok := any(h.Store).(store.Scheduler); !ok {
-		if !errors.Is(err, engine.ErrSchedulesUnsupported) {
-			t.Errorf("CreateSchedule: %v, want %v", err, engine.ErrSchedulesUnsupported)
-		}
-		return
-	}
-	if err != nil {
+	if err := wf.CreateSchedule(ctx, spec, Expense{ID: "weekly", Amount: 7}); err != nil {
 		t.Fatal(err)
 	}
 	scheds, err := h.Engine.Schedules(ctx, "Expense", "acme")
@@ -136,9 +125,6 @@ func TestHandle(t *testing.T) {
 func TestRun(t *testing.T) {
 	ctx := context.Background()
 	h := dagtest.New(t)
-	if _, ok := any(h.Store).(store.Signaler); !ok {
-		t.Skip("the store does not deliver signals (store.Signaler)")
-	}
 	wf, err := NewExpenseWorkflow(h.Engine)
 	if err != nil {
 		t.Fatal(err)
@@ -209,9 +195,6 @@ func TestRun(t *testing.T) {
 func TestSchedules(t *testing.T) {
 	ctx := context.Background()
 	h := dagtest.New(t)
-	if _, ok := any(h.Store).(store.Scheduler); !ok {
-		t.Skip("the store keeps no schedules (store.Scheduler)")
-	}
 	if _, err := NewExpenseWorkflow(h.Engine); err != nil {
 		t.Fatal(err)
 	}

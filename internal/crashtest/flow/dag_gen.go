@@ -364,8 +364,7 @@ func (w *JobWorkflow) Get(id dag.RunID) *JobRun {
 // CreateSchedule creates a schedule of "crash" that starts a run with input at
 // each slot of spec.Cron, for spec.Tenant, or replaces the schedule of that
 // tenant with spec.Name; it sets spec.Input to input. See
-// engine.Engine.CreateSchedule; a store that keeps no schedules gives
-// engine.ErrSchedulesUnsupported.
+// engine.Engine.CreateSchedule.
 func (w *JobWorkflow) CreateSchedule(ctx context.Context, spec engine.ScheduleSpec, input Job) error {
 	spec.Input = input
 	return w.engine.CreateSchedule(ctx, "crash", spec)

@@ -7,8 +7,6 @@ import (
 	"github.com/dagenhq/dagen/runtime/store"
 )
 
-var _ store.Continuer = (*Store)(nil)
-
 // continuation is a CompleteAndContinue under way: the children its
 // results made ready wait in ready, QUEUED but not in the queue, until
 // the call has applied every result.

@@ -179,8 +179,6 @@ func compareInFlight(a, b store.InFlight) int {
 	return cmp.Or(cmp.Compare(a.Workflow, b.Workflow), cmp.Compare(a.Step, b.Step), cmp.Compare(a.Signature, b.Signature))
 }
 
-var _ store.SignatureReader = (*Store)(nil)
-
 // SignatureInfos implements store.SignatureReader.
 func (s *Store) SignatureInfos(ctx context.Context, signatures []string) ([]store.SignatureInfo, error) {
 	if err := ctx.Err(); err != nil {

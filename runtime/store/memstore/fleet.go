@@ -9,8 +9,6 @@ import (
 	"github.com/dagenhq/dagen/runtime/store"
 )
 
-var _ store.Fleet = (*Store)(nil)
-
 // Workers implements store.Fleet.
 func (s *Store) Workers(ctx context.Context) ([]store.WorkerInfo, error) {
 	if err := ctx.Err(); err != nil {

@@ -54,18 +54,9 @@ type runKey struct{ workflow, tenant, key string }
 
 func keyOf(r *store.Run, key string) runKey { return runKey{r.Workflow, r.Tenant, key} }
 
-var (
-	_ store.Store     = (*Store)(nil)
-	_ store.Workers   = (*Store)(nil)
-	_ store.Notifier  = (*Store)(nil)
-	_ store.RunReader = (*Store)(nil)
-	_ store.Deploys   = (*Store)(nil)
-)
-
-var (
-	_ store.CancelNotifier = (*Store)(nil)
-	_ store.StatusReader   = (*Store)(nil)
-)
+// Store implements every facet of store.Store. It has no leader to elect
+// (store.Elector): one process owns it, so every worker over it leads.
+var _ store.Store = (*Store)(nil)
 
 // New returns an empty store. cfg may be nil.
 func New(cfg *Config) *Store {

@@ -9,8 +9,6 @@ import (
 	"github.com/dagenhq/dagen/runtime/store"
 )
 
-var _ store.Operator = (*Store)(nil)
-
 // matches reports whether r passes f's filters but its statuses (and
 // cursor).
 func matches(r *store.Run, f *store.RunFilter) bool {

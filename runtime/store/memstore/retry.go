@@ -10,8 +10,6 @@ import (
 	"github.com/dagenhq/dagen/runtime/store/internal/retryplan"
 )
 
-var _ store.Retrier = (*Store)(nil)
-
 // RetryRun implements store.Retrier. Queue entries, timers and leases of
 // the reset tasks die with their status (they are dropped lazily); the
 // attempts before the retry are added to the task's released attempts, so

@@ -10,8 +10,6 @@ import (
 	"github.com/dagenhq/dagen/runtime/store"
 )
 
-var _ store.Scheduler = (*Store)(nil)
-
 // Now implements store.Scheduler.
 func (s *Store) Now(ctx context.Context) (time.Time, error) {
 	if err := ctx.Err(); err != nil {

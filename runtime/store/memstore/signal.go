@@ -8,8 +8,6 @@ import (
 	"github.com/dagenhq/dagen/runtime/store"
 )
 
-var _ store.Signaler = (*Store)(nil)
-
 // SendSignal implements store.Signaler.
 func (s *Store) SendSignal(ctx context.Context, id dag.RunID, step string, payload []byte) (bool, error) {
 	if err := ctx.Err(); err != nil {

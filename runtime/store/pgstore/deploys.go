@@ -14,8 +14,6 @@ import (
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/pipeline"
 )
 
-var _ store.Deploys = (*Store)(nil)
-
 // RecordSignatures implements store.Deploys with one statement; the
 // descriptions go to dagen_signatures.
 func (s *Store) RecordSignatures(ctx context.Context, infos []store.SignatureInfo) error {
@@ -158,8 +156,6 @@ func runIDs(ids []pgtype.UUID) []dag.RunID {
 	}
 	return out
 }
-
-var _ store.SignatureReader = (*Store)(nil)
 
 // SignatureInfos implements store.SignatureReader.
 func (s *Store) SignatureInfos(ctx context.Context, signatures []string) ([]store.SignatureInfo, error) {

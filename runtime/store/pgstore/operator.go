@@ -13,8 +13,6 @@ import (
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/pipeline"
 )
 
-var _ store.Operator = (*Store)(nil)
-
 // cancelBatch bounds the runs one CancelRuns transaction cancels, so that
 // it holds their locks briefly and its statements stay small.
 const cancelBatch = 100

@@ -48,8 +48,6 @@ func (s *Store) ListTasks(ctx context.Context, id dag.RunID) ([]store.Task, erro
 	return tasksOf(id, rows, err)
 }
 
-var _ store.StatusReader = (*Store)(nil)
-
 // ReadRun implements store.RunReader: the run and its tasks are read by
 // two statements sent together (readRuns).
 func (s *Store) ReadRun(ctx context.Context, id dag.RunID) (store.Run, []store.Task, error) {

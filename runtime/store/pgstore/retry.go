@@ -14,8 +14,6 @@ import (
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/pipeline"
 )
 
-var _ store.Retrier = (*Store)(nil)
-
 // RetryRun implements store.Retrier in one transaction, with the batch's
 // pieces: the run is locked as every writer locks it (lockRuns), the queue
 // entries and timers of the run go (a finished run has only its onfailure

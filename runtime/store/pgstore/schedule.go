@@ -12,8 +12,6 @@ import (
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/pipeline"
 )
 
-var _ store.Scheduler = (*Store)(nil)
-
 // Now implements store.Scheduler.
 func (s *Store) Now(ctx context.Context) (time.Time, error) {
 	now, err := s.q.StoreNow(ctx, s.pool, s.clock())

@@ -12,8 +12,6 @@ import (
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/pipeline"
 )
 
-var _ store.Signaler = (*Store)(nil)
-
 // consumeSignals makes the held signals of the waits await completed
 // their outputs.
 func (b *batch) consumeSignals(ctx context.Context) error {

@@ -14,8 +14,6 @@ import (
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/pipeline"
 )
 
-var _ store.Workers = (*Store)(nil)
-
 // Heartbeat implements store.Workers with one statement: an upsert of the
 // worker's narrow row and a lookup of its runs.
 func (s *Store) Heartbeat(ctx context.Context, worker string, ttl time.Duration, runs []dag.RunID) ([]dag.RunID, error) {

@@ -21,15 +21,6 @@ var continueTests = []struct {
 	{"Fairness", testContinueFairness},
 }
 
-// continuer returns the store as a store.Continuer, or skips the test.
-func (f *fixture) continuer() store.Continuer {
-	c, ok := f.st.(store.Continuer)
-	if !ok {
-		f.t.Skipf("%T does not implement store.Continuer", f.st)
-	}
-	return c
-}
-
 // continueAs stores results for worker w1 and claims up to limit of the
 // steps they made ready, of the signatures given (any when none).
 func (f *fixture) continueAs(c store.Continuer, limit int, known []dag.RunID, signatures []string, results ...store.TaskResult) ([]store.CompletionOutcome, []store.ClaimedTask) {

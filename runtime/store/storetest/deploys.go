@@ -10,8 +10,7 @@ import (
 	"github.com/dagenhq/dagen/runtime/store"
 )
 
-// deploysTests run against stores that implement store.Deploys and
-// store.Workers.
+// deploysTests check store.Deploys, with store.Workers.
 var deploysTests = []struct {
 	name string
 	fn   func(f *fixture, d store.Deploys, ws store.Workers)
@@ -20,14 +19,6 @@ var deploysTests = []struct {
 	{"UnservedFollowsLiveWorkers", testUnserved},
 	{"ReportUnservedOncePerRound", testReportUnserved},
 	{"InFlight", testInFlight},
-}
-
-func (f *fixture) deploys() (store.Deploys, store.Workers) {
-	d, ok := f.st.(store.Deploys)
-	if !ok {
-		f.t.Skipf("%T does not implement store.Deploys", f.st)
-	}
-	return d, f.workers()
 }
 
 // sigTask is a step task with its own signature.

@@ -9,8 +9,7 @@ import (
 	"github.com/dagenhq/dagen/runtime/store"
 )
 
-// fleetTests run against stores that implement store.Fleet and
-// store.Workers.
+// fleetTests check store.Fleet, with store.Workers.
 var fleetTests = []struct {
 	name string
 	fn   func(f *fixture, fl store.Fleet, ws store.Workers)
@@ -18,14 +17,6 @@ var fleetTests = []struct {
 	{"Workers", testFleetWorkers},
 	{"Backlog", testFleetBacklog},
 	{"QueuePlaces", testFleetQueuePlaces},
-}
-
-func (f *fixture) fleet() (store.Fleet, store.Workers) {
-	fl, ok := f.st.(store.Fleet)
-	if !ok {
-		f.t.Skipf("%T does not implement store.Fleet", f.st)
-	}
-	return fl, f.workers()
 }
 
 // testFleetWorkers checks the workers' view: heartbeats, liveness on the
@@ -38,12 +29,10 @@ func testFleetWorkers(f *fixture, fl store.Fleet, ws store.Workers) {
 	f.clock.advance(time.Second)
 	_, err = ws.Heartbeat(f.ctx, "w1", 10*time.Second, nil)
 	require.NoError(t, err)
-	if d, ok := f.st.(store.Deploys); ok {
-		require.NoError(t, d.Serve(f.ctx, "w1", store.Serving{Signatures: []string{"sig-a", "sig-b"}, Concurrency: 64}))
-	}
-	if n, ok := f.st.(store.LeaderNamer); ok {
-		require.NoError(t, n.NameLeader(f.ctx, "w1"))
-		require.NoError(t, n.NameLeader(f.ctx, "w2")) // the last to take the lead
+	require.NoError(t, f.st.Serve(f.ctx, "w1", store.Serving{Signatures: []string{"sig-a", "sig-b"}, Concurrency: 64}))
+	if el, ok := f.st.(store.Elector); ok {
+		require.NoError(t, el.NameLeader(f.ctx, "w1"))
+		require.NoError(t, el.NameLeader(f.ctx, "w2")) // the last to take the lead
 	}
 	f.clock.advance(30 * time.Second)
 
@@ -58,11 +47,9 @@ func testFleetWorkers(f *fixture, fl store.Fleet, ws store.Workers) {
 	require.True(t, workers[1].Leader, "w2 took the lead last (or the store elects none: every alive worker leads)")
 	require.True(t, workers[1].HeartbeatAt.Equal(beat), "heartbeat at %v, want %v", workers[1].HeartbeatAt, beat)
 	require.True(t, workers[1].AliveUntil.Equal(beat.Add(time.Minute)))
-	if _, ok := f.st.(store.Deploys); ok {
-		require.Equal(t, []string{"sig-a", "sig-b"}, workers[0].Signatures)
-		require.Equal(t, 64, workers[0].Concurrency)
-		require.Zero(t, workers[1].Concurrency, "w2 did not say")
-	}
+	require.Equal(t, []string{"sig-a", "sig-b"}, workers[0].Signatures)
+	require.Equal(t, 64, workers[0].Concurrency)
+	require.Zero(t, workers[1].Concurrency, "w2 did not say")
 
 	_, err = ws.RetireWorker(f.ctx, "w1", false)
 	require.NoError(t, err)

@@ -171,10 +171,6 @@ func testCapKeyedDuplicate(f *fixture) {
 
 func testCapRetry(f *fixture) {
 	t := f.t
-	rt, ok := f.st.(store.Retrier)
-	if !ok {
-		t.Skipf("%T does not implement store.Retrier", f.st)
-	}
 	r1, r2 := capped("k", 1), capped("k", 1)
 	f.create(r1)
 	f.create(r2)
@@ -183,7 +179,7 @@ func testCapRetry(f *fixture) {
 	b := f.claimOne()
 	require.Equal(t, r2.ID, b.RunID)
 
-	_, err := rt.RetryRun(f.ctx, r1.ID, store.Retry{Mode: store.RetryFailed})
+	_, err := f.st.RetryRun(f.ctx, r1.ID, store.Retry{Mode: store.RetryFailed})
 	require.NoError(t, err)
 	require.Equal(t, queued, f.run(r1.ID).Status, "a retried run waits for room like a new one")
 	require.Empty(t, f.claim(10))
@@ -252,11 +248,9 @@ func testDeadlineRunning(f *fixture) {
 	require.Equal(t, 1, f.fireDue(time.Hour))
 	require.Equal(t, store.TaskCancelled, f.status(r.ID, "a"), "a running task is cancelled too")
 	require.Equal(t, store.TaskCancelled, f.status(r.ID, "b"))
-	if ws, ok := f.st.(store.Workers); ok {
-		stop, err := ws.Heartbeat(f.ctx, "w1", time.Minute, []dag.RunID{r.ID})
-		require.NoError(t, err)
-		require.Equal(t, []dag.RunID{r.ID}, stop, "the worker running a is told to stop it")
-	}
+	stop, err := f.st.Heartbeat(f.ctx, "w1", time.Minute, []dag.RunID{r.ID})
+	require.NoError(t, err)
+	require.Equal(t, []dag.RunID{r.ID}, stop, "the worker running a is told to stop it")
 	outs := f.complete(done(a, ""))
 	require.Equal(t, store.OutcomeStale, outs[0].Outcome, "a's late result changes nothing")
 	f.requireTimedOut(r.ID)
@@ -329,10 +323,6 @@ func testDeadlineCompleted(f *fixture) {
 
 func testDeadlineRetry(f *fixture) {
 	t := f.t
-	rt, ok := f.st.(store.Retrier)
-	if !ok {
-		t.Skipf("%T does not implement store.Retrier", f.st)
-	}
 	r := timed(48 * time.Hour)
 	f.create(r)
 	f.claimOne()
@@ -340,7 +330,7 @@ func testDeadlineRetry(f *fixture) {
 	f.requireTimedOut(r.ID)
 
 	f.clock.advance(time.Hour)
-	_, err := rt.RetryRun(f.ctx, r.ID, store.Retry{Mode: store.RetryFailed})
+	_, err := f.st.RetryRun(f.ctx, r.ID, store.Retry{Mode: store.RetryFailed})
 	require.NoError(t, err)
 	run := f.run(r.ID)
 	require.Equal(t, running, run.Status)

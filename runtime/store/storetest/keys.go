@@ -69,10 +69,6 @@ func testKeyTwiceInOneCall(f *fixture) {
 
 func testKeyFreedByPrune(f *fixture) {
 	t := f.t
-	ws, ok := f.st.(store.Workers)
-	if !ok {
-		t.Skipf("%T does not implement store.Workers", f.st)
-	}
 	first := f.createOne(keyed("wf", "t", "k"))
 	f.complete(done(f.claimOne(), "1"))
 	require.Equal(t, store.RunCompleted, f.run(first.ID).Status)
@@ -81,7 +77,7 @@ func testKeyFreedByPrune(f *fixture) {
 	require.Equal(t, first.ID, again.Existing, "a finished run keeps its key while it is retained")
 
 	f.clock.advance(time.Hour)
-	n, err := ws.PruneRuns(f.ctx, f.clock.Now().Add(-time.Minute), 10)
+	n, err := f.st.PruneRuns(f.ctx, f.clock.Now().Add(-time.Minute), 10)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	third := f.createOne(keyed("wf", "t", "k"))

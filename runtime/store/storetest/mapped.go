@@ -246,10 +246,6 @@ func testMapFairness(f *fixture) {
 
 func testMapRetryRun(f *fixture) {
 	t := f.t
-	rt, ok := f.st.(store.Retrier)
-	if !ok {
-		t.Skipf("%T does not implement store.Retrier", f.st)
-	}
 	r := mapRun()
 	f.create(r)
 	f.mapped(r, 3, 0)
@@ -259,7 +255,7 @@ func testMapRetryRun(f *fixture) {
 	f.complete(done(els["sq[2]"], "9"))
 	require.Equal(t, store.RunFailed, f.run(r.ID).Status)
 
-	_, err := rt.RetryRun(f.ctx, r.ID, store.Retry{Mode: store.RetryFailed, Operator: "alice"})
+	_, err := f.st.RetryRun(f.ctx, r.ID, store.Retry{Mode: store.RetryFailed, Operator: "alice"})
 	require.NoError(t, err)
 	tasks := f.tasks(r.ID)
 	require.Equal(t, store.TaskCompleted, tasks["list"].Status, "kept")
@@ -289,15 +285,11 @@ func testMapRetryRun(f *fixture) {
 // counts once for the step's signature, under the step's name.
 func testMapInFlight(f *fixture) {
 	t := f.t
-	d, ok := f.st.(store.Deploys)
-	if !ok {
-		t.Skipf("%T does not implement store.Deploys", f.st)
-	}
 	r := mapRun()
 	f.create(r)
 	f.mapped(r, 5, 2)
 	f.claim(1)
-	rep, err := d.InFlight(f.ctx, nil, 3)
+	rep, err := f.st.InFlight(f.ctx, nil, 3)
 	require.NoError(t, err)
 	var found bool
 	for _, s := range rep.Signatures {

@@ -11,7 +11,7 @@ import (
 	"github.com/dagenhq/dagen/runtime/store"
 )
 
-// operatorTests run against stores that implement store.Operator.
+// operatorTests check store.Operator.
 var operatorTests = []struct {
 	name string
 	fn   func(f *fixture, op store.Operator)
@@ -23,14 +23,6 @@ var operatorTests = []struct {
 	{"CountRuns", testCountRuns},
 	{"CancelRunsByFilter", testCancelRunsByFilter},
 	{"CancelRunsRacingTriggers", testCancelRunsRacingTriggers},
-}
-
-func (f *fixture) operator() store.Operator {
-	op, ok := f.st.(store.Operator)
-	if !ok {
-		f.t.Skipf("%T does not implement store.Operator", f.st)
-	}
-	return op
 }
 
 // fresh returns a run whose id is newer than every id made before: ids

@@ -15,10 +15,6 @@ import (
 // does not finish its run, or is stale, gets none.
 func testReturnRun(f *fixture) {
 	t := f.t
-	rr, ok := f.st.(store.RunReader)
-	if !ok {
-		t.Skipf("%T does not implement store.RunReader", f.st)
-	}
 	chain := newRun("wf", "t", task("a"), task("b", "a"))
 	lone := newRun("wf", "t", task("x"))
 	failing := newRun("wf", "t", task("y"))
@@ -33,7 +29,7 @@ func testReturnRun(f *fixture) {
 	readBack := func(o store.CompletionOutcome, id any) {
 		t.Helper()
 		require.NotNil(t, o.Finished, "the outcome holds the run it finished")
-		run, tasks, err := rr.ReadRun(f.ctx, o.Finished.Run.ID)
+		run, tasks, err := f.st.ReadRun(f.ctx, o.Finished.Run.ID)
 		require.NoError(t, err)
 		require.Equal(t, store.FinishedRun{Run: run, Tasks: tasks}, *o.Finished, "as ReadRun reads it")
 		require.Equal(t, id, run.ID)
@@ -59,14 +55,9 @@ func testReturnRun(f *fixture) {
 	require.Nil(t, outs[0].Finished, "a stale result finishes nothing")
 
 	b := ask(done(f.claimOne(), `4`))
-	if c, ok := f.st.(store.Continuer); ok {
-		var err error
-		outs, _, err = c.CompleteAndContinue(f.ctx, []store.TaskResult{b},
-			store.ClaimParams{Worker: "w1", Signatures: []string{"wf"}, Limit: 1, Lease: time.Minute})
-		require.NoError(t, err)
-	} else {
-		outs = f.complete(b)
-	}
+	outs, _, err := f.st.CompleteAndContinue(f.ctx, []store.TaskResult{b},
+		store.ClaimParams{Worker: "w1", Signatures: []string{"wf"}, Limit: 1, Lease: time.Minute})
+	require.NoError(t, err)
 	readBack(outs[0], chain.ID)
 	require.Len(t, outs[0].Finished.Tasks, 2)
 }

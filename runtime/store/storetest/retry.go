@@ -11,7 +11,7 @@ import (
 	"github.com/dagenhq/dagen/runtime/store"
 )
 
-// retrierTests run against stores that implement store.Retrier.
+// retrierTests check store.Retrier.
 var retrierTests = []struct {
 	name string
 	fn   func(f *fixture, rt store.Retrier)
@@ -21,14 +21,6 @@ var retrierTests = []struct {
 	{"StaleOldAttempts", testRetryStaleOldAttempts},
 	{"RacingLateCompletion", testRetryRacingLateCompletion},
 	{"RacingClaim", testRetryRacingClaim},
-}
-
-func (f *fixture) retrier() store.Retrier {
-	rt, ok := f.st.(store.Retrier)
-	if !ok {
-		f.t.Skipf("%T does not implement store.Retrier", f.st)
-	}
-	return rt
 }
 
 const onFailureName = "@onfailure"

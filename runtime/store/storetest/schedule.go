@@ -10,8 +10,8 @@ import (
 	"github.com/dagenhq/dagen/runtime/store"
 )
 
-// scheduleTests run against stores that implement store.Scheduler. The
-// store does not read cron expressions: the tests pass the slots.
+// scheduleTests check store.Scheduler. The store does not read cron
+// expressions: the tests pass the slots.
 var scheduleTests = []struct {
 	name string
 	fn   func(f *fixture, sc store.Scheduler)
@@ -31,14 +31,6 @@ var scheduleTests = []struct {
 	{"FireManySlotsOrNone", testScheduleFireManyOrNone},
 	{"ConcurrentFiresFireOnce", testScheduleConcurrentFires},
 	{"Now", testScheduleNow},
-}
-
-func (f *fixture) scheduler() store.Scheduler {
-	sc, ok := f.st.(store.Scheduler)
-	if !ok {
-		f.t.Skipf("%T does not implement store.Scheduler", f.st)
-	}
-	return sc
 }
 
 func ref(workflow, tenant, name string) store.ScheduleRef {

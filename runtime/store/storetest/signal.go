@@ -13,9 +13,8 @@ import (
 	"github.com/dagenhq/dagen/runtime/store"
 )
 
-// signalTests run against stores that implement store.Signaler. The
-// engine's part of a signal wait is played by hand: its task is claimed
-// and handed back with OutcomeAwait.
+// signalTests check store.Signaler. The engine's part of a signal wait is
+// played by hand: its task is claimed and handed back with OutcomeAwait.
 var signalTests = []struct {
 	name string
 	fn   func(f *fixture, sg store.Signaler)
@@ -29,14 +28,6 @@ var signalTests = []struct {
 	{"LastTaskCompletesRun", testSignalLastTask},
 	{"ConcurrentSendsDeliverOnce", testSignalConcurrentDelivered},
 	{"ConcurrentSendsHoldOnce", testSignalConcurrentHeld},
-}
-
-func (f *fixture) signaler() store.Signaler {
-	sg, ok := f.st.(store.Signaler)
-	if !ok {
-		f.t.Skipf("%T does not implement store.Signaler", f.st)
-	}
-	return sg
 }
 
 // noSignal is the reason a wait of 72h is skipped with when it ends.

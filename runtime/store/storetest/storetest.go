@@ -87,20 +87,14 @@ func Run(t *testing.T, newStore NewStore) {
 	tests = append(tests, group("Map/", mappedTests, func(f *fixture, fn func(*fixture)) { fn(f) })...)
 	tests = append(tests, group("Flow/", flowTests, func(f *fixture, fn func(*fixture)) { fn(f) })...)
 	tests = append(tests, group("Key/", keyTests, func(f *fixture, fn func(*fixture)) { fn(f) })...)
-	tests = append(tests, group("Continue/", continueTests, func(f *fixture, fn func(*fixture, store.Continuer)) { fn(f, f.continuer()) })...)
-	tests = append(tests, group("Workers/", workersTests, func(f *fixture, fn func(*fixture, store.Workers)) { fn(f, f.workers()) })...)
-	tests = append(tests, group("Fleet/", fleetTests, func(f *fixture, fn func(*fixture, store.Fleet, store.Workers)) {
-		fl, ws := f.fleet()
-		fn(f, fl, ws)
-	})...)
-	tests = append(tests, group("Operator/", operatorTests, func(f *fixture, fn func(*fixture, store.Operator)) { fn(f, f.operator()) })...)
-	tests = append(tests, group("Retry/", retrierTests, func(f *fixture, fn func(*fixture, store.Retrier)) { fn(f, f.retrier()) })...)
-	tests = append(tests, group("Deploys/", deploysTests, func(f *fixture, fn func(*fixture, store.Deploys, store.Workers)) {
-		d, ws := f.deploys()
-		fn(f, d, ws)
-	})...)
-	tests = append(tests, group("Signal/", signalTests, func(f *fixture, fn func(*fixture, store.Signaler)) { fn(f, f.signaler()) })...)
-	tests = append(tests, group("Schedule/", scheduleTests, func(f *fixture, fn func(*fixture, store.Scheduler)) { fn(f, f.scheduler()) })...)
+	tests = append(tests, group("Continue/", continueTests, func(f *fixture, fn func(*fixture, store.Continuer)) { fn(f, f.st) })...)
+	tests = append(tests, group("Workers/", workersTests, func(f *fixture, fn func(*fixture, store.Workers)) { fn(f, f.st) })...)
+	tests = append(tests, group("Fleet/", fleetTests, func(f *fixture, fn func(*fixture, store.Fleet, store.Workers)) { fn(f, f.st, f.st) })...)
+	tests = append(tests, group("Operator/", operatorTests, func(f *fixture, fn func(*fixture, store.Operator)) { fn(f, f.st) })...)
+	tests = append(tests, group("Retry/", retrierTests, func(f *fixture, fn func(*fixture, store.Retrier)) { fn(f, f.st) })...)
+	tests = append(tests, group("Deploys/", deploysTests, func(f *fixture, fn func(*fixture, store.Deploys, store.Workers)) { fn(f, f.st, f.st) })...)
+	tests = append(tests, group("Signal/", signalTests, func(f *fixture, fn func(*fixture, store.Signaler)) { fn(f, f.st) })...)
+	tests = append(tests, group("Schedule/", scheduleTests, func(f *fixture, fn func(*fixture, store.Scheduler)) { fn(f, f.st) })...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -110,9 +104,8 @@ func Run(t *testing.T, newStore NewStore) {
 	}
 }
 
-// group names the tests of an optional interface with prefix and binds
-// each to a fixture through call, which gets the interface from the store
-// (or skips the test when the store lacks it).
+// group names the tests of one part of a store with prefix and binds each
+// to a fixture through call, which hands the test that part of the store.
 func group[F any](prefix string, tests []struct {
 	name string
 	fn   F

@@ -10,7 +10,7 @@ import (
 	"github.com/dagenhq/dagen/runtime/store"
 )
 
-// workersTests run against stores that implement store.Workers.
+// workersTests check store.Workers.
 var workersTests = []struct {
 	name string
 	fn   func(f *fixture, ws store.Workers)
@@ -21,14 +21,6 @@ var workersTests = []struct {
 	{"ReleasedAttemptDoesNotCount", testReleasedAttemptDoesNotCount},
 	{"PruneFinishedRuns", testPruneRuns},
 	{"HeartbeatReleasesUnreceivedClaims", testHeartbeatReleasesUnreceivedClaims},
-}
-
-func (f *fixture) workers() store.Workers {
-	ws, ok := f.st.(store.Workers)
-	if !ok {
-		f.t.Skipf("%T does not implement store.Workers", f.st)
-	}
-	return ws
 }
 
 func testHeartbeatKeepsTasks(f *fixture, ws store.Workers) {
@@ -188,13 +180,9 @@ func testPruneRuns(f *fixture, ws store.Workers) {
 // testNotifier checks that enqueuing work notifies a subscriber.
 func testNotifier(f *fixture) {
 	t := f.t
-	n, ok := f.st.(store.Notifier)
-	if !ok {
-		t.Skipf("%T does not implement store.Notifier", f.st)
-	}
 	ctx, cancel := context.WithCancel(f.ctx)
 	defer cancel()
-	ch, err := n.Subscribe(ctx)
+	ch, err := f.st.Subscribe(ctx)
 	require.NoError(t, err)
 	f.create(newRun("wf", "t", task("a"), task("b", "a")))
 	wait := func(what string) {
@@ -215,20 +203,14 @@ func testNotifier(f *fixture) {
 // subscription working.
 func testCancelNotifier(f *fixture) {
 	t := f.t
-	cn, ok := f.st.(store.CancelNotifier)
-	if !ok {
-		t.Skipf("%T does not implement store.CancelNotifier", f.st)
-	}
 	ctx, cancel := context.WithCancel(f.ctx)
 	defer cancel()
-	ch, err := cn.SubscribeCancels(ctx)
+	ch, err := f.st.SubscribeCancels(ctx)
 	require.NoError(t, err)
-	if n, ok := f.st.(store.Notifier); ok {
-		short, end := context.WithCancel(f.ctx)
-		_, err := n.Subscribe(short)
-		require.NoError(t, err)
-		end()
-	}
+	short, end := context.WithCancel(f.ctx)
+	_, err = f.st.Subscribe(short)
+	require.NoError(t, err)
+	end()
 	next := func(what string) dag.RunID {
 		t.Helper()
 		select {
@@ -249,7 +231,7 @@ func testCancelNotifier(f *fixture) {
 		}
 	}
 	require.Equal(t, store.RunFailed, f.run(failed.ID).Status)
-	ok, err = f.st.CancelRun(f.ctx, cancelled.ID)
+	ok, err := f.st.CancelRun(f.ctx, cancelled.ID)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, cancelled.ID, next("cancelling a run"), "the cancelled run is announced, the failed one is not")
@@ -269,13 +251,9 @@ func testCancelNotifier(f *fixture) {
 // it, finished or not, and an unknown id's error.
 func testRunStatus(f *fixture) {
 	t := f.t
-	sr, ok := f.st.(store.StatusReader)
-	if !ok {
-		t.Skipf("%T does not implement store.StatusReader", f.st)
-	}
 	check := func(id dag.RunID, want store.RunStatus) {
 		t.Helper()
-		got, err := sr.RunStatus(f.ctx, id)
+		got, err := f.st.RunStatus(f.ctx, id)
 		require.NoError(t, err)
 		require.Equal(t, want, got)
 		require.Equal(t, f.run(id).Status, got)
@@ -294,7 +272,7 @@ func testRunStatus(f *fixture) {
 	require.NoError(t, err)
 	check(c.ID, store.RunCancelled)
 
-	_, err = sr.RunStatus(f.ctx, dag.NewRunID())
+	_, err = f.st.RunStatus(f.ctx, dag.NewRunID())
 	require.ErrorIs(t, err, store.ErrRunNotFound)
 }
 
@@ -302,15 +280,11 @@ func testRunStatus(f *fixture) {
 // ListTasks return them, finished or not, and an unknown id's error.
 func testReadRun(f *fixture) {
 	t := f.t
-	rr, ok := f.st.(store.RunReader)
-	if !ok {
-		t.Skipf("%T does not implement store.RunReader", f.st)
-	}
 	r := newRun("wf", "t", task("a"), task("b", "a"))
 	f.create(r)
 	check := func(when string) {
 		t.Helper()
-		run, tasks, err := rr.ReadRun(f.ctx, r.ID)
+		run, tasks, err := f.st.ReadRun(f.ctx, r.ID)
 		require.NoError(t, err, when)
 		require.Equal(t, f.run(r.ID), run, when)
 		list, err := f.st.ListTasks(f.ctx, r.ID)
@@ -324,7 +298,7 @@ func testReadRun(f *fixture) {
 	check("finished")
 	require.Equal(t, store.RunCompleted, f.run(r.ID).Status)
 
-	_, _, err := rr.ReadRun(f.ctx, dag.NewRunID())
+	_, _, err := f.st.ReadRun(f.ctx, dag.NewRunID())
 	require.ErrorIs(t, err, store.ErrRunNotFound)
 }
 
@@ -334,13 +308,9 @@ func testReadRun(f *fixture) {
 // enqueues the others; and a failed start creates nothing.
 func testStartRuns(f *fixture) {
 	t := f.t
-	st, ok := f.st.(store.Starter)
-	if !ok {
-		t.Skipf("%T does not implement store.Starter", f.st)
-	}
 	start := func(limit int, runs ...store.NewRun) []store.ClaimedTask {
 		t.Helper()
-		claimed, err := st.StartRuns(f.ctx, runs, store.ClaimParams{Worker: "w1", Signatures: []string{"wf"}, Limit: limit, Lease: time.Minute})
+		claimed, err := f.st.StartRuns(f.ctx, runs, store.ClaimParams{Worker: "w1", Signatures: []string{"wf"}, Limit: limit, Lease: time.Minute})
 		require.NoError(t, err)
 		return claimed
 	}
@@ -440,7 +410,7 @@ func testStartRuns(f *fixture) {
 	// A run that exists already fails the whole start: nothing is created
 	// or claimed.
 	fresh2 := newRun("wf", "t8", task("f"))
-	_, err = st.StartRuns(f.ctx, []store.NewRun{fresh2, r1}, store.ClaimParams{Worker: "w1", Limit: 5, Lease: time.Minute})
+	_, err = f.st.StartRuns(f.ctx, []store.NewRun{fresh2, r1}, store.ClaimParams{Worker: "w1", Limit: 5, Lease: time.Minute})
 	require.ErrorIs(t, err, store.ErrRunExists)
 	_, err = f.st.GetRun(f.ctx, fresh2.ID)
 	require.ErrorIs(t, err, store.ErrRunNotFound)

@@ -149,8 +149,7 @@ func (w *GreetingWorkflow) Get(id dag.RunID) *GreetingRun {
 // CreateSchedule creates a schedule of "Greeting" that starts a run with input
 // at each slot of spec.Cron, for spec.Tenant, or replaces the schedule of that
 // tenant with spec.Name; it sets spec.Input to input. See
-// engine.Engine.CreateSchedule; a store that keeps no schedules gives
-// engine.ErrSchedulesUnsupported.
+// engine.Engine.CreateSchedule.
 func (w *GreetingWorkflow) CreateSchedule(ctx context.Context, spec engine.ScheduleSpec, input Greeting) error {
 	spec.Input = input
 	return w.engine.CreateSchedule(ctx, "Greeting", spec)

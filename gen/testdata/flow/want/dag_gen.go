@@ -128,8 +128,7 @@ func (w *ReportWorkflow) Get(id dag.RunID) *ReportRun {
 // CreateSchedule creates a schedule of "Report" that starts a run with input at
 // each slot of spec.Cron, for spec.Tenant, or replaces the schedule of that
 // tenant with spec.Name; it sets spec.Input to input. See
-// engine.Engine.CreateSchedule; a store that keeps no schedules gives
-// engine.ErrSchedulesUnsupported.
+// engine.Engine.CreateSchedule.
 func (w *ReportWorkflow) CreateSchedule(ctx context.Context, spec engine.ScheduleSpec, input Report) error {
 	spec.Input = input
 	return w.engine.CreateSchedule(ctx, "Report", spec)
@@ -293,8 +292,7 @@ func (w *OrderWorkflow) Get(id dag.RunID) *OrderRun {
 // CreateSchedule creates a schedule of "Order" that starts a run with input at
 // each slot of spec.Cron, for spec.Tenant, or replaces the schedule of that
 // tenant with spec.Name; it sets spec.Input to input. See
-// engine.Engine.CreateSchedule; a store that keeps no schedules gives
-// engine.ErrSchedulesUnsupported.
+// engine.Engine.CreateSchedule.
 func (w *OrderWorkflow) CreateSchedule(ctx context.Context, spec engine.ScheduleSpec, input Order) error {
 	spec.Input = input
 	return w.engine.CreateSchedule(ctx, "Order", spec)
@@ -469,8 +467,7 @@ func (w *TransferWorkflow) Get(id dag.RunID) *TransferRun {
 // CreateSchedule creates a schedule of "Transfer" that starts a run with input
 // at each slot of spec.Cron, for spec.Tenant, or replaces the schedule of that
 // tenant with spec.Name; it sets spec.Input to input. See
-// engine.Engine.CreateSchedule; a store that keeps no schedules gives
-// engine.ErrSchedulesUnsupported.
+// engine.Engine.CreateSchedule.
 func (w *TransferWorkflow) CreateSchedule(ctx context.Context, spec engine.ScheduleSpec, input Transfer) error {
 	spec.Input = input
 	return w.engine.CreateSchedule(ctx, "Transfer", spec)

@@ -129,8 +129,7 @@ func (w *OrderWorkflow) Get(id dag.RunID) *OrderRun {
 // CreateSchedule creates a schedule of "Order" that starts a run with input at
 // each slot of spec.Cron, for spec.Tenant, or replaces the schedule of that
 // tenant with spec.Name; it sets spec.Input to input. See
-// engine.Engine.CreateSchedule; a store that keeps no schedules gives
-// engine.ErrSchedulesUnsupported.
+// engine.Engine.CreateSchedule.
 func (w *OrderWorkflow) CreateSchedule(ctx context.Context, spec engine.ScheduleSpec, input Order) error {
 	spec.Input = input
 	return w.engine.CreateSchedule(ctx, "Order", spec)
@@ -295,8 +294,7 @@ func (w *InvoiceWorkflow) Get(id dag.RunID) *InvoiceRun {
 // CreateSchedule creates a schedule of "Invoice" that starts a run with input
 // at each slot of spec.Cron, for spec.Tenant, or replaces the schedule of that
 // tenant with spec.Name; it sets spec.Input to input. See
-// engine.Engine.CreateSchedule; a store that keeps no schedules gives
-// engine.ErrSchedulesUnsupported.
+// engine.Engine.CreateSchedule.
 func (w *InvoiceWorkflow) CreateSchedule(ctx context.Context, spec engine.ScheduleSpec, input Invoice) error {
 	spec.Input = input
 	return w.engine.CreateSchedule(ctx, "Invoice", spec)
@@ -461,8 +459,7 @@ func (w *BatchWorkflow) Get(id dag.RunID) *BatchRun {
 // CreateSchedule creates a schedule of "Batch" that starts a run with input at
 // each slot of spec.Cron, for spec.Tenant, or replaces the schedule of that
 // tenant with spec.Name; it sets spec.Input to input. See
-// engine.Engine.CreateSchedule; a store that keeps no schedules gives
-// engine.ErrSchedulesUnsupported.
+// engine.Engine.CreateSchedule.
 func (w *BatchWorkflow) CreateSchedule(ctx context.Context, spec engine.ScheduleSpec, input Batch) error {
 	spec.Input = input
 	return w.engine.CreateSchedule(ctx, "Batch", spec)
@@ -619,8 +616,7 @@ func (w *UploadWorkflow) Get(id dag.RunID) *UploadRun {
 // CreateSchedule creates a schedule of "Upload" that starts a run with input at
 // each slot of spec.Cron, for spec.Tenant, or replaces the schedule of that
 // tenant with spec.Name; it sets spec.Input to input. See
-// engine.Engine.CreateSchedule; a store that keeps no schedules gives
-// engine.ErrSchedulesUnsupported.
+// engine.Engine.CreateSchedule.
 func (w *UploadWorkflow) CreateSchedule(ctx context.Context, spec engine.ScheduleSpec, input Upload) error {
 	spec.Input = input
 	return w.engine.CreateSchedule(ctx, "Upload", spec)

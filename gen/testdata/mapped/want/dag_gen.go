@@ -327,8 +327,7 @@ func (w *AlbumWorkflow) Get(id dag.RunID) *AlbumRun {
 // CreateSchedule creates a schedule of "Album" that starts a run with input at
 // each slot of spec.Cron, for spec.Tenant, or replaces the schedule of that
 // tenant with spec.Name; it sets spec.Input to input. See
-// engine.Engine.CreateSchedule; a store that keeps no schedules gives
-// engine.ErrSchedulesUnsupported.
+// engine.Engine.CreateSchedule.
 func (w *AlbumWorkflow) CreateSchedule(ctx context.Context, spec engine.ScheduleSpec, input Album) error {
 	spec.Input = input
 	return w.engine.CreateSchedule(ctx, "Album", spec)

@@ -199,8 +199,7 @@ func (w *PingWorkflow) Get(id dag.RunID) *PingRun {
 // CreateSchedule creates a schedule of "Ping" that starts a run with input1 at
 // each slot of spec.Cron, for spec.Tenant, or replaces the schedule of that
 // tenant with spec.Name; it sets spec.Input to input1. See
-// engine.Engine.CreateSchedule; a store that keeps no schedules gives
-// engine.ErrSchedulesUnsupported.
+// engine.Engine.CreateSchedule.
 func (w *PingWorkflow) CreateSchedule(ctx context.Context, spec enginepkg.ScheduleSpec, input1 Ping) error {
 	spec.Input = input1
 	return w.engine.CreateSchedule(ctx, "Ping", spec)
@@ -420,8 +419,7 @@ func (w *refundWorkflow) Get(id dag.RunID) *refundRun {
 // CreateSchedule creates a schedule of "refund" that starts a run with input1
 // at each slot of spec.Cron, for spec.Tenant, or replaces the schedule of that
 // tenant with spec.Name; it sets spec.Input to input1. See
-// engine.Engine.CreateSchedule; a store that keeps no schedules gives
-// engine.ErrSchedulesUnsupported.
+// engine.Engine.CreateSchedule.
 func (w *refundWorkflow) CreateSchedule(ctx context.Context, spec enginepkg.ScheduleSpec, input1 refund) error {
 	spec.Input = input1
 	return w.engine.CreateSchedule(ctx, "refund", spec)

@@ -179,8 +179,7 @@ func (w *NoticeWorkflow) Get(id dag.RunID) *NoticeRun {
 // CreateSchedule creates a schedule of "Notice" that starts a run with input at
 // each slot of spec.Cron, for spec.Tenant, or replaces the schedule of that
 // tenant with spec.Name; it sets spec.Input to input. See
-// engine.Engine.CreateSchedule; a store that keeps no schedules gives
-// engine.ErrSchedulesUnsupported.
+// engine.Engine.CreateSchedule.
 func (w *NoticeWorkflow) CreateSchedule(ctx context.Context, spec engine.ScheduleSpec, input Notice) error {
 	spec.Input = input
 	return w.engine.CreateSchedule(ctx, "Notice", spec)

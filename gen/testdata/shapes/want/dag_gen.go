@@ -268,8 +268,7 @@ func (w *SignupWorkflow) Get(id dag.RunID) *SignupRun {
 // CreateSchedule creates a schedule of "signup" that starts a run with input at
 // each slot of spec.Cron, for spec.Tenant, or replaces the schedule of that
 // tenant with spec.Name; it sets spec.Input to input. See
-// engine.Engine.CreateSchedule; a store that keeps no schedules gives
-// engine.ErrSchedulesUnsupported.
+// engine.Engine.CreateSchedule.
 func (w *SignupWorkflow) CreateSchedule(ctx context.Context, spec engine.ScheduleSpec, input Signup) error {
 	spec.Input = input
 	return w.engine.CreateSchedule(ctx, "signup", spec)

@@ -179,8 +179,7 @@ func (w *PurchaseWorkflow) Get(id dag.RunID) *PurchaseRun {
 // CreateSchedule creates a schedule of "Purchase" that starts a run with input
 // at each slot of spec.Cron, for spec.Tenant, or replaces the schedule of that
 // tenant with spec.Name; it sets spec.Input to input. See
-// engine.Engine.CreateSchedule; a store that keeps no schedules gives
-// engine.ErrSchedulesUnsupported.
+// engine.Engine.CreateSchedule.
 func (w *PurchaseWorkflow) CreateSchedule(ctx context.Context, spec engine.ScheduleSpec, input Purchase) error {
 	spec.Input = input
 	return w.engine.CreateSchedule(ctx, "Purchase", spec)

@@ -163,8 +163,7 @@ func (w *orderWorkflow) Get(id dag.RunID) *orderRun {
 // CreateSchedule creates a schedule of "order" that starts a run with input at
 // each slot of spec.Cron, for spec.Tenant, or replaces the schedule of that
 // tenant with spec.Name; it sets spec.Input to input. See
-// engine.Engine.CreateSchedule; a store that keeps no schedules gives
-// engine.ErrSchedulesUnsupported.
+// engine.Engine.CreateSchedule.
 func (w *orderWorkflow) CreateSchedule(ctx context.Context, spec engine.ScheduleSpec, input order) error {
 	spec.Input = input
 	return w.engine.CreateSchedule(ctx, "order", spec)

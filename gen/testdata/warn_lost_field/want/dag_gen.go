@@ -195,8 +195,7 @@ func (w *OrderWorkflow) Get(id dag.RunID) *OrderRun {
 // CreateSchedule creates a schedule of "Order" that starts a run with input at
 // each slot of spec.Cron, for spec.Tenant, or replaces the schedule of that
 // tenant with spec.Name; it sets spec.Input to input. See
-// engine.Engine.CreateSchedule; a store that keeps no schedules gives
-// engine.ErrSchedulesUnsupported.
+// engine.Engine.CreateSchedule.
 func (w *OrderWorkflow) CreateSchedule(ctx context.Context, spec engine.ScheduleSpec, input Order) error {
 	spec.Input = input
 	return w.engine.CreateSchedule(ctx, "Order", spec)

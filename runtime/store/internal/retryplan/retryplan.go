@@ -1,5 +1,5 @@
-// Package retryplan decides what retrying a finished run resets, for the
-// stores that implement store.Retrier, so that they agree.
+// Package retryplan decides what retrying a finished run resets, for
+// every store's store.Retrier, so that they agree.
 package retryplan
 
 import (
