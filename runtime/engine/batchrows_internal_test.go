@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dagenhq/dagen/runtime/engine/internal/slots"
 	"github.com/dagenhq/dagen/runtime/store"
 	"github.com/dagenhq/dagen/runtime/store/memstore"
 )
@@ -49,14 +50,14 @@ func (s *batchRecorder) record(results []store.TaskResult) {
 // TestBatchesBoundTheRowsTheyMakeReady checks that a batch of results stops
 // growing once the tasks its results make ready reach maxBatchRows: the
 // results of fan-out roots of 100 children each, 252 of them waiting for
-// the store (all the slots claims may fill: see lightReserve), go in
+// the store (all the slots claims may fill: see slots.Slots.ClaimCapacity), go in
 // batches of 41 at most (the 41st takes a batch past 4,096 rows), not of
 // BatchSize (256).
 func TestBatchesBoundTheRowsTheyMakeReady(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	const concurrency, children = 256, 100
-	runs := int64(concurrency - lightReserve(concurrency))
+	runs := int64(slots.New(concurrency).ClaimCapacity())
 	rec := &batchRecorder{Store: memstore.New(nil), gate: make(chan struct{})}
 	e, err := New(rec, &Config{Concurrency: concurrency, BatchSize: concurrency, PollInterval: time.Millisecond, WorkerID: "w"})
 	require.NoError(t, err)

@@ -570,80 +570,135 @@ func (e *Engine) Run(ctx context.Context, workflow, tenant string, input any) (*
 // Until the run finishes Wait reads its status alone, then the run with its
 // tasks once: a large input is not read again on every poll.
 func (e *Engine) Wait(ctx context.Context, id dag.RunID) (*RunResult, error) {
-	woken := false // by this engine finishing the run: it is most likely over
-	// The waiter is registered before the status is read, so a run that
-	// finishes after the read wakes it; it stays registered across polls,
-	// so the completion that finishes the run here finds it (and reads the
-	// run back for it) whenever it comes.
-	var w *waiter
-	held := false // a task of the run was held here as w registered
-	for first := true; ; first = false {
-		if !e.cfg.Manual && w == nil {
-			w, held = e.addWaiter(id)
-			if e.waitRegistered != nil {
-				e.waitRegistered(id)
-			}
-		}
-		// Only a finished run wakes a waiter: a woken waiter reads the
-		// run at once, in one round trip.
-		status := store.RunRunning
+	wt := waiting{e: e, id: id, first: true}
+	state := waitRegister
+	if e.cfg.Manual {
+		state = waitCheck // Poll runs the run here: nothing wakes a waiter
+	}
+	for {
+		var res *RunResult
 		var err error
-		switch {
-		case woken:
-		case first && held:
-			// A task of the run was held here as w registered, so the
-			// run had not finished: were it to finish the run, its
-			// completion wakes w (a run just triggered, its first step
-			// started here). Later rounds read the status: the run may
-			// finish on another worker.
-		default:
-			status, err = e.runStatus(ctx, id)
+		if state, res, err = wt.step(ctx, state); state == waitDone {
+			return res, err
 		}
-		if err != nil || woken || status.Terminal() {
-			if w != nil {
-				e.dropWaiter(id, w)
-				w = nil
+	}
+}
+
+// waitState is where a Wait stands.
+type waitState int
+
+const (
+	// waitRegister registers a waiter, before the status is read, so a
+	// run that finishes after the read wakes it; it stays registered
+	// across polls, so the completion that finishes the run here finds it
+	// (and reads the run back for it) whenever it comes.
+	waitRegister waitState = iota
+	// waitCheck reads the run's status, unless a task of the run was held
+	// here as the waiter first registered: then the run had not finished,
+	// and its completion wakes the waiter (a run just triggered, its first
+	// step started here). Later checks read the status: the run may
+	// finish on another worker.
+	waitCheck
+	// waitBlock waits for the run's completion here, a poll's interval,
+	// or ctx.
+	waitBlock
+	// waitPoll does a round of a manual engine's work.
+	waitPoll
+	// waitRead reads the run and its tasks: it has finished, most likely.
+	waitRead
+	// waitDone: Wait returns.
+	waitDone
+)
+
+// waiting is one Wait's state.
+type waiting struct {
+	e     *Engine
+	id    dag.RunID
+	w     *waiter // registered, or nil
+	first bool    // no waiter registered yet
+	held  bool    // a task of the run was held here as w first registered
+}
+
+// step does what state says, and returns the next state, and with
+// waitDone what Wait returns.
+func (wt *waiting) step(ctx context.Context, state waitState) (waitState, *RunResult, error) {
+	e, id := wt.e, wt.id
+	switch state {
+	case waitRegister:
+		var held bool
+		wt.w, held = e.addWaiter(id)
+		wt.held, wt.first = wt.first && held, false
+		if e.waitRegistered != nil {
+			e.waitRegistered(id)
+		}
+		return waitCheck, nil, nil
+	case waitCheck:
+		if wt.held {
+			wt.held = false
+			return waitBlock, nil, nil
+		}
+		status, err := e.runStatus(ctx, id)
+		if err != nil {
+			wt.drop()
+			return waitDone, nil, fmt.Errorf("wait for run %s: %w", id, err)
+		}
+		switch {
+		case status.Terminal():
+			return waitRead, nil, nil
+		case e.cfg.Manual:
+			return waitPoll, nil, nil
+		}
+		return waitBlock, nil, nil
+	case waitBlock:
+		t := time.NewTimer(e.cfg.PollInterval * 4)
+		defer t.Stop()
+		select {
+		case <-wt.w.ch: // finished removed it
+			if run := wt.w.run; run != nil { // read back by the completion that finished it
+				res, err := resultOf(run.Run, run.Tasks)
+				return waitDone, res, err
 			}
-			if err != nil {
-				return nil, fmt.Errorf("wait for run %s: %w", id, err)
+			wt.w = nil
+			return waitRead, nil, nil
+		case <-t.C:
+			return waitCheck, nil, nil
+		case <-ctx.Done():
+			wt.drop()
+			return waitDone, nil, fmt.Errorf("wait for run %s: %w", id, ctx.Err())
+		}
+	case waitPoll:
+		n, err := e.Poll(ctx)
+		if err != nil {
+			return waitDone, nil, fmt.Errorf("wait for run %s: %w", id, err)
+		}
+		if n == 0 {
+			if status, err := e.runStatus(ctx, id); err == nil && !status.Terminal() {
+				return waitDone, nil, fmt.Errorf("wait for run %s: %w", id, ErrRunBlocked)
 			}
-			res, err := e.read(ctx, id)
-			if res == nil {
-				return nil, fmt.Errorf("wait for run %s: %w", id, err)
-			}
-			if res.Status.Terminal() {
-				return res, err
-			}
-			woken = false
-			continue
+		}
+		return waitCheck, nil, nil
+	case waitRead:
+		wt.drop()
+		res, err := e.read(ctx, id)
+		if res == nil {
+			return waitDone, nil, fmt.Errorf("wait for run %s: %w", id, err)
+		}
+		if res.Status.Terminal() {
+			return waitDone, res, err
 		}
 		if e.cfg.Manual {
-			n, err := e.Poll(ctx)
-			if err != nil {
-				return nil, fmt.Errorf("wait for run %s: %w", id, err)
-			}
-			if n == 0 {
-				if status, err = e.runStatus(ctx, id); err == nil && !status.Terminal() {
-					return nil, fmt.Errorf("wait for run %s: %w", id, ErrRunBlocked)
-				}
-			}
-			continue
+			return waitCheck, nil, nil
 		}
-		t := time.NewTimer(e.cfg.PollInterval * 4)
-		select {
-		case <-w.ch: // finished removed it
-			if w.run != nil { // read back by the completion that finished it
-				t.Stop()
-				return resultOf(w.run.Run, w.run.Tasks)
-			}
-			w, woken = nil, true
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			e.dropWaiter(id, w)
-			return nil, fmt.Errorf("wait for run %s: %w", id, ctx.Err())
-		}
-		t.Stop()
+		return waitRegister, nil, nil
+	}
+	return waitDone, nil, fmt.Errorf("wait for run %s: unknown state %d", id, state)
+}
+
+// drop removes the waiter, if one is registered.
+func (wt *waiting) drop() {
+	if wt.w != nil {
+		wt.e.dropWaiter(wt.id, wt.w)
+		wt.w = nil
 	}
 }
 

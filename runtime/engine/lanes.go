@@ -1,5 +1,7 @@
 package engine
 
+import "github.com/dagenhq/dagen/runtime/engine/internal/slots"
+
 // A light tenant is one that holds at most lightTasks of a worker's
 // tasks: one that triggers a run now and then while another tenant's
 // backlog keeps every slot of the worker busy. The claim is fair by
@@ -10,9 +12,9 @@ package engine
 //     results waiting for the store, so the trigger could not start the
 //     run's first step, and the step waited in the queue until a batch of
 //     results was stored and the freed slots claimed again. Slots are
-//     therefore kept for light tenants (lightReserve): claims fill all
+//     therefore kept for light tenants (internal/slots): claims fill all
 //     but those, and a trigger of one tenant that holds no task here may
-//     fill them too (startCapacity). No more tasks than Concurrency are
+//     fill them too (Slots.StartCapacity). No more tasks than Concurrency are
 //     held, ever.
 //   - for the store: its result went to the completer of its run, behind
 //     the batch of up to BatchSize results that completer was storing,
@@ -25,42 +27,13 @@ package engine
 // while one of its steps waits for a slot (see docs/performance.md, "The
 // light lane").
 
-// lightTasks is the most tasks a tenant may hold on this worker, counting
-// the one in question, for it to be light.
-const lightTasks = 1
-
 // laneOf is the channel f goes to: the light lane when f's tenant is
 // light, else the completer of f's run.
 func (l *loop) laneOf(f finished) chan finished {
-	if l.isLight(f.tenant, lightTasks) {
+	if l.slots.Light(f.tenant, slots.LightTasks) {
 		return l.light
 	}
 	return l.results[completerOf(f.res.RunID)]
-}
-
-// isLight reports whether tenant holds at most most tasks here.
-func (l *loop) isLight(tenant string, most int) bool {
-	l.heldMu.Lock()
-	defer l.heldMu.Unlock()
-	return l.tenants[tenant] <= most
-}
-
-// lightReserve is how many of a worker's concurrency slots only runs of
-// light tenants may take: one in 64, none below 64.
-func lightReserve(concurrency int) int { return concurrency / 64 }
-
-// startCapacity is how many slots a trigger of runs of these tenants may
-// fill: all of them for one tenant that holds no task here, which its
-// runs' first steps make light; else all but lightReserve's.
-func (l *loop) startCapacity(concurrency int, tenants map[string]bool) int {
-	if len(tenants) == 1 {
-		for t := range tenants {
-			if l.isLight(t, lightTasks-1) {
-				return concurrency
-			}
-		}
-	}
-	return concurrency - lightReserve(concurrency)
 }
 
 // lanes returns every completer's channel.

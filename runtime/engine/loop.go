@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dagenhq/dagen/runtime/dag"
+	"github.com/dagenhq/dagen/runtime/engine/internal/slots"
 	"github.com/dagenhq/dagen/runtime/store"
 )
 
@@ -57,13 +58,8 @@ type loop struct {
 	work          chan *store.ClaimedTask
 	results       [numCompleters]chan finished // by run: see completerOf
 	light         chan finished                // the light lane: see laneOf
-	// executing counts claimed tasks whose step has not finished, and the
-	// slots taken for a claim or a start under way (see take); pending
-	// counts finished steps whose result is not stored yet.
-	executing atomic.Int64
-	pending   atomic.Int64
-	slotMu    sync.Mutex   // held to take slots: see take
-	executors atomic.Int64 // executor goroutines running: see dispatch
+	slots         *slots.Slots                 // the tasks held, and the slots they take
+	executors     atomic.Int64                 // executor goroutines running: see dispatch
 	// Triggers that start runs' first steps here (see startRuns) register
 	// in starts, until Stop sets stopped: work is closed only after them.
 	startMu sync.Mutex
@@ -77,46 +73,6 @@ type loop struct {
 	nextTimer time.Time // earliest known pending wake time, zero if none
 
 	published *[]string // the signatures last published (store.Deploys), nil before
-
-	// held counts, by run, the tasks this worker holds: claimed and not
-	// yet stored or dropped. Heartbeats name these runs, so the store can
-	// tell a task whose claim never reached the worker from one it holds.
-	heldMu  sync.Mutex
-	held    map[dag.RunID]int
-	tenants map[string]int // the held tasks, by tenant: see isLight
-}
-
-// hold records that the worker holds these tasks.
-func (l *loop) hold(tasks []store.ClaimedTask) {
-	l.heldMu.Lock()
-	defer l.heldMu.Unlock()
-	for i := range tasks {
-		l.held[tasks[i].RunID]++
-		l.tenants[tasks[i].Tenant]++
-	}
-}
-
-// unhold records that the worker no longer holds a task of run id.
-func (l *loop) unhold(id dag.RunID, tenant string) {
-	l.heldMu.Lock()
-	defer l.heldMu.Unlock()
-	if l.held[id]--; l.held[id] <= 0 {
-		delete(l.held, id)
-	}
-	if l.tenants[tenant]--; l.tenants[tenant] <= 0 {
-		delete(l.tenants, tenant)
-	}
-}
-
-// heldRuns returns the runs whose tasks the worker holds.
-func (l *loop) heldRuns() []dag.RunID {
-	l.heldMu.Lock()
-	defer l.heldMu.Unlock()
-	runs := make([]dag.RunID, 0, len(l.held))
-	for id := range l.held {
-		runs = append(runs, id)
-	}
-	return runs
 }
 
 // Start starts working the registered workflows in the background until
@@ -142,8 +98,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		work:      make(chan *store.ClaimedTask, e.cfg.Concurrency),
 		done:      make(chan struct{}),
 		keeper:    make(chan struct{}),
-		held:      make(map[dag.RunID]int),
-		tenants:   make(map[string]int),
+		slots:     slots.New(e.cfg.Concurrency),
 	}
 	if !e.cfg.DisableNotify {
 		ch, err := e.store.Subscribe(lctx)
@@ -239,7 +194,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 	select {
 	case <-l.done:
 	case <-drain.Done():
-		running, unstored := l.executing.Load(), l.pending.Load()
+		running, unstored := l.slots.Executing(), l.slots.Pending()
 		cause := ctx.Err()
 		if cause == nil {
 			cause = context.DeadlineExceeded // the drain's share of it passed
@@ -390,7 +345,7 @@ func (e *Engine) claim(l *loop) (full bool, err error) {
 	if len(sigs) == 0 {
 		return false, nil
 	}
-	limit := l.take(e.cfg.Concurrency-lightReserve(e.cfg.Concurrency), func(free, held int) int {
+	limit := l.slots.Take(l.slots.ClaimCapacity(), func(free, held int) int {
 		// Under load, wait for a worthwhile batch rather than claiming a
 		// few at a time.
 		if n := min(free, e.cfg.BatchSize); held == 0 || n >= max(1, e.cfg.BatchSize/4) {
@@ -404,29 +359,13 @@ func (e *Engine) claim(l *loop) (full bool, err error) {
 	tasks, err := e.claimTasks(l.ctx, store.ClaimParams{
 		Worker: e.cfg.WorkerID, Signatures: sigs, Limit: limit, Lease: e.cfg.Lease,
 	})
-	l.executing.Add(int64(len(tasks) - limit)) // give back the slots not used
+	l.slots.Unused(limit - len(tasks))
 	if err != nil {
 		return false, err
 	}
 	e.health.succeeded()
 	e.dispatch(l, tasks)
 	return len(tasks) == limit, nil
-}
-
-// take reserves slots for tasks about to be claimed, counting them as
-// executing: want is given the free slots and the slots held, and returns
-// how many to take. The caller gives back those it did not fill. Taking
-// before the store call, under slotMu, keeps the poller and triggers that
-// start runs here (see startRuns) from claiming the same free slots.
-func (l *loop) take(concurrency int, want func(free, held int) int) int {
-	l.slotMu.Lock()
-	defer l.slotMu.Unlock()
-	held := int(l.executing.Load() + l.pending.Load())
-	n := min(want(max(concurrency-held, 0), held), max(concurrency-held, 0))
-	if n > 0 {
-		l.executing.Add(int64(n))
-	}
-	return n
 }
 
 // fireTimers fires due timers, learns when the next one is due, and
@@ -471,7 +410,7 @@ func (e *Engine) fireTimers(l *loop) (int, error) {
 // stacks and shrinks them, and each step grows its executor's stack back
 // (see docs/performance.md, "Executors are not kept idle").
 func (e *Engine) dispatch(l *loop, tasks []store.ClaimedTask) {
-	l.hold(tasks)
+	l.slots.Hold(tasks)
 	for i := range tasks {
 		l.work <- &tasks[i] // never blocks: work holds Concurrency
 	}
@@ -542,15 +481,12 @@ func (e *Engine) run(l *loop, ct *store.ClaimedTask) {
 // releases the task.
 func (e *Engine) handOn(l *loop, f finished, keep bool) {
 	res := f.res
+	l.slots.Finished(res.RunID, f.tenant, keep)
 	if !keep {
-		l.unhold(res.RunID, f.tenant)
-		l.executing.Add(-1)
 		e.log.Info("dagen: step cut short by Stop; its task goes to another worker",
 			"worker", e.cfg.WorkerID, "run", res.RunID, "step", res.Step, "attempt", res.Attempt)
 		return
 	}
-	l.pending.Add(1)
-	l.executing.Add(-1)
 	l.signal()
 	l.laneOf(f) <- f
 }
@@ -644,12 +580,11 @@ func (e *Engine) completeBatch(l *loop, batch []store.TaskResult, tenants []stri
 		}
 	}
 	for i, r := range batch {
-		l.unhold(r.RunID, tenants[i])
+		l.slots.Unhold(r.RunID, tenants[i])
 	}
 	// The claimed steps take their slots before the results give theirs
 	// back, so the poller never sees more free than there are.
-	l.executing.Add(int64(len(next)))
-	l.pending.Add(-int64(len(batch)))
+	l.slots.Stored(len(batch), len(next))
 	e.dispatch(l, next)
 	l.signal()
 	// Waiters are woken last: their runs' tasks are unheld (a Wait that
@@ -786,7 +721,7 @@ func (e *Engine) keep(l *loop) {
 // when the store failed.
 func (e *Engine) heartbeat(l *loop) bool {
 	e.serve(l.ctx, l)
-	cancelled, err := e.store.Heartbeat(l.ctx, e.cfg.WorkerID, e.cfg.Lease, l.heldRuns())
+	cancelled, err := e.store.Heartbeat(l.ctx, e.cfg.WorkerID, e.cfg.Lease, l.slots.HeldRuns())
 	if err != nil {
 		if l.ctx.Err() == nil {
 			e.health.failed("heartbeat", err)

@@ -39,7 +39,7 @@ func (e *Engine) startRuns(ctx context.Context, runs []store.NewRun) (tried, all
 			}
 		}
 	}
-	n := l.take(l.startCapacity(e.cfg.Concurrency, tenants), func(free, _ int) int { return min(free, len(tenants)) })
+	n := l.slots.Take(l.slots.StartCapacity(tenants), func(free, _ int) int { return min(free, len(tenants)) })
 	if n == 0 {
 		return false, false, nil
 	}
@@ -49,7 +49,7 @@ func (e *Engine) startRuns(ctx context.Context, runs []store.NewRun) (tried, all
 		// Not an answer from the store: it may have committed.
 		tasks = e.recoverStarted(ctx, runs, n)
 	}
-	l.executing.Add(int64(len(tasks) - n)) // give back the slots not used
+	l.slots.Unused(n - len(tasks))
 	e.dispatch(l, tasks)
 	return true, err == nil && len(tasks) == roots, err
 }

@@ -86,7 +86,5 @@ func (e *Engine) holdsTaskOf(id dag.RunID) bool {
 	if l == nil {
 		return false
 	}
-	l.heldMu.Lock()
-	defer l.heldMu.Unlock()
-	return l.held[id] > 0
+	return l.slots.Holds(id)
 }

@@ -1,0 +1,81 @@
+package slots_test
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dagenhq/dagen/runtime/dag"
+	"github.com/dagenhq/dagen/runtime/engine/internal/slots"
+	"github.com/dagenhq/dagen/runtime/store"
+)
+
+func all(free, _ int) int { return free }
+
+func TestTakeCountsResultsWaitingForTheStore(t *testing.T) {
+	s := slots.New(128)
+	require.Equal(t, 126, s.ClaimCapacity(), "two slots kept for light tenants")
+	require.Equal(t, 100, s.Take(s.ClaimCapacity(), func(free, held int) int {
+		require.Equal(t, 126, free)
+		require.Zero(t, held)
+		return 100
+	}))
+	s.Unused(40) // the claim found 60
+	for range 60 {
+		s.Finished(dag.RunID{1}, "t", true)
+	}
+	require.Zero(t, s.Executing())
+	require.EqualValues(t, 60, s.Pending())
+	require.Equal(t, 66, s.Take(s.ClaimCapacity(), all), "results waiting for the store hold their slots")
+	s.Unused(66)
+	s.Stored(60, 10) // stored, and the store claimed 10 steps they made ready
+	require.EqualValues(t, 10, s.Executing())
+	require.Zero(t, s.Pending())
+}
+
+func TestLightTenantsMayFillTheReserve(t *testing.T) {
+	s := slots.New(128)
+	s.Hold([]store.ClaimedTask{{RunID: dag.RunID{1}, Tenant: "heavy"}, {RunID: dag.RunID{1}, Tenant: "heavy"}})
+	require.Equal(t, 128, s.StartCapacity(map[string]bool{"light": true}))
+	require.Equal(t, 126, s.StartCapacity(map[string]bool{"heavy": true}))
+	require.Equal(t, 126, s.StartCapacity(map[string]bool{"light": true, "other": true}))
+	require.True(t, s.Light("light", slots.LightTasks))
+	require.False(t, s.Light("heavy", slots.LightTasks))
+	require.True(t, s.Holds(dag.RunID{1}))
+	require.Equal(t, []dag.RunID{{1}}, s.HeldRuns())
+	s.Unhold(dag.RunID{1}, "heavy")
+	require.True(t, s.Light("heavy", slots.LightTasks))
+	s.Unhold(dag.RunID{1}, "heavy")
+	require.False(t, s.Holds(dag.RunID{1}))
+	require.Empty(t, s.HeldRuns())
+}
+
+// TestTakeNeverOverfills has many claimers take slots at once and hold
+// them a while: no more than the capacity are ever taken.
+func TestTakeNeverOverfills(t *testing.T) {
+	const capacity = 8
+	s := slots.New(capacity)
+	var most atomic.Int64
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for range 2000 {
+				n := s.Take(capacity, func(free, _ int) int {
+					runtime.Gosched() // widen the window between reading the slots and taking them
+					return min(free, 3)
+				})
+				if now := s.Executing(); now > most.Load() {
+					most.Store(now) // a lost update only hides a peak that others also see
+				}
+				runtime.Gosched()
+				s.Unused(n)
+			}
+		})
+	}
+	wg.Wait()
+	require.LessOrEqual(t, most.Load(), int64(capacity))
+	require.Zero(t, s.Executing())
+}
