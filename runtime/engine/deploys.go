@@ -29,10 +29,6 @@ func WaitingMessage(w Waiting) string {
 	return msg
 }
 
-// waitingGrace is how long a queued task may wait for a worker before the
-// leader reports it: a worker that serves it may have just started.
-func (e *Engine) waitingGrace() time.Duration { return 2 * e.cfg.HeartbeatInterval }
-
 // serve publishes the signatures this worker serves when they changed
 // since it last did (Register after Start). It runs before each heartbeat.
 func (e *Engine) serve(ctx context.Context, l *loop) {
@@ -43,7 +39,7 @@ func (e *Engine) serve(ctx context.Context, l *loop) {
 	}
 	if err := e.store.Serve(ctx, e.cfg.WorkerID, store.Serving{Signatures: sigs, Concurrency: e.cfg.Concurrency}); err != nil {
 		if ctx.Err() == nil {
-			e.health.failed("publish served signatures", err)
+			e.health.Failed("publish served signatures", err)
 		}
 		return
 	}
@@ -77,22 +73,6 @@ func (e *Engine) recordOnce(ctx context.Context, r *registered) {
 		return
 	}
 	r.recorded.Store(true)
-}
-
-// reportWaiting logs, as the leader, a WAITING event for tasks no live
-// worker serves.
-func (e *Engine) reportWaiting(ctx context.Context) {
-	n, err := e.store.ReportUnserved(ctx, e.waitingGrace(), e.cfg.BatchSize)
-	if err != nil {
-		if ctx.Err() == nil {
-			e.health.failed("report tasks no worker serves", err)
-		}
-		return
-	}
-	if n > 0 {
-		e.log.Warn("dagen: tasks wait for a worker that serves their signature; deploy code that has them, or see dagen check -db",
-			"worker", e.cfg.WorkerID, "tasks", n)
-	}
 }
 
 // waitingTasks returns the QUEUED tasks of an unfinished run that no live

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/dagenhq/dagen/runtime/dag"
+	"github.com/dagenhq/dagen/runtime/engine/internal/outage"
 	"github.com/dagenhq/dagen/runtime/store"
 )
 
@@ -233,8 +234,8 @@ type Engine struct {
 	elector store.Elector // the store's leader election, or nil: every worker leads
 	cfg     Config
 	log     *slog.Logger
-	health  *storeHealth // logs store outages once per change
-	inputs  *inputCache  // large run inputs, sent once to this worker
+	health  *outage.Health // logs store outages once per change
+	inputs  *inputCache    // large run inputs, sent once to this worker
 
 	mu         sync.RWMutex
 	defs       map[string]*registered
@@ -304,7 +305,7 @@ func New(st store.Store, cfg *Config) (*Engine, error) {
 		elector: el,
 		cfg:     c,
 		log:     c.Logger,
-		health:  &storeHealth{log: c.Logger, worker: c.WorkerID},
+		health:  outage.NewHealth(c.Logger, c.WorkerID),
 		inputs:  newInputCache(),
 		defs:    make(map[string]*registered),
 		waiters: make(map[dag.RunID][]*waiter),

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/dagenhq/dagen/runtime/dag"
+	"github.com/dagenhq/dagen/runtime/engine/internal/housekeeping"
+	"github.com/dagenhq/dagen/runtime/engine/internal/outage"
 	"github.com/dagenhq/dagen/runtime/engine/internal/slots"
 	"github.com/dagenhq/dagen/runtime/store"
 )
@@ -62,12 +64,13 @@ type loop struct {
 	executors     atomic.Int64                 // executor goroutines running: see dispatch
 	// Triggers that start runs' first steps here (see startRuns) register
 	// in starts, until Stop sets stopped: work is closed only after them.
-	startMu sync.Mutex
-	stopped bool
-	starts  sync.WaitGroup
-	execWG  sync.WaitGroup
-	done    chan struct{} // closed when poller, executors and completer are gone
-	keeper  chan struct{} // closed when the keeper is gone
+	startMu    sync.Mutex
+	stopped    bool
+	starts     sync.WaitGroup
+	execWG     sync.WaitGroup
+	done       chan struct{}        // closed when poller, executors and completer are gone
+	keeper     *housekeeping.Keeper // heartbeats, and housekeeping while leading
+	keeperDone chan struct{}        // closed when the keeper is gone
 
 	timerMu   sync.Mutex
 	nextTimer time.Time // earliest known pending wake time, zero if none
@@ -92,13 +95,13 @@ func (e *Engine) Start(ctx context.Context) error {
 	l := &loop{
 		ctx: lctx, cancel: cancel,
 		abandon: actx, abandonCancel: acancel,
-		stopPoll:  make(chan struct{}),
-		alongside: make(chan struct{}, 1),
-		wake:      make(chan struct{}, 1),
-		work:      make(chan *store.ClaimedTask, e.cfg.Concurrency),
-		done:      make(chan struct{}),
-		keeper:    make(chan struct{}),
-		slots:     slots.New(e.cfg.Concurrency),
+		stopPoll:   make(chan struct{}),
+		alongside:  make(chan struct{}, 1),
+		wake:       make(chan struct{}, 1),
+		work:       make(chan *store.ClaimedTask, e.cfg.Concurrency),
+		done:       make(chan struct{}),
+		keeperDone: make(chan struct{}),
+		slots:      slots.New(e.cfg.Concurrency),
 	}
 	if !e.cfg.DisableNotify {
 		ch, err := e.store.Subscribe(lctx)
@@ -117,7 +120,13 @@ func (e *Engine) Start(ctx context.Context) error {
 		l.results[i] = make(chan finished, e.cfg.Concurrency) // never more results than tasks held
 	}
 	l.light = make(chan finished, e.cfg.Concurrency)
-	e.heartbeat(l) // register before claiming, so the first claims are covered
+	l.keeper = housekeeping.New(housekeeping.Config{
+		Store: e.store, Elector: e.elector, Worker: e.cfg.WorkerID,
+		Interval: e.cfg.HeartbeatInterval, Lease: e.cfg.Lease, Retention: e.cfg.Retention, Batch: e.cfg.BatchSize,
+		Log: e.log, Health: e.health, Leading: &e.leading,
+		Held: l.slots.HeldRuns, Cancelled: e.cancelRuns, Publish: func(ctx context.Context) { e.serve(ctx, l) }, Rescued: l.signal,
+	})
+	l.keeper.Beat(lctx) // register before claiming, so the first claims are covered
 	e.loop = l
 	e.stopping = false
 	pollDone := make(chan struct{})
@@ -135,7 +144,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		go func() { defer completeWG.Done(); e.completer(l, results) }()
 	}
 	go func() { completeWG.Wait(); close(completeDone) }()
-	go func() { defer close(l.keeper); e.keep(l) }()
+	go func() { defer close(l.keeperDone); l.keeper.Run(l.ctx, l.stopPoll) }()
 	schedDone := make(chan struct{})
 	go func() { defer close(schedDone); e.scheduleLoop(l) }()
 	go func() {
@@ -208,7 +217,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 		l.abandonCancel()
 	}
 	l.cancel(errStopped)
-	<-l.keeper
+	<-l.keeperDone
 	if n, rerr := e.store.RetireWorker(cleanup, e.cfg.WorkerID, true); rerr != nil {
 		err = errors.Join(err, fmt.Errorf("stop: retire worker: %w", rerr))
 	} else if n > 0 {
@@ -268,7 +277,7 @@ func (l *loop) timerDue(now time.Time) (due bool, next time.Time) {
 
 func (e *Engine) poller(l *loop) {
 	var lastTimers time.Time
-	retry := backoff{min: e.cfg.PollInterval, max: maxStoreBackoff}
+	retry := outage.Backoff{Min: e.cfg.PollInterval, Max: outage.MaxBackoff}
 	for {
 		select {
 		case <-l.stopPoll:
@@ -279,8 +288,8 @@ func (e *Engine) poller(l *loop) {
 		// just enqueued, which should not wait for the timer queries.
 		full, err := e.claim(l)
 		if err != nil {
-			e.health.failed("claim tasks", err)
-			sleepFor(l.ctx, retry.next(), l.stopPoll)
+			e.health.Failed("claim tasks", err)
+			sleepFor(l.ctx, retry.Next(), l.stopPoll)
 			continue
 		}
 		now := time.Now()
@@ -295,11 +304,11 @@ func (e *Engine) poller(l *loop) {
 			if err != nil {
 				// Every error path waits: a timer that stays due must not
 				// turn a store that fails into a busy loop.
-				e.health.failed("fire timers", err)
-				sleepFor(l.ctx, retry.next(), l.stopPoll)
+				e.health.Failed("fire timers", err)
+				sleepFor(l.ctx, retry.Next(), l.stopPoll)
 				continue
 			}
-			retry.reset()
+			retry.Reset()
 			if fired > 0 {
 				continue // claim the tasks they enqueued
 			}
@@ -363,7 +372,7 @@ func (e *Engine) claim(l *loop) (full bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	e.health.succeeded()
+	e.health.Succeeded()
 	e.dispatch(l, tasks)
 	return len(tasks) == limit, nil
 }
@@ -393,7 +402,7 @@ func (e *Engine) fireTimers(l *loop) (int, error) {
 		}
 		return 0, err
 	}
-	e.health.succeeded()
+	e.health.Succeeded()
 	l.timerMu.Lock()
 	l.nextTimer = time.Time{}
 	if ok {
@@ -543,7 +552,7 @@ func (e *Engine) completeBatch(l *loop, batch []store.TaskResult, tenants []stri
 	e.askReturns(batch)
 	var next []store.ClaimedTask
 	var outs []store.CompletionOutcome // nil unless the results were stored
-	retry := backoff{min: 10 * time.Millisecond, max: maxStoreBackoff}
+	retry := outage.Backoff{Min: 10 * time.Millisecond, Max: outage.MaxBackoff}
 	for {
 		var err error
 		if cont {
@@ -552,7 +561,7 @@ func (e *Engine) completeBatch(l *loop, batch []store.TaskResult, tenants []stri
 			outs, err = e.store.CompleteTasks(l.abandon, batch)
 		}
 		if err == nil {
-			e.health.succeeded()
+			e.health.Succeeded()
 			for _, r := range batch {
 				if r.Outcome == store.OutcomeRetry || r.Outcome == store.OutcomeSleep {
 					at := r.WakeAt
@@ -568,8 +577,8 @@ func (e *Engine) completeBatch(l *loop, batch []store.TaskResult, tenants []stri
 		if l.abandon.Err() != nil {
 			break // Stop gave up on them: it logged how many
 		}
-		e.health.failed("complete tasks", err)
-		t := time.NewTimer(retry.next())
+		e.health.Failed("complete tasks", err)
+		t := time.NewTimer(retry.Next())
 		select {
 		case <-l.abandon.Done():
 			t.Stop()
@@ -629,149 +638,16 @@ func (e *Engine) afterComplete(batch []store.TaskResult, outs []store.Completion
 	}
 }
 
-// keep heartbeats and, while this worker leads, rescues expired tasks and
-// prunes old runs, until the loop's context ends. Once Stop has begun it
-// gives up leadership and does no more housekeeping, but keeps
-// heartbeating: the steps still draining keep their tasks, however long
-// they take, until Stop retires the worker.
-func (e *Engine) keep(l *loop) {
-	t := time.NewTicker(e.cfg.HeartbeatInterval)
-	defer t.Stop()
-	defer e.leading.Store(false)
-	var lastPrune time.Time
-	standBack := false
-	stopPoll := l.stopPoll
-	stopping := false
-	// While the store fails, beats back off (up to the default interval,
-	// a third of the lease) unless another loop finds it back first.
-	retry := backoff{min: e.cfg.HeartbeatInterval, max: max(e.cfg.HeartbeatInterval, e.cfg.Lease/3)}
-	var retryAt time.Time
-	for {
-		select {
-		case <-l.ctx.Done():
-			return
-		case <-stopPoll:
-			// Let another worker take over housekeeping during the drain.
-			stopPoll, stopping = nil, true
-			e.resignEarly(l)
-			continue
-		case <-t.C:
-		}
-		if e.health.isFailing() && time.Now().Before(retryAt) {
-			continue
-		}
-		if !e.heartbeat(l) {
-			retryAt = time.Now().Add(retry.next())
-			continue // the store does not answer: housekeeping can wait for the next beat
-		}
-		retry.reset()
-		if stopping {
-			continue
-		}
-		if standBack {
-			// Leadership was just lost: let another worker take it first.
-			standBack = false
-			continue
-		}
-		leading := e.lead(l)
-		if leading && !e.leading.Load() {
-			// Named before Leading reports it, so that whoever sees this
-			// worker lead finds it named in the workers' view.
-			if e.elector != nil {
-				if err := e.elector.NameLeader(l.ctx, e.cfg.WorkerID); err != nil && l.ctx.Err() == nil {
-					e.health.failed("name the leader", err)
-				}
-			}
-		}
-		if was := e.leading.Swap(leading); was && !leading {
-			e.log.Warn("dagen: lost leadership", "worker", e.cfg.WorkerID)
-			standBack = true
-		} else if !was && leading {
-			e.log.Info("dagen: leading housekeeping", "worker", e.cfg.WorkerID)
-		}
-		if !leading {
-			continue
-		}
-		for {
-			n, err := e.store.RescueExpired(l.ctx, e.cfg.BatchSize)
-			if err != nil {
-				if l.ctx.Err() == nil {
-					e.health.failed("rescue expired tasks", err)
-				}
-				break
-			}
-			if n > 0 {
-				e.log.Info("dagen: rescued tasks of lost workers", "worker", e.cfg.WorkerID, "tasks", n)
-				l.signal()
-			}
-			if n < e.cfg.BatchSize {
-				break
-			}
-		}
-		e.reportWaiting(l.ctx)
-		if time.Since(lastPrune) >= e.pruneEvery() {
-			lastPrune = time.Now()
-			e.prune(l.ctx)
-		}
-	}
-}
-
-// heartbeat proves the worker alive, with the signatures it serves, and
-// cancels the steps of runs that were cancelled elsewhere. It reports false
-// when the store failed.
-func (e *Engine) heartbeat(l *loop) bool {
-	e.serve(l.ctx, l)
-	cancelled, err := e.store.Heartbeat(l.ctx, e.cfg.WorkerID, e.cfg.Lease, l.slots.HeldRuns())
-	if err != nil {
-		if l.ctx.Err() == nil {
-			e.health.failed("heartbeat", err)
-		}
-		return false
-	}
-	e.health.succeeded()
-	if len(cancelled) == 0 {
-		return true
-	}
+// cancelRuns stops the steps running here of runs cancelled elsewhere,
+// which a heartbeat learned of.
+func (e *Engine) cancelRuns(ids []dag.RunID) {
 	e.runMu.Lock()
-	for _, id := range cancelled {
+	defer e.runMu.Unlock()
+	for _, id := range ids {
 		if sc := e.runs[id]; sc != nil {
 			sc.cancel()
 		}
 	}
-	e.runMu.Unlock()
-	return true
-}
-
-// resignEarly gives up leadership when Stop begins, so that housekeeping
-// does not wait for the drain.
-func (e *Engine) resignEarly(l *loop) {
-	if !e.leading.Swap(false) {
-		return
-	}
-	if e.elector == nil {
-		return
-	}
-	if err := e.elector.Resign(l.ctx); err != nil && l.ctx.Err() == nil {
-		e.log.Error("dagen: resign leadership failed", "worker", e.cfg.WorkerID, "err", err)
-		return
-	}
-	e.log.Info("dagen: stopping: left housekeeping to other workers", "worker", e.cfg.WorkerID)
-}
-
-// lead reports whether this worker should do housekeeping: always over a
-// store that elects no leader.
-func (e *Engine) lead(l *loop) bool {
-	if e.elector == nil {
-		return true
-	}
-	leading, err := e.elector.Lead(l.ctx)
-	if err != nil {
-		if l.ctx.Err() == nil {
-			e.health.failed("leader election", err)
-		}
-		return false
-	}
-	return leading
 }
 
 // Poll does one round of work in the calling goroutine: it fires due

@@ -338,7 +338,7 @@ func (e *Engine) scheduleLoop(l *loop) {
 			if errors.As(err, &se) {
 				e.log.Error("dagen: a schedule's slot could not start its run; will try again", "worker", e.cfg.WorkerID, "err", err)
 			} else {
-				e.health.failed("fire schedules", err)
+				e.health.Failed("fire schedules", err)
 			}
 		}
 		select {

@@ -1,4 +1,7 @@
-package engine
+// Package outage keeps a worker's loops calm while its store fails: a
+// bounded, jittered backoff between attempts, and a log of the store's
+// health that speaks once per change of state.
+package outage
 
 import (
 	"log/slog"
@@ -7,39 +10,42 @@ import (
 	"time"
 )
 
-// maxStoreBackoff caps how long a worker waits between attempts while its
+// MaxBackoff caps how long a worker waits between attempts while its
 // store fails.
-const maxStoreBackoff = 5 * time.Second
+const MaxBackoff = 5 * time.Second
 
-// backoff is a bounded, jittered exponential backoff: each loop that calls
+// Backoff is a bounded, jittered exponential backoff: each loop that calls
 // the store keeps one, so a store that is down is tried a few times a
 // second at first and every few seconds later, never in a busy loop.
-type backoff struct {
-	min, max time.Duration
+type Backoff struct {
+	Min, Max time.Duration
 	n        int // failures in a row
 }
 
-// next returns how long to wait after another failure: min·2^n capped at
+// Next returns how long to wait after another failure: min·2^n capped at
 // max, with ±25% jitter so that workers do not retry in step.
-func (b *backoff) next() time.Duration {
-	d := b.min
-	for i := 0; i < b.n && d < b.max; i++ {
+func (b *Backoff) Next() time.Duration {
+	d := b.Min
+	for i := 0; i < b.n && d < b.Max; i++ {
 		d *= 2
 	}
-	d = min(d, b.max)
+	d = min(d, b.Max)
 	b.n++
 	jitter := time.Duration(rand.Int64N(int64(d)/2+1)) - d/4
 	return max(d+jitter, time.Millisecond)
 }
 
-// reset starts over after a success.
-func (b *backoff) reset() { b.n = 0 }
+// Reset starts over after a success.
+func (b *Backoff) Reset() { b.n = 0 }
 
-// storeHealth logs a failing store once per change of state, not once per
+// NewHealth returns the health of worker's store, logged to log.
+func NewHealth(log *slog.Logger, worker string) *Health { return &Health{log: log, worker: worker} }
+
+// Health logs a failing store once per change of state, not once per
 // attempt: "unreachable" at the first failure, "reachable again" at the
 // first success after, with how many attempts failed in between. Each
 // attempt is logged at debug level.
-type storeHealth struct {
+type Health struct {
 	log    *slog.Logger
 	worker string
 
@@ -49,8 +55,8 @@ type storeHealth struct {
 	failures int
 }
 
-// failed records a failed store call.
-func (h *storeHealth) failed(op string, err error) {
+// Failed records a failed store call of op.
+func (h *Health) Failed(op string, err error) {
 	h.mu.Lock()
 	first := !h.failing
 	if first {
@@ -65,15 +71,15 @@ func (h *storeHealth) failed(op string, err error) {
 	h.log.Debug("dagen: store call failed", "worker", h.worker, "op", op, "err", err)
 }
 
-// isFailing reports whether the last store call recorded failed.
-func (h *storeHealth) isFailing() bool {
+// IsFailing reports whether the last store call recorded failed.
+func (h *Health) IsFailing() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.failing
 }
 
-// succeeded records a store call that worked.
-func (h *storeHealth) succeeded() {
+// Succeeded records a store call that worked.
+func (h *Health) Succeeded() {
 	h.mu.Lock()
 	if !h.failing {
 		h.mu.Unlock()
