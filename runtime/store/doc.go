@@ -13,7 +13,11 @@
 // the store counts pending parents down as they finish. What a finished
 // parent means for its child (run it, skip it) is decided by the engine when
 // it claims the child, so every store shares one implementation of the
-// semantics.
+// semantics. What a batch of outcomes does to its runs (which tasks end,
+// which runs fail or complete, what is cancelled or queued again, which
+// events are logged and in what order) is decided once too, by a package
+// internal to the stores that both call (runtime/store/internal/transition):
+// a store only loads what a batch needs and writes what it decided.
 //
 // A [Store] is three facets, every one required: [Execution], the
 // workers' hot path (claims and completions, runs started and steps
