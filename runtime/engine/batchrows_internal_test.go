@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dagenhq/dagen/runtime/engine/internal/slots"
+	"github.com/dagenhq/dagen/runtime/engine/internal/worker"
 	"github.com/dagenhq/dagen/runtime/store"
 	"github.com/dagenhq/dagen/runtime/store/memstore"
 )
@@ -48,7 +49,7 @@ func (s *batchRecorder) record(results []store.TaskResult) {
 }
 
 // TestBatchesBoundTheRowsTheyMakeReady checks that a batch of results stops
-// growing once the tasks its results make ready reach maxBatchRows: the
+// growing once the tasks its results make ready reach worker.MaxBatchRows: the
 // results of fan-out roots of 100 children each, 252 of them waiting for
 // the store (all the slots claims may fill: see slots.Slots.ClaimCapacity), go in
 // batches of 41 at most (the 41st takes a batch past 4,096 rows), not of
@@ -99,9 +100,9 @@ func TestBatchesBoundTheRowsTheyMakeReady(t *testing.T) {
 			}
 		}
 		// A batch stops at the first result that takes it to
-		// maxBatchRows: before it, its rows were fewer.
-		require.Less(t, (n-1)*(1+children), maxBatchRows, "a batch of %d results, %d of them roots", len(b), n)
+		// worker.MaxBatchRows: before it, its rows were fewer.
+		require.Less(t, (n-1)*(1+children), worker.MaxBatchRows, "a batch of %d results, %d of them roots", len(b), n)
 		most = max(most, n)
 	}
-	require.Equal(t, maxBatchRows/(1+children)+1, most, "roots in the largest batch")
+	require.Equal(t, worker.MaxBatchRows/(1+children)+1, most, "roots in the largest batch")
 }

@@ -31,10 +31,10 @@ func WaitingMessage(w Waiting) string {
 
 // serve publishes the signatures this worker serves when they changed
 // since it last did (Register after Start). It runs before each heartbeat.
-func (e *Engine) serve(ctx context.Context, l *loop) {
+func (e *Engine) serve(ctx context.Context) {
 	e.recordSignatures(ctx)
 	sigs := e.servedSignatures()
-	if l.published != nil && slices.Equal(*l.published, sigs) {
+	if e.published != nil && slices.Equal(*e.published, sigs) {
 		return
 	}
 	if err := e.store.Serve(ctx, e.cfg.WorkerID, store.Serving{Signatures: sigs, Concurrency: e.cfg.Concurrency}); err != nil {
@@ -43,7 +43,7 @@ func (e *Engine) serve(ctx context.Context, l *loop) {
 		}
 		return
 	}
-	l.published = &sigs
+	e.published = &sigs
 }
 
 // recordSignatures records what the signatures of the registered
@@ -94,9 +94,7 @@ func (e *Engine) waitingTasks(ctx context.Context, res *RunResult) ([]Waiting, e
 	}
 	// This engine serves what it registered once it works (a manual
 	// engine, whenever it is polled), heartbeat or not.
-	e.loopMu.Lock()
-	working := e.loop != nil || e.cfg.Manual
-	e.loopMu.Unlock()
+	working := e.running() != nil || e.cfg.Manual
 	if working {
 		mine := e.servedSignatures()
 		w = slices.DeleteFunc(w, func(t Waiting) bool {

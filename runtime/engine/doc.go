@@ -6,8 +6,13 @@
 //
 // Generated code (see cmd/dagen) builds a [Definition] per workflow and a
 // typed handle around an [Engine]; the engine itself deals in encoded bytes.
-// Each worker loop claims a batch of ready tasks, executes them on a bounded
-// pool, and completes the batch in one store call:
+// This package is the API; a started engine's worker is a set of internal
+// services (internal/worker: claiming, executors, completer lanes and the
+// schedule loop; internal/housekeeping: heartbeats, leadership, rescue,
+// reports and pruning; internal/slots: the concurrency slots;
+// internal/outage: backoff while the store fails). The worker claims a
+// batch of ready tasks, executes them on a bounded pool, and completes the
+// batch in one store call:
 //
 //	claim N ready tasks  ->  for each: skip check, then the step, with a ctx
 //	                          carrying deadline, cancellation and attempt

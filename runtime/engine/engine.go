@@ -16,6 +16,7 @@ import (
 
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/engine/internal/outage"
+	"github.com/dagenhq/dagen/runtime/engine/internal/worker"
 	"github.com/dagenhq/dagen/runtime/store"
 )
 
@@ -251,8 +252,12 @@ type Engine struct {
 	runs  map[dag.RunID]*runScope // runs with steps executing here
 
 	loopMu   sync.Mutex
-	loop     *loop // nil unless started
+	worker   *worker.Worker // nil unless started
 	stopping bool
+	// published is what the worker last told the store it serves
+	// (store.Deploys), nil before; only the worker's keeper, or Start
+	// before it, touches it.
+	published *[]string
 
 	leading atomic.Bool // whether this worker does housekeeping now
 }
@@ -792,23 +797,6 @@ func (e *Engine) enterRun(parent context.Context, id dag.RunID) context.Context 
 	}
 	sc.refs++
 	return sc.ctx
-}
-
-// cancelNotified cancels the steps executing here of the runs the store
-// announces cancelled, until ctx ends.
-func (e *Engine) cancelNotified(ctx context.Context, ids <-chan dag.RunID) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case id := <-ids:
-			e.runMu.Lock()
-			if sc := e.runs[id]; sc != nil {
-				sc.cancel()
-			}
-			e.runMu.Unlock()
-		}
-	}
 }
 
 func (e *Engine) leaveRun(id dag.RunID) {

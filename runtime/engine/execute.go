@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dagenhq/dagen/runtime/dag"
+	"github.com/dagenhq/dagen/runtime/engine/internal/worker"
 	"github.com/dagenhq/dagen/runtime/store"
 )
 
@@ -17,13 +18,9 @@ import (
 // not know waits before it is enqueued again for another worker.
 const unknownWorkflowDelay = 5 * time.Second
 
-// errStopped is the cause with which Stop cancels the steps still running
-// at its deadline.
-var errStopped = errors.New("engine stopped")
-
 // stoppedBy reports whether ctx ended because the engine was stopped, as
 // opposed to the run being cancelled or the step timing out.
-func stoppedBy(ctx context.Context) bool { return errors.Is(context.Cause(ctx), errStopped) }
+func stoppedBy(ctx context.Context) bool { return errors.Is(context.Cause(ctx), worker.ErrStopped) }
 
 // execute runs one claimed task and returns the result to store, and
 // whether to store it. An attempt that failed because Stop cancelled it is
@@ -318,15 +315,4 @@ func protect(f func() error) (err error) {
 		}
 	}()
 	return f()
-}
-
-// sleepFor is how a manual or stopped loop waits without a timer leak.
-func sleepFor(ctx context.Context, d time.Duration, wake <-chan struct{}) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	case <-wake:
-	}
 }

@@ -55,9 +55,7 @@ func TestExecutorsEndWhenIdle(t *testing.T) {
 	}
 	require.Equal(t, int64(runs), ran.Load(), "every step ran once")
 	require.LessOrEqual(t, most.Load(), int64(3), "more steps ran at once than Concurrency")
-	e.loopMu.Lock()
-	l := e.loop
-	e.loopMu.Unlock()
-	require.Eventually(t, func() bool { return l.executors.Load() == 0 }, 5*time.Second, time.Millisecond,
+	w := e.running()
+	require.Eventually(t, func() bool { return w.Executors() == 0 }, 5*time.Second, time.Millisecond,
 		"executors are left running with no work")
 }

@@ -324,27 +324,18 @@ func (e *Engine) fireSchedule(ctx context.Context, s store.Schedule, now time.Ti
 	return len(runs), nil
 }
 
-// scheduleLoop fires due schedules every SchedulePollInterval until Stop.
-func (e *Engine) scheduleLoop(l *loop) {
-	t := time.NewTicker(e.cfg.SchedulePollInterval)
-	defer t.Stop()
-	for {
-		if _, err := e.fireSchedules(l.ctx, e.cfg.BatchSize); err != nil && l.ctx.Err() == nil {
-			// The schedules stay due: the next round tries again. A store
-			// outage is logged once; a slot whose run cannot be built
-			// (its func failed, its input does not make a valid run) is
-			// the code's fault, logged each round.
-			var se *slotError
-			if errors.As(err, &se) {
-				e.log.Error("dagen: a schedule's slot could not start its run; will try again", "worker", e.cfg.WorkerID, "err", err)
-			} else {
-				e.health.Failed("fire schedules", err)
-			}
-		}
-		select {
-		case <-l.stopPoll:
-			return
-		case <-t.C:
+// fireSchedulesLogged fires due schedules for a started worker's
+// schedule loop. The schedules stay due when it fails: the next round
+// tries again. A store outage is logged once; a slot whose run cannot be
+// built (its func failed, its input does not make a valid run) is the
+// code's fault, logged each round.
+func (e *Engine) fireSchedulesLogged(ctx context.Context) {
+	if _, err := e.fireSchedules(ctx, e.cfg.BatchSize); err != nil && ctx.Err() == nil {
+		var se *slotError
+		if errors.As(err, &se) {
+			e.log.Error("dagen: a schedule's slot could not start its run; will try again", "worker", e.cfg.WorkerID, "err", err)
+		} else {
+			e.health.Failed("fire schedules", err)
 		}
 	}
 }

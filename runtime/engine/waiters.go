@@ -78,13 +78,9 @@ func (e *Engine) askReturns(batch []store.TaskResult) {
 
 // holdsTaskOf reports whether this engine holds a task of run id, claimed
 // and not yet stored: should that task finish the run, its completion
-// wakes the run's waiters, which it unholds first (see completeBatch).
+// wakes the run's waiters, which it unholds first (see the worker's
+// completeBatch).
 func (e *Engine) holdsTaskOf(id dag.RunID) bool {
-	e.loopMu.Lock()
-	l := e.loop
-	e.loopMu.Unlock()
-	if l == nil {
-		return false
-	}
-	return l.slots.Holds(id)
+	w := e.running()
+	return w != nil && w.Holds(id)
 }

@@ -1,4 +1,4 @@
-package engine
+package worker
 
 // claimAlongside claims beside the poller while there is more to claim:
 // woken by each full batch the poller claims, it claims until a batch
@@ -12,21 +12,21 @@ package engine
 // claimer. Claims take their slots under the loop's slot lock (see take),
 // so the two never claim the same free slots, and the store's claims skip
 // each other's rows.
-func (e *Engine) claimAlongside(l *loop) {
+func (w *Worker) claimAlongside() {
 	for {
 		select {
-		case <-l.stopPoll:
+		case <-w.stopPoll:
 			return
-		case <-l.alongside:
+		case <-w.alongside:
 		}
 		for {
 			select {
-			case <-l.stopPoll:
+			case <-w.stopPoll:
 				return
 			default:
 			}
 			// A failure is the poller's to report and retry: it claims next.
-			if full, err := e.claim(l); err != nil || !full {
+			if full, err := w.claim(); err != nil || !full {
 				break
 			}
 		}

@@ -1,4 +1,4 @@
-package engine
+package worker
 
 import "github.com/dagenhq/dagen/runtime/engine/internal/slots"
 
@@ -29,14 +29,14 @@ import "github.com/dagenhq/dagen/runtime/engine/internal/slots"
 
 // laneOf is the channel f goes to: the light lane when f's tenant is
 // light, else the completer of f's run.
-func (l *loop) laneOf(f finished) chan finished {
-	if l.slots.Light(f.tenant, slots.LightTasks) {
-		return l.light
+func (w *Worker) laneOf(f finished) chan finished {
+	if w.slots.Light(f.tenant, slots.LightTasks) {
+		return w.light
 	}
-	return l.results[completerOf(f.res.RunID)]
+	return w.results[completerOf(f.res.RunID)]
 }
 
 // lanes returns every completer's channel.
-func (l *loop) lanes() []chan finished {
-	return append(l.results[:len(l.results):len(l.results)], l.light)
+func (w *Worker) lanes() []chan finished {
+	return append(w.results[:len(w.results):len(w.results)], w.light)
 }

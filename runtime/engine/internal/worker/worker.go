@@ -1,9 +1,10 @@
-package engine
+package worker
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,7 +22,7 @@ import (
 // batches never wait for each other's run locks.
 const numCompleters = 2
 
-// maxBatchRows bounds the tasks one batch of results may make ready or
+// MaxBatchRows bounds the tasks one batch of results may make ready or
 // create, as the engine counts them (see finished): a batch stops growing
 // once it reaches this many, short of BatchSize. Results of a fan-out's
 // first step, 512 of which made 25,600 children ready in one transaction,
@@ -29,7 +30,7 @@ const numCompleters = 2
 // within a few megabytes, and no transaction locks its runs for long.
 // One result that creates more (a mapped step of 100,000 elements) still
 // goes alone.
-const maxBatchRows = 4096
+const MaxBatchRows = 4096
 
 // finished is an attempt's result on its way to a completer, with rows:
 // one for the task and one for each task it may make ready or create (its
@@ -40,12 +41,74 @@ type finished struct {
 	tenant string // the run's: see laneOf
 }
 
-// loop is the running worker: one poller claiming tasks, executors started
-// for the tasks it claims, completers batching results back to the store,
-// and a keeper that heartbeats and, while leading, does housekeeping.
-type loop struct {
+// Host is what a worker needs of the engine it works for: the workflows
+// it serves, how their steps run, and whom to tell what.
+type Host interface {
+	// Signatures returns the task signatures the worker serves.
+	Signatures() []string
+	// Claim claims ready tasks (Store.ClaimTasks), with their inputs.
+	Claim(ctx context.Context, p store.ClaimParams) ([]store.ClaimedTask, error)
+	// CompleteAndContinue stores results and claims for this worker up to
+	// limit of the steps they made ready (Store.CompleteAndContinue), with
+	// their inputs.
+	CompleteAndContinue(ctx context.Context, results []store.TaskResult, limit int) ([]store.CompletionOutcome, []store.ClaimedTask, error)
+	// Execute runs a claimed task's step; keep is false when Stop cut the
+	// attempt short, and its result is to be dropped.
+	Execute(ctx context.Context, ct *store.ClaimedTask) (res store.TaskResult, keep bool)
+	// Goexited is the result of a step that ended its goroutine
+	// (runtime.Goexit) instead of returning.
+	Goexited(ctx context.Context, ct *store.ClaimedTask) (res store.TaskResult, keep bool)
+	// Rows counts the tasks res may make ready or create, and its own:
+	// see finished.
+	Rows(ct *store.ClaimedTask, res *store.TaskResult) int
+	// AskReturns marks the results of runs someone waits for, so that the
+	// completion that finishes one reads it back.
+	AskReturns(batch []store.TaskResult)
+	// Stored is told of a batch of results stored (outs is nil when they
+	// were given up): it wakes the waiters of runs that finished.
+	Stored(batch []store.TaskResult, outs []store.CompletionOutcome)
+	// Publish tells the store what the worker serves, before each
+	// heartbeat.
+	Publish(ctx context.Context)
+	// CancelRuns stops the steps running here of runs cancelled
+	// elsewhere.
+	CancelRuns(ids []dag.RunID)
+	// FireSchedules starts the runs of due schedules, and logs what
+	// failed: the schedules stay due.
+	FireSchedules(ctx context.Context)
+}
+
+// Config is how a worker works.
+type Config struct {
+	Store   store.Store
+	Elector store.Elector // nil: every worker leads
+	Log     *slog.Logger
+	Health  *outage.Health
+	// Leading is set while the worker leads housekeeping.
+	Leading *atomic.Bool
+
+	WorkerID                                               string
+	Concurrency, BatchSize                                 int
+	PollInterval, SchedulePollInterval                     time.Duration
+	HeartbeatInterval, Lease, Retention                    time.Duration
+	DisableEagerStart, DisableEagerContinue, DisableNotify bool
+}
+
+// ErrStopped is the cause with which Stop cancels the steps still running
+// when its deadline passes.
+var ErrStopped = errors.New("engine stopped")
+
+// Worker is a running worker: a poller claiming tasks (and a claimer
+// beside it under load), executors started for the tasks it claims,
+// completers batching results back to the store, a keeper that heartbeats
+// and, while leading, does housekeeping, and a loop that fires due
+// schedules.
+type Worker struct {
+	cfg  Config
+	host Host
+
 	ctx    context.Context         // cancelled at the end of Stop: steps see it
-	cancel context.CancelCauseFunc // cancels ctx, with errStopped
+	cancel context.CancelCauseFunc // cancels ctx, with ErrStopped
 	// abandon is the context results are stored under: unlike ctx it
 	// outlives the drain, and is cancelled only when Stop's deadline
 	// passed, so a store that does not answer cannot hold Stop (or the
@@ -53,7 +116,7 @@ type loop struct {
 	// leases.
 	abandon       context.Context
 	abandonCancel context.CancelFunc
-	stopPoll      chan struct{}   // closed by Stop: claim no more
+	stopPoll      chan struct{}   // closed by BeginStop: claim no more
 	alongside     chan struct{}   // the poller's full claims: see claimAlongside
 	wake          chan struct{}   // a hint that work may be ready or slots free
 	notify        <-chan struct{} // the store's notifications, or nil
@@ -62,8 +125,9 @@ type loop struct {
 	light         chan finished                // the light lane: see laneOf
 	slots         *slots.Slots                 // the tasks held, and the slots they take
 	executors     atomic.Int64                 // executor goroutines running: see dispatch
-	// Triggers that start runs' first steps here (see startRuns) register
-	// in starts, until Stop sets stopped: work is closed only after them.
+	// Triggers that start runs' first steps here (see StartRuns) register
+	// in starts, until BeginStop sets stopped: work is closed only after
+	// them.
 	startMu    sync.Mutex
 	stopped    bool
 	starts     sync.WaitGroup
@@ -74,116 +138,98 @@ type loop struct {
 
 	timerMu   sync.Mutex
 	nextTimer time.Time // earliest known pending wake time, zero if none
-
-	published *[]string // the signatures last published (store.Deploys), nil before
 }
 
-// Start starts working the registered workflows in the background until
-// Stop. ctx is used only for values: cancelling it does not stop the
-// engine.
-func (e *Engine) Start(ctx context.Context) error {
-	if e.cfg.Manual {
-		return ErrManual
-	}
-	e.loopMu.Lock()
-	defer e.loopMu.Unlock()
-	if e.loop != nil {
-		return ErrAlreadyStarted
-	}
+// Start starts a worker in the background, until Stop. ctx is used only
+// for values: cancelling it does not stop the worker.
+func Start(ctx context.Context, cfg Config, host Host) *Worker {
 	lctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	actx, acancel := context.WithCancel(context.WithoutCancel(ctx))
-	l := &loop{
+	w := &Worker{
+		cfg: cfg, host: host,
 		ctx: lctx, cancel: cancel,
 		abandon: actx, abandonCancel: acancel,
 		stopPoll:   make(chan struct{}),
 		alongside:  make(chan struct{}, 1),
 		wake:       make(chan struct{}, 1),
-		work:       make(chan *store.ClaimedTask, e.cfg.Concurrency),
+		work:       make(chan *store.ClaimedTask, cfg.Concurrency),
 		done:       make(chan struct{}),
 		keeperDone: make(chan struct{}),
-		slots:      slots.New(e.cfg.Concurrency),
+		slots:      slots.New(cfg.Concurrency),
 	}
-	if !e.cfg.DisableNotify {
-		ch, err := e.store.Subscribe(lctx)
+	if !cfg.DisableNotify {
+		ch, err := cfg.Store.Subscribe(lctx)
 		if err != nil {
-			e.log.Warn("dagen: store notifications unavailable; polling only", "worker", e.cfg.WorkerID, "err", err)
+			cfg.Log.Warn("dagen: store notifications unavailable; polling only", "worker", cfg.WorkerID, "err", err)
 		}
-		l.notify = ch
+		w.notify = ch
 		// A hint that saves waiting for the heartbeat, which stays the truth.
-		if ch, err := e.store.SubscribeCancels(lctx); err != nil {
-			e.log.Warn("dagen: store cancel notifications unavailable; cancellations reach steps by heartbeat", "worker", e.cfg.WorkerID, "err", err)
+		if ch, err := cfg.Store.SubscribeCancels(lctx); err != nil {
+			cfg.Log.Warn("dagen: store cancel notifications unavailable; cancellations reach steps by heartbeat", "worker", cfg.WorkerID, "err", err)
 		} else {
-			go e.cancelNotified(lctx, ch)
+			go w.cancelNotified(ch)
 		}
 	}
-	for i := range l.results {
-		l.results[i] = make(chan finished, e.cfg.Concurrency) // never more results than tasks held
+	for i := range w.results {
+		w.results[i] = make(chan finished, cfg.Concurrency) // never more results than tasks held
 	}
-	l.light = make(chan finished, e.cfg.Concurrency)
-	l.keeper = housekeeping.New(housekeeping.Config{
-		Store: e.store, Elector: e.elector, Worker: e.cfg.WorkerID,
-		Interval: e.cfg.HeartbeatInterval, Lease: e.cfg.Lease, Retention: e.cfg.Retention, Batch: e.cfg.BatchSize,
-		Log: e.log, Health: e.health, Leading: &e.leading,
-		Held: l.slots.HeldRuns, Cancelled: e.cancelRuns, Publish: func(ctx context.Context) { e.serve(ctx, l) }, Rescued: l.signal,
+	w.light = make(chan finished, cfg.Concurrency)
+	w.keeper = housekeeping.New(housekeeping.Config{
+		Store: cfg.Store, Elector: cfg.Elector, Worker: cfg.WorkerID,
+		Interval: cfg.HeartbeatInterval, Lease: cfg.Lease, Retention: cfg.Retention, Batch: cfg.BatchSize,
+		Log: cfg.Log, Health: cfg.Health, Leading: cfg.Leading,
+		Held: w.slots.HeldRuns, Cancelled: host.CancelRuns, Publish: host.Publish, Rescued: w.Signal,
 	})
-	l.keeper.Beat(lctx) // register before claiming, so the first claims are covered
-	e.loop = l
-	e.stopping = false
+	w.keeper.Beat(lctx) // register before claiming, so the first claims are covered
 	pollDone := make(chan struct{})
 	go func() {
 		defer close(pollDone)
 		var wg sync.WaitGroup
-		wg.Go(func() { e.claimAlongside(l) })
-		e.poller(l)
+		wg.Go(w.claimAlongside)
+		w.poller()
 		wg.Wait()
 	}()
 	completeDone := make(chan struct{})
 	var completeWG sync.WaitGroup
-	for _, results := range l.lanes() {
+	for _, results := range w.lanes() {
 		completeWG.Add(1)
-		go func() { defer completeWG.Done(); e.completer(l, results) }()
+		go func() { defer completeWG.Done(); w.completer(results) }()
 	}
 	go func() { completeWG.Wait(); close(completeDone) }()
-	go func() { defer close(l.keeperDone); l.keeper.Run(l.ctx, l.stopPoll) }()
+	go func() { defer close(w.keeperDone); w.keeper.Run(w.ctx, w.stopPoll) }()
 	schedDone := make(chan struct{})
-	go func() { defer close(schedDone); e.scheduleLoop(l) }()
+	go func() { defer close(schedDone); w.scheduleLoop() }()
 	go func() {
 		<-pollDone
 		<-schedDone
-		l.starts.Wait() // Stop set stopped before the poller could end
-		close(l.work)
-		l.execWG.Wait()
-		for _, results := range l.lanes() {
+		w.starts.Wait() // BeginStop set stopped before the poller could end
+		close(w.work)
+		w.execWG.Wait()
+		for _, results := range w.lanes() {
 			close(results)
 		}
 		<-completeDone
-		close(l.done)
+		close(w.done)
 	}()
-	return nil
+	return w
 }
 
-// Stop stops claiming and gives up leadership, lets the steps in flight
-// finish and stores their results, heartbeating all the while so that
-// their tasks stay with this worker, then retires the worker. When ctx ends
-// first, the steps' contexts are cancelled and Stop returns without waiting
-// for them: their tasks are released to other workers at once, and a late
-// result of theirs is fenced off. A step that fails because of that
-// cancellation has not failed: its result is dropped, and the released
-// attempt does not count against its retries.
-func (e *Engine) Stop(ctx context.Context) error {
-	e.loopMu.Lock()
-	l := e.loop
-	if l == nil || e.stopping {
-		e.loopMu.Unlock()
-		return ErrNotStarted
-	}
-	e.stopping = true
-	l.startMu.Lock()
-	l.stopped = true
-	l.startMu.Unlock()
-	close(l.stopPoll)
-	e.loopMu.Unlock()
+// BeginStop stops claiming and starting steps here; Stop then drains.
+// It is called once, before Stop.
+func (w *Worker) BeginStop() {
+	w.startMu.Lock()
+	w.stopped = true
+	w.startMu.Unlock()
+	close(w.stopPoll)
+}
 
+// Stop gives up leadership, lets the steps in flight finish and stores
+// their results, heartbeating all the while so that their tasks stay with
+// this worker, then retires the worker. When ctx ends first, the steps'
+// contexts are cancelled (with ErrStopped) and Stop returns without
+// waiting for them: their tasks are released to other workers at once.
+// BeginStop must have been called.
+func (w *Worker) Stop(ctx context.Context) error {
 	// The drain may take ctx's time but for a reserve, kept to hand the
 	// worker's unfinished tasks to other workers (RetireWorker): a store
 	// that does not answer then costs no more than the reserve, and Stop
@@ -201,9 +247,9 @@ func (e *Engine) Stop(ctx context.Context) error {
 	defer cancelCleanup()
 	var err error
 	select {
-	case <-l.done:
+	case <-w.done:
 	case <-drain.Done():
-		running, unstored := l.slots.Executing(), l.slots.Pending()
+		running, unstored := w.slots.Executing(), w.slots.Pending()
 		cause := ctx.Err()
 		if cause == nil {
 			cause = context.DeadlineExceeded // the drain's share of it passed
@@ -211,27 +257,24 @@ func (e *Engine) Stop(ctx context.Context) error {
 		err = fmt.Errorf("stop: %d steps still running and %d results unstored when the deadline passed: %w",
 			running, unstored, cause)
 		if unstored > 0 {
-			e.log.Warn("dagen: stopping: results not stored by the deadline are left to their leases; another worker runs those attempts again",
-				"worker", e.cfg.WorkerID, "results", unstored)
+			w.cfg.Log.Warn("dagen: stopping: results not stored by the deadline are left to their leases; another worker runs those attempts again",
+				"worker", w.cfg.WorkerID, "results", unstored)
 		}
-		l.abandonCancel()
+		w.abandonCancel()
 	}
-	l.cancel(errStopped)
-	<-l.keeperDone
-	if n, rerr := e.store.RetireWorker(cleanup, e.cfg.WorkerID, true); rerr != nil {
+	w.cancel(ErrStopped)
+	<-w.keeperDone
+	if n, rerr := w.cfg.Store.RetireWorker(cleanup, w.cfg.WorkerID, true); rerr != nil {
 		err = errors.Join(err, fmt.Errorf("stop: retire worker: %w", rerr))
 	} else if n > 0 {
-		e.log.Warn("dagen: released unfinished tasks to other workers", "worker", e.cfg.WorkerID, "tasks", n)
+		w.cfg.Log.Warn("dagen: released unfinished tasks to other workers", "worker", w.cfg.WorkerID, "tasks", n)
 	}
-	if e.elector != nil {
-		if rerr := e.elector.Resign(cleanup); rerr != nil {
+	if w.cfg.Elector != nil {
+		if rerr := w.cfg.Elector.Resign(cleanup); rerr != nil {
 			err = errors.Join(err, fmt.Errorf("stop: resign leadership: %w", rerr))
 		}
 	}
-	l.abandonCancel()
-	e.loopMu.Lock()
-	e.loop = nil
-	e.loopMu.Unlock()
+	w.abandonCancel()
 	return err
 }
 
@@ -239,57 +282,84 @@ func (e *Engine) Stop(ctx context.Context) error {
 // tasks, and what Stop gives that when its ctx has no deadline.
 const stopReserve = time.Second
 
-// wakeLoop tells a running poller that work may be ready.
-func (e *Engine) wakeLoop() {
-	e.loopMu.Lock()
-	l := e.loop
-	e.loopMu.Unlock()
-	if l != nil {
-		l.signal()
+// Executors is how many executor goroutines are running: none while the
+// worker has no step to run.
+func (w *Worker) Executors() int64 { return w.executors.Load() }
+
+// Holds reports whether the worker holds a task of run id, claimed and
+// not yet stored: should that task finish the run, its completion tells
+// the host (Stored) after it unholds it.
+func (w *Worker) Holds(id dag.RunID) bool { return w.slots.Holds(id) }
+
+// cancelNotified stops the steps running here of the runs the store
+// announces cancelled, until the worker's context ends.
+func (w *Worker) cancelNotified(ids <-chan dag.RunID) {
+	for {
+		select {
+		case <-w.ctx.Done():
+			return
+		case id := <-ids:
+			w.host.CancelRuns([]dag.RunID{id})
+		}
 	}
 }
 
-func (l *loop) signal() {
+// scheduleLoop fires due schedules every SchedulePollInterval until Stop.
+func (w *Worker) scheduleLoop() {
+	t := time.NewTicker(w.cfg.SchedulePollInterval)
+	defer t.Stop()
+	for {
+		w.host.FireSchedules(w.ctx)
+		select {
+		case <-w.stopPoll:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Signal tells the poller that work may be ready, or slots free.
+func (w *Worker) Signal() {
 	select {
-	case l.wake <- struct{}{}:
+	case w.wake <- struct{}{}:
 	default:
 	}
 }
 
 // noteTimer records a wake time the poller should not sleep past.
-func (l *loop) noteTimer(at time.Time) {
-	l.timerMu.Lock()
-	earlier := l.nextTimer.IsZero() || at.Before(l.nextTimer)
+func (w *Worker) noteTimer(at time.Time) {
+	w.timerMu.Lock()
+	earlier := w.nextTimer.IsZero() || at.Before(w.nextTimer)
 	if earlier {
-		l.nextTimer = at
+		w.nextTimer = at
 	}
-	l.timerMu.Unlock()
+	w.timerMu.Unlock()
 	if earlier {
-		l.signal()
+		w.Signal()
 	}
 }
 
-func (l *loop) timerDue(now time.Time) (due bool, next time.Time) {
-	l.timerMu.Lock()
-	defer l.timerMu.Unlock()
-	return !l.nextTimer.IsZero() && !now.Before(l.nextTimer), l.nextTimer
+func (w *Worker) timerDue(now time.Time) (due bool, next time.Time) {
+	w.timerMu.Lock()
+	defer w.timerMu.Unlock()
+	return !w.nextTimer.IsZero() && !now.Before(w.nextTimer), w.nextTimer
 }
 
-func (e *Engine) poller(l *loop) {
+func (w *Worker) poller() {
 	var lastTimers time.Time
-	retry := outage.Backoff{Min: e.cfg.PollInterval, Max: outage.MaxBackoff}
+	retry := outage.Backoff{Min: w.cfg.PollInterval, Max: outage.MaxBackoff}
 	for {
 		select {
-		case <-l.stopPoll:
+		case <-w.stopPoll:
 			return
 		default:
 		}
 		// Claim first, then fire timers: a wake-up is most often for a task
 		// just enqueued, which should not wait for the timer queries.
-		full, err := e.claim(l)
+		full, err := w.claim()
 		if err != nil {
-			e.health.Failed("claim tasks", err)
-			sleepFor(l.ctx, retry.Next(), l.stopPoll)
+			w.cfg.Health.Failed("claim tasks", err)
+			sleepFor(w.ctx, retry.Next(), w.stopPoll)
 			continue
 		}
 		now := time.Now()
@@ -298,14 +368,14 @@ func (e *Engine) poller(l *loop) {
 		// by this clock would poll without a pause until the store's clock
 		// catches up.
 		notFired := false
-		if due, _ := l.timerDue(now); due || now.Sub(lastTimers) >= e.cfg.PollInterval {
+		if due, _ := w.timerDue(now); due || now.Sub(lastTimers) >= w.cfg.PollInterval {
 			lastTimers = now
-			fired, err := e.fireTimers(l)
+			fired, err := w.fireTimers()
 			if err != nil {
 				// Every error path waits: a timer that stays due must not
 				// turn a store that fails into a busy loop.
-				e.health.Failed("fire timers", err)
-				sleepFor(l.ctx, retry.Next(), l.stopPoll)
+				w.cfg.Health.Failed("fire timers", err)
+				sleepFor(w.ctx, retry.Next(), w.stopPoll)
 				continue
 			}
 			retry.Reset()
@@ -317,22 +387,22 @@ func (e *Engine) poller(l *loop) {
 		if full {
 			// A full batch: there may be more, for a second claim too.
 			select {
-			case l.alongside <- struct{}{}:
+			case w.alongside <- struct{}{}:
 			default:
 			}
 			continue
 		}
-		wait := e.cfg.PollInterval
-		if _, next := l.timerDue(now); !next.IsZero() && !notFired {
+		wait := w.cfg.PollInterval
+		if _, next := w.timerDue(now); !next.IsZero() && !notFired {
 			wait = max(min(wait, time.Until(next)), 0)
 		}
 		t := time.NewTimer(wait)
 		select {
-		case <-l.stopPoll:
+		case <-w.stopPoll:
 			t.Stop()
 			return
-		case <-l.wake:
-		case <-l.notify:
+		case <-w.wake:
+		case <-w.notify:
 		case <-t.C:
 		}
 		t.Stop()
@@ -347,17 +417,17 @@ func (e *Engine) poller(l *loop) {
 // longer for its transaction (see docs/performance.md, "Results waiting
 // for the store count as held"). It reports whether the batch was full,
 // so more may be ready.
-func (e *Engine) claim(l *loop) (full bool, err error) {
+func (w *Worker) claim() (full bool, err error) {
 	// An empty signature list would claim every task: a worker that
 	// knows none claims nothing.
-	sigs := e.servedSignatures()
+	sigs := w.host.Signatures()
 	if len(sigs) == 0 {
 		return false, nil
 	}
-	limit := l.slots.Take(l.slots.ClaimCapacity(), func(free, held int) int {
+	limit := w.slots.Take(w.slots.ClaimCapacity(), func(free, held int) int {
 		// Under load, wait for a worthwhile batch rather than claiming a
 		// few at a time.
-		if n := min(free, e.cfg.BatchSize); held == 0 || n >= max(1, e.cfg.BatchSize/4) {
+		if n := min(free, w.cfg.BatchSize); held == 0 || n >= max(1, w.cfg.BatchSize/4) {
 			return n
 		}
 		return 0
@@ -365,25 +435,25 @@ func (e *Engine) claim(l *loop) (full bool, err error) {
 	if limit <= 0 {
 		return false, nil
 	}
-	tasks, err := e.claimTasks(l.ctx, store.ClaimParams{
-		Worker: e.cfg.WorkerID, Signatures: sigs, Limit: limit, Lease: e.cfg.Lease,
+	tasks, err := w.host.Claim(w.ctx, store.ClaimParams{
+		Worker: w.cfg.WorkerID, Signatures: sigs, Limit: limit, Lease: w.cfg.Lease,
 	})
-	l.slots.Unused(limit - len(tasks))
+	w.slots.Unused(limit - len(tasks))
 	if err != nil {
 		return false, err
 	}
-	e.health.Succeeded()
-	e.dispatch(l, tasks)
+	w.cfg.Health.Succeeded()
+	w.dispatch(tasks)
 	return len(tasks) == limit, nil
 }
 
 // fireTimers fires due timers, learns when the next one is due, and
 // returns how many it fired. On an error, the timers fired before it count
 // as fired only when some were.
-func (e *Engine) fireTimers(l *loop) (int, error) {
+func (w *Worker) fireTimers() (int, error) {
 	fired := 0
 	for {
-		n, err := e.store.FireTimers(l.ctx, e.cfg.BatchSize)
+		n, err := w.cfg.Store.FireTimers(w.ctx, w.cfg.BatchSize)
 		if err != nil {
 			if fired > 0 {
 				return fired, nil // claim what they enqueued; the next round fails again if the store does
@@ -391,24 +461,24 @@ func (e *Engine) fireTimers(l *loop) (int, error) {
 			return 0, err
 		}
 		fired += n
-		if n < e.cfg.BatchSize {
+		if n < w.cfg.BatchSize {
 			break
 		}
 	}
-	at, ok, err := e.store.NextTimer(l.ctx)
+	at, ok, err := w.cfg.Store.NextTimer(w.ctx)
 	if err != nil {
 		if fired > 0 {
 			return fired, nil
 		}
 		return 0, err
 	}
-	e.health.Succeeded()
-	l.timerMu.Lock()
-	l.nextTimer = time.Time{}
+	w.cfg.Health.Succeeded()
+	w.timerMu.Lock()
+	w.nextTimer = time.Time{}
 	if ok {
-		l.nextTimer = at
+		w.nextTimer = at
 	}
-	l.timerMu.Unlock()
+	w.timerMu.Unlock()
 	return fired, nil
 }
 
@@ -418,48 +488,48 @@ func (e *Engine) fireTimers(l *loop) (int, error) {
 // goroutines costs CPU for nothing: the garbage collector scans their
 // stacks and shrinks them, and each step grows its executor's stack back
 // (see docs/performance.md, "Executors are not kept idle").
-func (e *Engine) dispatch(l *loop, tasks []store.ClaimedTask) {
-	l.slots.Hold(tasks)
+func (w *Worker) dispatch(tasks []store.ClaimedTask) {
+	w.slots.Hold(tasks)
 	for i := range tasks {
-		l.work <- &tasks[i] // never blocks: work holds Concurrency
+		w.work <- &tasks[i] // never blocks: work holds Concurrency
 	}
 	// Read after the sends: an executor that ends looks at work once more
 	// after it stopped counting itself, so every task is picked up.
 	for started := 0; started < len(tasks); {
-		running := l.executors.Load()
-		if running >= int64(e.cfg.Concurrency) {
+		running := w.executors.Load()
+		if running >= int64(w.cfg.Concurrency) {
 			return // the running executors take the rest
 		}
-		if l.executors.CompareAndSwap(running, running+1) {
+		if w.executors.CompareAndSwap(running, running+1) {
 			started++
-			l.execWG.Add(1)
-			go e.executor(l)
+			w.execWG.Add(1)
+			go w.executor()
 		}
 	}
 }
 
 // executor runs tasks from work until none is waiting.
-func (e *Engine) executor(l *loop) {
-	defer l.execWG.Done()
+func (w *Worker) executor() {
+	defer w.execWG.Done()
 	for {
 		var ct *store.ClaimedTask
 		var ok bool
 		select {
-		case ct, ok = <-l.work:
+		case ct, ok = <-w.work:
 		default:
-			l.executors.Add(-1)
+			w.executors.Add(-1)
 			select {
-			case ct, ok = <-l.work: // sent as we were ending: dispatch may not have started anyone for it
-				l.executors.Add(1)
+			case ct, ok = <-w.work: // sent as we were ending: dispatch may not have started anyone for it
+				w.executors.Add(1)
 			default:
 				return
 			}
 		}
 		if !ok {
-			l.executors.Add(-1)
+			w.executors.Add(-1)
 			return
 		}
-		e.run(l, ct)
+		w.run(ct)
 	}
 }
 
@@ -469,48 +539,48 @@ func (e *Engine) executor(l *loop) {
 // run's deferred call then hands on a failed attempt, as for a panic, and
 // starts an executor in this one's place, so neither the task nor the slot
 // is lost.
-func (e *Engine) run(l *loop, ct *store.ClaimedTask) {
+func (w *Worker) run(ct *store.ClaimedTask) {
 	returned := false
 	defer func() {
 		if returned {
 			return
 		}
-		res, keep := e.goexited(l.ctx, ct)
-		e.handOn(l, finished{res, 1, ct.Tenant}, keep)
-		l.execWG.Add(1)
-		go e.executor(l) // counted in l.executors already: this one's place
+		res, keep := w.host.Goexited(w.ctx, ct)
+		w.handOn(finished{res, 1, ct.Tenant}, keep)
+		w.execWG.Add(1)
+		go w.executor() // counted in w.executors already: this one's place
 	}()
-	res, keep := e.execute(l.ctx, ct)
+	res, keep := w.host.Execute(w.ctx, ct)
 	returned = true
-	e.handOn(l, finished{res, e.rowsOf(ct, &res), ct.Tenant}, keep)
+	w.handOn(finished{res, w.host.Rows(ct, &res), ct.Tenant}, keep)
 }
 
 // handOn passes a finished attempt's result to its completer, or, when
 // Stop cut the attempt short (keep is false), drops it: RetireWorker
 // releases the task.
-func (e *Engine) handOn(l *loop, f finished, keep bool) {
+func (w *Worker) handOn(f finished, keep bool) {
 	res := f.res
-	l.slots.Finished(res.RunID, f.tenant, keep)
+	w.slots.Finished(res.RunID, f.tenant, keep)
 	if !keep {
-		e.log.Info("dagen: step cut short by Stop; its task goes to another worker",
-			"worker", e.cfg.WorkerID, "run", res.RunID, "step", res.Step, "attempt", res.Attempt)
+		w.cfg.Log.Info("dagen: step cut short by Stop; its task goes to another worker",
+			"worker", w.cfg.WorkerID, "run", res.RunID, "step", res.Step, "attempt", res.Attempt)
 		return
 	}
-	l.signal()
-	l.laneOf(f) <- f
+	w.Signal()
+	w.laneOf(f) <- f
 }
 
 // completerOf is the completer that stores the results of run id.
 func completerOf(id dag.RunID) int { return int(id[len(id)-1]) % numCompleters }
 
-func (e *Engine) completer(l *loop, results <-chan finished) {
-	batch := make([]store.TaskResult, 0, e.cfg.BatchSize)
-	tenants := make([]string, 0, e.cfg.BatchSize)
+func (w *Worker) completer(results <-chan finished) {
+	batch := make([]store.TaskResult, 0, w.cfg.BatchSize)
+	tenants := make([]string, 0, w.cfg.BatchSize)
 	for f := range results {
 		batch, tenants = append(batch[:0], f.res), append(tenants[:0], f.tenant)
 		rows := f.rows
 	fill:
-		for len(batch) < e.cfg.BatchSize && rows < maxBatchRows {
+		for len(batch) < w.cfg.BatchSize && rows < MaxBatchRows {
 			select {
 			case f, ok := <-results:
 				if !ok {
@@ -521,22 +591,8 @@ func (e *Engine) completer(l *loop, results <-chan finished) {
 				break fill
 			}
 		}
-		e.completeBatch(l, batch, tenants)
+		w.completeBatch(batch, tenants)
 	}
-}
-
-// rowsOf counts the tasks res may make ready or create, and its own: see
-// finished.
-func (e *Engine) rowsOf(ct *store.ClaimedTask, res *store.TaskResult) int {
-	switch res.Outcome {
-	case store.OutcomeMapped:
-		return 1 + len(res.Elements)
-	case store.OutcomeCompleted, store.OutcomeSkipped:
-		if reg := e.lookup(ct.Workflow); reg != nil {
-			return 1 + reg.children[stepOf(ct)]
-		}
-	}
-	return 1
 }
 
 // completeBatch stores a batch of results, retrying while the store is
@@ -544,169 +600,81 @@ func (e *Engine) rowsOf(ct *store.ClaimedTask, res *store.TaskResult) int {
 // for them (see continueWith), the rest to the poller. Results that cannot
 // be stored before Stop gives up on them (its deadline passed) are left
 // to lease expiry: another worker re-runs those attempts.
-func (e *Engine) completeBatch(l *loop, batch []store.TaskResult, tenants []string) {
-	cont := e.continueWith(l)
+func (w *Worker) completeBatch(batch []store.TaskResult, tenants []string) {
+	cont := w.continueWith()
 	if cont {
-		defer l.starts.Done()
+		defer w.starts.Done()
 	}
-	e.askReturns(batch)
+	w.host.AskReturns(batch)
 	var next []store.ClaimedTask
 	var outs []store.CompletionOutcome // nil unless the results were stored
 	retry := outage.Backoff{Min: 10 * time.Millisecond, Max: outage.MaxBackoff}
 	for {
 		var err error
 		if cont {
-			outs, next, err = e.completeAndContinue(l.abandon, batch, len(batch))
+			outs, next, err = w.host.CompleteAndContinue(w.abandon, batch, len(batch))
 		} else {
-			outs, err = e.store.CompleteTasks(l.abandon, batch)
+			outs, err = w.cfg.Store.CompleteTasks(w.abandon, batch)
 		}
 		if err == nil {
-			e.health.Succeeded()
+			w.cfg.Health.Succeeded()
 			for _, r := range batch {
 				if r.Outcome == store.OutcomeRetry || r.Outcome == store.OutcomeSleep {
 					at := r.WakeAt
 					if at.IsZero() {
 						at = time.Now().Add(r.Delay)
 					}
-					l.noteTimer(at)
+					w.noteTimer(at)
 				}
 			}
 			break
 		}
 		outs = nil
-		if l.abandon.Err() != nil {
+		if w.abandon.Err() != nil {
 			break // Stop gave up on them: it logged how many
 		}
-		e.health.Failed("complete tasks", err)
+		w.cfg.Health.Failed("complete tasks", err)
 		t := time.NewTimer(retry.Next())
 		select {
-		case <-l.abandon.Done():
+		case <-w.abandon.Done():
 			t.Stop()
 		case <-t.C:
 		}
-		if l.abandon.Err() != nil {
+		if w.abandon.Err() != nil {
 			break
 		}
 	}
 	for i, r := range batch {
-		l.slots.Unhold(r.RunID, tenants[i])
+		w.slots.Unhold(r.RunID, tenants[i])
 	}
 	// The claimed steps take their slots before the results give theirs
 	// back, so the poller never sees more free than there are.
-	l.slots.Stored(len(batch), len(next))
-	e.dispatch(l, next)
-	l.signal()
+	w.slots.Stored(len(batch), len(next))
+	w.dispatch(next)
+	w.Signal()
 	// Waiters are woken last: their runs' tasks are unheld (a Wait that
 	// finds a task of its run held here after it registered is woken: see
 	// Wait), and the slots are free for the next trigger a woken caller
 	// makes (a light tenant's run one at a time finds its kept slot).
-	e.afterComplete(batch, outs)
+	w.host.Stored(batch, outs)
 }
 
 // continueWith reports whether to store results so that the store claims
 // the steps they make ready (store.Continuer), registered like a trigger
 // that starts runs here (see beginStart): not when the engine is told not
 // to, or Stop has begun.
-func (e *Engine) continueWith(l *loop) bool {
-	return !e.cfg.DisableEagerContinue && l.beginStart()
+func (w *Worker) continueWith() bool {
+	return !w.cfg.DisableEagerContinue && w.beginStart()
 }
 
-// completeAndContinue stores results and has the store claim for this
-// worker up to limit of the steps they made ready (store.Continuer), with
-// their inputs filled in.
-func (e *Engine) completeAndContinue(ctx context.Context, results []store.TaskResult, limit int) ([]store.CompletionOutcome, []store.ClaimedTask, error) {
-	p := store.ClaimParams{Worker: e.cfg.WorkerID, Signatures: e.servedSignatures(), Limit: limit, Lease: e.cfg.Lease}
-	var held map[dag.RunID][]byte
-	p.Known, held = e.inputs.known()
-	outs, next, err := e.store.CompleteAndContinue(ctx, results, p)
-	if err != nil {
-		return nil, nil, err
+// sleepFor waits d, or until ctx ends or wake closes, without a timer
+// leak.
+func sleepFor(ctx context.Context, d time.Duration, wake <-chan struct{}) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	case <-wake:
 	}
-	return outs, e.fillInputs(ctx, next, held), nil
-}
-
-// afterComplete wakes the waiters of runs that finished.
-func (e *Engine) afterComplete(batch []store.TaskResult, outs []store.CompletionOutcome) {
-	for i, o := range outs {
-		if o.Outcome == store.OutcomeStale {
-			e.log.Debug("dagen: stale result not applied", "run", batch[i].RunID, "step", batch[i].Step, "attempt", batch[i].Attempt)
-			continue
-		}
-		if o.RunStatus.Terminal() {
-			e.finished(batch[i].RunID, o.Finished)
-		}
-	}
-}
-
-// cancelRuns stops the steps running here of runs cancelled elsewhere,
-// which a heartbeat learned of.
-func (e *Engine) cancelRuns(ids []dag.RunID) {
-	e.runMu.Lock()
-	defer e.runMu.Unlock()
-	for _, id := range ids {
-		if sc := e.runs[id]; sc != nil {
-			sc.cancel()
-		}
-	}
-}
-
-// Poll does one round of work in the calling goroutine: it fires due
-// schedules and timers, rescues expired leases, claims a batch, executes it
-// in order and completes it as a started engine's workers do: the unit
-// that stores the results claims for this worker up to a batch of the
-// steps they made ready (unless Config.DisableEagerContinue), and Poll
-// executes and completes those in turn, until a completion hands none
-// back. It returns how many timers and tasks it handled. Poll is how a
-// manual engine is driven; it is safe on a started engine too.
-func (e *Engine) Poll(ctx context.Context) (int, error) {
-	started, err := e.fireSchedules(ctx, e.cfg.BatchSize)
-	if err != nil {
-		return 0, fmt.Errorf("poll: fire schedules: %w", err)
-	}
-	fired, err := e.store.FireTimers(ctx, e.cfg.BatchSize)
-	if err != nil {
-		return 0, fmt.Errorf("poll: fire timers: %w", err)
-	}
-	fired += started
-	rescued, err := e.store.RescueExpired(ctx, e.cfg.BatchSize)
-	if err != nil {
-		return 0, fmt.Errorf("poll: rescue: %w", err)
-	}
-	var tasks []store.ClaimedTask
-	// An empty signature list would claim every task: an engine that
-	// knows none claims nothing.
-	if sigs := e.servedSignatures(); len(sigs) > 0 {
-		tasks, err = e.claimTasks(ctx, store.ClaimParams{
-			Worker: e.cfg.WorkerID, Signatures: sigs, Limit: e.cfg.BatchSize, Lease: e.cfg.Lease,
-		})
-		if err != nil {
-			return 0, fmt.Errorf("poll: claim: %w", err)
-		}
-	}
-	handled := 0
-	for len(tasks) > 0 {
-		handled += len(tasks)
-		results := make([]store.TaskResult, 0, len(tasks))
-		for i := range tasks {
-			if res, keep := e.execute(ctx, &tasks[i]); keep {
-				results = append(results, res)
-			}
-		}
-		if len(results) == 0 {
-			break
-		}
-		var outs []store.CompletionOutcome
-		if e.cfg.DisableEagerContinue {
-			outs, err = e.store.CompleteTasks(ctx, results)
-			tasks = nil
-		} else {
-			// Up to a batch, as the next round would claim.
-			outs, tasks, err = e.completeAndContinue(ctx, results, e.cfg.BatchSize)
-		}
-		if err != nil {
-			return 0, fmt.Errorf("poll: complete: %w", err)
-		}
-		e.afterComplete(results, outs)
-	}
-	return fired + rescued + handled, nil
 }
