@@ -1,6 +1,7 @@
 // Package console is dagen's web console: an http.Handler that shows runs
 // and lets operators act on them. A service mounts it under a prefix,
-// behind its own authentication, as it would any admin page:
+// behind its own authentication, as it would any admin page (the package
+// example serves its first page):
 //
 //	h, err := console.New(st, console.Options{ReadOnly: true})
 //	mux.Handle("/dagen/", http.StripPrefix("/dagen", auth(h)))

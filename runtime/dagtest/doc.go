@@ -1,7 +1,8 @@
 // Package dagtest runs workflows deterministically in tests, the way
 // net/http/httptest serves HTTP: an engine without background goroutines
 // over the in-memory store, a fake clock, and helpers to run until nothing
-// is left to do and to move time forward.
+// is left to do and to move time forward. The package example runs the
+// order workflow of examples/order through its 24-hour fraud hold at once.
 //
 // A 24-hour sleep or a backoff schedule finishes in microseconds:
 //

@@ -1,8 +1,13 @@
 // Package engine runs dagen workflows: it registers definitions, triggers
-// runs, and works their tasks through a [store.Store]. It uses every facet
-// of the store as it is (store.Execution, store.Admin, store.Triggers) and
-// asks it for one thing only: whether it elects a leader
-// ([store.Elector]); over a store that does not, every worker leads.
+// runs, and works their tasks through a [store.Store]. Programs mostly use
+// it through the typed handle dagen generates (New<Workflow>Workflow takes
+// an [Engine]), and call [New], [Engine.Start] and [Engine.Stop]
+// themselves; the package example wires a two-step definition by hand, the
+// way the generated code does, and runs it on the in-memory store.
+//
+// It uses every facet of the store as it is (store.Execution, store.Admin,
+// store.Triggers) and asks it for one thing only: whether it elects a
+// leader ([store.Elector]); over a store that does not, every worker leads.
 //
 // Generated code (see cmd/dagen) builds a [Definition] per workflow and a
 // typed handle around an [Engine]; the engine itself deals in encoded bytes.

@@ -1,4 +1,11 @@
-// Package pgstore is the Postgres implementation of [store.Store].
+// Package pgstore is the Postgres implementation of [store.Store]: the
+// store a service's workers share, durable across restarts and deploys.
+// [Open] connects and migrates, and is all most programs need (see the
+// example of Open; the example of New is a worker on a pool of its own,
+// and the example of Status.Err, which runs without a database, shows
+// what a store says of a schema it cannot use). The schema's version is
+// checked when a store is made: migrate with [Migrate] or "dagen migrate
+// up" before starting workers of a new dagen.
 //
 // Every query it runs lives in the repository's queries/ directory and is
 // compiled by sqlc into internal/dbsqlc; the schema lives in migrations/

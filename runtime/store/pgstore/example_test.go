@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -78,4 +79,17 @@ func ExampleNew() {
 	if err := e.Stop(ctx); err != nil {
 		panic(err)
 	}
+}
+
+// A store refuses a schema at another version than its dagen needs, and
+// says what to run. MigrationStatus reads a schema's Status from the
+// database; this one, of a schema not migrated yet, is made by hand.
+func ExampleStatus_Err() {
+	st := pgstore.Status{Schema: "public", Current: 0, Latest: 13}
+	err := st.Err()
+	fmt.Println(errors.Is(err, pgstore.ErrSchemaVersion))
+	fmt.Println(err)
+	// Output:
+	// true
+	// pgstore: schema "public" is not migrated (version 0), this dagen needs version 13: run "dagen migrate up" (or pgstore.Migrate) first
 }
