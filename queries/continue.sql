@@ -56,12 +56,13 @@ claimed AS (
     SET status = 'RUNNING',
         attempt = t.attempt + 1,
         worker = @worker::text,
+        claim = dagen_new_claim(), -- as in ClaimTasks
         started_event = nextval('dagen_event_seq'),
         started_at = clock.now
     FROM k, clock
     WHERE t.run_id = k.run_id AND t.name = k.name AND t.status = 'QUEUED'
       AND t.ctid = ANY(ARRAY(SELECT unnest(@ctids::tid[])))
-    RETURNING k.ord, k.own_parents, k.own_input, t.run_id, t.name, t.kind, t.attempt, t.parents, t.started_event, t.signature,
+    RETURNING k.ord, k.own_parents, k.own_input, t.run_id, t.name, t.kind, t.attempt, t.claim, t.parents, t.started_event, t.signature,
               t.each, t.item, t.element, t.children, t.ctid::tid AS row_ctid
 ),
 leased AS (
@@ -76,7 +77,7 @@ leased AS (
 ),
 shared AS (
     -- Read once for the tasks that share them, as in ClaimTasks.
-    SELECT claimed.ord, claimed.own_parents, claimed.run_id, claimed.name, claimed.kind, claimed.attempt, claimed.parents,
+    SELECT claimed.ord, claimed.own_parents, claimed.run_id, claimed.name, claimed.kind, claimed.attempt, claimed.claim, claimed.parents,
            claimed.signature, claimed.each, claimed.item, claimed.element, claimed.started_event,
            claimed.children, claimed.row_ctid,
            claimed.own_input OR claimed.run_id = ANY(@known::uuid[]) AS known,
@@ -87,7 +88,7 @@ shared AS (
            END AS parents_rank
     FROM claimed
 )
-SELECT c.ord::integer AS ord, c.run_id, c.name, c.kind, c.attempt, c.signature, coalesce(c.element, 0)::integer AS element,
+SELECT c.ord::integer AS ord, c.run_id, c.name, c.kind, c.attempt, c.claim::bigint AS claim, c.signature, coalesce(c.element, 0)::integer AS element,
        (SELECT leased.id FROM leased)::bigint AS lease,
        (c.run_rank > 1)::boolean AS run_shared,
        -- A scalar subquery under CASE, not a lateral join: one rescan a

@@ -159,11 +159,13 @@ claimed AS (
     SET status = 'RUNNING',
         attempt = t.attempt + 1,
         worker = @worker::text,
+        -- The claim's fence token (migration 014).
+        claim = dagen_new_claim(),
         started_event = nextval('dagen_event_seq'),
         started_at = clock.now
     FROM deleted d, clock
     WHERE t.run_id = d.run_id AND t.name = d.task AND t.status = 'QUEUED'
-    RETURNING d.id AS queue_id, t.run_id, t.name, t.kind, t.attempt, t.parents, t.started_event, t.signature,
+    RETURNING d.id AS queue_id, t.run_id, t.name, t.kind, t.attempt, t.claim, t.parents, t.started_event, t.signature,
               t.each, t.item, t.element, t.children, t.ctid::tid AS row_ctid
 ),
 leased AS (
@@ -190,7 +192,7 @@ shared AS (
     -- first such task in queue order, and flags the others, which take
     -- them from it (a claim of a fan-out's children read their parent 50
     -- times a run, and the run as often; see sharedReads).
-    SELECT claimed.queue_id, claimed.run_id, claimed.name, claimed.kind, claimed.attempt, claimed.parents,
+    SELECT claimed.queue_id, claimed.run_id, claimed.name, claimed.kind, claimed.attempt, claimed.claim, claimed.parents,
            claimed.signature, claimed.each, claimed.item, claimed.element, claimed.started_event,
            claimed.children, claimed.row_ctid,
            claimed.run_id = ANY(@known::uuid[]) AS known,
@@ -201,7 +203,7 @@ shared AS (
            END AS parents_rank
     FROM claimed
 )
-SELECT c.queue_id, c.run_id, c.name, c.kind, c.attempt, c.signature, coalesce(c.element, 0)::integer AS element,
+SELECT c.queue_id, c.run_id, c.name, c.kind, c.attempt, c.claim::bigint AS claim, c.signature, coalesce(c.element, 0)::integer AS element,
        (SELECT leased.id FROM leased)::bigint AS lease,
        (c.run_rank > 1)::boolean AS run_shared,
        coalesce(r.workflow, '')::text AS workflow, coalesce(r.tenant, '')::text AS tenant,

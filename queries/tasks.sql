@@ -8,7 +8,8 @@
 -- most one past the frontier), as the fair queue would hand it out next;
 -- otherwise it starts QUEUED, and Enqueue, told to check, queues it. A
 -- started task is at attempt 1 for @worker, keeps its QUEUED and then its
--- STARTED event, and gets the lease of the tasks started.
+-- STARTED event and a claim token (migration 014), and gets the lease of
+-- the tasks started.
 --
 -- The lists are read through subqueries, so that Postgres keeps one plan
 -- (as for GetTasks).
@@ -17,10 +18,11 @@ WITH clock AS (
 ),
 inserted AS (
     INSERT INTO dagen_tasks (run_id, name, seq, kind, parents, children, pending_parents, status, max_attempts,
-                             signature, attempt, worker, queued_event, queued_at, started_event, started_at)
+                             signature, attempt, claim, worker, queued_event, queued_at, started_event, started_at)
     SELECT t.run_id, t.name, t.seq, t.kind, t.parents::text[], t.children::text[],
            t.pending_parents, t.state, t.max_attempts, t.signature,
            CASE WHEN t.state = 'RUNNING' THEN 1 ELSE 0 END,
+           CASE WHEN t.state = 'RUNNING' THEN dagen_new_claim() ELSE 0 END,
            CASE WHEN t.state = 'RUNNING' THEN @worker::text ELSE '' END,
            -- Target entries are evaluated in order: QUEUED's id comes first.
            CASE WHEN t.state IN ('QUEUED', 'RUNNING') THEN nextval('dagen_event_seq') END,
@@ -62,13 +64,13 @@ HAVING count(*) > 0;
 -- name: StartedTasks :many
 -- The tasks among the keys that are RUNNING: after InsertTasks in the same
 -- transaction, the ones it started, with their STARTED event ids (the least
--- is their lease's id), children and rows (their claim views, migration
--- 013). One lookup a key, as in GetTasks.
-SELECT k.run_id::uuid AS run_id, k.name::text AS name, t.started_event::bigint AS started_event,
+-- is their lease's id), claim tokens, children and rows (their claim
+-- views, migration 013). One lookup a key, as in GetTasks.
+SELECT k.run_id::uuid AS run_id, k.name::text AS name, t.started_event::bigint AS started_event, t.claim::bigint AS claim,
        t.children::text[] AS children, t.row_ctid::tid AS row_ctid
 FROM (SELECT unnest((SELECT @run_ids::uuid[])) AS run_id, unnest((SELECT @names::text[])) AS name) AS k
 CROSS JOIN LATERAL (
-    SELECT t.status, t.started_event, t.children, t.ctid::tid AS row_ctid FROM dagen_tasks t WHERE t.run_id = k.run_id AND t.name = k.name LIMIT 1
+    SELECT t.status, t.started_event, t.claim, t.children, t.ctid::tid AS row_ctid FROM dagen_tasks t WHERE t.run_id = k.run_id AND t.name = k.name LIMIT 1
 ) AS t
 WHERE t.status = 'RUNNING';
 
@@ -83,7 +85,7 @@ WHERE t.status = 'RUNNING';
 -- Postgres keeps the generic plan rather than planning every execution,
 -- which cost much of the database's time in batches of a few tasks (see
 -- docs/performance.md, "Statements keep one plan").
-SELECT t.run_id, t.name, t.kind, t.children, t.status, t.attempt, t.max_attempts, t.signature,
+SELECT t.run_id, t.name, t.kind, t.children, t.status, t.attempt, t.claim, t.max_attempts, t.signature,
        t.error, t.reason, t.wake_at, t.worker,
        t.queued_event, t.queued_at, t.started_event, t.started_at,
        t.pending_parents, t.elements, t.next_element, t.map_limit, (t.signal IS NOT NULL)::boolean AS held,
@@ -100,10 +102,10 @@ CROSS JOIN LATERAL (
 -- new round (its old round's events written out by the caller) forgets the
 -- events its row kept.
 --
--- A task decided on what its claim returned (a claim view: @expect_started
--- is the STARTED event id of the attempt the claim started, 0 for a task
--- read in this transaction) is written only while it is still RUNNING at
--- that attempt, and keeps its error, reason and wake time (a completion
+-- A task decided on what its claim returned (a claim view: @expect_claim
+-- is the claim's token, migration 014, 0 for a task read in this
+-- transaction) is written only while it is still RUNNING under that claim,
+-- and keeps its error, reason and wake time (a completion
 -- does not change them, and the view does not hold them). One that moved
 -- on makes the statement fail with dagen_claim_moved (migration 013): the
 -- caller rolls back and decides again on the rows it reads.
@@ -136,16 +138,16 @@ WITH u AS (
            unnest(@finished_ats::timestamptz[]) AS finished_at,
            unnest(@log_completed::boolean[]) AS log_completed,
            unnest(@new_rounds::boolean[]) AS new_round,
-           unnest(@expect_started::bigint[]) AS expect_started
+           unnest(@expect_claim::bigint[]) AS expect_claim
     ) AS v
 ),
 written AS (
     UPDATE dagen_tasks t
     SET status = u.status,
         output = coalesce(u.output, t.output),
-        error = CASE WHEN u.expect_started = 0 THEN u.error ELSE t.error END,
-        reason = CASE WHEN u.expect_started = 0 THEN u.reason ELSE t.reason END,
-        wake_at = CASE WHEN u.expect_started = 0 THEN u.wake_at ELSE t.wake_at END,
+        error = CASE WHEN u.expect_claim = 0 THEN u.error ELSE t.error END,
+        reason = CASE WHEN u.expect_claim = 0 THEN u.reason ELSE t.reason END,
+        wake_at = CASE WHEN u.expect_claim = 0 THEN u.wake_at ELSE t.wake_at END,
         finished_at = u.finished_at,
         completed_event = CASE WHEN u.log_completed THEN u.completed_event ELSE t.completed_event END,
         queued_event = CASE WHEN u.new_round THEN NULL ELSE t.queued_event END,
@@ -154,7 +156,9 @@ written AS (
         started_at = CASE WHEN u.new_round THEN NULL ELSE t.started_at END
     FROM u
     WHERE t.run_id = u.run_id AND t.name = u.name
-      AND (u.expect_started = 0 OR (t.status = 'RUNNING' AND t.started_event = u.expect_started))
+      -- The token, not the STARTED event id: a sequence rolls back with
+      -- the history (migration 014).
+      AND (u.expect_claim = 0 OR (t.status = 'RUNNING' AND t.claim = u.expect_claim))
       AND t.ctid = ANY(ARRAY(
           SELECT coalesce(
               (SELECT t2.ctid FROM dagen_tasks t2 WHERE t2.ctid = k.hint AND t2.run_id = k.run_id AND t2.name = k.name),
@@ -166,7 +170,7 @@ written AS (
 )
 SELECT dagen_claim_moved(u.run_id, u.name)
 FROM u
-WHERE u.expect_started <> 0
+WHERE u.expect_claim <> 0
   AND NOT EXISTS (SELECT 1 FROM written w WHERE w.run_id = u.run_id AND w.name = u.name);
 
 -- name: DecrementChildren :many

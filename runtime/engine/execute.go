@@ -28,7 +28,7 @@ func stoppedBy(ctx context.Context) bool { return errors.Is(context.Cause(ctx), 
 // to Stop, which releases it to another worker without spending a retry.
 // execute never panics: a panicking step is a failed attempt.
 func (e *Engine) execute(ctx context.Context, ct *store.ClaimedTask) (store.TaskResult, bool) {
-	res := store.TaskResult{RunID: ct.RunID, Step: ct.Step, Attempt: ct.Attempt}
+	res := store.TaskResult{RunID: ct.RunID, Step: ct.Step, Attempt: ct.Attempt, Claim: ct.Claim}
 	fail := func(err error) (store.TaskResult, bool) {
 		res.Outcome, res.Error = store.OutcomeFailed, err.Error()
 		return res, true
@@ -294,7 +294,7 @@ var errGoexit = errors.New("the step called runtime.Goexit (t.FailNow or a log.F
 // a failed attempt, retried by the step's policy as a panic is (or, when
 // Stop was cutting it short, nothing to store, as failed says).
 func (e *Engine) goexited(ctx context.Context, ct *store.ClaimedTask) (store.TaskResult, bool) {
-	res := store.TaskResult{RunID: ct.RunID, Step: ct.Step, Attempt: ct.Attempt}
+	res := store.TaskResult{RunID: ct.RunID, Step: ct.Step, Attempt: ct.Attempt, Claim: ct.Claim}
 	reg := e.lookup(ct.Workflow)
 	var step *Step
 	if reg != nil && ct.Kind != store.KindOnFailure {

@@ -42,7 +42,7 @@ func TestStaleAttemptIsRejected(t *testing.T) {
 
 	// A wakes up and reports attempt 1: the store refuses it.
 	outs, err := h.Store.CompleteTasks(ctx, []store.TaskResult{{
-		RunID: id, Step: "s", Attempt: 1, Outcome: store.OutcomeFailed, Error: "late",
+		RunID: id, Step: "s", Attempt: 1, Claim: first[0].Claim, Outcome: store.OutcomeFailed, Error: "late",
 	}})
 	require.NoError(t, err)
 	require.Equal(t, store.OutcomeStale, outs[0].Outcome)

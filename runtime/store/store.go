@@ -71,8 +71,8 @@ type Execution interface {
 	ClaimTasks(ctx context.Context, p ClaimParams) ([]ClaimedTask, error)
 
 	// CompleteTasks applies a batch of attempt results in one unit. A result
-	// whose task is no longer RUNNING at that attempt is not applied (its
-	// Outcome is Stale); the others are. Completing or skipping a task counts
+	// whose task is no longer RUNNING at that attempt, under that claim
+	// (TaskResult.Claim), is not applied (its Outcome is Stale); the others are. Completing or skipping a task counts
 	// its children's pending parents down and enqueues the children that
 	// reach zero, exactly once; the run finishes when its last task does.
 	// Failing a task fails its run, cancels the run's pending work and
@@ -341,6 +341,15 @@ type ClaimedTask struct {
 	Step     string
 	Kind     TaskKind
 	Attempt  int // the new attempt, 1 for the first
+	// Claim is the claim's fence token: random and never zero, written
+	// with the claim and required by every write of the attempt (its
+	// TaskResult.Claim, a heartbeat's Held). The attempt number alone
+	// does not fence: a database restored to an older history (a lagging
+	// standby promoted) hands out attempt numbers, and ids of sequences,
+	// that workers have seen already, and a late result of the lost
+	// history would pass for the new claim's. A random token does not
+	// repeat.
+	Claim int64
 	// Signature is the task's signature, one of ClaimParams.Signatures.
 	Signature string
 	Input     []byte
@@ -383,11 +392,16 @@ const (
 	OutcomeMapped Outcome = "mapped"
 )
 
-// TaskResult is the result of one attempt, fenced on (RunID, Step, Attempt).
+// TaskResult is the result of one attempt, fenced on (RunID, Step,
+// Attempt, Claim).
 type TaskResult struct {
 	RunID   dag.RunID
 	Step    string
 	Attempt int
+	// Claim is the attempt's ClaimedTask.Claim: a result is applied only
+	// to the claim that started its attempt, not to a claim of the same
+	// attempt number made after the store's history was rolled back.
+	Claim   int64
 	Outcome Outcome
 	Output  []byte // OutcomeCompleted
 	Error   string // OutcomeFailed, OutcomeRetry: the step's error text

@@ -87,7 +87,7 @@ func (b *batch) settle() {
 			t.Output, t.Held, t.signal = t.signal, false, nil
 		}
 		if t.Timer != "" && (t.Status == store.TaskSleeping || t.Status == store.TaskBackoff || t.Status == store.TaskAwaiting) {
-			heap.Push(&s.timers, timerEntry{wake: t.WakeAt, run: r, task: t.Ref, Attempt: t.Attempt})
+			heap.Push(&s.timers, timerEntry{wake: t.WakeAt, run: r, task: t.Ref, Attempt: t.Attempt, claim: t.Claim})
 		}
 	}
 	for _, e := range b.tr.Log() {

@@ -4,6 +4,8 @@ import (
 	"container/heap"
 	"context"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -492,19 +494,26 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.Cl
 	return claimed, nil
 }
 
+// newClaim returns a fence token for a claim (store.ClaimedTask.Claim):
+// random, never zero. memstore cannot lose its history, but it draws its
+// tokens as a shared store must, so that the conformance suite holds both
+// stores to the same contract.
+func newClaim() int64 { return rand.Int64N(math.MaxInt64) + 1 }
+
 func (s *Store) claim(r *run, ti int, p store.ClaimParams, now time.Time) store.ClaimedTask {
 	t := r.tasks[ti]
 	t.Status = store.TaskRunning
 	t.Attempt++
+	t.Claim = newClaim()
 	t.worker = p.Worker
 	t.claimedAt = now
 	t.leaseUntil = now.Add(p.Lease)
-	heap.Push(&s.leases, leaseEntry{until: t.leaseUntil, run: r, task: ti, Attempt: t.Attempt})
+	heap.Push(&s.leases, leaseEntry{until: t.leaseUntil, run: r, task: ti, Attempt: t.Attempt, claim: t.Claim})
 	r.event(now, ti, store.EventStarted, t.Attempt, "")
 	nt := r.spec(ti)
 	c := store.ClaimedTask{
 		RunID: r.rec.ID, Workflow: r.rec.Workflow, Tenant: r.rec.Tenant,
-		Step: nt.Name, Kind: nt.Kind, Attempt: t.Attempt, Signature: nt.Signature, Input: r.rec.Input,
+		Step: nt.Name, Kind: nt.Kind, Attempt: t.Attempt, Claim: t.Claim, Signature: nt.Signature, Input: r.rec.Input,
 	}
 	el := r.element(ti)
 	if ps := r.parentsOf(ti); len(ps) > 0 {
@@ -542,6 +551,9 @@ type timerEntry struct {
 	run     *run
 	task    int
 	Attempt int
+	// claim is the token of the claim whose attempt set the timer: a
+	// wake belongs to its attempt, and the attempt to its claim.
+	claim int64
 }
 
 func (e timerEntry) live() bool {
@@ -549,7 +561,7 @@ func (e timerEntry) live() bool {
 		return !e.run.Status.Terminal() && e.run.rec.Deadline.Equal(e.wake)
 	}
 	t := e.run.tasks[e.task]
-	return (t.Status == store.TaskSleeping || t.Status == store.TaskBackoff || t.Status == store.TaskAwaiting) && t.Attempt == e.Attempt && t.WakeAt.Equal(e.wake)
+	return (t.Status == store.TaskSleeping || t.Status == store.TaskBackoff || t.Status == store.TaskAwaiting) && t.Attempt == e.Attempt && t.Claim == e.claim && t.WakeAt.Equal(e.wake)
 }
 
 type timerHeap []timerEntry
@@ -629,11 +641,12 @@ type leaseEntry struct {
 	run     *run
 	task    int
 	Attempt int
+	claim   int64 // the claim's token: the entry is the lease of that claim only
 }
 
 func (e leaseEntry) live() bool {
 	t := e.run.tasks[e.task]
-	return t.Status == store.TaskRunning && t.Attempt == e.Attempt && t.leaseUntil.Equal(e.until)
+	return transition.Holds(&t.Task, e.Attempt, e.claim) && t.leaseUntil.Equal(e.until)
 }
 
 type leaseHeap []leaseEntry
@@ -672,7 +685,7 @@ func (s *Store) RescueExpired(ctx context.Context, limit int) (int, error) {
 		if alive := s.workers[t.worker]; alive.After(b.now) {
 			// The worker is heartbeating: extend the lease to its heartbeat.
 			t.leaseUntil = alive
-			heap.Push(&s.leases, leaseEntry{until: alive, run: e.run, task: e.task, Attempt: e.Attempt})
+			heap.Push(&s.leases, leaseEntry{until: alive, run: e.run, task: e.task, Attempt: e.Attempt, claim: e.claim})
 			continue
 		}
 		n++

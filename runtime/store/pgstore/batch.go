@@ -85,10 +85,10 @@ type taskState struct {
 
 	lease int64      // the attempt RUNNING when loaded: its STARTED id (its entry in its lease), or 0
 	ctid  pgtype.TID // where GetTasks found the row: UpdateTasks's hint
-	// expectStarted is, for a task decided on its claim view (views.go),
-	// the STARTED event id UpdateTasks expects the row to be RUNNING at; 0
+	// expectClaim is, for a task decided on its claim view (views.go),
+	// the claim token UpdateTasks expects the row to be RUNNING under; 0
 	// for a task read in this transaction.
-	expectStarted int64
+	expectClaim int64
 }
 
 type resolvedTask struct {
@@ -251,7 +251,7 @@ func (b *batch) readTasks(ctx context.Context, ids []pgtype.UUID, names []string
 		}
 		t := &taskState{
 			Task: transition.Task{
-				Kind: store.TaskKind(r.Kind), Status: store.TaskStatus(r.Status), Attempt: int(r.Attempt), MaxAttempts: int(r.MaxAttempts),
+				Kind: store.TaskKind(r.Kind), Status: store.TaskStatus(r.Status), Attempt: int(r.Attempt), Claim: r.Claim, MaxAttempts: int(r.MaxAttempts),
 				Err: r.Error, Reason: r.Reason, WakeAt: timeOf(r.WakeAt), Held: r.Held,
 				MapPending: int(r.PendingParents), Elements: int(r.Elements), NextElement: int(r.NextElement), MapLimit: int(r.MapLimit),
 			},
@@ -351,7 +351,7 @@ func (b *batch) flush(ctx context.Context) error {
 			Outputs: make([][]byte, 0, n), Errors: make([]string, 0, n), Reasons: make([]string, 0, n),
 			WakeAts: make([]pgtype.Timestamptz, 0, n), FinishedAts: make([]pgtype.Timestamptz, 0, n),
 			LogCompleted: make([]bool, 0, n), NewRounds: make([]bool, 0, n), Hints: make([]pgtype.TID, 0, n),
-			ExpectStarted: make([]int64, 0, n),
+			ExpectClaim: make([]int64, 0, n),
 		}
 		var tp dbsqlc.UpsertTimersParams
 		for _, ct := range b.tr.Changed {
@@ -371,7 +371,7 @@ func (b *batch) flush(ctx context.Context) error {
 			p.LogCompleted = append(p.LogCompleted, t.Completed)
 			p.NewRounds = append(p.NewRounds, t.Requeued)
 			p.Hints = append(p.Hints, t.ctid)
-			p.ExpectStarted = append(p.ExpectStarted, t.expectStarted)
+			p.ExpectClaim = append(p.ExpectClaim, t.expectClaim)
 			if t.Timer != "" && (t.Status == store.TaskSleeping || t.Status == store.TaskBackoff || t.Status == store.TaskAwaiting) {
 				tp.RunIds = append(tp.RunIds, uuidOf(t.key.run))
 				tp.Tasks = append(tp.Tasks, t.key.name)

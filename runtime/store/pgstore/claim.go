@@ -45,6 +45,7 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.Cl
 			Step:      r.Name,
 			Kind:      store.TaskKind(r.Kind),
 			Attempt:   int(r.Attempt),
+			Claim:     r.Claim,
 			Signature: r.Signature,
 			Element:   int(r.Element),
 		}

@@ -32,7 +32,7 @@ func newRun(workflow, tenant string, tasks ...store.NewTask) store.NewRun {
 }
 
 func completed(ct store.ClaimedTask) store.TaskResult {
-	return store.TaskResult{RunID: ct.RunID, Step: ct.Step, Attempt: ct.Attempt, Outcome: store.OutcomeCompleted, Output: []byte(`1`)}
+	return store.TaskResult{RunID: ct.RunID, Step: ct.Step, Attempt: ct.Attempt, Claim: ct.Claim, Outcome: store.OutcomeCompleted, Output: []byte(`1`)}
 }
 
 // claimAndComplete claims n tasks, all of which must come, and completes
@@ -276,7 +276,7 @@ func TestFairnessAfterRetriesAndTimers(t *testing.T) {
 		}
 		results := make([]store.TaskResult, len(batch))
 		for i, ct := range batch {
-			results[i] = store.TaskResult{RunID: ct.RunID, Step: ct.Step, Attempt: ct.Attempt, Outcome: store.OutcomeRetry, Error: "x", Delay: time.Second}
+			results[i] = store.TaskResult{RunID: ct.RunID, Step: ct.Step, Attempt: ct.Attempt, Claim: ct.Claim, Outcome: store.OutcomeRetry, Error: "x", Delay: time.Second}
 		}
 		_, err = s.CompleteTasks(ctx, results)
 		require.NoError(t, err)
@@ -327,7 +327,7 @@ func TestTimerFiresOnceWithTwoPollers(t *testing.T) {
 		}
 		results := make([]store.TaskResult, len(got))
 		for i, ct := range got {
-			results[i] = store.TaskResult{RunID: ct.RunID, Step: ct.Step, Attempt: ct.Attempt, Outcome: store.OutcomeSleep, Delay: time.Hour}
+			results[i] = store.TaskResult{RunID: ct.RunID, Step: ct.Step, Attempt: ct.Attempt, Claim: ct.Claim, Outcome: store.OutcomeSleep, Delay: time.Hour}
 		}
 		_, err = ss[0].CompleteTasks(ctx, results)
 		require.NoError(t, err)
@@ -391,7 +391,7 @@ func TestSleepSurvivesReopen(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, nap, 1)
 	wake := clock.Now().Add(24 * time.Hour)
-	_, err = s.CompleteTasks(ctx, []store.TaskResult{{RunID: r.ID, Step: "nap", Attempt: 1, Outcome: store.OutcomeSleep, WakeAt: wake}})
+	_, err = s.CompleteTasks(ctx, []store.TaskResult{{RunID: r.ID, Step: "nap", Attempt: 1, Claim: nap[0].Claim, Outcome: store.OutcomeSleep, WakeAt: wake}})
 	require.NoError(t, err)
 	pool.Close()
 

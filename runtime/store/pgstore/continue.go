@@ -141,7 +141,7 @@ func (b *batch) continueReady(ctx context.Context) error {
 		e := b.enqueue[cands[r.Ord-1]]
 		t := store.ClaimedTask{
 			RunID: e.run.ID, Step: r.Name, Kind: store.TaskKind(r.Kind),
-			Attempt: int(r.Attempt), Signature: r.Signature, Element: int(r.Element),
+			Attempt: int(r.Attempt), Claim: r.Claim, Signature: r.Signature, Element: int(r.Element),
 		}
 		own := runFields{workflow: e.run.workflow, tenant: e.run.tenant, input: r.Input, inputOmitted: r.InputOmitted}
 		if e.run.input != nil {

@@ -464,6 +464,7 @@ func (c *creation) claimed(s *Store, started []dbsqlc.StartedTasksRow) []store.C
 	var views []leasebook.View
 	for _, c := range c.cands {
 		if r := rowOf[taskKey{c.RunID, c.Step}]; r != nil {
+			c.Claim = r.Claim
 			claimed = append(claimed, c)
 			views = append(views, leasebook.ViewOf(&c, r.Children, r.StartedEvent, r.RowCtid))
 		}

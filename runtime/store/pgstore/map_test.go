@@ -36,7 +36,7 @@ func TestMapWithoutLimitQueuesAWindow(t *testing.T) {
 	for i := range items {
 		items[i] = []byte(strconv.Itoa(i))
 	}
-	outs, err := s.CompleteTasks(ctx, []store.TaskResult{{RunID: r.ID, Step: "sq", Attempt: sq.Attempt, Outcome: store.OutcomeMapped, Elements: items, Each: "list"}})
+	outs, err := s.CompleteTasks(ctx, []store.TaskResult{{RunID: r.ID, Step: "sq", Attempt: sq.Attempt, Claim: sq.Claim, Outcome: store.OutcomeMapped, Elements: items, Each: "list"}})
 	require.NoError(t, err)
 	require.Equal(t, 10_000, outs[0].Enqueued)
 	count := func() map[store.TaskStatus]int {
@@ -89,7 +89,7 @@ func TestElementsQueuedByKeyAcrossRanges(t *testing.T) {
 	complete(completed(lists[0]), completed(lists[1]))
 	var results []store.TaskResult
 	for _, sq := range claim(2) {
-		results = append(results, store.TaskResult{RunID: sq.RunID, Step: "sq", Attempt: sq.Attempt, Outcome: store.OutcomeMapped,
+		results = append(results, store.TaskResult{RunID: sq.RunID, Step: "sq", Attempt: sq.Attempt, Claim: sq.Claim, Outcome: store.OutcomeMapped,
 			Elements: [][]byte{[]byte("0"), []byte("1"), []byte("2")}, Each: "list", Limit: 1})
 	}
 	complete(results...)

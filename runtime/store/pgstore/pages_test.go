@@ -167,7 +167,7 @@ func TestUpdateTasksChecksItsHintsByKey(t *testing.T) {
 		Outputs:  [][]byte{[]byte("out0"), nil, []byte("out2")},
 		Errors:   []string{"", "boom", ""}, Reasons: make([]string, n),
 		WakeAts: make([]pgtype.Timestamptz, n), FinishedAts: make([]pgtype.Timestamptz, n),
-		LogCompleted: make([]bool, n), NewRounds: make([]bool, n), ExpectStarted: make([]int64, n),
+		LogCompleted: make([]bool, n), NewRounds: make([]bool, n), ExpectClaim: make([]int64, n),
 	}
 	require.NoError(t, dbsqlc.New().UpdateTasks(ctx, tx, p))
 	require.NoError(t, tx.Commit(ctx))

@@ -302,7 +302,7 @@ func TestBatchesFindRowsByKey(t *testing.T) {
 	// decided on its claim's view).
 	results := make([]store.TaskResult, len(started))
 	for i, c := range started {
-		results[i] = store.TaskResult{RunID: c.RunID, Step: c.Step, Attempt: c.Attempt, Outcome: store.OutcomeRetry, Error: "later", Delay: time.Hour}
+		results[i] = store.TaskResult{RunID: c.RunID, Step: c.Step, Attempt: c.Attempt, Claim: c.Claim, Outcome: store.OutcomeRetry, Error: "later", Delay: time.Hour}
 	}
 	_, err = s.CompleteTasks(ctx, results)
 	require.NoError(t, err)

@@ -26,10 +26,10 @@ func (b *batch) fromView(res *store.TaskResult, v *leasebook.View) {
 		return
 	}
 	b.add(&taskState{
-		Task: transition.Task{Kind: v.Kind, Status: store.TaskRunning, Attempt: res.Attempt},
+		Task: transition.Task{Kind: v.Kind, Status: store.TaskRunning, Attempt: res.Attempt, Claim: v.Claim},
 		key:  k, run: r, signature: v.Signature, children: v.Children,
 		startedEvent: v.StartedEvent, lease: v.StartedEvent, ctid: v.Ctid,
-		expectStarted: v.StartedEvent,
+		expectClaim: v.Claim,
 	})
 }
 

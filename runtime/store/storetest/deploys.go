@@ -148,7 +148,7 @@ func testReportUnserved(f *fixture, d store.Deploys, ws store.Workers) {
 	// the new round waits again, and is reported again.
 	ct := f.claim(1, "sig-a")
 	require.Len(t, ct, 1)
-	f.complete(store.TaskResult{RunID: r.ID, Step: "a", Attempt: ct[0].Attempt, Outcome: store.OutcomeRetry, Error: "x", Delay: time.Second})
+	f.complete(store.TaskResult{RunID: r.ID, Step: "a", Attempt: ct[0].Attempt, Claim: ct[0].Claim, Outcome: store.OutcomeRetry, Error: "x", Delay: time.Second})
 	f.clock.advance(time.Second)
 	n, err := f.st.FireTimers(f.ctx, 10)
 	require.NoError(t, err)

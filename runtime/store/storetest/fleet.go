@@ -92,11 +92,11 @@ func testFleetBacklog(f *fixture, fl store.Fleet, _ store.Workers) {
 	for _, c := range claimed {
 		switch {
 		case c.Workflow == "other":
-			retries = append(retries, store.TaskResult{RunID: c.RunID, Step: c.Step, Attempt: c.Attempt, Outcome: store.OutcomeRetry, Error: "x", Delay: time.Minute})
+			retries = append(retries, store.TaskResult{RunID: c.RunID, Step: c.Step, Attempt: c.Attempt, Claim: c.Claim, Outcome: store.OutcomeRetry, Error: "x", Delay: time.Minute})
 		case c.Tenant == "t2":
 			completes = append(completes, done(c, "1"))
 		case c.Step == "b":
-			sleeps = append(sleeps, store.TaskResult{RunID: c.RunID, Step: c.Step, Attempt: c.Attempt, Outcome: store.OutcomeSleep, Delay: time.Hour})
+			sleeps = append(sleeps, store.TaskResult{RunID: c.RunID, Step: c.Step, Attempt: c.Attempt, Claim: c.Claim, Outcome: store.OutcomeSleep, Delay: time.Hour})
 		}
 	}
 	f.complete(append(append(sleeps, retries...), completes...)...)

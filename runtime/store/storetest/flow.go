@@ -102,7 +102,7 @@ func testCapAdmitsOnFailAndCancel(f *fixture) {
 	f.create(r3)
 	a := f.claimOne()
 	require.Equal(t, r1.ID, a.RunID)
-	f.complete(store.TaskResult{RunID: r1.ID, Step: "a", Attempt: a.Attempt, Outcome: store.OutcomeFailed, Error: "boom"})
+	f.complete(store.TaskResult{RunID: r1.ID, Step: "a", Attempt: a.Attempt, Claim: a.Claim, Outcome: store.OutcomeFailed, Error: "boom"})
 	require.Equal(t, []store.RunStatus{store.RunFailed, running, queued}, f.statuses(r1, r2, r3))
 
 	ok, err := f.st.CancelRun(f.ctx, r2.ID)
@@ -175,7 +175,7 @@ func testCapRetry(f *fixture) {
 	f.create(r1)
 	f.create(r2)
 	a := f.claimOne()
-	f.complete(store.TaskResult{RunID: r1.ID, Step: "a", Attempt: a.Attempt, Outcome: store.OutcomeFailed, Error: "boom"})
+	f.complete(store.TaskResult{RunID: r1.ID, Step: "a", Attempt: a.Attempt, Claim: a.Claim, Outcome: store.OutcomeFailed, Error: "boom"})
 	b := f.claimOne()
 	require.Equal(t, r2.ID, b.RunID)
 
@@ -261,7 +261,7 @@ func testDeadlineBackoff(f *fixture) {
 	r := timed(48 * time.Hour)
 	f.create(r)
 	a := f.claimOne()
-	f.complete(store.TaskResult{RunID: r.ID, Step: "a", Attempt: a.Attempt, Outcome: store.OutcomeRetry, Error: "flaky", Delay: 72 * time.Hour})
+	f.complete(store.TaskResult{RunID: r.ID, Step: "a", Attempt: a.Attempt, Claim: a.Claim, Outcome: store.OutcomeRetry, Error: "flaky", Delay: 72 * time.Hour})
 	require.Equal(t, store.TaskBackoff, f.status(r.ID, "a"))
 	require.Equal(t, 1, f.fireDue(48*time.Hour), "the deadline fires before the retry")
 	require.Equal(t, store.TaskCancelled, f.status(r.ID, "a"))
@@ -277,7 +277,7 @@ func testDeadlineSleep(f *fixture) {
 	r.Timeout = 48 * time.Hour
 	f.create(r)
 	nap := f.claimOne()
-	f.complete(store.TaskResult{RunID: r.ID, Step: "nap", Attempt: nap.Attempt, Outcome: store.OutcomeSleep, Delay: 100 * time.Hour})
+	f.complete(store.TaskResult{RunID: r.ID, Step: "nap", Attempt: nap.Attempt, Claim: nap.Claim, Outcome: store.OutcomeSleep, Delay: 100 * time.Hour})
 	require.Equal(t, store.TaskSleeping, f.status(r.ID, "nap"))
 	next, ok, err := f.st.NextTimer(f.ctx)
 	require.NoError(t, err)

@@ -47,7 +47,7 @@ func (f *fixture) mapped(r store.NewRun, n, limit int) store.CompletionOutcome {
 	sq := f.claimOne()
 	require.Equal(t, "sq", sq.Step)
 	require.Equal(t, store.KindMap, sq.Kind)
-	return f.complete(store.TaskResult{RunID: r.ID, Step: "sq", Attempt: sq.Attempt, Outcome: store.OutcomeMapped,
+	return f.complete(store.TaskResult{RunID: r.ID, Step: "sq", Attempt: sq.Attempt, Claim: sq.Claim, Outcome: store.OutcomeMapped,
 		Elements: items, Each: "list", Limit: limit})[0]
 }
 
@@ -150,7 +150,7 @@ func testMapLimit(f *fixture) {
 		seen[ct.Step] = true
 		f.complete(done(ct, "1"))
 		for _, rest := range cts[1:] {
-			f.complete(store.TaskResult{RunID: r.ID, Step: rest.Step, Attempt: rest.Attempt, Outcome: store.OutcomeRetry, Delay: 0, Error: "again"})
+			f.complete(store.TaskResult{RunID: r.ID, Step: rest.Step, Attempt: rest.Attempt, Claim: rest.Claim, Outcome: store.OutcomeRetry, Delay: 0, Error: "again"})
 		}
 		f.clock.advance(time.Millisecond)
 		_, err := f.st.FireTimers(f.ctx, 10)
@@ -167,7 +167,7 @@ func testMapElementFailure(f *fixture) {
 	f.mapped(r, 4, 2)
 	els := claimedBy(f.claim(10))
 	require.Len(t, els, 2)
-	outs := f.complete(store.TaskResult{RunID: r.ID, Step: "sq[1]", Attempt: 1, Outcome: store.OutcomeFailed, Error: "bad"})
+	outs := f.complete(store.TaskResult{RunID: r.ID, Step: "sq[1]", Attempt: 1, Claim: els["sq[1]"].Claim, Outcome: store.OutcomeFailed, Error: "bad"})
 	require.Equal(t, store.RunFailed, outs[0].RunStatus)
 	run := f.run(r.ID)
 	require.Equal(t, "sq[1]", run.Failure.Step)
@@ -193,7 +193,7 @@ func testMapElementRetry(f *fixture) {
 	f.create(r)
 	f.mapped(r, 2, 0)
 	els := claimedBy(f.claim(10))
-	f.complete(store.TaskResult{RunID: r.ID, Step: "sq[0]", Attempt: 1, Outcome: store.OutcomeRetry, Delay: time.Second, Error: "flaky"})
+	f.complete(store.TaskResult{RunID: r.ID, Step: "sq[0]", Attempt: 1, Claim: els["sq[0]"].Claim, Outcome: store.OutcomeRetry, Delay: time.Second, Error: "flaky"})
 	f.complete(done(els["sq[1]"], "4"))
 	require.Equal(t, store.TaskBackoff, f.status(r.ID, "sq[0]"))
 	require.Equal(t, store.TaskMapping, f.status(r.ID, "sq"))
@@ -251,7 +251,7 @@ func testMapRetryRun(f *fixture) {
 	f.mapped(r, 3, 0)
 	els := claimedBy(f.claim(10))
 	f.complete(done(els["sq[0]"], "1"))
-	f.complete(store.TaskResult{RunID: r.ID, Step: "sq[1]", Attempt: 1, Outcome: store.OutcomeFailed, Error: "bad"})
+	f.complete(store.TaskResult{RunID: r.ID, Step: "sq[1]", Attempt: 1, Claim: els["sq[1]"].Claim, Outcome: store.OutcomeFailed, Error: "bad"})
 	f.complete(done(els["sq[2]"], "9"))
 	require.Equal(t, store.RunFailed, f.run(r.ID).Status)
 
@@ -264,7 +264,7 @@ func testMapRetryRun(f *fixture) {
 
 	sq := f.claimOne()
 	require.Equal(t, "sq", sq.Step)
-	f.complete(store.TaskResult{RunID: r.ID, Step: "sq", Attempt: sq.Attempt, Outcome: store.OutcomeMapped,
+	f.complete(store.TaskResult{RunID: r.ID, Step: "sq", Attempt: sq.Attempt, Claim: sq.Claim, Outcome: store.OutcomeMapped,
 		Elements: [][]byte{[]byte("1"), []byte("2")}, Each: "list"})
 	again := claimedBy(f.claim(10))
 	require.Len(t, again, 2)

@@ -198,7 +198,7 @@ func testListFailure(f *fixture, op store.Operator) {
 	r := newRun("wf", "t", store.NewTask{Name: "s", Kind: store.KindStep, MaxAttempts: 1, Signature: "wf"})
 	f.create(r)
 	ct := f.claimOne()
-	f.complete(store.TaskResult{RunID: ct.RunID, Step: ct.Step, Attempt: ct.Attempt, Outcome: store.OutcomeFailed, Error: "boom"})
+	f.complete(store.TaskResult{RunID: ct.RunID, Step: ct.Step, Attempt: ct.Attempt, Claim: ct.Claim, Outcome: store.OutcomeFailed, Error: "boom"})
 	page, err := op.ListRuns(f.ctx, store.RunFilter{Statuses: []store.RunStatus{store.RunFailed}})
 	require.NoError(t, err)
 	require.Len(t, page.Runs, 1)

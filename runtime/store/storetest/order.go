@@ -43,7 +43,7 @@ func (f *fixture) claimAll() map[dag.RunID]map[string]store.ClaimedTask {
 }
 
 func result(ct store.ClaimedTask, outcome store.Outcome) store.TaskResult {
-	return store.TaskResult{RunID: ct.RunID, Step: ct.Step, Attempt: ct.Attempt, Outcome: outcome}
+	return store.TaskResult{RunID: ct.RunID, Step: ct.Step, Attempt: ct.Attempt, Claim: ct.Claim, Outcome: outcome}
 }
 
 var onFailureTask = store.NewTask{Name: "@onfailure", Kind: store.KindOnFailure, MaxAttempts: 1}

@@ -38,7 +38,7 @@ func testReturnRun(f *fixture) {
 	outs := f.complete(
 		ask(done(claimed["a"], `1`)),
 		ask(done(claimed["x"], `2`)),
-		ask(store.TaskResult{RunID: failing.ID, Step: "y", Attempt: 1, Outcome: store.OutcomeFailed, Error: "no"}),
+		ask(store.TaskResult{RunID: failing.ID, Step: "y", Attempt: 1, Claim: claimed["y"].Claim, Outcome: store.OutcomeFailed, Error: "no"}),
 		done(claimed["z"], `3`),
 	)
 	require.Nil(t, outs[0].Finished, "its run goes on")

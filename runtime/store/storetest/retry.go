@@ -40,7 +40,7 @@ func (f *fixture) failedRun() store.NewRun {
 	byStep := claimedBy(f.claim(10))
 	require.Len(t, byStep, 2)
 	a, b := byStep["a"], byStep["b"]
-	f.complete(store.TaskResult{RunID: r.ID, Step: "a", Attempt: a.Attempt, Outcome: store.OutcomeFailed, Error: "boom"})
+	f.complete(store.TaskResult{RunID: r.ID, Step: "a", Attempt: a.Attempt, Claim: a.Claim, Outcome: store.OutcomeFailed, Error: "boom"})
 	f.complete(done(b, "B"))
 	of := f.claimOne()
 	require.Equal(t, onFailureName, of.Step)
@@ -267,7 +267,7 @@ func testRetryStaleOldAttempts(f *fixture, rt store.Retrier) {
 	f.create(r)
 	byStep := claimedBy(f.claim(10))
 	a, b := byStep["a"], byStep["b"]
-	f.complete(store.TaskResult{RunID: r.ID, Step: "a", Attempt: a.Attempt, Outcome: store.OutcomeFailed, Error: "boom"})
+	f.complete(store.TaskResult{RunID: r.ID, Step: "a", Attempt: a.Attempt, Claim: a.Claim, Outcome: store.OutcomeFailed, Error: "boom"})
 	of := f.claimOne()
 	require.Equal(t, onFailureName, of.Step)
 	require.Equal(t, store.TaskRunning, f.status(r.ID, "b"))
@@ -293,13 +293,13 @@ func testRetryStaleOldAttempts(f *fixture, rt store.Retrier) {
 	r2 := retryRun()
 	f.create(r2)
 	byStep = claimedBy(f.claim(10))
-	f.complete(store.TaskResult{RunID: r2.ID, Step: "a", Attempt: byStep["a"].Attempt, Outcome: store.OutcomeFailed, Error: "boom"}, done(byStep["b"], "B"))
+	f.complete(store.TaskResult{RunID: r2.ID, Step: "a", Attempt: byStep["a"].Attempt, Claim: byStep["a"].Claim, Outcome: store.OutcomeFailed, Error: "boom"}, done(byStep["b"], "B"))
 	f.complete(done(f.claimOne(), ""))
 	_, err = rt.RetryRun(f.ctx, r2.ID, store.Retry{Mode: store.RetryFailed})
 	require.NoError(t, err)
 	byStep = claimedBy(f.claim(10))
 	require.ElementsMatch(t, []string{"a", "d"}, mapKeys(byStep))
-	f.complete(store.TaskResult{RunID: r2.ID, Step: "a", Attempt: byStep["a"].Attempt, Outcome: store.OutcomeFailed, Error: "again"})
+	f.complete(store.TaskResult{RunID: r2.ID, Step: "a", Attempt: byStep["a"].Attempt, Claim: byStep["a"].Claim, Outcome: store.OutcomeFailed, Error: "again"})
 	run := f.run(r2.ID)
 	require.Equal(t, store.RunFailed, run.Status)
 	require.Equal(t, "again", run.Failure.Message)
@@ -318,7 +318,7 @@ func testRetryRacingLateCompletion(f *fixture, rt store.Retrier) {
 		f.create(r)
 		byStep := claimedBy(f.claim(10))
 		a, b := byStep["a"], byStep["b"]
-		f.complete(store.TaskResult{RunID: r.ID, Step: "a", Attempt: a.Attempt, Outcome: store.OutcomeFailed, Error: "boom"})
+		f.complete(store.TaskResult{RunID: r.ID, Step: "a", Attempt: a.Attempt, Claim: a.Claim, Outcome: store.OutcomeFailed, Error: "boom"})
 		f.complete(done(f.claimOne(), "")) // the onfailure task
 
 		var wg sync.WaitGroup
@@ -355,7 +355,7 @@ func testRetryRacingClaim(f *fixture, rt store.Retrier) {
 		r := retryRun()
 		f.create(r)
 		byStep := claimedBy(f.claim(10))
-		f.complete(store.TaskResult{RunID: r.ID, Step: "a", Attempt: byStep["a"].Attempt, Outcome: store.OutcomeFailed, Error: "boom"}, done(byStep["b"], "B"))
+		f.complete(store.TaskResult{RunID: r.ID, Step: "a", Attempt: byStep["a"].Attempt, Claim: byStep["a"].Claim, Outcome: store.OutcomeFailed, Error: "boom"}, done(byStep["b"], "B"))
 		require.Equal(t, store.TaskQueued, f.status(r.ID, onFailureName))
 
 		var wg sync.WaitGroup

@@ -51,7 +51,7 @@ func waitRun() store.NewRun {
 // awaitFor is the engine's result for a claimed signal wait: wait for d,
 // or for ever when d is zero.
 func awaitFor(ct store.ClaimedTask, d time.Duration) store.TaskResult {
-	res := store.TaskResult{RunID: ct.RunID, Step: ct.Step, Attempt: ct.Attempt, Outcome: store.OutcomeAwait, Delay: d}
+	res := store.TaskResult{RunID: ct.RunID, Step: ct.Step, Attempt: ct.Attempt, Claim: ct.Claim, Outcome: store.OutcomeAwait, Delay: d}
 	if d > 0 {
 		res.Reason = noSignal
 	}
@@ -392,7 +392,7 @@ func testSignalErrors(f *fixture, sg store.Signaler) {
 	f.create(failed)
 	for _, ct := range f.claim(10) {
 		if ct.Step == "bad" {
-			f.complete(store.TaskResult{RunID: ct.RunID, Step: ct.Step, Attempt: ct.Attempt, Outcome: store.OutcomeFailed, Error: "x"})
+			f.complete(store.TaskResult{RunID: ct.RunID, Step: ct.Step, Attempt: ct.Attempt, Claim: ct.Claim, Outcome: store.OutcomeFailed, Error: "x"})
 		}
 	}
 	require.Equal(t, store.RunFailed, f.run(failed.ID).Status)
@@ -405,7 +405,7 @@ func testSignalErrors(f *fixture, sg store.Signaler) {
 	f.create(running)
 	for _, ct := range f.claim(10) {
 		if ct.Step == "bad" {
-			f.complete(store.TaskResult{RunID: ct.RunID, Step: ct.Step, Attempt: ct.Attempt, Outcome: store.OutcomeFailed, Error: "x"})
+			f.complete(store.TaskResult{RunID: ct.RunID, Step: ct.Step, Attempt: ct.Attempt, Claim: ct.Claim, Outcome: store.OutcomeFailed, Error: "x"})
 		}
 	}
 	require.Equal(t, store.RunFailed, f.run(running.ID).Status)
@@ -442,7 +442,7 @@ func testSignalAwaitStale(f *fixture, sg store.Signaler) {
 		}
 		for _, ct := range claimed {
 			if ct.Step == "bad" {
-				f.complete(store.TaskResult{RunID: ct.RunID, Step: ct.Step, Attempt: ct.Attempt, Outcome: store.OutcomeFailed, Error: "x"})
+				f.complete(store.TaskResult{RunID: ct.RunID, Step: ct.Step, Attempt: ct.Attempt, Claim: ct.Claim, Outcome: store.OutcomeFailed, Error: "x"})
 			}
 		}
 		require.Equal(t, store.RunFailed, f.run(r.ID).Status)

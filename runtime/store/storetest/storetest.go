@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -125,6 +126,30 @@ func group[F any](prefix string, tests []struct {
 
 // ---- helpers ----
 
+// withoutClaims checks that every claimed task has a claim token, and
+// returns copies without it, to compare with what a test expects: tokens
+// are random.
+func withoutClaims(t *testing.T, claimed []store.ClaimedTask) []store.ClaimedTask {
+	t.Helper()
+	out := slices.Clone(claimed)
+	for i := range out {
+		require.NotZero(t, out[i].Claim, "task %s/%s has a claim token", out[i].RunID, out[i].Step)
+		out[i].Claim = 0
+	}
+	return out
+}
+
+// claimOf returns the claim token of the task of run named step among
+// claimed, or 0.
+func claimOf(claimed []store.ClaimedTask, run dag.RunID, step string) int64 {
+	for _, c := range claimed {
+		if c.RunID == run && c.Step == step {
+			return c.Claim
+		}
+	}
+	return 0
+}
+
 func task(name string, parents ...string) store.NewTask {
 	return store.NewTask{Name: name, Kind: store.KindStep, Parents: parents, MaxAttempts: 3}
 }
@@ -175,7 +200,7 @@ func done(ct store.ClaimedTask, output string) store.TaskResult {
 	if output != "" {
 		out = []byte(output)
 	}
-	return store.TaskResult{RunID: ct.RunID, Step: ct.Step, Attempt: ct.Attempt, Outcome: store.OutcomeCompleted, Output: out}
+	return store.TaskResult{RunID: ct.RunID, Step: ct.Step, Attempt: ct.Attempt, Claim: ct.Claim, Outcome: store.OutcomeCompleted, Output: out}
 }
 
 func (f *fixture) tasks(id dag.RunID) map[string]store.Task {
@@ -394,7 +419,7 @@ func testSkipResolvesChildren(f *fixture) {
 	r := newRun("wf", "t", task("a"), task("b", "a"))
 	f.create(r)
 	a := f.claimOne()
-	outs := f.complete(store.TaskResult{RunID: a.RunID, Step: "a", Attempt: 1, Outcome: store.OutcomeSkipped, Reason: "skip=p"})
+	outs := f.complete(store.TaskResult{RunID: a.RunID, Step: "a", Attempt: 1, Claim: a.Claim, Outcome: store.OutcomeSkipped, Reason: "skip=p"})
 	require.Equal(t, store.OutcomeSkipped, outs[0].Outcome)
 	require.Equal(t, 1, outs[0].Enqueued)
 	tk := f.tasks(r.ID)["a"]
@@ -402,7 +427,7 @@ func testSkipResolvesChildren(f *fixture) {
 	require.Equal(t, "skip=p", tk.Reason)
 	b := f.claimOne()
 	require.Equal(t, []store.ParentResult{{Step: "a", Status: store.TaskSkipped}}, b.Parents)
-	outs = f.complete(store.TaskResult{RunID: b.RunID, Step: "b", Attempt: 1, Outcome: store.OutcomeSkipped, Reason: "parent a skipped"})
+	outs = f.complete(store.TaskResult{RunID: b.RunID, Step: "b", Attempt: 1, Claim: b.Claim, Outcome: store.OutcomeSkipped, Reason: "parent a skipped"})
 	require.Equal(t, store.RunCompleted, outs[0].RunStatus, "a run of skipped tasks completes")
 }
 
@@ -443,7 +468,7 @@ func testFailure(f *fixture) {
 	if a.Step != "a" {
 		a, b = b, a
 	}
-	outs := f.complete(store.TaskResult{RunID: r.ID, Step: "a", Attempt: a.Attempt, Outcome: store.OutcomeFailed, Error: "card declined"})
+	outs := f.complete(store.TaskResult{RunID: r.ID, Step: "a", Attempt: a.Attempt, Claim: a.Claim, Outcome: store.OutcomeFailed, Error: "card declined"})
 	require.Equal(t, store.OutcomeFailed, outs[0].Outcome)
 	require.Equal(t, store.RunFailed, outs[0].RunStatus)
 	require.Equal(t, 1, outs[0].Enqueued, "the onfailure task is enqueued")
@@ -484,7 +509,7 @@ func testRetryWaitsInTimer(f *fixture) {
 	require.NoError(t, err)
 	require.False(t, pending)
 
-	outs := f.complete(store.TaskResult{RunID: r.ID, Step: "a", Attempt: 1, Outcome: store.OutcomeRetry, Error: "flaky", Delay: 10 * time.Second})
+	outs := f.complete(store.TaskResult{RunID: r.ID, Step: "a", Attempt: 1, Claim: a.Claim, Outcome: store.OutcomeRetry, Error: "flaky", Delay: 10 * time.Second})
 	require.Equal(t, store.OutcomeRetry, outs[0].Outcome)
 	tk := f.tasks(r.ID)["a"]
 	require.Equal(t, store.TaskBackoff, tk.Status)
@@ -524,7 +549,7 @@ func testSleep(f *fixture) {
 	require.Equal(t, store.KindSleep, naps[0].Kind)
 	results := make([]store.TaskResult, 2)
 	for i, n := range naps {
-		results[i] = store.TaskResult{RunID: n.RunID, Step: "nap", Attempt: 1, Outcome: store.OutcomeSleep, Delay: 24 * time.Hour}
+		results[i] = store.TaskResult{RunID: n.RunID, Step: "nap", Attempt: 1, Claim: n.Claim, Outcome: store.OutcomeSleep, Delay: 24 * time.Hour}
 		if n.RunID == r2.ID {
 			results[i].Delay = 0
 			results[i].WakeAt = epoch.Add(time.Hour)
@@ -586,7 +611,7 @@ func testRescueExpired(f *fixture) {
 	require.Len(t, pair, 2)
 	for _, ct := range pair {
 		if ct.Step == "bad" {
-			f.complete(store.TaskResult{RunID: ct.RunID, Step: "bad", Attempt: ct.Attempt, Outcome: store.OutcomeFailed, Error: "x"})
+			f.complete(store.TaskResult{RunID: ct.RunID, Step: "bad", Attempt: ct.Attempt, Claim: ct.Claim, Outcome: store.OutcomeFailed, Error: "x"})
 		}
 	}
 	f.clock.advance(2 * time.Minute)
@@ -675,7 +700,7 @@ func testFairnessAfterRetries(f *fixture) {
 		}
 		results := make([]store.TaskResult, len(batch))
 		for i, ct := range batch {
-			results[i] = store.TaskResult{RunID: ct.RunID, Step: ct.Step, Attempt: ct.Attempt, Outcome: store.OutcomeRetry, Error: "x", Delay: time.Second}
+			results[i] = store.TaskResult{RunID: ct.RunID, Step: ct.Step, Attempt: ct.Attempt, Claim: ct.Claim, Outcome: store.OutcomeRetry, Error: "x", Delay: time.Second}
 		}
 		f.complete(results...)
 	}
@@ -708,14 +733,14 @@ func testEventLog(f *fixture) {
 	r := newRun("wf", "t", task("a"), task("b", "a"))
 	f.create(r)
 	a := f.claimOne()
-	f.complete(store.TaskResult{RunID: r.ID, Step: "a", Attempt: 1, Outcome: store.OutcomeRetry, Error: "e1", Delay: time.Second})
+	f.complete(store.TaskResult{RunID: r.ID, Step: "a", Attempt: 1, Claim: a.Claim, Outcome: store.OutcomeRetry, Error: "e1", Delay: time.Second})
 	f.clock.advance(time.Second)
 	_, err := f.st.FireTimers(f.ctx, 10)
 	require.NoError(t, err)
 	a = f.claimOne()
 	f.complete(done(a, `1`))
 	b := f.claimOne()
-	f.complete(store.TaskResult{RunID: r.ID, Step: "b", Attempt: b.Attempt, Outcome: store.OutcomeSkipped, Reason: "skip=p"})
+	f.complete(store.TaskResult{RunID: r.ID, Step: "b", Attempt: b.Attempt, Claim: b.Claim, Outcome: store.OutcomeSkipped, Reason: "skip=p"})
 	type ev struct {
 		Step    string
 		Type    store.EventType
@@ -760,7 +785,7 @@ func testEventLog(f *fixture) {
 	require.Equal(t, 1, n)
 	f.clock.advance(time.Second)
 	c := f.claimOne()
-	f.complete(store.TaskResult{RunID: r2.ID, Step: "c", Attempt: c.Attempt, Outcome: store.OutcomeRetry, Error: "e2", Delay: time.Second})
+	f.complete(store.TaskResult{RunID: r2.ID, Step: "c", Attempt: c.Attempt, Claim: c.Claim, Outcome: store.OutcomeRetry, Error: "e2", Delay: time.Second})
 	f.clock.advance(time.Second)
 	_, err = f.st.FireTimers(f.ctx, 10)
 	require.NoError(t, err)

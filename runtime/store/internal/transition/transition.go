@@ -88,11 +88,14 @@ const (
 
 // Task is the state of a task that a batch decides on.
 type Task struct {
-	Run         *Run
-	Name        string
-	Kind        store.TaskKind
-	Status      store.TaskStatus
-	Attempt     int
+	Run     *Run
+	Name    string
+	Kind    store.TaskKind
+	Status  store.TaskStatus
+	Attempt int
+	// Claim is the fence token of the claim that started the attempt
+	// (store.ClaimedTask.Claim), 0 before the first claim.
+	Claim       int64
 	MaxAttempts int // attempts it may take before a lost lease fails it
 	Err         string
 	Reason      string
@@ -246,14 +249,20 @@ func (b *Batch) Log() []Event {
 }
 
 // Apply applies the result of an attempt, fenced on the task being RUNNING
-// at that attempt; t is the result's task, or nil when the store has none
-// of that name; src is the result's index.
+// at that attempt under that claim; t is the result's task, or nil when
+// the store has none of that name; src is the result's index.
+//
+// The claim token is the fence, the attempt number only a check: a store
+// whose history was rolled back (a lagging standby promoted) may claim the
+// task again at the attempt number a worker of the lost history holds,
+// whose late result, computed from what that history stored, must not pass
+// for the new claim's. A token drawn at random does not repeat.
 func (b *Batch) Apply(src int, r *Run, t *Task, res *store.TaskResult) store.CompletionOutcome {
 	stale := store.CompletionOutcome{Outcome: store.OutcomeStale}
 	if r != nil {
 		stale.RunStatus = r.Status
 	}
-	if t == nil || t.Status != store.TaskRunning || t.Attempt != res.Attempt {
+	if !Holds(t, res.Attempt, res.Claim) {
 		return stale
 	}
 	r = t.Run
@@ -312,6 +321,13 @@ func (b *Batch) Apply(src int, r *Run, t *Task, res *store.TaskResult) store.Com
 	}
 	out.RunStatus = r.Status
 	return out
+}
+
+// Holds reports whether t is RUNNING at the attempt that the claim whose
+// token is claim started: whether a write of that attempt (a result, a
+// heartbeat's renewal, a release) is still its to make.
+func Holds(t *Task, attempt int, claim int64) bool {
+	return t != nil && t.Status == store.TaskRunning && t.Attempt == attempt && t.Claim == claim
 }
 
 // Resolve finishes a task as COMPLETED or SKIPPED: an element counts down
@@ -388,7 +404,7 @@ func (b *Batch) Rescue(t *Task, src int) {
 	switch {
 	case t.Attempt >= max(t.MaxAttempts, 1):
 		b.Apply(src, t.Run, t, &store.TaskResult{
-			RunID: t.Run.ID, Step: t.Name, Attempt: t.Attempt,
+			RunID: t.Run.ID, Step: t.Name, Attempt: t.Attempt, Claim: t.Claim,
 			Outcome: store.OutcomeFailed, Error: "lease expired",
 		})
 	case t.Run.Status != store.RunRunning && t.Kind != store.KindOnFailure:

@@ -27,12 +27,13 @@ claimed AS (
     SET status = 'RUNNING',
         attempt = t.attempt + 1,
         worker = $6::text,
+        claim = dagen_new_claim(), -- as in ClaimTasks
         started_event = nextval('dagen_event_seq'),
         started_at = clock.now
     FROM k, clock
     WHERE t.run_id = k.run_id AND t.name = k.name AND t.status = 'QUEUED'
       AND t.ctid = ANY(ARRAY(SELECT unnest($7::tid[])))
-    RETURNING k.ord, k.own_parents, k.own_input, t.run_id, t.name, t.kind, t.attempt, t.parents, t.started_event, t.signature,
+    RETURNING k.ord, k.own_parents, k.own_input, t.run_id, t.name, t.kind, t.attempt, t.claim, t.parents, t.started_event, t.signature,
               t.each, t.item, t.element, t.children, t.ctid::tid AS row_ctid
 ),
 leased AS (
@@ -47,7 +48,7 @@ leased AS (
 ),
 shared AS (
     -- Read once for the tasks that share them, as in ClaimTasks.
-    SELECT claimed.ord, claimed.own_parents, claimed.run_id, claimed.name, claimed.kind, claimed.attempt, claimed.parents,
+    SELECT claimed.ord, claimed.own_parents, claimed.run_id, claimed.name, claimed.kind, claimed.attempt, claimed.claim, claimed.parents,
            claimed.signature, claimed.each, claimed.item, claimed.element, claimed.started_event,
            claimed.children, claimed.row_ctid,
            claimed.own_input OR claimed.run_id = ANY($9::uuid[]) AS known,
@@ -58,7 +59,7 @@ shared AS (
            END AS parents_rank
     FROM claimed
 )
-SELECT c.ord::integer AS ord, c.run_id, c.name, c.kind, c.attempt, c.signature, coalesce(c.element, 0)::integer AS element,
+SELECT c.ord::integer AS ord, c.run_id, c.name, c.kind, c.attempt, c.claim::bigint AS claim, c.signature, coalesce(c.element, 0)::integer AS element,
        (SELECT leased.id FROM leased)::bigint AS lease,
        (c.run_rank > 1)::boolean AS run_shared,
        -- A scalar subquery under CASE, not a lateral join: one rescan a
@@ -109,6 +110,7 @@ type ContinueTasksRow struct {
 	Name           string
 	Kind           string
 	Attempt        int32
+	Claim          int64
 	Signature      string
 	Element        int32
 	Lease          int64
@@ -166,6 +168,7 @@ func (q *Queries) ContinueTasks(ctx context.Context, db DBTX, arg ContinueTasksP
 			&i.Name,
 			&i.Kind,
 			&i.Attempt,
+			&i.Claim,
 			&i.Signature,
 			&i.Element,
 			&i.Lease,

@@ -155,6 +155,7 @@ type DagenTask struct {
 	NextElement    int32
 	MapLimit       int32
 	Signal         []byte
+	Claim          int64
 }
 
 type DagenTenantGroup struct {

@@ -39,9 +39,11 @@ type Book struct {
 }
 
 // attempt is what the book keeps of an attempt not answered yet: its
-// lease, and its claim's view of the task, zero when none was kept.
+// lease, its claim's token, and its claim's view of the task, zero when
+// none was kept.
 type attempt struct {
 	lease int64
+	claim int64
 	view  View
 }
 
@@ -58,21 +60,25 @@ type attemptKey struct {
 // the attempt is answered.
 //
 // It is only a proposal. UpdateTasks writes a task decided on a view only
-// where the row is still RUNNING at StartedEvent, and fails the whole
+// where the row is still RUNNING under Claim, and fails the whole
 // transaction otherwise (dagen_claim_moved): the completion then decides
 // again on the rows it reads (see the store's completeTasks).
 type View struct {
 	Kind         store.TaskKind
 	Signature    string
 	Children     []string
-	StartedEvent int64      // the attempt's STARTED event id: unique to the claim
+	StartedEvent int64      // the attempt's STARTED event id: its entry in its lease
 	Ctid         pgtype.TID // where the claim left the row
+	// Claim is the claim's token (store.ClaimedTask.Claim): unlike the
+	// STARTED event id, which comes from a sequence, it stays unique to
+	// the claim when the database's history is rolled back.
+	Claim int64
 }
 
 // ViewOf is the claim view of task t, made of what its claim returned of
 // the row: its children, its STARTED event id and where it is.
 func ViewOf(t *store.ClaimedTask, children []string, startedEvent int64, ctid pgtype.TID) View {
-	return View{Kind: t.Kind, Signature: t.Signature, Children: children, StartedEvent: startedEvent, Ctid: ctid}
+	return View{Kind: t.Kind, Signature: t.Signature, Children: children, StartedEvent: startedEvent, Ctid: ctid, Claim: t.Claim}
 }
 
 // Claimed records that the claim whose lease is lease started tasks, and
@@ -94,7 +100,7 @@ func (l *Book) Claimed(lease int64, tasks []store.ClaimedTask, views []View) {
 		if old, ok := l.attempts[k]; ok {
 			l.end(old.lease)
 		}
-		a := attempt{lease: lease}
+		a := attempt{lease: lease, claim: t.Claim}
 		if views != nil {
 			a.view = views[i]
 		}
@@ -111,8 +117,11 @@ func (l *Book) Answered(results []store.TaskResult) {
 	for i := range results {
 		k := attemptKey{results[i].RunID, results[i].Step, results[i].Attempt}
 		a, ok := l.attempts[k]
-		if !ok {
-			continue // claimed by another store, or answered already
+		if !ok || a.claim != results[i].Claim {
+			// Claimed by another store, answered already, or the answer
+			// of a claim of the same attempt number that this store's
+			// rolled-back history forgot: not the attempt the book keeps.
+			continue
 		}
 		delete(l.attempts, k)
 		l.end(a.lease)
@@ -145,10 +154,11 @@ func (l *Book) viewFor(res *store.TaskResult) (View, bool) {
 	if res.Outcome != store.OutcomeCompleted {
 		return View{}, false
 	}
-	v := l.attempts[attemptKey{res.RunID, res.Step, res.Attempt}].view
-	if v.Kind != store.KindStep { // none kept (zero), or not a step's
+	a := l.attempts[attemptKey{res.RunID, res.Step, res.Attempt}]
+	if a.view.Kind != store.KindStep || a.claim != res.Claim { // none kept (zero), not a step's, or another claim's
 		return View{}, false
 	}
+	v := a.view
 	return v, true
 }
 
