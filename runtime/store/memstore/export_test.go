@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/dagenhq/dagen/runtime/dag"
@@ -12,7 +13,10 @@ import (
 // it: QUEUED again, in the ready queue, at the attempt before, its claim
 // forgotten. The conformance suite's rollback cases use it
 // (storetest.RollBacker); the worker that made the claim still holds it.
-func (s *Store) RollBack(run dag.RunID, step string) error {
+func (s *Store) RollBack(ctx context.Context, run dag.RunID, step string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	s.lock()
 	defer s.unlock()
 	r := s.runs[run]

@@ -13,7 +13,7 @@ import (
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, now func() time.Time) store.Store {
-		return newStore(t, now, 8)
+		return rollingBack{newStore(t, now, 8)}
 	})
 }
 

@@ -49,8 +49,8 @@ type fixture struct {
 	clock *clock
 }
 
-// Run runs the whole suite against the stores newStore makes. Subtests run
-// in parallel.
+// Run runs the whole suite against the stores newStore makes, which must
+// also be RollBackers. Subtests run in parallel.
 func Run(t *testing.T, newStore NewStore) {
 	tests := []struct {
 		name string
@@ -96,6 +96,11 @@ func Run(t *testing.T, newStore NewStore) {
 	tests = append(tests, group("Deploys/", deploysTests, func(f *fixture, fn func(*fixture, store.Deploys, store.Workers)) { fn(f, f.st, f.st) })...)
 	tests = append(tests, group("Signal/", signalTests, func(f *fixture, fn func(*fixture, store.Signaler)) { fn(f, f.st) })...)
 	tests = append(tests, group("Schedule/", scheduleTests, func(f *fixture, fn func(*fixture, store.Scheduler)) { fn(f, f.st) })...)
+	tests = append(tests, group("Rollback/", rollbackTests, func(f *fixture, fn func(*fixture, RollBacker)) {
+		rb, ok := f.st.(RollBacker)
+		require.True(f.t, ok, "the store under test is a storetest.RollBacker")
+		fn(f, rb)
+	})...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
