@@ -318,7 +318,7 @@ DELETE FROM dagen_leases WHERE id = ANY(@ids::bigint[]);
 -- name: ListTasks :many
 -- A run's tasks in creation order, each mapped task's elements right after
 -- it (they have its seq).
-SELECT name, kind, parents, signature, status, attempt, output, error, reason, wake_at, worker, finished_at,
+SELECT name, kind, parents, signature, status, attempt, claim, output, error, reason, wake_at, worker, finished_at,
        elements, coalesce(element, 0)::integer AS element
 FROM dagen_tasks
 WHERE run_id = @run_id

@@ -211,7 +211,7 @@ func (e *Engine) releasedAttempts(ctx context.Context, id dag.RunID, step string
 			// An operator retried the run (store.Retrier): the attempts
 			// before it do not count, and the count starts over.
 			n = ev.Attempt
-		case ev.Type == store.EventRescued && (ev.Detail == store.ReleasedDetail || ev.Detail == store.UnclaimedDetail):
+		case ev.Type == store.EventRescued && (ev.Detail == store.ReleasedDetail || ev.Detail == store.NotHeldDetail || ev.Detail == store.UnclaimedDetail):
 			n++
 		}
 	}

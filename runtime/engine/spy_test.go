@@ -111,7 +111,7 @@ func waitRounds(ctx context.Context, counter *atomic.Int64, n int64) error {
 	return nil
 }
 
-func (s *spyStore) Heartbeat(ctx context.Context, worker string, ttl time.Duration, runs []dag.RunID) ([]dag.RunID, error) {
+func (s *spyStore) Heartbeat(ctx context.Context, worker string, ttl time.Duration, runs []store.HeldAttempt) ([]dag.RunID, error) {
 	defer s.beats.Add(1)
 	return s.Store.Heartbeat(ctx, worker, ttl, runs)
 }

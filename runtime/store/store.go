@@ -491,13 +491,18 @@ type Task struct {
 	Parents   []string
 	Signature string // what code may run it (NewTask.Signature)
 	Status    TaskStatus
-	Attempt   int    // attempts started so far
-	Output    []byte // COMPLETED only
-	Error     string // last error
-	Reason    string // SKIPPED only
-	WakeAt    time.Time
-	Worker    string // worker that claimed the last attempt
-	Finished  time.Time
+	Attempt   int // attempts started so far
+	// Claim is the token of the claim that started the last attempt
+	// (ClaimedTask.Claim), 0 before the first: a worker that lost the
+	// answer to a claim (StartRuns) and reads the task back needs it to
+	// answer for the attempt.
+	Claim    int64
+	Output   []byte // COMPLETED only
+	Error    string // last error
+	Reason   string // SKIPPED only
+	WakeAt   time.Time
+	Worker   string // worker that claimed the last attempt
+	Finished time.Time
 	// Elements is how many elements a KindMap task was mapped to (0 before
 	// it is); Element is a KindElement task's index.
 	Elements int

@@ -12,11 +12,40 @@ import (
 // and does not count against the task's retries.
 const ReleasedDetail = "worker stopped"
 
-// UnclaimedDetail is the detail of the RESCUED event of a task that
-// Heartbeat released because its worker never received it (the answer to
-// its claim was lost). Like a released attempt, it does not count against
-// the task's retries.
+// NotHeldDetail is the detail of the RESCUED event of a task that
+// Heartbeat released because its worker does not hold its attempt: the
+// answer to the claim never reached the worker, or the worker finished the
+// attempt and the store lost its result (a database restored to an older
+// history, a lagging standby promoted). Like a released attempt, it does
+// not count against the task's retries.
+const NotHeldDetail = "attempt not held by its worker"
+
+// UnclaimedDetail is the detail Heartbeat gave such releases when
+// heartbeats named only the runs a worker held, and it took every task it
+// released for one whose claim never reached its worker; events logged
+// then keep it. Heartbeat now logs [NotHeldDetail].
 const UnclaimedDetail = "claim never reached its worker"
+
+// HeldAttempt names an attempt a worker holds (executing, or with its
+// result not stored yet), as a heartbeat reports it.
+type HeldAttempt struct {
+	RunID   dag.RunID
+	Step    string
+	Attempt int
+	// Claim is the attempt's ClaimedTask.Claim: what tells the attempt
+	// held from another claim of the same attempt number.
+	Claim int64
+}
+
+// HeldOf returns the attempt ct is.
+func HeldOf(ct *ClaimedTask) HeldAttempt {
+	return HeldAttempt{RunID: ct.RunID, Step: ct.Step, Attempt: ct.Attempt, Claim: ct.Claim}
+}
+
+// HeldBy returns the attempt r is the result of.
+func HeldBy(r *TaskResult) HeldAttempt {
+	return HeldAttempt{RunID: r.RunID, Step: r.Step, Attempt: r.Attempt, Claim: r.Claim}
+}
 
 // Workers, part of [Execution], keeps the workers that share a store. A
 // worker proves it is alive with one narrow heartbeat row; while it is
@@ -25,16 +54,19 @@ const UnclaimedDetail = "claim never reached its worker"
 // history through it too.
 type Workers interface {
 	// Heartbeat records that worker is alive until the store's now plus
-	// ttl. runs are the runs whose tasks the worker holds (executing, or
-	// with results not stored yet); Heartbeat returns those of them that
-	// were cancelled, so the worker can cancel the steps' contexts.
+	// ttl. held are the attempts the worker holds (executing, or with
+	// results not stored yet); Heartbeat returns the runs among theirs
+	// that were cancelled, so the worker can cancel the steps' contexts.
 	//
-	// A RUNNING task claimed by worker more than ttl ago whose run is not
-	// among runs never reached the worker (the answer to its claim was
-	// lost on the way): the heartbeat that keeps the worker alive would
-	// keep it RUNNING forever, so Heartbeat releases it as RetireWorker
-	// does, with a RESCUED event whose detail is [UnclaimedDetail].
-	Heartbeat(ctx context.Context, worker string, ttl time.Duration, runs []dag.RunID) (cancelled []dag.RunID, err error)
+	// A RUNNING task claimed by worker more than ttl ago whose attempt is
+	// not among held (no held attempt has its claim token) is not the
+	// worker's: the answer to its claim was lost on the way, or the worker
+	// finished the attempt and the store lost the result with the rest of
+	// a rolled-back history. The heartbeat that keeps the worker alive
+	// would keep it RUNNING forever, so Heartbeat releases it as
+	// RetireWorker does, with a RESCUED event whose detail is
+	// [NotHeldDetail], whatever else of its run the worker holds.
+	Heartbeat(ctx context.Context, worker string, ttl time.Duration, held []HeldAttempt) (cancelled []dag.RunID, err error)
 
 	// RetireWorker removes worker's heartbeat. With release, its RUNNING
 	// tasks are handed back at once instead of when their lease ends: each

@@ -811,7 +811,7 @@ func (r *run) storeTasks() []store.Task {
 		t, nt := r.tasks[i], r.spec(i)
 		st := store.Task{
 			Name: nt.Name, Kind: nt.Kind, Parents: slices.Clone(nt.Parents), Signature: nt.Signature,
-			Status: t.Status, Attempt: t.Attempt, Output: t.Output, Error: t.Err, Reason: t.Reason,
+			Status: t.Status, Attempt: t.Attempt, Claim: t.Claim, Output: t.Output, Error: t.Err, Reason: t.Reason,
 			WakeAt: t.WakeAt, Worker: t.worker, Finished: t.finishedAt,
 		}
 		if t.elems != nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
+	"github.com/dagenhq/dagen/runtime/store/internal/transition"
 )
 
 // lock and unlock guard the store; unlock also wakes subscribers when the
@@ -26,7 +27,7 @@ func (s *Store) unlock() {
 }
 
 // Heartbeat implements store.Workers.
-func (s *Store) Heartbeat(ctx context.Context, worker string, ttl time.Duration, runs []dag.RunID) ([]dag.RunID, error) {
+func (s *Store) Heartbeat(ctx context.Context, worker string, ttl time.Duration, held []store.HeldAttempt) ([]dag.RunID, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -36,28 +37,32 @@ func (s *Store) Heartbeat(ctx context.Context, worker string, ttl time.Duration,
 	s.workers[worker] = now.Add(ttl)
 	s.beats[worker] = now
 	var cancelled []dag.RunID
-	held := make(map[dag.RunID]bool, len(runs))
-	for _, id := range runs {
-		held[id] = true
-		if r := s.runs[id]; r == nil || r.Status == store.RunCancelled || r.timedOut {
-			cancelled = append(cancelled, id)
+	runs := make(map[dag.RunID]bool, len(held))
+	claims := make(map[int64]bool, len(held))
+	for _, a := range held {
+		claims[a.Claim] = true
+		if runs[a.RunID] {
+			continue
+		}
+		runs[a.RunID] = true
+		if r := s.runs[a.RunID]; r == nil || r.Status == store.RunCancelled || r.timedOut {
+			cancelled = append(cancelled, a.RunID)
 		}
 	}
-	// Tasks claimed for worker long ago in runs it does not hold: the
-	// answer to their claim was lost.
-	// The lease heap holds every running attempt (and stale entries, which
+	// Attempts claimed for worker long ago that it does not hold. The
+	// lease heap holds every running attempt (and stale entries, which
 	// the checks skip).
 	var lost []leaseEntry
 	for _, le := range s.leases {
 		t := le.run.tasks[le.task]
-		if !held[le.run.rec.ID] && t.Status == store.TaskRunning && t.Attempt == le.Attempt &&
+		if !claims[le.claim] && transition.Holds(&t.Task, le.Attempt, le.claim) &&
 			t.worker == worker && t.claimedAt.Before(now.Add(-ttl)) {
 			lost = append(lost, le)
 		}
 	}
 	for _, le := range lost {
-		if t := le.run.tasks[le.task]; t.Status == store.TaskRunning && t.Attempt == le.Attempt {
-			s.release(le.run, le.task, now, store.UnclaimedDetail)
+		if t := le.run.tasks[le.task]; transition.Holds(&t.Task, le.Attempt, le.claim) {
+			s.release(le.run, le.task, now, store.NotHeldDetail)
 		}
 	}
 	return cancelled, nil

@@ -141,7 +141,7 @@ func TestRescueTakesTheTasksThatStillHoldALease(t *testing.T) {
 	claimed := f.claim(t, f.s, 3)
 	f.complete(t, f.s, claimed[0])
 
-	_, err := f.s.Heartbeat(f.ctx, "w", 5*time.Minute, []dag.RunID{claimed[1].RunID, claimed[2].RunID})
+	_, err := f.s.Heartbeat(f.ctx, "w", 5*time.Minute, []store.HeldAttempt{store.HeldOf(&claimed[1]), store.HeldOf(&claimed[2])})
 	require.NoError(t, err)
 	f.clock.Advance(2 * time.Minute)
 	n, err := f.s.RescueExpired(f.ctx, 100)

@@ -286,10 +286,10 @@ func TestBatchesFindRowsByKey(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, started, 100)
 	// A heartbeat of the worker that holds half of the runs it started
-	// (UnclaimedTasks: the leases it holds are looked up).
-	var held []dag.RunID
-	for _, c := range started[:50] {
-		held = append(held, c.RunID)
+	// (NotHeldTasks: the leases it holds are looked up).
+	var held []store.HeldAttempt
+	for i := range started[:50] {
+		held = append(held, store.HeldOf(&started[i]))
 	}
 	_, err = s.Heartbeat(ctx, "w", time.Minute, held)
 	require.NoError(t, err)
@@ -336,7 +336,7 @@ func TestBatchesFindRowsByKey(t *testing.T) {
 	}
 	slices.Sort(scans)
 	require.Empty(t, slices.Compact(scans))
-	for _, name := range []string{"EnsureTenants", "InsertTasks", "Enqueue", "StartedTasks", "ClaimTasks", "LockRuns", "GetTasks", "UpdateTasks", "UpdateRuns", "DecrementChildren", "UnclaimedTasks", "TenantsAhead", "ContinueTasks", "ReportUnserved"} {
+	for _, name := range []string{"EnsureTenants", "InsertTasks", "Enqueue", "StartedTasks", "ClaimTasks", "LockRuns", "GetTasks", "UpdateTasks", "UpdateRuns", "DecrementChildren", "NotHeldTasks", "TenantsAhead", "ContinueTasks", "ReportUnserved"} {
 		require.True(t, seen[name], "no %s statement ran", name)
 	}
 }
@@ -506,7 +506,7 @@ func TestTriggersKeepOnePlan(t *testing.T) {
 // TestWorkerRoundsFindTasksByKey checks the statements a worker or the
 // leader runs every few seconds whatever the load: the heartbeat's look
 // for the tasks leased to a worker that it never received
-// (UnclaimedTasks), and the look for queued tasks no worker serves
+// (NotHeldTasks), and the look for queued tasks no worker serves
 // (ReportUnserved). Joined to the tasks table, the planner hashed the
 // leases or the queue and read every task of every range to probe them,
 // at every round (see docs/performance.md, "Worker rounds find tasks by
@@ -526,9 +526,9 @@ func TestWorkerRoundsFindTasksByKey(t *testing.T) {
 	require.Len(t, claimed, 5000)
 	_, err = pool.Exec(ctx, "ANALYZE dagen_runs, dagen_tasks, dagen_leases")
 	require.NoError(t, err)
-	var held []dag.RunID
-	for _, c := range claimed[:4000] {
-		held = append(held, c.RunID)
+	var held []store.HeldAttempt
+	for i := range claimed[:4000] {
+		held = append(held, store.HeldOf(&claimed[i]))
 	}
 	_, err = s.Heartbeat(ctx, "w", time.Minute, held)
 	require.NoError(t, err)
@@ -549,14 +549,14 @@ func TestWorkerRoundsFindTasksByKey(t *testing.T) {
 		require.NoError(t, err)
 		for _, st := range stmts {
 			name, plan := explain(t, conn, st)
-			if name != "UnclaimedTasks" && name != "ReportUnserved" {
+			if name != "NotHeldTasks" && name != "ReportUnserved" {
 				continue
 			}
 			found[name] = true
 			require.NotContains(t, wholeReads(t, conn, plan), "dagen_tasks", "%s reads all tasks (%s)", name, mode)
 		}
 	}
-	require.Equal(t, map[string]bool{"UnclaimedTasks": true, "ReportUnserved": true}, found)
+	require.Equal(t, map[string]bool{"NotHeldTasks": true, "ReportUnserved": true}, found)
 }
 
 // TestClaimsKeepTheirGenericPlan checks that claims run the plan the

@@ -14,9 +14,20 @@ import (
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/pipeline"
 )
 
-// Heartbeat implements store.Workers with one statement: an upsert of the
-// worker's narrow row and a lookup of its runs.
-func (s *Store) Heartbeat(ctx context.Context, worker string, ttl time.Duration, runs []dag.RunID) ([]dag.RunID, error) {
+// Heartbeat implements store.Workers with one statement, an upsert of the
+// worker's narrow row and a lookup of its runs, and a lookup of the
+// attempts leased to it that it does not hold.
+func (s *Store) Heartbeat(ctx context.Context, worker string, ttl time.Duration, held []store.HeldAttempt) ([]dag.RunID, error) {
+	runs := make([]dag.RunID, 0, len(held))
+	claims := make([]int64, len(held))
+	seen := make(map[dag.RunID]bool, len(held))
+	for i, a := range held {
+		claims[i] = a.Claim
+		if !seen[a.RunID] {
+			seen[a.RunID] = true
+			runs = append(runs, a.RunID)
+		}
+	}
 	ids, err := s.q.Heartbeat(ctx, s.pool, dbsqlc.HeartbeatParams{
 		Now:        s.clock(),
 		Worker:     worker,
@@ -30,19 +41,21 @@ func (s *Store) Heartbeat(ctx context.Context, worker string, ttl time.Duration,
 	for _, id := range ids {
 		cancelled = append(cancelled, dag.RunID(id.Bytes))
 	}
-	lost, err := s.q.UnclaimedTasks(ctx, s.pool, dbsqlc.UnclaimedTasksParams{
-		Worker: worker, Held: uuids(runs), Now: s.clock(), TtlSeconds: ttl.Seconds(),
+	lost, err := s.q.NotHeldTasks(ctx, s.pool, dbsqlc.NotHeldTasksParams{
+		Worker: worker, Held: claims, Now: s.clock(), TtlSeconds: ttl.Seconds(),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("heartbeat of worker %s: find tasks it never received: %w", worker, err)
+		return nil, fmt.Errorf("heartbeat of worker %s: find attempts it does not hold: %w", worker, err)
 	}
 	if len(lost) > 0 {
 		keys := make([]taskKey, len(lost))
+		claims := make([]int64, len(lost))
 		for i, r := range lost {
 			keys[i] = taskKey{dag.RunID(r.RunID.Bytes), r.Name}
+			claims[i] = r.Claim
 		}
-		if _, err := s.releaseTasks(ctx, worker, keys, store.UnclaimedDetail); err != nil {
-			return nil, fmt.Errorf("heartbeat of worker %s: release tasks it never received: %w", worker, err)
+		if _, err := s.releaseTasks(ctx, worker, keys, claims, store.NotHeldDetail); err != nil {
+			return nil, fmt.Errorf("heartbeat of worker %s: release attempts it does not hold: %w", worker, err)
 		}
 	}
 	return cancelled, nil
@@ -66,7 +79,7 @@ func (s *Store) RetireWorker(ctx context.Context, worker string, release bool) (
 	for _, r := range rows {
 		keys = append(keys, taskKey{dag.RunID(r.RunID.Bytes), r.Name})
 	}
-	n, err := s.releaseTasks(ctx, worker, keys, store.ReleasedDetail)
+	n, err := s.releaseTasks(ctx, worker, keys, nil, store.ReleasedDetail)
 	if err != nil {
 		return 0, fmt.Errorf("retire worker %s: release tasks: %w", worker, err)
 	}
@@ -74,12 +87,13 @@ func (s *Store) RetireWorker(ctx context.Context, worker string, release bool) (
 }
 
 // releaseTasks hands the tasks with these keys that worker runs back, in
-// one transaction: each is enqueued again whatever attempts it has left,
+// one transaction (with claims, by key, only while they are RUNNING under
+// that claim): each is enqueued again whatever attempts it has left,
 // with a RESCUED event of that detail, and its max_attempts grows by one so
 // the released attempt does not count. A task of a run that is no longer
 // RUNNING is cancelled instead (but an onfailure task). It returns how many
 // it released or cancelled.
-func (s *Store) releaseTasks(ctx context.Context, worker string, keys []taskKey, detail string) (int, error) {
+func (s *Store) releaseTasks(ctx context.Context, worker string, keys []taskKey, claims []int64, detail string) (int, error) {
 	if len(keys) == 0 {
 		return 0, nil
 	}
@@ -97,7 +111,7 @@ func (s *Store) releaseTasks(ctx context.Context, worker string, keys []taskKey,
 			// Re-check under the run lock; the worker is recorded with the
 			// attempt, so a task claimed again since is not this worker's.
 			t := b.tasks[k]
-			if t == nil || t.Status != store.TaskRunning || t.worker != worker {
+			if t == nil || t.Status != store.TaskRunning || t.worker != worker || (claims != nil && t.Claim != claims[src]) {
 				continue
 			}
 			n++

@@ -248,7 +248,7 @@ func testDeadlineRunning(f *fixture) {
 	require.Equal(t, 1, f.fireDue(time.Hour))
 	require.Equal(t, store.TaskCancelled, f.status(r.ID, "a"), "a running task is cancelled too")
 	require.Equal(t, store.TaskCancelled, f.status(r.ID, "b"))
-	stop, err := f.st.Heartbeat(f.ctx, "w1", time.Minute, []dag.RunID{r.ID})
+	stop, err := f.st.Heartbeat(f.ctx, "w1", time.Minute, []store.HeldAttempt{store.HeldOf(&a)})
 	require.NoError(t, err)
 	require.Equal(t, []dag.RunID{r.ID}, stop, "the worker running a is told to stop it")
 	outs := f.complete(done(a, ""))

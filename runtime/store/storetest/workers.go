@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -21,6 +22,7 @@ var workersTests = []struct {
 	{"ReleasedAttemptDoesNotCount", testReleasedAttemptDoesNotCount},
 	{"PruneFinishedRuns", testPruneRuns},
 	{"HeartbeatReleasesUnreceivedClaims", testHeartbeatReleasesUnreceivedClaims},
+	{"HeartbeatReleasesAttemptsNotHeld", testHeartbeatReleasesAttemptsNotHeld},
 }
 
 func testHeartbeatKeepsTasks(f *fixture, ws store.Workers) {
@@ -37,7 +39,7 @@ func testHeartbeatKeepsTasks(f *fixture, ws store.Workers) {
 	// "alive" heartbeats past its claim lease; "dead" never does.
 	for range 5 {
 		f.clock.advance(30 * time.Second)
-		_, err := ws.Heartbeat(f.ctx, "alive", time.Minute, []dag.RunID{r.ID})
+		_, err := ws.Heartbeat(f.ctx, "alive", time.Minute, []store.HeldAttempt{store.HeldOf(&long[0])})
 		require.NoError(t, err)
 		_, err = f.st.RescueExpired(f.ctx, 100)
 		require.NoError(t, err)
@@ -69,7 +71,11 @@ func testHeartbeatReportsCancelledRuns(f *fixture, ws store.Workers) {
 	require.NoError(t, err)
 	f.complete(store.TaskResult{RunID: fail.ID, Step: "a", Attempt: 1, Claim: claimOf(claimed, fail.ID, "a"), Outcome: store.OutcomeFailed, Error: "x"})
 	gone := dag.NewRunID()
-	cancelled, err := ws.Heartbeat(f.ctx, "w1", time.Minute, []dag.RunID{keep.ID, stop.ID, fail.ID, gone})
+	held := []store.HeldAttempt{{RunID: gone, Step: "a", Attempt: 1, Claim: 1}}
+	for i := range claimed {
+		held = append(held, store.HeldOf(&claimed[i]))
+	}
+	cancelled, err := ws.Heartbeat(f.ctx, "w1", time.Minute, held)
 	require.NoError(t, err)
 	require.ElementsMatch(t, []dag.RunID{stop.ID, gone}, cancelled,
 		"cancelled and vanished runs are reported; a failed run's running steps may finish")
@@ -417,10 +423,10 @@ func testStartRuns(f *fixture) {
 }
 
 // testHeartbeatReleasesUnreceivedClaims claims tasks for a worker as if the
-// answer to the claim were lost: the worker never names their runs in its
-// heartbeats. Once claimed longer than the heartbeat's ttl ago, they are
-// released for another worker, and the lost attempt does not count; a task
-// claimed more recently, or of a run the worker names, is kept.
+// answer to the claim were lost: the worker never names their attempts in
+// its heartbeats. Once claimed longer than the heartbeat's ttl ago, they
+// are released for another worker, and the lost attempt does not count; a
+// task claimed more recently, or whose attempt the worker names, is kept.
 func testHeartbeatReleasesUnreceivedClaims(f *fixture, ws store.Workers) {
 	t := f.t
 	lost := newRun("wf", "t", store.NewTask{Name: "a", Kind: store.KindStep, MaxAttempts: 1})
@@ -433,22 +439,25 @@ func testHeartbeatReleasesUnreceivedClaims(f *fixture, ws store.Workers) {
 
 	f.clock.advance(30 * time.Second)
 	require.Len(t, f.claim(1), 1, "late's task, claimed now")
-	_, err := ws.Heartbeat(f.ctx, "w1", time.Minute, []dag.RunID{held.ID})
+	holds := []store.HeldAttempt{store.HeldOf(&claimed[0]), store.HeldOf(&claimed[1])}
+	holds = slices.DeleteFunc(holds, func(a store.HeldAttempt) bool { return a.RunID != held.ID })
+	require.Len(t, holds, 1)
+	_, err := ws.Heartbeat(f.ctx, "w1", time.Minute, holds)
 	require.NoError(t, err)
 	require.Equal(t, store.TaskRunning, f.status(lost.ID, "a"), "claimed 30 s ago: within the ttl, it may still be on its way")
 
 	f.clock.advance(45 * time.Second)
-	_, err = ws.Heartbeat(f.ctx, "w1", time.Minute, []dag.RunID{held.ID})
+	_, err = ws.Heartbeat(f.ctx, "w1", time.Minute, holds)
 	require.NoError(t, err)
 	require.Equal(t, store.TaskQueued, f.status(lost.ID, "a"), "claimed 75 s ago and never named: released")
-	require.Equal(t, store.TaskRunning, f.status(held.ID, "a"), "its run is named: kept")
+	require.Equal(t, store.TaskRunning, f.status(held.ID, "a"), "its attempt is named: kept")
 	require.Equal(t, store.TaskRunning, f.status(late.ID, "a"), "claimed 45 s ago: kept")
 	events, err := f.st.ListEvents(f.ctx, lost.ID)
 	require.NoError(t, err)
 	last := events[len(events)-1]
 	require.Equal(t, store.EventQueued, last.Type)
 	require.Equal(t, store.EventRescued, events[len(events)-2].Type)
-	require.Equal(t, store.UnclaimedDetail, events[len(events)-2].Detail)
+	require.Equal(t, store.NotHeldDetail, events[len(events)-2].Detail)
 
 	// The lost attempt does not count: the task, allowed one attempt, runs.
 	again := f.claim(10)
@@ -457,4 +466,44 @@ func testHeartbeatReleasesUnreceivedClaims(f *fixture, ws store.Workers) {
 	require.Equal(t, 2, again[0].Attempt)
 	require.Equal(t, store.OutcomeCompleted, f.complete(done(again[0], "1"))[0].Outcome)
 	require.Equal(t, store.RunCompleted, f.run(lost.ID).Status)
+}
+
+// testHeartbeatReleasesAttemptsNotHeld: a task the store shows RUNNING for
+// a worker that does not hold its attempt (it finished it, and the store
+// lost the result with a rolled-back history) is released at its worker's
+// next heartbeat past the ttl, though the worker holds another task of the
+// same run, and logged for what it is.
+func testHeartbeatReleasesAttemptsNotHeld(f *fixture, ws store.Workers) {
+	t := f.t
+	r := newRun("wf", "t", task("a"), task("b"))
+	f.create(r)
+	claimed := claimedBy(f.claim(2))
+	require.Len(t, claimed, 2)
+	b := claimed["b"]
+	holds := []store.HeldAttempt{store.HeldOf(&b)} // a is done here; the store does not know
+
+	f.clock.advance(75 * time.Second)
+	_, err := ws.Heartbeat(f.ctx, "w1", time.Minute, holds)
+	require.NoError(t, err)
+	require.Equal(t, store.TaskQueued, f.status(r.ID, "a"), "a's attempt is not held: released, though b of its run is")
+	require.Equal(t, store.TaskRunning, f.status(r.ID, "b"), "b's attempt is named: kept")
+	events, err := f.st.ListEvents(f.ctx, r.ID)
+	require.NoError(t, err)
+	var details []string
+	for _, e := range events {
+		if e.Type == store.EventRescued {
+			details = append(details, e.Step+": "+e.Detail)
+		}
+	}
+	require.Equal(t, []string{"a: " + store.NotHeldDetail}, details)
+
+	// A heartbeat naming the same attempt number under another claim (the
+	// worker's claim of a lost history) does not hold the new claim.
+	a := f.claimStep(r.ID, "a")
+	f.clock.advance(75 * time.Second)
+	other := store.HeldOf(&a)
+	other.Claim = claimed["a"].Claim
+	_, err = ws.Heartbeat(f.ctx, "w1", time.Minute, []store.HeldAttempt{store.HeldOf(&b), other})
+	require.NoError(t, err)
+	require.Equal(t, store.TaskQueued, f.status(r.ID, "a"), "another claim's attempt is not this one")
 }

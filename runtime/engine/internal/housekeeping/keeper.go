@@ -42,10 +42,11 @@ type Config struct {
 	// Leading is set while the worker leads housekeeping.
 	Leading *atomic.Bool
 
-	// Held returns the runs whose tasks the worker holds: a heartbeat
-	// names them, so the store can tell a task whose claim never reached
-	// the worker from one it holds.
-	Held func() []dag.RunID
+	// Held returns the attempts the worker holds: a heartbeat names them,
+	// so the store can tell an attempt the worker holds from one it does
+	// not (its claim never reached the worker, or the store lost the
+	// result of an attempt the worker finished).
+	Held func() []store.HeldAttempt
 	// Cancelled stops the steps running here of runs cancelled elsewhere.
 	Cancelled func(ids []dag.RunID)
 	// Publish tells the store what the worker serves, before each

@@ -35,16 +35,19 @@ type Slots struct {
 	takeMu    sync.Mutex // held to take slots: see Take
 
 	// held counts, by run, the tasks held: claimed and not yet stored or
-	// dropped. Heartbeats name these runs, so the store can tell a task
-	// whose claim never reached the worker from one it holds.
-	heldMu  sync.Mutex
-	held    map[dag.RunID]int
-	tenants map[string]int // the held tasks, by tenant: see Light
+	// dropped; attempts are the attempts held. Heartbeats name the
+	// attempts, so the store can tell a task whose attempt the worker holds
+	// from one it does not (its claim never reached the worker, or the
+	// store lost the result of an attempt the worker finished).
+	heldMu   sync.Mutex
+	held     map[dag.RunID]int
+	attempts map[store.HeldAttempt]int
+	tenants  map[string]int // the held tasks, by tenant: see Light
 }
 
 // New returns the slots of a worker that holds at most concurrency tasks.
 func New(concurrency int) *Slots {
-	return &Slots{concurrency: concurrency, held: make(map[dag.RunID]int), tenants: make(map[string]int)}
+	return &Slots{concurrency: concurrency, held: make(map[dag.RunID]int), attempts: make(map[store.HeldAttempt]int), tenants: make(map[string]int)}
 }
 
 // lightReserve is how many slots only runs of light tenants may take: one
@@ -93,9 +96,9 @@ func (s *Slots) Unused(n int) { s.executing.Add(-int64(n)) }
 // Finished records that a step finished: its result now waits for the
 // store, in its slot, or, when it was dropped (keep is false), its slot
 // and task are given up at once.
-func (s *Slots) Finished(id dag.RunID, tenant string, keep bool) {
+func (s *Slots) Finished(a store.HeldAttempt, tenant string, keep bool) {
 	if !keep {
-		s.Unhold(id, tenant)
+		s.Unhold(a, tenant)
 		s.executing.Add(-1)
 		return
 	}
@@ -125,31 +128,36 @@ func (s *Slots) Hold(tasks []store.ClaimedTask) {
 	defer s.heldMu.Unlock()
 	for i := range tasks {
 		s.held[tasks[i].RunID]++
+		s.attempts[store.HeldOf(&tasks[i])]++
 		s.tenants[tasks[i].Tenant]++
 	}
 }
 
-// Unhold records that the worker no longer holds a task of run id.
-func (s *Slots) Unhold(id dag.RunID, tenant string) {
+// Unhold records that the worker no longer holds attempt a, a task of
+// tenant.
+func (s *Slots) Unhold(a store.HeldAttempt, tenant string) {
 	s.heldMu.Lock()
 	defer s.heldMu.Unlock()
-	if s.held[id]--; s.held[id] <= 0 {
-		delete(s.held, id)
+	if s.held[a.RunID]--; s.held[a.RunID] <= 0 {
+		delete(s.held, a.RunID)
+	}
+	if s.attempts[a]--; s.attempts[a] <= 0 {
+		delete(s.attempts, a)
 	}
 	if s.tenants[tenant]--; s.tenants[tenant] <= 0 {
 		delete(s.tenants, tenant)
 	}
 }
 
-// HeldRuns returns the runs whose tasks the worker holds.
-func (s *Slots) HeldRuns() []dag.RunID {
+// HeldAttempts returns the attempts the worker holds.
+func (s *Slots) HeldAttempts() []store.HeldAttempt {
 	s.heldMu.Lock()
 	defer s.heldMu.Unlock()
-	runs := make([]dag.RunID, 0, len(s.held))
-	for id := range s.held {
-		runs = append(runs, id)
+	held := make([]store.HeldAttempt, 0, len(s.attempts))
+	for a := range s.attempts {
+		held = append(held, a)
 	}
-	return runs
+	return held
 }
 
 // Holds reports whether the worker holds a task of run id.

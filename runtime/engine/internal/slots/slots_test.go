@@ -25,7 +25,7 @@ func TestTakeCountsResultsWaitingForTheStore(t *testing.T) {
 	}))
 	s.Unused(40) // the claim found 60
 	for range 60 {
-		s.Finished(dag.RunID{1}, "t", true)
+		s.Finished(store.HeldAttempt{RunID: dag.RunID{1}}, "t", true)
 	}
 	require.Zero(t, s.Executing())
 	require.EqualValues(t, 60, s.Pending())
@@ -38,19 +38,21 @@ func TestTakeCountsResultsWaitingForTheStore(t *testing.T) {
 
 func TestLightTenantsMayFillTheReserve(t *testing.T) {
 	s := slots.New(128)
-	s.Hold([]store.ClaimedTask{{RunID: dag.RunID{1}, Tenant: "heavy"}, {RunID: dag.RunID{1}, Tenant: "heavy"}})
+	held := []store.ClaimedTask{{RunID: dag.RunID{1}, Step: "a", Claim: 7, Tenant: "heavy"}, {RunID: dag.RunID{1}, Step: "b", Claim: 8, Tenant: "heavy"}}
+	s.Hold(held)
 	require.Equal(t, 128, s.StartCapacity(map[string]bool{"light": true}))
 	require.Equal(t, 126, s.StartCapacity(map[string]bool{"heavy": true}))
 	require.Equal(t, 126, s.StartCapacity(map[string]bool{"light": true, "other": true}))
 	require.True(t, s.Light("light", slots.LightTasks))
 	require.False(t, s.Light("heavy", slots.LightTasks))
 	require.True(t, s.Holds(dag.RunID{1}))
-	require.Equal(t, []dag.RunID{{1}}, s.HeldRuns())
-	s.Unhold(dag.RunID{1}, "heavy")
+	require.ElementsMatch(t, []store.HeldAttempt{store.HeldOf(&held[0]), store.HeldOf(&held[1])}, s.HeldAttempts())
+	s.Unhold(store.HeldOf(&held[0]), "heavy")
 	require.True(t, s.Light("heavy", slots.LightTasks))
-	s.Unhold(dag.RunID{1}, "heavy")
+	require.Equal(t, []store.HeldAttempt{store.HeldOf(&held[1])}, s.HeldAttempts())
+	s.Unhold(store.HeldOf(&held[1]), "heavy")
 	require.False(t, s.Holds(dag.RunID{1}))
-	require.Empty(t, s.HeldRuns())
+	require.Empty(t, s.HeldAttempts())
 }
 
 // TestTakeNeverOverfills has many claimers take slots at once and hold

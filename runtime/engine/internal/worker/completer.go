@@ -107,8 +107,8 @@ func (w *Worker) completeBatch(batch []store.TaskResult, tenants []string) {
 			break
 		}
 	}
-	for i, r := range batch {
-		w.slots.Unhold(r.RunID, tenants[i])
+	for i := range batch {
+		w.slots.Unhold(store.HeldBy(&batch[i]), tenants[i])
 	}
 	// The claimed steps take their slots before the results give theirs
 	// back, so the poller never sees more free than there are.

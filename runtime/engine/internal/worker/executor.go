@@ -82,7 +82,7 @@ func (w *Worker) run(ct *store.ClaimedTask) {
 // releases the task.
 func (w *Worker) handOn(f finished, keep bool) {
 	res := f.res
-	w.slots.Finished(res.RunID, f.tenant, keep)
+	w.slots.Finished(store.HeldBy(&res), f.tenant, keep)
 	if !keep {
 		w.cfg.Log.Info("dagen: step cut short by Stop; its task goes to another worker",
 			"worker", w.cfg.WorkerID, "run", res.RunID, "step", res.Step, "attempt", res.Attempt)

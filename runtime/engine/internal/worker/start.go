@@ -77,7 +77,7 @@ func (w *Worker) recoverStarted(ctx context.Context, runs []store.NewRun, limit 
 				t.Status == store.TaskRunning && t.Attempt == 1 && t.Worker == w.cfg.WorkerID {
 				tasks = append(tasks, store.ClaimedTask{
 					RunID: run.ID, Workflow: run.Workflow, Tenant: run.Tenant,
-					Step: t.Name, Kind: t.Kind, Attempt: 1, Signature: t.Signature, Input: run.Input,
+					Step: t.Name, Kind: t.Kind, Attempt: 1, Claim: t.Claim, Signature: t.Signature, Input: run.Input,
 				})
 			}
 		}

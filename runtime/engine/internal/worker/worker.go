@@ -153,7 +153,7 @@ func Start(ctx context.Context, cfg Config, host Host) *Worker {
 		Store: cfg.Store, Elector: cfg.Elector, Worker: cfg.WorkerID,
 		Interval: cfg.HeartbeatInterval, Lease: cfg.Lease, Retention: cfg.Retention, Batch: cfg.BatchSize,
 		Log: cfg.Log, Health: cfg.Health, Leading: cfg.Leading,
-		Held: w.slots.HeldRuns, Cancelled: host.CancelRuns, Publish: host.Publish, Rescued: w.Signal,
+		Held: w.slots.HeldAttempts, Cancelled: host.CancelRuns, Publish: host.Publish, Rescued: w.Signal,
 	})
 	w.keeper.Beat(lctx) // register before claiming, so the first claims are covered
 	pollDone := make(chan struct{})

@@ -407,7 +407,7 @@ func (q *Queries) KeepGenericPlan(ctx context.Context, db DBTX) error {
 }
 
 const listTasks = `-- name: ListTasks :many
-SELECT name, kind, parents, signature, status, attempt, output, error, reason, wake_at, worker, finished_at,
+SELECT name, kind, parents, signature, status, attempt, claim, output, error, reason, wake_at, worker, finished_at,
        elements, coalesce(element, 0)::integer AS element
 FROM dagen_tasks
 WHERE run_id = $1
@@ -421,6 +421,7 @@ type ListTasksRow struct {
 	Signature  string
 	Status     string
 	Attempt    int32
+	Claim      int64
 	Output     []byte
 	Error      string
 	Reason     string
@@ -449,6 +450,7 @@ func (q *Queries) ListTasks(ctx context.Context, db DBTX, runID pgtype.UUID) ([]
 			&i.Signature,
 			&i.Status,
 			&i.Attempt,
+			&i.Claim,
 			&i.Output,
 			&i.Error,
 			&i.Reason,

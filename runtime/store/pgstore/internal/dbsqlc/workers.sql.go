@@ -88,47 +88,51 @@ func (q *Queries) Heartbeat(ctx context.Context, db DBTX, arg HeartbeatParams) (
 	return items, nil
 }
 
-const unclaimedTasks = `-- name: UnclaimedTasks :many
-SELECT e.run_id::uuid AS run_id, e.task::text AS name
+const notHeldTasks = `-- name: NotHeldTasks :many
+SELECT e.run_id::uuid AS run_id, e.task::text AS name, t.claim::bigint AS claim
 FROM dagen_leases l
 CROSS JOIN LATERAL (
     SELECT l.run_ids[i.i] AS run_id, l.tasks[i.i] AS task, l.events[i.i] AS event
     FROM generate_subscripts(l.events, 1) AS i(i)
 ) AS e
 CROSS JOIN LATERAL (
-    SELECT t.status, t.started_event, t.started_at FROM dagen_tasks t
+    SELECT t.status, t.claim, t.started_event, t.started_at FROM dagen_tasks t
     WHERE t.run_id = e.run_id AND t.name = e.task
     LIMIT 1
 ) t
 WHERE l.worker = $1
-  AND e.run_id NOT IN (SELECT unnest($2::uuid[]))
+  AND t.claim NOT IN (SELECT unnest($2::bigint[]))
   AND t.status = 'RUNNING' AND t.started_event = e.event
   AND t.started_at < coalesce($3::timestamptz, now()) - make_interval(secs => $4::float8)
 `
 
-type UnclaimedTasksParams struct {
+type NotHeldTasksParams struct {
 	Worker     string
-	Held       []pgtype.UUID
+	Held       []int64
 	Now        pgtype.Timestamptz
 	TtlSeconds float64
 }
 
-type UnclaimedTasksRow struct {
+type NotHeldTasksRow struct {
 	RunID pgtype.UUID
 	Name  string
+	Claim int64
 }
 
-// The running tasks leased to a worker, claimed before now - ttl, in runs
-// the worker does not hold: the answer to their claim never reached it.
-// dagen_leases holds only the leases of claims whose tasks may still run;
-// the worker's are few. Each entry's task is found by its key (LIMIT 1
-// keeps it one lookup: joined, the planner hashed the leases and read
-// every range of the tasks table at each heartbeat; see
-// docs/performance.md, "Worker rounds find tasks by key"), and the held
-// runs are hashed (NOT IN a subquery) rather than compared one by one per
-// entry.
-func (q *Queries) UnclaimedTasks(ctx context.Context, db DBTX, arg UnclaimedTasksParams) ([]UnclaimedTasksRow, error) {
-	rows, err := db.Query(ctx, unclaimedTasks,
+// The running tasks leased to a worker, claimed before now - ttl, whose
+// attempts the worker does not hold (none of @held has its claim token,
+// migration 014): the answer to their claim never reached it, or it
+// finished them and the database lost their results with a rolled-back
+// history. The token alone names an attempt: it is random, and differs
+// between any two claims. dagen_leases holds only the leases of claims
+// whose tasks may still run; the worker's are few. Each entry's task is
+// found by its key (LIMIT 1 keeps it one lookup: joined, the planner
+// hashed the leases and read every range of the tasks table at each
+// heartbeat; see docs/performance.md, "Worker rounds find tasks by key"),
+// and the held tokens are hashed (NOT IN a subquery) rather than compared
+// one by one per entry.
+func (q *Queries) NotHeldTasks(ctx context.Context, db DBTX, arg NotHeldTasksParams) ([]NotHeldTasksRow, error) {
+	rows, err := db.Query(ctx, notHeldTasks,
 		arg.Worker,
 		arg.Held,
 		arg.Now,
@@ -138,10 +142,10 @@ func (q *Queries) UnclaimedTasks(ctx context.Context, db DBTX, arg UnclaimedTask
 		return nil, err
 	}
 	defer rows.Close()
-	var items []UnclaimedTasksRow
+	var items []NotHeldTasksRow
 	for rows.Next() {
-		var i UnclaimedTasksRow
-		if err := rows.Scan(&i.RunID, &i.Name); err != nil {
+		var i NotHeldTasksRow
+		if err := rows.Scan(&i.RunID, &i.Name, &i.Claim); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
