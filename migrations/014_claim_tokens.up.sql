@@ -19,6 +19,14 @@
 -- task was never claimed in this history.
 ALTER TABLE dagen_tasks ADD COLUMN claim bigint NOT NULL DEFAULT 0;
 
+-- A lease's id is the least STARTED event id of its claim: after a
+-- rollback a new claim's lease may take the id of a lease that a process
+-- of the lost history still means to delete once its attempts are
+-- answered. A lease is now deleted by its id and its token, the least
+-- claim token of its tasks, which no other claim's lease has. 0: a lease
+-- written before this version.
+ALTER TABLE dagen_leases ADD COLUMN token bigint NOT NULL DEFAULT 0;
+
 -- dagen_new_claim draws a claim token: random, never 0. random() is seeded
 -- per backend from a strong source, and a promoted standby's backends are
 -- new ones; 52 random bits make two claims of one task at one attempt

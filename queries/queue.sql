@@ -171,8 +171,8 @@ claimed AS (
 leased AS (
     -- One lease for the claim (migration 012), its id the least STARTED
     -- event id in it.
-    INSERT INTO dagen_leases (id, worker, lease_until, run_ids, tasks, events)
-    SELECT min(claimed.started_event), @worker::text,
+    INSERT INTO dagen_leases (id, token, worker, lease_until, run_ids, tasks, events)
+    SELECT min(claimed.started_event), min(claimed.claim), @worker::text,
            min(clock.now) + make_interval(secs => @lease_seconds::float8),
            array_agg(claimed.run_id), array_agg(claimed.name), array_agg(claimed.started_event)
     FROM claimed, clock

@@ -50,11 +50,11 @@ inserted AS (
                    unnest((SELECT @tenants::text[])) AS tenant
         ) AS x
     ) AS t, clock
-    RETURNING dagen_tasks.run_id, dagen_tasks.name, dagen_tasks.started_event
+    RETURNING dagen_tasks.run_id, dagen_tasks.name, dagen_tasks.started_event, dagen_tasks.claim
 )
 -- One lease for the tasks started, as in ClaimTasks.
-INSERT INTO dagen_leases (id, worker, lease_until, run_ids, tasks, events)
-SELECT min(i.started_event), @worker::text,
+INSERT INTO dagen_leases (id, token, worker, lease_until, run_ids, tasks, events)
+SELECT min(i.started_event), min(i.claim), @worker::text,
        min(clock.now) + make_interval(secs => @lease_seconds::float8),
        array_agg(i.run_id), array_agg(i.name), array_agg(i.started_event)
 FROM inserted i, clock
@@ -258,9 +258,9 @@ RETURNING run_id, seq, coalesce(element, -1)::integer AS element, name, attempt;
 -- lease covers; the caller checks which tasks still hold it. The table
 -- holds the leases of claims whose tasks may still run, and only the
 -- leader reads it this way.
-SELECT l.id, l.lease_until, w.alive_until, e.run_id::uuid AS run_id, e.task::text AS name, e.event::bigint AS event
+SELECT l.id, l.token, l.lease_until, w.alive_until, e.run_id::uuid AS run_id, e.task::text AS name, e.event::bigint AS event
 FROM (
-    SELECT l.id, l.worker, l.lease_until, l.run_ids, l.tasks, l.events,
+    SELECT l.id, l.token, l.worker, l.lease_until, l.run_ids, l.tasks, l.events,
            coalesce(sum(cardinality(l.events)) OVER (ORDER BY l.lease_until, l.id
                                                      ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before
     FROM dagen_leases l
@@ -308,12 +308,16 @@ SELECT set_config('plan_cache_mode', 'force_custom_plan', true);
 SELECT set_config('plan_cache_mode', 'force_generic_plan', true);
 
 -- name: DeleteLeases :exec
--- Deletes leases by id: every attempt they covered ended. dagen_leases
+-- Deletes leases by id and token (migration 014: an id alone may name
+-- another claim's lease after a rollback): every attempt they covered
+-- ended. dagen_leases
 -- churns a row per claim and may hold many dead rows between two vacuums,
 -- while its statistics may still say it is empty: a generic plan made then
 -- scans the table. Callers run PlanEachExecution first, as the
 -- transaction's last statements.
-DELETE FROM dagen_leases WHERE id = ANY(@ids::bigint[]);
+DELETE FROM dagen_leases l
+USING (SELECT unnest(@ids::bigint[]) AS id, unnest(@tokens::bigint[]) AS token) AS k
+WHERE l.id = k.id AND l.token = k.token AND l.id = ANY(@ids::bigint[]);
 
 -- name: ListTasks :many
 -- A run's tasks in creation order, each mapped task's elements right after

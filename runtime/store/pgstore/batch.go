@@ -13,6 +13,7 @@ import (
 	"github.com/dagenhq/dagen/runtime/store"
 	"github.com/dagenhq/dagen/runtime/store/internal/transition"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/leasebook"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/pipeline"
 )
 
@@ -40,8 +41,8 @@ type batch struct {
 
 	resolved []resolvedTask // completed or skipped tasks whose children count down
 	enqueue  []enqueueItem
-	maps     mapWork // elements to create and queue (map.go)
-	dropped  []int64 // leases to delete: no task holds them (RescueExpired)
+	maps     mapWork           // elements to create and queue (map.go)
+	dropped  []leasebook.Lease // leases to delete: no task holds them (RescueExpired)
 	ev       events
 	credit   []int         // tasks enqueued, per source index (result, timer or rescue)
 	cont     *continuation // CompleteAndContinue's, or nil
@@ -601,14 +602,18 @@ func (e enqueueItem) live() bool {
 // A lease taken from the book here stays when the transaction fails: the
 // leader deletes it once it expires, as every lease no task holds.
 func (b *batch) endLeases(ctx context.Context, db dbsqlc.DBTX) error {
-	ids := append(b.dropped, b.s.leases.TakeDone()...)
-	if len(ids) == 0 {
+	leases := append(b.dropped, b.s.leases.TakeDone()...)
+	if len(leases) == 0 {
 		return nil
+	}
+	ids, tokens := make([]int64, len(leases)), make([]int64, len(leases))
+	for i, l := range leases {
+		ids[i], tokens[i] = l.ID, l.Token
 	}
 	if err := b.s.q.PlanEachExecution(ctx, db); err != nil {
 		return fmt.Errorf("plan lease removal: %w", err)
 	}
-	if err := b.s.q.DeleteLeases(ctx, db, ids); err != nil {
+	if err := b.s.q.DeleteLeases(ctx, db, ids, tokens); err != nil {
 		return fmt.Errorf("delete %d leases: %w", len(ids), err)
 	}
 	return nil

@@ -69,7 +69,7 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.Cl
 		views[i] = leasebook.ViewOf(&c, r.Children, r.StartedEvent, r.RowCtid)
 	}
 	if len(rows) > 0 {
-		s.leases.Claimed(rows[0].Lease, claimed, views)
+		s.leases.Claimed(leasebook.LeaseOf(rows[0].Lease, claimed), claimed, views)
 	}
 	return claimed, nil
 }

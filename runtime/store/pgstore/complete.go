@@ -42,7 +42,7 @@ func (s *Store) completeTasks(ctx context.Context, results []store.TaskResult, c
 	}
 	s.leases.Answered(results)
 	if cont != nil {
-		s.leases.Claimed(cont.lease, cont.claimed, cont.views)
+		s.leases.Claimed(leasebook.LeaseOf(cont.lease, cont.claimed), cont.claimed, cont.views)
 	}
 	enqueued := 0
 	for _, o := range out {
@@ -247,7 +247,7 @@ func (s *Store) RescueExpired(ctx context.Context, limit int) (int, error) {
 			}
 			switch {
 			case len(held) == 0:
-				b.dropped = append(b.dropped, c.ID)
+				b.dropped = append(b.dropped, leasebook.Lease{ID: c.ID, Token: c.Token})
 			case !c.LeaseUntil.Valid || c.LeaseUntil.Time.After(b.now):
 				// Only the leader moves leases, so c.LeaseUntil is current.
 			case c.AliveUntil.Valid && c.AliveUntil.Time.After(b.now):
@@ -258,7 +258,7 @@ func (s *Store) RescueExpired(ctx context.Context, limit int) (int, error) {
 					n++
 					b.tr.Rescue(&b.tasks[keys[src]].Task, src)
 				}
-				b.dropped = append(b.dropped, c.ID)
+				b.dropped = append(b.dropped, leasebook.Lease{ID: c.ID, Token: c.Token})
 			}
 		}
 		if len(ext.ids) > 0 {

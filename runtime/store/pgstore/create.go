@@ -469,7 +469,7 @@ func (c *creation) claimed(s *Store, started []dbsqlc.StartedTasksRow) []store.C
 			views = append(views, leasebook.ViewOf(&c, r.Children, r.StartedEvent, r.RowCtid))
 		}
 	}
-	s.leases.Claimed(lease, claimed, views)
+	s.leases.Claimed(leasebook.LeaseOf(lease, claimed), claimed, views)
 	return claimed
 }
 

@@ -39,11 +39,18 @@
 //
 // A completed result of an attempt this store claimed is decided on what
 // its claim returned of the task's row (a claim view: its children, its
-// STARTED event id, where the row is), not on the row read again. The
-// transaction writes such a task only where the row is still RUNNING at
-// that attempt, and fails otherwise (migration 013); the batch is then
-// decided again on the rows it reads, so a view never writes what a read
-// row would not have.
+// STARTED event id, its claim token, where the row is), not on the row
+// read again. The transaction writes such a task only where the row is
+// still RUNNING under that claim, and fails otherwise (migration 013); the
+// batch is then decided again on the rows it reads, so a view never writes
+// what a read row would not have.
+//
+// Every write of an attempt is fenced by its claim's token (migration
+// 014), drawn at random by the claim statement, not by the attempt number
+// or an id from a sequence: a standby promoted behind its primary hands
+// those out again, and a worker's late result from the lost history must
+// not pass for the new claim's. Leases, whose ids come from the event
+// sequence, are deleted by id and token for the same reason.
 //
 // Calls of [Store.CreateRuns] or [Store.StartRuns] made at once share a
 // transaction (group commit): an enqueue locks its tenants' rows of the

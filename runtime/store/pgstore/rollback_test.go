@@ -126,3 +126,54 @@ func TestRollbackAcrossStores(t *testing.T) {
 		})
 	}
 }
+
+// TestRollbackKeepsTheNewClaimsLease: after a rollback the new claim's
+// lease takes the id of the lease of the lost claim, which the store that
+// made it still counts. When the store lets go of the lost lease, the new
+// one must stay: without it, the new attempt would never be rescued if
+// its worker died.
+func TestRollbackKeepsTheNewClaimsLease(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t, nil, 4)
+	pool := s.Pool()
+	r := newRun("wf", "t", step("a"))
+	require.NoError(t, s.CreateRuns(ctx, []store.NewRun{r}))
+	claim := func() store.ClaimedTask {
+		t.Helper()
+		cts, err := s.ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: 1, Lease: time.Minute})
+		require.NoError(t, err)
+		require.Len(t, cts, 1)
+		return cts[0]
+	}
+	lease := func() (id, token int64) {
+		t.Helper()
+		require.NoError(t, pool.QueryRow(ctx, `SELECT id, token FROM dagen_leases WHERE $1 = ANY(run_ids)`, r.ID.String()).Scan(&id, &token))
+		return id, token
+	}
+	w1 := claim()
+	id1, token1 := lease()
+	require.Equal(t, w1.Claim, token1, "a claim of one task: its token is the lease's")
+	require.NoError(t, rollBack(ctx, s, r.ID, "a"))
+	w2 := claim()
+	id2, token2 := lease()
+	require.Equal(t, id1, id2, "the new lease has the lost one's id")
+	require.Equal(t, w2.Claim, token2)
+
+	// Another run's completion deletes the leases the store let go of,
+	// the lost claim's among them.
+	x := newRun("wf", "t", step("x"))
+	require.NoError(t, s.CreateRuns(ctx, []store.NewRun{x}))
+	xs := claim()
+	_, err := s.CompleteTasks(ctx, []store.TaskResult{completed(xs)})
+	require.NoError(t, err)
+	id3, token3 := lease()
+	require.Equal(t, []int64{id2, token2}, []int64{id3, token3}, "the new claim keeps its lease")
+
+	outs, err := s.CompleteTasks(ctx, []store.TaskResult{completed(w1)})
+	require.NoError(t, err)
+	require.Equal(t, store.OutcomeStale, outs[0].Outcome)
+	outs, err = s.CompleteTasks(ctx, []store.TaskResult{completed(w2)})
+	require.NoError(t, err)
+	require.Equal(t, store.OutcomeCompleted, outs[0].Outcome)
+}

@@ -38,8 +38,8 @@ claimed AS (
 ),
 leased AS (
     -- One lease for the tasks started, as in ClaimTasks.
-    INSERT INTO dagen_leases (id, worker, lease_until, run_ids, tasks, events)
-    SELECT min(claimed.started_event), $6::text,
+    INSERT INTO dagen_leases (id, token, worker, lease_until, run_ids, tasks, events)
+    SELECT min(claimed.started_event), min(claimed.claim), $6::text,
            min(clock.now) + make_interval(secs => $8::float8),
            array_agg(claimed.run_id), array_agg(claimed.name), array_agg(claimed.started_event)
     FROM claimed, clock

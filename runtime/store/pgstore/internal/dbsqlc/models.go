@@ -31,6 +31,7 @@ type DagenLease struct {
 	RunIds     []pgtype.UUID
 	Tasks      []string
 	Events     []int64
+	Token      int64
 }
 
 type DagenMigration struct {

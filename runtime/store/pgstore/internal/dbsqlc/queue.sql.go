@@ -56,8 +56,8 @@ claimed AS (
 leased AS (
     -- One lease for the claim (migration 012), its id the least STARTED
     -- event id in it.
-    INSERT INTO dagen_leases (id, worker, lease_until, run_ids, tasks, events)
-    SELECT min(claimed.started_event), $4::text,
+    INSERT INTO dagen_leases (id, token, worker, lease_until, run_ids, tasks, events)
+    SELECT min(claimed.started_event), min(claimed.claim), $4::text,
            min(clock.now) + make_interval(secs => $5::float8),
            array_agg(claimed.run_id), array_agg(claimed.name), array_agg(claimed.started_event)
     FROM claimed, clock

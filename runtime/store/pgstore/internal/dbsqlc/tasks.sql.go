@@ -172,16 +172,20 @@ func (q *Queries) DecrementChildren(ctx context.Context, db DBTX, arg DecrementC
 }
 
 const deleteLeases = `-- name: DeleteLeases :exec
-DELETE FROM dagen_leases WHERE id = ANY($1::bigint[])
+DELETE FROM dagen_leases l
+USING (SELECT unnest($1::bigint[]) AS id, unnest($2::bigint[]) AS token) AS k
+WHERE l.id = k.id AND l.token = k.token AND l.id = ANY($1::bigint[])
 `
 
-// Deletes leases by id: every attempt they covered ended. dagen_leases
+// Deletes leases by id and token (migration 014: an id alone may name
+// another claim's lease after a rollback): every attempt they covered
+// ended. dagen_leases
 // churns a row per claim and may hold many dead rows between two vacuums,
 // while its statistics may still say it is empty: a generic plan made then
 // scans the table. Callers run PlanEachExecution first, as the
 // transaction's last statements.
-func (q *Queries) DeleteLeases(ctx context.Context, db DBTX, ids []int64) error {
-	_, err := db.Exec(ctx, deleteLeases, ids)
+func (q *Queries) DeleteLeases(ctx context.Context, db DBTX, ids []int64, tokens []int64) error {
+	_, err := db.Exec(ctx, deleteLeases, ids, tokens)
 	return err
 }
 
@@ -331,10 +335,10 @@ inserted AS (
                    unnest((SELECT $14::text[])) AS tenant
         ) AS x
     ) AS t, clock
-    RETURNING dagen_tasks.run_id, dagen_tasks.name, dagen_tasks.started_event
+    RETURNING dagen_tasks.run_id, dagen_tasks.name, dagen_tasks.started_event, dagen_tasks.claim
 )
-INSERT INTO dagen_leases (id, worker, lease_until, run_ids, tasks, events)
-SELECT min(i.started_event), $1::text,
+INSERT INTO dagen_leases (id, token, worker, lease_until, run_ids, tasks, events)
+SELECT min(i.started_event), min(i.claim), $1::text,
        min(clock.now) + make_interval(secs => $2::float8),
        array_agg(i.run_id), array_agg(i.name), array_agg(i.started_event)
 FROM inserted i, clock
@@ -523,9 +527,9 @@ func (q *Queries) QueueOnFailure(ctx context.Context, db DBTX, runIds []pgtype.U
 }
 
 const rescueCandidates = `-- name: RescueCandidates :many
-SELECT l.id, l.lease_until, w.alive_until, e.run_id::uuid AS run_id, e.task::text AS name, e.event::bigint AS event
+SELECT l.id, l.token, l.lease_until, w.alive_until, e.run_id::uuid AS run_id, e.task::text AS name, e.event::bigint AS event
 FROM (
-    SELECT l.id, l.worker, l.lease_until, l.run_ids, l.tasks, l.events,
+    SELECT l.id, l.token, l.worker, l.lease_until, l.run_ids, l.tasks, l.events,
            coalesce(sum(cardinality(l.events)) OVER (ORDER BY l.lease_until, l.id
                                                      ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before
     FROM dagen_leases l
@@ -542,6 +546,7 @@ ORDER BY l.lease_until, l.id, e.ord
 
 type RescueCandidatesRow struct {
 	ID         int64
+	Token      int64
 	LeaseUntil pgtype.Timestamptz
 	AliveUntil pgtype.Timestamptz
 	RunID      pgtype.UUID
@@ -567,6 +572,7 @@ func (q *Queries) RescueCandidates(ctx context.Context, db DBTX, now pgtype.Time
 		var i RescueCandidatesRow
 		if err := rows.Scan(
 			&i.ID,
+			&i.Token,
 			&i.LeaseUntil,
 			&i.AliveUntil,
 			&i.RunID,

@@ -34,15 +34,36 @@ import (
 type Book struct {
 	mu       sync.Mutex
 	attempts map[attemptKey]attempt // the attempts not answered yet
-	left     map[int64]int          // a lease → its attempts not answered yet
-	done     []int64                // leases with every attempt answered
+	left     map[Lease]int          // a lease → its attempts not answered yet
+	done     []Lease                // leases with every attempt answered
+}
+
+// A Lease names a claim's lease row: its id, the least STARTED event id of
+// its tasks, and its token, the least claim token of its tasks (migration
+// 014). The id comes from a sequence, and a database restored to an older
+// history hands it out again, to another claim's lease; the token tells
+// the two apart, so a process of the lost history deletes only its own.
+type Lease struct {
+	ID, Token int64
+}
+
+// LeaseOf names the lease of id that the claim of tasks wrote: its token
+// is their least claim token, as the claim statements write it.
+func LeaseOf(id int64, tasks []store.ClaimedTask) Lease {
+	l := Lease{ID: id}
+	for i := range tasks {
+		if i == 0 || tasks[i].Claim < l.Token {
+			l.Token = tasks[i].Claim
+		}
+	}
+	return l
 }
 
 // attempt is what the book keeps of an attempt not answered yet: its
 // lease, its claim's token, and its claim's view of the task, zero when
 // none was kept.
 type attempt struct {
-	lease int64
+	lease Lease
 	claim int64
 	view  View
 }
@@ -85,7 +106,7 @@ func ViewOf(t *store.ClaimedTask, children []string, startedEvent int64, ctid pg
 // what it returned of their rows (views, by task; nil when it kept none).
 // An attempt recorded already (by a claim that was rolled back, whose runs
 // were then created again) is moved to this lease, and forgets its view.
-func (l *Book) Claimed(lease int64, tasks []store.ClaimedTask, views []View) {
+func (l *Book) Claimed(lease Lease, tasks []store.ClaimedTask, views []View) {
 	if len(tasks) == 0 {
 		return
 	}
@@ -93,7 +114,7 @@ func (l *Book) Claimed(lease int64, tasks []store.ClaimedTask, views []View) {
 	defer l.mu.Unlock()
 	if l.attempts == nil {
 		l.attempts = make(map[attemptKey]attempt)
-		l.left = make(map[int64]int)
+		l.left = make(map[Lease]int)
 	}
 	for i, t := range tasks {
 		k := attemptKey{t.RunID, t.Step, t.Attempt}
@@ -129,7 +150,7 @@ func (l *Book) Answered(results []store.TaskResult) {
 }
 
 // end counts one attempt of lease answered; the last queues the lease.
-func (l *Book) end(lease int64) {
+func (l *Book) end(lease Lease) {
 	if l.left[lease]--; l.left[lease] <= 0 {
 		delete(l.left, lease)
 		l.done = append(l.done, lease)
@@ -138,7 +159,7 @@ func (l *Book) end(lease int64) {
 
 // TakeDone returns the leases whose attempts were all answered, and
 // forgets them.
-func (l *Book) TakeDone() []int64 {
+func (l *Book) TakeDone() []Lease {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	done := l.done
