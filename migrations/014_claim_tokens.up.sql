@@ -27,6 +27,10 @@ ALTER TABLE dagen_tasks ADD COLUMN claim bigint NOT NULL DEFAULT 0;
 -- written before this version.
 ALTER TABLE dagen_leases ADD COLUMN token bigint NOT NULL DEFAULT 0;
 
+-- A timer (a sleep's wake, a retry delay's end, a signal wait's end)
+-- belongs to the attempt that set it, and so to its claim.
+ALTER TABLE dagen_timers ADD COLUMN claim bigint NOT NULL DEFAULT 0;
+
 -- dagen_new_claim draws a claim token: random, never 0. random() is seeded
 -- per backend from a strong source, and a promoted standby's backends are
 -- new ones; 52 random bits make two claims of one task at one attempt

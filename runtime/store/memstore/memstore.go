@@ -608,7 +608,7 @@ func (s *Store) FireTimers(ctx context.Context, limit int) (int, error) {
 			continue
 		}
 		t := e.run.tasks[e.task]
-		b.tr.Fire(&t.Task, timerKind(t.Status), e.Attempt, -1)
+		b.tr.Fire(&t.Task, timerKind(t.Status), e.Attempt, e.claim, -1)
 	}
 	b.settle()
 	return fired, nil

@@ -377,6 +377,7 @@ func (b *batch) flush(ctx context.Context) error {
 				tp.RunIds = append(tp.RunIds, uuidOf(t.key.run))
 				tp.Tasks = append(tp.Tasks, t.key.name)
 				tp.Attempts = append(tp.Attempts, int32(t.Attempt))
+				tp.Claims = append(tp.Claims, t.Claim)
 				tp.WakeAts = append(tp.WakeAts, tstz(t.WakeAt))
 				tp.Kinds = append(tp.Kinds, t.Timer)
 			}

@@ -153,7 +153,7 @@ func (s *Store) FireTimers(ctx context.Context, limit int) (int, error) {
 		var takenKeys []taskKey
 		for _, t := range taken {
 			k := taskKey{dag.RunID(t.RunID.Bytes), t.Task}
-			fire[order[k]] = &timer{key: k, attempt: int(t.Attempt), kind: t.Kind}
+			fire[order[k]] = &timer{key: k, attempt: int(t.Attempt), claim: t.Claim, kind: t.Kind}
 			takenKeys = append(takenKeys, k)
 		}
 		if err := b.loadTasks(ctx, takenKeys); err != nil {
@@ -171,7 +171,7 @@ func (s *Store) FireTimers(ctx context.Context, limit int) (int, error) {
 			}
 			// A stale timer does nothing: deleting it was all there was
 			// to do.
-			if t := b.tasks[tm.key]; t != nil && b.tr.Fire(&t.Task, tm.kind, tm.attempt, src) {
+			if t := b.tasks[tm.key]; t != nil && b.tr.Fire(&t.Task, tm.kind, tm.attempt, tm.claim, src) {
 				fired++
 			}
 		}
@@ -190,6 +190,7 @@ func (s *Store) FireTimers(ctx context.Context, limit int) (int, error) {
 type timer struct {
 	key     taskKey
 	attempt int
+	claim   int64
 	kind    string
 }
 

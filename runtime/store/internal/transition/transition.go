@@ -429,12 +429,14 @@ func (b *Batch) Release(t *Task, detail string, src int) bool {
 	return true
 }
 
-// Fire fires a timer of kind kind for attempt attempt of t: a sleep
-// completes, a signal wait that ended unsignalled is skipped, a retry
-// delay that ended queues the task again. It reports whether the timer
-// was live (a stale timer does nothing).
-func (b *Batch) Fire(t *Task, kind string, attempt int, src int) bool {
-	if t == nil || t.Attempt != attempt {
+// Fire fires a timer of kind kind that attempt attempt of t, under the
+// claim whose token is claim, set: a sleep completes, a signal wait that
+// ended unsignalled is skipped, a retry delay that ended queues the task
+// again. It reports whether the timer was live (a stale timer does
+// nothing): a wake belongs to the attempt that set it, and the attempt to
+// its claim, as for Apply.
+func (b *Batch) Fire(t *Task, kind string, attempt int, claim int64, src int) bool {
+	if t == nil || t.Attempt != attempt || t.Claim != claim {
 		return false
 	}
 	switch {

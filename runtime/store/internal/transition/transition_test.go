@@ -65,6 +65,22 @@ func TestApplyIsFencedOnTheAttempt(t *testing.T) {
 	require.Empty(t, w.b.Events)
 }
 
+// TestApplyIsFencedOnTheClaim: a result of the same attempt number under
+// another claim (one a rolled-back history forgot) is stale, and so is a
+// timer another claim's attempt set.
+func TestApplyIsFencedOnTheClaim(t *testing.T) {
+	a := running("a", store.KindStep)
+	a.Claim = 9
+	w := newWorld(2, a)
+	out := w.apply(0, "a", store.TaskResult{Attempt: 1, Claim: 7, Outcome: store.OutcomeCompleted})
+	require.Equal(t, store.OutcomeStale, out.Outcome)
+	require.Empty(t, w.b.Changed)
+	out = w.apply(0, "a", store.TaskResult{Attempt: 1, Claim: 9, Outcome: store.OutcomeSleep, Delay: time.Hour})
+	require.Equal(t, store.OutcomeSleep, out.Outcome)
+	require.False(t, w.b.Fire(a, transition.TimerSleep, 1, 7, 1), "another claim's wake")
+	require.True(t, w.b.Fire(a, transition.TimerSleep, 1, 9, 1))
+}
+
 func TestCompletingTheLastTaskCompletesTheRun(t *testing.T) {
 	w := newWorld(2, running("a", store.KindStep), running("b", store.KindStep))
 	w.apply(0, "a", store.TaskResult{Outcome: store.OutcomeSkipped, Reason: "skip=p"})
@@ -132,11 +148,11 @@ func TestTimersFire(t *testing.T) {
 	wait := &transition.Task{Name: "sig", Kind: store.KindSignal, Status: store.TaskAwaiting, Attempt: 1, Reason: "no signal"}
 	retry := &transition.Task{Name: "r", Kind: store.KindStep, Status: store.TaskBackoff, Attempt: 1}
 	w := newWorld(3, sleep, wait, retry)
-	require.False(t, w.b.Fire(sleep, transition.TimerSleep, 2, 0), "a stale attempt")
-	require.False(t, w.b.Fire(sleep, transition.TimerRetry, 1, 0), "another kind")
-	require.True(t, w.b.Fire(sleep, transition.TimerSleep, 1, 0))
-	require.True(t, w.b.Fire(wait, transition.TimerSignal, 1, 1))
-	require.True(t, w.b.Fire(retry, transition.TimerRetry, 1, 2))
+	require.False(t, w.b.Fire(sleep, transition.TimerSleep, 2, 0, 0), "a stale attempt")
+	require.False(t, w.b.Fire(sleep, transition.TimerRetry, 1, 0, 0), "another kind")
+	require.True(t, w.b.Fire(sleep, transition.TimerSleep, 1, 0, 0))
+	require.True(t, w.b.Fire(wait, transition.TimerSignal, 1, 0, 1))
+	require.True(t, w.b.Fire(retry, transition.TimerRetry, 1, 0, 2))
 	require.Equal(t, store.TaskCompleted, sleep.Status)
 	require.Equal(t, store.TaskSkipped, wait.Status)
 	require.Equal(t, store.TaskQueued, retry.Status)

@@ -171,6 +171,7 @@ type DagenTimer struct {
 	Attempt int32
 	WakeAt  pgtype.Timestamptz
 	Kind    string
+	Claim   int64
 }
 
 type DagenWaitingReported struct {

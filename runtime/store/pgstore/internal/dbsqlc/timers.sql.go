@@ -71,7 +71,7 @@ const takeTimers = `-- name: TakeTimers :many
 DELETE FROM dagen_timers t
 USING (SELECT unnest($1::uuid[]) AS run_id, unnest($2::text[]) AS task) AS k
 WHERE t.run_id = k.run_id AND t.task = k.task AND t.wake_at <= $3::timestamptz
-RETURNING t.run_id, t.task, t.attempt, t.kind
+RETURNING t.run_id, t.task, t.attempt, t.claim, t.kind
 `
 
 type TakeTimersParams struct {
@@ -84,6 +84,7 @@ type TakeTimersRow struct {
 	RunID   pgtype.UUID
 	Task    string
 	Attempt int32
+	Claim   int64
 	Kind    string
 }
 
@@ -102,6 +103,7 @@ func (q *Queries) TakeTimers(ctx context.Context, db DBTX, arg TakeTimersParams)
 			&i.RunID,
 			&i.Task,
 			&i.Attempt,
+			&i.Claim,
 			&i.Kind,
 		); err != nil {
 			return nil, err
@@ -115,32 +117,37 @@ func (q *Queries) TakeTimers(ctx context.Context, db DBTX, arg TakeTimersParams)
 }
 
 const upsertTimers = `-- name: UpsertTimers :exec
-INSERT INTO dagen_timers (run_id, task, attempt, wake_at, kind)
-SELECT t.run_id, t.task, t.attempt, t.wake_at, t.kind
+INSERT INTO dagen_timers (run_id, task, attempt, claim, wake_at, kind)
+SELECT t.run_id, t.task, t.attempt, t.claim, t.wake_at, t.kind
 FROM (
     SELECT unnest($1::uuid[]) AS run_id,
            unnest($2::text[]) AS task,
            unnest($3::integer[]) AS attempt,
-           unnest($4::timestamptz[]) AS wake_at,
-           unnest($5::text[]) AS kind
+           unnest($4::bigint[]) AS claim,
+           unnest($5::timestamptz[]) AS wake_at,
+           unnest($6::text[]) AS kind
 ) AS t
 ON CONFLICT (run_id, task) DO UPDATE
-SET attempt = excluded.attempt, wake_at = excluded.wake_at, kind = excluded.kind
+SET attempt = excluded.attempt, claim = excluded.claim, wake_at = excluded.wake_at, kind = excluded.kind
 `
 
 type UpsertTimersParams struct {
 	RunIds   []pgtype.UUID
 	Tasks    []string
 	Attempts []int32
+	Claims   []int64
 	WakeAts  []pgtype.Timestamptz
 	Kinds    []string
 }
 
+// A timer is set by an attempt, and fires for that attempt of that claim
+// only (migration 014).
 func (q *Queries) UpsertTimers(ctx context.Context, db DBTX, arg UpsertTimersParams) error {
 	_, err := db.Exec(ctx, upsertTimers,
 		arg.RunIds,
 		arg.Tasks,
 		arg.Attempts,
+		arg.Claims,
 		arg.WakeAts,
 		arg.Kinds,
 	)
