@@ -130,12 +130,13 @@ func TestRollbackAcrossStores(t *testing.T) {
 // TestRollbackKeepsTheNewClaimsLease: after a rollback the new claim's
 // lease takes the id of the lease of the lost claim, which the store that
 // made it still counts. When the store lets go of the lost lease, the new
-// one must stay: without it, the new attempt would never be rescued if
-// its worker died.
+// one must stay: without it, the new attempt would never be rescued when
+// its worker dies, as it is here.
 func TestRollbackKeepsTheNewClaimsLease(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := newStore(t, nil, 4)
+	clock := newFakeClock()
+	s := newStore(t, clock.Now, 4)
 	pool := s.Pool()
 	r := newRun("wf", "t", step("a"))
 	require.NoError(t, s.CreateRuns(ctx, []store.NewRun{r}))
@@ -173,7 +174,22 @@ func TestRollbackKeepsTheNewClaimsLease(t *testing.T) {
 	outs, err := s.CompleteTasks(ctx, []store.TaskResult{completed(w1)})
 	require.NoError(t, err)
 	require.Equal(t, store.OutcomeStale, outs[0].Outcome)
+
+	// w2's worker dies: its lease ends, and the attempt is rescued.
+	clock.Advance(2 * time.Minute)
+	n, err := s.RescueExpired(ctx, 10)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "the new claim's attempt is rescued")
+	events, err := s.ListEvents(ctx, r.ID)
+	require.NoError(t, err)
+	require.Equal(t, store.EventQueued, events[len(events)-1].Type)
+	require.Equal(t, store.EventRescued, events[len(events)-2].Type)
 	outs, err = s.CompleteTasks(ctx, []store.TaskResult{completed(w2)})
+	require.NoError(t, err)
+	require.Equal(t, store.OutcomeStale, outs[0].Outcome, "rescued: w2's late result is stale too")
+	w3 := claim()
+	require.Equal(t, 2, w3.Attempt)
+	outs, err = s.CompleteTasks(ctx, []store.TaskResult{completed(w3)})
 	require.NoError(t, err)
 	require.Equal(t, store.OutcomeCompleted, outs[0].Outcome)
 }
