@@ -86,7 +86,7 @@ func (b *batch) settle() {
 		if t.Consume {
 			t.Output, t.Held, t.signal = t.signal, false, nil
 		}
-		if t.Timer != "" && (t.Status == store.TaskSleeping || t.Status == store.TaskBackoff || t.Status == store.TaskAwaiting) {
+		if t.WritesTimer() {
 			heap.Push(&s.timers, timerEntry{wake: t.WakeAt, run: r, task: t.Ref, Attempt: t.Attempt, claim: t.Claim})
 		}
 	}
@@ -117,7 +117,7 @@ func (b *batch) settle() {
 
 	for _, rq := range b.tr.Requeued {
 		r, t := b.task(rq.Task)
-		if t.Status == store.TaskQueued && (r.Status == store.RunRunning || t.Kind == store.KindOnFailure) {
+		if t.Status == store.TaskQueued && r.Schedules(t.Kind) {
 			s.enqueue(r, t.Ref, now)
 			b.credited(rq.Src)
 		}

@@ -561,7 +561,7 @@ func (e timerEntry) live() bool {
 		return !e.run.Status.Terminal() && e.run.rec.Deadline.Equal(e.wake)
 	}
 	t := e.run.tasks[e.task]
-	return (t.Status == store.TaskSleeping || t.Status == store.TaskBackoff || t.Status == store.TaskAwaiting) && t.Attempt == e.Attempt && t.Claim == e.claim && t.WakeAt.Equal(e.wake)
+	return t.Waiting() && t.Attempt == e.Attempt && t.Claim == e.claim && t.WakeAt.Equal(e.wake)
 }
 
 type timerHeap []timerEntry

@@ -373,7 +373,7 @@ func (b *batch) flush(ctx context.Context) error {
 			p.NewRounds = append(p.NewRounds, t.Requeued)
 			p.Hints = append(p.Hints, t.ctid)
 			p.ExpectClaim = append(p.ExpectClaim, t.expectClaim)
-			if t.Timer != "" && (t.Status == store.TaskSleeping || t.Status == store.TaskBackoff || t.Status == store.TaskAwaiting) {
+			if t.WritesTimer() {
 				tp.RunIds = append(tp.RunIds, uuidOf(t.key.run))
 				tp.Tasks = append(tp.Tasks, t.key.name)
 				tp.Attempts = append(tp.Attempts, int32(t.Attempt))
@@ -591,7 +591,7 @@ func (b *batch) flush(ctx context.Context) error {
 // only enqueues its onfailure task: its other requeued tasks were
 // cancelled.
 func (e enqueueItem) live() bool {
-	return e.run.Status == store.RunRunning || e.kind == store.KindOnFailure
+	return e.run.Schedules(e.kind)
 }
 
 // endLeases deletes the leases in b.dropped and those whose every attempt

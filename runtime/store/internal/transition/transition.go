@@ -22,6 +22,12 @@ type Run struct {
 	EndSrc int  // the source credited with its onfailure task, or -1
 }
 
+// Schedules reports whether the run still schedules work for a task of
+// kind k: a run that ended schedules nothing new but its onfailure task.
+func (r *Run) Schedules(k store.TaskKind) bool {
+	return r.Status == store.RunRunning || k == store.KindOnFailure
+}
+
 // End says how a run ended in a batch, and so which of its tasks the store
 // cancels (see [End.Cancels]).
 type End uint8
@@ -131,6 +137,17 @@ type Task struct {
 	Requeued bool
 	MapDirty bool // its mapped state changed
 }
+
+// Waiting reports whether t waits for its wake time: sleeping, backing
+// off before a retry, or awaiting a signal.
+func (t *Task) Waiting() bool {
+	return t.Status == store.TaskSleeping || t.Status == store.TaskBackoff || t.Status == store.TaskAwaiting
+}
+
+// WritesTimer reports whether the batch set t a timer the store must
+// write: one of Timer's kind at WakeAt, unless t stopped waiting later in
+// the batch.
+func (t *Task) WritesTimer() bool { return t.Timer != "" && t.Waiting() }
 
 // Event is an event a batch logs: Task is nil for the run's own (a
 // deadline's FAILED).
@@ -300,7 +317,7 @@ func (b *Batch) Apply(src int, r *Run, t *Task, res *store.TaskResult) store.Com
 		}
 		b.await(t, res, src)
 	case store.OutcomeRetry, store.OutcomeSleep:
-		if r.Status != store.RunRunning && t.Kind != store.KindOnFailure {
+		if !r.Schedules(t.Kind) {
 			b.Cancel(t)
 			out.Outcome = store.OutcomeStale
 			break
@@ -407,7 +424,7 @@ func (b *Batch) Rescue(t *Task, src int) {
 			RunID: t.Run.ID, Step: t.Name, Attempt: t.Attempt, Claim: t.Claim,
 			Outcome: store.OutcomeFailed, Error: "lease expired",
 		})
-	case t.Run.Status != store.RunRunning && t.Kind != store.KindOnFailure:
+	case !t.Run.Schedules(t.Kind):
 		b.Cancel(t)
 	default:
 		b.event(t, store.EventRescued, "lease expired")
@@ -420,7 +437,7 @@ func (b *Batch) Rescue(t *Task, src int) {
 // whatever attempts it has left; in a run that ended, cancelled. It
 // reports whether it queued the task.
 func (b *Batch) Release(t *Task, detail string, src int) bool {
-	if t.Run.Status != store.RunRunning && t.Kind != store.KindOnFailure {
+	if !t.Run.Schedules(t.Kind) {
 		b.Cancel(t)
 		return false
 	}
@@ -448,7 +465,7 @@ func (b *Batch) Fire(t *Task, kind string, attempt int, claim int64, src int) bo
 		b.event(t, store.EventSkipped, t.Reason)
 		b.Resolve(t, store.TaskSkipped, src)
 	case kind == TimerRetry && t.Status == store.TaskBackoff:
-		if t.Run.Status != store.RunRunning && t.Kind != store.KindOnFailure {
+		if !t.Run.Schedules(t.Kind) {
 			b.Cancel(t)
 		} else {
 			b.Requeue(t, src)
