@@ -166,23 +166,24 @@ func (b *batch) settle() {
 
 // timeOut fails r at its deadline (transition.Batch.TimeOut).
 func (b *batch) timeOut(r *run, src int) bool {
-	return b.ending(r) && b.tr.TimeOut(&r.Run, src)
+	b.ending(r)
+	return b.tr.TimeOut(&r.Run, src)
 }
 
 // cancelRun cancels r (transition.Batch.CancelRun).
 func (b *batch) cancelRun(r *run) bool {
-	return b.ending(r) && b.tr.CancelRun(&r.Run)
+	b.ending(r)
+	return b.tr.CancelRun(&r.Run)
 }
 
 // ending notes, for a run about to end, whether it was QUEUED.
-func (b *batch) ending(r *run) bool {
+func (b *batch) ending(r *run) {
 	if r.Status == store.RunQueued {
 		if b.queued == nil {
 			b.queued = make(map[*run]bool)
 		}
 		b.queued[r] = true
 	}
-	return true
 }
 
 func (b *batch) credited(src int) {

@@ -60,11 +60,13 @@ func (s *Store) Heartbeat(ctx context.Context, worker string, ttl time.Duration,
 			lost = append(lost, le)
 		}
 	}
+	b := s.newBatch(now, 0)
 	for _, le := range lost {
 		if t := le.run.tasks[le.task]; transition.Holds(&t.Task, le.Attempt, le.claim) {
-			s.release(le.run, le.task, now, store.NotHeldDetail)
+			b.release(t, store.NotHeldDetail)
 		}
 	}
+	b.settle()
 	return cancelled, nil
 }
 
@@ -81,30 +83,30 @@ func (s *Store) RetireWorker(ctx context.Context, worker string, release bool) (
 	if !release {
 		return 0, nil
 	}
-	now := s.now()
+	b := s.newBatch(s.now(), 0)
 	n := 0
 	for _, r := range s.runs {
-		for ti := range r.tasks {
-			if t := r.tasks[ti]; t.Status == store.TaskRunning && t.worker == worker {
-				s.release(r, ti, now, store.ReleasedDetail)
+		for _, t := range r.tasks {
+			if t.Status == store.TaskRunning && t.worker == worker {
+				b.release(t, store.ReleasedDetail)
 				n++
 			}
 		}
 	}
+	b.settle()
 	return n, nil
 }
 
 // release hands a RUNNING task back from a stopping worker (or one that
-// never received it): enqueued again whatever attempts it has left, its
-// attempt not counted, with a RESCUED event of that detail; in a run that
-// is no longer RUNNING it is cancelled.
-func (s *Store) release(r *run, ti int, now time.Time, detail string) {
-	b := s.newBatch(now, 0)
-	t := r.tasks[ti]
+// never received it), in the batch: enqueued again whatever attempts it
+// has left, its attempt not counted, with a RESCUED event of that detail;
+// in a run that is no longer RUNNING it is cancelled. One call releases
+// all its tasks in one batch, as pgstore's does, so their events come in
+// the core's order.
+func (b *batch) release(t *task, detail string) {
 	if b.tr.Release(&t.Task, detail, -1) {
 		t.released++
 	}
-	b.settle()
 }
 
 // PruneRuns implements store.Workers.
