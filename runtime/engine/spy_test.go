@@ -128,9 +128,9 @@ func (s *spyStore) PruneRuns(ctx context.Context, cutoff time.Time, limit int) (
 	return s.Store.PruneRuns(ctx, cutoff, limit)
 }
 
-func (s *spyStore) Lead(ctx context.Context) (bool, error) {
+func (s *spyStore) Lead(ctx context.Context, lease time.Duration) (bool, error) {
 	if el, ok := s.Store.(store.Elector); ok {
-		return el.Lead(ctx)
+		return el.Lead(ctx, lease)
 	}
 	return true, nil
 }

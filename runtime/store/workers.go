@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/dagenhq/dagen/runtime/dag"
@@ -95,13 +96,22 @@ type Workers interface {
 // for: a store that one process owns (memstore) has no one to elect among,
 // so it lacks Elector and every worker over it leads.
 type Elector interface {
-	// Lead tries to become, or checks that this store still is, the
-	// leader. It is cheap to call often.
-	Lead(ctx context.Context) (bool, error)
+	// Lead tries to become, or to stay, the leader for lease from now: a
+	// leader that does not call Lead again within lease may lose the lead
+	// to the next store that calls it. It is cheap to call often. Once a
+	// store led, a leader's duty it runs after losing the lead fails with
+	// [ErrNotLeader] and does nothing.
+	Lead(ctx context.Context, lease time.Duration) (bool, error)
 	// Resign gives up leadership, if held.
 	Resign(ctx context.Context) error
 	LeaderNamer
 }
+
+// ErrNotLeader is wrapped by the error of a leader's duty (rescuing
+// expired tasks, pruning history) that a store refused because its
+// [Elector] lost the lead since it last called Lead: the old leader's
+// duties cannot interleave with the new one's.
+var ErrNotLeader = errors.New("this store no longer leads: another took the lead")
 
 // Notifier, part of [Execution], tells idle workers that work was
 // enqueued. Notifications are hints: polling stays the truth, and a worker

@@ -215,6 +215,9 @@ func (s *Store) RescueExpired(ctx context.Context, limit int) (int, error) {
 	}
 	n := 0
 	err := s.inTx(ctx, func(tx *pipeline.Tx) error {
+		if err := s.fenced(ctx, tx.Queue()); err != nil {
+			return err
+		}
 		cands, err := s.q.RescueCandidates(ctx, tx.Queue(), s.clock(), int64(limit))
 		if err != nil {
 			return fmt.Errorf("read expired leases: %w", err)

@@ -2,84 +2,96 @@ package pgstore
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/dagenhq/dagen/runtime/store"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
 )
 
 var _ store.Elector = (*Store)(nil)
 
-// leader is the dedicated connection that holds the schema's leader lock.
+// leader is this store's part in the schema's leader lease (dagen_leader,
+// migration 015): a lease needs no session, so it works through a
+// transaction-pooling PgBouncer and survives a failover, where a session's
+// advisory lock would be lost with the old primary while its holder still
+// believed it led.
 type leader struct {
-	mu   sync.Mutex
-	conn *pgx.Conn // nil unless this store leads
+	mu     sync.Mutex
+	holder string // this store's random token in dagen_leader.holder
+	term   int64  // the lease's term while this store leads; 0 when it does not
+	led    bool   // this store took the lease once: its duties are fenced
 }
 
-// Lead implements store.Elector with a session-level advisory lock per
-// schema, held on a connection taken out of the pool. While this store
-// leads, Lead pings that connection: if it was lost, so was the lock, and
-// Lead reports false (the next call tries to take it again).
-func (s *Store) Lead(ctx context.Context) (bool, error) {
+func newHolder() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Lead implements store.Elector with the lease: one upsert that takes a
+// free or expired lease, or renews this store's, until ttl from now.
+func (s *Store) Lead(ctx context.Context, ttl time.Duration) (bool, error) {
 	s.leader.mu.Lock()
 	defer s.leader.mu.Unlock()
-	if c := s.leader.conn; c != nil {
-		if err := c.Ping(ctx); err == nil {
-			return true, nil
-		}
-		_ = c.Close(context.WithoutCancel(ctx))
-		s.leader.conn = nil
+	term, err := s.q.TakeLead(ctx, s.pool, dbsqlc.TakeLeadParams{
+		Now: s.clock(), Holder: s.leader.holder, Ttl: pgtype.Interval{Microseconds: ttl.Microseconds(), Valid: true},
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		s.leader.term = 0
 		return false, nil
 	}
-	pc, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return false, fmt.Errorf("lead: acquire a connection: %w", err)
+		return false, fmt.Errorf("lead: take the leader's lease: %w", err)
 	}
-	ok, err := s.q.TryLeaderLock(ctx, pc)
-	if err != nil || !ok {
-		pc.Release()
-		if err != nil {
-			return false, fmt.Errorf("lead: take the leader lock: %w", err)
-		}
-		return false, nil
-	}
-	s.leader.conn = pc.Hijack()
+	s.leader.term, s.leader.led = term, true
 	return true, nil
 }
 
-// Resign implements store.Elector: it releases the lock and closes the
-// dedicated connection.
+// Resign implements store.Elector: it gives the lease up, so the next
+// store to call Lead takes it at once.
 func (s *Store) Resign(ctx context.Context) error {
 	s.leader.mu.Lock()
 	defer s.leader.mu.Unlock()
-	c := s.leader.conn
-	if c == nil {
+	if s.leader.term == 0 {
 		return nil
 	}
-	s.leader.conn = nil
-	err := s.q.ReleaseLeaderLock(ctx, c)
-	// Closing ends the session, which releases the lock even if the
-	// unlock failed.
-	if cerr := c.Close(context.WithoutCancel(ctx)); err == nil && cerr != nil {
-		err = cerr
-	}
-	if err != nil {
+	s.leader.term = 0
+	if err := s.q.GiveUpLead(ctx, s.pool, s.leader.holder); err != nil {
 		return fmt.Errorf("resign: %w", err)
 	}
 	return nil
 }
 
-// dropLeader closes the leader's connection, if any, without asking the
-// database anything: the session's end releases the lock. The close itself
-// is bounded by ctx.
-func (s *Store) dropLeader(ctx context.Context) {
+// fenced runs a leader's duty: it queues, ahead of the duty's statements
+// in tx, the check that this store still holds the lease in the term it
+// took, and fails the duty with store.ErrNotLeader when it does not. A store
+// that never led (a test, a tool) is not fenced.
+func (s *Store) fenced(ctx context.Context, db dbsqlc.DBTX) error {
 	s.leader.mu.Lock()
-	c := s.leader.conn
-	s.leader.conn = nil
+	term, led, holder := s.leader.term, s.leader.led, s.leader.holder
 	s.leader.mu.Unlock()
-	if c != nil {
-		_ = c.Close(ctx)
+	if !led {
+		return nil
 	}
+	holds, err := s.q.HoldsLead(ctx, db, dbsqlc.HoldsLeadParams{Holder: holder, Term: term, Now: s.clock()})
+	if err != nil {
+		return fmt.Errorf("check the leader's lease: %w", err)
+	}
+	if !holds {
+		return store.ErrNotLeader
+	}
+	return nil
+}
+
+// dropLeader gives the lease up when the store closes, bounded by ctx.
+func (s *Store) dropLeader(ctx context.Context) {
+	_ = s.Resign(ctx)
 }

@@ -23,8 +23,11 @@ var (
 // commit when the queue was empty, and in any case when this store last
 // forced a notification [Config.NotifyEvery] ago (see notifyDue). If the connection is lost, the listener reconnects in the
 // background and sends one hint after it does, since notifications may
-// have been missed. Behind a transaction-pooling PgBouncer LISTEN does not
-// work; workers then rely on polling, which stays the truth anyway.
+// have been missed. LISTEN needs a session that lasts: the store listens
+// on [Config.SessionURL], or on its pool when that reaches Postgres itself;
+// otherwise (a transaction-pooling PgBouncer and no session URL) Subscribe
+// fails with [ErrNoSession] and workers poll, which stays the truth
+// anyway.
 func (s *Store) Subscribe(ctx context.Context) (<-chan struct{}, error) {
 	ch := make(chan struct{}, 1)
 	l := &s.listener
@@ -161,14 +164,14 @@ func (l *listener) cancelled(id dag.RunID) {
 	}
 }
 
-// listen takes a connection out of the pool and listens on the schema's
-// channels. It returns the connection and the name of the cancel channel.
+// listen opens a connection whose session lasts (sessionConn) and
+// listens on the schema's channels. It returns the connection and the
+// name of the cancel channel.
 func (s *Store) listen(ctx context.Context) (*pgx.Conn, string, error) {
-	pc, err := s.pool.Acquire(ctx)
+	conn, err := s.sessionConn(ctx)
 	if err != nil {
-		return nil, "", fmt.Errorf("acquire a connection: %w", err)
+		return nil, "", err
 	}
-	conn := pc.Hijack()
 	ready, err := s.q.NotifyChannel(ctx, conn)
 	var cancelled string
 	if err == nil {

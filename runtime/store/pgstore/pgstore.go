@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -40,6 +41,16 @@ type Config struct {
 	// an empty queue always does). Zero: [DefaultNotifyEvery]; negative:
 	// every enqueue notifies.
 	NotifyEvery time.Duration
+	// SessionURL is a connection string to the same database (and
+	// search_path) by a path that keeps a session across transactions: a
+	// direct connection, or a session-pooling PgBouncer. The store's
+	// LISTEN connection uses it, so that notifications of ready work and
+	// of cancellations arrive however the pool connects. Empty: the store
+	// listens on a connection of its pool when the pool reaches Postgres
+	// itself, and not at all behind a connection pooler, where workers
+	// then poll (see [ErrNoSession]). Leadership needs no session (see
+	// [Store.Lead]).
+	SessionURL string
 }
 
 // Store is a store.Store on Postgres. It is safe for concurrent use by many
@@ -62,6 +73,8 @@ type Store struct {
 	vacuum *maintenance.Vacuum     // the queue tables' vacuum, by volume
 
 	listener listener          // Subscribe's and SubscribeCancels' connection
+	session  *pgx.ConnConfig   // Config.SessionURL, parsed; nil when none
+	direct   bool              // the pool's connections reach Postgres itself (reachesServer)
 	sweep    sweeper           // rate-limits sweepSlots
 	creates  groupcommit.Group // CreateRuns calls made at once share a transaction
 }
@@ -75,6 +88,13 @@ var _ store.Store = (*Store)(nil)
 // that at once, so an unmigrated, older or newer schema fails here, with
 // an error wrapping [ErrSchemaVersion] (and [ErrSchemaTooNew] for a newer
 // one) that names both versions, rather than on the first query.
+//
+// A pool through PgBouncer in transaction mode must not use pgx's default
+// QueryExecModeCacheStatement, whose named statements another server
+// connection lacks: set default_query_exec_mode=cache_describe (or exec)
+// in its URL, or use [OpenConfig], which does. New asks the server once
+// whether the pool reaches it directly, to know whether it may LISTEN on
+// the pool (see [Config.SessionURL]).
 func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Store, error) {
 	st, err := MigrationStatus(ctx, pool)
 	if err != nil {
@@ -84,11 +104,25 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{pool: pool, q: dbsqlc.New(), notifyEvery: DefaultNotifyEvery}
+	s.leader.holder = newHolder()
 	var period time.Duration
 	if cfg != nil {
 		s.now, period = cfg.Now, cfg.PartitionPeriod
 		if cfg.NotifyEvery != 0 {
 			s.notifyEvery = cfg.NotifyEvery
+		}
+		if cfg.SessionURL != "" {
+			if s.session, err = sessionConfig(cfg.SessionURL, pool); err != nil {
+				return nil, err
+			}
+			if err := s.checkSession(ctx); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if s.session == nil {
+		if s.direct, err = probeSession(ctx, pool); err != nil {
+			return nil, fmt.Errorf("pgstore: %w", err)
 		}
 	}
 	s.parts = maintenance.NewPartitions(pool, s.now, period)
@@ -108,12 +142,24 @@ const (
 // DefaultConnectTimeout bounds how long [Open] waits for the database.
 const DefaultConnectTimeout = 10 * time.Second
 
-// Open connects to the database at url (a postgres:// URL or a key=value
-// connection string), checks that it answers within
-// [DefaultConnectTimeout] (or the URL's connect_timeout), migrates its
-// schema and returns a store on the database clock that owns the pool: call
-// [Store.Close]. For a fake clock or a pool of your own, use [New].
+// Open is OpenConfig with no Config.
 func Open(ctx context.Context, url string) (*Store, error) {
+	return OpenConfig(ctx, url, nil)
+}
+
+// OpenConfig connects to the database at url (a postgres:// URL or a
+// key=value connection string, with several hosts and
+// target_session_attrs=read-write for a primary that fails over), checks
+// that it answers within [DefaultConnectTimeout] (or the URL's
+// connect_timeout), migrates its schema and returns a store that owns the
+// pool: call [Store.Close]. cfg may be nil; cfg.Now is for tests.
+//
+// Behind a connection pooler (PgBouncer in transaction mode: the server
+// sees the pooler as its client), the pool runs statements in pgx's
+// QueryExecModeCacheDescribe, which prepares no named statement that
+// another server connection would lack, unless url sets
+// default_query_exec_mode itself. For a pool of your own, use [New].
+func OpenConfig(ctx context.Context, url string, cfg *Config) (*Store, error) {
 	pcfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: parse database URL: %w", err)
@@ -123,29 +169,42 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		timeout = DefaultConnectTimeout
 		pcfg.ConnConfig.ConnectTimeout = timeout
 	}
+	pingCtx, cancel := context.WithTimeout(ctx, timeout)
+	direct, err := probeURL(pingCtx, pcfg.ConnConfig)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: connect to %s:%d (timeout %s): %w",
+			pcfg.ConnConfig.Host, pcfg.ConnConfig.Port, timeout, err)
+	}
+	if !direct && !explicitExecMode(url) {
+		pcfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: open pool for %s: %w", pcfg.ConnConfig.Host, err)
-	}
-	pingCtx, cancel := context.WithTimeout(ctx, timeout)
-	err = pool.Ping(pingCtx)
-	cancel()
-	if err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("pgstore: connect to %s:%d (timeout %s): %w",
-			pcfg.ConnConfig.Host, pcfg.ConnConfig.Port, timeout, err)
 	}
 	if err := Migrate(ctx, pool); err != nil {
 		pool.Close()
 		return nil, err
 	}
-	s, err := New(ctx, pool, nil)
+	s, err := New(ctx, pool, cfg)
 	if err != nil {
 		pool.Close()
 		return nil, err
 	}
 	s.owned = true
 	return s, nil
+}
+
+// probeURL connects once with cfg and reports whether the connection
+// reaches Postgres itself (reachesServer).
+func probeURL(ctx context.Context, cfg *pgx.ConnConfig) (bool, error) {
+	conn, err := pgx.ConnectConfig(ctx, cfg.Copy())
+	if err != nil {
+		return false, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	return reachesServer(ctx, conn)
 }
 
 // Pool returns the store's connection pool.
@@ -163,12 +222,11 @@ func (s *Store) Close() {
 	_ = s.CloseContext(ctx)
 }
 
-// CloseContext gives up leadership, if held, by closing the leader's
-// connection (which ends its lock without a query that a stalled database
-// would never answer), waits for a refresh of the planner's statistics and
-// a vacuum of the queue under way (see noteQueued), and
-// closes the pool if the store opened it ([Open]); a pool passed to [New]
-// belongs to the caller and is left open.
+// CloseContext gives up leadership, if held (one statement, bounded by
+// ctx), waits for a refresh of the planner's statistics and a vacuum of
+// the queue under way (see noteQueued), and closes the pool if the store
+// opened it ([Open]); a pool passed to [New] belongs to the caller and is
+// left open.
 // Closing the pool waits for the connections in use to come back; when ctx
 // ends first, CloseContext returns an error and the pool finishes closing
 // in the background, as the queries holding its connections end.

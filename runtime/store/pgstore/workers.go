@@ -180,6 +180,9 @@ func (s *Store) deleteRuns(ctx context.Context, cutoff time.Time, limit int) (in
 		// that its drop will take whole: deleting it one by one first
 		// would cost as much as the work did.
 		madeBefore := pgtype.Timestamptz{Time: cutoff.Add(-s.parts.Period(cutoff)), Valid: true}
+		if err := s.fenced(ctx, tx.Queue()); err != nil {
+			return err
+		}
 		cands, err := s.q.PruneCandidates(ctx, tx.Queue(), dbsqlc.PruneCandidatesParams{MadeBefore: madeBefore, Cutoff: at, Max: int32(min(limit, 1<<30))})
 		if err != nil {
 			return fmt.Errorf("read finished runs: %w", err)

@@ -9,6 +9,7 @@ package housekeeping
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -173,7 +174,7 @@ func (k *Keeper) lead(ctx context.Context) bool {
 	if c.Elector == nil {
 		return true
 	}
-	leading, err := c.Elector.Lead(ctx)
+	leading, err := c.Elector.Lead(ctx, c.Lease)
 	if err != nil {
 		if ctx.Err() == nil {
 			c.Health.Failed("leader election", err)
@@ -189,6 +190,9 @@ func (k *Keeper) rescue(ctx context.Context) {
 	c := k.cfg
 	for {
 		n, err := c.Store.RescueExpired(ctx, c.Batch)
+		if errors.Is(err, store.ErrNotLeader) {
+			return // the next beat's Lead says so
+		}
 		if err != nil {
 			if ctx.Err() == nil {
 				c.Health.Failed("rescue expired tasks", err)
@@ -248,6 +252,9 @@ func (k *Keeper) prune(ctx context.Context) {
 	}
 	for range pruneBatches {
 		n, err := c.Store.PruneRuns(ctx, cutoff, limit)
+		if errors.Is(err, store.ErrNotLeader) {
+			return // the next beat's Lead says so
+		}
 		if err != nil {
 			if ctx.Err() == nil {
 				c.Health.Failed("prune finished runs", err)

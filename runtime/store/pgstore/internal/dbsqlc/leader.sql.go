@@ -11,36 +11,79 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+const giveUpLead = `-- name: GiveUpLead :exec
+UPDATE dagen_leader SET holder = NULL, expires_at = NULL WHERE holder = $1::text
+`
+
+// Frees the lease if holder has it, so the next taker need not wait for it
+// to expire.
+func (q *Queries) GiveUpLead(ctx context.Context, db DBTX, holder string) error {
+	_, err := db.Exec(ctx, giveUpLead, holder)
+	return err
+}
+
+const holdsLead = `-- name: HoldsLead :one
+SELECT EXISTS (
+    SELECT 1 FROM dagen_leader
+    WHERE holder = $1::text AND term = $2::bigint
+      AND expires_at > coalesce($3::timestamptz, now())
+    FOR SHARE
+)::boolean AS holds
+`
+
+type HoldsLeadParams struct {
+	Holder string
+	Term   int64
+	Now    pgtype.Timestamptz
+}
+
+// Whether holder still leads in term: the fence of a leader's duty, in
+// the duty's transaction. FOR SHARE makes a taker of the lease wait for
+// the duty's commit, so no duty of an old term commits in a new one.
+func (q *Queries) HoldsLead(ctx context.Context, db DBTX, arg HoldsLeadParams) (bool, error) {
+	row := db.QueryRow(ctx, holdsLead, arg.Holder, arg.Term, arg.Now)
+	var holds bool
+	err := row.Scan(&holds)
+	return holds, err
+}
+
 const nameLeader = `-- name: NameLeader :exec
 INSERT INTO dagen_leader (singleton, worker, since)
 VALUES (true, $1::text, coalesce($2::timestamptz, now()))
 ON CONFLICT (singleton) DO UPDATE SET worker = excluded.worker, since = excluded.since
 `
 
-// Records that worker took the leader lock.
+// Records which worker took the lead, for the workers' view.
 func (q *Queries) NameLeader(ctx context.Context, db DBTX, worker string, now pgtype.Timestamptz) error {
 	_, err := db.Exec(ctx, nameLeader, worker, now)
 	return err
 }
 
-const releaseLeaderLock = `-- name: ReleaseLeaderLock :exec
-SELECT pg_advisory_unlock(hashtext('dagen.leader.' || current_schema()))
+const takeLead = `-- name: TakeLead :one
+INSERT INTO dagen_leader AS l (singleton, worker, since, holder, term, expires_at)
+VALUES (true, '', coalesce($1::timestamptz, now()), $2::text, 1,
+        coalesce($1::timestamptz, now()) + $3::interval)
+ON CONFLICT (singleton) DO UPDATE
+SET holder = excluded.holder,
+    expires_at = excluded.expires_at,
+    term = l.term + (l.holder IS DISTINCT FROM excluded.holder)::int
+WHERE l.holder = excluded.holder OR l.holder IS NULL OR l.expires_at <= excluded.since
+RETURNING l.term
 `
 
-func (q *Queries) ReleaseLeaderLock(ctx context.Context, db DBTX) error {
-	_, err := db.Exec(ctx, releaseLeaderLock)
-	return err
+type TakeLeadParams struct {
+	Now    pgtype.Timestamptz
+	Holder string
+	Ttl    pgtype.Interval
 }
 
-const tryLeaderLock = `-- name: TryLeaderLock :one
-SELECT pg_try_advisory_lock(hashtext('dagen.leader.' || current_schema()))::boolean AS acquired
-`
-
-// Takes the schema's leader lock for this session, if free. The lock lasts
-// as long as the session: a live connection that took it still holds it.
-func (q *Queries) TryLeaderLock(ctx context.Context, db DBTX) (bool, error) {
-	row := db.QueryRow(ctx, tryLeaderLock)
-	var acquired bool
-	err := row.Scan(&acquired)
-	return acquired, err
+// Takes the schema's leadership for holder, or renews it, until now + ttl:
+// a row comes back only when holder leads, with the lease's term. A lease
+// that is free (given up, or expired) goes to the first taker, with the
+// next term; a holder that renews keeps its term.
+func (q *Queries) TakeLead(ctx context.Context, db DBTX, arg TakeLeadParams) (int64, error) {
+	row := db.QueryRow(ctx, takeLead, arg.Now, arg.Holder, arg.Ttl)
+	var term int64
+	err := row.Scan(&term)
+	return term, err
 }

@@ -22,6 +22,9 @@ type DagenLeader struct {
 	Singleton bool
 	Worker    string
 	Since     pgtype.Timestamptz
+	Holder    pgtype.Text
+	Term      int64
+	ExpiresAt pgtype.Timestamptz
 }
 
 type DagenLease struct {
