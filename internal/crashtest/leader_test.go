@@ -5,28 +5,44 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/dagenhq/dagen/internal/crashtest/flow"
+	"github.com/dagenhq/dagen/internal/faultproxy"
 	"github.com/dagenhq/dagen/internal/pgtest"
 	"github.com/dagenhq/dagen/runtime/engine"
 	"github.com/dagenhq/dagen/runtime/store/pgstore"
 )
 
-// TestLeaderFailover kills the connection that holds the leader lock:
-// another worker leads within a few seconds. (The lock is exclusive, but an
-// ex-leader learns of its loss only at its next check; housekeeping is
-// fenced like everything else, so a late round of it is harmless.)
+// TestLeaderFailover cuts the leader off the database (its connections go
+// through a proxy the test closes): its lease expires, another worker
+// leads within a few seconds, and the old one stops reporting the lead
+// and does not take it back when it reconnects. Exactly one worker leads
+// at the end of each round.
 func TestLeaderFailover(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	schema := pgtest.Schema(t)
 	admin := pgtest.Pool(t, schema, 2)
 	require.NoError(t, pgstore.Migrate(ctx, admin))
+	network, addr := pgtest.ServerAddr(t)
 
-	var workers []*engine.Engine
+	var (
+		workers []*engine.Engine
+		proxies []*faultproxy.Proxy
+	)
 	for _, id := range []string{"a", "b", "c"} {
-		st, err := pgstore.New(ctx, pgtest.Pool(t, schema, 4), nil)
+		proxy, err := faultproxy.Start(network, addr)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = proxy.Close() })
+		cfg, err := pgxpool.ParseConfig(pgtest.ViaURL(t, schema, proxy.Addr()) + "&connect_timeout=1")
+		require.NoError(t, err)
+		cfg.MaxConns = 4
+		pool, err := pgxpool.NewWithConfig(ctx, cfg)
+		require.NoError(t, err)
+		t.Cleanup(pool.Close)
+		st, err := pgstore.New(ctx, pool, nil)
 		require.NoError(t, err)
 		e, err := engine.New(st, &engine.Config{WorkerID: id, Lease: time.Second, HeartbeatInterval: 100 * time.Millisecond})
 		require.NoError(t, err)
@@ -39,6 +55,7 @@ func TestLeaderFailover(t *testing.T) {
 			_ = e.Stop(stopCtx)
 		})
 		workers = append(workers, e)
+		proxies = append(proxies, proxy)
 	}
 	leaders := func() []int {
 		var ls []int
@@ -52,17 +69,19 @@ func TestLeaderFailover(t *testing.T) {
 	require.Eventually(t, func() bool { return len(leaders()) == 1 }, 5*time.Second, 10*time.Millisecond, "one leader")
 	for round := range 3 {
 		old := leaders()[0]
-		_, err := admin.Exec(ctx, `
-			SELECT pg_terminate_backend(l.pid) FROM pg_locks l
-			WHERE l.locktype = 'advisory' AND l.granted
-			  AND l.objid = (hashtext('dagen.leader.' || current_schema())::bigint & 4294967295)::oid`)
-		require.NoError(t, err)
+		proxies[old].Set(faultproxy.Down)
 		start := time.Now()
 		require.Eventually(t, func() bool {
 			ls := leaders()
 			return len(ls) == 1 && ls[0] != old
-		}, 5*time.Second, 10*time.Millisecond, "round %d: another worker leads after the leader's connection died", round)
+		}, 10*time.Second, 10*time.Millisecond, "round %d: another worker leads, and only it, after the leader was cut off", round)
 		t.Logf("round %d: worker %s lost the lead, worker %s took it after %v",
 			round, workers[old].WorkerID(), workers[leaders()[0]].WorkerID(), time.Since(start).Round(time.Millisecond))
+		proxies[old].Set(faultproxy.Up)
+		now := leaders()[0]
+		// Back on line, the old leader finds the lease taken and stays a
+		// follower.
+		time.Sleep(500 * time.Millisecond)
+		require.Equal(t, []int{now}, leaders(), "round %d: the old leader does not take the lead back", round)
 	}
 }

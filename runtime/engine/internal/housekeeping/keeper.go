@@ -72,7 +72,7 @@ func (k *Keeper) Run(ctx context.Context, stopping <-chan struct{}) {
 	t := time.NewTicker(c.Interval)
 	defer t.Stop()
 	defer c.Leading.Store(false)
-	var lastPrune time.Time
+	var lastPrune, renewed time.Time
 	standBack := false
 	stopped := false
 	// While the store fails, beats back off (up to the default interval,
@@ -95,6 +95,13 @@ func (k *Keeper) Run(ctx context.Context, stopping <-chan struct{}) {
 		}
 		if !k.Beat(ctx) {
 			retryAt = time.Now().Add(retry.Next())
+			// A leader that cannot renew its lease for a whole lease has
+			// lost it to whoever could: it says so, rather than report a
+			// lead another worker holds.
+			if c.Leading.Load() && time.Since(renewed) >= c.Lease && c.Leading.CompareAndSwap(true, false) {
+				c.Log.Warn("dagen: lost leadership: the store did not answer for a lease", "worker", c.Worker, "lease", c.Lease)
+				standBack = true
+			}
 			continue // the store does not answer: housekeeping can wait for the next beat
 		}
 		retry.Reset()
@@ -107,6 +114,9 @@ func (k *Keeper) Run(ctx context.Context, stopping <-chan struct{}) {
 			continue
 		}
 		leading := k.lead(ctx)
+		if leading {
+			renewed = time.Now()
+		}
 		if leading && !c.Leading.Load() {
 			// Named before Leading reports it, so that whoever sees this
 			// worker lead finds it named in the workers' view.
