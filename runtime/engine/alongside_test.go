@@ -35,7 +35,7 @@ func testFullClaimsOverlap(t *testing.T, open func() store.Store) {
 	st.claimDelay = 5 * time.Millisecond // long enough for the second claim to start meanwhile
 	e := workerWith(t, st, engine.Config{
 		WorkerID: "w", Concurrency: concurrency, BatchSize: batch, PollInterval: 5 * time.Millisecond,
-		Lease: 2 * time.Second, HeartbeatInterval: 20 * time.Millisecond,
+		IdlePollInterval: 5 * time.Millisecond, Lease: 2 * time.Second, HeartbeatInterval: 20 * time.Millisecond,
 	}, def)
 
 	// Idle: claims come one at a time.

@@ -35,9 +35,18 @@ type Config struct {
 	// BatchSize bounds how many tasks one claim or one completion carries.
 	// Default: Concurrency.
 	BatchSize int
-	// PollInterval is how often an idle worker looks for work and fires due
-	// timers. Default 50ms.
+	// PollInterval is how often a worker looks for work and fires due
+	// timers while it finds some. Default 50ms.
 	PollInterval time.Duration
+	// IdlePollInterval is how long, at most, a worker that finds no work
+	// waits between polls: the wait doubles from PollInterval while polls
+	// come back empty, and a notification of new work (LISTEN on
+	// Postgres), a trigger on this engine or a finished step wakes it at
+	// once. It bounds how late an idle worker that has no notifications
+	// (behind PgBouncer without a session URL) starts new work; an idle
+	// worker also looks for timers that other processes wrote every five
+	// such polls. Default 1s.
+	IdlePollInterval time.Duration
 	// Lease is how long a claimed task stays with this worker without a
 	// heartbeat before another may rescue it; it is also the TTL of the
 	// worker's heartbeat (store.Workers). Default 30s.
@@ -75,8 +84,9 @@ type Config struct {
 	// in one run: a step whose output a mapped step maps fails, for good,
 	// when its slice is longer. Default 100,000.
 	MaxElements int
-	// SchedulePollInterval is how often the worker looks for due
-	// schedules (store.Scheduler). Default 1s.
+	// SchedulePollInterval is how often the leading worker looks for due
+	// schedules (store.Scheduler); the others look every
+	// HeartbeatInterval, in case the lead is changing hands. Default 1s.
 	SchedulePollInterval time.Duration
 	// MaxPayload caps, in bytes, the encoding of a run's input, of a
 	// step's output and of a signal's payload: a trigger or a signal over
@@ -111,6 +121,9 @@ func (c *Config) withDefaults() Config {
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = 50 * time.Millisecond
+	}
+	if cfg.IdlePollInterval <= 0 {
+		cfg.IdlePollInterval = time.Second
 	}
 	if cfg.SchedulePollInterval <= 0 {
 		cfg.SchedulePollInterval = time.Second

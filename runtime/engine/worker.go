@@ -25,7 +25,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.worker = worker.Start(ctx, worker.Config{
 		Store: e.store, Elector: e.elector, Log: e.log, Health: e.health, Leading: &e.leading,
 		WorkerID: e.cfg.WorkerID, Concurrency: e.cfg.Concurrency, BatchSize: e.cfg.BatchSize,
-		PollInterval: e.cfg.PollInterval, SchedulePollInterval: e.cfg.SchedulePollInterval,
+		PollInterval: e.cfg.PollInterval, IdlePollInterval: e.cfg.IdlePollInterval, SchedulePollInterval: e.cfg.SchedulePollInterval,
 		HeartbeatInterval: e.cfg.HeartbeatInterval, Lease: e.cfg.Lease, Retention: e.cfg.Retention,
 		DisableEagerStart: e.cfg.DisableEagerStart, DisableEagerContinue: e.cfg.DisableEagerContinue, DisableNotify: e.cfg.DisableNotify,
 	}, host{e})

@@ -39,16 +39,17 @@ func eachStore(t *testing.T, test func(t *testing.T, open func() store.Store)) {
 	})
 }
 
-// worker starts an engine named id over st that heartbeats, and leads
-// housekeeping, every 20 ms, so cancellations reach it and the tasks of
-// lost workers are rescued within a test's patience. Its own lease, the
+// worker starts an engine named id over st that polls every 5 ms, idle or
+// not, and heartbeats, and leads housekeeping, every 20 ms, so
+// cancellations reach it and the tasks of lost workers are rescued within
+// a test's patience. Its own lease, the
 // TTL of its heartbeat, is 2 s: a test machine busy enough to stall a
 // worker for a few hundred milliseconds (the race detector, packages
 // tested in parallel) must not make a live worker look lost.
 func worker(t *testing.T, st store.Store, id string, defs ...*engine.Definition) *engine.Engine {
 	t.Helper()
 	return workerWith(t, st, engine.Config{
-		WorkerID: id, Concurrency: 4, PollInterval: 5 * time.Millisecond,
+		WorkerID: id, Concurrency: 4, PollInterval: 5 * time.Millisecond, IdlePollInterval: 5 * time.Millisecond,
 		Lease: 2 * time.Second, HeartbeatInterval: 20 * time.Millisecond,
 	}, defs...)
 }
@@ -526,4 +527,46 @@ func testConcurrencyCountsUnstoredResults(t *testing.T, open func() store.Store)
 		return true
 	}, 10*time.Second, 5*time.Millisecond, "the held results were stored and the rest ran")
 	require.Len(t, rec.ran(), 10)
+}
+
+// TestIdleWorkerBacksOff: a worker whose polls find nothing polls less
+// and less often, up to IdlePollInterval, so an idle fleet does not load
+// the database; new work still starts, here with notifications off, and
+// the worker is back to PollInterval while it finds work.
+func TestIdleWorkerBacksOff(t *testing.T) {
+	eachStore(t, func(t *testing.T, open func() store.Store) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		def := &engine.Definition{Name: "one", Steps: []engine.Step{
+			{Name: "a", Run: fn(func(context.Context, int, []string) (string, error) { return "a", nil })},
+		}}
+		st := spy(open())
+		e := workerWith(t, st, engine.Config{
+			WorkerID: "idle", Concurrency: 4, PollInterval: 5 * time.Millisecond, IdlePollInterval: 200 * time.Millisecond,
+			DisableNotify: true, Lease: 2 * time.Second, HeartbeatInterval: time.Second,
+		}, def)
+		claims := func() int {
+			n := 0
+			for _, c := range st.pollerCalls() {
+				if c == "claim" {
+					n++
+				}
+			}
+			return n
+		}
+		before := claims()
+		time.Sleep(2 * time.Second)
+		// Polling every PollInterval would make about 400 claims in 2 s;
+		// backed off to 200 ms, about 10 and the ramp.
+		require.Less(t, claims()-before, 40, "an idle worker kept polling every PollInterval")
+
+		owner, err := engine.New(open(), &engine.Config{Manual: true, WorkerID: "owner"})
+		require.NoError(t, err)
+		require.NoError(t, owner.Register(def))
+		id, err := owner.Trigger(ctx, "one", "t", 0)
+		require.NoError(t, err)
+		res, err := e.Wait(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, store.RunCompleted, res.Status)
+	})
 }

@@ -158,30 +158,16 @@ func Open(ctx context.Context, url string) (*Store, error) {
 // sees the pooler as its client), the pool runs statements in pgx's
 // QueryExecModeCacheDescribe, which prepares no named statement that
 // another server connection would lack, unless url sets
-// default_query_exec_mode itself. For a pool of your own, use [New].
+// default_query_exec_mode itself ([OpenPool]). For a pool of your own,
+// use [New].
 func OpenConfig(ctx context.Context, url string, cfg *Config) (*Store, error) {
 	pcfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: parse database URL: %w", err)
 	}
-	timeout := pcfg.ConnConfig.ConnectTimeout
-	if timeout <= 0 {
-		timeout = DefaultConnectTimeout
-		pcfg.ConnConfig.ConnectTimeout = timeout
-	}
-	pingCtx, cancel := context.WithTimeout(ctx, timeout)
-	direct, err := probeURL(pingCtx, pcfg.ConnConfig)
-	cancel()
+	pool, err := OpenPool(ctx, pcfg)
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: connect to %s:%d (timeout %s): %w",
-			pcfg.ConnConfig.Host, pcfg.ConnConfig.Port, timeout, err)
-	}
-	if !direct && !explicitExecMode(url) {
-		pcfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
-	if err != nil {
-		return nil, fmt.Errorf("pgstore: open pool for %s: %w", pcfg.ConnConfig.Host, err)
+		return nil, err
 	}
 	if err := Migrate(ctx, pool); err != nil {
 		pool.Close()
@@ -194,6 +180,36 @@ func OpenConfig(ctx context.Context, url string, cfg *Config) (*Store, error) {
 	}
 	s.owned = true
 	return s, nil
+}
+
+// OpenPool opens a pool with pcfg for a store ([New]) or a tool: it
+// connects once, within [DefaultConnectTimeout] (or pcfg's
+// connect_timeout), and when the server sees a connection pooler rather
+// than this process as its client, it runs pgx in
+// QueryExecModeCacheDescribe, which prepares no named statement that
+// another server connection would lack, unless pcfg's connection string
+// chose a mode.
+func OpenPool(ctx context.Context, pcfg *pgxpool.Config) (*pgxpool.Pool, error) {
+	timeout := pcfg.ConnConfig.ConnectTimeout
+	if timeout <= 0 {
+		timeout = DefaultConnectTimeout
+		pcfg.ConnConfig.ConnectTimeout = timeout
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, timeout)
+	direct, err := probeURL(pingCtx, pcfg.ConnConfig)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: connect to %s:%d (timeout %s): %w",
+			pcfg.ConnConfig.Host, pcfg.ConnConfig.Port, timeout, err)
+	}
+	if !direct && !explicitExecMode(pcfg.ConnString()) {
+		pcfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: open pool for %s: %w", pcfg.ConnConfig.Host, err)
+	}
+	return pool, nil
 }
 
 // probeURL connects once with cfg and reports whether the connection

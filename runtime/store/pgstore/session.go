@@ -17,7 +17,7 @@ import (
 // its pool goes through a connection pooler and [Config.SessionURL] is
 // empty. Workers then poll, and cancellations reach running steps with the
 // next heartbeat.
-var ErrNoSession = errors.New("no session-keeping connection for LISTEN: the pool's connections go through a connection pooler; set pgstore.Config.SessionURL (dagen -session-db, DAGEN_SESSION_URL) to a direct or session-pooled URL of the same database")
+var ErrNoSession = errors.New("no session-keeping connection for LISTEN: the pool's connections go through a connection pooler; set pgstore.Config.SessionURL to a direct or session-pooled URL of the same database for notifications")
 
 // reachesServer reports whether conn reaches Postgres itself rather than a
 // connection pooler: the server sees this connection's own address as its

@@ -98,7 +98,8 @@ func databaseURL(flag, cmd string, stderr io.Writer) (string, int) {
 }
 
 // connect opens a pool on url whose search_path is schema (when set) and
-// checks that the database answers.
+// checks that the database answers (pgstore.OpenPool: behind PgBouncer in
+// transaction mode, without named prepared statements).
 func connect(ctx context.Context, url, schema string) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
@@ -107,23 +108,8 @@ func connect(ctx context.Context, url, schema string) (*pgxpool.Pool, error) {
 	if schema != "" {
 		cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{schema}.Sanitize()
 	}
-	timeout := cfg.ConnConfig.ConnectTimeout
-	if timeout <= 0 {
-		timeout = pgstore.DefaultConnectTimeout
-		cfg.ConnConfig.ConnectTimeout = timeout
-	}
 	cfg.MaxConns = 2
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("open pool for %s: %w", cfg.ConnConfig.Host, err)
-	}
-	pingCtx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	if err := pool.Ping(pingCtx); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("connect to %s:%d: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
-	}
-	return pool, nil
+	return pgstore.OpenPool(ctx, cfg)
 }
 
 // migrationJSON is a migration in -json output.

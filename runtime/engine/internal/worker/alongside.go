@@ -26,7 +26,7 @@ func (w *Worker) claimAlongside() {
 			default:
 			}
 			// A failure is the poller's to report and retry: it claims next.
-			if full, err := w.claim(); err != nil || !full {
+			if _, full, err := w.claim(); err != nil || !full {
 				break
 			}
 		}

@@ -26,9 +26,19 @@ func (w *Worker) timerDue(now time.Time) (due bool, next time.Time) {
 	return !w.nextTimer.IsZero() && !now.Before(w.nextTimer), w.nextTimer
 }
 
+// idleTimerRounds is how many idle polls a worker makes per look for
+// timers it was not told of (written by another process): its own timers
+// it fires when due.
+const idleTimerRounds = 5
+
 func (w *Worker) poller() {
 	var lastTimers time.Time
 	retry := outage.Backoff{Min: w.cfg.PollInterval, Max: outage.MaxBackoff}
+	// While polls find nothing, the wait between them doubles up to
+	// IdlePollInterval: an idle fleet costs the database a few queries a
+	// second, not a claim every PollInterval per worker. A notification,
+	// a trigger or a freed slot wakes the worker at once either way.
+	idle := w.cfg.PollInterval
 	for {
 		select {
 		case <-w.stopPoll:
@@ -37,7 +47,7 @@ func (w *Worker) poller() {
 		}
 		// Claim first, then fire timers: a wake-up is most often for a task
 		// just enqueued, which should not wait for the timer queries.
-		full, err := w.claim()
+		claimed, full, err := w.claim()
 		if err != nil {
 			w.cfg.Health.Failed("claim tasks", err)
 			sleepFor(w.ctx, retry.Next(), w.stopPoll)
@@ -49,7 +59,11 @@ func (w *Worker) poller() {
 		// by this clock would poll without a pause until the store's clock
 		// catches up.
 		notFired := false
-		if due, _ := w.timerDue(now); due || now.Sub(lastTimers) >= w.cfg.PollInterval {
+		timerEvery := w.cfg.PollInterval
+		if idle > w.cfg.PollInterval {
+			timerEvery = idleTimerRounds * idle
+		}
+		if due, _ := w.timerDue(now); due || now.Sub(lastTimers) >= timerEvery {
 			lastTimers = now
 			fired, err := w.fireTimers()
 			if err != nil {
@@ -73,7 +87,11 @@ func (w *Worker) poller() {
 			}
 			continue
 		}
-		wait := w.cfg.PollInterval
+		if claimed > 0 {
+			idle = w.cfg.PollInterval
+		}
+		wait := idle
+		idle = min(2*idle, max(w.cfg.IdlePollInterval, w.cfg.PollInterval))
 		if _, next := w.timerDue(now); !next.IsZero() && !notFired {
 			wait = max(min(wait, time.Until(next)), 0)
 		}
@@ -83,7 +101,9 @@ func (w *Worker) poller() {
 			t.Stop()
 			return
 		case <-w.wake:
+			idle = w.cfg.PollInterval
 		case <-w.notify:
+			idle = w.cfg.PollInterval
 		case <-t.C:
 		}
 		t.Stop()
@@ -97,13 +117,13 @@ func (w *Worker) poller() {
 // while one completion is written, and a light tenant's result would wait
 // longer for its transaction (see docs/performance.md, "Results waiting
 // for the store count as held"). It reports whether the batch was full,
-// so more may be ready.
-func (w *Worker) claim() (full bool, err error) {
+// so more may be ready, and how many tasks it claimed.
+func (w *Worker) claim() (claimed int, full bool, err error) {
 	// An empty signature list would claim every task: a worker that
 	// knows none claims nothing.
 	sigs := w.host.Signatures()
 	if len(sigs) == 0 {
-		return false, nil
+		return 0, false, nil
 	}
 	limit := w.slots.Take(w.slots.ClaimCapacity(), func(free, held int) int {
 		// Under load, wait for a worthwhile batch rather than claiming a
@@ -114,18 +134,18 @@ func (w *Worker) claim() (full bool, err error) {
 		return 0
 	})
 	if limit <= 0 {
-		return false, nil
+		return 0, false, nil
 	}
 	tasks, err := w.host.Claim(w.ctx, store.ClaimParams{
 		Worker: w.cfg.WorkerID, Signatures: sigs, Limit: limit, Lease: w.cfg.Lease,
 	})
 	w.slots.Unused(limit - len(tasks))
 	if err != nil {
-		return false, err
+		return 0, false, err
 	}
 	w.cfg.Health.Succeeded()
 	w.dispatch(tasks)
-	return len(tasks) == limit, nil
+	return len(tasks), len(tasks) == limit, nil
 }
 
 // fireTimers fires due timers, learns when the next one is due, and

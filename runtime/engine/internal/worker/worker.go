@@ -64,7 +64,7 @@ type Config struct {
 
 	WorkerID                                               string
 	Concurrency, BatchSize                                 int
-	PollInterval, SchedulePollInterval                     time.Duration
+	PollInterval, IdlePollInterval, SchedulePollInterval   time.Duration
 	HeartbeatInterval, Lease, Retention                    time.Duration
 	DisableEagerStart, DisableEagerContinue, DisableNotify bool
 }
@@ -279,12 +279,19 @@ func (w *Worker) cancelNotified(ids <-chan dag.RunID) {
 	}
 }
 
-// scheduleLoop fires due schedules every SchedulePollInterval until Stop.
+// scheduleLoop fires due schedules until Stop: every SchedulePollInterval
+// while the worker leads, and every HeartbeatInterval otherwise, so that
+// an idle fleet's schedule queries are the leader's, and a schedule still
+// fires, late by at most that, while the lead changes hands.
 func (w *Worker) scheduleLoop() {
 	t := time.NewTicker(w.cfg.SchedulePollInterval)
 	defer t.Stop()
+	var last time.Time
 	for {
-		w.host.FireSchedules(w.ctx)
+		if w.cfg.Leading.Load() || time.Since(last) >= w.cfg.HeartbeatInterval {
+			last = time.Now()
+			w.host.FireSchedules(w.ctx)
+		}
 		select {
 		case <-w.stopPoll:
 			return
