@@ -75,9 +75,31 @@ func (c *Cluster) NewStandby(t testing.TB, opts ClusterOptions) *Cluster {
 	s.run(t, "pg_basebackup", "-D", s.data(), "-R", "-X", "stream", "-c", "fast", "--no-sync",
 		"-h", "127.0.0.1", "-p", strconv.Itoa(c.port), "-U", "postgres")
 	s.conninfo = s.autoConf(t, "primary_conninfo")
+	s.dropAutoConf(t, "synchronous_standby_names")
 	s.startOnFreePort(t, opts)
 	s.waitStreaming(t)
 	return s
+}
+
+// Rejoin makes c, stopped or killed, a fresh standby of primary with
+// pg_basebackup, on the port c had, and waits until it streams: the way a
+// failed primary comes back after a failover, so that a multi-host URL
+// that names both keeps working across rounds.
+func (c *Cluster) Rejoin(t testing.TB, primary *Cluster, opts ClusterOptions) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(c.data(), "postmaster.pid")); err == nil {
+		c.Kill(t)
+	}
+	if err := os.RemoveAll(c.data()); err != nil {
+		t.Fatalf("pgtest: remove %s: %v", c.data(), err)
+	}
+	c.run(t, "pg_basebackup", "-D", c.data(), "-R", "-X", "stream", "-c", "fast", "--no-sync",
+		"-h", "127.0.0.1", "-p", strconv.Itoa(primary.port), "-U", "postgres")
+	c.conninfo = c.autoConf(t, "primary_conninfo")
+	c.dropAutoConf(t, "synchronous_standby_names")
+	c.writeConf(t, opts)
+	c.Start(t)
+	c.waitStreaming(t)
 }
 
 // Port is the TCP port the cluster listens on at 127.0.0.1.
@@ -173,6 +195,16 @@ func (c *Cluster) InRecovery(t testing.TB) bool {
 		t.Fatalf("pgtest: cluster on port %d: pg_is_in_recovery: %v", c.port, err)
 	}
 	return in
+}
+
+// Set changes a setting with ALTER SYSTEM and reloads the configuration,
+// for settings a reload applies (synchronous_standby_names,
+// synchronous_commit, primary_conninfo…). A standby made later by
+// NewStandby keeps what Set wrote, but for synchronous_standby_names.
+func (c *Cluster) Set(t testing.TB, name, value string) {
+	t.Helper()
+	c.Exec(t, "ALTER SYSTEM SET "+pgx.Identifier{name}.Sanitize()+" = "+value)
+	c.Exec(t, "SELECT pg_reload_conf()")
 }
 
 // StopStreaming makes a standby lag: it clears primary_conninfo, so the
@@ -399,6 +431,29 @@ func (c *Cluster) autoConf(t testing.TB, name string) string {
 		t.Fatalf("pgtest: pg_basebackup -R wrote no %s to %s", name, path)
 	}
 	return val
+}
+
+// dropAutoConf removes a setting that ALTER SYSTEM on the primary wrote
+// from a fresh standby's postgresql.auto.conf: a standby promoted with its
+// primary's synchronous_standby_names would wait for standbys it does not
+// have, and block every commit.
+func (c *Cluster) dropAutoConf(t testing.TB, name string) {
+	t.Helper()
+	path := filepath.Join(c.data(), "postgresql.auto.conf")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("pgtest: read %s: %v", path, err)
+	}
+	var keep []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, _, ok := strings.Cut(line, "="); ok && strings.TrimSpace(k) == name {
+			continue
+		}
+		keep = append(keep, line)
+	}
+	if err := os.WriteFile(path, []byte(strings.Join(keep, "\n")), 0o600); err != nil {
+		t.Fatalf("pgtest: write %s: %v", path, err)
+	}
 }
 
 func (c *Cluster) ctl(t testing.TB, args ...string) {
