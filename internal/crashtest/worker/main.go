@@ -29,18 +29,26 @@ func main() {
 	lease := flag.Duration("lease", time.Second, "task lease and heartbeat TTL (0: the engine's defaults, with its heartbeat interval)")
 	poll := flag.Duration("poll", 20*time.Millisecond, "poll interval (0: the engine's default)")
 	notify := flag.Bool("notify", true, "use LISTEN/NOTIFY")
+	followWrites := flag.Bool("reconnect-read-only", true, "drop connections whose server answers that it is read-only (pgstore.ReconnectWhenReadOnly)")
 	reportLeader := flag.Bool("report-leader", false, "write whether this worker leads to crash_leader in the log database, every 50ms")
 	flag.Parse()
-	if err := run(*url, *logURL, *id, *lease, *poll, *notify, *reportLeader); err != nil {
+	if err := run(*url, *logURL, *id, *lease, *poll, *notify, *reportLeader, *followWrites); err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		os.Exit(1)
 	}
 }
 
-func run(url, logURL, id string, lease, poll time.Duration, notify, reportLeader bool) error {
+func run(url, logURL, id string, lease, poll time.Duration, notify, reportLeader, followWrites bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	pool, err := pgxpool.New(ctx, url)
+	pcfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return err
+	}
+	if followWrites {
+		pgstore.ReconnectWhenReadOnly(pcfg)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return err
 	}

@@ -123,6 +123,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		timeout = DefaultConnectTimeout
 		pcfg.ConnConfig.ConnectTimeout = timeout
 	}
+	ReconnectWhenReadOnly(pcfg)
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: open pool for %s: %w", pcfg.ConnConfig.Host, err)
