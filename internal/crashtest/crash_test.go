@@ -31,7 +31,8 @@ const execTable = `CREATE TABLE crash_exec (
 	phase   text NOT NULL,
 	pid     int  NOT NULL,
 	worker  text NOT NULL,
-	at      timestamptz NOT NULL DEFAULT clock_timestamp()
+	at      timestamptz NOT NULL DEFAULT clock_timestamp(),
+	output  bigint -- an end's output, when the worker records it
 )`
 
 // buildWorker compiles the worker command once per test binary.

@@ -9,6 +9,7 @@ package flow
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"time"
 
 	"github.com/dagenhq/dagen/runtime/dag"
@@ -24,12 +25,25 @@ type Job struct {
 	Work time.Duration
 	// Nap is how long the sleep step sleeps.
 	Nap time.Duration
+	// Stamp makes each execution of a fan-out step add a random number to
+	// its output, so that a stored output names the execution that made
+	// it (see EndRecorder): the failover test checks that a result of a
+	// rolled-back history never lands.
+	Stamp bool
 }
 
 // Recorder is what steps report their executions to. The worker puts one
 // in the engine's context (see WithRecorder).
 type Recorder interface {
 	Record(ctx context.Context, step string, attempt int, phase string) error
+}
+
+// EndRecorder is a Recorder that also learns the output of an execution
+// that ended well: when the worker's Recorder is one, run reports the end
+// with RecordEnd instead of Record.
+type EndRecorder interface {
+	Recorder
+	RecordEnd(ctx context.Context, step string, attempt int, output int) error
 }
 
 type recorderKey struct{}
@@ -50,11 +64,16 @@ func run(ctx context.Context, step string, work func() (int, error)) (int, error
 		return 0, err
 	}
 	n, err := work()
-	phase := "end"
-	if err != nil {
-		phase = "fail"
+	var rerr error
+	switch er, ok := rec.(EndRecorder); {
+	case err != nil:
+		rerr = rec.Record(ctx, step, info.Attempt, "fail")
+	case ok:
+		rerr = er.RecordEnd(ctx, step, info.Attempt, n)
+	default:
+		rerr = rec.Record(ctx, step, info.Attempt, "end")
 	}
-	if rerr := rec.Record(ctx, step, info.Attempt, phase); rerr != nil {
+	if rerr != nil {
 		return 0, rerr
 	}
 	return n, err
@@ -77,7 +96,13 @@ func Start(ctx context.Context, j Job) (int, error) {
 }
 
 func fan(ctx context.Context, step string, j Job, n int) (int, error) {
-	return run(ctx, step, func() (int, error) { return n + 1, pause(ctx, j.Work) })
+	return run(ctx, step, func() (int, error) {
+		out := n + 1
+		if j.Stamp {
+			out += 1 + rand.IntN(1<<30)
+		}
+		return out, pause(ctx, j.Work)
+	})
 }
 
 // FanA is one of four parallel branches.

@@ -24,48 +24,87 @@ import (
 
 func main() {
 	url := flag.String("url", "", "database URL, with search_path set to the test's schema")
+	logURL := flag.String("log-url", "", "database URL of the crash_exec table, when not the store's (a failover test keeps its log out of the clusters it fails over)")
 	id := flag.String("id", "", "worker id")
-	lease := flag.Duration("lease", time.Second, "task lease and heartbeat TTL")
+	lease := flag.Duration("lease", time.Second, "task lease and heartbeat TTL (0: the engine's defaults, with its heartbeat interval)")
+	poll := flag.Duration("poll", 20*time.Millisecond, "poll interval (0: the engine's default)")
 	notify := flag.Bool("notify", true, "use LISTEN/NOTIFY")
+	followWrites := flag.Bool("reconnect-read-only", true, "drop connections whose server answers that it is read-only (pgstore.ReconnectWhenReadOnly)")
+	reportLeader := flag.Bool("report-leader", false, "write whether this worker leads to crash_leader in the log database, every 50ms")
 	flag.Parse()
-	if err := run(*url, *id, *lease, *notify); err != nil {
+	if err := run(*url, *logURL, *id, *lease, *poll, *notify, *reportLeader, *followWrites); err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		os.Exit(1)
 	}
 }
 
-func run(url, id string, lease time.Duration, notify bool) error {
+func run(url, logURL, id string, lease, poll time.Duration, notify, reportLeader, followWrites bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	pool, err := pgxpool.New(ctx, url)
+	pcfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return err
+	}
+	if followWrites {
+		pgstore.ReconnectWhenReadOnly(pcfg)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
+	logPool := pool
+	if logURL != "" {
+		if logPool, err = pgxpool.New(ctx, logURL); err != nil {
+			return err
+		}
+		defer logPool.Close()
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	st, err := pgstore.New(ctx, pool, nil)
 	if err != nil {
 		return err
 	}
-	e, err := engine.New(st, &engine.Config{
-		WorkerID: id, Concurrency: 8, PollInterval: 20 * time.Millisecond,
+	cfg := &engine.Config{
+		WorkerID: id, Concurrency: 8, PollInterval: poll,
 		Lease: lease, HeartbeatInterval: lease / 5, Logger: log, DisableNotify: !notify,
-	})
+	}
+	e, err := engine.New(st, cfg)
 	if err != nil {
 		return err
 	}
 	if _, err := flow.NewJobWorkflow(e); err != nil {
 		return err
 	}
-	rec := &recorder{pool: pool, pid: os.Getpid(), worker: id}
+	rec := &recorder{pool: logPool, pid: os.Getpid(), worker: id}
 	if err := e.Start(flow.WithRecorder(context.Background(), rec)); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "worker %s (pid %d) started\n", id, os.Getpid())
+	if reportLeader {
+		go report(ctx, logPool, id, e)
+	}
 	<-ctx.Done()
 	stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	return e.Stop(stopCtx)
+}
+
+// report keeps this worker's row of crash_leader current: whether it
+// leads, and when it last said so.
+func report(ctx context.Context, pool *pgxpool.Pool, id string, e *engine.Engine) {
+	for ctx.Err() == nil {
+		_, err := pool.Exec(ctx, `
+			INSERT INTO crash_leader (worker, leads, seen) VALUES ($1, $2, clock_timestamp())
+			ON CONFLICT (worker) DO UPDATE SET leads = excluded.leads, seen = excluded.seen`, id, e.Leading())
+		if err != nil && ctx.Err() == nil {
+			fmt.Fprintln(os.Stderr, "worker: report leadership:", err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // recorder writes step executions to crash_exec.
@@ -76,12 +115,21 @@ type recorder struct {
 }
 
 func (r *recorder) Record(ctx context.Context, step string, attempt int, phase string) error {
+	return r.record(ctx, step, attempt, phase, nil)
+}
+
+// RecordEnd records the end of an execution with its output.
+func (r *recorder) RecordEnd(ctx context.Context, step string, attempt int, output int) error {
+	return r.record(ctx, step, attempt, "end", &output)
+}
+
+func (r *recorder) record(ctx context.Context, step string, attempt int, phase string, output *int) error {
 	info, ok := dag.Info(ctx)
 	if !ok {
 		return errors.New("record: not in a step")
 	}
 	_, err := r.pool.Exec(context.WithoutCancel(ctx),
-		`INSERT INTO crash_exec (run_id, step, attempt, phase, pid, worker) VALUES ($1, $2, $3, $4, $5, $6)`,
-		info.RunID.String(), step, attempt, phase, r.pid, r.worker)
+		`INSERT INTO crash_exec (run_id, step, attempt, phase, pid, worker, output) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		info.RunID.String(), step, attempt, phase, r.pid, r.worker, output)
 	return err
 }

@@ -188,7 +188,8 @@ func OpenConfig(ctx context.Context, url string, cfg *Config) (*Store, error) {
 // than this process as its client, it runs pgx in
 // QueryExecModeCacheDescribe, which prepares no named statement that
 // another server connection would lack, unless pcfg's connection string
-// chose a mode.
+// chose a mode. Its connections close themselves when their server no
+// longer accepts writes ([ReconnectWhenReadOnly]).
 func OpenPool(ctx context.Context, pcfg *pgxpool.Config) (*pgxpool.Pool, error) {
 	timeout := pcfg.ConnConfig.ConnectTimeout
 	if timeout <= 0 {
@@ -205,6 +206,7 @@ func OpenPool(ctx context.Context, pcfg *pgxpool.Config) (*pgxpool.Pool, error) 
 	if !direct && !explicitExecMode(pcfg.ConnString()) {
 		pcfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
 	}
+	ReconnectWhenReadOnly(pcfg)
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: open pool for %s: %w", pcfg.ConnConfig.Host, err)
