@@ -30,10 +30,7 @@ type ReadSource struct {
 // "replica: 1.2s behind (340 kB of WAL)", "reading from the primary: …",
 // or "" for the zero value.
 func (s ReadSource) String() string {
-	behind := ""
-	if s.Behind > 0 {
-		behind = fmt.Sprintf("%s behind (%s of WAL)", textfmt.Duration(s.Lag), walBytes(s.Behind))
-	}
+	behind := s.Distance()
 	switch {
 	case s.Fallback != "" && behind != "":
 		return "reading from the primary: " + s.Fallback + "; the replica is " + behind
@@ -45,6 +42,15 @@ func (s ReadSource) String() string {
 		return "replica: up to date"
 	}
 	return "replica: " + behind
+}
+
+// Distance is how far behind the replica is, "1.2s behind (340 kB of
+// WAL)", or "" when it is not.
+func (s ReadSource) Distance() string {
+	if s.Behind <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s behind (%s of WAL)", textfmt.Duration(s.Lag), walBytes(s.Behind))
 }
 
 func walBytes(n int64) string {

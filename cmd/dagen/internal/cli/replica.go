@@ -80,7 +80,11 @@ func (r *runsIO) caughtUp(cmd string) {
 	switch {
 	case err == nil:
 	case errors.Is(err, pgstore.ErrReplicaBehind):
-		fmt.Fprintf(r.stderr, "dagen %s: done on the primary; %v: reads from the replica may not show it yet (%s)\n", cmd, err, r.rep.Source(r.ctx))
+		behind := ""
+		if d := r.rep.Source(r.ctx).Distance(); d != "" {
+			behind = ", " + d
+		}
+		fmt.Fprintf(r.stderr, "dagen %s: done on the primary, but the replica has not replayed it yet%s: reads from the replica may not show it for a while\n", cmd, behind)
 	default:
 		fmt.Fprintf(r.stderr, "dagen %s: done on the primary; the replica failed (%v): reads from it may not show it yet\n", cmd, err)
 	}
