@@ -1,10 +1,16 @@
 package cli_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -115,10 +121,70 @@ func TestRunsOnAReplica(t *testing.T) {
 	if !strings.Contains(out, id) || !strings.HasPrefix(lastLine(out), "reading from the primary: the replica failed (") {
 		t.Errorf("runs ls with the replica down:\n%s", out)
 	}
+	// dagen ui: the pages say where they read from.
+	ui := startUI(t, "-db", primary.URL("postgres"), "-replica-db", replica)
+	resp, err := http.Get(ui)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), `id="source">replica: `) || !strings.Contains(string(b), id) {
+		t.Errorf("dagen ui -replica-db: the runs page does not say it reads the replica:\n%s", b)
+	}
+
 	// Without a replica, no line.
 	t.Setenv("DAGEN_REPLICA_URL", "")
 	out, _ = run(cli.ExitOK, "", "runs", "ls")
 	if strings.Contains(out, "replica") {
 		t.Errorf("runs ls without a replica:\n%s", out)
 	}
+}
+
+// startUI runs dagen ui with args on a free port until the test ends and
+// returns its address.
+func startUI(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout, stderr lockedBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- cli.Main(ctx, append([]string{"ui", "-addr", "127.0.0.1:0"}, args...), &stdout, &stderr)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	re := regexp.MustCompile(`on (http://\S+/)`)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if m := re.FindStringSubmatch(stdout.String()); m != nil {
+			return m[1]
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("dagen ui exited %d:\n%s", code, stderr.String())
+		default:
+		}
+	}
+	t.Fatalf("dagen ui did not start:\n%s%s", stdout.String(), stderr.String())
+	return ""
+}
+
+// lockedBuffer is a bytes.Buffer that a command writes while the test
+// reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
