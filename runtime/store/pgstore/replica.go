@@ -61,6 +61,9 @@ type ReplicaConfig struct {
 	// Retry is how long reads go to the primary after the replica failed
 	// one, before the replica is tried again. Zero: 10 s.
 	Retry time.Duration
+	// Timeout bounds a read on the replica: one that takes longer (a
+	// replica that froze) is made again on the primary. Zero: 5 s.
+	Timeout time.Duration
 }
 
 // replayPoll is how often a read that waits for the replica asks how far
@@ -72,12 +75,15 @@ const replayPoll = 10 * time.Millisecond
 // through primary. cfg may be nil. It does not connect: a replica that is
 // down now is tried at the first read.
 func NewReplicated(primary *Store, replica *pgxpool.Pool, cfg *ReplicaConfig) *Replicated {
-	r := &Replicated{Store: primary, pool: replica, cfg: ReplicaConfig{Wait: 2 * time.Second, Retry: 10 * time.Second}}
+	r := &Replicated{Store: primary, pool: replica, cfg: ReplicaConfig{Wait: 2 * time.Second, Retry: 10 * time.Second, Timeout: 5 * time.Second}}
 	if cfg != nil && cfg.Wait > 0 {
 		r.cfg.Wait = cfg.Wait
 	}
 	if cfg != nil && cfg.Retry > 0 {
 		r.cfg.Retry = cfg.Retry
+	}
+	if cfg != nil && cfg.Timeout > 0 {
+		r.cfg.Timeout = cfg.Timeout
 	}
 	return r
 }
@@ -90,29 +96,36 @@ func (r *Replicated) Primary() *Store { return r.Store }
 // open returns the replica's store, opening it if need be, or nil while
 // the replica is down.
 func (r *Replicated) open(ctx context.Context) *Store {
-	r.mu.Lock()
-	rep, down := r.replica, time.Now().Before(r.downTill)
-	r.mu.Unlock()
-	if down || rep != nil {
+	if rep, ok := r.opened(); ok {
 		return rep
 	}
 	r.opening.Lock()
 	defer r.opening.Unlock()
-	r.mu.Lock()
-	rep, down = r.replica, time.Now().Before(r.downTill)
-	r.mu.Unlock()
-	if down || rep != nil {
+	if rep, ok := r.opened(); ok {
 		return rep
 	}
-	rep, err := New(ctx, r.pool, &Config{Now: r.Store.now})
+	octx, cancel := r.replicaCtx(ctx)
+	defer cancel()
+	rep, err := New(octx, r.pool, &Config{Now: r.Store.now})
 	if err != nil {
-		r.down(fmt.Errorf("open the replica: %w", err))
+		r.down(fmt.Errorf("open the replica: %w", r.replicaErr(ctx, octx, err)))
 		return nil
 	}
 	r.mu.Lock()
 	r.replica = rep
 	r.mu.Unlock()
 	return rep
+}
+
+// opened returns the replica's store, or nil while the replica is down,
+// and false when it is to be opened.
+func (r *Replicated) opened() (*Store, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if time.Now().Before(r.downTill) {
+		return nil, true
+	}
+	return r.replica, r.replica != nil
 }
 
 // down takes the replica out of reads for Retry.
@@ -153,7 +166,12 @@ func (r *Replicated) reader(ctx context.Context) *Store {
 func (r *Replicated) await(ctx context.Context, pos int64, wait time.Duration) (bool, error) {
 	deadline := time.Now().Add(wait)
 	for {
-		st, err := r.Store.q.ReplayState(ctx, r.pool)
+		rctx, cancel := r.replicaCtx(ctx)
+		st, err := r.Store.q.ReplayState(rctx, r.pool)
+		if err != nil {
+			err = r.replicaErr(ctx, rctx, err)
+		}
+		cancel()
 		if err != nil {
 			if ctx.Err() == nil {
 				r.down(fmt.Errorf("read the replica's replay position: %w", err))
@@ -245,8 +263,11 @@ func (r *Replicated) Source(ctx context.Context) store.ReadSource {
 	if err != nil {
 		return store.ReadSource{Replica: true, Fallback: fmt.Sprintf("the primary's WAL position is unknown (%v)", err)}
 	}
-	st, err := r.Store.q.ReplayState(ctx, r.pool)
+	rctx, cancel := r.replicaCtx(ctx)
+	defer cancel()
+	st, err := r.Store.q.ReplayState(rctx, r.pool)
 	if err != nil {
+		err = r.replicaErr(ctx, rctx, err)
 		if ctx.Err() == nil {
 			r.down(fmt.Errorf("read the replica's replay position: %w", err))
 		}
@@ -269,34 +290,58 @@ func (r *Replicated) Source(ctx context.Context) store.ReadSource {
 }
 
 // read runs a read on the replica, or on the primary when the replica is
-// down or behind an action, or fails the read. A run the replica does not
-// know yet may be newer than its replay: the primary is asked too.
-func read[T any](r *Replicated, ctx context.Context, fn func(*Store) (T, error)) (T, error) {
+// down or behind an action. A read the replica fails, or does not answer
+// within Timeout, is made again on the primary, which answers for it; a
+// run the replica does not know yet may be newer than its replay, so the
+// primary is asked too.
+func read[T any](r *Replicated, ctx context.Context, fn func(context.Context, *Store) (T, error)) (T, error) {
 	st := r.reader(ctx)
-	v, err := fn(st)
-	if err == nil || st == r.Store || ctx.Err() != nil {
+	if st == r.Store {
+		return fn(ctx, st)
+	}
+	rctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
+	v, err := fn(rctx, st)
+	if err != nil {
+		err = r.replicaErr(ctx, rctx, err)
+	}
+	cancel()
+	if err == nil || ctx.Err() != nil {
 		return v, err
 	}
-	pv, perr := fn(r.Store)
+	pv, perr := fn(ctx, r.Store)
 	if perr == nil && !errors.Is(err, store.ErrRunNotFound) {
 		r.down(err)
 	}
 	return pv, perr
 }
 
+// replicaCtx bounds a query on the replica by Timeout.
+func (r *Replicated) replicaCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, r.cfg.Timeout)
+}
+
+// replicaErr says what went wrong with a query on the replica made with
+// rctx (replicaCtx of ctx): a timeout of its own is said as such.
+func (r *Replicated) replicaErr(ctx, rctx context.Context, err error) error {
+	if rctx.Err() != nil && ctx.Err() == nil {
+		return fmt.Errorf("no answer within %s", r.cfg.Timeout)
+	}
+	return err
+}
+
 // ListRuns implements store.Operator on the replica.
 func (r *Replicated) ListRuns(ctx context.Context, f store.RunFilter) (store.RunPage, error) {
-	return read(r, ctx, func(s *Store) (store.RunPage, error) { return s.ListRuns(ctx, f) })
+	return read(r, ctx, func(ctx context.Context, s *Store) (store.RunPage, error) { return s.ListRuns(ctx, f) })
 }
 
 // CountRuns implements store.Operator on the replica.
 func (r *Replicated) CountRuns(ctx context.Context, f store.RunFilter) (map[store.RunStatus]int, error) {
-	return read(r, ctx, func(s *Store) (map[store.RunStatus]int, error) { return s.CountRuns(ctx, f) })
+	return read(r, ctx, func(ctx context.Context, s *Store) (map[store.RunStatus]int, error) { return s.CountRuns(ctx, f) })
 }
 
 // GetRun implements store.Execution on the replica.
 func (r *Replicated) GetRun(ctx context.Context, id dag.RunID) (store.Run, error) {
-	return read(r, ctx, func(s *Store) (store.Run, error) { return s.GetRun(ctx, id) })
+	return read(r, ctx, func(ctx context.Context, s *Store) (store.Run, error) { return s.GetRun(ctx, id) })
 }
 
 // ReadRun implements store.RunReader on the replica.
@@ -305,7 +350,7 @@ func (r *Replicated) ReadRun(ctx context.Context, id dag.RunID) (store.Run, []st
 		run   store.Run
 		tasks []store.Task
 	}
-	rt, err := read(r, ctx, func(s *Store) (runTasks, error) {
+	rt, err := read(r, ctx, func(ctx context.Context, s *Store) (runTasks, error) {
 		run, tasks, err := s.ReadRun(ctx, id)
 		return runTasks{run, tasks}, err
 	})
@@ -314,42 +359,48 @@ func (r *Replicated) ReadRun(ctx context.Context, id dag.RunID) (store.Run, []st
 
 // ListTasks implements store.Execution on the replica.
 func (r *Replicated) ListTasks(ctx context.Context, id dag.RunID) ([]store.Task, error) {
-	return read(r, ctx, func(s *Store) ([]store.Task, error) { return s.ListTasks(ctx, id) })
+	return read(r, ctx, func(ctx context.Context, s *Store) ([]store.Task, error) { return s.ListTasks(ctx, id) })
 }
 
 // ListEvents implements store.Execution on the replica.
 func (r *Replicated) ListEvents(ctx context.Context, id dag.RunID) ([]store.Event, error) {
-	return read(r, ctx, func(s *Store) ([]store.Event, error) { return s.ListEvents(ctx, id) })
+	return read(r, ctx, func(ctx context.Context, s *Store) ([]store.Event, error) { return s.ListEvents(ctx, id) })
 }
 
 // Unserved implements store.Deploys on the replica.
 func (r *Replicated) Unserved(ctx context.Context, id dag.RunID) ([]store.UnservedTask, error) {
-	return read(r, ctx, func(s *Store) ([]store.UnservedTask, error) { return s.Unserved(ctx, id) })
+	return read(r, ctx, func(ctx context.Context, s *Store) ([]store.UnservedTask, error) { return s.Unserved(ctx, id) })
 }
 
 // SignatureInfos implements store.SignatureReader on the replica.
 func (r *Replicated) SignatureInfos(ctx context.Context, signatures []string) ([]store.SignatureInfo, error) {
-	return read(r, ctx, func(s *Store) ([]store.SignatureInfo, error) { return s.SignatureInfos(ctx, signatures) })
+	return read(r, ctx, func(ctx context.Context, s *Store) ([]store.SignatureInfo, error) {
+		return s.SignatureInfos(ctx, signatures)
+	})
 }
 
 // Workers implements store.Fleet on the replica.
 func (r *Replicated) Workers(ctx context.Context) ([]store.WorkerInfo, error) {
-	return read(r, ctx, func(s *Store) ([]store.WorkerInfo, error) { return s.Workers(ctx) })
+	return read(r, ctx, func(ctx context.Context, s *Store) ([]store.WorkerInfo, error) { return s.Workers(ctx) })
 }
 
 // Backlog implements store.Fleet on the replica.
 func (r *Replicated) Backlog(ctx context.Context) ([]store.BacklogEntry, error) {
-	return read(r, ctx, func(s *Store) ([]store.BacklogEntry, error) { return s.Backlog(ctx) })
+	return read(r, ctx, func(ctx context.Context, s *Store) ([]store.BacklogEntry, error) { return s.Backlog(ctx) })
 }
 
 // QueuePlaces implements store.Fleet on the replica.
 func (r *Replicated) QueuePlaces(ctx context.Context, run dag.RunID, steps []string) (map[string]store.QueuePlace, error) {
-	return read(r, ctx, func(s *Store) (map[string]store.QueuePlace, error) { return s.QueuePlaces(ctx, run, steps) })
+	return read(r, ctx, func(ctx context.Context, s *Store) (map[string]store.QueuePlace, error) {
+		return s.QueuePlaces(ctx, run, steps)
+	})
 }
 
 // ListSchedules implements store.Scheduler on the replica.
 func (r *Replicated) ListSchedules(ctx context.Context, workflow, tenant string) ([]store.Schedule, error) {
-	return read(r, ctx, func(s *Store) ([]store.Schedule, error) { return s.ListSchedules(ctx, workflow, tenant) })
+	return read(r, ctx, func(ctx context.Context, s *Store) ([]store.Schedule, error) {
+		return s.ListSchedules(ctx, workflow, tenant)
+	})
 }
 
 // CancelRun implements store.Execution on the primary, for the reads after

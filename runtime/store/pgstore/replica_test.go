@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dagenhq/dagen/internal/faultproxy"
 	"github.com/dagenhq/dagen/internal/pgtest"
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
@@ -72,6 +73,33 @@ func TestReplicatedSplitsReadsAndActions(t *testing.T) {
 	src := down.Source(ctx)
 	require.False(t, src.Replica)
 	require.Contains(t, src.String(), "reading from the primary: the replica failed")
+
+	// A replica that freezes after serving: a read waits Timeout for it,
+	// then reads the primary; the next reads leave it alone for Retry.
+	network, addr := pgtest.ServerAddr(t)
+	proxy, err := faultproxy.Start(network, addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { proxy.Close() })
+	const timeout = 500 * time.Millisecond
+	frozen := pgstore.NewReplicated(primary, readOnlyPool(t, pgtest.ViaURL(t, schema, proxy.Addr()), schema),
+		&pgstore.ReplicaConfig{Timeout: timeout, Retry: time.Minute})
+	page, err = frozen.ListRuns(ctx, store.RunFilter{})
+	require.NoError(t, err)
+	require.Equal(t, []dag.RunID{onReplica.ID}, ids(page))
+	proxy.Set(faultproxy.Frozen)
+	started := time.Now()
+	page, err = frozen.ListRuns(ctx, store.RunFilter{})
+	require.NoError(t, err)
+	require.Equal(t, []dag.RunID{onPrimary.ID}, ids(page), "read from the primary")
+	require.GreaterOrEqual(t, time.Since(started), timeout, "after waiting for the replica")
+	started = time.Now()
+	for range 3 {
+		_, err = frozen.GetRun(ctx, onPrimary.ID)
+		require.NoError(t, err)
+	}
+	require.Regexp(t, `^reading from the primary: the replica failed \(no answer within 500ms\)$`, frozen.Source(ctx).String())
+	require.Less(t, time.Since(started), timeout, "the next reads, and the source line, do not wait for it")
+	proxy.Set(faultproxy.Up)
 }
 
 func ids(p store.RunPage) []dag.RunID {
