@@ -211,15 +211,15 @@ func (r *Replicated) await(ctx context.Context, pos int64, wait time.Duration) (
 // wrote records the primary's WAL position after an action: the reads
 // after it wait for the replica to replay that far. A position that cannot
 // be read (the primary failing) is not recorded.
-func (r *Replicated) wrote(ctx context.Context) int64 {
+func (r *Replicated) wrote(ctx context.Context) (int64, error) {
 	pos, err := r.Store.q.WALPositions(ctx, r.Store.pool)
 	if err != nil {
-		return 0
+		return 0, fmt.Errorf("read the primary's WAL position: %w", err)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.fence = max(r.fence, pos.Inserted)
-	return pos.Inserted
+	return pos.Inserted, nil
 }
 
 // ErrReplicaBehind is returned by [Replicated.CatchUp] when the replica has
@@ -232,7 +232,10 @@ var ErrReplicaBehind = errors.New("the replica has not replayed the latest write
 // [ErrReplicaBehind] when the replica has not, or the replica's error when
 // it cannot say.
 func (r *Replicated) CatchUp(ctx context.Context) error {
-	pos := r.wrote(ctx)
+	pos, err := r.wrote(ctx)
+	if err != nil {
+		return err
+	}
 	if r.open(ctx) == nil {
 		r.mu.Lock()
 		defer r.mu.Unlock()
@@ -258,11 +261,9 @@ func (r *Replicated) Source(ctx context.Context) store.ReadSource {
 		return store.ReadSource{Fallback: fmt.Sprintf("the replica failed (%v)", r.downErr)}
 	}
 	// The primary's position first: the replica can only have replayed
-	// less than what the primary had flushed when it is asked after.
-	pos, err := r.Store.q.WALPositions(ctx, r.Store.pool)
-	if err != nil {
-		return store.ReadSource{Replica: true, Fallback: fmt.Sprintf("the primary's WAL position is unknown (%v)", err)}
-	}
+	// less than what the primary had flushed when it is asked after. A
+	// primary that cannot say leaves what the replica received.
+	pos, perr := r.Store.q.WALPositions(ctx, r.Store.pool)
 	rctx, cancel := r.replicaCtx(ctx)
 	defer cancel()
 	st, err := r.Store.q.ReplayState(rctx, r.pool)
@@ -277,7 +278,11 @@ func (r *Replicated) Source(ctx context.Context) store.ReadSource {
 		return store.ReadSource{}
 	}
 	src := store.ReadSource{Replica: true}
-	if behind := pos.Flushed - st.Replayed; behind > 0 {
+	head := st.Received
+	if perr == nil {
+		head = max(head, pos.Flushed)
+	}
+	if behind := head - st.Replayed; behind > 0 {
 		src.Behind, src.Lag = behind, time.Duration(st.SinceXact*float64(time.Second))
 	}
 	r.mu.Lock()
@@ -406,48 +411,48 @@ func (r *Replicated) ListSchedules(ctx context.Context, workflow, tenant string)
 // CancelRun implements store.Execution on the primary, for the reads after
 // it to wait for.
 func (r *Replicated) CancelRun(ctx context.Context, id dag.RunID) (bool, error) {
-	defer r.wrote(ctx)
+	defer func() { _, _ = r.wrote(ctx) }()
 	return r.Store.CancelRun(ctx, id)
 }
 
 // CancelRuns implements store.Operator on the primary, for the reads after
 // it to wait for.
 func (r *Replicated) CancelRuns(ctx context.Context, f store.RunFilter, limit int) (int, error) {
-	defer r.wrote(ctx)
+	defer func() { _, _ = r.wrote(ctx) }()
 	return r.Store.CancelRuns(ctx, f, limit)
 }
 
 // RetryRun implements store.Retrier on the primary, for the reads after it
 // to wait for.
 func (r *Replicated) RetryRun(ctx context.Context, id dag.RunID, rt store.Retry) (store.RetryResult, error) {
-	defer r.wrote(ctx)
+	defer func() { _, _ = r.wrote(ctx) }()
 	return r.Store.RetryRun(ctx, id, rt)
 }
 
 // SendSignal implements store.Signaler on the primary, for the reads after
 // it to wait for.
 func (r *Replicated) SendSignal(ctx context.Context, id dag.RunID, step string, payload []byte) (bool, error) {
-	defer r.wrote(ctx)
+	defer func() { _, _ = r.wrote(ctx) }()
 	return r.Store.SendSignal(ctx, id, step, payload)
 }
 
 // PutSchedule implements store.Scheduler on the primary, for the reads
 // after it to wait for.
 func (r *Replicated) PutSchedule(ctx context.Context, s store.Schedule) error {
-	defer r.wrote(ctx)
+	defer func() { _, _ = r.wrote(ctx) }()
 	return r.Store.PutSchedule(ctx, s)
 }
 
 // PauseSchedule implements store.Scheduler on the primary, for the reads
 // after it to wait for.
 func (r *Replicated) PauseSchedule(ctx context.Context, ref store.ScheduleRef, paused bool, next time.Time) error {
-	defer r.wrote(ctx)
+	defer func() { _, _ = r.wrote(ctx) }()
 	return r.Store.PauseSchedule(ctx, ref, paused, next)
 }
 
 // DeleteSchedule implements store.Scheduler on the primary, for the reads
 // after it to wait for.
 func (r *Replicated) DeleteSchedule(ctx context.Context, ref store.ScheduleRef) error {
-	defer r.wrote(ctx)
+	defer func() { _, _ = r.wrote(ctx) }()
 	return r.Store.DeleteSchedule(ctx, ref)
 }

@@ -11,23 +11,30 @@ import (
 
 const replayState = `-- name: ReplayState :one
 SELECT pg_is_in_recovery()::boolean AS standby,
+       coalesce(pg_wal_lsn_diff(pg_last_wal_receive_lsn(), '0/0'), 0)::bigint AS received,
        coalesce(pg_wal_lsn_diff(pg_last_wal_replay_lsn(), '0/0'), 0)::bigint AS replayed,
        coalesce(extract(epoch FROM now() - pg_last_xact_replay_timestamp()), 0)::float8 AS since_xact
 `
 
 type ReplayStateRow struct {
 	Standby   bool
+	Received  int64
 	Replayed  int64
 	SinceXact float64
 }
 
-// Whether this server is a standby, how far it has replayed the WAL (bytes
-// from 0/0; 0 on a primary) and how many seconds ago it replayed its
-// latest transaction.
+// Whether this server is a standby, how far it has received and replayed
+// the WAL (bytes from 0/0; 0 on a primary) and how many seconds ago it
+// replayed its latest transaction.
 func (q *Queries) ReplayState(ctx context.Context, db DBTX) (ReplayStateRow, error) {
 	row := db.QueryRow(ctx, replayState)
 	var i ReplayStateRow
-	err := row.Scan(&i.Standby, &i.Replayed, &i.SinceXact)
+	err := row.Scan(
+		&i.Standby,
+		&i.Received,
+		&i.Replayed,
+		&i.SinceXact,
+	)
 	return i, err
 }
 
