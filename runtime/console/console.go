@@ -33,6 +33,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock pages show ages with. Default time.Now.
 	Now func() time.Time
+	// Source, when set, says where the store's reads come from (a
+	// replica and its lag, or the primary and why): every page shows it.
+	// With a pgstore.Replicated store, pass its Source method.
+	Source func(context.Context) store.ReadSource
 }
 
 // Console is the console's http.Handler.
@@ -140,13 +144,23 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, status int, err e
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
-	_ = c.tmpl.ExecuteTemplate(w, "error.html", map[string]any{"Status": status, "Text": http.StatusText(status), "Err": err.Error(), "Base": base(r)})
+	_ = c.tmpl.ExecuteTemplate(w, "error.html", map[string]any{"Status": status, "Text": http.StatusText(status), "Err": err.Error(), "Base": base(r), "Source": c.source(r)})
+}
+
+// source says where the page's reads came from; it is asked after them, so
+// it tells of a fallback to the primary they made.
+func (c *Console) source(r *http.Request) store.ReadSource {
+	if c.opts.Source == nil {
+		return store.ReadSource{}
+	}
+	return c.opts.Source(r.Context())
 }
 
 // render executes a page template.
 func (c *Console) render(w http.ResponseWriter, r *http.Request, name string, data map[string]any) {
 	data["Base"] = base(r)
 	data["ReadOnly"] = c.opts.ReadOnly
+	data["Source"] = c.source(r)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	if err := c.tmpl.ExecuteTemplate(w, name, data); err != nil {
 		c.opts.Logger.Error("dagen console: render", "page", name, "err", err)

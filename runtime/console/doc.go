@@ -6,7 +6,10 @@
 //	h, err := console.New(st, console.Options{ReadOnly: true})
 //	mux.Handle("/dagen/", http.StripPrefix("/dagen", auth(h)))
 //
-// `dagen ui` serves it against DATABASE_URL.
+// `dagen ui` serves it against DATABASE_URL, reading from a streaming
+// replica with -replica-db: over a pgstore.Replicated, with
+// Options.Source, every page says whether it read the replica and how far
+// behind it is, and the page after an action shows the action's effect.
 //
 // Pages: the runs (filters, counts per status, newest first, paging) and a
 // run (its DAG drawn with each step coloured by status, each step's

@@ -7,6 +7,10 @@
 // checked when a store is made: migrate with [Migrate] or "dagen migrate
 // up" before starting workers of a new dagen.
 //
+// [Replicated] is the store for operators that have a streaming replica:
+// it reads from the replica and acts on the primary, and the reads after an
+// action wait for the replica to replay it.
+//
 // Every query it runs lives in the repository's queries/ directory and is
 // compiled by sqlc into internal/dbsqlc; the schema lives in migrations/
 // and is applied by [Migrate] (or [Open], which connects and migrates).

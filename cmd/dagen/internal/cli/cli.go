@@ -38,14 +38,14 @@ Usage:
 	dagen graph [-format mermaid|dot] [-workflow name] [flags] [packages]
 	dagen migrate up [-db URL] [-schema name] [-json]
 	dagen migrate status [-db URL] [-schema name] [-json]
-	dagen runs ls [-workflow w] [-tenant t] [-status s,…] [-since d] [-limit n] [-after id] [-db URL] [-schema name] [-json]
-	dagen runs show ID [-graph] [-db URL] [-schema name] [-json]
-	dagen runs events ID [-db URL] [-schema name] [-json]
-	dagen runs cancel ID… | -filter [-workflow w] [-tenant t] [-since d] [-yes] [-db URL] [-schema name] [-json]
-	dagen runs retry ID [-mode failed|failed+downstream|from=STEP|all] [-operator name] [-db URL] [-schema name] [-json]
-	dagen runs signal ID STEP JSON [-db URL] [-schema name] [-json]
-	dagen schedules [ls|pause NAME|resume NAME|delete NAME] [-workflow w] [-tenant t] [-db URL] [-schema name] [-json]
-	dagen ui [-addr 127.0.0.1:8080] [-read-only] [-db URL] [-schema name]
+	dagen runs ls [-workflow w] [-tenant t] [-status s,…] [-since d] [-limit n] [-after id] [-db URL] [-replica-db URL] [-schema name] [-json]
+	dagen runs show ID [-graph] [-db URL] [-replica-db URL] [-schema name] [-json]
+	dagen runs events ID [-db URL] [-replica-db URL] [-schema name] [-json]
+	dagen runs cancel ID… | -filter [-workflow w] [-tenant t] [-since d] [-yes] [-db URL] [-replica-db URL] [-schema name] [-json]
+	dagen runs retry ID [-mode failed|failed+downstream|from=STEP|all] [-operator name] [-db URL] [-replica-db URL] [-schema name] [-json]
+	dagen runs signal ID STEP JSON [-db URL] [-replica-db URL] [-schema name] [-json]
+	dagen schedules [ls|pause NAME|resume NAME|delete NAME] [-workflow w] [-tenant t] [-db URL] [-replica-db URL] [-schema name] [-json]
+	dagen ui [-addr 127.0.0.1:8080] [-read-only] [-db URL] [-replica-db URL] [-schema name]
 
 Commands:
 
@@ -124,6 +124,13 @@ Flags:
 	-schema name  migrate, check -db: the schema, instead of the database's default
 	              search_path; migrate up creates it if missing
 	-json         migrate, check -db: print the result as JSON, for scripts
+	-replica-db URL
+	              runs, schedules, ui: a streaming replica of -db to read
+	              from (default $DAGEN_REPLICA_URL; none: read the
+	              primary); actions still go to the primary, and the
+	              reads after one wait up to 2s for the replica to replay
+	              it, else read the primary; listings and pages show the
+	              replica's lag, or why they read the primary
 
 Exit status:
 

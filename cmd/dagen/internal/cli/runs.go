@@ -26,6 +26,7 @@ var runsCommands = []string{"ls", "show", "events", "cancel", "retry", "signal",
 // runsFlags are the flags of dagen runs.
 type runsFlags struct {
 	db, schema       string
+	replica          string
 	json             bool
 	workflow, tenant string
 	status           string
@@ -39,8 +40,12 @@ type runsFlags struct {
 
 // runsIO is what a runs subcommand works with.
 type runsIO struct {
-	ctx            context.Context
-	st             *pgstore.Store
+	ctx context.Context
+	// st is where the subcommand reads and acts: with a replica, the
+	// replicated store for listings, the primary for actions (and the
+	// reads that pick what they act on).
+	st             store.Store
+	rep            *pgstore.Replicated // nil without a replica
 	f              runsFlags
 	stdin          io.Reader
 	stdout, stderr io.Writer
@@ -54,6 +59,7 @@ func runs(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&f.db, "db", "", "database URL")
 	fs.StringVar(&f.schema, "schema", "", "schema")
+	fs.StringVar(&f.replica, "replica-db", "", "replica URL for reads")
 	fs.BoolVar(&f.json, "json", false, "print JSON")
 	fs.StringVar(&f.workflow, "workflow", "", "only runs of this workflow")
 	fs.StringVar(&f.tenant, "tenant", "", "only runs of this tenant")
@@ -115,13 +121,49 @@ func runs(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return ExitError
 	}
 	r := &runsIO{ctx: ctx, st: st, f: f, stdin: stdin, stdout: stdout, stderr: stderr, now: time.Now()}
+	acts := sub == "cancel" || sub == "retry" || sub == "signal" || sub == "schedules" && len(ids) > 0 && ids[0] != "ls"
+	if u := replicaURL(f.replica); u != "" {
+		rep, rpool, err := replicated(st, u, f.schema)
+		if err != nil {
+			fmt.Fprintf(stderr, "dagen runs %s: %v\n", sub, err)
+			return ExitError
+		}
+		defer rpool.Close()
+		r.rep = rep
+		if !acts {
+			r.st = rep
+		}
+	}
+	name := "runs " + sub
+	if sub == "schedules" {
+		name = strings.TrimSpace("schedules " + strings.Join(ids[:min(len(ids), 1)], ""))
+	}
+	if acts {
+		code := r.act(sub, ids)
+		if code != ExitError {
+			r.caughtUp(name)
+		}
+		return code
+	}
 	switch sub {
 	case "ls":
-		return r.ls(ids)
+		code = r.ls(ids)
 	case "show":
-		return r.show(ids)
+		code = r.show(ids)
 	case "events":
-		return r.events(ids)
+		code = r.events(ids)
+	default:
+		code = r.schedules(ids)
+	}
+	if code != ExitError {
+		r.readSource(name, code == ExitOK && !r.f.json && !r.f.graph)
+	}
+	return code
+}
+
+// act runs an action subcommand, on the primary.
+func (r *runsIO) act(sub string, ids []string) int {
+	switch sub {
 	case "retry":
 		return r.retry(ids)
 	case "signal":

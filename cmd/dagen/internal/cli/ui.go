@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dagenhq/dagen/runtime/console"
+	"github.com/dagenhq/dagen/runtime/store"
 	"github.com/dagenhq/dagen/runtime/store/pgstore"
 )
 
@@ -25,6 +26,7 @@ func ui(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	readOnly := fs.Bool("read-only", false, "refuse cancel and retry")
 	db := fs.String("db", "", "database URL")
 	schema := fs.String("schema", "", "schema")
+	replica := fs.String("replica-db", "", "replica URL for reads")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, usage)
@@ -52,7 +54,23 @@ func ui(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "dagen ui: %v\n", err)
 		return ExitError
 	}
-	h, err := console.New(st, console.Options{ReadOnly: *readOnly, Operator: "console (" + cmp.Or(os.Getenv("USER"), "unknown") + ")"})
+	opts := console.Options{ReadOnly: *readOnly, Operator: "console (" + cmp.Or(os.Getenv("USER"), "unknown") + ")"}
+	var cst store.Store = st
+	reads := ""
+	if u := replicaURL(*replica); u != "" {
+		rep, rpool, err := replicated(st, u, *schema)
+		if err != nil {
+			fmt.Fprintf(stderr, "dagen ui: %v\n", err)
+			return ExitError
+		}
+		defer rpool.Close()
+		cst, opts.Source = rep, rep.Source
+		reads = ", reading from the replica"
+		if src := rep.Source(ctx); src.Fallback != "" {
+			fmt.Fprintf(stderr, "dagen ui: %s\n", src)
+		}
+	}
+	h, err := console.New(cst, opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "dagen ui: %v\n", err)
 		return ExitError
@@ -67,7 +85,7 @@ func ui(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *readOnly {
 		mode = " (read-only)"
 	}
-	fmt.Fprintf(stdout, "dagen ui: serving the console%s on http://%s/\n", mode, ln.Addr())
+	fmt.Fprintf(stdout, "dagen ui: serving the console%s on http://%s/%s\n", mode, ln.Addr(), reads)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	select {
