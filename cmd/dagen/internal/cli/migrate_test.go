@@ -230,7 +230,7 @@ func TestMigrateUsage(t *testing.T) {
 		{[]string{"migrate", "up", "now"}, `dagen migrate up: unexpected argument "now"`},
 		{[]string{"migrate", "up", "-tags", "x"}, "flag provided but not defined: -tags"},
 		{[]string{"migrate", "status", "-db", "postgres://u:secretpw@host:notaport/db"}, "dagen migrate status: parse database URL"},
-		{[]string{"migrate", "status", "-db", "postgres://u:secretpw@127.0.0.1:1/db?sslmode=disable&connect_timeout=5"}, "dagen migrate status: connect to 127.0.0.1:1"},
+		{[]string{"migrate", "status", "-db", "postgres://u:secretpw@127.0.0.1:1/db?sslmode=disable&connect_timeout=5"}, "dagen migrate status: pgstore: connect to 127.0.0.1:1"},
 	} {
 		code, out, errOut := dagen(t, tc.args...)
 		if code != cli.ExitError || out != "" || !strings.Contains(errOut, tc.want) || strings.Contains(errOut, "secretpw") {
