@@ -1,6 +1,6 @@
 GO ?= go
 
-.PHONY: all test verify fmt-check vet demo generate bench sqlc verify-sqlc
+.PHONY: all test verify fmt-check vet demo generate bench bench-pgbouncer sqlc verify-sqlc
 
 all: test
 
@@ -39,6 +39,14 @@ demo:
 	$(GO) run ./examples/order/demo
 	$(GO) run ./examples/album/demo
 	$(GO) run ./examples/expense/demo
+
+## bench-pgbouncer: dagen's single_step, chain10 and fan50 (tuned as in bench) straight to Postgres and through
+## PgBouncer in transaction mode with a direct session URL, in ROUNDS interleaved rounds, then each round's ratio.
+## Needs Debian's pgbouncer; outputs in BENCH_OUT/pgbouncer. Flags for both sides: BENCH_FLAGS.
+bench-pgbouncer:
+	@set -e; out='$(abspath $(BENCH_OUT))/pgbouncer'; mkdir -p "$$out"; \
+	$(GO) build -o "$$out/dagen-bench" ./examples/bench; \
+	bash bench/pgbouncer/run.sh "$$out/dagen-bench" "$$out" $(ROUNDS) $(BENCH_TUNED) $(BENCH_FLAGS)
 
 ## bench: the benchmark on Postgres (DATABASE_URL), alone on the machine. ROUNDS rounds (3), each: River's single_step,
 ## DBOS's single_step, chain10 and fan50 (skipped when DBOS_DIR, bench/dbos, is absent), dagen's throughput workloads.

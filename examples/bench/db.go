@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -18,7 +20,15 @@ func openPool(ctx context.Context, o options) (*pgxpool.Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse database URL: %w", err)
 	}
-	cfg.ConnConfig.RuntimeParams["search_path"] = o.schema
+	if o.pooler {
+		// Named prepared statements do not outlive a transaction behind a
+		// transaction pooler.
+		if !strings.Contains(o.databaseURL, "default_query_exec_mode") {
+			cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
+		}
+	} else {
+		cfg.ConnConfig.RuntimeParams["search_path"] = o.schema
+	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = appName
 	cfg.MaxConns = int32(o.maxConns)
 	if o.planCacheMode != "" {

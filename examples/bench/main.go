@@ -86,6 +86,14 @@ type options struct {
 	// planCacheMode, when set, is the sessions' plan_cache_mode: auto,
 	// force_generic_plan or force_custom_plan.
 	planCacheMode string
+	// pooler says that databaseURL leads to a connection pooler
+	// (PgBouncer) whose database entry sets the search_path to the schema
+	// (connect_query): the startup packet then carries no search_path,
+	// which PgBouncer refuses.
+	pooler bool
+	// sessionURL is pgstore's Config.SessionURL: a direct URL for LISTEN
+	// when databaseURL leads to a pooler. The schema is added to it.
+	sessionURL string
 
 	cpuProfile string
 	memProfile string
@@ -142,6 +150,8 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 	fs.DurationVar(&o.partitionPeriod, "partition-period", 0, "pgstore PartitionPeriod: prune by dropping ranges of this width (0: the store's default; negative: half the retention)")
 	fs.IntVar(&o.maxConns, "max-conns", 16, "connection pool size")
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up on a workload after this long")
+	fs.BoolVar(&o.pooler, "pooler", false, "-database-url leads to PgBouncer, whose database entry sets search_path to -schema (connect_query): send no search_path (see make bench-pgbouncer)")
+	fs.StringVar(&o.sessionURL, "session-url", "", "pgstore SessionURL: a direct URL of the same database for LISTEN (with -pooler); -schema is added as its search_path")
 	fs.StringVar(&o.planCacheMode, "plan-cache-mode", "", "set the sessions' plan_cache_mode (auto, force_generic_plan, force_custom_plan); empty: the server's")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fs.StringVar(&o.memProfile, "memprofile", "", "write a heap profile at the end of the run to this file (alloc_space: what the whole run allocated)")

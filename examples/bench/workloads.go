@@ -348,6 +348,19 @@ type worker struct {
 	probe *flows.Probe
 }
 
+// sessionURL returns -session-url with the schema as its search_path, or
+// "" when none was given.
+func (b *bench) sessionURL() string {
+	if b.o.sessionURL == "" {
+		return ""
+	}
+	sep := "?"
+	if strings.Contains(b.o.sessionURL, "?") {
+		sep = "&"
+	}
+	return b.o.sessionURL + sep + "search_path=" + b.o.schema
+}
+
 // newWorker makes an engine with every benchmark workflow registered.
 func (b *bench) newWorker(ctx context.Context, disableNotify bool) (*worker, error) {
 	return b.newWorkerWith(ctx, func(c *engine.Config) { c.DisableNotify = disableNotify })
@@ -355,7 +368,9 @@ func (b *bench) newWorker(ctx context.Context, disableNotify bool) (*worker, err
 
 // newWorkerWith is newWorker with the engine's config changed by tweak.
 func (b *bench) newWorkerWith(ctx context.Context, tweak func(*engine.Config)) (*worker, error) {
-	st, err := pgstore.New(ctx, b.pool, &pgstore.Config{NotifyEvery: b.o.notifyEvery, PartitionPeriod: b.o.partitionPeriod})
+	st, err := pgstore.New(ctx, b.pool, &pgstore.Config{
+		NotifyEvery: b.o.notifyEvery, PartitionPeriod: b.o.partitionPeriod, SessionURL: b.sessionURL(),
+	})
 	if err != nil {
 		return nil, fmt.Errorf("new store: %w", err)
 	}
