@@ -122,6 +122,18 @@ func MultiHostURL(database string, cs ...*Cluster) string {
 		strings.Join(hosts, ","), database)
 }
 
+// Log returns what the server logged so far (its stderr, which pg_ctl
+// sends to a file in the cluster's directory): a test looks there for
+// what clients were refused.
+func (c *Cluster) Log(t testing.TB) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(c.dir, "log"))
+	if err != nil {
+		t.Fatalf("pgtest: read the log of the cluster on port %d: %v", c.port, err)
+	}
+	return string(b)
+}
+
 // Kill stops the server at once (pg_ctl stop -m immediate): no checkpoint,
 // connections cut, as if its machine had died.
 func (c *Cluster) Kill(t testing.TB) {

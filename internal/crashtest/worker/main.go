@@ -31,24 +31,42 @@ func main() {
 	notify := flag.Bool("notify", true, "use LISTEN/NOTIFY")
 	followWrites := flag.Bool("reconnect-read-only", true, "drop connections whose server answers that it is read-only (pgstore.ReconnectWhenReadOnly)")
 	reportLeader := flag.Bool("report-leader", false, "write whether this worker leads to crash_leader in the log database, every 50ms")
+	var o options
+	flag.IntVar(&o.concurrency, "concurrency", 8, "tasks the worker holds at once (engine.Config.Concurrency)")
+	flag.DurationVar(&o.idlePoll, "idle-poll", 0, "longest wait between the polls of an idle worker (0: the engine's default)")
+	flag.DurationVar(&o.heartbeat, "heartbeat", 0, "heartbeat interval (0: a fifth of -lease, or the engine's default when -lease is 0)")
+	flag.BoolVar(&o.openPool, "open-pool", false, "open the pool with pgstore.OpenPool, as a deployment would: it asks the server whether a pooler sits between, and behind one runs pgx in cache_describe mode")
 	flag.Parse()
-	if err := run(*url, *logURL, *id, *lease, *poll, *notify, *reportLeader, *followWrites); err != nil {
+	if err := run(*url, *logURL, *id, *lease, *poll, *notify, *reportLeader, *followWrites, o); err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		os.Exit(1)
 	}
 }
 
-func run(url, logURL, id string, lease, poll time.Duration, notify, reportLeader, followWrites bool) error {
+// options are the worker's flags that only some tests set.
+type options struct {
+	concurrency         int
+	idlePoll, heartbeat time.Duration
+	openPool            bool
+}
+
+func run(url, logURL, id string, lease, poll time.Duration, notify, reportLeader, followWrites bool, o options) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	pcfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return err
 	}
-	if followWrites {
-		pgstore.ReconnectWhenReadOnly(pcfg)
+	var pool *pgxpool.Pool
+	if o.openPool {
+		// OpenPool also drops connections to a read-only server.
+		pool, err = pgstore.OpenPool(ctx, pcfg)
+	} else {
+		if followWrites {
+			pgstore.ReconnectWhenReadOnly(pcfg)
+		}
+		pool, err = pgxpool.NewWithConfig(ctx, pcfg)
 	}
-	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return err
 	}
@@ -65,9 +83,13 @@ func run(url, logURL, id string, lease, poll time.Duration, notify, reportLeader
 	if err != nil {
 		return err
 	}
+	heartbeat := o.heartbeat
+	if heartbeat == 0 {
+		heartbeat = lease / 5
+	}
 	cfg := &engine.Config{
-		WorkerID: id, Concurrency: 8, PollInterval: poll,
-		Lease: lease, HeartbeatInterval: lease / 5, Logger: log, DisableNotify: !notify,
+		WorkerID: id, Concurrency: o.concurrency, PollInterval: poll, IdlePollInterval: o.idlePoll,
+		Lease: lease, HeartbeatInterval: heartbeat, Logger: log, DisableNotify: !notify,
 	}
 	e, err := engine.New(st, cfg)
 	if err != nil {
