@@ -44,7 +44,7 @@ type Config struct {
 	// Postgres), a trigger on this engine or a finished step wakes it at
 	// once. It bounds how late an idle worker that has no notifications
 	// (behind PgBouncer without a session URL) starts new work; an idle
-	// worker also looks for timers that other processes wrote every five
+	// worker also looks for timers that other processes wrote every ten
 	// such polls. Default 1s.
 	IdlePollInterval time.Duration
 	// Lease is how long a claimed task stays with this worker without a

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -37,6 +38,32 @@ func eachStore(t *testing.T, test func(t *testing.T, open func() store.Store)) {
 			return st
 		})
 	})
+	// Through PgBouncer in transaction mode with its URL alone: no
+	// session lasts, so the stores prepare no named statements, do not
+	// listen, and lead by lease.
+	t.Run("pgbouncer", func(t *testing.T) {
+		t.Parallel()
+		url := pgtest.StartPgBouncer(t, pgtest.PgBouncerOptions{DefaultPoolSize: 8}).URL(pgtest.Database(t))
+		test(t, func() store.Store {
+			st, err := pgstore.Open(context.Background(), url+"&pool_max_conns=8")
+			require.NoError(t, err)
+			t.Cleanup(st.Close)
+			return st
+		})
+	})
+}
+
+// notifies reports whether st tells of new work (a store through a
+// transaction pooler without a session URL does not).
+func notifies(t *testing.T, st store.Store) bool {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, err := st.Subscribe(ctx)
+	if errors.Is(err, pgstore.ErrNoSession) {
+		return false
+	}
+	require.NoError(t, err)
+	return true
 }
 
 // worker starts an engine named id over st that polls every 5 ms, idle or

@@ -611,7 +611,7 @@ func (b *batch) endLeases(ctx context.Context, db dbsqlc.DBTX) error {
 	for i, l := range leases {
 		ids[i], tokens[i] = l.ID, l.Token
 	}
-	if err := b.s.q.PlanEachExecution(ctx, db); err != nil {
+	if err := b.s.planEachExecution(ctx, db); err != nil {
 		return fmt.Errorf("plan lease removal: %w", err)
 	}
 	if err := b.s.q.DeleteLeases(ctx, db, ids, tokens); err != nil {

@@ -15,14 +15,15 @@ import (
 )
 
 // ClaimTasks implements store.Store with a single statement (see
-// queries/queue.sql), sent with KeepGenericPlan in one round trip and one
-// transaction: nothing is committed unless rows were claimed.
+// queries/queue.sql), sent with KeepGenericPlan (when the pool caches
+// plans) in one round trip and one transaction: nothing is committed
+// unless rows were claimed.
 func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.ClaimedTask, error) {
 	if p.Limit <= 0 {
 		return nil, nil
 	}
 	pl := pipeline.New(s.pool).Queue()
-	if err := s.q.KeepGenericPlan(ctx, pl); err != nil { // queued: it cannot fail here
+	if err := s.keepGenericPlan(ctx, pl); err != nil { // queued: it cannot fail here
 		return nil, fmt.Errorf("claim tasks for worker %s: %w", p.Worker, err)
 	}
 	rows, err := s.q.ClaimTasks(ctx, pl, dbsqlc.ClaimTasksParams{

@@ -95,8 +95,15 @@
 // Notifications go through LISTEN/NOTIFY on two channels per schema: one
 // that transactions enqueuing work notify ([Store.Subscribe]), one that
 // [Store.CancelRun] notifies with the run's id ([Store.SubscribeCancels]).
-// A store listens to both on one connection, taken out of the pool while
-// any subscription lasts.
+// A store listens to both on one connection while any subscription
+// lasts: one to [Config.SessionURL], or one taken out of the pool when the
+// pool reaches Postgres itself; behind a transaction pooler without a
+// session URL it does not listen ([ErrNoSession]) and workers poll.
+//
+// Leadership ([Store.Lead]) is a lease in dagen_leader with a term, not a
+// session's lock, so that it works through a transaction pooler and
+// survives a failover; the leader's duties that change state check the
+// lease in their own transaction.
 //
 // Time comes from the database clock (now()) unless [Config.Now] is set, in
 // which case every query uses that clock instead, so tests can drive time.

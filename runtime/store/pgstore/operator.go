@@ -64,7 +64,7 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) (store.RunPage,
 	a := filterOf(f)
 	var rows []dbsqlc.ListRunsRow
 	err := s.inTx(ctx, func(tx *pipeline.Tx) error {
-		if err := s.q.PlanEachExecution(ctx, tx.Queue()); err != nil {
+		if err := s.planEachExecution(ctx, tx.Queue()); err != nil {
 			return fmt.Errorf("plan: %w", err)
 		}
 		var err error
@@ -102,7 +102,7 @@ func (s *Store) CountRuns(ctx context.Context, f store.RunFilter) (map[store.Run
 	a := filterOf(f)
 	var rows []dbsqlc.CountRunsRow
 	err := s.inTx(ctx, func(tx *pipeline.Tx) error {
-		if err := s.q.PlanEachExecution(ctx, tx.Queue()); err != nil {
+		if err := s.planEachExecution(ctx, tx.Queue()); err != nil {
 			return fmt.Errorf("plan: %w", err)
 		}
 		var err error
@@ -134,7 +134,7 @@ func (s *Store) CancelRuns(ctx context.Context, f store.RunFilter, limit int) (i
 	for total < limit {
 		n, more := 0, false
 		err := s.inTx(ctx, func(tx *pipeline.Tx) error {
-			if err := s.q.PlanEachExecution(ctx, tx.Queue()); err != nil {
+			if err := s.planEachExecution(ctx, tx.Queue()); err != nil {
 				return fmt.Errorf("plan: %w", err)
 			}
 			want := min(cancelBatch, limit-total)

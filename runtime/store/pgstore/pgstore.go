@@ -72,11 +72,17 @@ type Store struct {
 	stats  *maintenance.Stats      // the planner's statistics, by growth
 	vacuum *maintenance.Vacuum     // the queue tables' vacuum, by volume
 
-	listener listener          // Subscribe's and SubscribeCancels' connection
-	session  *pgx.ConnConfig   // Config.SessionURL, parsed; nil when none
-	direct   bool              // the pool's connections reach Postgres itself (reachesServer)
-	sweep    sweeper           // rate-limits sweepSlots
-	creates  groupcommit.Group // CreateRuns calls made at once share a transaction
+	listener listener        // Subscribe's and SubscribeCancels' connection
+	session  *pgx.ConnConfig // Config.SessionURL, parsed; nil when none
+	direct   bool            // the pool's connections reach Postgres itself (reachesServer)
+	// cachesPlans: the pool prepares named statements, whose plans
+	// Postgres caches on the connection (pgx's QueryExecModeCacheStatement).
+	// Otherwise (behind a transaction pooler) each execution is planned
+	// anyway, and the statements that choose between a cached plan and a
+	// new one (KeepGenericPlan, PlanEachExecution) are left out.
+	cachesPlans bool
+	sweep       sweeper           // rate-limits sweepSlots
+	creates     groupcommit.Group // CreateRuns calls made at once share a transaction
 }
 
 var _ store.Store = (*Store)(nil)
@@ -105,6 +111,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Store, error) {
 	}
 	s := &Store{pool: pool, q: dbsqlc.New(), notifyEvery: DefaultNotifyEvery}
 	s.leader.holder = newHolder()
+	s.cachesPlans = pool.Config().ConnConfig.DefaultQueryExecMode == pgx.QueryExecModeCacheStatement
 	var period time.Duration
 	if cfg != nil {
 		s.now, period = cfg.Now, cfg.PartitionPeriod
@@ -294,6 +301,24 @@ func (s *Store) clock() pgtype.Timestamptz {
 func (s *Store) noteQueued(ctx context.Context, n int) {
 	s.vacuum.Note(ctx, n)
 	s.stats.Note(ctx, n)
+}
+
+// keepGenericPlan queues KeepGenericPlan on db when the pool caches
+// plans (see cachesPlans).
+func (s *Store) keepGenericPlan(ctx context.Context, db dbsqlc.DBTX) error {
+	if !s.cachesPlans {
+		return nil
+	}
+	return s.q.KeepGenericPlan(ctx, db)
+}
+
+// planEachExecution queues PlanEachExecution on db when the pool caches
+// plans (see cachesPlans).
+func (s *Store) planEachExecution(ctx context.Context, db dbsqlc.DBTX) error {
+	if !s.cachesPlans {
+		return nil
+	}
+	return s.q.PlanEachExecution(ctx, db)
 }
 
 // inTx runs fn in a pipelined transaction (pipeline.InTx) and commits it

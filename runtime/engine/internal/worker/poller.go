@@ -29,7 +29,7 @@ func (w *Worker) timerDue(now time.Time) (due bool, next time.Time) {
 // idleTimerRounds is how many idle polls a worker makes per look for
 // timers it was not told of (written by another process): its own timers
 // it fires when due.
-const idleTimerRounds = 5
+const idleTimerRounds = 10
 
 func (w *Worker) poller() {
 	var lastTimers time.Time
