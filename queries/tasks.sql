@@ -310,11 +310,11 @@ SELECT set_config('plan_cache_mode', 'force_generic_plan', true);
 -- name: DeleteLeases :exec
 -- Deletes leases by id and token (migration 014: an id alone may name
 -- another claim's lease after a rollback) whose every attempt the store
--- saw answered, unless a task still runs an attempt the lease covers: its
--- answer committed on a primary whose history was lost (a failover to a
--- standby behind it), and the lease is how its worker's heartbeat finds and
--- releases it (NotHeldTasks); deleted, the task would stay RUNNING for
--- good. Each entry is one lookup of its task by key. dagen_leases
+-- saw answered, when they were taken on this server's incarnation
+-- (migration 016): a lease from before a failover or a restart may cover
+-- an attempt whose answer was lost with the old history, and is how its
+-- worker's heartbeat finds and releases that attempt (NotHeldTasks); the
+-- leader deletes it once it expired and no task holds it. dagen_leases
 -- churns a row per claim and may hold many dead rows between two vacuums,
 -- while its statistics may still say it is empty: a generic plan made then
 -- scans the table. Callers run PlanEachExecution first, as the
@@ -322,16 +322,7 @@ SELECT set_config('plan_cache_mode', 'force_generic_plan', true);
 DELETE FROM dagen_leases l
 USING (SELECT unnest(@ids::bigint[]) AS id, unnest(@tokens::bigint[]) AS token) AS k
 WHERE l.id = k.id AND l.token = k.token AND l.id = ANY(@ids::bigint[])
-  AND NOT EXISTS (
-    SELECT 1
-    FROM generate_subscripts(l.events, 1) AS i(i)
-    CROSS JOIN LATERAL (
-        SELECT 1 FROM dagen_tasks t
-        WHERE t.run_id = l.run_ids[i.i] AND t.name = l.tasks[i.i]
-          AND t.status = 'RUNNING' AND t.started_event = l.events[i.i]
-        LIMIT 1
-    ) AS t
-  );
+  AND l.server_start = pg_postmaster_start_time();
 
 -- name: ListTasks :many
 -- A run's tasks in creation order, each mapped task's elements right after

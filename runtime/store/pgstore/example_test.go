@@ -43,6 +43,32 @@ func ExampleOpen() {
 	fmt.Println(res.Finalize.Value().Status)
 }
 
+// A worker behind PgBouncer in transaction mode, with a direct URL for its
+// one LISTEN connection, and every host of a primary that fails over:
+// OpenConfig finds the pooler (and prepares no named statements through
+// it), and the session URL brings notifications of new work and of
+// cancellations.
+func ExampleOpenConfig() {
+	ctx := context.Background()
+	st, err := pgstore.OpenConfig(ctx,
+		"postgres://dagen@pgbouncer:6432/app?pool_max_conns=8",
+		&pgstore.Config{
+			SessionURL: "postgres://dagen@db1:5432,db2:5432/app?target_session_attrs=read-write",
+		})
+	if err != nil {
+		panic(err)
+	}
+	defer st.Close()
+	e, err := engine.New(st, &engine.Config{Concurrency: 64})
+	if err != nil {
+		panic(err)
+	}
+	if err := e.Start(ctx); err != nil {
+		panic(err)
+	}
+	defer e.Stop(ctx)
+}
+
 // A worker process on a pool of its own: migrate the pool, then wrap it.
 // The pool stays the caller's: Close gives up the store's leadership but
 // leaves the pool open.

@@ -28,13 +28,14 @@ type DagenLeader struct {
 }
 
 type DagenLease struct {
-	ID         int64
-	Worker     string
-	LeaseUntil pgtype.Timestamptz
-	RunIds     []pgtype.UUID
-	Tasks      []string
-	Events     []int64
-	Token      int64
+	ID          int64
+	Worker      string
+	LeaseUntil  pgtype.Timestamptz
+	RunIds      []pgtype.UUID
+	Tasks       []string
+	Events      []int64
+	Token       int64
+	ServerStart pgtype.Timestamptz
 }
 
 type DagenMigration struct {
