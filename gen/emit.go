@@ -24,6 +24,7 @@ const (
 	enginePath = "github.com/dagenhq/dagen/runtime/engine"
 	storePath  = "github.com/dagenhq/dagen/runtime/store"
 	dagPath    = analysis.DagPkgPath
+	pgxPath    = "github.com/jackc/pgx/v5"
 )
 
 // signatureType names the type that holds the signature a user func was
@@ -87,7 +88,7 @@ func emitPackage(p *analysis.Package) ([]byte, error) {
 // never guesses a name from a path (pgx/v5 is pgx, not v5), and renames
 // an import whose name the package already declares.
 func (g *emitter) imports() {
-	paths := map[string]string{"context": "context", "fmt": "fmt", "strconv": "strconv", "time": "time", enginePath: "engine", dagPath: "dag"}
+	paths := map[string]string{"context": "context", "fmt": "fmt", "strconv": "strconv", "time": "time", enginePath: "engine", dagPath: "dag", pgxPath: "pgx"}
 	for _, w := range g.pkg.Workflows {
 		collectPkgs(w.Input, paths)
 		for _, s := range w.Steps {
@@ -906,6 +907,16 @@ func (g *emitter) handle(w *analysis.Workflow) {
 	)
 	g.f.Line()
 
+	tx := g.name("tx")
+	txP := jen.Id(tx).Qual(pgxPath, "Tx")
+	g.comment(startTxDoc(w, tx))
+	g.f.Func().Params(jen.Id(recv).Op("*").Id(wfType)).Id("StartTx").Params(ctxP, txP, jen.Id(tenant).String(), jen.Id(input).Add(g.typ(w.Input)), optsP).Params(jen.Op("*").Id(runType), jen.Error()).Block(
+		jen.List(jen.Id(trig), jen.Id(err)).Op(":=").Id(recv).Dot("engine").Dot("TriggerRunTx").Call(jen.Id(ctx), jen.Id(tx), jen.Lit(w.Name), jen.Id(tenant), jen.Id(input), jen.Id(opts).Op("...")),
+		jen.If(jen.Id(err).Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Id(err))),
+		jen.Return(jen.Op("&").Id(runType).Add(started.values()), jen.Nil()),
+	)
+	g.f.Line()
+
 	g.f.Commentf("Get returns the typed handle of the run of %q with %s, like the one Start", w.Name, id)
 	g.f.Comment("returns, so a run whose id was kept can be waited on. Get does not check that")
 	g.f.Comment("the run exists: Wait reports an unknown id with an error that wraps")
@@ -932,6 +943,12 @@ func (g *emitter) handle(w *analysis.Workflow) {
 		g.comment(sendDoc(w, s, id, payload))
 		g.f.Func().Params(jen.Id(recv).Op("*").Id(wfType)).Id(analysis.SendMethod(s)).Params(ctxP, jen.Id(id).Qual(dagPath, "RunID"), jen.Id(payload).Add(g.typ(s.Output))).Error().Block(
 			jen.Return(jen.Id(recv).Dot("engine").Dot("Signal").Call(jen.Id(ctx), jen.Lit(w.Name), jen.Id(id), jen.Lit(s.Name), jen.Id(payload))),
+		)
+		g.f.Line()
+		g.comment(fmt.Sprintf("%s is %s in %s, a transaction the caller began on the store's database: the signal is delivered, or held, if and only if %s commits. Until it ends, %s holds the run's row lock, which the completions of the run's steps wait for: keep it short. See engine.Engine.SignalTx.",
+			analysis.SendTxMethod(s), analysis.SendMethod(s), tx, tx, tx))
+		g.f.Func().Params(jen.Id(recv).Op("*").Id(wfType)).Id(analysis.SendTxMethod(s)).Params(ctxP, txP, jen.Id(id).Qual(dagPath, "RunID"), jen.Id(payload).Add(g.typ(s.Output))).Error().Block(
+			jen.Return(jen.Id(recv).Dot("engine").Dot("SignalTx").Call(jen.Id(ctx), jen.Id(tx), jen.Lit(w.Name), jen.Id(id), jen.Lit(s.Name), jen.Id(payload))),
 		)
 		g.f.Line()
 	}
@@ -998,6 +1015,20 @@ func sendDoc(w *analysis.Workflow, s *analysis.Step, id, payload string) string 
 		doc += fmt.Sprintf(" A wait that gets no signal within %s after it begins is skipped.", durationText(s.SignalTimeout))
 	}
 	doc += " A second signal for the wait, held or delivered, is an error wrapping store.ErrSignalHeld or store.ErrSignalResolved, as is a finished run (store.ErrRunFinished) and an unknown one (store.ErrRunNotFound); see engine.Engine.Signal."
+	return doc
+}
+
+// startTxDoc is the doc comment of StartTx, unwrapped.
+func startTxDoc(w *analysis.Workflow, tx string) string {
+	doc := fmt.Sprintf("StartTx is Start in %s, a transaction the caller began on the store's database and commits or rolls back: the run, its tasks and its key", tx)
+	if w.Concurrency > 0 {
+		doc += ", its admission by the cap"
+	}
+	doc += fmt.Sprintf(" exist if and only if %s commits, and its first steps start after the commit, not before. Until it ends, %s holds the locks the trigger takes: the tenant's row of the fair queue", tx, tx)
+	if w.Concurrency > 0 {
+		doc += ", the cap's slot"
+	}
+	doc += fmt.Sprintf(", the key's row when the run has a key: keep it short. An error leaves %s usable, without the run. See engine.Engine.TriggerTx.", tx)
 	return doc
 }
 

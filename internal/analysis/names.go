@@ -129,10 +129,24 @@ func (a *analyzer) checkNodeNames(w *Workflow) {
 				a.nodeWhat(other), a.nodeWhat(s), f, GoName(w), a.renameFix(other, s)))
 		}
 	}
+	sendTx := map[string]*Step{} // Send<X>Tx methods, by name
 	for _, s := range w.Steps {
-		if m := SendMethod(s); s.Kind == KindSignal && slices.Contains(handleMethods, m) {
+		if s.Kind == KindSignal {
+			sendTx[SendTxMethod(s)] = s
+		}
+	}
+	for _, s := range w.Steps {
+		if s.Kind != KindSignal {
+			continue
+		}
+		if m := SendMethod(s); slices.Contains(handleMethods, m) {
 			a.errorAt(s.Pos, NameCollision, fmt.Sprintf("%s would generate method %s, which %sWorkflow has already: %s",
 				a.nodeWhat(s), m, GoName(w), a.renameFix(s)))
+		} else if other := sendTx[m]; other != nil {
+			// A wait X and a wait XTx: Send<X>Tx is X's in-transaction
+			// Send and XTx's Send.
+			a.errorAt(s.Pos, NameCollision, fmt.Sprintf("%s and %s would both generate method %s: %s",
+				a.nodeWhat(other), a.nodeWhat(s), m, a.renameFix(other, s)))
 		}
 	}
 }
@@ -163,7 +177,12 @@ func (a *analyzer) renameFix(nodes ...*Step) string {
 // upper-cased.
 func SendMethod(s *Step) string { return "Send" + exported(s.Ident()) }
 
+// SendTxMethod returns the name of the method of the typed workflow
+// handle that sends signal wait s its payload in the caller's
+// transaction: SendMethod followed by Tx.
+func SendTxMethod(s *Step) string { return SendMethod(s) + "Tx" }
+
 // handleMethods are the methods every typed workflow handle has. Send
 // methods start with Send, so none of them can be one of these; the
 // check of generated names looks anyway, in case a method is added.
-var handleMethods = []string{"Run", "Start", "Get", "CreateSchedule"}
+var handleMethods = []string{"Run", "Start", "StartTx", "Get", "CreateSchedule"}

@@ -482,8 +482,27 @@ func (e *Engine) TriggerMany(ctx context.Context, reqs []TriggerRequest) ([]dag.
 // run was started or found by its idempotency key (two requests of one
 // call with the same key start one run).
 func (e *Engine) TriggerManyRuns(ctx context.Context, reqs []TriggerRequest) ([]Triggered, error) {
+	runs, err := e.newRuns(ctx, reqs)
+	if err != nil {
+		return nil, err
+	}
+	tried, all, err := e.startRuns(ctx, runs)
+	if !tried {
+		err = e.store.CreateRuns(ctx, runs)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("trigger: %w", err)
+	}
+	if !all {
+		e.wakeLoop() // steps were enqueued
+	}
+	return triggered(runs), nil
+}
+
+// newRuns checks every request and returns the runs to create, once all
+// are known good.
+func (e *Engine) newRuns(ctx context.Context, reqs []TriggerRequest) ([]store.NewRun, error) {
 	runs := make([]store.NewRun, len(reqs))
-	ids := make([]dag.RunID, len(reqs))
 	regs := make([]*registered, len(reqs))
 	for i, req := range reqs {
 		reg := e.lookup(req.Workflow)
@@ -498,29 +517,24 @@ func (e *Engine) TriggerManyRuns(ctx context.Context, reqs []TriggerRequest) ([]
 		if err != nil {
 			return nil, fmt.Errorf("trigger %q: %w", req.Workflow, err)
 		}
-		regs[i], ids[i], runs[i] = reg, nr.ID, nr
+		regs[i], runs[i] = reg, nr
 	}
 	for _, reg := range regs {
 		e.recordOnce(ctx, reg) // once every request is known good
 	}
-	tried, all, err := e.startRuns(ctx, runs)
-	if !tried {
-		err = e.store.CreateRuns(ctx, runs)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("trigger: %w", err)
-	}
-	if !all {
-		e.wakeLoop() // steps were enqueued
-	}
+	return runs, nil
+}
+
+// triggered is what the creation of runs came to, run by run.
+func triggered(runs []store.NewRun) []Triggered {
 	out := make([]Triggered, len(runs))
 	for i, r := range runs {
-		out[i] = Triggered{ID: ids[i]}
+		out[i] = Triggered{ID: r.ID}
 		if !r.Existing.IsZero() {
 			out[i] = Triggered{ID: r.Existing, Duplicate: true}
 		}
 	}
-	return out, nil
+	return out
 }
 
 // encodeInput encodes a workflow input or a signal's payload, which may

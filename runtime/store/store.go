@@ -154,11 +154,13 @@ type Admin interface {
 
 // Triggers is what moves runs from outside them: schedules start runs at
 // their slots ([Scheduler]), signals resolve the waits of runs under way
-// ([Signaler]). Timers of sleeps and retry delays are the hot path's
-// ([Execution]).
+// ([Signaler]), and both kinds of trigger may be made in the caller's own
+// database transaction ([TxTriggers]). Timers of sleeps and retry delays
+// are the hot path's ([Execution]).
 type Triggers interface {
 	Scheduler
 	Signaler
+	TxTriggers
 }
 
 // Errors callers branch on.

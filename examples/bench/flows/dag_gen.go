@@ -8,6 +8,7 @@ import (
 
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/engine"
+	"github.com/jackc/pgx/v5"
 )
 
 // SingleFingerprint identifies workflow "Single" as generated (its steps, edges and types):
@@ -96,6 +97,24 @@ func (w *SingleWorkflow) Run(ctx context.Context, tenant string, input Single, o
 // retained is returned instead of a new one; Duplicate tells.
 func (w *SingleWorkflow) Start(ctx context.Context, tenant string, input Single, opts ...engine.TriggerOption) (*SingleRun, error) {
 	triggered, err := w.engine.TriggerRun(ctx, "Single", tenant, input, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &SingleRun{
+		engine:    w.engine,
+		id:        triggered.ID,
+		duplicate: triggered.Duplicate,
+	}, nil
+}
+
+// StartTx is Start in tx, a transaction the caller began on the store's
+// database and commits or rolls back: the run, its tasks and its key exist if
+// and only if tx commits, and its first steps start after the commit, not
+// before. Until it ends, tx holds the locks the trigger takes: the tenant's row
+// of the fair queue, the key's row when the run has a key: keep it short. An
+// error leaves tx usable, without the run. See engine.Engine.TriggerTx.
+func (w *SingleWorkflow) StartTx(ctx context.Context, tx pgx.Tx, tenant string, input Single, opts ...engine.TriggerOption) (*SingleRun, error) {
+	triggered, err := w.engine.TriggerRunTx(ctx, tx, "Single", tenant, input, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -270,6 +289,25 @@ func (w *CappedWorkflow) Start(ctx context.Context, tenant string, input Capped,
 	}, nil
 }
 
+// StartTx is Start in tx, a transaction the caller began on the store's
+// database and commits or rolls back: the run, its tasks and its key, its
+// admission by the cap exist if and only if tx commits, and its first steps
+// start after the commit, not before. Until it ends, tx holds the locks the
+// trigger takes: the tenant's row of the fair queue, the cap's slot, the key's
+// row when the run has a key: keep it short. An error leaves tx usable, without
+// the run. See engine.Engine.TriggerTx.
+func (w *CappedWorkflow) StartTx(ctx context.Context, tx pgx.Tx, tenant string, input Capped, opts ...engine.TriggerOption) (*CappedRun, error) {
+	triggered, err := w.engine.TriggerRunTx(ctx, tx, "Capped", tenant, input, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &CappedRun{
+		engine:    w.engine,
+		id:        triggered.ID,
+		duplicate: triggered.Duplicate,
+	}, nil
+}
+
 // Get returns the typed handle of the run of "Capped" with id, like the one Start
 // returns, so a run whose id was kept can be waited on. Get does not check that
 // the run exists: Wait reports an unknown id with an error that wraps
@@ -434,6 +472,24 @@ func (w *PairWorkflow) Run(ctx context.Context, tenant string, input Pair, opts 
 // retained is returned instead of a new one; Duplicate tells.
 func (w *PairWorkflow) Start(ctx context.Context, tenant string, input Pair, opts ...engine.TriggerOption) (*PairRun, error) {
 	triggered, err := w.engine.TriggerRun(ctx, "Pair", tenant, input, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &PairRun{
+		engine:    w.engine,
+		id:        triggered.ID,
+		duplicate: triggered.Duplicate,
+	}, nil
+}
+
+// StartTx is Start in tx, a transaction the caller began on the store's
+// database and commits or rolls back: the run, its tasks and its key exist if
+// and only if tx commits, and its first steps start after the commit, not
+// before. Until it ends, tx holds the locks the trigger takes: the tenant's row
+// of the fair queue, the key's row when the run has a key: keep it short. An
+// error leaves tx usable, without the run. See engine.Engine.TriggerTx.
+func (w *PairWorkflow) StartTx(ctx context.Context, tx pgx.Tx, tenant string, input Pair, opts ...engine.TriggerOption) (*PairRun, error) {
+	triggered, err := w.engine.TriggerRunTx(ctx, tx, "Pair", tenant, input, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -849,6 +905,24 @@ func (w *ChainWorkflow) Run(ctx context.Context, tenant string, input Chain, opt
 // retained is returned instead of a new one; Duplicate tells.
 func (w *ChainWorkflow) Start(ctx context.Context, tenant string, input Chain, opts ...engine.TriggerOption) (*ChainRun, error) {
 	triggered, err := w.engine.TriggerRun(ctx, "Chain", tenant, input, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &ChainRun{
+		engine:    w.engine,
+		id:        triggered.ID,
+		duplicate: triggered.Duplicate,
+	}, nil
+}
+
+// StartTx is Start in tx, a transaction the caller began on the store's
+// database and commits or rolls back: the run, its tasks and its key exist if
+// and only if tx commits, and its first steps start after the commit, not
+// before. Until it ends, tx holds the locks the trigger takes: the tenant's row
+// of the fair queue, the key's row when the run has a key: keep it short. An
+// error leaves tx usable, without the run. See engine.Engine.TriggerTx.
+func (w *ChainWorkflow) StartTx(ctx context.Context, tx pgx.Tx, tenant string, input Chain, opts ...engine.TriggerOption) (*ChainRun, error) {
+	triggered, err := w.engine.TriggerRunTx(ctx, tx, "Chain", tenant, input, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -2069,6 +2143,24 @@ func (w *FanWorkflow) Start(ctx context.Context, tenant string, input Fan, opts 
 	}, nil
 }
 
+// StartTx is Start in tx, a transaction the caller began on the store's
+// database and commits or rolls back: the run, its tasks and its key exist if
+// and only if tx commits, and its first steps start after the commit, not
+// before. Until it ends, tx holds the locks the trigger takes: the tenant's row
+// of the fair queue, the key's row when the run has a key: keep it short. An
+// error leaves tx usable, without the run. See engine.Engine.TriggerTx.
+func (w *FanWorkflow) StartTx(ctx context.Context, tx pgx.Tx, tenant string, input Fan, opts ...engine.TriggerOption) (*FanRun, error) {
+	triggered, err := w.engine.TriggerRunTx(ctx, tx, "Fan", tenant, input, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &FanRun{
+		engine:    w.engine,
+		id:        triggered.ID,
+		duplicate: triggered.Duplicate,
+	}, nil
+}
+
 // Get returns the typed handle of the run of "Fan" with id, like the one Start
 // returns, so a run whose id was kept can be waited on. Get does not check that
 // the run exists: Wait reports an unknown id with an error that wraps
@@ -2272,6 +2364,24 @@ func (w *MapWorkflow) Run(ctx context.Context, tenant string, input Map, opts ..
 // retained is returned instead of a new one; Duplicate tells.
 func (w *MapWorkflow) Start(ctx context.Context, tenant string, input Map, opts ...engine.TriggerOption) (*MapRun, error) {
 	triggered, err := w.engine.TriggerRun(ctx, "Map", tenant, input, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &MapRun{
+		engine:    w.engine,
+		id:        triggered.ID,
+		duplicate: triggered.Duplicate,
+	}, nil
+}
+
+// StartTx is Start in tx, a transaction the caller began on the store's
+// database and commits or rolls back: the run, its tasks and its key exist if
+// and only if tx commits, and its first steps start after the commit, not
+// before. Until it ends, tx holds the locks the trigger takes: the tenant's row
+// of the fair queue, the key's row when the run has a key: keep it short. An
+// error leaves tx usable, without the run. See engine.Engine.TriggerTx.
+func (w *MapWorkflow) StartTx(ctx context.Context, tx pgx.Tx, tenant string, input Map, opts ...engine.TriggerOption) (*MapRun, error) {
+	triggered, err := w.engine.TriggerRunTx(ctx, tx, "Map", tenant, input, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -2609,6 +2719,24 @@ func (w *BlobWorkflow) Run(ctx context.Context, tenant string, input Blob, opts 
 // retained is returned instead of a new one; Duplicate tells.
 func (w *BlobWorkflow) Start(ctx context.Context, tenant string, input Blob, opts ...engine.TriggerOption) (*BlobRun, error) {
 	triggered, err := w.engine.TriggerRun(ctx, "Blob", tenant, input, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &BlobRun{
+		engine:    w.engine,
+		id:        triggered.ID,
+		duplicate: triggered.Duplicate,
+	}, nil
+}
+
+// StartTx is Start in tx, a transaction the caller began on the store's
+// database and commits or rolls back: the run, its tasks and its key exist if
+// and only if tx commits, and its first steps start after the commit, not
+// before. Until it ends, tx holds the locks the trigger takes: the tenant's row
+// of the fair queue, the key's row when the run has a key: keep it short. An
+// error leaves tx usable, without the run. See engine.Engine.TriggerTx.
+func (w *BlobWorkflow) StartTx(ctx context.Context, tx pgx.Tx, tenant string, input Blob, opts ...engine.TriggerOption) (*BlobRun, error) {
+	triggered, err := w.engine.TriggerRunTx(ctx, tx, "Blob", tenant, input, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -40,3 +40,12 @@ type Receipt struct{ URL string }
 
 //dag:step
 func receipt(ctx context.Context, e Expense) (string, error) { return "", nil }
+
+// A wait whose Send method is another wait's Send method in a
+// transaction: SendVoidTx.
+//
+//dag:signal after=Submit
+type Void struct{ By string }
+
+//dag:signal after=Submit
+type VoidTx struct{ By string }

@@ -46,6 +46,10 @@ type batch struct {
 	ev       events
 	credit   []int         // tasks enqueued, per source index (result, timer or rescue)
 	cont     *continuation // CompleteAndContinue's, or nil
+	// callers is set when tx is the caller's (SendSignalTx): the leases
+	// this store saw answered are not ended in it, since it may roll back
+	// and it may not set plan_cache_mode for the caller's statements.
+	callers bool
 }
 
 type taskKey struct {
@@ -603,6 +607,9 @@ func (e enqueueItem) live() bool {
 // A lease taken from the book here stays when the transaction fails: the
 // leader deletes it once it expires, as every lease no task holds.
 func (b *batch) endLeases(ctx context.Context, db dbsqlc.DBTX) error {
+	if b.callers {
+		return nil
+	}
 	leases := append(b.dropped, b.s.leases.TakeDone()...)
 	if len(leases) == 0 {
 		return nil

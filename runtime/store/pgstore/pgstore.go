@@ -81,6 +81,7 @@ type Store struct {
 	// anyway, and the statements that choose between a cached plan and a
 	// new one (KeepGenericPlan, PlanEachExecution) are left out.
 	cachesPlans bool
+	searchPath  string            // the pool's schemas, for a caller's transaction (inCallerTx)
 	sweep       sweeper           // rate-limits sweepSlots
 	creates     groupcommit.Group // CreateRuns calls made at once share a transaction
 }
@@ -131,6 +132,9 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Store, error) {
 		if s.direct, err = probeSession(ctx, pool); err != nil {
 			return nil, fmt.Errorf("pgstore: %w", err)
 		}
+	}
+	if err := pool.QueryRow(ctx, searchPathQuery).Scan(&s.searchPath); err != nil {
+		return nil, fmt.Errorf("pgstore: read the search_path: %w", err)
 	}
 	s.parts = maintenance.NewPartitions(pool, s.now, period)
 	s.stats = maintenance.NewStats(pool, s.now)

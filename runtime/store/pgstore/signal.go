@@ -36,35 +36,16 @@ func (b *batch) consumeSignals(ctx context.Context) error {
 // of its tasks does, so sends to one wait, from any number of processes,
 // are applied one at a time.
 func (s *Store) SendSignal(ctx context.Context, id dag.RunID, step string, payload []byte) (bool, error) {
-	delivered, queued := false, 0
+	var delivered bool
+	var queued int
 	var refused error // why the send is refused: the transaction then rolls back
 	err := s.inTx(ctx, func(tx *pipeline.Tx) error {
-		b := s.newBatch(tx, 1)
-		k := taskKey{id, step}
-		if err := b.lockRunsAndLoad(ctx, nil, []taskKey{k}); err != nil {
-			return err
-		}
-		if refused = refusal(b.runs[id], b.tasks[k], id, step); refused != nil {
+		var err error
+		delivered, queued, refused, err = s.sendSignal(ctx, s.newBatch(tx, 1), "", id, step, payload)
+		if err == nil && refused != nil {
 			return errNothingToDo
 		}
-		t := b.tasks[k]
-		if t.Status != store.TaskAwaiting {
-			if err := s.q.HoldSignal(ctx, tx.Queue(), dbsqlc.HoldSignalParams{Payload: payload, RunID: uuidOf(id), Name: step}); err != nil {
-				return fmt.Errorf("hold the signal: %w", err)
-			}
-			b.tr.Signal(&t.Task, payload)
-			return b.flush(ctx)
-		}
-		if !t.WakeAt.IsZero() {
-			_ = s.q.DeleteTaskTimer(ctx, tx.Queue(), uuidOf(id), step)
-		}
-		b.tr.Signal(&t.Task, payload)
-		delivered = true
-		if err := b.flush(ctx); err != nil {
-			return err
-		}
-		queued = b.credit[0]
-		return nil
+		return err
 	})
 	if refused != nil {
 		return false, refused
@@ -74,6 +55,39 @@ func (s *Store) SendSignal(ctx context.Context, id dag.RunID, step string, paylo
 	}
 	s.noteQueued(ctx, queued)
 	return delivered, nil
+}
+
+// sendSignal is SendSignal's work in b's transaction, the store's own or
+// the caller's (SendSignalTx). It returns whether the signal was
+// delivered, how many tasks it queued, and why it is refused, if it is
+// (then it wrote nothing). A workflow that is not empty must be the run's.
+func (s *Store) sendSignal(ctx context.Context, b *batch, workflow string, id dag.RunID, step string, payload []byte) (delivered bool, queued int, refused, err error) {
+	k := taskKey{id, step}
+	if err := b.lockRunsAndLoad(ctx, nil, []taskKey{k}); err != nil {
+		return false, 0, nil, err
+	}
+	if r := b.runs[id]; r != nil && workflow != "" && r.workflow != workflow {
+		return false, 0, fmt.Errorf("run %s is of workflow %q, not %q: %w", id, r.workflow, workflow, store.ErrNotSignal), nil
+	}
+	if refused = refusal(b.runs[id], b.tasks[k], id, step); refused != nil {
+		return false, 0, refused, nil
+	}
+	t := b.tasks[k]
+	if t.Status != store.TaskAwaiting {
+		if err := s.q.HoldSignal(ctx, b.tx.Queue(), dbsqlc.HoldSignalParams{Payload: payload, RunID: uuidOf(id), Name: step}); err != nil {
+			return false, 0, nil, fmt.Errorf("hold the signal: %w", err)
+		}
+		b.tr.Signal(&t.Task, payload)
+		return false, 0, nil, b.flush(ctx)
+	}
+	if !t.WakeAt.IsZero() {
+		_ = s.q.DeleteTaskTimer(ctx, b.tx.Queue(), uuidOf(id), step)
+	}
+	b.tr.Signal(&t.Task, payload)
+	if err := b.flush(ctx); err != nil {
+		return false, 0, nil, err
+	}
+	return true, b.credit[0], nil, nil
 }
 
 // refusal says why a signal for step of run id cannot be sent, with the

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/engine"
+	"github.com/jackc/pgx/v5"
 )
 
 // GreetingFingerprint identifies workflow "Greeting" as generated (its steps, edges and types):
@@ -125,6 +126,24 @@ func (w *GreetingWorkflow) Run(ctx context.Context, tenant string, input Greetin
 // retained is returned instead of a new one; Duplicate tells.
 func (w *GreetingWorkflow) Start(ctx context.Context, tenant string, input Greeting, opts ...engine.TriggerOption) (*GreetingRun, error) {
 	triggered, err := w.engine.TriggerRun(ctx, "Greeting", tenant, input, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &GreetingRun{
+		engine:    w.engine,
+		id:        triggered.ID,
+		duplicate: triggered.Duplicate,
+	}, nil
+}
+
+// StartTx is Start in tx, a transaction the caller began on the store's
+// database and commits or rolls back: the run, its tasks and its key exist if
+// and only if tx commits, and its first steps start after the commit, not
+// before. Until it ends, tx holds the locks the trigger takes: the tenant's row
+// of the fair queue, the key's row when the run has a key: keep it short. An
+// error leaves tx usable, without the run. See engine.Engine.TriggerTx.
+func (w *GreetingWorkflow) StartTx(ctx context.Context, tx pgx.Tx, tenant string, input Greeting, opts ...engine.TriggerOption) (*GreetingRun, error) {
+	triggered, err := w.engine.TriggerRunTx(ctx, tx, "Greeting", tenant, input, opts...)
 	if err != nil {
 		return nil, err
 	}

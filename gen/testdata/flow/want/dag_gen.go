@@ -10,6 +10,7 @@ import (
 
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/engine"
+	"github.com/jackc/pgx/v5"
 )
 
 // ReportFingerprint identifies workflow "Report" as generated (its steps, edges and types):
@@ -104,6 +105,25 @@ func (w *ReportWorkflow) Run(ctx context.Context, tenant string, input Report, o
 // opts sets another deadline.
 func (w *ReportWorkflow) Start(ctx context.Context, tenant string, input Report, opts ...engine.TriggerOption) (*ReportRun, error) {
 	triggered, err := w.engine.TriggerRun(ctx, "Report", tenant, input, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &ReportRun{
+		engine:    w.engine,
+		id:        triggered.ID,
+		duplicate: triggered.Duplicate,
+	}, nil
+}
+
+// StartTx is Start in tx, a transaction the caller began on the store's
+// database and commits or rolls back: the run, its tasks and its key, its
+// admission by the cap exist if and only if tx commits, and its first steps
+// start after the commit, not before. Until it ends, tx holds the locks the
+// trigger takes: the tenant's row of the fair queue, the cap's slot, the key's
+// row when the run has a key: keep it short. An error leaves tx usable, without
+// the run. See engine.Engine.TriggerTx.
+func (w *ReportWorkflow) StartTx(ctx context.Context, tx pgx.Tx, tenant string, input Report, opts ...engine.TriggerOption) (*ReportRun, error) {
+	triggered, err := w.engine.TriggerRunTx(ctx, tx, "Report", tenant, input, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -268,6 +288,25 @@ func (w *OrderWorkflow) Run(ctx context.Context, tenant string, input Order, opt
 // waits QUEUED, and waiting runs are admitted in trigger order.
 func (w *OrderWorkflow) Start(ctx context.Context, tenant string, input Order, opts ...engine.TriggerOption) (*OrderRun, error) {
 	triggered, err := w.engine.TriggerRun(ctx, "Order", tenant, input, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &OrderRun{
+		engine:    w.engine,
+		id:        triggered.ID,
+		duplicate: triggered.Duplicate,
+	}, nil
+}
+
+// StartTx is Start in tx, a transaction the caller began on the store's
+// database and commits or rolls back: the run, its tasks and its key, its
+// admission by the cap exist if and only if tx commits, and its first steps
+// start after the commit, not before. Until it ends, tx holds the locks the
+// trigger takes: the tenant's row of the fair queue, the cap's slot, the key's
+// row when the run has a key: keep it short. An error leaves tx usable, without
+// the run. See engine.Engine.TriggerTx.
+func (w *OrderWorkflow) StartTx(ctx context.Context, tx pgx.Tx, tenant string, input Order, opts ...engine.TriggerOption) (*OrderRun, error) {
+	triggered, err := w.engine.TriggerRunTx(ctx, tx, "Order", tenant, input, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -443,6 +482,25 @@ func (w *TransferWorkflow) Run(ctx context.Context, tenant string, input Transfe
 // QUEUED, and waiting runs are admitted in trigger order.
 func (w *TransferWorkflow) Start(ctx context.Context, tenant string, input Transfer, opts ...engine.TriggerOption) (*TransferRun, error) {
 	triggered, err := w.engine.TriggerRun(ctx, "Transfer", tenant, input, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &TransferRun{
+		engine:    w.engine,
+		id:        triggered.ID,
+		duplicate: triggered.Duplicate,
+	}, nil
+}
+
+// StartTx is Start in tx, a transaction the caller began on the store's
+// database and commits or rolls back: the run, its tasks and its key, its
+// admission by the cap exist if and only if tx commits, and its first steps
+// start after the commit, not before. Until it ends, tx holds the locks the
+// trigger takes: the tenant's row of the fair queue, the cap's slot, the key's
+// row when the run has a key: keep it short. An error leaves tx usable, without
+// the run. See engine.Engine.TriggerTx.
+func (w *TransferWorkflow) StartTx(ctx context.Context, tx pgx.Tx, tenant string, input Transfer, opts ...engine.TriggerOption) (*TransferRun, error) {
+	triggered, err := w.engine.TriggerRunTx(ctx, tx, "Transfer", tenant, input, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/engine"
+	"github.com/jackc/pgx/v5"
 )
 
 // OrderFingerprint identifies workflow "Order" as generated (its steps, edges and types):
@@ -105,6 +106,24 @@ func (w *OrderWorkflow) Run(ctx context.Context, tenant string, input Order, opt
 // engine.WithKey(k) in opts sets the key in its place.
 func (w *OrderWorkflow) Start(ctx context.Context, tenant string, input Order, opts ...engine.TriggerOption) (*OrderRun, error) {
 	triggered, err := w.engine.TriggerRun(ctx, "Order", tenant, input, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &OrderRun{
+		engine:    w.engine,
+		id:        triggered.ID,
+		duplicate: triggered.Duplicate,
+	}, nil
+}
+
+// StartTx is Start in tx, a transaction the caller began on the store's
+// database and commits or rolls back: the run, its tasks and its key exist if
+// and only if tx commits, and its first steps start after the commit, not
+// before. Until it ends, tx holds the locks the trigger takes: the tenant's row
+// of the fair queue, the key's row when the run has a key: keep it short. An
+// error leaves tx usable, without the run. See engine.Engine.TriggerTx.
+func (w *OrderWorkflow) StartTx(ctx context.Context, tx pgx.Tx, tenant string, input Order, opts ...engine.TriggerOption) (*OrderRun, error) {
+	triggered, err := w.engine.TriggerRunTx(ctx, tx, "Order", tenant, input, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -280,6 +299,24 @@ func (w *InvoiceWorkflow) Start(ctx context.Context, tenant string, input Invoic
 	}, nil
 }
 
+// StartTx is Start in tx, a transaction the caller began on the store's
+// database and commits or rolls back: the run, its tasks and its key exist if
+// and only if tx commits, and its first steps start after the commit, not
+// before. Until it ends, tx holds the locks the trigger takes: the tenant's row
+// of the fair queue, the key's row when the run has a key: keep it short. An
+// error leaves tx usable, without the run. See engine.Engine.TriggerTx.
+func (w *InvoiceWorkflow) StartTx(ctx context.Context, tx pgx.Tx, tenant string, input Invoice, opts ...engine.TriggerOption) (*InvoiceRun, error) {
+	triggered, err := w.engine.TriggerRunTx(ctx, tx, "Invoice", tenant, input, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &InvoiceRun{
+		engine:    w.engine,
+		id:        triggered.ID,
+		duplicate: triggered.Duplicate,
+	}, nil
+}
+
 // Get returns the typed handle of the run of "Invoice" with id, like the one Start
 // returns, so a run whose id was kept can be waited on. Get does not check that
 // the run exists: Wait reports an unknown id with an error that wraps
@@ -445,6 +482,24 @@ func (w *BatchWorkflow) Start(ctx context.Context, tenant string, input Batch, o
 	}, nil
 }
 
+// StartTx is Start in tx, a transaction the caller began on the store's
+// database and commits or rolls back: the run, its tasks and its key exist if
+// and only if tx commits, and its first steps start after the commit, not
+// before. Until it ends, tx holds the locks the trigger takes: the tenant's row
+// of the fair queue, the key's row when the run has a key: keep it short. An
+// error leaves tx usable, without the run. See engine.Engine.TriggerTx.
+func (w *BatchWorkflow) StartTx(ctx context.Context, tx pgx.Tx, tenant string, input Batch, opts ...engine.TriggerOption) (*BatchRun, error) {
+	triggered, err := w.engine.TriggerRunTx(ctx, tx, "Batch", tenant, input, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &BatchRun{
+		engine:    w.engine,
+		id:        triggered.ID,
+		duplicate: triggered.Duplicate,
+	}, nil
+}
+
 // Get returns the typed handle of the run of "Batch" with id, like the one Start
 // returns, so a run whose id was kept can be waited on. Get does not check that
 // the run exists: Wait reports an unknown id with an error that wraps
@@ -592,6 +647,24 @@ func (w *UploadWorkflow) Run(ctx context.Context, tenant string, input Upload, o
 // engine.WithKey(k) in opts sets the key in its place.
 func (w *UploadWorkflow) Start(ctx context.Context, tenant string, input Upload, opts ...engine.TriggerOption) (*UploadRun, error) {
 	triggered, err := w.engine.TriggerRun(ctx, "Upload", tenant, input, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &UploadRun{
+		engine:    w.engine,
+		id:        triggered.ID,
+		duplicate: triggered.Duplicate,
+	}, nil
+}
+
+// StartTx is Start in tx, a transaction the caller began on the store's
+// database and commits or rolls back: the run, its tasks and its key exist if
+// and only if tx commits, and its first steps start after the commit, not
+// before. Until it ends, tx holds the locks the trigger takes: the tenant's row
+// of the fair queue, the key's row when the run has a key: keep it short. An
+// error leaves tx usable, without the run. See engine.Engine.TriggerTx.
+func (w *UploadWorkflow) StartTx(ctx context.Context, tx pgx.Tx, tenant string, input Upload, opts ...engine.TriggerOption) (*UploadRun, error) {
+	triggered, err := w.engine.TriggerRunTx(ctx, tx, "Upload", tenant, input, opts...)
 	if err != nil {
 		return nil, err
 	}

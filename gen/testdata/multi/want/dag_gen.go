@@ -10,6 +10,7 @@ import (
 
 	"github.com/dagenhq/dagen/runtime/dag"
 	enginepkg "github.com/dagenhq/dagen/runtime/engine"
+	"github.com/jackc/pgx/v5"
 )
 
 // PingFingerprint identifies workflow "Ping" as generated (its steps, edges and types):
@@ -175,6 +176,24 @@ func (w *PingWorkflow) Run(ctx context.Context, tenant string, input1 Ping, opts
 // retained is returned instead of a new one; Duplicate tells.
 func (w *PingWorkflow) Start(ctx context.Context, tenant string, input1 Ping, opts ...enginepkg.TriggerOption) (*PingRun, error) {
 	triggered, err1 := w.engine.TriggerRun(ctx, "Ping", tenant, input1, opts...)
+	if err1 != nil {
+		return nil, err1
+	}
+	return &PingRun{
+		engine:    w.engine,
+		id:        triggered.ID,
+		duplicate: triggered.Duplicate,
+	}, nil
+}
+
+// StartTx is Start in tx, a transaction the caller began on the store's
+// database and commits or rolls back: the run, its tasks and its key exist if
+// and only if tx commits, and its first steps start after the commit, not
+// before. Until it ends, tx holds the locks the trigger takes: the tenant's row
+// of the fair queue, the key's row when the run has a key: keep it short. An
+// error leaves tx usable, without the run. See engine.Engine.TriggerTx.
+func (w *PingWorkflow) StartTx(ctx context.Context, tx pgx.Tx, tenant string, input1 Ping, opts ...enginepkg.TriggerOption) (*PingRun, error) {
+	triggered, err1 := w.engine.TriggerRunTx(ctx, tx, "Ping", tenant, input1, opts...)
 	if err1 != nil {
 		return nil, err1
 	}
@@ -395,6 +414,24 @@ func (w *refundWorkflow) Run(ctx context.Context, tenant string, input1 refund, 
 // retained is returned instead of a new one; Duplicate tells.
 func (w *refundWorkflow) Start(ctx context.Context, tenant string, input1 refund, opts ...enginepkg.TriggerOption) (*refundRun, error) {
 	triggered, err1 := w.engine.TriggerRun(ctx, "refund", tenant, input1, opts...)
+	if err1 != nil {
+		return nil, err1
+	}
+	return &refundRun{
+		engine:    w.engine,
+		id:        triggered.ID,
+		duplicate: triggered.Duplicate,
+	}, nil
+}
+
+// StartTx is Start in tx, a transaction the caller began on the store's
+// database and commits or rolls back: the run, its tasks and its key exist if
+// and only if tx commits, and its first steps start after the commit, not
+// before. Until it ends, tx holds the locks the trigger takes: the tenant's row
+// of the fair queue, the key's row when the run has a key: keep it short. An
+// error leaves tx usable, without the run. See engine.Engine.TriggerTx.
+func (w *refundWorkflow) StartTx(ctx context.Context, tx pgx.Tx, tenant string, input1 refund, opts ...enginepkg.TriggerOption) (*refundRun, error) {
+	triggered, err1 := w.engine.TriggerRunTx(ctx, tx, "refund", tenant, input1, opts...)
 	if err1 != nil {
 		return nil, err1
 	}

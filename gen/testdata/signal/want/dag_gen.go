@@ -10,6 +10,7 @@ import (
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/engine"
 	"github.com/dagenhq/dagen/runtime/store"
+	"github.com/jackc/pgx/v5"
 )
 
 // ExpenseFingerprint identifies workflow "Expense" as generated (its steps, edges and types):
@@ -256,6 +257,24 @@ func (w *ExpenseWorkflow) Start(ctx context.Context, tenant string, input Expens
 	}, nil
 }
 
+// StartTx is Start in tx, a transaction the caller began on the store's
+// database and commits or rolls back: the run, its tasks and its key exist if
+// and only if tx commits, and its first steps start after the commit, not
+// before. Until it ends, tx holds the locks the trigger takes: the tenant's row
+// of the fair queue, the key's row when the run has a key: keep it short. An
+// error leaves tx usable, without the run. See engine.Engine.TriggerTx.
+func (w *ExpenseWorkflow) StartTx(ctx context.Context, tx pgx.Tx, tenant string, input Expense, opts ...engine.TriggerOption) (*ExpenseRun, error) {
+	triggered, err := w.engine.TriggerRunTx(ctx, tx, "Expense", tenant, input, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &ExpenseRun{
+		engine:    w.engine,
+		id:        triggered.ID,
+		duplicate: triggered.Duplicate,
+	}, nil
+}
+
 // Get returns the typed handle of the run of "Expense" with id, like the one Start
 // returns, so a run whose id was kept can be waited on. Get does not check that
 // the run exists: Wait reports an unknown id with an error that wraps
@@ -288,6 +307,14 @@ func (w *ExpenseWorkflow) SendApproval(ctx context.Context, id dag.RunID, payloa
 	return w.engine.Signal(ctx, "Expense", id, "Approval", payload)
 }
 
+// SendApprovalTx is SendApproval in tx, a transaction the caller began on the
+// store's database: the signal is delivered, or held, if and only if tx
+// commits. Until it ends, tx holds the run's row lock, which the completions of
+// the run's steps wait for: keep it short. See engine.Engine.SignalTx.
+func (w *ExpenseWorkflow) SendApprovalTx(ctx context.Context, tx pgx.Tx, id dag.RunID, payload Approval) error {
+	return w.engine.SignalTx(ctx, tx, "Expense", id, "Approval", payload)
+}
+
 // SendPaid sends payload to signal wait "Paid" of the run of "Expense" with id.
 // A run waiting there goes on at once, with the payload as the wait's output; a
 // signal sent before the run reaches the wait is held and used when it does. A
@@ -299,6 +326,14 @@ func (w *ExpenseWorkflow) SendPaid(ctx context.Context, id dag.RunID, payload Pa
 	return w.engine.Signal(ctx, "Expense", id, "Paid", payload)
 }
 
+// SendPaidTx is SendPaid in tx, a transaction the caller began on the store's
+// database: the signal is delivered, or held, if and only if tx commits. Until
+// it ends, tx holds the run's row lock, which the completions of the run's
+// steps wait for: keep it short. See engine.Engine.SignalTx.
+func (w *ExpenseWorkflow) SendPaidTx(ctx context.Context, tx pgx.Tx, id dag.RunID, payload Payment) error {
+	return w.engine.SignalTx(ctx, tx, "Expense", id, "Paid", payload)
+}
+
 // SendRefund sends payload to signal wait "Refund" of the run of "Expense" with
 // id. A run waiting there goes on at once, with the payload as the wait's
 // output; a signal sent before the run reaches the wait is held and used when
@@ -308,6 +343,14 @@ func (w *ExpenseWorkflow) SendPaid(ctx context.Context, id dag.RunID, payload Pa
 // engine.Engine.Signal.
 func (w *ExpenseWorkflow) SendRefund(ctx context.Context, id dag.RunID, payload Refund) error {
 	return w.engine.Signal(ctx, "Expense", id, "Refund", payload)
+}
+
+// SendRefundTx is SendRefund in tx, a transaction the caller began on the
+// store's database: the signal is delivered, or held, if and only if tx
+// commits. Until it ends, tx holds the run's row lock, which the completions of
+// the run's steps wait for: keep it short. See engine.Engine.SignalTx.
+func (w *ExpenseWorkflow) SendRefundTx(ctx context.Context, tx pgx.Tx, id dag.RunID, payload Refund) error {
+	return w.engine.SignalTx(ctx, tx, "Expense", id, "Refund", payload)
 }
 
 // ExpenseRun is one run of workflow "Expense".

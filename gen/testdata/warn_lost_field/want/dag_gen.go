@@ -8,6 +8,7 @@ import (
 
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/engine"
+	"github.com/jackc/pgx/v5"
 )
 
 // OrderFingerprint identifies workflow "Order" as generated (its steps, edges and types):
@@ -171,6 +172,24 @@ func (w *OrderWorkflow) Run(ctx context.Context, tenant string, input Order, opt
 // retained is returned instead of a new one; Duplicate tells.
 func (w *OrderWorkflow) Start(ctx context.Context, tenant string, input Order, opts ...engine.TriggerOption) (*OrderRun, error) {
 	triggered, err := w.engine.TriggerRun(ctx, "Order", tenant, input, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &OrderRun{
+		engine:    w.engine,
+		id:        triggered.ID,
+		duplicate: triggered.Duplicate,
+	}, nil
+}
+
+// StartTx is Start in tx, a transaction the caller began on the store's
+// database and commits or rolls back: the run, its tasks and its key exist if
+// and only if tx commits, and its first steps start after the commit, not
+// before. Until it ends, tx holds the locks the trigger takes: the tenant's row
+// of the fair queue, the key's row when the run has a key: keep it short. An
+// error leaves tx usable, without the run. See engine.Engine.TriggerTx.
+func (w *OrderWorkflow) StartTx(ctx context.Context, tx pgx.Tx, tenant string, input Order, opts ...engine.TriggerOption) (*OrderRun, error) {
+	triggered, err := w.engine.TriggerRunTx(ctx, tx, "Order", tenant, input, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -32,6 +32,7 @@ type Pipeline struct {
 	batch *pgx.Batch  // a new one for each send: the results read it as they come
 	ahead []Statement // queries to send after the next query
 	open  *openBatch  // a sent batch with results of queries sent ahead still to read
+	sent  bool        // a round trip was made (Sent)
 }
 
 // openBatch is a sent batch whose remaining results belong to queries sent
@@ -110,6 +111,7 @@ func (p *Pipeline) Query(ctx context.Context, sql string, args ...any) (pgx.Rows
 		return rows, err
 	}
 	if p.batch == nil && len(p.ahead) == 0 {
+		p.sent = true
 		return p.db.Query(ctx, sql, args...)
 	}
 	br, err := p.sendQueued(ctx, sql, args)
@@ -175,6 +177,7 @@ func (p *Pipeline) QueryRow(ctx context.Context, sql string, args ...any) pgx.Ro
 		return firstRow{rows}
 	}
 	if p.batch == nil && len(p.ahead) == 0 {
+		p.sent = true
 		return p.db.QueryRow(ctx, sql, args...)
 	}
 	br, err := p.sendQueued(ctx, sql, args)
@@ -201,6 +204,10 @@ func (p *Pipeline) Send(ctx context.Context) error {
 	return br.Close()
 }
 
+// Sent reports whether p made a round trip: whether anything queued or
+// queried may have reached the database.
+func (p *Pipeline) Sent() bool { return p.sent }
+
 // sendQueued sends the queued statements, then sql unless it is empty and
 // the queries to send ahead, and reads the results of the queued ones. The
 // caller reads sql's result; the batch stays open for the queries sent
@@ -225,6 +232,7 @@ func (p *Pipeline) sendQueued(ctx context.Context, sql string, args []any) (pgx.
 			b.Queue(q.sql, q.args...)
 		}
 	}
+	p.sent = true
 	br := p.db.SendBatch(ctx, b)
 	for _, q := range queued {
 		if _, err := br.Exec(); err != nil {

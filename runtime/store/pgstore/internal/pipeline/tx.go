@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -54,6 +55,17 @@ func InTx(ctx context.Context, pool *pgxpool.Pool, fn, then func(tx *Tx) error) 
 		}
 	}
 	return tx.Send(ctx)
+}
+
+// Join returns a pipelined Tx over tx, a transaction its caller began and
+// ends: statements queued on it run in tx, and nothing commits or rolls
+// it back but the caller.
+func Join(tx pgx.Tx) *Tx { return &Tx{Pipeline: Pipeline{db: tx}} }
+
+// RollbackContext is rollbackContext, for a rollback to a savepoint of a
+// transaction that Join joined.
+func RollbackContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return rollbackContext(ctx)
 }
 
 // rollbackContext returns the context a failed transaction is rolled back
