@@ -107,6 +107,11 @@ const (
 // round trip fails, tx is rolled back to the savepoint (if anything was
 // sent), which undoes the work and frees the locks it took: tx is as it
 // was before the call.
+//
+// A connection that may not have the store's search_path gets it in a
+// round trip of its own, first: pgx describes a batch's statements before
+// it runs the first, and a statement described without the store's
+// tables in its path fails (see samePath).
 func (s *Store) inCallerTx(ctx context.Context, tx pgx.Tx, fn func(ptx *pipeline.Tx) error) (err error) {
 	if tx == nil {
 		return errors.New("no transaction (nil pgx.Tx)")
@@ -132,12 +137,28 @@ func (s *Store) inCallerTx(ctx context.Context, tx pgx.Tx, fn func(ptx *pipeline
 			}
 		}
 	}()
+	if !s.samePath(tx) {
+		if err := ptx.Send(ctx); err != nil {
+			return err
+		}
+	}
 	if err := fn(ptx); err != nil {
 		return err
 	}
 	ptx.QueueSQL(restoreCallerPath)
 	ptx.QueueSQL(callerRelease)
 	return ptx.Send(ctx)
+}
+
+// samePath reports whether tx's connection was opened with the
+// search_path the store's pool sets in its connection string (or
+// pgxpool.Config): a transaction of the store's pool, or of a pool with
+// the same URL. A pool that sets none, or sets it otherwise
+// (AfterConnect, the role's default), may differ from the caller's.
+func (s *Store) samePath(tx pgx.Tx) bool {
+	want := s.pool.Config().ConnConfig.RuntimeParams["search_path"]
+	conn := tx.Conn()
+	return want != "" && conn != nil && conn.Config().RuntimeParams["search_path"] == want
 }
 
 // searchPathQuery reads the search_path of a store's connections as one
