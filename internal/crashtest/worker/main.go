@@ -35,6 +35,7 @@ func main() {
 	flag.IntVar(&o.concurrency, "concurrency", 8, "tasks the worker holds at once (engine.Config.Concurrency)")
 	flag.DurationVar(&o.idlePoll, "idle-poll", 0, "longest wait between the polls of an idle worker (0: the engine's default)")
 	flag.DurationVar(&o.heartbeat, "heartbeat", 0, "heartbeat interval (0: a fifth of -lease, or the engine's default when -lease is 0)")
+	flag.StringVar(&o.triggerTx, "trigger-tx", "", "do not work: in one transaction, insert order `key` into crash_orders and start a run keyed by it (StartTx), print \"triggered\", and wait, uncommitted, to be killed")
 	flag.BoolVar(&o.openPool, "open-pool", false, "open the pool with pgstore.OpenPool, as a deployment would: it asks the server whether a pooler sits between, and behind one runs pgx in cache_describe mode")
 	flag.Parse()
 	if err := run(*url, *logURL, *id, *lease, *poll, *notify, *reportLeader, *followWrites, o); err != nil {
@@ -48,6 +49,7 @@ type options struct {
 	concurrency         int
 	idlePoll, heartbeat time.Duration
 	openPool            bool
+	triggerTx           string // an order's key: see triggerInTx
 }
 
 func run(url, logURL, id string, lease, poll time.Duration, notify, reportLeader, followWrites bool, o options) error {
@@ -95,8 +97,12 @@ func run(url, logURL, id string, lease, poll time.Duration, notify, reportLeader
 	if err != nil {
 		return err
 	}
-	if _, err := flow.NewJobWorkflow(e); err != nil {
+	wf, err := flow.NewJobWorkflow(e)
+	if err != nil {
 		return err
+	}
+	if o.triggerTx != "" {
+		return triggerInTx(ctx, pool, wf, o.triggerTx)
 	}
 	rec := &recorder{pool: logPool, pid: os.Getpid(), worker: id}
 	if err := e.Start(flow.WithRecorder(context.Background(), rec)); err != nil {
@@ -110,6 +116,29 @@ func run(url, logURL, id string, lease, poll time.Duration, notify, reportLeader
 	stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	return e.Stop(stopCtx)
+}
+
+// triggerInTx inserts order key into crash_orders and starts a run of
+// the workflow keyed by it, in one transaction, then says so on stdout and
+// waits with the transaction open until the process is killed (or
+// stopped: then the transaction rolls back). The test kills it before
+// the commit.
+func triggerInTx(ctx context.Context, pool *pgxpool.Pool, wf *flow.JobWorkflow, key string) error {
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if _, err := tx.Exec(ctx, "INSERT INTO crash_orders (id) VALUES ($1)", key); err != nil {
+		return err
+	}
+	run, err := wf.StartTx(ctx, tx, "tenant", flow.Job{N: 1}, engine.WithKey(key))
+	if err != nil {
+		return err
+	}
+	fmt.Printf("triggered %s\n", run.ID())
+	<-ctx.Done()
+	return nil
 }
 
 // report keeps this worker's row of crash_leader current: whether it
