@@ -4,7 +4,10 @@
 // rather than starting another.
 //
 // It uses Postgres when DATABASE_URL is set (pgstore migrates the schema),
-// otherwise the in-memory store. The valid order's fraud window is
+// otherwise the in-memory store. On Postgres each order is inserted into
+// the demo's own table, demo_orders, and its run started in the same
+// transaction (StartTx): the order and its run exist together or not at
+// all, whatever fails between. The valid order's fraud window is
 // shortened from 24 hours to a moment through its FraudHold field, so the
 // demo does not block. It generates nothing itself: `make demo` runs go
 // generate first.
@@ -22,6 +25,7 @@ import (
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/engine"
 	"github.com/dagenhq/dagen/runtime/store"
+	"github.com/dagenhq/dagen/runtime/store/pgstore"
 )
 
 func main() { demo.Main(run) }
@@ -39,6 +43,11 @@ func run(ctx context.Context, databaseURL string, out io.Writer) error {
 	if err := e.Start(ctx); err != nil {
 		return fmt.Errorf("start engine: %w", err)
 	}
+	if pg, ok := e.Store().(*pgstore.Store); ok {
+		if _, err := pg.Pool().Exec(ctx, ordersTable); err != nil {
+			return fmt.Errorf("create demo_orders: %w", err)
+		}
+	}
 
 	orders := []order.Order{
 		{ID: "demo-valid", Amount: 4200, Card: "4242", FraudHold: 300 * time.Millisecond},
@@ -47,7 +56,7 @@ func run(ctx context.Context, databaseURL string, out io.Writer) error {
 	var runs []dag.RunID
 	for _, o := range orders {
 		fmt.Fprintf(out, "\norder %s (amount %d, fraud hold %s)\n", o.ID, o.Amount, o.FraudHold)
-		r, err := wf.Start(ctx, "demo-tenant", o)
+		r, err := place(ctx, e, wf, o)
 		if err != nil {
 			return fmt.Errorf("start order %s: %w", o.ID, err)
 		}
@@ -75,7 +84,7 @@ func run(ctx context.Context, databaseURL string, out io.Writer) error {
 	// The same order again: its ID is its key, so the run that has it is
 	// returned, and nothing is charged twice.
 	o := orders[0]
-	r, err := wf.Start(ctx, "demo-tenant", o)
+	r, err := place(ctx, e, wf, o)
 	if err != nil {
 		return fmt.Errorf("start order %s again: %w", o.ID, err)
 	}
@@ -88,6 +97,44 @@ func run(ctx context.Context, databaseURL string, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "\norder %s again: %s %s, %s\n", o.ID, which, r.ID(), how)
 	return nil
+}
+
+// ordersTable is the demo's own table of orders, beside dagen's tables.
+const ordersTable = `CREATE TABLE IF NOT EXISTS demo_orders (
+	id        text PRIMARY KEY,
+	amount    bigint NOT NULL,
+	placed_at timestamptz NOT NULL DEFAULT now()
+)`
+
+// place records order o and starts its run. On Postgres both happen in one
+// transaction: the row in demo_orders and the run (StartTx) commit
+// together, and the run's first step starts once they have. The
+// transaction holds the tenant's row of the fair queue and the order's key
+// until it ends: it does nothing else. In memory there is no transaction
+// to join, and the run is started alone.
+func place(ctx context.Context, e *engine.Engine, wf *order.OrderWorkflow, o order.Order) (*order.OrderRun, error) {
+	pg, ok := e.Store().(*pgstore.Store)
+	if !ok {
+		return wf.Start(ctx, "demo-tenant", o)
+	}
+	tx, err := pg.Pool().Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = tx.Rollback(ctx) }() // after Commit, a no-op
+	// An order placed again (by an earlier demo, or below) is the same
+	// order: its row stays, and StartTx finds its run by its key.
+	if _, err := tx.Exec(ctx, "INSERT INTO demo_orders (id, amount) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING", o.ID, o.Amount); err != nil {
+		return nil, fmt.Errorf("insert the order: %w", err)
+	}
+	r, err := wf.StartTx(ctx, tx, "demo-tenant", o)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("commit the order and its run: %w", err)
+	}
+	return r, nil
 }
 
 // printTasks prints each step of a run in definition order with its state

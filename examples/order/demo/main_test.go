@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/dagenhq/dagen/internal/pgtest"
 )
 
 // TestDemo runs the demo on the in-memory store and checks that both
@@ -29,5 +31,30 @@ func TestDemo(t *testing.T) {
 	}
 	if want := "order demo-valid again: same run " + first[1] + ", duplicate\n"; !strings.Contains(got, want) {
 		t.Errorf("output lacks %q", want)
+	}
+}
+
+// TestDemoPostgres runs the demo on Postgres, where each order and its run
+// are started in one transaction (StartTx): both orders are in the demo's
+// table, and the valid one, placed again, finds its run.
+func TestDemoPostgres(t *testing.T) {
+	schema := pgtest.Schema(t)
+	var out bytes.Buffer
+	if err := run(context.Background(), pgtest.SchemaURL(t, schema), &out); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	got := out.String()
+	for _, want := range []string{"store: postgres", "=> shipped: trk-demo-valid", "=> rejected: amount must be positive", ", duplicate\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q\n%s", want, got)
+		}
+	}
+	pool := pgtest.Pool(t, schema, 1)
+	var orders int
+	if err := pool.QueryRow(context.Background(), "SELECT count(*) FROM demo_orders").Scan(&orders); err != nil {
+		t.Fatal(err)
+	}
+	if orders != 2 {
+		t.Errorf("demo_orders has %d rows, want 2", orders)
 	}
 }
