@@ -31,6 +31,10 @@ import (
 // SERIALIZABLE transaction such a race is a serialization failure, to
 // retry as any.
 //
+// The run's creation time, and a deadline counted from it, are tx's start
+// on the database's clock (Postgres's now()), unless the store has a clock
+// of its own.
+//
 // An error leaves tx as it was before the call (the work runs under a
 // savepoint): the caller may go on and commit without the run. The store
 // must be one that joins a database transaction (pgstore): with memstore

@@ -34,7 +34,10 @@
 // of leaf tasks takes two round trips. [Store.CreateRuns] is a single round
 // trip, and so are [Store.StartRuns], which writes the roots the fair
 // queue would hand out next as RUNNING with their leases instead of
-// enqueuing them, and [Store.ReadRun].
+// enqueuing them, and [Store.ReadRun]. [Store.CreateRunsTx] and
+// [Store.SendSignalTx] do the work of a creation and of a signal in the
+// caller's own pgx.Tx, under a savepoint, so that it commits or rolls back
+// with the caller's writes.
 //
 // What a batch does to its runs and tasks is decided by the transition
 // core that memstore uses too (runtime/store/internal/transition): pgstore
