@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -439,4 +440,42 @@ func TestTxMemstore(t *testing.T) {
 	require.NoError(t, err)
 	err = e.SignalTx(ctx, nil, "approval", id, "Approval", "ann")
 	require.ErrorIs(t, err, store.ErrNoTx)
+}
+
+// TestTriggerTxKeyRaceRepeatableRead: in a REPEATABLE READ transaction, a
+// key taken by a transaction that commits while this one waits for it is
+// a serialization failure (SQLSTATE 40001), to retry, as the docs say;
+// the transaction is left usable, and a retry in a new one finds the run.
+func TestTriggerTxKeyRaceRepeatableRead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := txStore(t)
+	e, err := engine.New(st, nil)
+	require.NoError(t, err)
+	require.NoError(t, e.Register(txDef(0, nil, new(atomic.Int64))))
+	tx1, err := st.Pool().Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx1.Rollback(ctx) }()
+	tx2, err := st.Pool().BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+	require.NoError(t, err)
+	defer func() { _ = tx2.Rollback(ctx) }()
+	first, err := e.TriggerRunTx(ctx, tx1, "order", "acme", keyedOrder{ID: "o-1"})
+	require.NoError(t, err)
+	errs := make(chan error, 1)
+	go func() {
+		_, err := e.TriggerRunTx(ctx, tx2, "order", "acme", keyedOrder{ID: "o-1"})
+		errs <- err
+	}()
+	waitingOnLock(t, st.Pool())
+	require.NoError(t, tx1.Commit(ctx))
+	var pgErr *pgconn.PgError
+	require.ErrorAs(t, <-errs, &pgErr)
+	require.Equal(t, "40001", pgErr.Code)
+	var one int
+	require.NoError(t, tx2.QueryRow(ctx, "select 1").Scan(&one), "the transaction is usable")
+	require.NoError(t, tx2.Rollback(ctx))
+	again, err := e.TriggerRun(ctx, "order", "acme", keyedOrder{ID: "o-1"})
+	require.NoError(t, err)
+	require.True(t, again.Duplicate)
+	require.Equal(t, first.ID, again.ID)
 }
