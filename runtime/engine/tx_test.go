@@ -251,13 +251,14 @@ func TestTriggerTxOtherSearchPath(t *testing.T) {
 	require.NoError(t, err)
 }
 
-// waitingOnLock waits until a session of pool waits on a lock.
-func waitingOnLock(t *testing.T, pool *pgxpool.Pool) {
+// waitingOnLock waits until tx's session waits on a lock.
+func waitingOnLock(t *testing.T, pool *pgxpool.Pool, tx pgx.Tx) {
 	t.Helper()
+	pid := tx.Conn().PgConn().PID()
 	require.Eventually(t, func() bool {
 		var n int
 		err := pool.QueryRow(context.Background(),
-			"select count(*) from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query like '%InsertKeyedRuns%'").Scan(&n)
+			"select count(*) from pg_stat_activity where pid = $1 and wait_event_type = 'Lock'", pid).Scan(&n)
 		return err == nil && n > 0
 	}, 10*time.Second, 5*time.Millisecond)
 }
@@ -296,7 +297,7 @@ func TestTriggerTxKeyRace(t *testing.T) {
 				tr, err := e.TriggerRunTx(ctx, tx2, "order", "acme", keyedOrder{ID: "o-1"})
 				second <- result{tr, err}
 			}()
-			waitingOnLock(t, st.Pool())
+			waitingOnLock(t, st.Pool(), tx2)
 			select {
 			case r := <-second:
 				t.Fatalf("the second trigger returned before the first transaction ended: %+v", r)
@@ -466,7 +467,7 @@ func TestTriggerTxKeyRaceRepeatableRead(t *testing.T) {
 		_, err := e.TriggerRunTx(ctx, tx2, "order", "acme", keyedOrder{ID: "o-1"})
 		errs <- err
 	}()
-	waitingOnLock(t, st.Pool())
+	waitingOnLock(t, st.Pool(), tx2)
 	require.NoError(t, tx1.Commit(ctx))
 	var pgErr *pgconn.PgError
 	require.ErrorAs(t, <-errs, &pgErr)
