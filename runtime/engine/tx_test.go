@@ -480,3 +480,40 @@ func TestTriggerTxKeyRaceRepeatableRead(t *testing.T) {
 	require.True(t, again.Duplicate)
 	require.Equal(t, first.ID, again.ID)
 }
+
+// TestTriggerTxAfterConnectPath: a store whose pool sets its search_path
+// after connecting (not in its URL), and a caller's connection opened
+// with the same URL, which lacks it: the trigger sets the store's before
+// pgx describes its statements, which would fail on the caller's.
+func TestTriggerTxAfterConnectPath(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	schema := pgtest.Schema(t)
+	cfg, err := pgxpool.ParseConfig(pgtest.URL())
+	require.NoError(t, err)
+	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		_, err := c.Exec(ctx, "set search_path = "+pgx.Identifier{schema}.Sanitize())
+		return err
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	require.NoError(t, pgstore.Migrate(ctx, pool))
+	st, err := pgstore.New(ctx, pool, nil)
+	require.NoError(t, err)
+	e, err := engine.New(st, nil)
+	require.NoError(t, err)
+	require.NoError(t, e.Register(txDef(1, nil, new(atomic.Int64))))
+
+	conn, err := pgx.Connect(ctx, pgtest.URL())
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	id, err := e.TriggerTx(ctx, tx, "order", "acme", keyedOrder{ID: "o-1"})
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit(ctx))
+	_, err = st.GetRun(ctx, id)
+	require.NoError(t, err)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 
 	"github.com/jackc/pgx/v5"
 
@@ -150,15 +151,22 @@ func (s *Store) inCallerTx(ctx context.Context, tx pgx.Tx, fn func(ptx *pipeline
 	return ptx.Send(ctx)
 }
 
-// samePath reports whether tx's connection was opened with the
-// search_path the store's pool sets in its connection string (or
-// pgxpool.Config): a transaction of the store's pool, or of a pool with
-// the same URL. A pool that sets none, or sets it otherwise
-// (AfterConnect, the role's default), may differ from the caller's.
+// samePath reports whether tx's connection surely has the store's
+// search_path: it was opened as the store's pool opens its own (the same
+// server, database, user and run-time parameters, search_path among
+// them), and the pool sets nothing after connecting. A transaction of the
+// store's pool, or of a pool with the same URL, is. Otherwise the
+// search_path may differ (set by the URL, by an AfterConnect, by the
+// role), and inCallerTx sets the store's in a round trip of its own.
 func (s *Store) samePath(tx pgx.Tx) bool {
-	want := s.pool.Config().ConnConfig.RuntimeParams["search_path"]
 	conn := tx.Conn()
-	return want != "" && conn != nil && conn.Config().RuntimeParams["search_path"] == want
+	if conn == nil {
+		return false
+	}
+	pc := s.pool.Config()
+	want, got := pc.ConnConfig, conn.Config()
+	return pc.AfterConnect == nil && got.Host == want.Host && got.Port == want.Port &&
+		got.Database == want.Database && got.User == want.User && maps.Equal(got.RuntimeParams, want.RuntimeParams)
 }
 
 // searchPathQuery reads the search_path of a store's connections as one
