@@ -9,5 +9,7 @@
 //
 // The steps are plain Go functions with //dag: directives; dag_gen.go is
 // written by go generate (dagen) and committed. See example_test.go for the
-// typed API it gives, and demo/ for a program that runs it.
+// typed API it gives, and demo/ for a program that runs it: on Postgres it
+// inserts each order into a table of its own and starts the order's run in
+// the same transaction (StartTx).
 package order

@@ -186,7 +186,9 @@ func (s *Store) createInTx(ctx context.Context, runs []store.NewRun, graphs []*g
 	return claimed, nil
 }
 
-// createWithin is createInTx's work in the caller's transaction. It
+// createWithin is createInTx's work in the caller's transaction: tx is
+// createInTx's own, or, for CreateRunsTx, one that the store's caller
+// began and ends (with p zero: nothing starts before it commits). It
 // returns the tasks it started, how many it queued, and whether it wrote
 // anything (false when every run was a duplicate).
 func (s *Store) createWithin(ctx context.Context, tx *pipeline.Tx, runs []store.NewRun, graphs []*graph, rp dbsqlc.InsertRunsParams, p store.ClaimParams) (claimed []store.ClaimedTask, queued int, wrote bool, err error) {
