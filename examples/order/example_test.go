@@ -3,11 +3,13 @@ package order_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/dagenhq/dagen/examples/order"
 	"github.com/dagenhq/dagen/runtime/engine"
 	"github.com/dagenhq/dagen/runtime/store/memstore"
+	"github.com/dagenhq/dagen/runtime/store/pgstore"
 )
 
 // The generated handle runs the workflow with typed input and output.
@@ -116,4 +118,44 @@ func ExampleOrderRun_Duplicate() {
 	// Output:
 	// true false true
 	// false false
+}
+
+// StartTx starts the order's run in the transaction that inserts the
+// order: both commit, or neither. It needs a Postgres store (pgstore);
+// the transaction is on the store's database, here on the store's own
+// pool. Keep it short: until it ends it holds the tenant's row of the
+// fair queue and the order's key.
+func ExampleOrderWorkflow_StartTx() {
+	ctx := context.Background()
+	st, err := pgstore.Open(ctx, os.Getenv("DATABASE_URL"))
+	if err != nil {
+		panic(err)
+	}
+	defer st.Close()
+	e, err := engine.New(st, nil)
+	if err != nil {
+		panic(err)
+	}
+	wf, err := order.NewOrderWorkflow(e)
+	if err != nil {
+		panic(err)
+	}
+	o := order.Order{ID: "o-1", Amount: 4200, Card: "4242"}
+
+	tx, err := st.Pool().Begin(ctx)
+	if err != nil {
+		panic(err)
+	}
+	defer tx.Rollback(ctx) // a no-op once committed
+	if _, err := tx.Exec(ctx, "INSERT INTO orders (id, amount) VALUES ($1, $2)", o.ID, o.Amount); err != nil {
+		panic(err)
+	}
+	run, err := wf.StartTx(ctx, tx, "tenant-42", o)
+	if err != nil {
+		panic(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		panic(err) // neither the order nor its run exists
+	}
+	fmt.Println("order and run", run.ID(), "committed")
 }
