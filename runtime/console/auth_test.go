@@ -64,6 +64,8 @@ func TestAuthSignIn(t *testing.T) {
 	require.Equal(t, http.StatusUnauthorized, code)
 	code, _ = get(t, c, s.srv.URL+"/dagen/static/console.css")
 	require.Equal(t, http.StatusOK, code, "the login page's style")
+	_, body := get(t, c, s.srv.URL+"/dagen/login")
+	require.NotContains(t, body, `href="./workers"`, "no links to pages nobody may see")
 
 	// Wrong name or wrong password: the same answer.
 	var wrong []string
@@ -91,7 +93,7 @@ func TestAuthSignIn(t *testing.T) {
 	require.WithinDuration(t, start.Add(time.Hour), ck.Expires, 2*time.Second)
 
 	// A viewer: no action buttons, actions refused.
-	code, body := get(t, c, s.srv.URL+"/dagen/runs/"+s.failed.String())
+	code, body = get(t, c, s.srv.URL+"/dagen/runs/"+s.failed.String())
 	require.Equal(t, http.StatusOK, code)
 	require.Contains(t, body, "vera (viewer)")
 	require.NotContains(t, body, `id="retry"`)

@@ -230,6 +230,7 @@ func (c *Console) page(w http.ResponseWriter, r *http.Request, data map[string]a
 	data["Base"] = base(r)
 	data["ReadOnly"] = u.Role == Viewer
 	data["Source"] = c.source(r)
+	data["Anonymous"] = c.auth != nil && u.Role == NoRole
 	if c.auth != nil && u.Role != NoRole {
 		data["SignedIn"] = u
 		if signed, _ := r.Context().Value(sessionKey{}).(bool); signed {
