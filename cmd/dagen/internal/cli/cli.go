@@ -45,7 +45,7 @@ Usage:
 	dagen runs retry ID [-mode failed|failed+downstream|from=STEP|all] [-operator name] [-db URL] [-replica-db URL] [-schema name] [-json]
 	dagen runs signal ID STEP JSON [-db URL] [-replica-db URL] [-schema name] [-json]
 	dagen schedules [ls|pause NAME|resume NAME|delete NAME] [-workflow w] [-tenant t] [-db URL] [-replica-db URL] [-schema name] [-json]
-	dagen ui [-addr 127.0.0.1:8080] [-read-only] [-db URL] [-replica-db URL] [-schema name]
+	dagen ui [-addr 127.0.0.1:8080] [-read-only] [-metrics-top-tenants n] [-db URL] [-replica-db URL] [-schema name]
 
 Commands:
 
@@ -94,7 +94,8 @@ Commands:
 	ui        serve the web console (runs, a run's DAG and steps, cancel
 	          and retry) on -addr until interrupted; -read-only refuses
 	          actions; mount runtime/console in a service instead to put
-	          it behind the service's own authentication
+	          it behind the service's own authentication; /metrics serves
+	          the backlog gauges to Prometheus (see docs/operating.md)
 
 Packages are go list patterns; the default is the current directory, which
 is the package being generated when dagen runs from go generate.
