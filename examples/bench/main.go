@@ -99,7 +99,7 @@ type options struct {
 	// metrics gives the engines an SDK MeterProvider with the Prometheus
 	// exporter (runtime/metrics), scraped once a second, as a service
 	// that Prometheus scrapes would.
-	metrics bool
+	metrics    bool
 	memProfile string
 	jsonOut    string // also write the JSON lines here
 	// riverJSON and dbosJSON are the peers' outputs, for the ratios:
