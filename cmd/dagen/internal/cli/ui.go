@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/dagenhq/dagen/runtime/console"
+	"github.com/dagenhq/dagen/runtime/engine"
+	"github.com/dagenhq/dagen/runtime/metrics"
 	"github.com/dagenhq/dagen/runtime/store"
 	"github.com/dagenhq/dagen/runtime/store/pgstore"
 )
@@ -35,6 +37,7 @@ func ui(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&af.session, "session", 12*time.Hour, "how long a sign-in lasts")
 	fs.StringVar(&af.tlsCert, "tls-cert", "", "serve HTTPS with this certificate")
 	fs.StringVar(&af.tlsK, "tls-key", "", "and this key")
+	topTenants := fs.Int("metrics-top-tenants", 10, "tenants the backlog gauges at /metrics name; the rest are \"other\"")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, usage)
@@ -99,12 +102,27 @@ func ui(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "dagen ui: %v\n", err)
 		return ExitError
 	}
+	// The console and, at /metrics, the backlog gauges for Prometheus:
+	// dagen ui runs no worker, so it reports what it reads from the store.
+	mh, mp, err := metrics.NewPrometheus()
+	if err != nil {
+		fmt.Fprintf(stderr, "dagen ui: %v\n", err)
+		return ExitError
+	}
+	defer func() { _ = mp.Shutdown(context.WithoutCancel(ctx)) }()
+	if _, err := engine.ObserveBacklog(mp, cst, *topTenants); err != nil {
+		fmt.Fprintf(stderr, "dagen ui: metrics: %v\n", err)
+		return ExitError
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", mh)
+	mux.Handle("/", h)
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		fmt.Fprintf(stderr, "dagen ui: %v\n", err)
 		return ExitError
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	mode := ""
 	if *readOnly {
 		mode = " (read-only)"
@@ -119,7 +137,7 @@ func ui(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if af.tlsCert != "" {
 		scheme = "https"
 	}
-	fmt.Fprintf(stdout, "dagen ui: serving the console%s on %s://%s/%s\n", mode, scheme, ln.Addr(), reads)
+	fmt.Fprintf(stdout, "dagen ui: serving the console%s on %s://%s/%s, metrics at /metrics\n", mode, scheme, ln.Addr(), reads)
 	done := make(chan error, 1)
 	go func() {
 		if af.tlsCert != "" {
