@@ -96,6 +96,10 @@ type options struct {
 	sessionURL string
 
 	cpuProfile string
+	// metrics gives the engines an SDK MeterProvider with the Prometheus
+	// exporter (runtime/metrics), scraped once a second, as a service
+	// that Prometheus scrapes would.
+	metrics    bool
 	memProfile string
 	jsonOut    string // also write the JSON lines here
 	// riverJSON and dbosJSON are the peers' outputs, for the ratios:
@@ -153,6 +157,7 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 	fs.BoolVar(&o.pooler, "pooler", false, "-database-url leads to PgBouncer, whose database entry sets search_path to -schema (connect_query): send no search_path (see make bench-pgbouncer)")
 	fs.StringVar(&o.sessionURL, "session-url", "", "pgstore SessionURL: a direct URL of the same database for LISTEN (with -pooler); -schema is added as its search_path")
 	fs.StringVar(&o.planCacheMode, "plan-cache-mode", "", "set the sessions' plan_cache_mode (auto, force_generic_plan, force_custom_plan); empty: the server's")
+	fs.BoolVar(&o.metrics, "metrics", false, "record metrics: an OpenTelemetry SDK MeterProvider with the Prometheus exporter, its handler scraped once a second")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fs.StringVar(&o.memProfile, "memprofile", "", "write a heap profile at the end of the run to this file (alloc_space: what the whole run allocated)")
 	fs.StringVar(&o.jsonOut, "json-out", "", "also write the JSON lines to this file")

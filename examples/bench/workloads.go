@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/dagenhq/dagen/bench/figures"
 	"github.com/dagenhq/dagen/bench/procstat"
@@ -212,6 +213,8 @@ type bench struct {
 	pool *pgxpool.Pool
 	log  io.Writer
 	slog *slog.Logger
+	// mp is the engines' MeterProvider with -metrics, nil without.
+	mp metric.MeterProvider
 }
 
 // runWorkloads sets the schema up, runs the workloads in order and tears
@@ -241,6 +244,13 @@ func runWorkloads(ctx context.Context, o options, log io.Writer) (results []Resu
 	}
 	b := &bench{o: o, pool: pool, log: log,
 		slog: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	if o.metrics {
+		stop, err := b.scrapeMetrics()
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
+	}
 	for _, w := range o.workloads {
 		fmt.Fprintf(log, "bench: %s (scale %g) ...\n", w, o.scale)
 		res, err := b.workload(ctx, w)
@@ -382,6 +392,7 @@ func (b *bench) newWorkerWith(ctx context.Context, tweak func(*engine.Config)) (
 		MaxPayload:   2 * payloadBytes, // the payload workload's input fits
 
 		DisableEagerContinue: b.o.noContinue,
+		MeterProvider:        b.mp,
 	}
 	tweak(cfg)
 	e, err := engine.New(st, cfg)

@@ -564,7 +564,7 @@ func TestFailoverFencedOldPrimary(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	args := []string{"-lease", "0", "-poll", "0"}
+	args := []string{"-lease", "3s", "-poll", "0"} // a short lease: attempts whose answers the fenced primary refused run again sooner
 	if os.Getenv("DAGEN_FAILOVER_BREAK_READONLY") != "" {
 		args = append(args, "-reconnect-read-only=false") // shows that the test fails without pgstore.ReconnectWhenReadOnly
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	cdpruntime "github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
@@ -222,4 +223,76 @@ func TestBrowserLargeRun(t *testing.T) {
 	require.Zero(t, overlaps, "overlapping nodes")
 	require.Zero(t, outside, "nodes outside the drawing")
 	require.Equal(t, 4, lit, "the hovered step's edges light up")
+}
+
+// TestBrowserSignIn drives the console's sign-in in Chromium: a wrong
+// password is refused; a viewer sees no action buttons and a POST of
+// theirs is refused with 403; an operator retries the failed run; signing
+// out goes back to the login page.
+func TestBrowserSignIn(t *testing.T) {
+	exe := chromium(t)
+	s := seed(t, console.Options{Auth: &console.Auth{Accounts: accounts}})
+	bctx := browser(t, exe)
+	dir := screenshotDir(t)
+	runURL := s.srv.URL + "/dagen/runs/" + s.failed.String()
+	signIn := func(name, password string) chromedp.Action {
+		return chromedp.Tasks{
+			chromedp.Navigate(s.srv.URL + "/dagen/"),
+			chromedp.WaitVisible(`#login`),
+			chromedp.SetValue(`#name`, name),
+			chromedp.SetValue(`#password`, password),
+			chromedp.Click(`#signin`),
+		}
+	}
+	var wrong, user, done string
+	var buttons, status int
+	err := chromedp.Run(bctx,
+		signIn("vera", "not her password"),
+		chromedp.WaitVisible(`#wrong`),
+		chromedp.Text(`#wrong`, &wrong),
+		shot(dir, "login-wrong.png", ""),
+
+		signIn("vera", "look but do not touch"),
+		chromedp.WaitVisible(`#runs`),
+		chromedp.Navigate(runURL),
+		chromedp.WaitVisible(`#dag`),
+		chromedp.Text(`#user`, &user),
+		chromedp.Evaluate(`document.querySelectorAll("#retry, #cancel, .actions form").length`, &buttons),
+		shot(dir, "viewer-run.png", ""),
+		// The viewer posts a retry with the page's own CSRF token (the
+		// sign-out form's), as a hand-made form would: refused.
+		chromedp.Evaluate(`fetch("`+s.failed.String()+`/retry", {method: "POST",
+			body: new URLSearchParams({csrf: document.querySelector('input[name="csrf"]').value, mode: "failed"})}).then(r => r.status)`,
+			&status, func(p *cdpruntime.EvaluateParams) *cdpruntime.EvaluateParams { return p.WithAwaitPromise(true) }),
+		chromedp.Click(`#logout`),
+		chromedp.WaitVisible(`#login`),
+	)
+	require.NoError(t, err)
+	require.Contains(t, wrong, "Wrong name or password")
+	require.Contains(t, user, "vera (viewer)")
+	require.Zero(t, buttons, "a viewer sees no action buttons")
+	require.Equal(t, 403, status, "a viewer's retry is refused")
+
+	var after string
+	err = chromedp.Run(bctx,
+		signIn("otto", "ship it"),
+		chromedp.WaitVisible(`#runs`),
+		chromedp.Navigate(runURL),
+		chromedp.WaitVisible(`#dag`),
+		chromedp.Click(`#retry`),
+		chromedp.WaitVisible(`#retry-confirm`),
+		chromedp.Click(`#retry-confirm`),
+		chromedp.WaitVisible(`#done`),
+		chromedp.Text(`#done`, &done),
+		shot(dir, "operator-retried.png", ""),
+		chromedp.Click(`#logout`),
+		chromedp.WaitVisible(`#login`),
+		chromedp.Navigate(runURL),
+		chromedp.WaitVisible(`#login`),
+		chromedp.Location(&after),
+	)
+	require.NoError(t, err)
+	require.Contains(t, done, "retried")
+	require.True(t, strings.HasSuffix(after, "/dagen/login"), "signed out: back to the login page, at %s", after)
+	t.Logf("screenshots in %s", dir)
 }

@@ -20,14 +20,26 @@ import (
 //go:embed assets
 var assets embed.FS
 
-// Options configure a console. The zero value is a console that may act.
+// Options configure a console. The zero value is a console that may act:
+// every request is an Operator named Operator, for a service that mounts
+// it behind its own authentication (User gives each request its role).
 type Options struct {
 	// ReadOnly refuses every action (cancel, retry) with 403 and shows no
-	// action buttons.
+	// action buttons, whatever the user's role.
 	ReadOnly bool
-	// Operator names who acts, in the RETRIED events of retries. Default
-	// "console".
+	// Operator names who acts, in the RETRIED events of retries, when
+	// the request's User has no name. Default "console".
 	Operator string
+	// User, when set, says who each request comes from: a service that
+	// mounts the console behind its own authentication gives each
+	// request its user's role (Viewer or Operator) and name. A request
+	// with NoRole is refused with 403. Unset, every request is an
+	// Operator (a Viewer when ReadOnly). Auth, when set, wins.
+	User func(*http.Request) User
+	// Auth, when set, makes the console ask who you are: a login page,
+	// session cookies, or a trusted proxy's header. For serving the
+	// console on its own, as dagen ui does.
+	Auth *Auth
 	// Logger receives errors the pages could not show. Default
 	// slog.Default().
 	Logger *slog.Logger
@@ -43,6 +55,7 @@ type Options struct {
 type Console struct {
 	st   store.Store
 	opts Options
+	auth *authn // nil without Options.Auth
 	mux  *http.ServeMux
 	tmpl *template.Template
 }
@@ -63,6 +76,16 @@ func New(st store.Store, opts Options) (*Console, error) {
 		return nil, fmt.Errorf("console: templates: %w", err)
 	}
 	c := &Console{st: st, opts: opts, tmpl: tmpl, mux: http.NewServeMux()}
+	if opts.Auth != nil {
+		if c.auth, err = newAuthn(*opts.Auth); err != nil {
+			return nil, fmt.Errorf("console: auth: %w", err)
+		}
+		if len(c.auth.accounts) > 0 {
+			c.mux.HandleFunc("GET /login", c.loginPage)
+			c.mux.HandleFunc("POST /login", c.login)
+		}
+		c.mux.HandleFunc("POST /logout", c.logout)
+	}
 	static, err := fs.Sub(assets, "assets")
 	if err != nil {
 		return nil, err
@@ -81,8 +104,25 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Frame-Options", "DENY")
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; img-src 'self' data:")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if c.open(r) {
+		c.mux.ServeHTTP(w, r)
+		return
+	}
+	u, session := c.who(r)
+	if u.Role == NoRole {
+		c.refuse(w, withUser(r, u), u)
+		return
+	}
+	r = withUser(r, u)
+	if session {
+		r = r.WithContext(context.WithValue(r.Context(), sessionKey{}, true))
+	}
 	c.mux.ServeHTTP(w, r)
 }
+
+// sessionKey marks a request signed in with the console's own session,
+// which can sign out.
+type sessionKey struct{}
 
 // csrfCookie holds the token every form posts back (double submit): a
 // page of another origin can make the browser post, but cannot read the
@@ -98,8 +138,15 @@ func (c *Console) token(w http.ResponseWriter, r *http.Request) string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	tok := hex.EncodeToString(b[:])
-	http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: tok, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: tok, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: c.auth.secure(r)})
 	return tok
+}
+
+// csrfOK reports whether the form posts back the token of its cookie.
+func (c *Console) csrfOK(r *http.Request) bool {
+	ck, err := r.Cookie(csrfCookie)
+	return err == nil && r.PostFormValue("csrf") != "" &&
+		subtle.ConstantTimeCompare([]byte(ck.Value), []byte(r.PostFormValue("csrf"))) == 1
 }
 
 // act wraps an action: read-only and CSRF refusals, then the action, then
@@ -110,9 +157,11 @@ func (c *Console) act(fn func(ctx context.Context, r *http.Request) (string, err
 			c.fail(w, r, http.StatusForbidden, errors.New("this console is read-only: it cannot cancel or retry runs"))
 			return
 		}
-		ck, err := r.Cookie(csrfCookie)
-		if err != nil || r.PostFormValue("csrf") == "" ||
-			subtle.ConstantTimeCompare([]byte(ck.Value), []byte(r.PostFormValue("csrf"))) != 1 {
+		if u := userOf(r); u.Role < Operator {
+			c.fail(w, r, http.StatusForbidden, fmt.Errorf("%s is a %s: only operators can cancel or retry runs", u.Name, u.Role))
+			return
+		}
+		if !c.csrfOK(r) {
 			c.fail(w, r, http.StatusForbidden, errors.New("missing or wrong CSRF token: reload the page and try again"))
 			return
 		}
@@ -142,9 +191,11 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, status int, err e
 	if status >= 500 {
 		c.opts.Logger.Error("dagen console", "path", r.URL.Path, "err", err)
 	}
+	data := map[string]any{"Status": status, "Text": http.StatusText(status), "Err": err.Error()}
+	c.page(w, r, data)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
-	_ = c.tmpl.ExecuteTemplate(w, "error.html", map[string]any{"Status": status, "Text": http.StatusText(status), "Err": err.Error(), "Base": base(r), "Source": c.source(r)})
+	_ = c.tmpl.ExecuteTemplate(w, "error.html", data)
 }
 
 // source says where the page's reads came from; it is asked after them, so
@@ -158,11 +209,35 @@ func (c *Console) source(r *http.Request) store.ReadSource {
 
 // render executes a page template.
 func (c *Console) render(w http.ResponseWriter, r *http.Request, name string, data map[string]any) {
-	data["Base"] = base(r)
-	data["ReadOnly"] = c.opts.ReadOnly
-	data["Source"] = c.source(r)
+	c.renderStatus(w, r, http.StatusOK, name, data)
+}
+
+// renderStatus executes a page template, answering with status.
+func (c *Console) renderStatus(w http.ResponseWriter, r *http.Request, status int, name string, data map[string]any) {
+	c.page(w, r, data)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
 	if err := c.tmpl.ExecuteTemplate(w, name, data); err != nil {
 		c.opts.Logger.Error("dagen console: render", "page", name, "err", err)
+	}
+}
+
+// page adds what every page's header shows to data: the way back to the
+// first page, whether the user may act, who is signed in (with a sign-out
+// button for the console's own sessions), and where the reads came from.
+func (c *Console) page(w http.ResponseWriter, r *http.Request, data map[string]any) {
+	u := userOf(r)
+	data["Base"] = base(r)
+	data["ReadOnly"] = u.Role == Viewer
+	data["Source"] = c.source(r)
+	data["Anonymous"] = c.auth != nil && u.Role == NoRole
+	if c.auth != nil && u.Role != NoRole {
+		data["SignedIn"] = u
+		if signed, _ := r.Context().Value(sessionKey{}).(bool); signed {
+			data["Logout"] = true
+			if _, ok := data["CSRF"]; !ok {
+				data["CSRF"] = c.token(w, r)
+			}
+		}
 	}
 }

@@ -6,6 +6,13 @@
 //	h, err := console.New(st, console.Options{ReadOnly: true})
 //	mux.Handle("/dagen/", http.StripPrefix("/dagen", auth(h)))
 //
+// Options.User gives each request its User, a name and a Role: a Viewer
+// sees every page and cannot act, an Operator can cancel and retry. On
+// its own, as `dagen ui` serves it off the loopback address,
+// Options.Auth makes the console ask who you are: a login page with
+// Accounts and signed, expiring session cookies, or a trusted header
+// from a reverse proxy that authenticated the user (off by default).
+//
 // `dagen ui` serves it against DATABASE_URL, reading from a streaming
 // replica with -replica-db: over a pgstore.Replicated, with
 // Options.Source, every page says whether it read the replica and how far

@@ -429,7 +429,7 @@ func (c *Console) retry(ctx context.Context, r *http.Request) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%w: %v", errBadRequest, err)
 	}
-	rt.Operator = c.opts.Operator
+	rt.Operator = userOf(r).Name
 	res, err := c.st.RetryRun(ctx, id, rt)
 	if err != nil {
 		return "", err

@@ -14,7 +14,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/dagenhq/dagen/runtime/dag"
+	"github.com/dagenhq/dagen/runtime/engine/internal/meters"
 	"github.com/dagenhq/dagen/runtime/engine/internal/outage"
 	"github.com/dagenhq/dagen/runtime/engine/internal/worker"
 	"github.com/dagenhq/dagen/runtime/store"
@@ -96,6 +100,15 @@ type Config struct {
 	// so large data belongs elsewhere (an object store), with its key in
 	// the payload. Default DefaultMaxPayload (16 MiB); -1 for no cap.
 	MaxPayload int
+	// MeterProvider receives the engine's metrics (see docs/operating.md,
+	// "Metrics"): runs, step attempts and their durations, claims and
+	// completions, store errors, schedule lag, and, while this engine
+	// leads, the fleet's backlog. Nil means otel.GetMeterProvider(), a
+	// no-op unless the program sets one.
+	MeterProvider metric.MeterProvider
+	// MetricsTopTenants is how many tenants, the busiest, the backlog
+	// gauges name; the others are summed as tenant "other". Default 10.
+	MetricsTopTenants int
 	// Manual makes an engine without background goroutines: Start is an
 	// error, Poll does the work and Wait drives Poll itself. For
 	// deterministic tests; see package dagtest.
@@ -142,6 +155,12 @@ func (c *Config) withDefaults() Config {
 	}
 	if cfg.MaxElements <= 0 {
 		cfg.MaxElements = DefaultMaxElements
+	}
+	if cfg.MeterProvider == nil {
+		cfg.MeterProvider = otel.GetMeterProvider()
+	}
+	if cfg.MetricsTopTenants <= 0 {
+		cfg.MetricsTopTenants = meters.DefaultTopTenants
 	}
 	if cfg.MaxPayload == 0 {
 		cfg.MaxPayload = DefaultMaxPayload
@@ -249,7 +268,8 @@ type Engine struct {
 	cfg     Config
 	log     *slog.Logger
 	health  *outage.Health // logs store outages once per change
-	inputs  *inputCache    // large run inputs, sent once to this worker
+	meters  *meters.Meters
+	inputs  *inputCache // large run inputs, sent once to this worker
 
 	mu         sync.RWMutex
 	defs       map[string]*registered
@@ -318,17 +338,34 @@ func New(st store.Store, cfg *Config) (*Engine, error) {
 	}
 	c := cfg.withDefaults()
 	el, _ := st.(store.Elector) // the one optional part of a store
-	return &Engine{
+	m, err := meters.New(c.MeterProvider)
+	if err != nil {
+		return nil, fmt.Errorf("engine: metrics: %w", err)
+	}
+	e := &Engine{
 		store:   st,
 		elector: el,
 		cfg:     c,
 		log:     c.Logger,
 		health:  outage.NewHealth(c.Logger, c.WorkerID),
+		meters:  m,
 		inputs:  newInputCache(),
 		defs:    make(map[string]*registered),
 		waiters: make(map[dag.RunID][]*waiter),
 		runs:    make(map[dag.RunID]*runScope),
-	}, nil
+	}
+	e.health.Observe = m.StoreError
+	// The leader reports the fleet's backlog: one store read per
+	// collection, whatever the number of workers. The registration lives
+	// as long as the provider; an engine that is not leading observes
+	// nothing.
+	if _, err := meters.ObserveBacklog(c.MeterProvider, meters.BacklogConfig{
+		Read: st.Backlog, Observe: e.leading.Load, TopTenants: c.MetricsTopTenants,
+		Failed: func(err error) { e.log.Debug("dagen: metrics: read the backlog", "worker", c.WorkerID, "err", err) },
+	}); err != nil {
+		return nil, fmt.Errorf("engine: metrics: %w", err)
+	}
+	return e, nil
 }
 
 // Store returns the engine's store.
@@ -496,7 +533,7 @@ func (e *Engine) TriggerManyRuns(ctx context.Context, reqs []TriggerRequest) ([]
 	if !all {
 		e.wakeLoop() // steps were enqueued
 	}
-	return triggered(runs), nil
+	return e.triggered(runs), nil
 }
 
 // newRuns checks every request and returns the runs to create, once all
@@ -525,14 +562,18 @@ func (e *Engine) newRuns(ctx context.Context, reqs []TriggerRequest) ([]store.Ne
 	return runs, nil
 }
 
-// triggered is what the creation of runs came to, run by run.
-func triggered(runs []store.NewRun) []Triggered {
+// triggered is what the creation of runs came to, run by run; it counts
+// the runs started (a run started in a caller's transaction, when the
+// trigger returns: the engine never learns whether it commits).
+func (e *Engine) triggered(runs []store.NewRun) []Triggered {
 	out := make([]Triggered, len(runs))
 	for i, r := range runs {
 		out[i] = Triggered{ID: r.ID}
 		if !r.Existing.IsZero() {
 			out[i] = Triggered{ID: r.Existing, Duplicate: true}
+			continue
 		}
+		e.meters.RunsStarted(r.Workflow, 1)
 	}
 	return out
 }

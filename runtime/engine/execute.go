@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dagenhq/dagen/runtime/dag"
+	"github.com/dagenhq/dagen/runtime/engine/internal/meters"
 	"github.com/dagenhq/dagen/runtime/engine/internal/worker"
 	"github.com/dagenhq/dagen/runtime/store"
 )
@@ -21,6 +22,22 @@ const unknownWorkflowDelay = 5 * time.Second
 // stoppedBy reports whether ctx ended because the engine was stopped, as
 // opposed to the run being cancelled or the step timing out.
 func stoppedBy(ctx context.Context) bool { return errors.Is(context.Cause(ctx), worker.ErrStopped) }
+
+// executeMeasured is execute, recording the attempt's outcome and
+// duration (internal/meters) under its step's name: a mapped step's
+// elements count as the step.
+func (e *Engine) executeMeasured(ctx context.Context, ct *store.ClaimedTask) (store.TaskResult, bool) {
+	began := time.Now()
+	res, keep := e.execute(ctx, ct)
+	if keep {
+		timedOut := strings.HasPrefix(res.Error, timedOutPrefix)
+		e.meters.Step(ct.Workflow, stepOf(ct), meters.Outcome(res.Outcome, timedOut), time.Since(began))
+	}
+	return res, keep
+}
+
+// timedOutPrefix begins the error of an attempt its step's timeout ended.
+const timedOutPrefix = "timed out after "
 
 // execute runs one claimed task and returns the result to store, and
 // whether to store it. An attempt that failed because Stop cancelled it is
@@ -153,7 +170,7 @@ func (e *Engine) runStep(parent, ctx context.Context, reg *registered, step *Ste
 		}
 	}
 	if timeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		err = fmt.Errorf("timed out after %s: %w", timeout, err)
+		err = fmt.Errorf(timedOutPrefix+"%s: %w", timeout, err)
 	}
 	return e.failed(parent, ctx, step, res, err)
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/dagenhq/dagen/runtime/engine/internal/meters"
 	"github.com/dagenhq/dagen/runtime/store"
 )
 
@@ -25,4 +28,17 @@ func (e *Engine) Backlog(ctx context.Context) ([]store.BacklogEntry, error) {
 		return nil, fmt.Errorf("read the backlog: %w", err)
 	}
 	return b, nil
+}
+
+// ObserveBacklog registers on mp the backlog gauge that a leading engine
+// reports (dagen.backlog.tasks by tenant, workflow and state), read from
+// st once per collection at most: for a process that reads the store but
+// runs no worker, such as dagen ui. topTenants is how many tenants, the
+// busiest, keep their names (0: 10); the rest are summed as "other". The
+// returned func unregisters the gauge.
+//
+// A fleet whose leader reports the backlog too exports it twice, under
+// two Prometheus jobs or instances: query one of them.
+func ObserveBacklog(mp metric.MeterProvider, st store.Fleet, topTenants int) (unregister func() error, err error) {
+	return meters.ObserveBacklog(mp, meters.BacklogConfig{Read: st.Backlog, TopTenants: topTenants})
 }

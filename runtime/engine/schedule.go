@@ -319,6 +319,8 @@ func (e *Engine) fireSchedule(ctx context.Context, s store.Schedule, now time.Ti
 		return 0, err
 	}
 	if len(runs) > 0 {
+		e.meters.RunsStarted(reg.def.Name, len(runs))
+		e.meters.ScheduleLag(reg.def.Name, now.Sub(s.NextAt))
 		e.wakeLoop()
 	}
 	return len(runs), nil

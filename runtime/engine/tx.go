@@ -70,7 +70,7 @@ func (e *Engine) TriggerManyRunsTx(ctx context.Context, tx pgx.Tx, reqs []Trigge
 	if err := e.store.CreateRunsTx(ctx, tx, runs); err != nil {
 		return nil, fmt.Errorf("trigger in a transaction: %w", err)
 	}
-	return triggered(runs), nil
+	return e.triggered(runs), nil
 }
 
 // SignalTx is Signal in tx, a transaction the caller began on the store's

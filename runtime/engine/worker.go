@@ -27,6 +27,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		WorkerID: e.cfg.WorkerID, Concurrency: e.cfg.Concurrency, BatchSize: e.cfg.BatchSize,
 		PollInterval: e.cfg.PollInterval, IdlePollInterval: e.cfg.IdlePollInterval, SchedulePollInterval: e.cfg.SchedulePollInterval,
 		HeartbeatInterval: e.cfg.HeartbeatInterval, Lease: e.cfg.Lease, Retention: e.cfg.Retention,
+		Meters:            e.meters,
 		DisableEagerStart: e.cfg.DisableEagerStart, DisableEagerContinue: e.cfg.DisableEagerContinue, DisableNotify: e.cfg.DisableNotify,
 	}, host{e})
 	e.stopping = false
@@ -93,7 +94,7 @@ func (h host) CompleteAndContinue(ctx context.Context, results []store.TaskResul
 	return h.e.completeAndContinue(ctx, results, limit)
 }
 func (h host) Execute(ctx context.Context, ct *store.ClaimedTask) (store.TaskResult, bool) {
-	return h.e.execute(ctx, ct)
+	return h.e.executeMeasured(ctx, ct)
 }
 func (h host) Goexited(ctx context.Context, ct *store.ClaimedTask) (store.TaskResult, bool) {
 	return h.e.goexited(ctx, ct)
@@ -197,9 +198,11 @@ func (e *Engine) Poll(ctx context.Context) (int, error) {
 	for len(tasks) > 0 {
 		handled += len(tasks)
 		results := make([]store.TaskResult, 0, len(tasks))
+		workflows := make([]string, 0, len(tasks))
 		for i := range tasks {
-			if res, keep := e.execute(ctx, &tasks[i]); keep {
+			if res, keep := e.executeMeasured(ctx, &tasks[i]); keep {
 				results = append(results, res)
+				workflows = append(workflows, tasks[i].Workflow)
 			}
 		}
 		if len(results) == 0 {
@@ -216,6 +219,7 @@ func (e *Engine) Poll(ctx context.Context) (int, error) {
 		if err != nil {
 			return 0, fmt.Errorf("poll: complete: %w", err)
 		}
+		e.meters.Finished(workflows, outs)
 		e.afterComplete(results, outs)
 	}
 	return fired + rescued + handled, nil

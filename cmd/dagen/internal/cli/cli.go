@@ -45,7 +45,8 @@ Usage:
 	dagen runs retry ID [-mode failed|failed+downstream|from=STEP|all] [-operator name] [-db URL] [-replica-db URL] [-schema name] [-json]
 	dagen runs signal ID STEP JSON [-db URL] [-replica-db URL] [-schema name] [-json]
 	dagen schedules [ls|pause NAME|resume NAME|delete NAME] [-workflow w] [-tenant t] [-db URL] [-replica-db URL] [-schema name] [-json]
-	dagen ui [-addr 127.0.0.1:8080] [-read-only] [-db URL] [-replica-db URL] [-schema name]
+	dagen ui [-addr 127.0.0.1:8080] [-read-only] [-metrics-top-tenants n] [-auth-file FILE] [-proxy-user-header NAME [-proxy-role-header NAME]]
+	         [-tls-cert FILE -tls-key FILE] [-trust-forwarded-proto] [-session 12h] [-db URL] [-replica-db URL] [-schema name]
 
 Commands:
 
@@ -93,8 +94,16 @@ Commands:
 	          starts at its next slot
 	ui        serve the web console (runs, a run's DAG and steps, cancel
 	          and retry) on -addr until interrupted; -read-only refuses
-	          actions; mount runtime/console in a service instead to put
-	          it behind the service's own authentication
+	          actions. Off the loopback address it needs authentication:
+	          $DAGEN_UI_OPERATOR_PASSWORD (user operator) and
+	          $DAGEN_UI_PASSWORD (user viewer, read-only), -auth-file
+	          (lines "name viewer|operator password"), or
+	          -proxy-user-header behind a proxy that authenticates (its
+	          -proxy-role-header says viewer or operator; default viewer);
+	          -tls-cert/-tls-key serve HTTPS. Or mount runtime/console in
+	          a service, behind the service's own authentication;
+	          /metrics serves the backlog gauges to Prometheus (see
+	          docs/operating.md)
 
 Packages are go list patterns; the default is the current directory, which
 is the package being generated when dagen runs from go generate.

@@ -48,6 +48,9 @@ func NewHealth(log *slog.Logger, worker string) *Health { return &Health{log: lo
 type Health struct {
 	log    *slog.Logger
 	worker string
+	// Observe, if set, is told of every failure, by op: the store errors
+	// metric. Set it before the health is shared.
+	Observe func(op string)
 
 	mu       sync.Mutex
 	failing  bool
@@ -57,6 +60,9 @@ type Health struct {
 
 // Failed records a failed store call of op.
 func (h *Health) Failed(op string, err error) {
+	if h.Observe != nil {
+		h.Observe(op)
+	}
 	h.mu.Lock()
 	first := !h.failing
 	if first {

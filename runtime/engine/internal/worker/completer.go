@@ -28,9 +28,10 @@ const MaxBatchRows = 4096
 // one for the task and one for each task it may make ready or create (its
 // step's children, or its elements).
 type finished struct {
-	res    store.TaskResult
-	rows   int
-	tenant string // the run's: see laneOf
+	res      store.TaskResult
+	rows     int
+	tenant   string // the run's: see laneOf
+	workflow string // the run's, for metrics
 }
 
 // completerOf is the completer that stores the results of run id.
@@ -39,8 +40,9 @@ func completerOf(id dag.RunID) int { return int(id[len(id)-1]) % numCompleters }
 func (w *Worker) completer(results <-chan finished) {
 	batch := make([]store.TaskResult, 0, w.cfg.BatchSize)
 	tenants := make([]string, 0, w.cfg.BatchSize)
+	workflows := make([]string, 0, w.cfg.BatchSize)
 	for f := range results {
-		batch, tenants = append(batch[:0], f.res), append(tenants[:0], f.tenant)
+		batch, tenants, workflows = append(batch[:0], f.res), append(tenants[:0], f.tenant), append(workflows[:0], f.workflow)
 		rows := f.rows
 	fill:
 		for len(batch) < w.cfg.BatchSize && rows < MaxBatchRows {
@@ -49,12 +51,12 @@ func (w *Worker) completer(results <-chan finished) {
 				if !ok {
 					break fill
 				}
-				batch, tenants, rows = append(batch, f.res), append(tenants, f.tenant), rows+f.rows
+				batch, tenants, workflows, rows = append(batch, f.res), append(tenants, f.tenant), append(workflows, f.workflow), rows+f.rows
 			default:
 				break fill
 			}
 		}
-		w.completeBatch(batch, tenants)
+		w.completeBatch(batch, tenants, workflows)
 	}
 }
 
@@ -63,7 +65,7 @@ func (w *Worker) completer(results <-chan finished) {
 // for them (see continueWith), the rest to the poller. Results that cannot
 // be stored before Stop gives up on them (its deadline passed) are left
 // to lease expiry: another worker re-runs those attempts.
-func (w *Worker) completeBatch(batch []store.TaskResult, tenants []string) {
+func (w *Worker) completeBatch(batch []store.TaskResult, tenants, workflows []string) {
 	cont := w.continueWith()
 	if cont {
 		defer w.starts.Done()
@@ -74,12 +76,15 @@ func (w *Worker) completeBatch(batch []store.TaskResult, tenants []string) {
 	retry := outage.Backoff{Min: 10 * time.Millisecond, Max: outage.MaxBackoff}
 	for {
 		var err error
+		began := time.Now()
 		if cont {
 			outs, next, err = w.host.CompleteAndContinue(w.abandon, batch, len(batch))
 		} else {
 			outs, err = w.cfg.Store.CompleteTasks(w.abandon, batch)
 		}
 		if err == nil {
+			w.cfg.Meters.Completed(len(batch), time.Since(began))
+			w.cfg.Meters.Finished(workflows, outs)
 			w.cfg.Health.Succeeded()
 			for _, r := range batch {
 				if r.Outcome == store.OutcomeRetry || r.Outcome == store.OutcomeSleep {

@@ -1,6 +1,8 @@
 package worker
 
 import (
+	"time"
+
 	"github.com/dagenhq/dagen/runtime/store"
 )
 
@@ -12,8 +14,12 @@ import (
 // (see docs/performance.md, "Executors are not kept idle").
 func (w *Worker) dispatch(tasks []store.ClaimedTask) {
 	w.slots.Hold(tasks)
+	var at time.Time
+	if w.cfg.Meters != nil {
+		at = time.Now()
+	}
 	for i := range tasks {
-		w.work <- &tasks[i] // never blocks: work holds Concurrency
+		w.work <- held{&tasks[i], at} // never blocks: work holds Concurrency
 	}
 	// Read after the sends: an executor that ends looks at work once more
 	// after it stopped counting itself, so every task is picked up.
@@ -34,14 +40,14 @@ func (w *Worker) dispatch(tasks []store.ClaimedTask) {
 func (w *Worker) executor() {
 	defer w.execWG.Done()
 	for {
-		var ct *store.ClaimedTask
+		var h held
 		var ok bool
 		select {
-		case ct, ok = <-w.work:
+		case h, ok = <-w.work:
 		default:
 			w.executors.Add(-1)
 			select {
-			case ct, ok = <-w.work: // sent as we were ending: dispatch may not have started anyone for it
+			case h, ok = <-w.work: // sent as we were ending: dispatch may not have started anyone for it
 				w.executors.Add(1)
 			default:
 				return
@@ -51,8 +57,17 @@ func (w *Worker) executor() {
 			w.executors.Add(-1)
 			return
 		}
-		w.run(ct)
+		if w.cfg.Meters != nil {
+			w.cfg.Meters.QueueWait(h.ct.Workflow, time.Since(h.at))
+		}
+		w.run(h.ct)
 	}
+}
+
+// held is a task handed to the executors, and when.
+type held struct {
+	ct *store.ClaimedTask
+	at time.Time // zero without metrics
 }
 
 // run executes a claimed task and hands its result to a completer. A step
@@ -68,13 +83,13 @@ func (w *Worker) run(ct *store.ClaimedTask) {
 			return
 		}
 		res, keep := w.host.Goexited(w.ctx, ct)
-		w.handOn(finished{res, 1, ct.Tenant}, keep)
+		w.handOn(finished{res, 1, ct.Tenant, ct.Workflow}, keep)
 		w.execWG.Add(1)
 		go w.executor() // counted in w.executors already: this one's place
 	}()
 	res, keep := w.host.Execute(w.ctx, ct)
 	returned = true
-	w.handOn(finished{res, w.host.Rows(ct, &res), ct.Tenant}, keep)
+	w.handOn(finished{res, w.host.Rows(ct, &res), ct.Tenant, ct.Workflow}, keep)
 }
 
 // handOn passes a finished attempt's result to its completer, or, when

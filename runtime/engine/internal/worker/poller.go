@@ -136,9 +136,13 @@ func (w *Worker) claim() (claimed int, full bool, err error) {
 	if limit <= 0 {
 		return 0, false, nil
 	}
+	began := time.Now()
 	tasks, err := w.host.Claim(w.ctx, store.ClaimParams{
 		Worker: w.cfg.WorkerID, Signatures: sigs, Limit: limit, Lease: w.cfg.Lease,
 	})
+	if err == nil {
+		w.cfg.Meters.Claimed(len(tasks), time.Since(began))
+	}
 	w.slots.Unused(limit - len(tasks))
 	if err != nil {
 		return 0, false, err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/engine/internal/housekeeping"
+	"github.com/dagenhq/dagen/runtime/engine/internal/meters"
 	"github.com/dagenhq/dagen/runtime/engine/internal/outage"
 	"github.com/dagenhq/dagen/runtime/engine/internal/slots"
 	"github.com/dagenhq/dagen/runtime/store"
@@ -61,6 +62,8 @@ type Config struct {
 	Health  *outage.Health
 	// Leading is set while the worker leads housekeeping.
 	Leading *atomic.Bool
+	// Meters records metrics; nil records none.
+	Meters *meters.Meters
 
 	WorkerID                                               string
 	Concurrency, BatchSize                                 int
@@ -95,7 +98,7 @@ type Worker struct {
 	alongside     chan struct{}   // the poller's full claims: see claimAlongside
 	wake          chan struct{}   // a hint that work may be ready or slots free
 	notify        <-chan struct{} // the store's notifications, or nil
-	work          chan *store.ClaimedTask
+	work          chan held
 	results       [numCompleters]chan finished // by run: see completerOf
 	light         chan finished                // the light lane: see laneOf
 	slots         *slots.Slots                 // the tasks held, and the slots they take
@@ -127,7 +130,7 @@ func Start(ctx context.Context, cfg Config, host Host) *Worker {
 		stopPoll:   make(chan struct{}),
 		alongside:  make(chan struct{}, 1),
 		wake:       make(chan struct{}, 1),
-		work:       make(chan *store.ClaimedTask, cfg.Concurrency),
+		work:       make(chan held, cfg.Concurrency),
 		done:       make(chan struct{}),
 		keeperDone: make(chan struct{}),
 		slots:      slots.New(cfg.Concurrency),

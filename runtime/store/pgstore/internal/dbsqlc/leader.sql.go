@@ -60,15 +60,26 @@ func (q *Queries) NameLeader(ctx context.Context, db DBTX, worker string, now pg
 }
 
 const takeLead = `-- name: TakeLead :one
-INSERT INTO dagen_leader AS l (singleton, worker, since, holder, term, expires_at)
-VALUES (true, '', coalesce($1::timestamptz, now()), $2::text, 1,
-        coalesce($1::timestamptz, now()) + $3::interval)
-ON CONFLICT (singleton) DO UPDATE
-SET holder = excluded.holder,
-    expires_at = excluded.expires_at,
-    term = l.term + (l.holder IS DISTINCT FROM excluded.holder)::int
-WHERE l.holder = excluded.holder OR l.holder IS NULL OR l.expires_at <= excluded.since
-RETURNING l.term
+WITH clock AS (
+    SELECT coalesce($1::timestamptz, now()) AS now
+), renewed AS (
+    UPDATE dagen_leader AS l
+    SET holder = $2::text,
+        expires_at = (SELECT now FROM clock) + $3::interval,
+        term = l.term + (l.holder IS DISTINCT FROM $2::text)::int
+    WHERE l.singleton
+      AND (l.holder = $2::text OR l.holder IS NULL OR l.expires_at <= (SELECT now FROM clock))
+    RETURNING l.term
+), created AS (
+    INSERT INTO dagen_leader (singleton, worker, since, holder, term, expires_at)
+    SELECT true, '', now, $2::text, 1, now + $3::interval FROM clock
+    WHERE NOT EXISTS (SELECT 1 FROM dagen_leader)
+    ON CONFLICT (singleton) DO NOTHING
+    RETURNING term
+)
+SELECT term FROM renewed
+UNION ALL
+SELECT term FROM created
 `
 
 type TakeLeadParams struct {
@@ -80,7 +91,11 @@ type TakeLeadParams struct {
 // Takes the schema's leadership for holder, or renews it, until now + ttl:
 // a row comes back only when holder leads, with the lease's term. A lease
 // that is free (given up, or expired) goes to the first taker, with the
-// next term; a holder that renews keeps its term.
+// next term; a holder that renews keeps its term. An UPDATE, not an
+// INSERT ... ON CONFLICT, for the row that exists: a worker that does not
+// lead then neither locks the row (a write, every heartbeat of every
+// worker) nor waits for the leader's duties that hold it FOR SHARE; only a
+// taker of a lease that expired waits for them.
 func (q *Queries) TakeLead(ctx context.Context, db DBTX, arg TakeLeadParams) (int64, error) {
 	row := db.QueryRow(ctx, takeLead, arg.Now, arg.Holder, arg.Ttl)
 	var term int64
