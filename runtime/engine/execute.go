@@ -31,6 +31,11 @@ func stoppedBy(ctx context.Context) bool { return errors.Is(context.Cause(ctx), 
 func (e *Engine) executeMeasured(ctx context.Context, ct *store.ClaimedTask) (store.TaskResult, bool) {
 	began := time.Now()
 	ctx, span := e.tracer.Attempt(ctx, ct, stepOf(ct))
+	if span != nil {
+		// A step that calls runtime.Goexit never returns here; its
+		// deferred calls run all the same.
+		defer tracing.EndGoexit(span)
+	}
 	res, keep := e.execute(ctx, ct)
 	if keep || span != nil {
 		outcome := meters.Outcome(res.Outcome, strings.HasPrefix(res.Error, timedOutPrefix))

@@ -150,6 +150,17 @@ func End(span trace.Span, res *store.TaskResult, outcome string, kept bool, now 
 	span.End()
 }
 
+// EndGoexit ends an attempt's span that End did not end: its step called
+// runtime.Goexit. It does nothing to an ended span.
+func EndGoexit(span trace.Span) {
+	if !span.IsRecording() {
+		return // ended, or never recorded
+	}
+	span.SetAttributes(Outcome.String("goexit"))
+	span.SetStatus(codes.Error, "the step called runtime.Goexit")
+	span.End()
+}
+
 // TraceID is the trace id of a traceparent TraceParent wrote, or "".
 func TraceID(tp string) string {
 	if len(tp) != 55 {
