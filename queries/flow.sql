@@ -89,7 +89,7 @@ admitted AS (
     SET status = 'RUNNING'
     FROM picked
     WHERE r.id = picked.id
-    RETURNING r.id, r.tenant
+    RETURNING r.id, r.tenant, r.trace_parent
 ),
 counted AS (
     UPDATE dagen_slots s
@@ -106,7 +106,7 @@ SET status = 'QUEUED',
 FROM admitted a
 WHERE t.run_id = a.id
   AND t.status = 'PENDING' AND t.pending_parents = 0 AND t.kind NOT IN ('onfailure', 'element')
-RETURNING t.run_id, t.name, t.signature, a.tenant;
+RETURNING t.run_id, t.name, t.signature, a.tenant, coalesce(a.trace_parent, '')::text AS trace_parent;
 
 -- name: SlotsWithRoom :many
 -- Slots with room and QUEUED runs: what an admission skipped (see

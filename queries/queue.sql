@@ -210,6 +210,7 @@ SELECT c.queue_id, c.run_id, c.name, c.kind, c.attempt, c.claim::bigint AS claim
        -- A run's input is sent only to a worker that does not hold it.
        (CASE WHEN c.known THEN NULL ELSE r.input END)::bytea AS input,
        c.known::boolean AS input_omitted,
+       coalesce(r.trace_parent, '')::text AS trace_parent,
        r.failure_step, r.failure_attempt, r.failure_message,
        c.parents::text[] AS parent_names,
        (c.parents_rank > 1)::boolean AS parents_shared,
@@ -220,7 +221,7 @@ SELECT c.queue_id, c.run_id, c.name, c.kind, c.attempt, c.claim::bigint AS claim
 FROM shared c
 LEFT JOIN LATERAL (
     -- One primary-key lookup, for a run's first task only.
-    SELECT r.id, r.workflow, r.tenant, r.input, r.failure_step, r.failure_attempt, r.failure_message
+    SELECT r.id, r.workflow, r.tenant, r.input, r.trace_parent, r.failure_step, r.failure_attempt, r.failure_message
     FROM dagen_runs r
     WHERE r.id = c.run_id AND c.run_rank = 1
     LIMIT 1

@@ -7,10 +7,11 @@ WITH clock AS (
     SELECT coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now
 )
 INSERT INTO dagen_runs (id, workflow, fingerprint, tenant, status, input, pending, created_at,
-                        slot, timeout_ms, deadline_at)
+                        slot, timeout_ms, deadline_at, trace_parent)
 SELECT r.id, r.workflow, r.fingerprint, r.tenant, r.status, r.input, r.pending, clock.now,
        CASE WHEN r.capped THEN r.slot END,
-       nullif(r.timeout_ms, 0), CASE WHEN r.timeout_ms > 0 THEN clock.now + r.timeout_ms * interval '1 millisecond' END
+       nullif(r.timeout_ms, 0), CASE WHEN r.timeout_ms > 0 THEN clock.now + r.timeout_ms * interval '1 millisecond' END,
+       nullif(r.trace_parent, '')
 FROM clock, (
     SELECT unnest(@ids::uuid[]) AS id,
            unnest(@workflows::text[]) AS workflow,
@@ -21,7 +22,8 @@ FROM clock, (
            unnest(@statuses::text[]) AS status,
            unnest(@capped::boolean[]) AS capped,
            unnest(@slots::text[]) AS slot,
-           unnest(@timeout_ms::bigint[]) AS timeout_ms
+           unnest(@timeout_ms::bigint[]) AS timeout_ms,
+           unnest(@trace_parents::text[]) AS trace_parent
 ) AS r;
 
 -- name: LockRuns :many
@@ -37,10 +39,11 @@ FROM clock, (
 SELECT r.id, r.workflow, r.tenant, r.status, r.pending, r.slot, coalesce(r.timeout_ms, 0)::bigint AS timeout_ms,
        (r.deadline_at IS NOT NULL)::boolean AS has_deadline,
        (CASE WHEN octet_length(r.input) <= @max_input::integer THEN r.input END)::bytea AS input,
+       coalesce(r.trace_parent, '')::text AS trace_parent,
        coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now
 FROM unnest((SELECT @ids::uuid[])) WITH ORDINALITY AS k(id, ord)
 CROSS JOIN LATERAL (
-    SELECT d.id, d.workflow, d.tenant, d.status, d.pending, d.slot, d.timeout_ms, d.deadline_at, d.input
+    SELECT d.id, d.workflow, d.tenant, d.status, d.pending, d.slot, d.timeout_ms, d.deadline_at, d.input, d.trace_parent
     FROM dagen_runs d WHERE d.id = k.id LIMIT 1
     FOR NO KEY UPDATE
 ) AS r
@@ -51,10 +54,11 @@ ORDER BY k.ord;
 SELECT r.id, r.workflow, r.tenant, r.status, r.pending, r.slot, coalesce(r.timeout_ms, 0)::bigint AS timeout_ms,
        (r.deadline_at IS NOT NULL)::boolean AS has_deadline,
        (CASE WHEN octet_length(r.input) <= @max_input::integer THEN r.input END)::bytea AS input,
+       coalesce(r.trace_parent, '')::text AS trace_parent,
        coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now
 FROM unnest((SELECT @ids::uuid[])) WITH ORDINALITY AS k(id, ord)
 CROSS JOIN LATERAL (
-    SELECT d.id, d.workflow, d.tenant, d.status, d.pending, d.slot, d.timeout_ms, d.deadline_at, d.input
+    SELECT d.id, d.workflow, d.tenant, d.status, d.pending, d.slot, d.timeout_ms, d.deadline_at, d.input, d.trace_parent
     FROM dagen_runs d WHERE d.id = k.id LIMIT 1
     FOR NO KEY UPDATE SKIP LOCKED
 ) AS r
@@ -164,7 +168,8 @@ WITH clock AS (
            unnest(@statuses::text[]) AS status,
            unnest(@capped::boolean[]) AS capped,
            unnest(@slots::text[]) AS slot,
-           unnest(@timeout_ms::bigint[]) AS timeout_ms
+           unnest(@timeout_ms::bigint[]) AS timeout_ms,
+           unnest(@trace_parents::text[]) AS trace_parent
 ), keyed AS (
     INSERT INTO dagen_run_keys (workflow, tenant, key, run_id)
     SELECT r.workflow, r.tenant, r.key, r.id FROM r WHERE r.key <> ''
@@ -172,10 +177,11 @@ WITH clock AS (
     RETURNING run_id
 )
 INSERT INTO dagen_runs (id, workflow, fingerprint, tenant, status, input, pending, created_at, key,
-                        slot, timeout_ms, deadline_at)
+                        slot, timeout_ms, deadline_at, trace_parent)
 SELECT r.id, r.workflow, r.fingerprint, r.tenant, r.status, r.input, r.pending, clock.now, nullif(r.key, ''),
        CASE WHEN r.capped THEN r.slot END,
-       nullif(r.timeout_ms, 0), CASE WHEN r.timeout_ms > 0 THEN clock.now + r.timeout_ms * interval '1 millisecond' END
+       nullif(r.timeout_ms, 0), CASE WHEN r.timeout_ms > 0 THEN clock.now + r.timeout_ms * interval '1 millisecond' END,
+       nullif(r.trace_parent, '')
 FROM clock, r
 WHERE r.key = '' OR r.id IN (SELECT keyed.run_id FROM keyed)
 RETURNING id;

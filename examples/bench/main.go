@@ -99,7 +99,10 @@ type options struct {
 	// metrics gives the engines an SDK MeterProvider with the Prometheus
 	// exporter (runtime/metrics), scraped once a second, as a service
 	// that Prometheus scrapes would.
-	metrics    bool
+	metrics bool
+	// traces gives the engines an SDK TracerProvider that samples every
+	// span and drops it, and triggers the runs under a span.
+	traces     bool
 	memProfile string
 	jsonOut    string // also write the JSON lines here
 	// riverJSON and dbosJSON are the peers' outputs, for the ratios:
@@ -157,6 +160,7 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 	fs.BoolVar(&o.pooler, "pooler", false, "-database-url leads to PgBouncer, whose database entry sets search_path to -schema (connect_query): send no search_path (see make bench-pgbouncer)")
 	fs.StringVar(&o.sessionURL, "session-url", "", "pgstore SessionURL: a direct URL of the same database for LISTEN (with -pooler); -schema is added as its search_path")
 	fs.StringVar(&o.planCacheMode, "plan-cache-mode", "", "set the sessions' plan_cache_mode (auto, force_generic_plan, force_custom_plan); empty: the server's")
+	fs.BoolVar(&o.traces, "traces", false, "trace: an OpenTelemetry SDK TracerProvider that samples every span and drops it, runs triggered under a span")
 	fs.BoolVar(&o.metrics, "metrics", false, "record metrics: an OpenTelemetry SDK MeterProvider with the Prometheus exporter, its handler scraped once a second")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fs.StringVar(&o.memProfile, "memprofile", "", "write a heap profile at the end of the run to this file (alloc_space: what the whole run allocated)")

@@ -18,6 +18,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/dagenhq/dagen/bench/figures"
 	"github.com/dagenhq/dagen/bench/procstat"
@@ -215,6 +216,8 @@ type bench struct {
 	slog *slog.Logger
 	// mp is the engines' MeterProvider with -metrics, nil without.
 	mp metric.MeterProvider
+	// tp is the engines' TracerProvider with -traces, nil without.
+	tp trace.TracerProvider
 }
 
 // runWorkloads sets the schema up, runs the workloads in order and tears
@@ -249,6 +252,11 @@ func runWorkloads(ctx context.Context, o options, log io.Writer) (results []Resu
 		if err != nil {
 			return nil, err
 		}
+		defer stop()
+	}
+	if o.traces {
+		var stop func()
+		ctx, stop = b.startTracing(ctx)
 		defer stop()
 	}
 	for _, w := range o.workloads {
@@ -393,6 +401,7 @@ func (b *bench) newWorkerWith(ctx context.Context, tweak func(*engine.Config)) (
 
 		DisableEagerContinue: b.o.noContinue,
 		MeterProvider:        b.mp,
+		TracerProvider:       b.tp,
 	}
 	tweak(cfg)
 	e, err := engine.New(st, cfg)

@@ -235,6 +235,22 @@ func (c *Cluster) StopStreaming(t testing.TB) {
 		err := conn.QueryRow(context.Background(), "SELECT count(*) FROM pg_stat_wal_receiver").Scan(&n)
 		return n == 0, err
 	})
+	// What it received before the receiver stopped is replayed still: a
+	// test that reads the standby's history next must see all of it. The
+	// replay reaches what was received, or stops short of a record cut in
+	// two: it stands still then.
+	var last string
+	var since time.Time
+	c.waitFor(t, "the replay of what it received", func(conn *pgx.Conn) (bool, error) {
+		var done bool
+		var at string
+		err := conn.QueryRow(context.Background(),
+			"SELECT coalesce(pg_last_wal_replay_lsn() >= pg_last_wal_receive_lsn(), true), coalesce(pg_last_wal_replay_lsn()::text, '')").Scan(&done, &at)
+		if at != last {
+			last, since = at, time.Now()
+		}
+		return done || time.Since(since) > 500*time.Millisecond, err
+	})
 }
 
 // ResumeStreaming undoes StopStreaming and waits until the standby streams

@@ -16,10 +16,12 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/engine/internal/meters"
 	"github.com/dagenhq/dagen/runtime/engine/internal/outage"
+	"github.com/dagenhq/dagen/runtime/engine/internal/tracing"
 	"github.com/dagenhq/dagen/runtime/engine/internal/worker"
 	"github.com/dagenhq/dagen/runtime/store"
 )
@@ -106,6 +108,13 @@ type Config struct {
 	// leads, the fleet's backlog. Nil means otel.GetMeterProvider(), a
 	// no-op unless the program sets one.
 	MeterProvider metric.MeterProvider
+	// TracerProvider receives the engine's spans (see docs/operating.md,
+	// "Traces"): one for each step attempt, a child of the span the run
+	// was triggered under, on whichever worker runs it; a step's ctx
+	// carries its attempt's span. A run triggered under no span is not
+	// traced. Nil means otel.GetTracerProvider(), a no-op unless the
+	// program sets one.
+	TracerProvider trace.TracerProvider
 	// MetricsTopTenants is how many tenants, the busiest, the backlog
 	// gauges name; the others are summed as tenant "other". Default 10.
 	MetricsTopTenants int
@@ -158,6 +167,9 @@ func (c *Config) withDefaults() Config {
 	}
 	if cfg.MeterProvider == nil {
 		cfg.MeterProvider = otel.GetMeterProvider()
+	}
+	if cfg.TracerProvider == nil {
+		cfg.TracerProvider = otel.GetTracerProvider()
 	}
 	if cfg.MetricsTopTenants <= 0 {
 		cfg.MetricsTopTenants = meters.DefaultTopTenants
@@ -269,6 +281,7 @@ type Engine struct {
 	log     *slog.Logger
 	health  *outage.Health // logs store outages once per change
 	meters  *meters.Meters
+	tracer  *tracing.Tracer
 	inputs  *inputCache // large run inputs, sent once to this worker
 
 	mu         sync.RWMutex
@@ -348,6 +361,7 @@ func New(st store.Store, cfg *Config) (*Engine, error) {
 		cfg:     c,
 		log:     c.Logger,
 		health:  outage.NewHealth(c.Logger, c.WorkerID),
+		tracer:  tracing.New(c.TracerProvider),
 		meters:  m,
 		inputs:  newInputCache(),
 		defs:    make(map[string]*registered),
@@ -541,6 +555,9 @@ func (e *Engine) TriggerManyRuns(ctx context.Context, reqs []TriggerRequest) ([]
 func (e *Engine) newRuns(ctx context.Context, reqs []TriggerRequest) ([]store.NewRun, error) {
 	runs := make([]store.NewRun, len(reqs))
 	regs := make([]*registered, len(reqs))
+	// The runs join the caller's trace: their steps' spans are children
+	// of the span in ctx, if any.
+	tp := tracing.TraceParent(ctx)
 	for i, req := range reqs {
 		reg := e.lookup(req.Workflow)
 		if reg == nil {
@@ -554,6 +571,7 @@ func (e *Engine) newRuns(ctx context.Context, reqs []TriggerRequest) ([]store.Ne
 		if err != nil {
 			return nil, fmt.Errorf("trigger %q: %w", req.Workflow, err)
 		}
+		nr.TraceParent = tp
 		regs[i], runs[i] = reg, nr
 	}
 	for _, reg := range regs {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/engine/internal/meters"
+	"github.com/dagenhq/dagen/runtime/engine/internal/tracing"
 	"github.com/dagenhq/dagen/runtime/engine/internal/worker"
 	"github.com/dagenhq/dagen/runtime/store"
 )
@@ -25,13 +26,24 @@ func stoppedBy(ctx context.Context) bool { return errors.Is(context.Cause(ctx), 
 
 // executeMeasured is execute, recording the attempt's outcome and
 // duration (internal/meters) under its step's name: a mapped step's
-// elements count as the step.
+// elements count as the step. The attempt has a span (internal/tracing)
+// when its run has a trace context; the step's ctx carries it.
 func (e *Engine) executeMeasured(ctx context.Context, ct *store.ClaimedTask) (store.TaskResult, bool) {
 	began := time.Now()
+	ctx, span := e.tracer.Attempt(ctx, ct, stepOf(ct))
+	if span != nil {
+		// A step that calls runtime.Goexit never returns here; its
+		// deferred calls run all the same.
+		defer tracing.EndGoexit(span)
+	}
 	res, keep := e.execute(ctx, ct)
-	if keep {
-		timedOut := strings.HasPrefix(res.Error, timedOutPrefix)
-		e.meters.Step(ct.Workflow, stepOf(ct), meters.Outcome(res.Outcome, timedOut), time.Since(began))
+	if keep || span != nil {
+		outcome := meters.Outcome(res.Outcome, strings.HasPrefix(res.Error, timedOutPrefix))
+		took := time.Since(began)
+		if keep {
+			e.meters.Step(ct.Workflow, stepOf(ct), outcome, took)
+		}
+		tracing.End(span, &res, outcome, keep, began.Add(took))
 	}
 	return res, keep
 }
@@ -58,7 +70,7 @@ func (e *Engine) execute(ctx context.Context, ct *store.ClaimedTask) (store.Task
 		res.Outcome, res.Delay = store.OutcomeRetry, unknownWorkflowDelay
 		res.Error = fmt.Sprintf("workflow %q is not registered on worker %s; handed back for another worker", ct.Workflow, e.cfg.WorkerID)
 		e.log.Error("dagen: claimed a task of a workflow not registered here; handing it back",
-			"worker", e.cfg.WorkerID, "workflow", ct.Workflow, "run", ct.RunID, "step", ct.Step)
+			tracing.LogArgs(ct, "worker", e.cfg.WorkerID)...)
 		return res, true
 	}
 	if !reg.serves(ct) {
@@ -71,7 +83,7 @@ func (e *Engine) execute(ctx context.Context, ct *store.ClaimedTask) (store.Task
 		res.Error = fmt.Sprintf("step %s (signature %s) of workflow %q is not served by worker %s (fingerprint %s); handed back for another worker",
 			ct.Step, ct.Signature, ct.Workflow, e.cfg.WorkerID, reg.fp)
 		e.log.Error("dagen: claimed a task whose signature no registered definition has; handing it back",
-			"worker", e.cfg.WorkerID, "workflow", ct.Workflow, "run", ct.RunID, "step", ct.Step, "signature", ct.Signature)
+			tracing.LogArgs(ct, "worker", e.cfg.WorkerID, "signature", ct.Signature)...)
 		return res, true
 	}
 	parent := ctx
@@ -193,7 +205,7 @@ func (e *Engine) failed(ctx, stepCtx context.Context, step *Step, res store.Task
 		// Attempts before this one may have been released: they count
 		// neither against the retries nor toward the backoff. A first
 		// attempt has none before it, so only a retry's failure reads them.
-		counted -= e.releasedAttempts(ctx, res.RunID, res.Step)
+		counted -= e.releasedAttempts(ctx, stepCtx, res.RunID, res.Step)
 	}
 	if counted > step.Retry.MaxRetries {
 		res.Outcome = store.OutcomeFailed
@@ -210,12 +222,15 @@ func (e *Engine) failed(ctx, stepCtx context.Context, step *Step, res store.Task
 // Attempt is the count at the retry) count as released too: a retried
 // task's retries start over. It reads the run's event log, so it is asked
 // only after an attempt that was not the first. When the log cannot be read it counts none.
-func (e *Engine) releasedAttempts(ctx context.Context, id dag.RunID, step string) int {
+// stepCtx, the attempt's, names the run's workflow, tenant and trace in
+// the log.
+func (e *Engine) releasedAttempts(ctx, stepCtx context.Context, id dag.RunID, step string) int {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	events, err := e.store.ListEvents(ctx, id)
 	if err != nil {
-		e.log.Error("dagen: read events to count released attempts failed; counting none", "run", id, "step", step, "err", err)
+		e.log.Error("dagen: read events to count released attempts failed; counting none",
+			tracing.CtxLogArgs(stepCtx, id, step, "worker", e.cfg.WorkerID, "err", err)...)
 		return 0
 	}
 	n := 0

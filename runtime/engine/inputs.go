@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/dagenhq/dagen/runtime/dag"
+	"github.com/dagenhq/dagen/runtime/engine/internal/tracing"
 	"github.com/dagenhq/dagen/runtime/store"
 )
 
@@ -123,7 +124,7 @@ func (e *Engine) fillInputs(ctx context.Context, tasks []store.ClaimedTask, held
 		run, err := e.store.GetRun(ctx, t.RunID)
 		if err != nil {
 			e.log.Error("dagen: a claimed step came without its run's input and the run cannot be read; the attempt fails",
-				"worker", e.cfg.WorkerID, "run", t.RunID, "step", t.Step, "err", err)
+				tracing.LogArgs(t, "worker", e.cfg.WorkerID, "err", err)...)
 			continue
 		}
 		t.Input, t.InputOmitted = run.Input, false

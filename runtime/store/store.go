@@ -274,6 +274,12 @@ type NewRun struct {
 	// Timeout, when above zero, is the run's deadline counted from its
 	// creation: see [DeadlineStep].
 	Timeout time.Duration
+	// TraceParent is the W3C traceparent of the span the run was
+	// triggered under, or empty. The store keeps it with the run and
+	// hands it back with every claim of the run's tasks
+	// (ClaimedTask.TraceParent), so that the steps' spans, on any worker,
+	// join the trigger's trace.
+	TraceParent string
 }
 
 // DeadlineStep is the Step of the failure of a run that timed out
@@ -367,6 +373,9 @@ type ClaimedTask struct {
 	// ElementName(the mapped step, Element), and the parent the step maps
 	// has that element as its Output.
 	Element int
+	// TraceParent is the run's NewRun.TraceParent, set on every claim
+	// (not omitted with the input: it is small).
+	TraceParent string
 }
 
 // ParentResult is a finished parent as a child sees it.

@@ -112,6 +112,8 @@ type run struct {
 	// its deadline failed it (its timeout is Run.Timeout).
 	slot     *slot
 	timedOut bool
+	// traceParent is the run's NewRun.TraceParent.
+	traceParent string
 }
 
 // task is a task of a run: its state as the transition core decides on
@@ -224,9 +226,10 @@ func (s *Store) createLocked(runs []store.NewRun, shapes []*shape, p store.Claim
 				Status: store.RunRunning, Input: nr.Input, CreatedAt: now, Key: nr.Key,
 				ConcurrencyKey: nr.ConcurrencyKey,
 			},
-			Run:   transition.Run{ID: nr.ID, Status: store.RunRunning, Pending: sh.counted, Timeout: nr.Timeout, EndSrc: -1},
-			shape: sh,
-			tasks: make([]*task, len(sh.tasks)),
+			Run:         transition.Run{ID: nr.ID, Status: store.RunRunning, Pending: sh.counted, Timeout: nr.Timeout, EndSrc: -1},
+			shape:       sh,
+			tasks:       make([]*task, len(sh.tasks)),
+			traceParent: nr.TraceParent,
 		}
 		for ti := range r.tasks {
 			t := r.newTask(ti, store.TaskPending)
@@ -514,6 +517,7 @@ func (s *Store) claim(r *run, ti int, p store.ClaimParams, now time.Time) store.
 	c := store.ClaimedTask{
 		RunID: r.rec.ID, Workflow: r.rec.Workflow, Tenant: r.rec.Tenant,
 		Step: nt.Name, Kind: nt.Kind, Attempt: t.Attempt, Claim: t.Claim, Signature: nt.Signature, Input: r.rec.Input,
+		TraceParent: r.traceParent,
 	}
 	el := r.element(ti)
 	if ps := r.parentsOf(ti); len(ps) > 0 {

@@ -66,6 +66,8 @@ type runState struct {
 	// input is the run's input when LockRuns returned it (a continuing
 	// batch, an input of continuedInputMax bytes or fewer), else nil.
 	input []byte
+	// traceParent is the run's trace context (NewRun.TraceParent).
+	traceParent string
 
 	// Flow control (flow.go): the status when locked; the run's slot when
 	// it is capped; whether it has a deadline timer.
@@ -159,7 +161,7 @@ func (b *batch) lockRuns(ctx context.Context, ids []dag.RunID, skipLocked bool) 
 				Timeout: time.Duration(r.TimeoutMs) * time.Millisecond,
 			},
 			workflow: r.Workflow, tenant: r.Tenant, was: store.RunStatus(r.Status),
-			hasDeadline: r.HasDeadline, input: r.Input,
+			hasDeadline: r.HasDeadline, input: r.Input, traceParent: r.TraceParent,
 		}
 		if r.Slot.Valid {
 			rs.slot = &slotKey{r.Workflow, r.Slot.String}

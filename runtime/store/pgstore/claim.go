@@ -50,7 +50,7 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.Cl
 			Signature: r.Signature,
 			Element:   int(r.Element),
 		}
-		own := runFields{workflow: r.Workflow, tenant: r.Tenant, input: r.Input, inputOmitted: r.InputOmitted}
+		own := runFields{workflow: r.Workflow, tenant: r.Tenant, input: r.Input, inputOmitted: r.InputOmitted, traceParent: r.TraceParent}
 		if r.FailureStep.Valid {
 			own.failure = &dag.Failure{
 				RunID:   c.RunID,
@@ -80,6 +80,7 @@ type runFields struct {
 	workflow, tenant string
 	input            []byte
 	inputOmitted     bool
+	traceParent      string
 	failure          *dag.Failure // what failed the run, if anything did
 }
 
@@ -159,6 +160,7 @@ func (sh *sharedReads) run(c *store.ClaimedTask, shared bool, own runFields) err
 		sh.runs[c.RunID] = own
 	}
 	c.Workflow, c.Tenant, c.Input, c.InputOmitted = own.workflow, own.tenant, own.input, own.inputOmitted
+	c.TraceParent = own.traceParent
 	if c.Kind == store.KindOnFailure {
 		c.Failure = own.failure
 	}

@@ -143,7 +143,7 @@ func (b *batch) continueReady(ctx context.Context) error {
 			RunID: e.run.ID, Step: r.Name, Kind: store.TaskKind(r.Kind),
 			Attempt: int(r.Attempt), Claim: r.Claim, Signature: r.Signature, Element: int(r.Element),
 		}
-		own := runFields{workflow: e.run.workflow, tenant: e.run.tenant, input: r.Input, inputOmitted: r.InputOmitted}
+		own := runFields{workflow: e.run.workflow, tenant: e.run.tenant, input: r.Input, inputOmitted: r.InputOmitted, traceParent: e.run.traceParent}
 		if e.run.input != nil {
 			own.input, own.inputOmitted = e.run.input, false
 		}

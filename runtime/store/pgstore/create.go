@@ -79,6 +79,7 @@ func (s *Store) prepare(runs []store.NewRun) ([]*graph, dbsqlc.InsertRunsParams,
 		rp.Capped = append(rp.Capped, nr.Concurrency > 0)
 		rp.Slots = append(rp.Slots, nr.ConcurrencyKey)
 		rp.TimeoutMs = append(rp.TimeoutMs, nr.Timeout.Milliseconds())
+		rp.TraceParents = append(rp.TraceParents, nr.TraceParent)
 	}
 	return graphs, rp, nil
 }
@@ -302,6 +303,7 @@ func (s *Store) insertKeyedRuns(ctx context.Context, tx *pipeline.Tx, runs []sto
 		Now: rp.Now, Ids: rp.Ids, Workflows: rp.Workflows, Fingerprints: rp.Fingerprints,
 		Tenants: rp.Tenants, Inputs: rp.Inputs, Pendings: rp.Pendings,
 		Statuses: rp.Statuses, Capped: rp.Capped, Slots: rp.Slots, TimeoutMs: rp.TimeoutMs,
+		TraceParents: rp.TraceParents,
 	}
 	for i := range runs {
 		kp.Keys = append(kp.Keys, runs[i].Key)
@@ -392,6 +394,7 @@ func (s *Store) newCreation(runs []store.NewRun, graphs []*graph, held []bool, n
 				c.cands = append(c.cands, store.ClaimedTask{
 					RunID: nr.ID, Workflow: nr.Workflow, Tenant: nr.Tenant,
 					Step: t.Name, Kind: t.Kind, Attempt: 1, Signature: t.Signature, Input: nr.Input,
+					TraceParent: nr.TraceParent,
 				})
 				c.candRuns = append(c.candRuns, id)
 				c.candNames = append(c.candNames, t.Name)

@@ -131,6 +131,8 @@ type readyTask struct {
 	tenant    string
 	name      string
 	signature string
+	// traceParent is the run's trace context (NewRun.TraceParent).
+	traceParent string
 }
 
 // admit locks the slots (in order), moves their running counts by their
@@ -159,7 +161,7 @@ func (s *Store) admit(ctx context.Context, db dbsqlc.DBTX, deltas map[slotKey]in
 	}
 	ready := make([]readyTask, len(rows))
 	for i, r := range rows {
-		ready[i] = readyTask{run: dag.RunID(r.RunID.Bytes), tenant: r.Tenant, name: r.Name, signature: r.Signature}
+		ready[i] = readyTask{run: dag.RunID(r.RunID.Bytes), tenant: r.Tenant, name: r.Name, signature: r.Signature, traceParent: r.TraceParent}
 	}
 	return ready, nil
 }
@@ -225,7 +227,7 @@ func (b *batch) endFlow(ctx context.Context) error {
 		return err
 	}
 	for _, t := range ready {
-		r := &runState{Run: transition.Run{ID: t.run, Status: store.RunRunning}, tenant: t.tenant}
+		r := &runState{Run: transition.Run{ID: t.run, Status: store.RunRunning}, tenant: t.tenant, traceParent: t.traceParent}
 		b.enqueue = append(b.enqueue, enqueueItem{run: r, name: t.name, signature: t.signature, kind: store.KindStep, src: -1, logged: true})
 	}
 	return nil

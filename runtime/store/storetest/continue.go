@@ -19,6 +19,7 @@ var continueTests = []struct {
 	{"FanIn", testContinueFanIn},
 	{"NotForARunThatFails", testContinueNotForFailedRun},
 	{"Fairness", testContinueFairness},
+	{"CarriesTraceParent", testClaimCarriesTraceParent},
 }
 
 // continueAs stores results for worker w1 and claims up to limit of the

@@ -32,6 +32,7 @@ type finished struct {
 	rows     int
 	tenant   string // the run's: see laneOf
 	workflow string // the run's, for metrics
+	trace    string // the run's trace context, for the log
 }
 
 // completerOf is the completer that stores the results of run id.

@@ -3,6 +3,7 @@ package worker
 import (
 	"time"
 
+	"github.com/dagenhq/dagen/runtime/engine/internal/tracing"
 	"github.com/dagenhq/dagen/runtime/store"
 )
 
@@ -83,13 +84,13 @@ func (w *Worker) run(ct *store.ClaimedTask) {
 			return
 		}
 		res, keep := w.host.Goexited(w.ctx, ct)
-		w.handOn(finished{res, 1, ct.Tenant, ct.Workflow}, keep)
+		w.handOn(finished{res, 1, ct.Tenant, ct.Workflow, ct.TraceParent}, keep)
 		w.execWG.Add(1)
 		go w.executor() // counted in w.executors already: this one's place
 	}()
 	res, keep := w.host.Execute(w.ctx, ct)
 	returned = true
-	w.handOn(finished{res, w.host.Rows(ct, &res), ct.Tenant, ct.Workflow}, keep)
+	w.handOn(finished{res, w.host.Rows(ct, &res), ct.Tenant, ct.Workflow, ct.TraceParent}, keep)
 }
 
 // handOn passes a finished attempt's result to its completer, or, when
@@ -99,8 +100,9 @@ func (w *Worker) handOn(f finished, keep bool) {
 	res := f.res
 	w.slots.Finished(store.HeldBy(&res), f.tenant, keep)
 	if !keep {
+		ct := store.ClaimedTask{RunID: res.RunID, Workflow: f.workflow, Step: res.Step, Tenant: f.tenant, TraceParent: f.trace}
 		w.cfg.Log.Info("dagen: step cut short by Stop; its task goes to another worker",
-			"worker", w.cfg.WorkerID, "run", res.RunID, "step", res.Step, "attempt", res.Attempt)
+			tracing.LogArgs(&ct, "worker", w.cfg.WorkerID, "attempt", res.Attempt)...)
 		return
 	}
 	w.Signal()

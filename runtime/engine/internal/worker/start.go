@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/dagenhq/dagen/runtime/engine/internal/tracing"
 	"github.com/dagenhq/dagen/runtime/store"
 )
 
@@ -69,7 +70,7 @@ func (w *Worker) recoverStarted(ctx context.Context, runs []store.NewRun, limit 
 		}
 		if err != nil {
 			w.cfg.Log.Error("dagen: cannot tell whether a failed start claimed steps here; they wait for this worker to stop",
-				"worker", w.cfg.WorkerID, "run", nr.ID, "err", err)
+				tracing.RunLogArgs(nr.ID, nr.Workflow, nr.Tenant, nr.TraceParent, "worker", w.cfg.WorkerID, "err", err)...)
 			continue
 		}
 		for _, t := range stored {
@@ -78,6 +79,7 @@ func (w *Worker) recoverStarted(ctx context.Context, runs []store.NewRun, limit 
 				tasks = append(tasks, store.ClaimedTask{
 					RunID: run.ID, Workflow: run.Workflow, Tenant: run.Tenant,
 					Step: t.Name, Kind: t.Kind, Attempt: 1, Claim: t.Claim, Signature: t.Signature, Input: run.Input,
+					TraceParent: nr.TraceParent,
 				})
 			}
 		}

@@ -45,7 +45,7 @@ admitted AS (
     SET status = 'RUNNING'
     FROM picked
     WHERE r.id = picked.id
-    RETURNING r.id, r.tenant
+    RETURNING r.id, r.tenant, r.trace_parent
 ),
 counted AS (
     UPDATE dagen_slots s
@@ -62,7 +62,7 @@ SET status = 'QUEUED',
 FROM admitted a
 WHERE t.run_id = a.id
   AND t.status = 'PENDING' AND t.pending_parents = 0 AND t.kind NOT IN ('onfailure', 'element')
-RETURNING t.run_id, t.name, t.signature, a.tenant
+RETURNING t.run_id, t.name, t.signature, a.tenant, coalesce(a.trace_parent, '')::text AS trace_parent
 `
 
 type AdmitQueuedParams struct {
@@ -73,10 +73,11 @@ type AdmitQueuedParams struct {
 }
 
 type AdmitQueuedRow struct {
-	RunID     pgtype.UUID
-	Name      string
-	Signature string
-	Tenant    string
+	RunID       pgtype.UUID
+	Name        string
+	Signature   string
+	Tenant      string
+	TraceParent string
 }
 
 // Moves the running counts of locked slots by delta (runs that ended, or
@@ -109,6 +110,7 @@ func (q *Queries) AdmitQueued(ctx context.Context, db DBTX, arg AdmitQueuedParam
 			&i.Name,
 			&i.Signature,
 			&i.Tenant,
+			&i.TraceParent,
 		); err != nil {
 			return nil, err
 		}

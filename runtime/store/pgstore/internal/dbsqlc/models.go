@@ -80,6 +80,7 @@ type DagenRun struct {
 	Slot           pgtype.Text
 	TimeoutMs      pgtype.Int8
 	DeadlineAt     pgtype.Timestamptz
+	TraceParent    pgtype.Text
 }
 
 type DagenRunKey struct {

@@ -115,7 +115,8 @@ WITH clock AS (
            unnest($9::text[]) AS status,
            unnest($10::boolean[]) AS capped,
            unnest($11::text[]) AS slot,
-           unnest($12::bigint[]) AS timeout_ms
+           unnest($12::bigint[]) AS timeout_ms,
+           unnest($13::text[]) AS trace_parent
 ), keyed AS (
     INSERT INTO dagen_run_keys (workflow, tenant, key, run_id)
     SELECT r.workflow, r.tenant, r.key, r.id FROM r WHERE r.key <> ''
@@ -123,10 +124,11 @@ WITH clock AS (
     RETURNING run_id
 )
 INSERT INTO dagen_runs (id, workflow, fingerprint, tenant, status, input, pending, created_at, key,
-                        slot, timeout_ms, deadline_at)
+                        slot, timeout_ms, deadline_at, trace_parent)
 SELECT r.id, r.workflow, r.fingerprint, r.tenant, r.status, r.input, r.pending, clock.now, nullif(r.key, ''),
        CASE WHEN r.capped THEN r.slot END,
-       nullif(r.timeout_ms, 0), CASE WHEN r.timeout_ms > 0 THEN clock.now + r.timeout_ms * interval '1 millisecond' END
+       nullif(r.timeout_ms, 0), CASE WHEN r.timeout_ms > 0 THEN clock.now + r.timeout_ms * interval '1 millisecond' END,
+       nullif(r.trace_parent, '')
 FROM clock, r
 WHERE r.key = '' OR r.id IN (SELECT keyed.run_id FROM keyed)
 RETURNING id
@@ -145,6 +147,7 @@ type InsertKeyedRunsParams struct {
 	Capped       []bool
 	Slots        []string
 	TimeoutMs    []int64
+	TraceParents []string
 }
 
 // Inserts new runs some of which have idempotency keys, and returns the ids
@@ -167,6 +170,7 @@ func (q *Queries) InsertKeyedRuns(ctx context.Context, db DBTX, arg InsertKeyedR
 		arg.Capped,
 		arg.Slots,
 		arg.TimeoutMs,
+		arg.TraceParents,
 	)
 	if err != nil {
 		return nil, err
@@ -188,13 +192,14 @@ func (q *Queries) InsertKeyedRuns(ctx context.Context, db DBTX, arg InsertKeyedR
 
 const insertRuns = `-- name: InsertRuns :exec
 WITH clock AS (
-    SELECT coalesce($11::timestamptz, now())::timestamptz AS now
+    SELECT coalesce($12::timestamptz, now())::timestamptz AS now
 )
 INSERT INTO dagen_runs (id, workflow, fingerprint, tenant, status, input, pending, created_at,
-                        slot, timeout_ms, deadline_at)
+                        slot, timeout_ms, deadline_at, trace_parent)
 SELECT r.id, r.workflow, r.fingerprint, r.tenant, r.status, r.input, r.pending, clock.now,
        CASE WHEN r.capped THEN r.slot END,
-       nullif(r.timeout_ms, 0), CASE WHEN r.timeout_ms > 0 THEN clock.now + r.timeout_ms * interval '1 millisecond' END
+       nullif(r.timeout_ms, 0), CASE WHEN r.timeout_ms > 0 THEN clock.now + r.timeout_ms * interval '1 millisecond' END,
+       nullif(r.trace_parent, '')
 FROM clock, (
     SELECT unnest($1::uuid[]) AS id,
            unnest($2::text[]) AS workflow,
@@ -205,7 +210,8 @@ FROM clock, (
            unnest($7::text[]) AS status,
            unnest($8::boolean[]) AS capped,
            unnest($9::text[]) AS slot,
-           unnest($10::bigint[]) AS timeout_ms
+           unnest($10::bigint[]) AS timeout_ms,
+           unnest($11::text[]) AS trace_parent
 ) AS r
 `
 
@@ -220,6 +226,7 @@ type InsertRunsParams struct {
 	Capped       []bool
 	Slots        []string
 	TimeoutMs    []int64
+	TraceParents []string
 	Now          pgtype.Timestamptz
 }
 
@@ -239,6 +246,7 @@ func (q *Queries) InsertRuns(ctx context.Context, db DBTX, arg InsertRunsParams)
 		arg.Capped,
 		arg.Slots,
 		arg.TimeoutMs,
+		arg.TraceParents,
 		arg.Now,
 	)
 	return err
@@ -284,10 +292,11 @@ const lockRuns = `-- name: LockRuns :many
 SELECT r.id, r.workflow, r.tenant, r.status, r.pending, r.slot, coalesce(r.timeout_ms, 0)::bigint AS timeout_ms,
        (r.deadline_at IS NOT NULL)::boolean AS has_deadline,
        (CASE WHEN octet_length(r.input) <= $1::integer THEN r.input END)::bytea AS input,
+       coalesce(r.trace_parent, '')::text AS trace_parent,
        coalesce($2::timestamptz, now())::timestamptz AS now
 FROM unnest((SELECT $3::uuid[])) WITH ORDINALITY AS k(id, ord)
 CROSS JOIN LATERAL (
-    SELECT d.id, d.workflow, d.tenant, d.status, d.pending, d.slot, d.timeout_ms, d.deadline_at, d.input
+    SELECT d.id, d.workflow, d.tenant, d.status, d.pending, d.slot, d.timeout_ms, d.deadline_at, d.input, d.trace_parent
     FROM dagen_runs d WHERE d.id = k.id LIMIT 1
     FOR NO KEY UPDATE
 ) AS r
@@ -310,6 +319,7 @@ type LockRunsRow struct {
 	TimeoutMs   int64
 	HasDeadline bool
 	Input       []byte
+	TraceParent string
 	Now         pgtype.Timestamptz
 }
 
@@ -341,6 +351,7 @@ func (q *Queries) LockRuns(ctx context.Context, db DBTX, arg LockRunsParams) ([]
 			&i.TimeoutMs,
 			&i.HasDeadline,
 			&i.Input,
+			&i.TraceParent,
 			&i.Now,
 		); err != nil {
 			return nil, err
@@ -357,10 +368,11 @@ const lockRunsSkipLocked = `-- name: LockRunsSkipLocked :many
 SELECT r.id, r.workflow, r.tenant, r.status, r.pending, r.slot, coalesce(r.timeout_ms, 0)::bigint AS timeout_ms,
        (r.deadline_at IS NOT NULL)::boolean AS has_deadline,
        (CASE WHEN octet_length(r.input) <= $1::integer THEN r.input END)::bytea AS input,
+       coalesce(r.trace_parent, '')::text AS trace_parent,
        coalesce($2::timestamptz, now())::timestamptz AS now
 FROM unnest((SELECT $3::uuid[])) WITH ORDINALITY AS k(id, ord)
 CROSS JOIN LATERAL (
-    SELECT d.id, d.workflow, d.tenant, d.status, d.pending, d.slot, d.timeout_ms, d.deadline_at, d.input
+    SELECT d.id, d.workflow, d.tenant, d.status, d.pending, d.slot, d.timeout_ms, d.deadline_at, d.input, d.trace_parent
     FROM dagen_runs d WHERE d.id = k.id LIMIT 1
     FOR NO KEY UPDATE SKIP LOCKED
 ) AS r
@@ -383,6 +395,7 @@ type LockRunsSkipLockedRow struct {
 	TimeoutMs   int64
 	HasDeadline bool
 	Input       []byte
+	TraceParent string
 	Now         pgtype.Timestamptz
 }
 
@@ -406,6 +419,7 @@ func (q *Queries) LockRunsSkipLocked(ctx context.Context, db DBTX, arg LockRunsS
 			&i.TimeoutMs,
 			&i.HasDeadline,
 			&i.Input,
+			&i.TraceParent,
 			&i.Now,
 		); err != nil {
 			return nil, err
