@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dagenhq/dagen/runtime/cronexpr"
+	"github.com/dagenhq/dagen/runtime/engine/internal/tracing"
 	"github.com/dagenhq/dagen/runtime/store"
 )
 
@@ -293,6 +294,12 @@ func (e *Engine) fireSchedule(ctx context.Context, s store.Schedule, now time.Ti
 		slots = slots[len(slots)-1:]
 	}
 	runs := make([]store.NewRun, 0, len(slots))
+	var traceParent string
+	if len(slots) > 0 {
+		sctx, span := e.tracer.Schedule(ctx, s.ScheduleRef)
+		defer span.End()
+		traceParent = tracing.TraceParent(sctx)
+	}
 	for _, slot := range slots {
 		in := s.Input
 		if def != nil {
@@ -307,6 +314,7 @@ func (e *Engine) fireSchedule(ctx context.Context, s store.Schedule, now time.Ti
 		if err != nil {
 			return 0, &slotError{fmt.Errorf("slot %s: %w", slot.Format(time.RFC3339), err)}
 		}
+		nr.TraceParent = traceParent
 		runs = append(runs, nr)
 	}
 	f := store.ScheduleFiring{ScheduleRef: s.ScheduleRef, Due: s.NextAt, Next: next, Runs: runs}

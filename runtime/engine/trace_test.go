@@ -19,6 +19,7 @@ import (
 
 	"github.com/dagenhq/dagen/internal/pgtest"
 	"github.com/dagenhq/dagen/runtime/dag"
+	"github.com/dagenhq/dagen/runtime/dagtest"
 	"github.com/dagenhq/dagen/runtime/engine"
 	"github.com/dagenhq/dagen/runtime/store"
 	"github.com/dagenhq/dagen/runtime/store/memstore"
@@ -196,4 +197,44 @@ func TestUntracedAttemptsAllocateNothing(t *testing.T) {
 	}
 	require.Zero(t, allocs(""), "untraced: no allocation")
 	require.NotZero(t, allocs("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"), "traced (the check can fail)")
+}
+
+// TestScheduledRunsAreTraced: a schedule's firing is a span, the parent of
+// the attempts of the runs it starts, when a tracer provider is set.
+func TestScheduledRunsAreTraced(t *testing.T) {
+	ctx := context.Background()
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	clock := dagtest.NewClock(dagtest.Epoch)
+	e, err := engine.New(memstore.New(&memstore.Config{Now: clock.Now}),
+		&engine.Config{Manual: true, WorkerID: "w", TracerProvider: tp})
+	require.NoError(t, err)
+	require.NoError(t, e.Register(reportDef(nightly(""))))
+	poll := func() {
+		for {
+			n, err := e.Poll(ctx)
+			require.NoError(t, err)
+			if n == 0 {
+				return
+			}
+		}
+	}
+	poll() // registers the schedule
+	clock.Advance(3 * time.Hour)
+	poll()
+
+	var firing, attempt *tracetest.SpanStub
+	for _, s := range exp.GetSpans() {
+		switch s.Name {
+		case "dagen.schedule report/nightly":
+			firing = &s
+		case "report.build":
+			attempt = &s
+		}
+	}
+	require.NotNil(t, firing, "the firing's span")
+	require.NotNil(t, attempt, "the scheduled run's attempt span")
+	require.Equal(t, firing.SpanContext.TraceID(), attempt.SpanContext.TraceID(), "one trace")
+	require.Equal(t, firing.SpanContext.SpanID(), attempt.Parent.SpanID(), "the attempt is the firing's child")
 }

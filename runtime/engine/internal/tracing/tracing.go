@@ -28,18 +28,20 @@ const Scope = "github.com/dagenhq/dagen/runtime/engine"
 
 // Attribute keys of an attempt's span.
 const (
-	Workflow   = attribute.Key("dagen.workflow")
-	Step       = attribute.Key("dagen.step")
-	RunID      = attribute.Key("dagen.run_id")
-	Tenant     = attribute.Key("dagen.tenant")
-	Attempt    = attribute.Key("dagen.attempt")
-	Element    = attribute.Key("dagen.element")
-	Outcome    = attribute.Key("dagen.outcome")
-	Reason     = attribute.Key("dagen.skip_reason")
-	WakeAt     = attribute.Key("dagen.wake_at")
-	WaitFor    = attribute.Key("dagen.wait_seconds")
-	SleepEvent = "dagen.sleep"
-	AwaitEvent = "dagen.signal_wait"
+	Workflow = attribute.Key("dagen.workflow")
+	Step     = attribute.Key("dagen.step")
+	RunID    = attribute.Key("dagen.run_id")
+	Tenant   = attribute.Key("dagen.tenant")
+	Attempt  = attribute.Key("dagen.attempt")
+	Element  = attribute.Key("dagen.element")
+	Outcome  = attribute.Key("dagen.outcome")
+	Reason   = attribute.Key("dagen.skip_reason")
+	WakeAt   = attribute.Key("dagen.wake_at")
+	WaitFor  = attribute.Key("dagen.wait_seconds")
+	// ScheduleName names the schedule of a firing's span.
+	ScheduleName = attribute.Key("dagen.schedule")
+	SleepEvent   = "dagen.sleep"
+	AwaitEvent   = "dagen.signal_wait"
 )
 
 // Tracer starts the engine's spans.
@@ -88,6 +90,16 @@ func Parse(tp string) (sc trace.SpanContext, ok bool) {
 	}
 	sc = trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.TraceFlags(fl[0]), Remote: true})
 	return sc, sc.IsValid()
+}
+
+// Schedule starts the span of a schedule's firing, the parent of the runs
+// it starts (a schedule has no caller whose span they could belong to),
+// and returns ctx with it. Under the global no-op provider its context is
+// invalid, so the runs carry none and are not traced.
+func (t *Tracer) Schedule(ctx context.Context, ref store.ScheduleRef) (context.Context, trace.Span) {
+	return t.t.Start(ctx, "dagen.schedule "+ref.Workflow+"/"+ref.Name,
+		trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithAttributes(Workflow.String(ref.Workflow), Tenant.String(ref.Tenant), ScheduleName.String(ref.Name)))
 }
 
 // Attempt starts the span of a claimed task's attempt of step (a mapped
