@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dagenhq/dagen/internal/crashtest/flow"
+	"github.com/dagenhq/dagen/internal/pgtest"
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/engine"
 	"github.com/dagenhq/dagen/runtime/store"
@@ -22,8 +23,8 @@ func TestPostgresRestartMidRun(t *testing.T) {
 	const runs = 100
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	pg := newPGCluster(t)
-	pool, err := pgxpool.New(ctx, pg.URL())
+	pg := pgtest.NewPrimary(t, pgtest.ClusterOptions{})
+	pool, err := pgxpool.New(ctx, pg.URL("postgres"))
 	require.NoError(t, err)
 	defer pool.Close()
 	require.NoError(t, pgstore.Migrate(ctx, pool))
@@ -47,13 +48,15 @@ func TestPostgresRestartMidRun(t *testing.T) {
 		ids = append(ids, run.ID())
 	}
 
-	c := newCluster(t, pg.URL(), "-lease", "2s")
+	c := newCluster(t, pg.URL("postgres"), "-lease", "2s")
 	c.start("w1")
 	c.start("w2")
 	// Let the workers get going, then take the database away for a moment.
 	require.Eventually(t, func() bool { return finishedCount(ctx, st, ids) > 0 }, time.Minute, 20*time.Millisecond)
 	before := finishedCount(ctx, st, ids)
-	pg.restart(time.Second)
+	pg.Stop(t)
+	time.Sleep(time.Second)
+	pg.Start(t)
 	// A run unfinished once the database is back was unfinished while it
 	// was down: there must be some, or the restart hit no run.
 	var after int

@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -285,7 +284,7 @@ func newCluster(t testing.TB) *Cluster {
 	t.Helper()
 	bin := postgresBin()
 	if bin == "" {
-		t.Skip("pgtest: no initdb on PATH or under /usr/lib/postgresql/*/bin: install the Postgres server binaries to run this test")
+		t.Fatalf("pgtest: no initdb on PATH or under /usr/lib/postgresql/*/bin: install the Postgres server binaries (Debian's postgresql package) to run this test")
 	}
 	c := &Cluster{bin: bin}
 	var err error
@@ -298,17 +297,9 @@ func newCluster(t testing.TB) *Cluster {
 		}
 		_ = os.RemoveAll(c.dir)
 	})
-	if os.Geteuid() == 0 {
-		u, err := user.Lookup("postgres")
-		if err != nil {
-			t.Fatalf("pgtest: running as root, Postgres needs another user to run as: create the postgres OS user or run as a non-root user: %v", err)
-		}
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
+	if uid, gid, ok := postgresUser(t); ok {
 		c.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
-		if err := os.Chown(c.dir, uid, gid); err != nil {
-			t.Fatalf("pgtest: give %s to the postgres user: %v", c.dir, err)
-		}
+		chownPostgres(t, c.dir)
 	}
 	return c
 }
@@ -339,7 +330,7 @@ func (c *Cluster) startOnFreePort(t testing.TB, opts ClusterOptions) {
 	t.Helper()
 	var err error
 	for range 5 {
-		c.port = freeTCPPort(t)
+		c.port = FreePort(t)
 		c.writeConf(t, opts)
 		if err = c.start(); err == nil {
 			return
@@ -518,16 +509,6 @@ func (c *Cluster) command(name string, args ...string) *exec.Cmd {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred}
 	}
 	return cmd
-}
-
-func freeTCPPort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("pgtest: find a free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 func quoteLiteral(s string) string {

@@ -9,9 +9,9 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -220,23 +220,31 @@ func writeOwned(t testing.TB, path, content string) {
 	chownPostgres(t, path)
 }
 
+// postgresUser returns the postgres OS user's ids when the test runs as
+// root, which the servers a test starts must not run as; ok is false when
+// the test runs as another user, whom the servers then run as.
+func postgresUser(t testing.TB) (uid, gid int, ok bool) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		return 0, 0, false
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		t.Fatalf("pgtest: running as root, Postgres and PgBouncer need another user to run as: create the postgres OS user or run as a non-root user: %v", err)
+	}
+	uid, _ = strconv.Atoi(u.Uid)
+	gid, _ = strconv.Atoi(u.Gid)
+	return uid, gid, true
+}
+
 // chownPostgres gives path to the postgres OS user when running as root.
 func chownPostgres(t testing.TB, path string) {
 	t.Helper()
-	if os.Geteuid() != 0 {
+	uid, gid, ok := postgresUser(t)
+	if !ok {
 		return
 	}
-	out, err := exec.Command("id", "-u", "postgres").Output()
-	if err != nil {
-		t.Fatalf("pgtest: no postgres OS user: %v", err)
-	}
-	gout, err := exec.Command("id", "-g", "postgres").Output()
-	if err != nil {
-		t.Fatalf("pgtest: no postgres OS group: %v", err)
-	}
-	uid, _ := strconv.Atoi(strings.TrimSpace(string(out)))
-	gid, _ := strconv.Atoi(strings.TrimSpace(string(gout)))
 	if err := os.Chown(path, uid, gid); err != nil {
-		t.Fatalf("pgtest: chown %s: %v", path, err)
+		t.Fatalf("pgtest: give %s to the postgres user: %v", path, err)
 	}
 }
