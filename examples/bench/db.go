@@ -3,30 +3,25 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
-	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/dagenhq/dagen/runtime/store/pgstore"
 )
 
 // appName is the application_name of the benchmark's connections.
 const appName = "dagen bench"
 
-// openPool opens the benchmark's pool with search_path set to the schema,
-// and checks that the server answers.
+// openPool opens the benchmark's pool with search_path set to the schema
+// (unless a pooler sets it), and checks that the server answers. It opens
+// it as a store does (pgstore.OpenPool): behind a pooler, without named
+// prepared statements.
 func openPool(ctx context.Context, o options) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(o.databaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("parse database URL: %w", err)
 	}
-	if o.pooler {
-		// Named prepared statements do not outlive a transaction behind a
-		// transaction pooler.
-		if !strings.Contains(o.databaseURL, "default_query_exec_mode") {
-			cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
-		}
-	} else {
+	if !o.pooler {
 		cfg.ConnConfig.RuntimeParams["search_path"] = o.schema
 	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = appName
@@ -34,19 +29,9 @@ func openPool(ctx context.Context, o options) (*pgxpool.Pool, error) {
 	if o.planCacheMode != "" {
 		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = o.planCacheMode
 	}
-	if cfg.ConnConfig.ConnectTimeout <= 0 {
-		cfg.ConnConfig.ConnectTimeout = 10 * time.Second
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	pool, err := pgstore.OpenPool(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("open pool: %w", err)
-	}
-	pctx, cancel := context.WithTimeout(ctx, cfg.ConnConfig.ConnectTimeout)
-	defer cancel()
-	if err := pool.Ping(pctx); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("connect to %s:%d (set DATABASE_URL to a reachable server): %w",
-			cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
+		return nil, fmt.Errorf("%w (set DATABASE_URL to a reachable server)", err)
 	}
 	return pool, nil
 }
