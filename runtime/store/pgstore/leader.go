@@ -90,8 +90,3 @@ func (s *Store) fenced(ctx context.Context, db dbsqlc.DBTX) error {
 	}
 	return nil
 }
-
-// dropLeader gives the lease up when the store closes, bounded by ctx.
-func (s *Store) dropLeader(ctx context.Context) {
-	_ = s.Resign(ctx)
-}

@@ -260,7 +260,7 @@ func (s *Store) Close() {
 // ends first, CloseContext returns an error and the pool finishes closing
 // in the background, as the queries holding its connections end.
 func (s *Store) CloseContext(ctx context.Context) error {
-	s.dropLeader(ctx)
+	_ = s.Resign(ctx)
 	// A refresh of the planner's statistics or a vacuum under way uses
 	// the pool: it ends before the pool closes, or with the pool when ctx
 	// ends first.
