@@ -93,9 +93,9 @@ func newFailoverRig(t *testing.T, sync bool, workerArgs ...string) *failoverRig 
 	return r
 }
 
-// trigger starts runs until stop is closed, one every 20ms, and returns
-// the ids of those whose Start returned: committed runs, that a
-// synchronous standby must not lose.
+// trigger starts runs, one at a time with a pause between them, until
+// stop is closed, and returns the ids of those whose Start returned:
+// committed runs, that a synchronous standby must not lose.
 func (r *failoverRig) trigger(stop <-chan struct{}, job func(n int) flow.Job) <-chan []dag.RunID {
 	out := make(chan []dag.RunID, 1)
 	go func() {

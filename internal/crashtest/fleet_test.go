@@ -259,8 +259,8 @@ type connWatch struct {
 	done  chan connections
 }
 
-// watchConnections samples pg_stat_activity every 50ms, on a connection
-// of its own, until stop.
+// watchConnections samples pg_stat_activity now and then, on a
+// connection of its own, until stop.
 func watchConnections(ctx context.Context, t *testing.T, pg *pgtest.Cluster, db uint32) *connWatch {
 	conn := pg.Conn(t, "postgres")
 	w := &connWatch{stopc: make(chan struct{}), done: make(chan connections, 1)}

@@ -18,7 +18,7 @@ import (
 )
 
 // TestReplica serves the console over a pgstore.Replicated on a real
-// streaming standby that applies each commit 300 ms late: pages read the
+// streaming standby that applies each commit late (recovery_min_apply_delay): pages read the
 // standby and show its lag, and the page a cancel or a retry lands on
 // shows what it did, whether the standby replays it in time (the page
 // waits) or not (replay paused: the page reads the primary and says so).

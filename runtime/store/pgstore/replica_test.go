@@ -111,7 +111,7 @@ func ids(p store.RunPage) []dag.RunID {
 }
 
 // TestReplicatedOnAStandby runs a Replicated over a real streaming
-// standby that applies each commit 300 ms late: reads come from the
+// standby that applies each commit late (recovery_min_apply_delay): reads come from the
 // standby, the page after an action shows it (by waiting for the standby,
 // or, with replay paused, from the primary), the lag shows, and a
 // standby that stops leaves reads to the primary.

@@ -23,8 +23,9 @@ import (
 
 // TestRunsOnAReplica runs dagen runs and schedules with -replica-db (and
 // DAGEN_REPLICA_URL) on a real streaming standby that applies each commit
-// 300 ms late: listings read the standby and say so, a cancel waits for
-// the standby to replay it so that the next dagen command shows it, says
+// late (recovery_min_apply_delay): listings read the standby and say so, a
+// cancel waits for the standby to replay it so that the next dagen command
+// shows it, says
 // when the standby does not (replay paused), and a replica that is down
 // leaves reads to the primary with a note.
 func TestRunsOnAReplica(t *testing.T) {
