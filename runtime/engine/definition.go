@@ -75,13 +75,40 @@ const (
 	// SignalTimeout has passed, when it is skipped with "no signal within
 	// 72h". It has no func.
 	KindSignal
+	// KindChild starts a run of another workflow and waits for it
+	// (//dag:child): once its parents are resolved, Step.Run builds the
+	// child's input; the child run is created with the attempt's result,
+	// under the run's tenant, and the step waits, durably and holding no
+	// worker, until the child ends. It then completes with the output of
+	// the child's result step (Child.Result), is skipped when that step
+	// was, and fails for good when the child failed or was cancelled. A
+	// run that fails, times out or is cancelled cancels its children.
+	KindChild
 )
+
+// Child says which workflow a KindChild step runs, as generated code
+// names it. The engine that runs the step needs that workflow registered
+// too (it builds the child's tasks from its definition): Start says so
+// when it is not.
+type Child struct {
+	// Workflow is the stored name of the child workflow.
+	Workflow string
+	// InputType is the child workflow's input type (its
+	// Definition.InputType): the type Step.Run's output encodes. Part of
+	// the step's signature.
+	InputType string
+	// Result is the stored name of the child workflow's step whose
+	// output is the step's output, or empty when the step has none. Its
+	// output type (as its children read it) is Step.OutputType.
+	Result string
+}
 
 // Step is one node of a workflow.
 type Step struct {
 	// Name is the stored step name, unique in the workflow.
 	Name string
-	// Kind is KindStep (the default), KindSleep or KindSignal.
+	// Kind is KindStep (the default), KindSleep, KindSignal or
+	// KindChild.
 	Kind StepKind
 	// Parents must finish (complete or be skipped) before this step is
 	// looked at. Run reads their outputs by name ([ParentOutput]).
@@ -120,6 +147,9 @@ type Step struct {
 	// SignalTimeout bounds how long a KindSignal step waits for its
 	// signal, counted from when it begins to wait; 0 waits for ever.
 	SignalTimeout time.Duration
+	// Child names the workflow a KindChild step runs; Run returns the
+	// encoded input of its run.
+	Child *Child
 }
 
 // Parent is an edge into a step.
@@ -245,8 +275,18 @@ func (d *Definition) Validate() error {
 			if s.Run != nil || s.Sleep != nil || len(s.Skip) > 0 {
 				bad("signal step %q has a func or skip predicates: a signal wait runs no code", s.Name)
 			}
+		case KindChild:
+			switch {
+			case s.Run == nil:
+				bad("child step %q has no Run func: it builds the child run's input", s.Name)
+			case s.Child == nil || s.Child.Workflow == "":
+				bad("child step %q names no child workflow: set Child.Workflow", s.Name)
+			}
 		default:
 			bad("step %q has unknown kind %d", s.Name, s.Kind)
+		}
+		if s.Child != nil && s.Kind != KindChild {
+			bad("step %q sets Child but is not a KindChild step", s.Name)
 		}
 		for _, p := range s.Skip {
 			if p.Eval == nil {
@@ -366,8 +406,8 @@ func validMap(s Step, bad func(format string, args ...any)) {
 	switch {
 	case s.Each == "":
 		bad("step %q sets Limit without Each: only a mapped step has a limit", s.Name)
-	case s.Kind != KindStep:
-		bad("step %q maps %q but is a sleep: only a step can be mapped", s.Name, s.Each)
+	case s.Kind != KindStep && s.Kind != KindChild:
+		bad("step %q maps %q but is not a step: only a step or a child step can be mapped", s.Name, s.Each)
 	case !slices.ContainsFunc(s.Parents, func(p Parent) bool { return p.Name == s.Each }):
 		bad("step %q maps %q, which is not one of its parents", s.Name, s.Each)
 	case slices.ContainsFunc(s.Parents, func(p Parent) bool { return p.Name == s.Each && p.Optional }):

@@ -50,6 +50,9 @@ func (d *Definition) SignatureInfos() []store.SignatureInfo {
 			Workflow: d.Name, Step: s.Name, Kind: s.taskKind(),
 			Input: d.InputType, Output: s.OutputType, Each: s.Each,
 		}
+		if s.Kind == KindChild && s.Child != nil {
+			si.Child = s.Child.Workflow + " " + s.Child.InputType + " " + s.Child.Result
+		}
 		for _, p := range s.Parents {
 			si.Parents = append(si.Parents, store.SignatureParent{Name: p.Name, Type: outputs[p.Name], Optional: p.Optional})
 		}
@@ -79,6 +82,9 @@ func canonical(si store.SignatureInfo) string {
 	if si.Each != "" {
 		fmt.Fprintf(&b, "each %s\n", si.Each)
 	}
+	if si.Child != "" {
+		fmt.Fprintf(&b, "child %s\n", si.Child)
+	}
 	parents := slices.Clone(si.Parents)
 	slices.SortFunc(parents, func(a, b store.SignatureParent) int { return strings.Compare(a.Name, b.Name) })
 	for _, p := range parents {
@@ -96,6 +102,8 @@ func (s *Step) taskKind() store.TaskKind {
 		return store.KindSignal
 	case s.Each != "":
 		return store.KindMap
+	case s.Kind == KindChild:
+		return store.KindChild
 	}
 	return store.KindStep
 }

@@ -21,6 +21,12 @@ type SignatureInfo struct {
 	// Each is the parent a mapped step (KindMap) maps; it is part of the
 	// signature but not recorded by Deploys.RecordSignatures.
 	Each string
+	// Child describes the run a child step (KindChild, or a mapped one)
+	// starts: the child workflow's stored name, its input type and its
+	// result step, space-separated. It is part of the signature, so a
+	// deploy that changes what the child takes or gives is a new one; not
+	// recorded by Deploys.RecordSignatures.
+	Child string
 }
 
 // SignatureParent is a parent in a SignatureInfo: its stored name and the

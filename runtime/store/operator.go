@@ -31,6 +31,11 @@ type Operator interface {
 	// that each hold their runs' locks briefly. It returns how many it
 	// cancelled; call it again for more.
 	CancelRuns(ctx context.Context, f RunFilter, limit int) (int, error)
+
+	// ListChildren returns the runs that tasks of run id started as their
+	// children (KindChild), oldest first. An unknown id is an error
+	// wrapping [ErrRunNotFound]; a run without children has none.
+	ListChildren(ctx context.Context, id dag.RunID) ([]ChildRun, error)
 }
 
 // RunFilter selects runs. Zero fields match every run.
@@ -41,6 +46,8 @@ type RunFilter struct {
 	// Created in [CreatedFrom, CreatedTo): by the run's CreatedAt (the
 	// store's clock when it was created); a zero bound is open.
 	CreatedFrom, CreatedTo time.Time
+	// Children selects runs by whether a parent task started them.
+	Children ChildFilter
 	// After is the cursor: runs older than this id (the previous page's
 	// Next). Zero starts at the newest.
 	After dag.RunID

@@ -280,6 +280,10 @@ type NewRun struct {
 	// (ClaimedTask.TraceParent), so that the steps' spans, on any worker,
 	// join the trigger's trace.
 	TraceParent string
+	// Parent, when set, is the task attempt that started the run as its
+	// child (OutcomeChild): when the run ends, that task is resolved
+	// with it. The engine sets it; a trigger leaves it nil.
+	Parent *ParentLink
 }
 
 // DeadlineStep is the Step of the failure of a run that timed out
@@ -428,6 +432,9 @@ type TaskResult struct {
 	Elements [][]byte
 	Each     string
 	Limit    int
+	// OutcomeChild: the run to start as the task's child, with Parent set
+	// to this attempt (see KindChild).
+	Child *NewRun
 	// ReturnRun asks for the run back, read as RunReader reads it, in
 	// CompletionOutcome.Finished when this result finishes it: someone
 	// waits for it. Stores that cannot read it back with the completion
@@ -493,6 +500,9 @@ type Run struct {
 	ConcurrencyKey string
 	// Deadline is when the run times out (NewRun.Timeout), or zero.
 	Deadline time.Time
+	// Parent is the task attempt that started the run as its child, or
+	// nil (its Claim is not read back).
+	Parent *ParentLink
 }
 
 // Task is a stored task.

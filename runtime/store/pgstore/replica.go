@@ -456,3 +456,8 @@ func (r *Replicated) DeleteSchedule(ctx context.Context, ref store.ScheduleRef) 
 	defer func() { _, _ = r.wrote(ctx) }()
 	return r.Store.DeleteSchedule(ctx, ref)
 }
+
+// ListChildren implements store.Operator on the replica.
+func (r *Replicated) ListChildren(ctx context.Context, id dag.RunID) ([]store.ChildRun, error) {
+	return read(r, ctx, func(ctx context.Context, s *Store) ([]store.ChildRun, error) { return s.ListChildren(ctx, id) })
+}
