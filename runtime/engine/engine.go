@@ -861,6 +861,11 @@ func (e *Engine) Cancel(ctx context.Context, id dag.RunID) (bool, error) {
 	}
 	e.runMu.Unlock()
 	e.notify(id)
+	if w := e.running(); w != nil && ok {
+		// Its children still under way are cancelled by timers due now
+		// (store.KindChild): fire them here rather than at the next look.
+		w.NoteTimer(time.Now())
+	}
 	return ok, nil
 }
 

@@ -171,6 +171,9 @@ func (e *Engine) runStep(parent, ctx context.Context, reg *registered, step *Ste
 		if err == nil {
 			err = e.checkOutput(in.Info.Step, out)
 		}
+		if err == nil && step.Kind == KindChild {
+			return e.startChild(ctx, step, in, res, out)
+		}
 		if err == nil && !in.Info.Mapped {
 			// An element's output is one of the step's; the mapped step
 			// that maps their array checks it when it maps.

@@ -21,6 +21,9 @@ func (e *Engine) Start(ctx context.Context) error {
 	if e.worker != nil {
 		return ErrAlreadyStarted
 	}
+	if err := e.checkChildren(); err != nil {
+		return err
+	}
 	e.published = nil
 	e.worker = worker.Start(ctx, worker.Config{
 		Store: e.store, Elector: e.elector, Log: e.log, Health: e.health, Leading: &e.leading,
@@ -114,6 +117,10 @@ func (e *Engine) rowsOf(ct *store.ClaimedTask, res *store.TaskResult) int {
 	switch res.Outcome {
 	case store.OutcomeMapped:
 		return 1 + len(res.Elements)
+	case store.OutcomeChild:
+		if res.Child != nil {
+			return 1 + len(res.Child.Tasks)
+		}
 	case store.OutcomeCompleted, store.OutcomeSkipped:
 		if reg := e.lookup(ct.Workflow); reg != nil {
 			return 1 + reg.children[stepOf(ct)]

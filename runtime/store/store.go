@@ -474,6 +474,10 @@ type CompletionOutcome struct {
 	// result with ReturnRun on stores that read it back with the
 	// completion, nil otherwise.
 	Finished *FinishedRun
+	// TimerDue says the store set a timer due at once, which a worker
+	// should fire soon (Execution.FireTimers): a run the batch ended has
+	// a parent task to resolve, or children to cancel (see KindChild).
+	TimerDue bool
 }
 
 // FinishedRun is a run and its tasks, in creation order, as RunReader

@@ -20,6 +20,8 @@ type batch struct {
 	// queued are the runs the batch ended while they were QUEUED under
 	// their cap (a deadline, a cancellation): they leave its queue.
 	queued map[*run]bool
+	// due: the batch set a timer due at once (children.go).
+	due bool
 }
 
 // newBatch starts a batch at now with sources sources (results, timers,
@@ -77,6 +79,9 @@ func (b *batch) settle() {
 		}
 		b.tr.Complete(c, outputs)
 	}
+	// Before anything is written: a child that cannot be created fails
+	// its task, a decision like the others.
+	b.createChildren()
 
 	for _, ct := range b.tr.Changed {
 		r, t := b.task(ct)
@@ -155,6 +160,10 @@ func (b *batch) settle() {
 	}
 
 	for _, tr := range b.tr.Ended {
+		b.childEnds(tr)
+	}
+
+	for _, tr := range b.tr.Ended {
 		r, was := s.runs[tr.ID], store.RunRunning
 		if b.queued[r] {
 			was = store.RunQueued
@@ -204,4 +213,5 @@ func (b *batch) reset() {
 	for _, r := range b.tr.Ended {
 		r.Dirty, r.End, r.EndSrc = false, transition.EndNone, -1
 	}
+	b.tr.Children = nil
 }

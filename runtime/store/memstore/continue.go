@@ -49,6 +49,7 @@ func (s *Store) completeTasks(ctx context.Context, results []store.TaskResult, p
 	b.settle()
 	for i := range out {
 		out[i].Enqueued = b.credit[i]
+		out[i].TimerDue = b.due
 	}
 	c := s.cont
 	s.cont = nil

@@ -49,6 +49,8 @@ type Store struct {
 	schedules map[store.ScheduleRef]*store.Schedule // schedule.go
 
 	cont *continuation // the CompleteAndContinue under way, or nil (continue.go)
+
+	children map[dag.RunID][]dag.RunID // child runs by parent run (children.go)
 }
 
 // runKey is a run's idempotency key with its workflow and tenant.
@@ -76,6 +78,7 @@ func New(cfg *Config) *Store {
 		cancels:  make(map[chan dag.RunID]struct{}),
 		keys:     make(map[runKey]dag.RunID),
 		slots:    make(map[slotKey]*slot),
+		children: make(map[dag.RunID][]dag.RunID),
 	}
 	if cfg != nil && cfg.Now != nil {
 		s.now = cfg.Now
@@ -114,6 +117,8 @@ type run struct {
 	timedOut bool
 	// traceParent is the run's NewRun.TraceParent.
 	traceParent string
+	// parent is the task attempt that started the run, or nil.
+	parent *store.ParentLink
 }
 
 // task is a task of a run: its state as the transition core decides on
@@ -133,6 +138,9 @@ type task struct {
 	// A signal wait's payload held for it until it begins to wait
 	// (signal.go).
 	signal []byte
+	// child is the run a child task waits for, or started last
+	// (children.go).
+	child dag.RunID
 }
 
 // newTask returns task ti of r, fresh in status st: what it is (its name,
@@ -320,7 +328,7 @@ func buildShape(nr *store.NewRun) (*shape, error) {
 		}
 		sh.index[t.Name] = i
 		switch t.Kind {
-		case store.KindStep, store.KindSleep, store.KindMap, store.KindSignal:
+		case store.KindStep, store.KindSleep, store.KindMap, store.KindSignal, store.KindChild:
 			sh.counted++
 		case store.KindOnFailure:
 			if sh.onFailure >= 0 {
@@ -558,11 +566,20 @@ type timerEntry struct {
 	// claim is the token of the claim whose attempt set the timer: a
 	// wake belongs to its attempt, and the attempt to its claim.
 	claim int64
+	// kind is set for the timers of child runs (children.go): their
+	// tasks wait without a wake time of their own.
+	kind string
 }
 
 func (e timerEntry) live() bool {
-	if e.task == deadlineTask {
+	switch {
+	case e.task == deadlineTask:
 		return !e.run.Status.Terminal() && e.run.rec.Deadline.Equal(e.wake)
+	case e.task == cancelTask:
+		return !e.run.Status.Terminal()
+	case e.kind == transition.TimerChild:
+		t := e.run.tasks[e.task]
+		return t.Status == store.TaskAwaiting && t.Attempt == e.Attempt && t.Claim == e.claim
 	}
 	t := e.run.tasks[e.task]
 	return t.Waiting() && t.Attempt == e.Attempt && t.Claim == e.claim && t.WakeAt.Equal(e.wake)
@@ -607,8 +624,15 @@ func (s *Store) FireTimers(ctx context.Context, limit int) (int, error) {
 		}
 		heap.Pop(&s.timers)
 		fired++
-		if e.task == deadlineTask {
+		switch {
+		case e.task == deadlineTask:
 			b.timeOut(e.run, -1)
+			continue
+		case e.task == cancelTask:
+			b.cancelRun(e.run)
+			continue
+		case e.kind == transition.TimerChild:
+			b.fireChild(e)
 			continue
 		}
 		t := e.run.tasks[e.task]
@@ -762,6 +786,11 @@ func (r *run) record() store.Run {
 	if r.Failure != nil {
 		f := *r.Failure
 		rec.Failure = &f
+	}
+	if r.parent != nil {
+		p := *r.parent
+		p.Claim = 0 // not read back (store.Run.Parent)
+		rec.Parent = &p
 	}
 	return rec
 }

@@ -27,7 +27,7 @@ func matchesStatus(r *store.Run, f *store.RunFilter) bool {
 func (s *Store) selectLocked(f *store.RunFilter, statuses bool) []*run {
 	var out []*run
 	for _, r := range s.runs {
-		if rec := r.record(); matches(&rec, f) && (!statuses || matchesStatus(&rec, f)) {
+		if rec := r.record(); matches(&rec, f) && isChild(r, f.Children) && (!statuses || matchesStatus(&rec, f)) {
 			out = append(out, r)
 		}
 	}

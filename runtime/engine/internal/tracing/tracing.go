@@ -38,6 +38,8 @@ const (
 	Reason   = attribute.Key("dagen.skip_reason")
 	WakeAt   = attribute.Key("dagen.wake_at")
 	WaitFor  = attribute.Key("dagen.wait_seconds")
+	// ChildRun is the id of the run a child step's attempt started.
+	ChildRun = attribute.Key("dagen.child_run")
 	// ScheduleName names the schedule of a firing's span.
 	ScheduleName = attribute.Key("dagen.schedule")
 	SleepEvent   = "dagen.sleep"
@@ -152,6 +154,8 @@ func End(span trace.Span, res *store.TaskResult, outcome string, kept bool, now 
 		}
 		span.AddEvent(SleepEvent, trace.WithAttributes(WakeAt.String(at.UTC().Format(time.RFC3339Nano)),
 			WaitFor.Float64(at.Sub(now).Seconds())))
+	case res.Outcome == store.OutcomeChild && res.Child != nil:
+		span.SetAttributes(ChildRun.String(res.Child.ID.String()))
 	case res.Outcome == store.OutcomeAwait:
 		var kv []attribute.KeyValue
 		if res.Delay > 0 {

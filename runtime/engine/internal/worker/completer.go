@@ -87,6 +87,14 @@ func (w *Worker) completeBatch(batch []store.TaskResult, tenants, workflows []st
 			w.cfg.Meters.Completed(len(batch), time.Since(began))
 			w.cfg.Meters.Finished(workflows, outs)
 			w.cfg.Health.Succeeded()
+			for _, o := range outs {
+				if o.TimerDue {
+					// A child run's end, or a parent's: its timer is due
+					// now, and this worker fires it.
+					w.noteTimer(time.Now())
+					break
+				}
+			}
 			for _, r := range batch {
 				if r.Outcome == store.OutcomeRetry || r.Outcome == store.OutcomeSleep {
 					at := r.WakeAt

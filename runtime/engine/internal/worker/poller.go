@@ -20,6 +20,11 @@ func (w *Worker) noteTimer(at time.Time) {
 	}
 }
 
+// NoteTimer tells the worker of a timer due at at that the store set for
+// another reason than this worker's own results (an operator's
+// cancellation cancelling child runs): it fires it then.
+func (w *Worker) NoteTimer(at time.Time) { w.noteTimer(at) }
+
 func (w *Worker) timerDue(now time.Time) (due bool, next time.Time) {
 	w.timerMu.Lock()
 	defer w.timerMu.Unlock()

@@ -90,7 +90,17 @@ const (
 	TimerSleep  = "sleep"  // a sleep completes
 	TimerRetry  = "retry"  // a retry delay ends: the task is queued again
 	TimerSignal = "signal" // a signal wait ends unsignalled: the task is skipped
+	// TimerChild is set on a child task when its child run ends: fired,
+	// the task is resolved with the child's outcome (Batch.ChildEnded).
+	TimerChild = "child"
+	// TimerCancel is set on a child run (task CancelTimerTask) when its
+	// parent run failed, timed out or was cancelled: fired, it cancels
+	// the run (Batch.CancelRun).
+	TimerCancel = "cancel"
 )
+
+// CancelTimerTask is the task name of a run's TimerCancel timer.
+const CancelTimerTask = "@cancel"
 
 // Task is the state of a task that a batch decides on.
 type Task struct {
@@ -229,6 +239,17 @@ type Batch struct {
 	Collect    []Source
 	// Ended are the runs that ended in the batch, in order.
 	Ended []*Run
+	// Children are the child runs the batch's results start (OutcomeChild),
+	// in order: the store creates them in the same unit.
+	Children []NewChild
+}
+
+// NewChild is a child run a task started: the store creates Run (with
+// its Parent set) in the batch's unit, and the task waits for it.
+type NewChild struct {
+	Task *Task
+	Run  *store.NewRun
+	Src  int
 }
 
 // New returns a batch at time now that finds mapped tasks with find.
@@ -316,6 +337,16 @@ func (b *Batch) Apply(src int, r *Run, t *Task, res *store.TaskResult) store.Com
 			break
 		}
 		b.await(t, res, src)
+	case store.OutcomeChild:
+		if res.Child == nil || t.Kind != store.KindChild && t.Kind != store.KindElement {
+			return stale
+		}
+		if r.Status != store.RunRunning {
+			b.Cancel(t)
+			out.Outcome = store.OutcomeStale
+			break
+		}
+		b.awaitChild(t, res.Child, src)
 	case store.OutcomeRetry, store.OutcomeSleep:
 		if !r.Schedules(t.Kind) {
 			b.Cancel(t)
@@ -612,4 +643,64 @@ func (b *Batch) Complete(c Source, outputs [][]byte) {
 	m.OwnOutput = m.Output != nil
 	m.Completed = true
 	b.Resolve(m, store.TaskCompleted, c.Src)
+}
+
+// awaitChild applies an OutcomeChild to a RUNNING child task: it waits,
+// AWAITING and without a timer, and the store creates the child run.
+func (b *Batch) awaitChild(t *Task, child *store.NewRun, src int) {
+	t.Status = store.TaskAwaiting
+	t.Reason, t.WakeAt = "", time.Time{}
+	b.event(t, store.EventAwaiting, "child run "+child.ID.String()+" of "+child.Workflow)
+	b.touch(t)
+	b.Children = append(b.Children, NewChild{Task: t, Run: child, Src: src})
+}
+
+// ChildOutcome is how a child run ended, as the store read it when its
+// TimerChild fired.
+type ChildOutcome struct {
+	ID       dag.RunID
+	Workflow string
+	Status   store.RunStatus
+	Failure  *dag.Failure
+	// Result is the child's result task (store.ParentLink.Result), or
+	// empty; ResultStatus and Output are that task's.
+	Result       string
+	ResultStatus store.TaskStatus
+	Output       []byte
+}
+
+// ChildEnded resolves a child task whose child run ended, fenced on the
+// task AWAITING at the attempt that started the child under that claim
+// (the timer's): a completed child completes it with its result task's
+// output, or skips it when that task was skipped; a failed or cancelled
+// child fails it for good, and so its run. It reports whether the task
+// was waiting for that child.
+func (b *Batch) ChildEnded(t *Task, attempt int, claim int64, c ChildOutcome, src int) bool {
+	if t == nil || t.Status != store.TaskAwaiting || t.Attempt != attempt || t.Claim != claim ||
+		t.Kind != store.KindChild && t.Kind != store.KindElement {
+		return false
+	}
+	switch c.Status {
+	case store.RunCompleted:
+		if c.Result != "" && c.ResultStatus == store.TaskSkipped {
+			t.Reason = store.ChildResultSkipped(c.ID, c.Result)
+			b.event(t, store.EventSkipped, t.Reason)
+			b.Resolve(t, store.TaskSkipped, src)
+			return true
+		}
+		t.Output = nil
+		if c.Result != "" {
+			t.Output = c.Output
+		}
+		t.OwnOutput = t.Output != nil
+		b.event(t, store.EventCompleted, "")
+		b.Resolve(t, store.TaskCompleted, src)
+	case store.RunFailed:
+		b.Fail(t, store.ChildRunFailed(c.ID, c.Workflow, c.Failure), src)
+	case store.RunCancelled:
+		b.Fail(t, store.ChildRunCancelled(c.ID, c.Workflow), src)
+	default:
+		return false
+	}
+	return true
 }
