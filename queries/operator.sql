@@ -13,6 +13,7 @@ WHERE (sqlc.narg('workflow')::text IS NULL OR r.workflow = sqlc.narg('workflow')
   AND (cardinality(@statuses::text[]) = 0 OR r.status = ANY(@statuses::text[]))
   AND (sqlc.narg('created_from')::timestamptz IS NULL OR r.created_at >= sqlc.narg('created_from')::timestamptz)
   AND (sqlc.narg('created_to')::timestamptz IS NULL OR r.created_at < sqlc.narg('created_to')::timestamptz)
+  AND (sqlc.narg('children')::text IS NULL OR (sqlc.narg('children')::text = 'only') = (r.parent_run IS NOT NULL))
   AND (sqlc.narg('after')::uuid IS NULL OR r.id < sqlc.narg('after')::uuid)
 ORDER BY r.id DESC
 LIMIT @max;
@@ -26,6 +27,7 @@ WHERE (sqlc.narg('workflow')::text IS NULL OR r.workflow = sqlc.narg('workflow')
   AND (cardinality(@statuses::text[]) = 0 OR r.status = ANY(@statuses::text[]))
   AND (sqlc.narg('created_from')::timestamptz IS NULL OR r.created_at >= sqlc.narg('created_from')::timestamptz)
   AND (sqlc.narg('created_to')::timestamptz IS NULL OR r.created_at < sqlc.narg('created_to')::timestamptz)
+  AND (sqlc.narg('children')::text IS NULL OR (sqlc.narg('children')::text = 'only') = (r.parent_run IS NOT NULL))
 GROUP BY r.status;
 
 -- name: RunningRunIDs :many
@@ -39,6 +41,7 @@ WHERE r.status IN ('QUEUED', 'RUNNING')
   AND (sqlc.narg('tenant')::text IS NULL OR r.tenant = sqlc.narg('tenant')::text)
   AND (sqlc.narg('created_from')::timestamptz IS NULL OR r.created_at >= sqlc.narg('created_from')::timestamptz)
   AND (sqlc.narg('created_to')::timestamptz IS NULL OR r.created_at < sqlc.narg('created_to')::timestamptz)
+  AND (sqlc.narg('children')::text IS NULL OR (sqlc.narg('children')::text = 'only') = (r.parent_run IS NOT NULL))
   AND (sqlc.narg('after')::uuid IS NULL OR r.id > sqlc.narg('after')::uuid)
 ORDER BY r.id
 LIMIT @max;

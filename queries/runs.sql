@@ -40,10 +40,11 @@ SELECT r.id, r.workflow, r.tenant, r.status, r.pending, r.slot, coalesce(r.timeo
        (r.deadline_at IS NOT NULL)::boolean AS has_deadline,
        (CASE WHEN octet_length(r.input) <= @max_input::integer THEN r.input END)::bytea AS input,
        coalesce(r.trace_parent, '')::text AS trace_parent,
+       (r.parent_run IS NOT NULL)::boolean AS has_parent,
        coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now
 FROM unnest((SELECT @ids::uuid[])) WITH ORDINALITY AS k(id, ord)
 CROSS JOIN LATERAL (
-    SELECT d.id, d.workflow, d.tenant, d.status, d.pending, d.slot, d.timeout_ms, d.deadline_at, d.input, d.trace_parent
+    SELECT d.id, d.workflow, d.tenant, d.status, d.pending, d.slot, d.timeout_ms, d.deadline_at, d.input, d.trace_parent, d.parent_run
     FROM dagen_runs d WHERE d.id = k.id LIMIT 1
     FOR NO KEY UPDATE
 ) AS r
@@ -55,10 +56,11 @@ SELECT r.id, r.workflow, r.tenant, r.status, r.pending, r.slot, coalesce(r.timeo
        (r.deadline_at IS NOT NULL)::boolean AS has_deadline,
        (CASE WHEN octet_length(r.input) <= @max_input::integer THEN r.input END)::bytea AS input,
        coalesce(r.trace_parent, '')::text AS trace_parent,
+       (r.parent_run IS NOT NULL)::boolean AS has_parent,
        coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now
 FROM unnest((SELECT @ids::uuid[])) WITH ORDINALITY AS k(id, ord)
 CROSS JOIN LATERAL (
-    SELECT d.id, d.workflow, d.tenant, d.status, d.pending, d.slot, d.timeout_ms, d.deadline_at, d.input, d.trace_parent
+    SELECT d.id, d.workflow, d.tenant, d.status, d.pending, d.slot, d.timeout_ms, d.deadline_at, d.input, d.trace_parent, d.parent_run
     FROM dagen_runs d WHERE d.id = k.id LIMIT 1
     FOR NO KEY UPDATE SKIP LOCKED
 ) AS r
@@ -88,7 +90,7 @@ WHERE r.id = u.id AND r.id = ANY(ARRAY(SELECT unnest(@ids::uuid[])));
 -- name: GetRun :one
 SELECT id, workflow, fingerprint, tenant, status, input, failure_step, failure_attempt,
        failure_message, created_at, finished_at, coalesce(key, '')::text AS key,
-       slot, deadline_at
+       slot, deadline_at, parent_run, parent_task, parent_attempt, result_task
 FROM dagen_runs
 WHERE id = @id;
 

@@ -165,6 +165,7 @@ func testChildRuns(t *testing.T, open func() store.Store) {
 	t.Run("retry from the step starts a new child", func(t *testing.T) {
 		res, err := e.Run(ctx, "checkout", "t1", 13)
 		require.Error(t, err)
+		require.NotNil(t, res)
 		_, err = e.Retry(ctx, res.ID, store.Retry{Mode: store.RetryFrom, From: "ship", Operator: "test"})
 		require.NoError(t, err)
 		_, err = e.Wait(ctx, res.ID)

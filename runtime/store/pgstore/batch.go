@@ -46,6 +46,8 @@ type batch struct {
 	ev       events
 	credit   []int         // tasks enqueued, per source index (result, timer or rescue)
 	cont     *continuation // CompleteAndContinue's, or nil
+	// due: the batch set a timer due at once (children.go).
+	due bool
 	// callers is set when tx is the caller's (SendSignalTx): the leases
 	// this store saw answered are not ended in it, since it may roll back
 	// and it may not set plan_cache_mode for the caller's statements.
@@ -74,6 +76,8 @@ type runState struct {
 	was         store.RunStatus
 	slot        *slotKey
 	hasDeadline bool
+	// hasParent: a task of another run started it (children.go).
+	hasParent bool
 }
 
 // taskState is a loaded task: its state as the transition core sees it,
@@ -161,7 +165,7 @@ func (b *batch) lockRuns(ctx context.Context, ids []dag.RunID, skipLocked bool) 
 				Timeout: time.Duration(r.TimeoutMs) * time.Millisecond,
 			},
 			workflow: r.Workflow, tenant: r.Tenant, was: store.RunStatus(r.Status),
-			hasDeadline: r.HasDeadline, input: r.Input, traceParent: r.TraceParent,
+			hasDeadline: r.HasDeadline, input: r.Input, traceParent: r.TraceParent, hasParent: r.HasParent,
 		}
 		if r.Slot.Valid {
 			rs.slot = &slotKey{r.Workflow, r.Slot.String}
@@ -426,6 +430,9 @@ func (b *batch) flush(ctx context.Context) error {
 		if err := q.UpdateRuns(ctx, pl, rp); err != nil {
 			return fmt.Errorf("update %d runs: %w", len(rp.Ids), err)
 		}
+	}
+	if err := b.childEnds(ctx); err != nil {
+		return err
 	}
 	// Runs that failed or were cancelled: queue entries first (a claim
 	// holding one waits for nothing we hold), then timers, then tasks.

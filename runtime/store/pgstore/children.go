@@ -2,12 +2,199 @@ package pgstore
 
 import (
 	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
+	"github.com/dagenhq/dagen/runtime/store/internal/transition"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/pipeline"
 )
+
+// Child runs (store.KindChild, migration 018). No transaction locks a
+// child run and then its parent, or a parent and then its child: runs are
+// locked in id order, and a child's id is not ordered with its parent's
+// against the other runs of a batch. So a run's end only sets timers, due
+// at once: on its parent's task (WakeParents), and on its children still
+// under way when it did not complete (CancelChildren); the units that
+// fire them lock one run each.
+
+// newChildren are the child runs a batch creates: validated, with the
+// parameters that insert them.
+type newChildren struct {
+	runs   []store.NewRun
+	graphs []*graph
+	rp     dbsqlc.InsertRunsParams
+	srcs   []int
+}
+
+// prepareChildren validates the child runs the core decided to start. A
+// child that cannot be created fails its task for good, a decision like
+// the others: the engine built it from a registered definition, so it is a
+// bug there, not something a retry mends.
+func (b *batch) prepareChildren() *newChildren {
+	if len(b.tr.Children) == 0 {
+		return nil
+	}
+	nc := &newChildren{}
+	for _, c := range b.tr.Children {
+		if c.Task.Status != store.TaskAwaiting || c.Task.Run.Status != store.RunRunning {
+			continue
+		}
+		g, err := validate(c.Run, map[taskList]*graph{})
+		if err != nil {
+			b.tr.Fail(c.Task, fmt.Sprintf("start child run of %s: %v", c.Run.Workflow, err), c.Src)
+			continue
+		}
+		nc.runs = append(nc.runs, *c.Run)
+		nc.graphs = append(nc.graphs, g)
+		nc.srcs = append(nc.srcs, c.Src)
+	}
+	if len(nc.runs) == 0 {
+		return nil
+	}
+	graphs, rp, err := b.s.prepare(nc.runs)
+	if err != nil { // validated above, one by one
+		for i := range nc.runs {
+			b.tr.Fail(b.tr.Children[i].Task, fmt.Sprintf("start child run: %v", err), nc.srcs[i])
+		}
+		return nil
+	}
+	nc.graphs, nc.rp = graphs, rp
+	return nc
+}
+
+// create creates the child runs in the batch's transaction, after its
+// flush, and links them to their parents' task attempts. A child whose key
+// is taken is not created: its task waits for the run that has it.
+func (nc *newChildren) create(ctx context.Context, b *batch, tx *pipeline.Tx) error {
+	if nc == nil {
+		return nil
+	}
+	rp := nc.rp
+	rp.Now = tstz(b.now)
+	_, queued, _, err := b.s.createWithin(ctx, tx, nc.runs, nc.graphs, rp, store.ClaimParams{})
+	if err != nil {
+		return fmt.Errorf("create %d child runs: %w", len(nc.runs), err)
+	}
+	var sp dbsqlc.SetParentsParams
+	for i := range nc.runs {
+		nr := &nc.runs[i]
+		if !nr.Existing.IsZero() || nr.Parent == nil {
+			continue
+		}
+		sp.Ids = append(sp.Ids, uuidOf(nr.ID))
+		sp.ParentRuns = append(sp.ParentRuns, uuidOf(nr.Parent.Run))
+		sp.ParentTasks = append(sp.ParentTasks, nr.Parent.Task)
+		sp.ParentAttempts = append(sp.ParentAttempts, int32(nr.Parent.Attempt))
+		sp.ParentClaims = append(sp.ParentClaims, nr.Parent.Claim)
+		sp.ResultTasks = append(sp.ResultTasks, nr.Parent.Result)
+		if queued > 0 {
+			b.credit[nc.srcs[i]]++ // its roots: counted once, as a hint
+			queued--
+		}
+	}
+	if len(sp.Ids) == 0 {
+		return nil
+	}
+	if err := b.s.q.SetParents(ctx, tx.Queue(), sp); err != nil {
+		return fmt.Errorf("link %d child runs: %w", len(sp.Ids), err)
+	}
+	return nil
+}
+
+// childEnds sets the timers the runs that ended in the batch set: on the
+// task of each one's parent, and on the children still under way of each
+// one that did not complete.
+func (b *batch) childEnds(ctx context.Context) error {
+	var woken, ended []pgtype.UUID
+	for _, r := range b.tr.Ended {
+		rs := b.runs[r.ID]
+		if rs != nil && rs.hasParent {
+			woken = append(woken, uuidOf(r.ID))
+		}
+		if r.End != transition.EndCompleted {
+			ended = append(ended, uuidOf(r.ID))
+		}
+	}
+	now := tstz(b.now)
+	if len(woken) > 0 {
+		b.due = true
+		if err := b.s.q.WakeParents(ctx, b.tx.Queue(), now, woken); err != nil {
+			return fmt.Errorf("wake the parents of %d child runs: %w", len(woken), err)
+		}
+	}
+	if len(ended) > 0 {
+		b.due = true
+		if err := b.s.q.CancelChildren(ctx, b.tx.Queue(), now, ended); err != nil {
+			return fmt.Errorf("cancel the children of %d runs: %w", len(ended), err)
+		}
+	}
+	return nil
+}
+
+// attemptKey is a task's attempt.
+type attemptKey struct {
+	task    taskKey
+	attempt int
+}
+
+// childOutcomes reads how the children of the child timers among fire
+// ended, by the parent task attempt that started each.
+func (b *batch) childOutcomes(ctx context.Context, fire []*timer) (map[attemptKey]transition.ChildOutcome, error) {
+	var p dbsqlc.ChildOutcomesParams
+	for _, tm := range fire {
+		if tm != nil && tm.kind == transition.TimerChild {
+			p.ParentRuns = append(p.ParentRuns, uuidOf(tm.key.run))
+			p.ParentTasks = append(p.ParentTasks, tm.key.name)
+			p.ParentAttempts = append(p.ParentAttempts, int32(tm.attempt))
+		}
+	}
+	if len(p.ParentRuns) == 0 {
+		return nil, nil
+	}
+	rows, err := b.s.q.ChildOutcomes(ctx, b.tx.Queue(), p)
+	if err != nil {
+		return nil, fmt.Errorf("read the outcomes of %d child runs: %w", len(p.ParentRuns), err)
+	}
+	outcomes := make(map[attemptKey]transition.ChildOutcome, len(rows))
+	for _, r := range rows {
+		o := transition.ChildOutcome{
+			ID: dag.RunID(r.ID.Bytes), Workflow: r.Workflow, Status: store.RunStatus(r.Status),
+			Result: r.ResultTask, ResultStatus: store.TaskStatus(r.ResultStatus.String), Output: r.ResultOutput,
+		}
+		if r.FailureStep.Valid {
+			o.Failure = &dag.Failure{RunID: o.ID, Step: r.FailureStep.String, Attempt: int(r.FailureAttempt.Int32), Message: r.FailureMessage.String}
+		}
+		outcomes[attemptKey{taskKey{dag.RunID(r.ParentRun.Bytes), r.ParentTask.String}, int(r.ParentAttempt.Int32)}] = o
+	}
+	return outcomes, nil
+}
 
 // ListChildren implements store.Operator.
 func (s *Store) ListChildren(ctx context.Context, id dag.RunID) ([]store.ChildRun, error) {
-	return nil, nil // TODO
+	rows, err := s.q.ListChildren(ctx, s.pool, uuidOf(id))
+	if err != nil {
+		return nil, fmt.Errorf("list children of run %s: %w", id, err)
+	}
+	if len(rows) == 0 {
+		ok, err := s.q.RunExists(ctx, s.pool, uuidOf(id))
+		if err != nil {
+			return nil, fmt.Errorf("list children of run %s: %w", id, err)
+		}
+		if !ok {
+			return nil, fmt.Errorf("list children of run %s: %w", id, store.ErrRunNotFound)
+		}
+	}
+	out := make([]store.ChildRun, len(rows))
+	for i, r := range rows {
+		out[i] = store.ChildRun{
+			ID: dag.RunID(r.ID.Bytes), Workflow: r.Workflow, Status: store.RunStatus(r.Status),
+			Task: r.ParentTask.String, Attempt: int(r.ParentAttempt.Int32),
+			CreatedAt: timeOf(r.CreatedAt), FinishedAt: timeOf(r.FinishedAt),
+		}
+	}
+	return out, nil
 }

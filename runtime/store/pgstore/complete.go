@@ -9,6 +9,7 @@ import (
 
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
+	"github.com/dagenhq/dagen/runtime/store/internal/transition"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/leasebook"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/pipeline"
 )
@@ -81,11 +82,16 @@ func (s *Store) completeOnce(ctx context.Context, results []store.TaskResult, co
 		if err := b.collect(ctx); err != nil {
 			return err
 		}
+		children := b.prepareChildren()
 		if err := b.flush(ctx); err != nil {
+			return err
+		}
+		if err := children.create(ctx, b, tx); err != nil {
 			return err
 		}
 		for i := range out {
 			out[i].Enqueued = b.credit[i]
+			out[i].TimerDue = b.due
 		}
 		back = returned(results, out)
 		return nil
@@ -156,15 +162,35 @@ func (s *Store) FireTimers(ctx context.Context, limit int) (int, error) {
 			fire[order[k]] = &timer{key: k, attempt: int(t.Attempt), claim: t.Claim, kind: t.Kind}
 			takenKeys = append(takenKeys, k)
 		}
-		if err := b.loadTasks(ctx, takenKeys); err != nil {
+		// A child timer may resolve an element, which counts down on its
+		// mapped task.
+		if err := b.loadTasks(ctx, withMappedTasks(takenKeys)); err != nil {
 			return err
 		}
+		children, err := b.childOutcomes(ctx, fire)
+		if err != nil {
+			return err
+		}
+		var cancelled []dag.RunID
 		for src, tm := range fire {
 			if tm == nil {
 				continue
 			}
-			if tm.kind == "deadline" {
+			switch tm.kind {
+			case "deadline":
 				if r := b.runs[tm.key.run]; r != nil && b.tr.TimeOut(&r.Run, src) {
+					fired++
+				}
+				continue
+			case transition.TimerCancel:
+				if r := b.runs[tm.key.run]; r != nil && b.tr.CancelRun(&r.Run) {
+					fired++
+					cancelled = append(cancelled, r.ID)
+				}
+				continue
+			case transition.TimerChild:
+				o, ok := children[attemptKey{tm.key, tm.attempt}]
+				if t := b.tasks[tm.key]; ok && t != nil && b.tr.ChildEnded(&t.Task, tm.attempt, tm.claim, o, src) {
 					fired++
 				}
 				continue
@@ -173,6 +199,15 @@ func (s *Store) FireTimers(ctx context.Context, limit int) (int, error) {
 			// to do.
 			if t := b.tasks[tm.key]; t != nil && b.tr.Fire(&t.Task, tm.kind, tm.attempt, tm.claim, src) {
 				fired++
+			}
+		}
+		if err := b.collect(ctx); err != nil {
+			return err
+		}
+		if len(cancelled) > 0 {
+			// Workers running their steps hear of it on commit.
+			if err := s.q.NotifyCancelled(ctx, tx.Queue(), uuids(cancelled)); err != nil {
+				return fmt.Errorf("notify: %w", err)
 			}
 		}
 		return b.flush(ctx)

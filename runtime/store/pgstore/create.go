@@ -553,7 +553,7 @@ func graphOf(tasks []store.NewTask, bad func(format string, args ...any) error) 
 		}
 		index[t.Name] = i
 		switch t.Kind {
-		case store.KindStep, store.KindSleep, store.KindMap, store.KindSignal:
+		case store.KindStep, store.KindSleep, store.KindMap, store.KindSignal, store.KindChild:
 			g.counted++
 		case store.KindOnFailure:
 			if onFailure {

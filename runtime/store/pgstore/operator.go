@@ -22,6 +22,7 @@ type filterArgs struct {
 	workflow, tenant       pgtype.Text
 	statuses               []string // never nil: NULL would match nothing
 	createdFrom, createdTo pgtype.Timestamptz
+	children               pgtype.Text // store.ChildFilter; NULL: every run
 }
 
 func filterOf(f store.RunFilter) filterArgs {
@@ -31,6 +32,7 @@ func filterOf(f store.RunFilter) filterArgs {
 		statuses:    make([]string, 0, len(f.Statuses)),
 		createdFrom: tstz(f.CreatedFrom),
 		createdTo:   tstz(f.CreatedTo),
+		children:    pgtype.Text{String: string(f.Children), Valid: f.Children != store.AllRuns},
 	}
 	for _, s := range f.Statuses {
 		a.statuses = append(a.statuses, string(s))
@@ -70,7 +72,7 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) (store.RunPage,
 		var err error
 		rows, err = s.q.ListRuns(ctx, tx.Queue(), dbsqlc.ListRunsParams{
 			Workflow: a.workflow, Tenant: a.tenant, Statuses: a.statuses,
-			CreatedFrom: a.createdFrom, CreatedTo: a.createdTo,
+			CreatedFrom: a.createdFrom, CreatedTo: a.createdTo, Children: a.children,
 			After: cursorOf(f.After), Max: int32(limit + 1), // one more: is there a next page?
 		})
 		return err
@@ -108,7 +110,7 @@ func (s *Store) CountRuns(ctx context.Context, f store.RunFilter) (map[store.Run
 		var err error
 		rows, err = s.q.CountRuns(ctx, tx.Queue(), dbsqlc.CountRunsParams{
 			Workflow: a.workflow, Tenant: a.tenant, Statuses: a.statuses,
-			CreatedFrom: a.createdFrom, CreatedTo: a.createdTo,
+			CreatedFrom: a.createdFrom, CreatedTo: a.createdTo, Children: a.children,
 		})
 		return err
 	})
@@ -140,7 +142,7 @@ func (s *Store) CancelRuns(ctx context.Context, f store.RunFilter, limit int) (i
 			want := min(cancelBatch, limit-total)
 			cands, err := s.q.RunningRunIDs(ctx, tx.Queue(), dbsqlc.RunningRunIDsParams{
 				Workflow: a.workflow, Tenant: a.tenant, CreatedFrom: a.createdFrom, CreatedTo: a.createdTo,
-				After: after, Max: int32(want),
+				Children: a.children, After: after, Max: int32(want),
 			})
 			if err != nil {
 				return fmt.Errorf("read running runs: %w", err)

@@ -81,6 +81,11 @@ func runOf(id dag.RunID, r dbsqlc.GetRunRow, err error) (store.Run, error) {
 	if r.Slot.Valid {
 		run.ConcurrencyKey = r.Slot.String
 	}
+	if r.ParentRun.Valid {
+		run.Parent = &store.ParentLink{
+			Run: dag.RunID(r.ParentRun.Bytes), Task: r.ParentTask.String, Attempt: int(r.ParentAttempt.Int32), Result: r.ResultTask.String,
+		}
+	}
 	if r.FailureStep.Valid {
 		run.Failure = &dag.Failure{
 			RunID:   id,

@@ -81,6 +81,11 @@ type DagenRun struct {
 	TimeoutMs      pgtype.Int8
 	DeadlineAt     pgtype.Timestamptz
 	TraceParent    pgtype.Text
+	ParentRun      pgtype.UUID
+	ParentTask     pgtype.Text
+	ParentAttempt  pgtype.Int4
+	ParentClaim    pgtype.Int8
+	ResultTask     pgtype.Text
 }
 
 type DagenRunKey struct {

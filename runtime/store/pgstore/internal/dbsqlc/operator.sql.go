@@ -83,6 +83,7 @@ WHERE ($1::text IS NULL OR r.workflow = $1::text)
   AND (cardinality($3::text[]) = 0 OR r.status = ANY($3::text[]))
   AND ($4::timestamptz IS NULL OR r.created_at >= $4::timestamptz)
   AND ($5::timestamptz IS NULL OR r.created_at < $5::timestamptz)
+  AND ($6::text IS NULL OR ($6::text = 'only') = (r.parent_run IS NOT NULL))
 GROUP BY r.status
 `
 
@@ -92,6 +93,7 @@ type CountRunsParams struct {
 	Statuses    []string
 	CreatedFrom pgtype.Timestamptz
 	CreatedTo   pgtype.Timestamptz
+	Children    pgtype.Text
 }
 
 type CountRunsRow struct {
@@ -107,6 +109,7 @@ func (q *Queries) CountRuns(ctx context.Context, db DBTX, arg CountRunsParams) (
 		arg.Statuses,
 		arg.CreatedFrom,
 		arg.CreatedTo,
+		arg.Children,
 	)
 	if err != nil {
 		return nil, err
@@ -136,9 +139,10 @@ WHERE ($1::text IS NULL OR r.workflow = $1::text)
   AND (cardinality($3::text[]) = 0 OR r.status = ANY($3::text[]))
   AND ($4::timestamptz IS NULL OR r.created_at >= $4::timestamptz)
   AND ($5::timestamptz IS NULL OR r.created_at < $5::timestamptz)
-  AND ($6::uuid IS NULL OR r.id < $6::uuid)
+  AND ($6::text IS NULL OR ($6::text = 'only') = (r.parent_run IS NOT NULL))
+  AND ($7::uuid IS NULL OR r.id < $7::uuid)
 ORDER BY r.id DESC
-LIMIT $7
+LIMIT $8
 `
 
 type ListRunsParams struct {
@@ -147,6 +151,7 @@ type ListRunsParams struct {
 	Statuses    []string
 	CreatedFrom pgtype.Timestamptz
 	CreatedTo   pgtype.Timestamptz
+	Children    pgtype.Text
 	After       pgtype.UUID
 	Max         int32
 }
@@ -175,6 +180,7 @@ func (q *Queries) ListRuns(ctx context.Context, db DBTX, arg ListRunsParams) ([]
 		arg.Statuses,
 		arg.CreatedFrom,
 		arg.CreatedTo,
+		arg.Children,
 		arg.After,
 		arg.Max,
 	)
@@ -308,9 +314,10 @@ WHERE r.status IN ('QUEUED', 'RUNNING')
   AND ($2::text IS NULL OR r.tenant = $2::text)
   AND ($3::timestamptz IS NULL OR r.created_at >= $3::timestamptz)
   AND ($4::timestamptz IS NULL OR r.created_at < $4::timestamptz)
-  AND ($5::uuid IS NULL OR r.id > $5::uuid)
+  AND ($5::text IS NULL OR ($5::text = 'only') = (r.parent_run IS NOT NULL))
+  AND ($6::uuid IS NULL OR r.id > $6::uuid)
 ORDER BY r.id
-LIMIT $6
+LIMIT $7
 `
 
 type RunningRunIDsParams struct {
@@ -318,6 +325,7 @@ type RunningRunIDsParams struct {
 	Tenant      pgtype.Text
 	CreatedFrom pgtype.Timestamptz
 	CreatedTo   pgtype.Timestamptz
+	Children    pgtype.Text
 	After       pgtype.UUID
 	Max         int32
 }
@@ -331,6 +339,7 @@ func (q *Queries) RunningRunIDs(ctx context.Context, db DBTX, arg RunningRunIDsP
 		arg.Tenant,
 		arg.CreatedFrom,
 		arg.CreatedTo,
+		arg.Children,
 		arg.After,
 		arg.Max,
 	)

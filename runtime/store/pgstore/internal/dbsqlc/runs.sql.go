@@ -44,7 +44,7 @@ func (q *Queries) DeleteRuns(ctx context.Context, db DBTX, ids []pgtype.UUID) (i
 const getRun = `-- name: GetRun :one
 SELECT id, workflow, fingerprint, tenant, status, input, failure_step, failure_attempt,
        failure_message, created_at, finished_at, coalesce(key, '')::text AS key,
-       slot, deadline_at
+       slot, deadline_at, parent_run, parent_task, parent_attempt, result_task
 FROM dagen_runs
 WHERE id = $1
 `
@@ -64,6 +64,10 @@ type GetRunRow struct {
 	Key            string
 	Slot           pgtype.Text
 	DeadlineAt     pgtype.Timestamptz
+	ParentRun      pgtype.UUID
+	ParentTask     pgtype.Text
+	ParentAttempt  pgtype.Int4
+	ResultTask     pgtype.Text
 }
 
 func (q *Queries) GetRun(ctx context.Context, db DBTX, id pgtype.UUID) (GetRunRow, error) {
@@ -84,6 +88,10 @@ func (q *Queries) GetRun(ctx context.Context, db DBTX, id pgtype.UUID) (GetRunRo
 		&i.Key,
 		&i.Slot,
 		&i.DeadlineAt,
+		&i.ParentRun,
+		&i.ParentTask,
+		&i.ParentAttempt,
+		&i.ResultTask,
 	)
 	return i, err
 }
@@ -293,10 +301,11 @@ SELECT r.id, r.workflow, r.tenant, r.status, r.pending, r.slot, coalesce(r.timeo
        (r.deadline_at IS NOT NULL)::boolean AS has_deadline,
        (CASE WHEN octet_length(r.input) <= $1::integer THEN r.input END)::bytea AS input,
        coalesce(r.trace_parent, '')::text AS trace_parent,
+       (r.parent_run IS NOT NULL)::boolean AS has_parent,
        coalesce($2::timestamptz, now())::timestamptz AS now
 FROM unnest((SELECT $3::uuid[])) WITH ORDINALITY AS k(id, ord)
 CROSS JOIN LATERAL (
-    SELECT d.id, d.workflow, d.tenant, d.status, d.pending, d.slot, d.timeout_ms, d.deadline_at, d.input, d.trace_parent
+    SELECT d.id, d.workflow, d.tenant, d.status, d.pending, d.slot, d.timeout_ms, d.deadline_at, d.input, d.trace_parent, d.parent_run
     FROM dagen_runs d WHERE d.id = k.id LIMIT 1
     FOR NO KEY UPDATE
 ) AS r
@@ -320,6 +329,7 @@ type LockRunsRow struct {
 	HasDeadline bool
 	Input       []byte
 	TraceParent string
+	HasParent   bool
 	Now         pgtype.Timestamptz
 }
 
@@ -352,6 +362,7 @@ func (q *Queries) LockRuns(ctx context.Context, db DBTX, arg LockRunsParams) ([]
 			&i.HasDeadline,
 			&i.Input,
 			&i.TraceParent,
+			&i.HasParent,
 			&i.Now,
 		); err != nil {
 			return nil, err
@@ -369,10 +380,11 @@ SELECT r.id, r.workflow, r.tenant, r.status, r.pending, r.slot, coalesce(r.timeo
        (r.deadline_at IS NOT NULL)::boolean AS has_deadline,
        (CASE WHEN octet_length(r.input) <= $1::integer THEN r.input END)::bytea AS input,
        coalesce(r.trace_parent, '')::text AS trace_parent,
+       (r.parent_run IS NOT NULL)::boolean AS has_parent,
        coalesce($2::timestamptz, now())::timestamptz AS now
 FROM unnest((SELECT $3::uuid[])) WITH ORDINALITY AS k(id, ord)
 CROSS JOIN LATERAL (
-    SELECT d.id, d.workflow, d.tenant, d.status, d.pending, d.slot, d.timeout_ms, d.deadline_at, d.input, d.trace_parent
+    SELECT d.id, d.workflow, d.tenant, d.status, d.pending, d.slot, d.timeout_ms, d.deadline_at, d.input, d.trace_parent, d.parent_run
     FROM dagen_runs d WHERE d.id = k.id LIMIT 1
     FOR NO KEY UPDATE SKIP LOCKED
 ) AS r
@@ -396,6 +408,7 @@ type LockRunsSkipLockedRow struct {
 	HasDeadline bool
 	Input       []byte
 	TraceParent string
+	HasParent   bool
 	Now         pgtype.Timestamptz
 }
 
@@ -420,6 +433,7 @@ func (q *Queries) LockRunsSkipLocked(ctx context.Context, db DBTX, arg LockRunsS
 			&i.HasDeadline,
 			&i.Input,
 			&i.TraceParent,
+			&i.HasParent,
 			&i.Now,
 		); err != nil {
 			return nil, err
