@@ -184,7 +184,7 @@ func (a *analyzer) foreignWorkflowDepth(named *types.Named, depth int) (*foreign
 			return nil, fmt.Sprintf("its result=%s names no step that gives a value: %s", result, fix)
 		}
 		fw.result = fd.storedName()
-		fw.skippable = fd.args["skip"] != "" || fd.args["after"] != ""
+		fw.skippable = fp.skippable(pkg, fd, map[*foreignDecl]bool{})
 		fw.output = res.At(0).Type()
 		if fd.dir == dirChild {
 			cn, _ := types.Unalias(res.At(0).Type()).(*types.Named)
@@ -214,8 +214,42 @@ func (a *analyzer) foreignWorkflowDepth(named *types.Named, depth int) (*foreign
 			return nil, fmt.Sprintf("its result step, signal %s, has an unexported payload type %s: export it", result, sd.decl)
 		}
 		fw.result, fw.output = result, tn.Type()
-		fw.skippable = sd.args["timeout"] != "" || sd.args["after"] != ""
+		fw.skippable = fp.skippable(pkg, sd, map[*foreignDecl]bool{})
 		return fw, ""
 	}
 	return nil, fmt.Sprintf("its result=%s names no step: %s", result, fix)
+}
+
+// skippable reports whether a node of another package may end SKIPPED, as
+// far as its directives tell: it has skip= predicates, it is a signal wait
+// with timeout=, one of its after= parents may be skipped, or it is a child
+// step. Every parent is taken as required, which errs towards dag.Maybe.
+func (fp *foreignPkg) skippable(pkg *types.Package, d *foreignDecl, seen map[*foreignDecl]bool) bool {
+	if seen[d] {
+		return false
+	}
+	seen[d] = true
+	if d.args["skip"] != "" || d.dir == dirSignal && d.args["timeout"] != "" {
+		return true
+	}
+	if d.dir == dirChild {
+		return true // skipped when its child's result step is: not followed here
+	}
+	for _, name := range strings.Split(d.args["after"], ",") {
+		if name == "" {
+			continue
+		}
+		p := fp.funcs[name]
+		if p == nil {
+			for _, sd := range fp.signals {
+				if sd.storedName() == name {
+					p = sd
+				}
+			}
+		}
+		if p == nil || fp.skippable(pkg, p, seen) {
+			return true // a parent dagen cannot read may be skipped
+		}
+	}
+	return false
 }
