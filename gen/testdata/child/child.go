@@ -2,8 +2,9 @@
 // another one of the package whose result= step's output its children
 // take, skippable by a predicate; a mapped child step running one child
 // per element, whose children take the slice of the children's results;
-// and a child step running a workflow without result=, which gives no
-// value.
+// a child step running a workflow without result=, which gives no value;
+// and a child step running a workflow whose result is a mapped child
+// step's.
 package child
 
 import (
@@ -106,3 +107,31 @@ func Deliver(ctx context.Context, s Shipment, p Parcel) (Delivery, error) {
 
 //dag:step
 func Record(ctx context.Context, a Audit) error { return nil }
+
+// Batch is a workflow whose result is a mapped child step's: the
+// deliveries of one Shipping run per item.
+//
+//dag:workflow result=ShipAll
+type Batch struct {
+	OrderID string
+	Items   []string
+}
+
+//dag:step
+func Items(ctx context.Context, b Batch) ([]string, error) { return b.Items, nil }
+
+//dag:child after=Items each=Items
+func ShipAll(ctx context.Context, b Batch, item string) (Shipment, error) {
+	return Shipment{OrderID: b.OrderID, Item: item}, nil
+}
+
+// RunBatch runs a Batch run: its children get the result of Batch, itself
+// the result of the child runs of Batch's mapped child step.
+//
+//dag:child
+func RunBatch(ctx context.Context, o Order) (Batch, error) {
+	return Batch{OrderID: o.ID, Items: o.Items}, nil
+}
+
+//dag:step after=RunBatch
+func Count(ctx context.Context, o Order, ds []Delivery) (int, error) { return len(ds), nil }

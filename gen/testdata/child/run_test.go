@@ -18,6 +18,7 @@ func TestDefinitions(t *testing.T) {
 		OrderFingerprint:    OrderDefinition(),
 		ShipmentFingerprint: ShipmentDefinition(),
 		AuditFingerprint:    AuditDefinition(),
+		BatchFingerprint:    BatchDefinition(),
 	}
 	for fp, def := range defs {
 		if err := def.Validate(); err != nil {
@@ -45,6 +46,7 @@ func TestChildSteps(t *testing.T) {
 		{"ship", pkg + "Delivery", "", engine.Child{Workflow: "Shipping", InputType: pkg + "Shipment", Result: "Deliver"}},
 		{"ShipItem", pkg + "Delivery", "ListItems", engine.Child{Workflow: "Shipping", InputType: pkg + "Shipment", Result: "Deliver"}},
 		{"AuditOrder", "", "", engine.Child{Workflow: "Audit", InputType: pkg + "Audit"}},
+		{"RunBatch", "[]" + pkg + "Delivery", "", engine.Child{Workflow: "Batch", InputType: pkg + "Batch", Result: "ShipAll"}},
 	} {
 		s := steps[c.step]
 		if s.Kind != engine.KindChild || s.Child == nil || *s.Child != c.child || s.OutputType != c.output || s.Each != c.each {

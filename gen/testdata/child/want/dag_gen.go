@@ -14,7 +14,7 @@ import (
 
 // OrderFingerprint identifies workflow "Order" as generated (its steps, edges and types):
 // OrderDefinition().Fingerprint() returns it, and runs record it.
-const OrderFingerprint = "efb716bfe181515e"
+const OrderFingerprint = "5ea8f431bafd8999"
 
 // The signatures of the funcs of workflow "Order" as generated. OrderDefinition
 // assigns each func to a variable of its type, so a func changed since then
@@ -27,6 +27,8 @@ type (
 	_dagenSignature_AuditOrder_changed_run_go_generate  func(context.Context, Order, Validation) (Audit, error)
 	_dagenSignature_Summarize_changed_run_go_generate   func(context.Context, Order, dag.Maybe[Delivery], []Delivery) (Summary, error)
 	_dagenSignature_Notify_changed_run_go_generate      func(context.Context, Order, []Delivery) error
+	_dagenSignature_RunBatch_changed_run_go_generate    func(context.Context, Order) (Batch, error)
+	_dagenSignature_Count_changed_run_go_generate       func(context.Context, Order, []Delivery) (int, error)
 	_dagenSignature_invalid_changed_run_go_generate     func(Validation) bool
 	_dagenSignature_noneShipped_changed_run_go_generate func([]Delivery) bool
 )
@@ -42,6 +44,8 @@ type _dagenOrderFuncs struct {
 	AuditOrderFn  _dagenSignature_AuditOrder_changed_run_go_generate
 	SummarizeFn   _dagenSignature_Summarize_changed_run_go_generate
 	NotifyFn      _dagenSignature_Notify_changed_run_go_generate
+	RunBatchFn    _dagenSignature_RunBatch_changed_run_go_generate
+	CountFn       _dagenSignature_Count_changed_run_go_generate
 	invalidFn     _dagenSignature_invalid_changed_run_go_generate
 	noneShippedFn _dagenSignature_noneShipped_changed_run_go_generate
 }
@@ -59,6 +63,8 @@ func OrderDefinition() *engine.Definition {
 		AuditOrderFn  _dagenSignature_AuditOrder_changed_run_go_generate  = AuditOrder
 		SummarizeFn   _dagenSignature_Summarize_changed_run_go_generate   = Summarize
 		NotifyFn      _dagenSignature_Notify_changed_run_go_generate      = Notify
+		RunBatchFn    _dagenSignature_RunBatch_changed_run_go_generate    = RunBatch
+		CountFn       _dagenSignature_Count_changed_run_go_generate       = Count
 		invalidFn     _dagenSignature_invalid_changed_run_go_generate     = invalid
 		noneShippedFn _dagenSignature_noneShipped_changed_run_go_generate = noneShipped
 	)
@@ -70,13 +76,15 @@ func OrderDefinition() *engine.Definition {
 		AuditOrderFn:  AuditOrderFn,
 		SummarizeFn:   SummarizeFn,
 		NotifyFn:      NotifyFn,
+		RunBatchFn:    RunBatchFn,
+		CountFn:       CountFn,
 		invalidFn:     invalidFn,
 		noneShippedFn: noneShippedFn,
 	}
 	def := &engine.Definition{
 		Name:      "Order",
 		InputType: "github.com/dagenhq/dagen/gen/testdata/child.Order",
-		Steps:     make([]engine.Step, 0, 7),
+		Steps:     make([]engine.Step, 0, 9),
 	}
 	def.Steps = append(def.Steps, _dagenOrder_Validate(fns))
 	def.Steps = append(def.Steps, _dagenOrder_ShipOrder(fns))
@@ -85,6 +93,8 @@ func OrderDefinition() *engine.Definition {
 	def.Steps = append(def.Steps, _dagenOrder_AuditOrder(fns))
 	def.Steps = append(def.Steps, _dagenOrder_Summarize(fns))
 	def.Steps = append(def.Steps, _dagenOrder_Notify(fns))
+	def.Steps = append(def.Steps, _dagenOrder_RunBatch(fns))
+	def.Steps = append(def.Steps, _dagenOrder_Count(fns))
 	return def
 }
 
@@ -291,6 +301,55 @@ func _dagenOrder_Notify(fns *_dagenOrderFuncs) engine.Step {
 	}
 }
 
+// _dagenOrder_RunBatch returns child step "RunBatch" of workflow "Order", which runs workflow "Batch".
+func _dagenOrder_RunBatch(fns *_dagenOrderFuncs) engine.Step {
+	return engine.Step{
+		Name:       "RunBatch",
+		Kind:       engine.KindChild,
+		OutputType: "[]github.com/dagenhq/dagen/gen/testdata/child.Delivery",
+		Child: &engine.Child{
+			Workflow:  "Batch",
+			InputType: "github.com/dagenhq/dagen/gen/testdata/child.Batch",
+			Result:    "ShipAll",
+		},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Order](in)
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.RunBatchFn(ctx, input)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// _dagenOrder_Count returns step "Count" of workflow "Order".
+func _dagenOrder_Count(fns *_dagenOrderFuncs) engine.Step {
+	return engine.Step{
+		Name:       "Count",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "RunBatch"}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Order](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[[]Delivery](in, "RunBatch")
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.CountFn(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
 // OrderWorkflow runs workflow "Order" on an engine with typed inputs and outputs.
 type OrderWorkflow struct {
 	engine *engine.Engine
@@ -409,6 +468,12 @@ func (r *OrderRun) Wait(ctx context.Context) (OrderResult, error) {
 	if out.Summarize, err = engine.Output[Summary](res, "Summarize"); err != nil {
 		return OrderResult{}, err
 	}
+	if out.RunBatch, err = engine.Output[[]Delivery](res, "RunBatch"); err != nil {
+		return OrderResult{}, err
+	}
+	if out.Count, err = engine.Output[int](res, "Count"); err != nil {
+		return OrderResult{}, err
+	}
 	return out, nil
 }
 
@@ -422,6 +487,8 @@ type OrderResult struct {
 	ListItems []string
 	ShipItem  []Delivery
 	Summarize Summary
+	RunBatch  []Delivery
+	Count     int
 }
 
 // ShipmentFingerprint identifies workflow "Shipping" as generated (its steps, edges and types):
@@ -788,3 +855,217 @@ func (r *AuditRun) Wait(ctx context.Context) (AuditResult, error) {
 // AuditResult holds the outputs of a finished run of workflow "Audit": one field
 // per step that returns a value, a dag.Maybe when the step can be skipped.
 type AuditResult struct{}
+
+// BatchFingerprint identifies workflow "Batch" as generated (its steps, edges and types):
+// BatchDefinition().Fingerprint() returns it, and runs record it.
+const BatchFingerprint = "ad45ea1b40f4486b"
+
+// The signatures of the funcs of workflow "Batch" as generated. BatchDefinition
+// assigns each func to a variable of its type, so a func changed since then
+// fails the build there, with an error that names the type: run go generate.
+type (
+	_dagenSignature_Items_changed_run_go_generate   func(context.Context, Batch) ([]string, error)
+	_dagenSignature_ShipAll_changed_run_go_generate func(context.Context, Batch, string) (Shipment, error)
+)
+
+// _dagenBatchFuncs holds the funcs of workflow "Batch" with the signatures they
+// were generated for. BatchDefinition fills it from its guards; the step
+// funcs below call the funcs through it.
+type _dagenBatchFuncs struct {
+	ItemsFn   _dagenSignature_Items_changed_run_go_generate
+	ShipAllFn _dagenSignature_ShipAll_changed_run_go_generate
+}
+
+// BatchDefinition returns the engine definition of workflow "Batch".
+// NewBatchWorkflow registers it and returns a typed handle.
+func BatchDefinition() *engine.Definition {
+	// Compile-time guards: each func with the signature it was generated for.
+	// If one of these lines does not compile, the func changed: run go generate.
+	var (
+		ItemsFn   _dagenSignature_Items_changed_run_go_generate   = Items
+		ShipAllFn _dagenSignature_ShipAll_changed_run_go_generate = ShipAll
+	)
+	fns := &_dagenBatchFuncs{
+		ItemsFn:   ItemsFn,
+		ShipAllFn: ShipAllFn,
+	}
+	def := &engine.Definition{
+		Name:      "Batch",
+		InputType: "github.com/dagenhq/dagen/gen/testdata/child.Batch",
+		Steps:     make([]engine.Step, 0, 2),
+	}
+	def.Steps = append(def.Steps, _dagenBatch_Items(fns))
+	def.Steps = append(def.Steps, _dagenBatch_ShipAll(fns))
+	return def
+}
+
+// _dagenBatch_Items returns step "Items" of workflow "Batch".
+func _dagenBatch_Items(fns *_dagenBatchFuncs) engine.Step {
+	return engine.Step{
+		Name:       "Items",
+		OutputType: "[]string",
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Batch](in)
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.ItemsFn(ctx, input)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// _dagenBatch_ShipAll returns child step "ShipAll" of workflow "Batch", which runs workflow "Shipping".
+func _dagenBatch_ShipAll(fns *_dagenBatchFuncs) engine.Step {
+	return engine.Step{
+		Name:       "ShipAll",
+		Kind:       engine.KindChild,
+		OutputType: "github.com/dagenhq/dagen/gen/testdata/child.Delivery",
+		Parents:    []engine.Parent{{Name: "Items"}},
+		Each:       "Items",
+		Child: &engine.Child{
+			Workflow:  "Shipping",
+			InputType: "github.com/dagenhq/dagen/gen/testdata/child.Shipment",
+			Result:    "Deliver",
+		},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Batch](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[string](in, "Items")
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.ShipAllFn(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// BatchWorkflow runs workflow "Batch" on an engine with typed inputs and outputs.
+type BatchWorkflow struct {
+	engine *engine.Engine
+}
+
+// NewBatchWorkflow registers workflow "Batch" with e and returns its typed handle.
+// Registering the same workflow twice on one engine is an error.
+func NewBatchWorkflow(e *engine.Engine) (*BatchWorkflow, error) {
+	if err := e.Register(BatchDefinition()); err != nil {
+		return nil, fmt.Errorf("register workflow Batch: %w", err)
+	}
+	return &BatchWorkflow{engine: e}, nil
+}
+
+// Run starts a run of "Batch" for tenant, as Start does with opts, and waits
+// until it finishes: for a duplicate, until the run found by its key finishes.
+func (w *BatchWorkflow) Run(ctx context.Context, tenant string, input Batch, opts ...engine.TriggerOption) (BatchResult, error) {
+	run, err := w.Start(ctx, tenant, input, opts...)
+	if err != nil {
+		return BatchResult{}, err
+	}
+	return run.Wait(ctx)
+}
+
+// Start starts a run of "Batch" for tenant and returns at once. With
+// engine.WithKey(k) in opts, a run of the same tenant with key k that is still
+// retained is returned instead of a new one; Duplicate tells.
+func (w *BatchWorkflow) Start(ctx context.Context, tenant string, input Batch, opts ...engine.TriggerOption) (*BatchRun, error) {
+	triggered, err := w.engine.TriggerRun(ctx, "Batch", tenant, input, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &BatchRun{
+		engine:    w.engine,
+		id:        triggered.ID,
+		duplicate: triggered.Duplicate,
+	}, nil
+}
+
+// StartTx is Start in tx, a transaction the caller began on the store's
+// database and commits or rolls back: the run, its tasks and its key exist if
+// and only if tx commits, and its first steps start after the commit, not
+// before. Until it ends, tx holds the locks the trigger takes: the tenant's row
+// of the fair queue, the key's row when the run has a key: keep it short. An
+// error leaves tx usable, without the run. See engine.Engine.TriggerTx.
+func (w *BatchWorkflow) StartTx(ctx context.Context, tx pgx.Tx, tenant string, input Batch, opts ...engine.TriggerOption) (*BatchRun, error) {
+	triggered, err := w.engine.TriggerRunTx(ctx, tx, "Batch", tenant, input, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &BatchRun{
+		engine:    w.engine,
+		id:        triggered.ID,
+		duplicate: triggered.Duplicate,
+	}, nil
+}
+
+// Get returns the typed handle of the run of "Batch" with id, like the one Start
+// returns, so a run whose id was kept can be waited on. Get does not check that
+// the run exists: Wait reports an unknown id with an error that wraps
+// store.ErrRunNotFound. The handle's Duplicate reports false.
+func (w *BatchWorkflow) Get(id dag.RunID) *BatchRun {
+	return &BatchRun{
+		engine: w.engine,
+		id:     id,
+	}
+}
+
+// CreateSchedule creates a schedule of "Batch" that starts a run with input at
+// each slot of spec.Cron, for spec.Tenant, or replaces the schedule of that
+// tenant with spec.Name; it sets spec.Input to input. See
+// engine.Engine.CreateSchedule.
+func (w *BatchWorkflow) CreateSchedule(ctx context.Context, spec engine.ScheduleSpec, input Batch) error {
+	spec.Input = input
+	return w.engine.CreateSchedule(ctx, "Batch", spec)
+}
+
+// BatchRun is one run of workflow "Batch".
+type BatchRun struct {
+	engine    *engine.Engine
+	id        dag.RunID
+	duplicate bool
+}
+
+// ID returns the run's id.
+func (r *BatchRun) ID() dag.RunID {
+	return r.id
+}
+
+// Duplicate reports whether Start found this run by its idempotency key (an
+// earlier trigger started it) rather than starting it.
+func (r *BatchRun) Duplicate() bool {
+	return r.duplicate
+}
+
+// Wait blocks until the run finishes and returns the outputs of its steps.
+// When the run failed or was cancelled, the error is the engine's *engine.RunError.
+func (r *BatchRun) Wait(ctx context.Context) (BatchResult, error) {
+	res, err := r.engine.Wait(ctx, r.id)
+	if err != nil {
+		return BatchResult{}, err
+	}
+	var out BatchResult
+	if out.Items, err = engine.Output[[]string](res, "Items"); err != nil {
+		return BatchResult{}, err
+	}
+	if out.ShipAll, err = engine.Output[[]Delivery](res, "ShipAll"); err != nil {
+		return BatchResult{}, err
+	}
+	return out, nil
+}
+
+// BatchResult holds the outputs of a finished run of workflow "Batch": one field
+// per step that returns a value, a dag.Maybe when the step can be skipped;
+// a mapped step's field is the slice of its elements' outputs, in element order.
+// A child step's field is the result of the run it started (its workflow's result= step).
+type BatchResult struct {
+	Items   []string
+	ShipAll []Delivery
+}
