@@ -105,11 +105,7 @@ func (a *analyzer) resolveChildren() {
 
 func (a *analyzer) resolveChild(s *Step) {
 	t := s.childIn
-	pos := s.Sig.Results().At(0).Pos()
-	if pos == token.NoPos {
-		pos = token.Pos(0)
-	}
-	at := a.position(pos)
+	at := a.position(s.Sig.Results().At(0).Pos())
 	if !at.IsValid() {
 		at = s.Pos
 	}
