@@ -97,6 +97,9 @@ func (g *emitter) imports() {
 				continue
 			}
 			collectPkgs(s.Sig, paths)
+			if s.Kind == analysis.KindChild {
+				collectPkgs(s.Output, paths) // the child's result, in the result struct
+			}
 			for _, p := range s.Skip {
 				collectPkgs(p.Sig, paths)
 			}
@@ -424,6 +427,9 @@ func Skeleton(w *analysis.Workflow) *engine.Definition {
 			step.Kind = engine.KindSleep
 		case analysis.KindSignal:
 			step.Kind = engine.KindSignal
+		case analysis.KindChild:
+			step.Kind = engine.KindChild
+			step.Child = engineChild(s.Child)
 		}
 		for _, e := range s.Parents {
 			step.Parents = append(step.Parents, engine.Parent{Name: e.Parent.Name, Optional: e.Optional})
@@ -437,6 +443,11 @@ func Skeleton(w *analysis.Workflow) *engine.Definition {
 		def.OnFailure = func(context.Context, engine.StepInput, dag.Failure) error { return nil }
 	}
 	return def
+}
+
+// engineChild is the engine.Child of a child step.
+func engineChild(c *analysis.Child) *engine.Child {
+	return &engine.Child{Workflow: c.Workflow, InputType: typeID(c.Input), Result: c.Result}
 }
 
 // typeID identifies a type in signatures: types.TypeString with full
@@ -532,7 +543,11 @@ func (g *emitter) definition(w *analysis.Workflow) {
 			)
 			continue
 		}
-		g.f.Commentf("%s returns step %q of workflow %q.", stepFuncs[i], s.Name, w.Name)
+		if s.Kind == analysis.KindChild {
+			g.f.Commentf("%s returns child step %q of workflow %q, which runs workflow %q.", stepFuncs[i], s.Name, w.Name, s.Child.Workflow)
+		} else {
+			g.f.Commentf("%s returns step %q of workflow %q.", stepFuncs[i], s.Name, w.Name)
+		}
 		g.f.Func().Id(stepFuncs[i]).Params(jen.Id(fns).Op("*").Id(funcsType)).Qual(enginePath, "Step").Block(
 			jen.Return(jen.Qual(enginePath, "Step").Add(g.step(w, s))),
 		)
@@ -648,8 +663,11 @@ func (g *emitter) step(w *analysis.Workflow, s *analysis.Step) jen.Code {
 	var fields fieldList
 	field := fields.add
 	field("Name", jen.Lit(s.Name))
-	if s.Kind == analysis.KindSleep {
+	switch s.Kind {
+	case analysis.KindSleep:
 		field("Kind", jen.Qual(enginePath, "KindSleep"))
+	case analysis.KindChild:
+		field("Kind", jen.Qual(enginePath, "KindChild"))
 	}
 	if s.Output != nil {
 		field("OutputType", jen.Lit(typeID(s.Output)))
@@ -694,6 +712,16 @@ func (g *emitter) step(w *analysis.Workflow, s *analysis.Step) jen.Code {
 	if s.Timeout > 0 {
 		field("Timeout", duration(s.Timeout))
 	}
+	if s.Kind == analysis.KindChild {
+		c := engineChild(s.Child)
+		var child fieldList
+		child.add("Workflow", jen.Lit(c.Workflow))
+		child.add("InputType", jen.Lit(c.InputType))
+		if c.Result != "" {
+			child.add("Result", jen.Lit(c.Result))
+		}
+		field("Child", jen.Op("&").Qual(enginePath, "Child").Add(child.values()))
+	}
 	if s.Kind == analysis.KindSleep {
 		field("Sleep", g.sleepAdapter(w, s))
 	} else {
@@ -723,7 +751,7 @@ func (g *emitter) callArgs(w *analysis.Workflow, s *analysis.Step, zero ...jen.C
 func (g *emitter) runAdapter(w *analysis.Workflow, s *analysis.Step) jen.Code {
 	body, args := g.callArgs(w, s, jen.Nil())
 	call := g.callee(s.Func).Call(args...)
-	if s.Output == nil {
+	if s.Output == nil && s.Kind != analysis.KindChild {
 		body = append(body, jen.Return(jen.Nil(), call))
 	} else {
 		out := g.name("out")
@@ -1125,6 +1153,9 @@ func (g *emitter) result(w *analysis.Workflow) {
 		g.f.Comment("a mapped step's field is the slice of its elements' outputs, in element order.")
 	default:
 		g.f.Comment("per step that returns a value, a dag.Maybe when the step can be skipped.")
+	}
+	if slices.ContainsFunc(w.Steps, func(s *analysis.Step) bool { return s.Kind == analysis.KindChild && s.Output != nil }) {
+		g.f.Comment("A child step's field is the result of the run it started (its workflow's result= step).")
 	}
 	g.f.Type().Id(n + "Result").StructFunc(func(grp *jen.Group) {
 		for _, s := range w.Steps {

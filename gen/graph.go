@@ -134,6 +134,9 @@ func nodeLabel(s *analysis.Step) []string {
 	if s.Kind == analysis.KindSleep {
 		lines = append(lines, "sleep")
 	}
+	if s.Kind == analysis.KindChild {
+		lines = append(lines, "runs "+s.Child.Workflow)
+	}
 	if s.Mapped() {
 		m := "each " + s.Each.Parent.Func
 		if s.Limit > 0 {

@@ -41,7 +41,7 @@ func Analyze(prog *Program) ([]*Package, []Diagnostic) {
 	var out []*Package
 	var diags []Diagnostic
 	for _, p := range prog.Packages {
-		a := &analyzer{fset: prog.Fset, pkg: p, funcs: map[*types.Func]*Step{}, wfOf: map[*Step]*Workflow{}}
+		a := &analyzer{prog: prog, fset: prog.Fset, pkg: p, funcs: map[*types.Func]*Step{}, wfOf: map[*Step]*Workflow{}}
 		res := a.safeRun()
 		diags = append(diags, a.diags...)
 		switch {
@@ -86,6 +86,7 @@ func (a *analyzer) orphaned() bool {
 
 // analyzer checks one package.
 type analyzer struct {
+	prog  *Program
 	fset  *token.FileSet
 	pkg   *packages.Package
 	diags []Diagnostic
@@ -113,6 +114,9 @@ type analyzer struct {
 	signals []*Step
 	// placedBy holds the parent whose workflow a signal wait was put in.
 	placedBy map[*Step]*Step
+	// results holds the result= argument of workflows, when given;
+	// resultPos that of the workflows whose result= resolved.
+	results, resultPos map[*Workflow]arg
 }
 
 // found is a directive together with the declaration it sits on.
@@ -180,6 +184,8 @@ func (a *analyzer) run() *Package {
 	a.eaches = map[*Step]eachArg{}
 	a.eachBroken = map[*Step]bool{}
 	a.unresolved = map[*Step]bool{}
+	a.results = map[*Workflow]arg{}
+	a.resultPos = map[*Workflow]arg{}
 
 	for _, f := range decls {
 		if f.dir.Name == dirWorkflow {
@@ -189,7 +195,7 @@ func (a *analyzer) run() *Package {
 	var onFailures, schedules []*found
 	for _, f := range decls {
 		switch f.dir.Name {
-		case dirStep, dirSleep:
+		case dirStep, dirChild, dirSleep:
 			a.addStep(f)
 		case dirSignal:
 			a.addSignal(f)
@@ -206,8 +212,16 @@ func (a *analyzer) run() *Package {
 	for _, f := range schedules {
 		a.addSchedule(f)
 	}
+	a.resolveResults()
+	a.resolveChildren()
+	a.checkWorkflowCycles()
+	a.childOutputs()
 	for _, w := range a.workflows {
 		a.checkWorkflow(w)
+	}
+	a.computeSkippable()
+	for _, w := range a.workflows {
+		a.finishWorkflow(w)
 	}
 	a.checkNames()
 	res.Workflows = a.workflows

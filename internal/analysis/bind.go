@@ -118,9 +118,12 @@ func (a *analyzer) describeValues(values []*Edge) string {
 func (a *analyzer) describeSilent(edges []*Edge) string {
 	parts := make([]string, len(edges))
 	for i, e := range edges {
-		if e.Parent.Kind == KindSleep {
+		switch {
+		case e.Parent.Kind == KindSleep:
 			parts[i] = e.Parent.Func + " is a sleep"
-		} else {
+		case e.Parent.Kind == KindChild && e.Parent.Child != nil:
+			parts[i] = e.Parent.Func + " runs workflow " + e.Parent.Child.TypeName + ", which has no result="
+		default:
 			parts[i] = e.Parent.Func + " returns only error"
 		}
 	}

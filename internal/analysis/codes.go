@@ -416,6 +416,39 @@ const (
 	//	func Nightly(ctx context.Context) (Report, error)
 	BadSchedule
 
+	// BadChild is a //dag:child func that does not return (In, error),
+	// the input of the workflow it runs.
+	//
+	//	//dag:child after=Charge
+	//	func Ship(ctx context.Context, o Order, r Receipt) error
+	BadChild
+
+	// NotAWorkflow is a //dag:child func returning a type that is not the
+	// input of a //dag:workflow, in its package or another.
+	//
+	//	//dag:child
+	//	func Ship(ctx context.Context, o Order) (Parcel, error) // Parcel has no //dag:workflow
+	NotAWorkflow
+
+	// WorkflowCycle is a workflow that runs itself through child steps,
+	// directly or through other workflows.
+	//
+	//	//dag:child
+	//	func Ship(ctx context.Context, o Order) (Shipping, error) // Shipping has a child step returning Order
+	WorkflowCycle
+
+	// UnknownResult is result= on a workflow naming no step of it.
+	//
+	//	//dag:workflow result=Shp
+	UnknownResult
+
+	// ResultNoValue is result= naming a step that gives no value: a
+	// sleep, a step returning only error, a child step whose workflow has
+	// no result=.
+	//
+	//	//dag:workflow result=Wait // Wait is a //dag:sleep
+	ResultNoValue
+
 	// Internal is a failure of dagen itself, such as generated code that
 	// does not format.
 	Internal
@@ -478,6 +511,11 @@ var codeNames = [...]string{
 	MissingKey:              "MissingKey",
 	BadCron:                 "BadCron",
 	BadSchedule:             "BadSchedule",
+	BadChild:                "BadChild",
+	NotAWorkflow:            "NotAWorkflow",
+	WorkflowCycle:           "WorkflowCycle",
+	UnknownResult:           "UnknownResult",
+	ResultNoValue:           "ResultNoValue",
 	Internal:                "Internal",
 }
 

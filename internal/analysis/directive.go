@@ -12,6 +12,7 @@ import (
 const (
 	dirWorkflow  = "workflow"
 	dirStep      = "step"
+	dirChild     = "child"
 	dirSleep     = "sleep"
 	dirSignal    = "signal"
 	dirSchedule  = "schedule"
@@ -24,7 +25,7 @@ const directivePrefix = "//dag:"
 
 // directiveNames lists the directives in the order they are documented.
 func directiveNames() []string {
-	return []string{dirWorkflow, dirStep, dirSleep, dirSignal, dirSchedule, dirOnFailure}
+	return []string{dirWorkflow, dirStep, dirChild, dirSleep, dirSignal, dirSchedule, dirOnFailure}
 }
 
 // directiveKeys returns the keys a directive accepts, and false for an
@@ -32,8 +33,8 @@ func directiveNames() []string {
 func directiveKeys(name string) ([]string, bool) {
 	switch name {
 	case dirWorkflow:
-		return []string{"name", "key", "concurrency", "per", "timeout"}, true
-	case dirStep:
+		return []string{"name", "key", "concurrency", "per", "timeout", "result"}, true
+	case dirStep, dirChild:
 		return []string{"after", "skip", "each", "limit", "retry", "backoff", "maxbackoff", "timeout", "name"}, true
 	case dirSleep:
 		return []string{"after", "name"}, true

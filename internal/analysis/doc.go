@@ -5,7 +5,7 @@
 // golang.org/x/tools/go/packages, tolerating package and type errors that sit
 // in our own (possibly stale) generated file, dag_gen.go. [Analyze] then:
 //
-//   - finds //dag:workflow, //dag:step, //dag:sleep, //dag:signal,
+//   - finds //dag:workflow, //dag:step, //dag:child, //dag:sleep, //dag:signal,
 //     //dag:schedule and //dag:onfailure directives in the raw comment lists (ast.CommentGroup.Text drops
 //     directive lines), tokenizing their key=value arguments with exact
 //     positions so that an error points at the key it is about;
@@ -19,10 +19,11 @@
 // keys are errors that say how to write them):
 //
 //	//dag:workflow   on the input type       name= key=Field concurrency=N
-//	                                         per=Field timeout=48h
+//	                                         per=Field timeout=48h result=Step
 //	//dag:step       on a step func          after=A,B skip=p,q each=P limit=N
 //	                                         retry=N backoff=1s maxbackoff=1m
 //	                                         timeout=30s name=
+//	//dag:child      on a child step func    the keys of //dag:step
 //	//dag:sleep      on a sleep func         after=A,B name=
 //	//dag:signal     on a payload type       after=A,B timeout=72h name=
 //	//dag:schedule   on an input func        cron="0 3 * * *" zone=Europe/Paris
@@ -77,6 +78,16 @@
 // without after= waits from the start of a run of the package's only
 // workflow. The payload must round-trip through JSON like an output, and
 // no step can be mapped over it (each=).
+//
+// //dag:child on a func(ctx, In, parents...) (ChildIn, error) makes a
+// child step: it runs the workflow whose input type is ChildIn, of this
+// package or another (whose directives are then read from its source, see
+// foreign.go), and its value, as its children see it, is that workflow's
+// result: the output of the step result= names on the child's
+// //dag:workflow, as that step's children see it, or no value without
+// result=. each= runs one child per element and gives the slice of their
+// results. A workflow that runs itself through child steps, directly or
+// through others, is an error printing the whole cycle.
 //
 // //dag:schedule on a func(ctx context.Context, slot time.Time) (In,
 // error), where In is a workflow's input type, starts a run of that

@@ -232,6 +232,12 @@ func (a *analyzer) gives(p *Step) string {
 	if p.Kind == KindSignal {
 		return "is a signal wait whose payload is " + a.typeString(p.Output)
 	}
+	if p.Kind == KindChild && p.Child != nil {
+		if p.Mapped() {
+			return fmt.Sprintf("runs workflow %s once per element (each=%s), so it gives %s, the results of those runs", p.Child.TypeName, p.Each.Parent.Func, a.typeString(p.ResultType()))
+		}
+		return fmt.Sprintf("runs workflow %s, so it gives %s, that workflow's result", p.Child.TypeName, a.typeString(p.Output))
+	}
 	if p.Mapped() {
 		return fmt.Sprintf("is mapped (each=%s), so it gives %s", p.Each.Parent.Func, a.typeString(p.ResultType()))
 	}

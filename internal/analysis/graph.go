@@ -244,7 +244,9 @@ func stronglyConnected(steps []*Step, index map[*Step]int) [][]*Step {
 // truth table of the engine: a step is skipped when a skip predicate holds,
 // when a required parent is skipped, or when all its parents are skipped;
 // a signal wait with timeout= is skipped when no signal came in time.
-func (a *analyzer) computeSkippable(w *Workflow) {
+//
+// A child step is skipped when the result step of its child workflow was.
+func (a *analyzer) computeSkippable() {
 	const (
 		unknown = iota
 		visiting
@@ -266,6 +268,12 @@ func (a *analyzer) computeSkippable(w *Workflow) {
 		if s.Kind == KindSignal && s.SignalTimeout > 0 {
 			skippable = true
 		}
+		if c := s.Child; c != nil && c.Result != "" {
+			if c.Local != nil && c.Local.Result != nil {
+				skippable = skippable || visit(c.Local.Result)
+			}
+			skippable = skippable || s.childForeignSkippable
+		}
 		all := len(s.Parents) > 0
 		for _, e := range s.Parents {
 			ps := visit(e.Parent)
@@ -278,7 +286,9 @@ func (a *analyzer) computeSkippable(w *Workflow) {
 		state[s] = done
 		return s.Skippable
 	}
-	for _, s := range w.Steps {
-		visit(s)
+	for _, w := range a.workflows {
+		for _, s := range w.Steps {
+			visit(s)
+		}
 	}
 }

@@ -37,6 +37,9 @@ type Program struct {
 	// Packages are the packages the patterns matched, sorted by import
 	// path. Packages with load errors are left out.
 	Packages []*packages.Package
+
+	cfg     Config                 // how Packages were loaded, for the packages of child workflows
+	foreign map[string]*foreignPkg // the directives of other packages, by path
 }
 
 const loadMode = packages.NeedName | packages.NeedFiles | packages.NeedSyntax |
@@ -66,7 +69,7 @@ func Load(ctx context.Context, cfg Config, patterns ...string) (*Program, []Diag
 	if err != nil {
 		return nil, []Diagnostic{{Code: LoadError, Message: fmt.Sprintf("load packages %s: %v", strings.Join(patterns, " "), err)}}
 	}
-	prog := &Program{Fset: fset}
+	prog := &Program{Fset: fset, cfg: cfg}
 	var diags []Diagnostic
 	seen := map[string]bool{}
 	for _, p := range pkgs {

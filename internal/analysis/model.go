@@ -51,6 +51,10 @@ type Workflow struct {
 	OnFailure    string
 	OnFailurePos token.Position
 	OnFailureSig *types.Signature
+	// Result is the step named by result=, whose output is the
+	// workflow's result: what a child step running this workflow
+	// completes with. Nil without result=.
+	Result *Step
 }
 
 // Step returns the step whose Go func is named fn, or nil.
@@ -97,6 +101,7 @@ const (
 	KindStep   StepKind = iota // //dag:step
 	KindSleep                  // //dag:sleep
 	KindSignal                 // //dag:signal
+	KindChild                  // //dag:child
 )
 
 // Step is one node of a workflow's graph: a //dag:step or //dag:sleep
@@ -128,6 +133,18 @@ type Step struct {
 	// SleepUntil is set for a sleep returning time.Time rather than
 	// time.Duration.
 	SleepUntil bool
+	// Child is the workflow a child step (//dag:child) runs, nil for
+	// other kinds. A child step's Output is the child workflow's result
+	// as that workflow's own steps read it, or nil when it has no
+	// result=.
+	Child *Child
+	// childIn is the type a child step's func returns, the input of the
+	// workflow it runs.
+	childIn types.Type
+	// childForeignSkippable is set for a child step running a workflow
+	// of another package whose result step may be skipped, as far as
+	// its directives tell.
+	childForeignSkippable bool
 	// Parents in after= order.
 	Parents []*Edge
 	// Skip predicates in skip= order.
@@ -205,6 +222,23 @@ func (s *Step) ValueParents() []*Edge {
 		}
 	}
 	return out
+}
+
+// Child is the workflow a child step runs: the //dag:workflow whose input
+// type its func returns, in the same package or another one.
+type Child struct {
+	// Input is the child workflow's input type, the func's first result.
+	Input types.Type
+	// Workflow is the child workflow's stored name.
+	Workflow string
+	// TypeName is the name of the child's input type, for messages.
+	TypeName string
+	// Result is the stored name of the child workflow's result= step, or
+	// "" when it has none.
+	Result string
+	// Local is the child workflow when it is in the step's package, else
+	// nil.
+	Local *Workflow
 }
 
 // Schedule is one //dag:schedule func: it builds the input of the run of

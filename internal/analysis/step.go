@@ -15,6 +15,8 @@ func shape(dir string) string {
 		return "func(ctx context.Context, in In, parents...) (time.Duration or time.Time, error)"
 	case dirOnFailure:
 		return "func(ctx context.Context, in In, f dag.Failure) error"
+	case dirChild:
+		return "func(ctx context.Context, in In, parents...) (ChildIn, error), ChildIn the input of the workflow it runs"
 	}
 	return "func(ctx context.Context, in In, parents...) (T, error) or error"
 }
@@ -84,8 +86,11 @@ func (a *analyzer) addStep(f *found) {
 		Pos:  a.position(f.fn.Name.Pos()),
 		Sig:  sig,
 	}
-	if f.dir.Name == dirSleep {
+	switch f.dir.Name {
+	case dirSleep:
 		s.Kind = KindSleep
+	case dirChild:
+		s.Kind = KindChild
 	}
 	a.funcs[fn] = s
 	if ar, ok := f.args["after"]; ok {
@@ -102,7 +107,11 @@ func (a *analyzer) addStep(f *found) {
 	a.readPolicy(f, s)
 	a.readEach(f, s)
 	w, shaped := a.signatureWorkflow(f, fn, sig)
-	s.valid = a.checkResults(f, s) && shaped && !sig.Variadic()
+	results := a.checkResults
+	if s.Kind == KindChild {
+		results = a.checkChildResults
+	}
+	s.valid = results(f, s) && shaped && !sig.Variadic()
 	if w == nil {
 		return
 	}

@@ -28,6 +28,9 @@ func (a *analyzer) addWorkflow(f *found) {
 	} else {
 		a.checkLostFields(w.Input, f.spec.Name.Pos(), "workflow input "+w.TypeName, "every step gets")
 	}
+	if ar, ok := f.args["result"]; ok {
+		a.results[w] = ar
+	}
 	w.Key = a.readFieldKey(f, w, idempotencyKey)
 	a.readFlow(f, w)
 	a.workflows = append(a.workflows, w)
@@ -82,7 +85,11 @@ func (a *analyzer) checkWorkflow(w *Workflow) {
 	for _, s := range w.Steps {
 		a.bindParams(w, s)
 	}
-	a.computeSkippable(w)
+}
+
+// finishWorkflow checks what needs to know which steps of every workflow
+// can be skipped: needless dag.Maybe parameters and skip predicates.
+func (a *analyzer) finishWorkflow(w *Workflow) {
 	for _, s := range w.Steps {
 		for _, e := range s.Parents {
 			if !e.Optional || e.Parent.Skippable {
@@ -120,6 +127,8 @@ func (a *analyzer) nodeWhat(s *Step) string {
 	switch s.Kind {
 	case KindSleep:
 		return "sleep " + s.Func
+	case KindChild:
+		return "child step " + s.Func
 	case KindSignal:
 		if s.TypeName != s.Name {
 			return fmt.Sprintf("signal %s (type %s)", s.Name, s.TypeName)

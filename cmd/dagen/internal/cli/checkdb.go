@@ -187,6 +187,9 @@ func explain(f store.InFlight, steps map[string]store.SignatureInfo) []string {
 	if old.Output != now.Output {
 		why = append(why, fmt.Sprintf("its output type changed from %s to %s", typeName(old.Output), typeName(now.Output)))
 	}
+	if old.Child != now.Child {
+		why = append(why, fmt.Sprintf("the child run it starts changed from %q to %q (workflow, input type, result step)", old.Child, now.Child))
+	}
 	oldParents := parentTypes(old.Parents)
 	for _, p := range now.Parents {
 		t, had := oldParents[p.Name]
@@ -214,7 +217,7 @@ func explain(f store.InFlight, steps map[string]store.SignatureInfo) []string {
 func renamedTo(old store.SignatureInfo, steps map[string]store.SignatureInfo) string {
 	var names []string
 	for name, si := range steps {
-		if si.Kind == old.Kind && si.Output == old.Output && si.Input == old.Input &&
+		if si.Kind == old.Kind && si.Output == old.Output && si.Input == old.Input && si.Child == old.Child &&
 			slices.Equal(sortedParents(si.Parents), sortedParents(old.Parents)) {
 			names = append(names, name)
 		}
