@@ -33,7 +33,7 @@ verify-generated:
 	$(GO) run ./cmd/dagen diff ./...
 	$(GO) test -count=1 -run 'TestGolden' ./gen
 
-## demo: generate the example workflows and run them, the order demo, the album demo (a mapped step) then the expense demo (a signal wait and a nightly schedule) (Postgres when DATABASE_URL is set).
+## demo: generate the example workflows and run them, the order demo (a run started in a transaction, and a child run), the album demo (a mapped step) then the expense demo (a signal wait and a nightly schedule) (Postgres when DATABASE_URL is set).
 demo:
 	$(GO) generate ./examples/...
 	$(GO) run ./examples/order/demo

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/dagenhq/dagen/examples/shipping"
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/engine"
 	"github.com/jackc/pgx/v5"
@@ -14,7 +15,7 @@ import (
 
 // OrderFingerprint identifies workflow "Order" as generated (its steps, edges and types):
 // OrderDefinition().Fingerprint() returns it, and runs record it.
-const OrderFingerprint = "9737d38a8f8ac700"
+const OrderFingerprint = "701b797f8a8159d9"
 
 // The signatures of the funcs of workflow "Order" as generated. OrderDefinition
 // assigns each func to a variable of its type, so a func changed since then
@@ -24,8 +25,8 @@ type (
 	_dagenSignature_Charge_changed_run_go_generate      func(context.Context, Order, Validation) (Receipt, error)
 	_dagenSignature_Reject_changed_run_go_generate      func(context.Context, Order, Validation) (Rejection, error)
 	_dagenSignature_FraudWindow_changed_run_go_generate func(context.Context, Order, Receipt) (time.Duration, error)
-	_dagenSignature_Ship_changed_run_go_generate        func(context.Context, Order, Receipt) (Shipment, error)
-	_dagenSignature_Finalize_changed_run_go_generate    func(context.Context, Order, dag.Maybe[Shipment], dag.Maybe[Rejection]) (Summary, error)
+	_dagenSignature_Ship_changed_run_go_generate        func(context.Context, Order, Receipt) (shipping.Shipment, error)
+	_dagenSignature_Finalize_changed_run_go_generate    func(context.Context, Order, dag.Maybe[shipping.Label], dag.Maybe[Rejection]) (Summary, error)
 	_dagenSignature_invalid_changed_run_go_generate     func(Validation) bool
 	_dagenSignature_valid_changed_run_go_generate       func(Validation) bool
 	_dagenSignature_Alert_changed_run_go_generate       func(context.Context, Order, dag.Failure) error
@@ -220,12 +221,18 @@ func _dagenOrder_FraudWindow(fns *_dagenOrderFuncs) engine.Step {
 	}
 }
 
-// _dagenOrder_Ship returns step "Ship" of workflow "Order".
+// _dagenOrder_Ship returns child step "Ship" of workflow "Order", which runs workflow "Shipment".
 func _dagenOrder_Ship(fns *_dagenOrderFuncs) engine.Step {
 	return engine.Step{
 		Name:       "Ship",
-		OutputType: "github.com/dagenhq/dagen/examples/order.Shipment",
+		Kind:       engine.KindChild,
+		OutputType: "github.com/dagenhq/dagen/examples/shipping.Label",
 		Parents:    []engine.Parent{{Name: "Charge"}, {Name: "FraudWindow"}},
+		Child: &engine.Child{
+			Workflow:  "Shipment",
+			InputType: "github.com/dagenhq/dagen/examples/shipping.Shipment",
+			Result:    "BuyLabel",
+		},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
 			input, err := engine.Input[Order](in)
 			if err != nil {
@@ -261,7 +268,7 @@ func _dagenOrder_Finalize(fns *_dagenOrderFuncs) engine.Step {
 			if err != nil {
 				return nil, err
 			}
-			p0, err := engine.ParentMaybe[Shipment](in, "Ship")
+			p0, err := engine.ParentMaybe[shipping.Label](in, "Ship")
 			if err != nil {
 				return nil, err
 			}
@@ -391,7 +398,7 @@ func (r *OrderRun) Wait(ctx context.Context) (OrderResult, error) {
 	if out.Reject, err = engine.OutputMaybe[Rejection](res, "Reject"); err != nil {
 		return OrderResult{}, err
 	}
-	if out.Ship, err = engine.OutputMaybe[Shipment](res, "Ship"); err != nil {
+	if out.Ship, err = engine.OutputMaybe[shipping.Label](res, "Ship"); err != nil {
 		return OrderResult{}, err
 	}
 	if out.Finalize, err = engine.OutputMaybe[Summary](res, "Finalize"); err != nil {
@@ -402,10 +409,11 @@ func (r *OrderRun) Wait(ctx context.Context) (OrderResult, error) {
 
 // OrderResult holds the outputs of a finished run of workflow "Order": one field
 // per step that returns a value, a dag.Maybe when the step can be skipped.
+// A child step's field is the result of the run it started (its workflow's result= step).
 type OrderResult struct {
 	Validate Validation
 	Charge   dag.Maybe[Receipt]
 	Reject   dag.Maybe[Rejection]
-	Ship     dag.Maybe[Shipment]
+	Ship     dag.Maybe[shipping.Label]
 	Finalize dag.Maybe[Summary]
 }

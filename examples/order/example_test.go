@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dagenhq/dagen/examples/order"
+	"github.com/dagenhq/dagen/examples/shipping"
 	"github.com/dagenhq/dagen/runtime/engine"
 	"github.com/dagenhq/dagen/runtime/store/memstore"
 	"github.com/dagenhq/dagen/runtime/store/pgstore"
@@ -18,6 +19,10 @@ func Example() {
 	ctx := context.Background()
 	e, err := engine.New(memstore.New(nil), &engine.Config{PollInterval: 5 * time.Millisecond})
 	if err != nil {
+		panic(err)
+	}
+	// Ship runs workflow Shipment as a child: the engine needs it too.
+	if _, err := shipping.NewShipmentWorkflow(e); err != nil {
 		panic(err)
 	}
 	wf, err := order.NewOrderWorkflow(e)
@@ -53,6 +58,10 @@ func ExampleOrderWorkflow_Get() {
 	if err != nil {
 		panic(err)
 	}
+	// Ship runs workflow Shipment as a child: the engine needs it too.
+	if _, err := shipping.NewShipmentWorkflow(e); err != nil {
+		panic(err)
+	}
 	wf, err := order.NewOrderWorkflow(e)
 	if err != nil {
 		panic(err)
@@ -83,6 +92,10 @@ func ExampleOrderRun_Duplicate() {
 	ctx := context.Background()
 	e, err := engine.New(memstore.New(nil), &engine.Config{PollInterval: 5 * time.Millisecond})
 	if err != nil {
+		panic(err)
+	}
+	// Ship runs workflow Shipment as a child: the engine needs it too.
+	if _, err := shipping.NewShipmentWorkflow(e); err != nil {
 		panic(err)
 	}
 	wf, err := order.NewOrderWorkflow(e)
@@ -134,6 +147,10 @@ func ExampleOrderWorkflow_StartTx() {
 	defer st.Close()
 	e, err := engine.New(st, nil)
 	if err != nil {
+		panic(err)
+	}
+	// Ship runs workflow Shipment as a child: the engine needs it too.
+	if _, err := shipping.NewShipmentWorkflow(e); err != nil {
 		panic(err)
 	}
 	wf, err := order.NewOrderWorkflow(e)

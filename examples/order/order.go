@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/dagenhq/dagen/examples/shipping"
 	"github.com/dagenhq/dagen/runtime/dag"
 )
 
@@ -43,11 +44,6 @@ type Receipt struct {
 // Rejection is the output of Reject.
 type Rejection struct {
 	Reason string
-}
-
-// Shipment is the output of Ship.
-type Shipment struct {
-	Tracking string
 }
 
 // Summary is the output of Finalize: what happened to the order.
@@ -97,20 +93,25 @@ func FraudWindow(ctx context.Context, o Order, r Receipt) (time.Duration, error)
 	return DefaultFraudHold, nil
 }
 
-// Ship ships a charged order once its fraud window has passed.
+// Ship ships a charged order once its fraud window has passed, by running
+// the Shipment workflow as a child (//dag:child): it returns the child
+// run's input, the engine starts the run under this run's tenant and waits
+// for it without holding a worker, and Ship completes with the run's
+// result, a shipping.Label. A Shipment run that fails fails Ship, and so
+// the order.
 //
-//dag:step after=Charge,FraudWindow
-func Ship(ctx context.Context, o Order, r Receipt) (Shipment, error) {
-	return Shipment{Tracking: "trk-" + o.ID}, nil
+//dag:child after=Charge,FraudWindow
+func Ship(ctx context.Context, o Order, r Receipt) (shipping.Shipment, error) {
+	return shipping.Shipment{OrderID: o.ID, Items: max(1, int(o.Amount/5000))}, nil
 }
 
 // Finalize is the merge point: each parent may have been skipped, so it
 // takes dag.Maybe.
 //
 //dag:step after=Ship,Reject
-func Finalize(ctx context.Context, o Order, s dag.Maybe[Shipment], r dag.Maybe[Rejection]) (Summary, error) {
-	if sh, ok := s.Get(); ok {
-		return Summary{OrderID: o.ID, Status: "shipped", Detail: sh.Tracking}, nil
+func Finalize(ctx context.Context, o Order, s dag.Maybe[shipping.Label], r dag.Maybe[Rejection]) (Summary, error) {
+	if l, ok := s.Get(); ok {
+		return Summary{OrderID: o.ID, Status: "shipped", Detail: l.Tracking}, nil
 	}
 	if rej, ok := r.Get(); ok {
 		return Summary{OrderID: o.ID, Status: "rejected", Detail: rej.Reason}, nil

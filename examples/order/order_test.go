@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dagenhq/dagen/examples/order"
+	"github.com/dagenhq/dagen/examples/shipping"
 	"github.com/dagenhq/dagen/internal/pgtest"
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/dagtest"
@@ -62,6 +63,10 @@ func TestBothBranchesPostgres(t *testing.T) {
 func bothBranches(t *testing.T, e *engine.Engine, advance func(d time.Duration)) {
 	t.Helper()
 	ctx := context.Background()
+	// Ship runs workflow Shipment as a child: the engine needs it too.
+	if _, err := shipping.NewShipmentWorkflow(e); err != nil {
+		t.Fatal(err)
+	}
 	wf, err := order.NewOrderWorkflow(e)
 	if err != nil {
 		t.Fatal(err)
@@ -129,6 +134,10 @@ func bothBranches(t *testing.T, e *engine.Engine, advance func(d time.Duration))
 func TestGetByID(t *testing.T) {
 	ctx := context.Background()
 	h := dagtest.New(t)
+	// Ship runs workflow Shipment as a child: the engine needs it too.
+	if _, err := shipping.NewShipmentWorkflow(h.Engine); err != nil {
+		t.Fatal(err)
+	}
 	wf, err := order.NewOrderWorkflow(h.Engine)
 	if err != nil {
 		t.Fatal(err)
@@ -154,6 +163,10 @@ func TestGetByID(t *testing.T) {
 
 	restarted, err := engine.New(h.Store, &engine.Config{Manual: true, WorkerID: "restarted"})
 	if err != nil {
+		t.Fatal(err)
+	}
+	// Ship runs workflow Shipment as a child: the engine needs it too.
+	if _, err := shipping.NewShipmentWorkflow(restarted); err != nil {
 		t.Fatal(err)
 	}
 	wf2, err := order.NewOrderWorkflow(restarted)
@@ -182,6 +195,10 @@ func TestGetUnknownIDStarted(t *testing.T) {
 	defer cancel()
 	e, err := engine.New(memstore.New(nil), &engine.Config{PollInterval: 5 * time.Millisecond})
 	if err != nil {
+		t.Fatal(err)
+	}
+	// Ship runs workflow Shipment as a child: the engine needs it too.
+	if _, err := shipping.NewShipmentWorkflow(e); err != nil {
 		t.Fatal(err)
 	}
 	wf, err := order.NewOrderWorkflow(e)

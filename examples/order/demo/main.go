@@ -1,5 +1,6 @@
 // Command demo runs the order workflow twice, a valid order and an invalid
-// one, and prints every step's state and output; then it starts the valid
+// one, and prints every step's state and output, and the Shipment run the
+// valid order's Ship step starts as its child; then it starts the valid
 // order again, which finds the order's run by its idempotency key (key=ID)
 // rather than starting another.
 //
@@ -22,6 +23,7 @@ import (
 
 	"github.com/dagenhq/dagen/examples/internal/demo"
 	"github.com/dagenhq/dagen/examples/order"
+	"github.com/dagenhq/dagen/examples/shipping"
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/engine"
 	"github.com/dagenhq/dagen/runtime/store"
@@ -36,6 +38,10 @@ func run(ctx context.Context, databaseURL string, out io.Writer) error {
 		return err
 	}
 	defer done()
+	// Ship runs workflow Shipment as a child: the engine needs it too.
+	if _, err := shipping.NewShipmentWorkflow(e); err != nil {
+		return err
+	}
 	wf, err := order.NewOrderWorkflow(e)
 	if err != nil {
 		return err
@@ -74,6 +80,9 @@ func run(ctx context.Context, databaseURL string, out io.Writer) error {
 			return fmt.Errorf("read run %s: %w", r.ID(), err)
 		}
 		printTasks(out, full)
+		if err := printChildren(ctx, out, e, r.ID()); err != nil {
+			return err
+		}
 		if waitErr != nil {
 			return fmt.Errorf("order %s: %w", o.ID, waitErr)
 		}
@@ -157,4 +166,26 @@ func printTasks(out io.Writer, res *engine.RunResult) {
 		}
 		fmt.Fprintf(out, "  %-12s %-10s %s\n", s.Name, t.Status, strings.TrimSpace(detail))
 	}
+}
+
+// printChildren prints the runs the run's child steps started: Ship runs
+// a Shipment, whose result is Ship's output.
+func printChildren(ctx context.Context, out io.Writer, e *engine.Engine, id dag.RunID) error {
+	kids, err := e.Store().ListChildren(ctx, id)
+	if err != nil {
+		return fmt.Errorf("list the children of run %s: %w", id, err)
+	}
+	for _, k := range kids {
+		res, err := e.Result(ctx, k.ID)
+		if err != nil {
+			return fmt.Errorf("read child run %s: %w", k.ID, err)
+		}
+		fmt.Fprintf(out, "  %s started child run %s of %s: %s\n", k.Task, k.ID, k.Workflow, res.Status)
+		for _, name := range []string{"Pack", "BuyLabel"} {
+			if t, ok := res.Tasks[name]; ok {
+				fmt.Fprintf(out, "    %-10s %-10s %s\n", name, t.Status, strings.TrimSpace(string(t.Output)))
+			}
+		}
+	}
+	return nil
 }

@@ -20,7 +20,7 @@ func TestDemo(t *testing.T) {
 	}
 	got := out.String()
 	t.Log(got)
-	for _, want := range []string{"=> shipped: trk-demo-valid", "=> rejected: amount must be positive", "SKIPPED", "(slept)"} {
+	for _, want := range []string{"=> shipped: trk-demo-valid", "=> rejected: amount must be positive", "SKIPPED", "(slept)", "of Shipment: COMPLETED", "BuyLabel   COMPLETED"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q", want)
 		}
@@ -44,7 +44,7 @@ func TestDemoPostgres(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	got := out.String()
-	for _, want := range []string{"store: postgres", "=> shipped: trk-demo-valid", "=> rejected: amount must be positive", ", duplicate\n"} {
+	for _, want := range []string{"store: postgres", "=> shipped: trk-demo-valid", "=> rejected: amount must be positive", ", duplicate\n", "of Shipment: COMPLETED"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q\n%s", want, got)
 		}
