@@ -8,6 +8,10 @@
 //     before it of its key completes): steps/s, against single_step's;
 //   - chain10: 20,000 runs of ten chained no-op steps: steps/s, CPU per
 //     step and run latency (finished_at − created_at) p50/p99;
+//   - chain20, chain10_child (only when named): 10,000 runs of twenty
+//     chained no-op steps, in one run or in a run of ten one of whose
+//     steps runs a child run of ten (//dag:child): steps/s and CPU per
+//     step, what a child step costs;
 //   - fan50: 4,000 runs of 1 → 50 → 1: steps/s and CPU per step;
 //   - map100k: one run whose mapped step (each=) has 100,000 elements:
 //     steps/s (every element a step) and the worker's peak RSS;
@@ -55,11 +59,12 @@ import (
 const defaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
 
 // allWorkloads lists the workloads in the order they run.
-var allWorkloads = []string{"single_step", "single_capped", "chain10", "fan50", "map100k", "map1k", "trigger", "trigger_key", "fairness", "low_load", "payload", "soak"}
+var allWorkloads = []string{"single_step", "single_capped", "chain10", "fan50", "map100k", "map1k", "trigger", "trigger_key", "fairness", "low_load", "payload", "soak", "chain20", "chain10_child"}
 
 // defaultWorkloads are those run without -workloads: all but the soak,
-// which takes ten minutes.
-var defaultWorkloads = allWorkloads[:len(allWorkloads)-1]
+// which takes ten minutes, and the child step's pair (chain20,
+// chain10_child), measured when named.
+var defaultWorkloads = allWorkloads[:len(allWorkloads)-3]
 
 // options is what the command line sets.
 type options struct {

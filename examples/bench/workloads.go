@@ -41,6 +41,7 @@ const (
 	cappedRuns       = 20_000
 	cappedRunsPerKey = 20
 	chainRuns        = 20_000
+	chain20Runs      = 10_000
 	fanRuns          = 4_000
 	fairBRuns        = 20_000
 	fairARuns        = 100
@@ -76,9 +77,13 @@ var (
 	singleName = flows.SingleDefinition().Name
 	cappedName = flows.CappedDefinition().Name
 	chainName  = flows.ChainDefinition().Name
-	fanName    = flows.FanDefinition().Name
-	mapName    = flows.MapDefinition().Name
-	blobName   = flows.BlobDefinition().Name
+	// chain20 and chain10_child: twenty steps a run, in one run, or in a
+	// run of ten and its child run of ten.
+	chain20Name     = flows.Chain20Definition().Name
+	chainParentName = flows.ChainParentDefinition().Name
+	fanName         = flows.FanDefinition().Name
+	mapName         = flows.MapDefinition().Name
+	blobName        = flows.BlobDefinition().Name
 )
 
 // Result is one workload's figures: one JSON line. Fields that do not
@@ -302,6 +307,12 @@ func (b *bench) workload(ctx context.Context, name string) (Result, error) {
 		if err == nil {
 			err = b.runLatency(ctx, &res, chainName)
 		}
+	case "chain20":
+		err = b.throughput(ctx, &res, chain20Name, b.scaled(chain20Runs), 2*chainSteps, func(i int) any { return flows.Chain20{N: i} })
+	case "chain10_child":
+		// Each run's child run is a run of its own in the store: the
+		// drain waits for both, and both must complete.
+		err = b.throughputRuns(ctx, &res, chainParentName, b.scaled(chain20Runs), 2*chainSteps, 2, func(i int) any { return flows.ChainParent{N: i} })
 	case "fan50":
 		err = b.throughput(ctx, &res, fanName, b.scaled(fanRuns), fanSteps, func(i int) any { return flows.Fan{N: i} })
 	case "map100k":
@@ -421,6 +432,15 @@ func (b *bench) newWorkerWith(ctx context.Context, tweak func(*engine.Config)) (
 	if _, err = flows.NewChainWorkflow(e); err != nil {
 		return nil, err
 	}
+	if _, err = flows.NewChain20Workflow(e); err != nil {
+		return nil, err
+	}
+	if _, err = flows.NewChildChainWorkflow(e); err != nil {
+		return nil, err
+	}
+	if _, err = flows.NewChainParentWorkflow(e); err != nil {
+		return nil, err
+	}
 	if _, err = flows.NewFanWorkflow(e); err != nil {
 		return nil, err
 	}
@@ -474,6 +494,12 @@ func enqueue(ctx context.Context, e *engine.Engine, workflow, tenant string, n i
 // throughput enqueues runs of workflow, then starts an engine and times it
 // from Start until the last run is finished in the store.
 func (b *bench) throughput(ctx context.Context, res *Result, workflow string, runs, stepsPerRun int, input func(i int) any) (err error) {
+	return b.throughputRuns(ctx, res, workflow, runs, stepsPerRun, 1, input)
+}
+
+// throughputRuns is throughput for a workflow each run of which makes
+// stored runs in the store (itself and its child runs).
+func (b *bench) throughputRuns(ctx context.Context, res *Result, workflow string, runs, stepsPerRun, stored int, input func(i int) any) (err error) {
 	w, err := b.newWorker(ctx, false)
 	if err != nil {
 		return err
@@ -498,7 +524,7 @@ func (b *bench) throughput(ctx context.Context, res *Result, workflow string, ru
 	if err := w.start(ctx); err != nil {
 		return err
 	}
-	end, err := b.waitFinished(ctx, w.probe, int64(runs), runs)
+	end, err := b.waitFinished(ctx, w.probe, int64(runs), stored*runs)
 	win.stop(ctx, res, end.Sub(start))
 	if err != nil {
 		return err
@@ -506,7 +532,7 @@ func (b *bench) throughput(ctx context.Context, res *Result, workflow string, ru
 	res.Runs = runs
 	res.Steps = runs * stepsPerRun
 	res.StepsPerSec = figures.Round(float64(res.Steps)/res.Seconds, 0)
-	res.Completed, err = b.checkCompleted(ctx, runs)
+	res.Completed, err = b.checkCompleted(ctx, stored*runs)
 	return err
 }
 

@@ -2828,3 +2828,1749 @@ type BlobResult struct {
 	B6 int
 	B7 int
 }
+
+// Chain20Fingerprint identifies workflow "Chain20" as generated (its steps, edges and types):
+// Chain20Definition().Fingerprint() returns it, and runs record it.
+const Chain20Fingerprint = "7d5805c7fe003c64"
+
+// The signatures of the funcs of workflow "Chain20" as generated. Chain20Definition
+// assigns each func to a variable of its type, so a func changed since then
+// fails the build there, with an error that names the type: run go generate.
+type (
+	_dagenSignature_T01_changed_run_go_generate func(context.Context, Chain20) (int, error)
+	_dagenSignature_T02_changed_run_go_generate func(context.Context, Chain20, int) (int, error)
+	_dagenSignature_T03_changed_run_go_generate func(context.Context, Chain20, int) (int, error)
+	_dagenSignature_T04_changed_run_go_generate func(context.Context, Chain20, int) (int, error)
+	_dagenSignature_T05_changed_run_go_generate func(context.Context, Chain20, int) (int, error)
+	_dagenSignature_T06_changed_run_go_generate func(context.Context, Chain20, int) (int, error)
+	_dagenSignature_T07_changed_run_go_generate func(context.Context, Chain20, int) (int, error)
+	_dagenSignature_T08_changed_run_go_generate func(context.Context, Chain20, int) (int, error)
+	_dagenSignature_T09_changed_run_go_generate func(context.Context, Chain20, int) (int, error)
+	_dagenSignature_T10_changed_run_go_generate func(context.Context, Chain20, int) (int, error)
+	_dagenSignature_T11_changed_run_go_generate func(context.Context, Chain20, int) (int, error)
+	_dagenSignature_T12_changed_run_go_generate func(context.Context, Chain20, int) (int, error)
+	_dagenSignature_T13_changed_run_go_generate func(context.Context, Chain20, int) (int, error)
+	_dagenSignature_T14_changed_run_go_generate func(context.Context, Chain20, int) (int, error)
+	_dagenSignature_T15_changed_run_go_generate func(context.Context, Chain20, int) (int, error)
+	_dagenSignature_T16_changed_run_go_generate func(context.Context, Chain20, int) (int, error)
+	_dagenSignature_T17_changed_run_go_generate func(context.Context, Chain20, int) (int, error)
+	_dagenSignature_T18_changed_run_go_generate func(context.Context, Chain20, int) (int, error)
+	_dagenSignature_T19_changed_run_go_generate func(context.Context, Chain20, int) (int, error)
+	_dagenSignature_T20_changed_run_go_generate func(context.Context, Chain20, int) (int, error)
+)
+
+// _dagenChain20Funcs holds the funcs of workflow "Chain20" with the signatures they
+// were generated for. Chain20Definition fills it from its guards; the step
+// funcs below call the funcs through it.
+type _dagenChain20Funcs struct {
+	T01Fn _dagenSignature_T01_changed_run_go_generate
+	T02Fn _dagenSignature_T02_changed_run_go_generate
+	T03Fn _dagenSignature_T03_changed_run_go_generate
+	T04Fn _dagenSignature_T04_changed_run_go_generate
+	T05Fn _dagenSignature_T05_changed_run_go_generate
+	T06Fn _dagenSignature_T06_changed_run_go_generate
+	T07Fn _dagenSignature_T07_changed_run_go_generate
+	T08Fn _dagenSignature_T08_changed_run_go_generate
+	T09Fn _dagenSignature_T09_changed_run_go_generate
+	T10Fn _dagenSignature_T10_changed_run_go_generate
+	T11Fn _dagenSignature_T11_changed_run_go_generate
+	T12Fn _dagenSignature_T12_changed_run_go_generate
+	T13Fn _dagenSignature_T13_changed_run_go_generate
+	T14Fn _dagenSignature_T14_changed_run_go_generate
+	T15Fn _dagenSignature_T15_changed_run_go_generate
+	T16Fn _dagenSignature_T16_changed_run_go_generate
+	T17Fn _dagenSignature_T17_changed_run_go_generate
+	T18Fn _dagenSignature_T18_changed_run_go_generate
+	T19Fn _dagenSignature_T19_changed_run_go_generate
+	T20Fn _dagenSignature_T20_changed_run_go_generate
+}
+
+// Chain20Definition returns the engine definition of workflow "Chain20".
+// NewChain20Workflow registers it and returns a typed handle.
+func Chain20Definition() *engine.Definition {
+	// Compile-time guards: each func with the signature it was generated for.
+	// If one of these lines does not compile, the func changed: run go generate.
+	var (
+		T01Fn _dagenSignature_T01_changed_run_go_generate = T01
+		T02Fn _dagenSignature_T02_changed_run_go_generate = T02
+		T03Fn _dagenSignature_T03_changed_run_go_generate = T03
+		T04Fn _dagenSignature_T04_changed_run_go_generate = T04
+		T05Fn _dagenSignature_T05_changed_run_go_generate = T05
+		T06Fn _dagenSignature_T06_changed_run_go_generate = T06
+		T07Fn _dagenSignature_T07_changed_run_go_generate = T07
+		T08Fn _dagenSignature_T08_changed_run_go_generate = T08
+		T09Fn _dagenSignature_T09_changed_run_go_generate = T09
+		T10Fn _dagenSignature_T10_changed_run_go_generate = T10
+		T11Fn _dagenSignature_T11_changed_run_go_generate = T11
+		T12Fn _dagenSignature_T12_changed_run_go_generate = T12
+		T13Fn _dagenSignature_T13_changed_run_go_generate = T13
+		T14Fn _dagenSignature_T14_changed_run_go_generate = T14
+		T15Fn _dagenSignature_T15_changed_run_go_generate = T15
+		T16Fn _dagenSignature_T16_changed_run_go_generate = T16
+		T17Fn _dagenSignature_T17_changed_run_go_generate = T17
+		T18Fn _dagenSignature_T18_changed_run_go_generate = T18
+		T19Fn _dagenSignature_T19_changed_run_go_generate = T19
+		T20Fn _dagenSignature_T20_changed_run_go_generate = T20
+	)
+	fns := &_dagenChain20Funcs{
+		T01Fn: T01Fn,
+		T02Fn: T02Fn,
+		T03Fn: T03Fn,
+		T04Fn: T04Fn,
+		T05Fn: T05Fn,
+		T06Fn: T06Fn,
+		T07Fn: T07Fn,
+		T08Fn: T08Fn,
+		T09Fn: T09Fn,
+		T10Fn: T10Fn,
+		T11Fn: T11Fn,
+		T12Fn: T12Fn,
+		T13Fn: T13Fn,
+		T14Fn: T14Fn,
+		T15Fn: T15Fn,
+		T16Fn: T16Fn,
+		T17Fn: T17Fn,
+		T18Fn: T18Fn,
+		T19Fn: T19Fn,
+		T20Fn: T20Fn,
+	}
+	def := &engine.Definition{
+		Name:      "Chain20",
+		InputType: "github.com/dagenhq/dagen/examples/bench/flows.Chain20",
+		Steps:     make([]engine.Step, 0, 20),
+	}
+	def.Steps = append(def.Steps, _dagenChain20_T01(fns))
+	def.Steps = append(def.Steps, _dagenChain20_T02(fns))
+	def.Steps = append(def.Steps, _dagenChain20_T03(fns))
+	def.Steps = append(def.Steps, _dagenChain20_T04(fns))
+	def.Steps = append(def.Steps, _dagenChain20_T05(fns))
+	def.Steps = append(def.Steps, _dagenChain20_T06(fns))
+	def.Steps = append(def.Steps, _dagenChain20_T07(fns))
+	def.Steps = append(def.Steps, _dagenChain20_T08(fns))
+	def.Steps = append(def.Steps, _dagenChain20_T09(fns))
+	def.Steps = append(def.Steps, _dagenChain20_T10(fns))
+	def.Steps = append(def.Steps, _dagenChain20_T11(fns))
+	def.Steps = append(def.Steps, _dagenChain20_T12(fns))
+	def.Steps = append(def.Steps, _dagenChain20_T13(fns))
+	def.Steps = append(def.Steps, _dagenChain20_T14(fns))
+	def.Steps = append(def.Steps, _dagenChain20_T15(fns))
+	def.Steps = append(def.Steps, _dagenChain20_T16(fns))
+	def.Steps = append(def.Steps, _dagenChain20_T17(fns))
+	def.Steps = append(def.Steps, _dagenChain20_T18(fns))
+	def.Steps = append(def.Steps, _dagenChain20_T19(fns))
+	def.Steps = append(def.Steps, _dagenChain20_T20(fns))
+	return def
+}
+
+// _dagenChain20_T01 returns step "T01" of workflow "Chain20".
+func _dagenChain20_T01(fns *_dagenChain20Funcs) engine.Step {
+	return engine.Step{
+		Name:       "T01",
+		OutputType: "int",
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Chain20](in)
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.T01Fn(ctx, input)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// _dagenChain20_T02 returns step "T02" of workflow "Chain20".
+func _dagenChain20_T02(fns *_dagenChain20Funcs) engine.Step {
+	return engine.Step{
+		Name:       "T02",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "T01"}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Chain20](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[int](in, "T01")
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.T02Fn(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// _dagenChain20_T03 returns step "T03" of workflow "Chain20".
+func _dagenChain20_T03(fns *_dagenChain20Funcs) engine.Step {
+	return engine.Step{
+		Name:       "T03",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "T02"}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Chain20](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[int](in, "T02")
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.T03Fn(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// _dagenChain20_T04 returns step "T04" of workflow "Chain20".
+func _dagenChain20_T04(fns *_dagenChain20Funcs) engine.Step {
+	return engine.Step{
+		Name:       "T04",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "T03"}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Chain20](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[int](in, "T03")
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.T04Fn(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// _dagenChain20_T05 returns step "T05" of workflow "Chain20".
+func _dagenChain20_T05(fns *_dagenChain20Funcs) engine.Step {
+	return engine.Step{
+		Name:       "T05",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "T04"}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Chain20](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[int](in, "T04")
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.T05Fn(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// _dagenChain20_T06 returns step "T06" of workflow "Chain20".
+func _dagenChain20_T06(fns *_dagenChain20Funcs) engine.Step {
+	return engine.Step{
+		Name:       "T06",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "T05"}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Chain20](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[int](in, "T05")
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.T06Fn(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// _dagenChain20_T07 returns step "T07" of workflow "Chain20".
+func _dagenChain20_T07(fns *_dagenChain20Funcs) engine.Step {
+	return engine.Step{
+		Name:       "T07",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "T06"}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Chain20](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[int](in, "T06")
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.T07Fn(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// _dagenChain20_T08 returns step "T08" of workflow "Chain20".
+func _dagenChain20_T08(fns *_dagenChain20Funcs) engine.Step {
+	return engine.Step{
+		Name:       "T08",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "T07"}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Chain20](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[int](in, "T07")
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.T08Fn(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// _dagenChain20_T09 returns step "T09" of workflow "Chain20".
+func _dagenChain20_T09(fns *_dagenChain20Funcs) engine.Step {
+	return engine.Step{
+		Name:       "T09",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "T08"}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Chain20](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[int](in, "T08")
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.T09Fn(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// _dagenChain20_T10 returns step "T10" of workflow "Chain20".
+func _dagenChain20_T10(fns *_dagenChain20Funcs) engine.Step {
+	return engine.Step{
+		Name:       "T10",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "T09"}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Chain20](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[int](in, "T09")
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.T10Fn(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// _dagenChain20_T11 returns step "T11" of workflow "Chain20".
+func _dagenChain20_T11(fns *_dagenChain20Funcs) engine.Step {
+	return engine.Step{
+		Name:       "T11",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "T10"}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Chain20](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[int](in, "T10")
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.T11Fn(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// _dagenChain20_T12 returns step "T12" of workflow "Chain20".
+func _dagenChain20_T12(fns *_dagenChain20Funcs) engine.Step {
+	return engine.Step{
+		Name:       "T12",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "T11"}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Chain20](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[int](in, "T11")
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.T12Fn(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// _dagenChain20_T13 returns step "T13" of workflow "Chain20".
+func _dagenChain20_T13(fns *_dagenChain20Funcs) engine.Step {
+	return engine.Step{
+		Name:       "T13",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "T12"}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Chain20](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[int](in, "T12")
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.T13Fn(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// _dagenChain20_T14 returns step "T14" of workflow "Chain20".
+func _dagenChain20_T14(fns *_dagenChain20Funcs) engine.Step {
+	return engine.Step{
+		Name:       "T14",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "T13"}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Chain20](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[int](in, "T13")
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.T14Fn(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// _dagenChain20_T15 returns step "T15" of workflow "Chain20".
+func _dagenChain20_T15(fns *_dagenChain20Funcs) engine.Step {
+	return engine.Step{
+		Name:       "T15",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "T14"}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Chain20](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[int](in, "T14")
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.T15Fn(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// _dagenChain20_T16 returns step "T16" of workflow "Chain20".
+func _dagenChain20_T16(fns *_dagenChain20Funcs) engine.Step {
+	return engine.Step{
+		Name:       "T16",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "T15"}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Chain20](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[int](in, "T15")
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.T16Fn(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// _dagenChain20_T17 returns step "T17" of workflow "Chain20".
+func _dagenChain20_T17(fns *_dagenChain20Funcs) engine.Step {
+	return engine.Step{
+		Name:       "T17",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "T16"}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Chain20](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[int](in, "T16")
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.T17Fn(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// _dagenChain20_T18 returns step "T18" of workflow "Chain20".
+func _dagenChain20_T18(fns *_dagenChain20Funcs) engine.Step {
+	return engine.Step{
+		Name:       "T18",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "T17"}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Chain20](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[int](in, "T17")
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.T18Fn(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// _dagenChain20_T19 returns step "T19" of workflow "Chain20".
+func _dagenChain20_T19(fns *_dagenChain20Funcs) engine.Step {
+	return engine.Step{
+		Name:       "T19",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "T18"}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Chain20](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[int](in, "T18")
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.T19Fn(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// _dagenChain20_T20 returns step "T20" of workflow "Chain20".
+func _dagenChain20_T20(fns *_dagenChain20Funcs) engine.Step {
+	return engine.Step{
+		Name:       "T20",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "T19"}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Chain20](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[int](in, "T19")
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.T20Fn(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// Chain20Workflow runs workflow "Chain20" on an engine with typed inputs and outputs.
+type Chain20Workflow struct {
+	engine *engine.Engine
+}
+
+// NewChain20Workflow registers workflow "Chain20" with e and returns its typed handle.
+// Registering the same workflow twice on one engine is an error.
+func NewChain20Workflow(e *engine.Engine) (*Chain20Workflow, error) {
+	if err := e.Register(Chain20Definition()); err != nil {
+		return nil, fmt.Errorf("register workflow Chain20: %w", err)
+	}
+	return &Chain20Workflow{engine: e}, nil
+}
+
+// Run starts a run of "Chain20" for tenant, as Start does with opts, and waits
+// until it finishes: for a duplicate, until the run found by its key finishes.
+func (w *Chain20Workflow) Run(ctx context.Context, tenant string, input Chain20, opts ...engine.TriggerOption) (Chain20Result, error) {
+	run, err := w.Start(ctx, tenant, input, opts...)
+	if err != nil {
+		return Chain20Result{}, err
+	}
+	return run.Wait(ctx)
+}
+
+// Start starts a run of "Chain20" for tenant and returns at once. With
+// engine.WithKey(k) in opts, a run of the same tenant with key k that is still
+// retained is returned instead of a new one; Duplicate tells.
+func (w *Chain20Workflow) Start(ctx context.Context, tenant string, input Chain20, opts ...engine.TriggerOption) (*Chain20Run, error) {
+	triggered, err := w.engine.TriggerRun(ctx, "Chain20", tenant, input, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &Chain20Run{
+		engine:    w.engine,
+		id:        triggered.ID,
+		duplicate: triggered.Duplicate,
+	}, nil
+}
+
+// StartTx is Start in tx, a transaction the caller began on the store's
+// database and commits or rolls back: the run, its tasks and its key exist if
+// and only if tx commits, and its first steps start after the commit, not
+// before. Until it ends, tx holds the locks the trigger takes: the tenant's row
+// of the fair queue, the key's row when the run has a key: keep it short. An
+// error leaves tx usable, without the run. See engine.Engine.TriggerTx.
+func (w *Chain20Workflow) StartTx(ctx context.Context, tx pgx.Tx, tenant string, input Chain20, opts ...engine.TriggerOption) (*Chain20Run, error) {
+	triggered, err := w.engine.TriggerRunTx(ctx, tx, "Chain20", tenant, input, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &Chain20Run{
+		engine:    w.engine,
+		id:        triggered.ID,
+		duplicate: triggered.Duplicate,
+	}, nil
+}
+
+// Get returns the typed handle of the run of "Chain20" with id, like the one Start
+// returns, so a run whose id was kept can be waited on. Get does not check that
+// the run exists: Wait reports an unknown id with an error that wraps
+// store.ErrRunNotFound. The handle's Duplicate reports false.
+func (w *Chain20Workflow) Get(id dag.RunID) *Chain20Run {
+	return &Chain20Run{
+		engine: w.engine,
+		id:     id,
+	}
+}
+
+// CreateSchedule creates a schedule of "Chain20" that starts a run with input
+// at each slot of spec.Cron, for spec.Tenant, or replaces the schedule of that
+// tenant with spec.Name; it sets spec.Input to input. See
+// engine.Engine.CreateSchedule.
+func (w *Chain20Workflow) CreateSchedule(ctx context.Context, spec engine.ScheduleSpec, input Chain20) error {
+	spec.Input = input
+	return w.engine.CreateSchedule(ctx, "Chain20", spec)
+}
+
+// Chain20Run is one run of workflow "Chain20".
+type Chain20Run struct {
+	engine    *engine.Engine
+	id        dag.RunID
+	duplicate bool
+}
+
+// ID returns the run's id.
+func (r *Chain20Run) ID() dag.RunID {
+	return r.id
+}
+
+// Duplicate reports whether Start found this run by its idempotency key (an
+// earlier trigger started it) rather than starting it.
+func (r *Chain20Run) Duplicate() bool {
+	return r.duplicate
+}
+
+// Wait blocks until the run finishes and returns the outputs of its steps.
+// When the run failed or was cancelled, the error is the engine's *engine.RunError.
+func (r *Chain20Run) Wait(ctx context.Context) (Chain20Result, error) {
+	res, err := r.engine.Wait(ctx, r.id)
+	if err != nil {
+		return Chain20Result{}, err
+	}
+	var out Chain20Result
+	if out.T01, err = engine.Output[int](res, "T01"); err != nil {
+		return Chain20Result{}, err
+	}
+	if out.T02, err = engine.Output[int](res, "T02"); err != nil {
+		return Chain20Result{}, err
+	}
+	if out.T03, err = engine.Output[int](res, "T03"); err != nil {
+		return Chain20Result{}, err
+	}
+	if out.T04, err = engine.Output[int](res, "T04"); err != nil {
+		return Chain20Result{}, err
+	}
+	if out.T05, err = engine.Output[int](res, "T05"); err != nil {
+		return Chain20Result{}, err
+	}
+	if out.T06, err = engine.Output[int](res, "T06"); err != nil {
+		return Chain20Result{}, err
+	}
+	if out.T07, err = engine.Output[int](res, "T07"); err != nil {
+		return Chain20Result{}, err
+	}
+	if out.T08, err = engine.Output[int](res, "T08"); err != nil {
+		return Chain20Result{}, err
+	}
+	if out.T09, err = engine.Output[int](res, "T09"); err != nil {
+		return Chain20Result{}, err
+	}
+	if out.T10, err = engine.Output[int](res, "T10"); err != nil {
+		return Chain20Result{}, err
+	}
+	if out.T11, err = engine.Output[int](res, "T11"); err != nil {
+		return Chain20Result{}, err
+	}
+	if out.T12, err = engine.Output[int](res, "T12"); err != nil {
+		return Chain20Result{}, err
+	}
+	if out.T13, err = engine.Output[int](res, "T13"); err != nil {
+		return Chain20Result{}, err
+	}
+	if out.T14, err = engine.Output[int](res, "T14"); err != nil {
+		return Chain20Result{}, err
+	}
+	if out.T15, err = engine.Output[int](res, "T15"); err != nil {
+		return Chain20Result{}, err
+	}
+	if out.T16, err = engine.Output[int](res, "T16"); err != nil {
+		return Chain20Result{}, err
+	}
+	if out.T17, err = engine.Output[int](res, "T17"); err != nil {
+		return Chain20Result{}, err
+	}
+	if out.T18, err = engine.Output[int](res, "T18"); err != nil {
+		return Chain20Result{}, err
+	}
+	if out.T19, err = engine.Output[int](res, "T19"); err != nil {
+		return Chain20Result{}, err
+	}
+	if out.T20, err = engine.Output[int](res, "T20"); err != nil {
+		return Chain20Result{}, err
+	}
+	return out, nil
+}
+
+// Chain20Result holds the outputs of a finished run of workflow "Chain20": one field
+// per step that returns a value, a dag.Maybe when the step can be skipped.
+type Chain20Result struct {
+	T01 int
+	T02 int
+	T03 int
+	T04 int
+	T05 int
+	T06 int
+	T07 int
+	T08 int
+	T09 int
+	T10 int
+	T11 int
+	T12 int
+	T13 int
+	T14 int
+	T15 int
+	T16 int
+	T17 int
+	T18 int
+	T19 int
+	T20 int
+}
+
+// ChildChainFingerprint identifies workflow "ChildChain" as generated (its steps, edges and types):
+// ChildChainDefinition().Fingerprint() returns it, and runs record it.
+const ChildChainFingerprint = "d58375e016f1e704"
+
+// The signatures of the funcs of workflow "ChildChain" as generated. ChildChainDefinition
+// assigns each func to a variable of its type, so a func changed since then
+// fails the build there, with an error that names the type: run go generate.
+type (
+	_dagenSignature_C01_changed_run_go_generate func(context.Context, ChildChain) (int, error)
+	_dagenSignature_C02_changed_run_go_generate func(context.Context, ChildChain, int) (int, error)
+	_dagenSignature_C03_changed_run_go_generate func(context.Context, ChildChain, int) (int, error)
+	_dagenSignature_C04_changed_run_go_generate func(context.Context, ChildChain, int) (int, error)
+	_dagenSignature_C05_changed_run_go_generate func(context.Context, ChildChain, int) (int, error)
+	_dagenSignature_C06_changed_run_go_generate func(context.Context, ChildChain, int) (int, error)
+	_dagenSignature_C07_changed_run_go_generate func(context.Context, ChildChain, int) (int, error)
+	_dagenSignature_C08_changed_run_go_generate func(context.Context, ChildChain, int) (int, error)
+	_dagenSignature_C09_changed_run_go_generate func(context.Context, ChildChain, int) (int, error)
+	_dagenSignature_C10_changed_run_go_generate func(context.Context, ChildChain, int) (int, error)
+)
+
+// _dagenChildChainFuncs holds the funcs of workflow "ChildChain" with the signatures they
+// were generated for. ChildChainDefinition fills it from its guards; the step
+// funcs below call the funcs through it.
+type _dagenChildChainFuncs struct {
+	C01Fn _dagenSignature_C01_changed_run_go_generate
+	C02Fn _dagenSignature_C02_changed_run_go_generate
+	C03Fn _dagenSignature_C03_changed_run_go_generate
+	C04Fn _dagenSignature_C04_changed_run_go_generate
+	C05Fn _dagenSignature_C05_changed_run_go_generate
+	C06Fn _dagenSignature_C06_changed_run_go_generate
+	C07Fn _dagenSignature_C07_changed_run_go_generate
+	C08Fn _dagenSignature_C08_changed_run_go_generate
+	C09Fn _dagenSignature_C09_changed_run_go_generate
+	C10Fn _dagenSignature_C10_changed_run_go_generate
+}
+
+// ChildChainDefinition returns the engine definition of workflow "ChildChain".
+// NewChildChainWorkflow registers it and returns a typed handle.
+func ChildChainDefinition() *engine.Definition {
+	// Compile-time guards: each func with the signature it was generated for.
+	// If one of these lines does not compile, the func changed: run go generate.
+	var (
+		C01Fn _dagenSignature_C01_changed_run_go_generate = C01
+		C02Fn _dagenSignature_C02_changed_run_go_generate = C02
+		C03Fn _dagenSignature_C03_changed_run_go_generate = C03
+		C04Fn _dagenSignature_C04_changed_run_go_generate = C04
+		C05Fn _dagenSignature_C05_changed_run_go_generate = C05
+		C06Fn _dagenSignature_C06_changed_run_go_generate = C06
+		C07Fn _dagenSignature_C07_changed_run_go_generate = C07
+		C08Fn _dagenSignature_C08_changed_run_go_generate = C08
+		C09Fn _dagenSignature_C09_changed_run_go_generate = C09
+		C10Fn _dagenSignature_C10_changed_run_go_generate = C10
+	)
+	fns := &_dagenChildChainFuncs{
+		C01Fn: C01Fn,
+		C02Fn: C02Fn,
+		C03Fn: C03Fn,
+		C04Fn: C04Fn,
+		C05Fn: C05Fn,
+		C06Fn: C06Fn,
+		C07Fn: C07Fn,
+		C08Fn: C08Fn,
+		C09Fn: C09Fn,
+		C10Fn: C10Fn,
+	}
+	def := &engine.Definition{
+		Name:      "ChildChain",
+		InputType: "github.com/dagenhq/dagen/examples/bench/flows.ChildChain",
+		Steps:     make([]engine.Step, 0, 10),
+	}
+	def.Steps = append(def.Steps, _dagenChildChain_C01(fns))
+	def.Steps = append(def.Steps, _dagenChildChain_C02(fns))
+	def.Steps = append(def.Steps, _dagenChildChain_C03(fns))
+	def.Steps = append(def.Steps, _dagenChildChain_C04(fns))
+	def.Steps = append(def.Steps, _dagenChildChain_C05(fns))
+	def.Steps = append(def.Steps, _dagenChildChain_C06(fns))
+	def.Steps = append(def.Steps, _dagenChildChain_C07(fns))
+	def.Steps = append(def.Steps, _dagenChildChain_C08(fns))
+	def.Steps = append(def.Steps, _dagenChildChain_C09(fns))
+	def.Steps = append(def.Steps, _dagenChildChain_C10(fns))
+	return def
+}
+
+// _dagenChildChain_C01 returns step "C01" of workflow "ChildChain".
+func _dagenChildChain_C01(fns *_dagenChildChainFuncs) engine.Step {
+	return engine.Step{
+		Name:       "C01",
+		OutputType: "int",
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[ChildChain](in)
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.C01Fn(ctx, input)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// _dagenChildChain_C02 returns step "C02" of workflow "ChildChain".
+func _dagenChildChain_C02(fns *_dagenChildChainFuncs) engine.Step {
+	return engine.Step{
+		Name:       "C02",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "C01"}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[ChildChain](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[int](in, "C01")
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.C02Fn(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// _dagenChildChain_C03 returns step "C03" of workflow "ChildChain".
+func _dagenChildChain_C03(fns *_dagenChildChainFuncs) engine.Step {
+	return engine.Step{
+		Name:       "C03",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "C02"}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[ChildChain](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[int](in, "C02")
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.C03Fn(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// _dagenChildChain_C04 returns step "C04" of workflow "ChildChain".
+func _dagenChildChain_C04(fns *_dagenChildChainFuncs) engine.Step {
+	return engine.Step{
+		Name:       "C04",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "C03"}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[ChildChain](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[int](in, "C03")
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.C04Fn(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// _dagenChildChain_C05 returns step "C05" of workflow "ChildChain".
+func _dagenChildChain_C05(fns *_dagenChildChainFuncs) engine.Step {
+	return engine.Step{
+		Name:       "C05",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "C04"}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[ChildChain](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[int](in, "C04")
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.C05Fn(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// _dagenChildChain_C06 returns step "C06" of workflow "ChildChain".
+func _dagenChildChain_C06(fns *_dagenChildChainFuncs) engine.Step {
+	return engine.Step{
+		Name:       "C06",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "C05"}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[ChildChain](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[int](in, "C05")
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.C06Fn(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// _dagenChildChain_C07 returns step "C07" of workflow "ChildChain".
+func _dagenChildChain_C07(fns *_dagenChildChainFuncs) engine.Step {
+	return engine.Step{
+		Name:       "C07",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "C06"}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[ChildChain](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[int](in, "C06")
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.C07Fn(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// _dagenChildChain_C08 returns step "C08" of workflow "ChildChain".
+func _dagenChildChain_C08(fns *_dagenChildChainFuncs) engine.Step {
+	return engine.Step{
+		Name:       "C08",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "C07"}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[ChildChain](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[int](in, "C07")
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.C08Fn(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// _dagenChildChain_C09 returns step "C09" of workflow "ChildChain".
+func _dagenChildChain_C09(fns *_dagenChildChainFuncs) engine.Step {
+	return engine.Step{
+		Name:       "C09",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "C08"}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[ChildChain](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[int](in, "C08")
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.C09Fn(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// _dagenChildChain_C10 returns step "C10" of workflow "ChildChain".
+func _dagenChildChain_C10(fns *_dagenChildChainFuncs) engine.Step {
+	return engine.Step{
+		Name:       "C10",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "C09"}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[ChildChain](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[int](in, "C09")
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.C10Fn(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// ChildChainWorkflow runs workflow "ChildChain" on an engine with typed inputs and outputs.
+type ChildChainWorkflow struct {
+	engine *engine.Engine
+}
+
+// NewChildChainWorkflow registers workflow "ChildChain" with e and returns its typed handle.
+// Registering the same workflow twice on one engine is an error.
+func NewChildChainWorkflow(e *engine.Engine) (*ChildChainWorkflow, error) {
+	if err := e.Register(ChildChainDefinition()); err != nil {
+		return nil, fmt.Errorf("register workflow ChildChain: %w", err)
+	}
+	return &ChildChainWorkflow{engine: e}, nil
+}
+
+// Run starts a run of "ChildChain" for tenant, as Start does with opts, and
+// waits until it finishes: for a duplicate, until the run found by its key
+// finishes.
+func (w *ChildChainWorkflow) Run(ctx context.Context, tenant string, input ChildChain, opts ...engine.TriggerOption) (ChildChainResult, error) {
+	run, err := w.Start(ctx, tenant, input, opts...)
+	if err != nil {
+		return ChildChainResult{}, err
+	}
+	return run.Wait(ctx)
+}
+
+// Start starts a run of "ChildChain" for tenant and returns at once. With
+// engine.WithKey(k) in opts, a run of the same tenant with key k that is still
+// retained is returned instead of a new one; Duplicate tells.
+func (w *ChildChainWorkflow) Start(ctx context.Context, tenant string, input ChildChain, opts ...engine.TriggerOption) (*ChildChainRun, error) {
+	triggered, err := w.engine.TriggerRun(ctx, "ChildChain", tenant, input, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &ChildChainRun{
+		engine:    w.engine,
+		id:        triggered.ID,
+		duplicate: triggered.Duplicate,
+	}, nil
+}
+
+// StartTx is Start in tx, a transaction the caller began on the store's
+// database and commits or rolls back: the run, its tasks and its key exist if
+// and only if tx commits, and its first steps start after the commit, not
+// before. Until it ends, tx holds the locks the trigger takes: the tenant's row
+// of the fair queue, the key's row when the run has a key: keep it short. An
+// error leaves tx usable, without the run. See engine.Engine.TriggerTx.
+func (w *ChildChainWorkflow) StartTx(ctx context.Context, tx pgx.Tx, tenant string, input ChildChain, opts ...engine.TriggerOption) (*ChildChainRun, error) {
+	triggered, err := w.engine.TriggerRunTx(ctx, tx, "ChildChain", tenant, input, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &ChildChainRun{
+		engine:    w.engine,
+		id:        triggered.ID,
+		duplicate: triggered.Duplicate,
+	}, nil
+}
+
+// Get returns the typed handle of the run of "ChildChain" with id, like the one Start
+// returns, so a run whose id was kept can be waited on. Get does not check that
+// the run exists: Wait reports an unknown id with an error that wraps
+// store.ErrRunNotFound. The handle's Duplicate reports false.
+func (w *ChildChainWorkflow) Get(id dag.RunID) *ChildChainRun {
+	return &ChildChainRun{
+		engine: w.engine,
+		id:     id,
+	}
+}
+
+// CreateSchedule creates a schedule of "ChildChain" that starts a run with
+// input at each slot of spec.Cron, for spec.Tenant, or replaces the schedule of
+// that tenant with spec.Name; it sets spec.Input to input. See
+// engine.Engine.CreateSchedule.
+func (w *ChildChainWorkflow) CreateSchedule(ctx context.Context, spec engine.ScheduleSpec, input ChildChain) error {
+	spec.Input = input
+	return w.engine.CreateSchedule(ctx, "ChildChain", spec)
+}
+
+// ChildChainRun is one run of workflow "ChildChain".
+type ChildChainRun struct {
+	engine    *engine.Engine
+	id        dag.RunID
+	duplicate bool
+}
+
+// ID returns the run's id.
+func (r *ChildChainRun) ID() dag.RunID {
+	return r.id
+}
+
+// Duplicate reports whether Start found this run by its idempotency key (an
+// earlier trigger started it) rather than starting it.
+func (r *ChildChainRun) Duplicate() bool {
+	return r.duplicate
+}
+
+// Wait blocks until the run finishes and returns the outputs of its steps.
+// When the run failed or was cancelled, the error is the engine's *engine.RunError.
+func (r *ChildChainRun) Wait(ctx context.Context) (ChildChainResult, error) {
+	res, err := r.engine.Wait(ctx, r.id)
+	if err != nil {
+		return ChildChainResult{}, err
+	}
+	var out ChildChainResult
+	if out.C01, err = engine.Output[int](res, "C01"); err != nil {
+		return ChildChainResult{}, err
+	}
+	if out.C02, err = engine.Output[int](res, "C02"); err != nil {
+		return ChildChainResult{}, err
+	}
+	if out.C03, err = engine.Output[int](res, "C03"); err != nil {
+		return ChildChainResult{}, err
+	}
+	if out.C04, err = engine.Output[int](res, "C04"); err != nil {
+		return ChildChainResult{}, err
+	}
+	if out.C05, err = engine.Output[int](res, "C05"); err != nil {
+		return ChildChainResult{}, err
+	}
+	if out.C06, err = engine.Output[int](res, "C06"); err != nil {
+		return ChildChainResult{}, err
+	}
+	if out.C07, err = engine.Output[int](res, "C07"); err != nil {
+		return ChildChainResult{}, err
+	}
+	if out.C08, err = engine.Output[int](res, "C08"); err != nil {
+		return ChildChainResult{}, err
+	}
+	if out.C09, err = engine.Output[int](res, "C09"); err != nil {
+		return ChildChainResult{}, err
+	}
+	if out.C10, err = engine.Output[int](res, "C10"); err != nil {
+		return ChildChainResult{}, err
+	}
+	return out, nil
+}
+
+// ChildChainResult holds the outputs of a finished run of workflow "ChildChain": one field
+// per step that returns a value, a dag.Maybe when the step can be skipped.
+type ChildChainResult struct {
+	C01 int
+	C02 int
+	C03 int
+	C04 int
+	C05 int
+	C06 int
+	C07 int
+	C08 int
+	C09 int
+	C10 int
+}
+
+// ChainParentFingerprint identifies workflow "ChainParent" as generated (its steps, edges and types):
+// ChainParentDefinition().Fingerprint() returns it, and runs record it.
+const ChainParentFingerprint = "8b55deca9e624d82"
+
+// The signatures of the funcs of workflow "ChainParent" as generated. ChainParentDefinition
+// assigns each func to a variable of its type, so a func changed since then
+// fails the build there, with an error that names the type: run go generate.
+type (
+	_dagenSignature_P01_changed_run_go_generate func(context.Context, ChainParent) (int, error)
+	_dagenSignature_P02_changed_run_go_generate func(context.Context, ChainParent, int) (int, error)
+	_dagenSignature_P03_changed_run_go_generate func(context.Context, ChainParent, int) (int, error)
+	_dagenSignature_P04_changed_run_go_generate func(context.Context, ChainParent, int) (int, error)
+	_dagenSignature_P05_changed_run_go_generate func(context.Context, ChainParent, int) (ChildChain, error)
+	_dagenSignature_P06_changed_run_go_generate func(context.Context, ChainParent, int) (int, error)
+	_dagenSignature_P07_changed_run_go_generate func(context.Context, ChainParent, int) (int, error)
+	_dagenSignature_P08_changed_run_go_generate func(context.Context, ChainParent, int) (int, error)
+	_dagenSignature_P09_changed_run_go_generate func(context.Context, ChainParent, int) (int, error)
+	_dagenSignature_P10_changed_run_go_generate func(context.Context, ChainParent, int) (int, error)
+)
+
+// _dagenChainParentFuncs holds the funcs of workflow "ChainParent" with the signatures they
+// were generated for. ChainParentDefinition fills it from its guards; the step
+// funcs below call the funcs through it.
+type _dagenChainParentFuncs struct {
+	P01Fn _dagenSignature_P01_changed_run_go_generate
+	P02Fn _dagenSignature_P02_changed_run_go_generate
+	P03Fn _dagenSignature_P03_changed_run_go_generate
+	P04Fn _dagenSignature_P04_changed_run_go_generate
+	P05Fn _dagenSignature_P05_changed_run_go_generate
+	P06Fn _dagenSignature_P06_changed_run_go_generate
+	P07Fn _dagenSignature_P07_changed_run_go_generate
+	P08Fn _dagenSignature_P08_changed_run_go_generate
+	P09Fn _dagenSignature_P09_changed_run_go_generate
+	P10Fn _dagenSignature_P10_changed_run_go_generate
+}
+
+// ChainParentDefinition returns the engine definition of workflow "ChainParent".
+// NewChainParentWorkflow registers it and returns a typed handle.
+func ChainParentDefinition() *engine.Definition {
+	// Compile-time guards: each func with the signature it was generated for.
+	// If one of these lines does not compile, the func changed: run go generate.
+	var (
+		P01Fn _dagenSignature_P01_changed_run_go_generate = P01
+		P02Fn _dagenSignature_P02_changed_run_go_generate = P02
+		P03Fn _dagenSignature_P03_changed_run_go_generate = P03
+		P04Fn _dagenSignature_P04_changed_run_go_generate = P04
+		P05Fn _dagenSignature_P05_changed_run_go_generate = P05
+		P06Fn _dagenSignature_P06_changed_run_go_generate = P06
+		P07Fn _dagenSignature_P07_changed_run_go_generate = P07
+		P08Fn _dagenSignature_P08_changed_run_go_generate = P08
+		P09Fn _dagenSignature_P09_changed_run_go_generate = P09
+		P10Fn _dagenSignature_P10_changed_run_go_generate = P10
+	)
+	fns := &_dagenChainParentFuncs{
+		P01Fn: P01Fn,
+		P02Fn: P02Fn,
+		P03Fn: P03Fn,
+		P04Fn: P04Fn,
+		P05Fn: P05Fn,
+		P06Fn: P06Fn,
+		P07Fn: P07Fn,
+		P08Fn: P08Fn,
+		P09Fn: P09Fn,
+		P10Fn: P10Fn,
+	}
+	def := &engine.Definition{
+		Name:      "ChainParent",
+		InputType: "github.com/dagenhq/dagen/examples/bench/flows.ChainParent",
+		Steps:     make([]engine.Step, 0, 10),
+	}
+	def.Steps = append(def.Steps, _dagenChainParent_P01(fns))
+	def.Steps = append(def.Steps, _dagenChainParent_P02(fns))
+	def.Steps = append(def.Steps, _dagenChainParent_P03(fns))
+	def.Steps = append(def.Steps, _dagenChainParent_P04(fns))
+	def.Steps = append(def.Steps, _dagenChainParent_P05(fns))
+	def.Steps = append(def.Steps, _dagenChainParent_P06(fns))
+	def.Steps = append(def.Steps, _dagenChainParent_P07(fns))
+	def.Steps = append(def.Steps, _dagenChainParent_P08(fns))
+	def.Steps = append(def.Steps, _dagenChainParent_P09(fns))
+	def.Steps = append(def.Steps, _dagenChainParent_P10(fns))
+	return def
+}
+
+// _dagenChainParent_P01 returns step "P01" of workflow "ChainParent".
+func _dagenChainParent_P01(fns *_dagenChainParentFuncs) engine.Step {
+	return engine.Step{
+		Name:       "P01",
+		OutputType: "int",
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[ChainParent](in)
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.P01Fn(ctx, input)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// _dagenChainParent_P02 returns step "P02" of workflow "ChainParent".
+func _dagenChainParent_P02(fns *_dagenChainParentFuncs) engine.Step {
+	return engine.Step{
+		Name:       "P02",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "P01"}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[ChainParent](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[int](in, "P01")
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.P02Fn(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// _dagenChainParent_P03 returns step "P03" of workflow "ChainParent".
+func _dagenChainParent_P03(fns *_dagenChainParentFuncs) engine.Step {
+	return engine.Step{
+		Name:       "P03",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "P02"}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[ChainParent](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[int](in, "P02")
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.P03Fn(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// _dagenChainParent_P04 returns step "P04" of workflow "ChainParent".
+func _dagenChainParent_P04(fns *_dagenChainParentFuncs) engine.Step {
+	return engine.Step{
+		Name:       "P04",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "P03"}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[ChainParent](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[int](in, "P03")
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.P04Fn(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// _dagenChainParent_P05 returns child step "P05" of workflow "ChainParent", which runs workflow "ChildChain".
+func _dagenChainParent_P05(fns *_dagenChainParentFuncs) engine.Step {
+	return engine.Step{
+		Name:       "P05",
+		Kind:       engine.KindChild,
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "P04"}},
+		Child: &engine.Child{
+			Workflow:  "ChildChain",
+			InputType: "github.com/dagenhq/dagen/examples/bench/flows.ChildChain",
+			Result:    "C10",
+		},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[ChainParent](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[int](in, "P04")
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.P05Fn(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// _dagenChainParent_P06 returns step "P06" of workflow "ChainParent".
+func _dagenChainParent_P06(fns *_dagenChainParentFuncs) engine.Step {
+	return engine.Step{
+		Name:       "P06",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "P05"}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[ChainParent](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[int](in, "P05")
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.P06Fn(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// _dagenChainParent_P07 returns step "P07" of workflow "ChainParent".
+func _dagenChainParent_P07(fns *_dagenChainParentFuncs) engine.Step {
+	return engine.Step{
+		Name:       "P07",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "P06"}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[ChainParent](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[int](in, "P06")
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.P07Fn(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// _dagenChainParent_P08 returns step "P08" of workflow "ChainParent".
+func _dagenChainParent_P08(fns *_dagenChainParentFuncs) engine.Step {
+	return engine.Step{
+		Name:       "P08",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "P07"}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[ChainParent](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[int](in, "P07")
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.P08Fn(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// _dagenChainParent_P09 returns step "P09" of workflow "ChainParent".
+func _dagenChainParent_P09(fns *_dagenChainParentFuncs) engine.Step {
+	return engine.Step{
+		Name:       "P09",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "P08"}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[ChainParent](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[int](in, "P08")
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.P09Fn(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// _dagenChainParent_P10 returns step "P10" of workflow "ChainParent".
+func _dagenChainParent_P10(fns *_dagenChainParentFuncs) engine.Step {
+	return engine.Step{
+		Name:       "P10",
+		OutputType: "int",
+		Parents:    []engine.Parent{{Name: "P09"}},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[ChainParent](in)
+			if err != nil {
+				return nil, err
+			}
+			p0, err := engine.ParentOutput[int](in, "P09")
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.P10Fn(ctx, input, p0)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// ChainParentWorkflow runs workflow "ChainParent" on an engine with typed inputs and outputs.
+type ChainParentWorkflow struct {
+	engine *engine.Engine
+}
+
+// NewChainParentWorkflow registers workflow "ChainParent" with e and returns its typed handle.
+// Registering the same workflow twice on one engine is an error.
+func NewChainParentWorkflow(e *engine.Engine) (*ChainParentWorkflow, error) {
+	if err := e.Register(ChainParentDefinition()); err != nil {
+		return nil, fmt.Errorf("register workflow ChainParent: %w", err)
+	}
+	return &ChainParentWorkflow{engine: e}, nil
+}
+
+// Run starts a run of "ChainParent" for tenant, as Start does with opts, and
+// waits until it finishes: for a duplicate, until the run found by its key
+// finishes.
+func (w *ChainParentWorkflow) Run(ctx context.Context, tenant string, input ChainParent, opts ...engine.TriggerOption) (ChainParentResult, error) {
+	run, err := w.Start(ctx, tenant, input, opts...)
+	if err != nil {
+		return ChainParentResult{}, err
+	}
+	return run.Wait(ctx)
+}
+
+// Start starts a run of "ChainParent" for tenant and returns at once. With
+// engine.WithKey(k) in opts, a run of the same tenant with key k that is still
+// retained is returned instead of a new one; Duplicate tells.
+func (w *ChainParentWorkflow) Start(ctx context.Context, tenant string, input ChainParent, opts ...engine.TriggerOption) (*ChainParentRun, error) {
+	triggered, err := w.engine.TriggerRun(ctx, "ChainParent", tenant, input, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &ChainParentRun{
+		engine:    w.engine,
+		id:        triggered.ID,
+		duplicate: triggered.Duplicate,
+	}, nil
+}
+
+// StartTx is Start in tx, a transaction the caller began on the store's
+// database and commits or rolls back: the run, its tasks and its key exist if
+// and only if tx commits, and its first steps start after the commit, not
+// before. Until it ends, tx holds the locks the trigger takes: the tenant's row
+// of the fair queue, the key's row when the run has a key: keep it short. An
+// error leaves tx usable, without the run. See engine.Engine.TriggerTx.
+func (w *ChainParentWorkflow) StartTx(ctx context.Context, tx pgx.Tx, tenant string, input ChainParent, opts ...engine.TriggerOption) (*ChainParentRun, error) {
+	triggered, err := w.engine.TriggerRunTx(ctx, tx, "ChainParent", tenant, input, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &ChainParentRun{
+		engine:    w.engine,
+		id:        triggered.ID,
+		duplicate: triggered.Duplicate,
+	}, nil
+}
+
+// Get returns the typed handle of the run of "ChainParent" with id, like the one Start
+// returns, so a run whose id was kept can be waited on. Get does not check that
+// the run exists: Wait reports an unknown id with an error that wraps
+// store.ErrRunNotFound. The handle's Duplicate reports false.
+func (w *ChainParentWorkflow) Get(id dag.RunID) *ChainParentRun {
+	return &ChainParentRun{
+		engine: w.engine,
+		id:     id,
+	}
+}
+
+// CreateSchedule creates a schedule of "ChainParent" that starts a run with
+// input at each slot of spec.Cron, for spec.Tenant, or replaces the schedule of
+// that tenant with spec.Name; it sets spec.Input to input. See
+// engine.Engine.CreateSchedule.
+func (w *ChainParentWorkflow) CreateSchedule(ctx context.Context, spec engine.ScheduleSpec, input ChainParent) error {
+	spec.Input = input
+	return w.engine.CreateSchedule(ctx, "ChainParent", spec)
+}
+
+// ChainParentRun is one run of workflow "ChainParent".
+type ChainParentRun struct {
+	engine    *engine.Engine
+	id        dag.RunID
+	duplicate bool
+}
+
+// ID returns the run's id.
+func (r *ChainParentRun) ID() dag.RunID {
+	return r.id
+}
+
+// Duplicate reports whether Start found this run by its idempotency key (an
+// earlier trigger started it) rather than starting it.
+func (r *ChainParentRun) Duplicate() bool {
+	return r.duplicate
+}
+
+// Wait blocks until the run finishes and returns the outputs of its steps.
+// When the run failed or was cancelled, the error is the engine's *engine.RunError.
+func (r *ChainParentRun) Wait(ctx context.Context) (ChainParentResult, error) {
+	res, err := r.engine.Wait(ctx, r.id)
+	if err != nil {
+		return ChainParentResult{}, err
+	}
+	var out ChainParentResult
+	if out.P01, err = engine.Output[int](res, "P01"); err != nil {
+		return ChainParentResult{}, err
+	}
+	if out.P02, err = engine.Output[int](res, "P02"); err != nil {
+		return ChainParentResult{}, err
+	}
+	if out.P03, err = engine.Output[int](res, "P03"); err != nil {
+		return ChainParentResult{}, err
+	}
+	if out.P04, err = engine.Output[int](res, "P04"); err != nil {
+		return ChainParentResult{}, err
+	}
+	if out.P05, err = engine.Output[int](res, "P05"); err != nil {
+		return ChainParentResult{}, err
+	}
+	if out.P06, err = engine.Output[int](res, "P06"); err != nil {
+		return ChainParentResult{}, err
+	}
+	if out.P07, err = engine.Output[int](res, "P07"); err != nil {
+		return ChainParentResult{}, err
+	}
+	if out.P08, err = engine.Output[int](res, "P08"); err != nil {
+		return ChainParentResult{}, err
+	}
+	if out.P09, err = engine.Output[int](res, "P09"); err != nil {
+		return ChainParentResult{}, err
+	}
+	if out.P10, err = engine.Output[int](res, "P10"); err != nil {
+		return ChainParentResult{}, err
+	}
+	return out, nil
+}
+
+// ChainParentResult holds the outputs of a finished run of workflow "ChainParent": one field
+// per step that returns a value, a dag.Maybe when the step can be skipped.
+// A child step's field is the result of the run it started (its workflow's result= step).
+type ChainParentResult struct {
+	P01 int
+	P02 int
+	P03 int
+	P04 int
+	P05 int
+	P06 int
+	P07 int
+	P08 int
+	P09 int
+	P10 int
+}

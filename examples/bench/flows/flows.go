@@ -1,5 +1,7 @@
 // Package flows holds the workflows of dagen's benchmark (examples/bench):
-// Single (one no-op step), Chain (ten no-op steps in a chain), Fan (one
+// Single (one no-op step), Chain (ten no-op steps in a chain), Chain20
+// (twenty), ChainParent (ten, one of which runs a ChildChain of ten as a
+// child run), Fan (one
 // step, fifty parallel steps, one fan-in), Pair (two steps, for
 // step-to-step latency) and Map (a slice, a mapped step run once per
 // element, a collector). Every step is a no-op, so the benchmark measures
@@ -528,4 +530,306 @@ func B6(ctx context.Context, b Blob, n int) (int, error) { return n + len(b.Data
 func B7(ctx context.Context, b Blob, n int) (int, error) {
 	finished(ctx)
 	return n + len(b.Data), nil
+}
+
+// Chain20 is the input of the Chain20 workflow: T01 → T02 → … → T20, the
+// chain of twenty steps that ChainParent's ten steps and its child's ten
+// are measured against.
+//
+//dag:workflow
+type Chain20 struct {
+	N int
+}
+
+// T01 is the first step of the Chain20 workflow.
+//
+//dag:step
+func T01(ctx context.Context, c Chain20) (int, error) { return c.N, nil }
+
+// T02 is step 2 of the Chain20 workflow.
+//
+//dag:step after=T01
+func T02(ctx context.Context, c Chain20, n int) (int, error) {
+	return n + 1, nil
+}
+
+// T03 is step 3 of the Chain20 workflow.
+//
+//dag:step after=T02
+func T03(ctx context.Context, c Chain20, n int) (int, error) {
+	return n + 1, nil
+}
+
+// T04 is step 4 of the Chain20 workflow.
+//
+//dag:step after=T03
+func T04(ctx context.Context, c Chain20, n int) (int, error) {
+	return n + 1, nil
+}
+
+// T05 is step 5 of the Chain20 workflow.
+//
+//dag:step after=T04
+func T05(ctx context.Context, c Chain20, n int) (int, error) {
+	return n + 1, nil
+}
+
+// T06 is step 6 of the Chain20 workflow.
+//
+//dag:step after=T05
+func T06(ctx context.Context, c Chain20, n int) (int, error) {
+	return n + 1, nil
+}
+
+// T07 is step 7 of the Chain20 workflow.
+//
+//dag:step after=T06
+func T07(ctx context.Context, c Chain20, n int) (int, error) {
+	return n + 1, nil
+}
+
+// T08 is step 8 of the Chain20 workflow.
+//
+//dag:step after=T07
+func T08(ctx context.Context, c Chain20, n int) (int, error) {
+	return n + 1, nil
+}
+
+// T09 is step 9 of the Chain20 workflow.
+//
+//dag:step after=T08
+func T09(ctx context.Context, c Chain20, n int) (int, error) {
+	return n + 1, nil
+}
+
+// T10 is step 10 of the Chain20 workflow.
+//
+//dag:step after=T09
+func T10(ctx context.Context, c Chain20, n int) (int, error) {
+	return n + 1, nil
+}
+
+// T11 is step 11 of the Chain20 workflow.
+//
+//dag:step after=T10
+func T11(ctx context.Context, c Chain20, n int) (int, error) {
+	return n + 1, nil
+}
+
+// T12 is step 12 of the Chain20 workflow.
+//
+//dag:step after=T11
+func T12(ctx context.Context, c Chain20, n int) (int, error) {
+	return n + 1, nil
+}
+
+// T13 is step 13 of the Chain20 workflow.
+//
+//dag:step after=T12
+func T13(ctx context.Context, c Chain20, n int) (int, error) {
+	return n + 1, nil
+}
+
+// T14 is step 14 of the Chain20 workflow.
+//
+//dag:step after=T13
+func T14(ctx context.Context, c Chain20, n int) (int, error) {
+	return n + 1, nil
+}
+
+// T15 is step 15 of the Chain20 workflow.
+//
+//dag:step after=T14
+func T15(ctx context.Context, c Chain20, n int) (int, error) {
+	return n + 1, nil
+}
+
+// T16 is step 16 of the Chain20 workflow.
+//
+//dag:step after=T15
+func T16(ctx context.Context, c Chain20, n int) (int, error) {
+	return n + 1, nil
+}
+
+// T17 is step 17 of the Chain20 workflow.
+//
+//dag:step after=T16
+func T17(ctx context.Context, c Chain20, n int) (int, error) {
+	return n + 1, nil
+}
+
+// T18 is step 18 of the Chain20 workflow.
+//
+//dag:step after=T17
+func T18(ctx context.Context, c Chain20, n int) (int, error) {
+	return n + 1, nil
+}
+
+// T19 is step 19 of the Chain20 workflow.
+//
+//dag:step after=T18
+func T19(ctx context.Context, c Chain20, n int) (int, error) {
+	return n + 1, nil
+}
+
+// T20 is step 20 of the Chain20 workflow.
+//
+//dag:step after=T19
+func T20(ctx context.Context, c Chain20, n int) (int, error) {
+	finished(ctx)
+	return n + 1, nil
+}
+
+// ChildChain is the input of the ChildChain workflow: C01 → … → C10, the
+// chain ChainParent runs as a child; its result is C10's output.
+//
+//dag:workflow result=C10
+type ChildChain struct {
+	N int
+}
+
+// C01 is the first step of the ChildChain workflow.
+//
+//dag:step
+func C01(ctx context.Context, c ChildChain) (int, error) { return c.N, nil }
+
+// C02 is step 2 of the ChildChain workflow.
+//
+//dag:step after=C01
+func C02(ctx context.Context, c ChildChain, n int) (int, error) {
+	return n + 1, nil
+}
+
+// C03 is step 3 of the ChildChain workflow.
+//
+//dag:step after=C02
+func C03(ctx context.Context, c ChildChain, n int) (int, error) {
+	return n + 1, nil
+}
+
+// C04 is step 4 of the ChildChain workflow.
+//
+//dag:step after=C03
+func C04(ctx context.Context, c ChildChain, n int) (int, error) {
+	return n + 1, nil
+}
+
+// C05 is step 5 of the ChildChain workflow.
+//
+//dag:step after=C04
+func C05(ctx context.Context, c ChildChain, n int) (int, error) {
+	return n + 1, nil
+}
+
+// C06 is step 6 of the ChildChain workflow.
+//
+//dag:step after=C05
+func C06(ctx context.Context, c ChildChain, n int) (int, error) {
+	return n + 1, nil
+}
+
+// C07 is step 7 of the ChildChain workflow.
+//
+//dag:step after=C06
+func C07(ctx context.Context, c ChildChain, n int) (int, error) {
+	return n + 1, nil
+}
+
+// C08 is step 8 of the ChildChain workflow.
+//
+//dag:step after=C07
+func C08(ctx context.Context, c ChildChain, n int) (int, error) {
+	return n + 1, nil
+}
+
+// C09 is step 9 of the ChildChain workflow.
+//
+//dag:step after=C08
+func C09(ctx context.Context, c ChildChain, n int) (int, error) {
+	return n + 1, nil
+}
+
+// C10 is step 10 of the ChildChain workflow.
+//
+//dag:step after=C09
+func C10(ctx context.Context, c ChildChain, n int) (int, error) {
+	return n + 1, nil
+}
+
+// ChainParent is the input of the ChainParent workflow: P01 → … → P10,
+// whose P05 runs a ChildChain as a child run: ten steps of its own and
+// ten of its child's, to measure what a child step costs against Chain20.
+//
+//dag:workflow
+type ChainParent struct {
+	N int
+}
+
+// P01 is the first step of the ChainParent workflow.
+//
+//dag:step
+func P01(ctx context.Context, c ChainParent) (int, error) { return c.N, nil }
+
+// P02 is step 2 of the ChainParent workflow.
+//
+//dag:step after=P01
+func P02(ctx context.Context, c ChainParent, n int) (int, error) {
+	return n + 1, nil
+}
+
+// P03 is step 3 of the ChainParent workflow.
+//
+//dag:step after=P02
+func P03(ctx context.Context, c ChainParent, n int) (int, error) {
+	return n + 1, nil
+}
+
+// P04 is step 4 of the ChainParent workflow.
+//
+//dag:step after=P03
+func P04(ctx context.Context, c ChainParent, n int) (int, error) {
+	return n + 1, nil
+}
+
+// P05 runs a ChildChain as a child, and completes with its result.
+//
+//dag:child after=P04
+func P05(ctx context.Context, c ChainParent, n int) (ChildChain, error) {
+	return ChildChain{N: n + 1}, nil
+}
+
+// P06 is step 6 of the ChainParent workflow.
+//
+//dag:step after=P05
+func P06(ctx context.Context, c ChainParent, n int) (int, error) {
+	return n + 1, nil
+}
+
+// P07 is step 7 of the ChainParent workflow.
+//
+//dag:step after=P06
+func P07(ctx context.Context, c ChainParent, n int) (int, error) {
+	return n + 1, nil
+}
+
+// P08 is step 8 of the ChainParent workflow.
+//
+//dag:step after=P07
+func P08(ctx context.Context, c ChainParent, n int) (int, error) {
+	return n + 1, nil
+}
+
+// P09 is step 9 of the ChainParent workflow.
+//
+//dag:step after=P08
+func P09(ctx context.Context, c ChainParent, n int) (int, error) {
+	return n + 1, nil
+}
+
+// P10 is step 10 of the ChainParent workflow.
+//
+//dag:step after=P09
+func P10(ctx context.Context, c ChainParent, n int) (int, error) {
+	finished(ctx)
+	return n + 1, nil
 }
