@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/dagenhq/dagen/runtime/dagtest"
 	"github.com/dagenhq/dagen/runtime/engine"
 	"github.com/dagenhq/dagen/runtime/store"
 )
@@ -69,4 +70,47 @@ func TestChildSteps(t *testing.T) {
 
 func parent(name string, out []byte) []store.ParentResult {
 	return []store.ParentResult{{Step: name, Status: store.TaskCompleted, Output: out}}
+}
+
+// TestRunsChildren drives the order workflow on dagtest with the workflows
+// it runs registered: each child step's run starts, and its typed result
+// reaches the parent's steps and result.
+func TestRunsChildren(t *testing.T) {
+	ctx := context.Background()
+	h := dagtest.New(t)
+	for _, def := range []*engine.Definition{ShipmentDefinition(), AuditDefinition(), BatchDefinition()} {
+		if err := h.Engine.Register(def); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wf, err := NewOrderWorkflow(h.Engine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := wf.Run(ctx, "tenant", Order{ID: "o-1", Items: []string{"a", "b", "c"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, ok := res.ShipOrder.Get(); !ok || !d.Tracked {
+		t.Errorf("ShipOrder = %+v, want a tracked delivery", res.ShipOrder)
+	}
+	if len(res.ShipItem) != 3 || res.ShipItem[0].Item != "a" || res.ShipItem[2].Item != "c" {
+		t.Errorf("ShipItem = %+v, want the deliveries of a, b, c in order", res.ShipItem)
+	}
+	if res.Summarize != (Summary{Whole: true, Delivered: 3}) {
+		t.Errorf("Summarize = %+v", res.Summarize)
+	}
+	if len(res.RunBatch) != 3 || res.Count != 3 {
+		t.Errorf("RunBatch = %+v, Count = %d: want Batch's three deliveries", res.RunBatch, res.Count)
+	}
+
+	// An invalid order skips ShipOrder by its predicate: no Shipping run
+	// starts for it.
+	res, err = wf.Run(ctx, "tenant", Order{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ShipOrder.Ok() {
+		t.Errorf("ShipOrder ran for an invalid order: %+v", res.ShipOrder)
+	}
 }
