@@ -32,3 +32,8 @@ ALTER TABLE dagen_timers DROP CONSTRAINT dagen_timers_kind_check;
 ALTER TABLE dagen_timers ADD CONSTRAINT dagen_timers_kind_check
     CHECK (kind IN ('sleep', 'retry', 'deadline', 'signal', 'child', 'cancel')) NOT VALID;
 ALTER TABLE dagen_timers VALIDATE CONSTRAINT dagen_timers_kind_check;
+
+-- What a child step's signature covers besides a step's (store.SignatureInfo's
+-- Child: its workflow, input type and result step), so that dagen check -db
+-- can say how a child step changed. A constant default: no rewrite.
+ALTER TABLE dagen_signatures ADD COLUMN child text NOT NULL DEFAULT '';

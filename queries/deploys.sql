@@ -1,8 +1,8 @@
 -- name: RecordSignatures :exec
 -- Keeps what signatures mean (see dagen_signatures). A signature's
 -- description never changes, so one recorded already is left alone.
-INSERT INTO dagen_signatures (signature, workflow, step, kind, input_type, output_type, parents, recorded_at)
-SELECT x.signature, x.workflow, x.step, x.kind, x.input_type, x.output_type, x.parents::jsonb,
+INSERT INTO dagen_signatures (signature, workflow, step, kind, input_type, output_type, parents, child, recorded_at)
+SELECT x.signature, x.workflow, x.step, x.kind, x.input_type, x.output_type, x.parents::jsonb, x.child,
        coalesce(sqlc.narg('now')::timestamptz, now())
 FROM (
     SELECT unnest(@signatures::text[]) AS signature,
@@ -11,7 +11,8 @@ FROM (
            unnest(@kinds::text[]) AS kind,
            unnest(@input_types::text[]) AS input_type,
            unnest(@output_types::text[]) AS output_type,
-           unnest(@parents::text[]) AS parents
+           unnest(@parents::text[]) AS parents,
+           unnest(@children::text[]) AS child
 ) AS x
 ORDER BY x.signature
 ON CONFLICT (signature) DO NOTHING;
@@ -108,6 +109,7 @@ SELECT t.signature, r.workflow, split_part(t.name, '[', 1)::text AS step, (t.sig
        count(DISTINCT t.run_id)::integer AS runs,
        (array_agg(DISTINCT t.run_id ORDER BY t.run_id))[1:@sample::integer]::uuid[] AS sample,
        s.kind AS info_kind, s.input_type, s.output_type, coalesce(s.parents::text, '')::text AS parents,
+       coalesce(s.child, '')::text AS child,
        (s.signature IS NOT NULL)::boolean AS known
 FROM dagen_runs r
 JOIN dagen_tasks t ON t.run_id = r.id
@@ -138,7 +140,7 @@ GROUP BY r.workflow
 ORDER BY r.workflow;
 
 -- name: GetSignatures :many
-SELECT signature, workflow, step, kind, input_type, output_type, parents::text AS parents
+SELECT signature, workflow, step, kind, input_type, output_type, parents::text AS parents, child
 FROM dagen_signatures
 WHERE signature = ANY(@signatures::text[])
 ORDER BY signature;

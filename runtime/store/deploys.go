@@ -24,8 +24,7 @@ type SignatureInfo struct {
 	// Child describes the run a child step (KindChild, or a mapped one)
 	// starts: the child workflow's stored name, its input type and its
 	// result step, space-separated. It is part of the signature, so a
-	// deploy that changes what the child takes or gives is a new one; not
-	// recorded by Deploys.RecordSignatures.
+	// deploy that changes what the child takes or gives is a new one.
 	Child string
 }
 

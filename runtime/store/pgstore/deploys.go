@@ -37,6 +37,7 @@ func (s *Store) RecordSignatures(ctx context.Context, infos []store.SignatureInf
 		p.InputTypes = append(p.InputTypes, si.Input)
 		p.OutputTypes = append(p.OutputTypes, si.Output)
 		p.Parents = append(p.Parents, string(js))
+		p.Children = append(p.Children, si.Child)
 	}
 	if err := s.q.RecordSignatures(ctx, s.pool, p); err != nil {
 		return fmt.Errorf("record %d signatures: %w", len(infos), err)
@@ -122,7 +123,7 @@ func (s *Store) InFlight(ctx context.Context, served []string, sample int) (stor
 			if r.Known {
 				si := store.SignatureInfo{
 					Signature: r.Signature, Workflow: r.Workflow, Step: r.Step, Kind: store.TaskKind(r.InfoKind.String),
-					Input: r.InputType.String, Output: r.OutputType.String,
+					Input: r.InputType.String, Output: r.OutputType.String, Child: r.Child,
 				}
 				if err := json.Unmarshal([]byte(r.Parents), &si.Parents); err != nil {
 					return fmt.Errorf("read signature %s: parents: %w", r.Signature, err)
@@ -165,7 +166,7 @@ func (s *Store) SignatureInfos(ctx context.Context, signatures []string) ([]stor
 	}
 	out := make([]store.SignatureInfo, 0, len(rows))
 	for _, r := range rows {
-		si := store.SignatureInfo{Signature: r.Signature, Workflow: r.Workflow, Step: r.Step, Kind: store.TaskKind(r.Kind), Input: r.InputType, Output: r.OutputType}
+		si := store.SignatureInfo{Signature: r.Signature, Workflow: r.Workflow, Step: r.Step, Kind: store.TaskKind(r.Kind), Input: r.InputType, Output: r.OutputType, Child: r.Child}
 		if err := json.Unmarshal([]byte(r.Parents), &si.Parents); err != nil {
 			return nil, fmt.Errorf("read signature %s: its parents: %w", r.Signature, err)
 		}

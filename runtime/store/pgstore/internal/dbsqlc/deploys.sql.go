@@ -12,7 +12,7 @@ import (
 )
 
 const getSignatures = `-- name: GetSignatures :many
-SELECT signature, workflow, step, kind, input_type, output_type, parents::text AS parents
+SELECT signature, workflow, step, kind, input_type, output_type, parents::text AS parents, child
 FROM dagen_signatures
 WHERE signature = ANY($1::text[])
 ORDER BY signature
@@ -26,6 +26,7 @@ type GetSignaturesRow struct {
 	InputType  string
 	OutputType string
 	Parents    string
+	Child      string
 }
 
 func (q *Queries) GetSignatures(ctx context.Context, db DBTX, signatures []string) ([]GetSignaturesRow, error) {
@@ -45,6 +46,7 @@ func (q *Queries) GetSignatures(ctx context.Context, db DBTX, signatures []strin
 			&i.InputType,
 			&i.OutputType,
 			&i.Parents,
+			&i.Child,
 		); err != nil {
 			return nil, err
 		}
@@ -61,6 +63,7 @@ SELECT t.signature, r.workflow, split_part(t.name, '[', 1)::text AS step, (t.sig
        count(DISTINCT t.run_id)::integer AS runs,
        (array_agg(DISTINCT t.run_id ORDER BY t.run_id))[1:$2::integer]::uuid[] AS sample,
        s.kind AS info_kind, s.input_type, s.output_type, coalesce(s.parents::text, '')::text AS parents,
+       coalesce(s.child, '')::text AS child,
        (s.signature IS NOT NULL)::boolean AS known
 FROM dagen_runs r
 JOIN dagen_tasks t ON t.run_id = r.id
@@ -83,6 +86,7 @@ type InFlightRow struct {
 	InputType  pgtype.Text
 	OutputType pgtype.Text
 	Parents    string
+	Child      string
 	Known      bool
 }
 
@@ -111,6 +115,7 @@ func (q *Queries) InFlight(ctx context.Context, db DBTX, served []string, sample
 			&i.InputType,
 			&i.OutputType,
 			&i.Parents,
+			&i.Child,
 			&i.Known,
 		); err != nil {
 			return nil, err
@@ -176,8 +181,8 @@ func (q *Queries) InFlightRuns(ctx context.Context, db DBTX, sample int32, serve
 }
 
 const recordSignatures = `-- name: RecordSignatures :exec
-INSERT INTO dagen_signatures (signature, workflow, step, kind, input_type, output_type, parents, recorded_at)
-SELECT x.signature, x.workflow, x.step, x.kind, x.input_type, x.output_type, x.parents::jsonb,
+INSERT INTO dagen_signatures (signature, workflow, step, kind, input_type, output_type, parents, child, recorded_at)
+SELECT x.signature, x.workflow, x.step, x.kind, x.input_type, x.output_type, x.parents::jsonb, x.child,
        coalesce($1::timestamptz, now())
 FROM (
     SELECT unnest($2::text[]) AS signature,
@@ -186,7 +191,8 @@ FROM (
            unnest($5::text[]) AS kind,
            unnest($6::text[]) AS input_type,
            unnest($7::text[]) AS output_type,
-           unnest($8::text[]) AS parents
+           unnest($8::text[]) AS parents,
+           unnest($9::text[]) AS child
 ) AS x
 ORDER BY x.signature
 ON CONFLICT (signature) DO NOTHING
@@ -201,6 +207,7 @@ type RecordSignaturesParams struct {
 	InputTypes  []string
 	OutputTypes []string
 	Parents     []string
+	Children    []string
 }
 
 // Keeps what signatures mean (see dagen_signatures). A signature's
@@ -215,6 +222,7 @@ func (q *Queries) RecordSignatures(ctx context.Context, db DBTX, arg RecordSigna
 		arg.InputTypes,
 		arg.OutputTypes,
 		arg.Parents,
+		arg.Children,
 	)
 	return err
 }

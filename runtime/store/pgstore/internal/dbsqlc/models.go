@@ -127,6 +127,7 @@ type DagenSignature struct {
 	OutputType string
 	Parents    []byte
 	RecordedAt pgtype.Timestamptz
+	Child      string
 }
 
 type DagenSlot struct {
