@@ -147,6 +147,7 @@ func TestChildRunPages(t *testing.T) {
 	require.Regexp(t, `boxes\[0\]: <a class="child-run" href="\.\./runs/[0-9a-f-]{36}">[0-9a-f-]{36}</a> shipping <span class="badge completed">`, boxes)
 	require.Regexp(t, `boxes\[1\]: <a class="child-run" href="\.\./runs/`, boxes)
 	require.NotContains(t, body, `id="parent"`, "a run a trigger started has no parent")
+	require.Contains(t, body, `<option value="from=ship">from ship</option>`, "a retry can start from a child step")
 
 	code, body = get(t, c, srv.URL+"/dagen/runs/"+f.first.String())
 	require.Equal(t, http.StatusOK, code)
