@@ -296,3 +296,47 @@ func TestBrowserSignIn(t *testing.T) {
 	require.True(t, strings.HasSuffix(after, "/dagen/login"), "signed out: back to the login page, at %s", after)
 	t.Logf("screenshots in %s", dir)
 }
+
+// TestBrowserChildRuns follows the links between a parent run and its
+// child in Chromium: the child step's node links to the child run, whose
+// page links back to the parent run.
+func TestBrowserChildRuns(t *testing.T) {
+	exe := chromium(t)
+	st := pgStore(t)
+	f := seedFamily(t, st)
+	srv := serve(t, st, console.Options{})
+	bctx := browser(t, exe)
+	dir := screenshotDir(t)
+
+	var links int
+	var childAt, parentText, parentAt, filtered string
+	err := chromedp.Run(bctx,
+		chromedp.Navigate(srv.URL+"/dagen/runs/"+f.parent.String()),
+		chromedp.WaitVisible(`#dag`),
+		chromedp.Evaluate(`document.querySelectorAll("#dag a.child-link").length`, &links),
+		shot(dir, "parent-run.png", ""),
+		chromedp.Click(`#dag a.child-link[data-step="ship"] text`),
+		chromedp.WaitVisible(`#parent`),
+		chromedp.Location(&childAt),
+		chromedp.Text(`#parent`, &parentText),
+		shot(dir, "child-run.png", ""),
+		chromedp.Click(`#parent-run`),
+		chromedp.WaitVisible(`#dag`),
+		chromedp.Location(&parentAt),
+		chromedp.Navigate(srv.URL+"/dagen/"),
+		chromedp.WaitVisible(`#children`),
+		chromedp.SetValue(`#children`, "only"),
+		chromedp.Submit(`#children`),
+		chromedp.WaitVisible(`#runs`),
+		chromedp.Text(`#runs`, &filtered),
+		shot(dir, "child-runs.png", ""),
+	)
+	require.NoError(t, err)
+	require.Equal(t, 1, links, "ship links its child run; boxes is mapped, its elements' children are in its section")
+	require.True(t, strings.HasSuffix(childAt, "/dagen/runs/"+f.second.String()), "the node goes to the latest attempt's child, at %s", childAt)
+	require.Contains(t, parentText, "parent run "+f.parent.String()+" step ship (attempt 2)")
+	require.True(t, strings.HasSuffix(parentAt, "/dagen/runs/"+f.parent.String()), "back at the parent, at %s", parentAt)
+	require.Contains(t, filtered, f.second.String())
+	require.NotContains(t, filtered, f.parent.String(), "only child runs")
+	t.Logf("screenshots in %s", dir)
+}

@@ -17,7 +17,7 @@ func TestLayoutUncrossesASwappedPair(t *testing.T) {
 		{Name: "a", Status: store.TaskCompleted}, {Name: "b", Status: store.TaskCompleted},
 		{Name: "under_b", Parents: []string{"b"}}, {Name: "under_a", Parents: []string{"a"}},
 	}
-	d := layout(tasks, nil)
+	d := layout(tasks, nil, nil)
 	x := map[string]int{}
 	for _, n := range d.Nodes {
 		x[n.Task.Name] = n.X
@@ -34,7 +34,7 @@ func TestLayoutRoutesLongEdgesAroundNodes(t *testing.T) {
 	tasks := []store.Task{
 		{Name: "root"}, {Name: "mid", Parents: []string{"root"}}, {Name: "end", Parents: []string{"mid", "root"}},
 	}
-	d := layout(tasks, nil)
+	d := layout(tasks, nil, nil)
 	require.Len(t, d.Edges, 3)
 	var mid *node
 	for _, n := range d.Nodes {
@@ -78,7 +78,7 @@ func TestLayoutDenseGraph(t *testing.T) {
 	for i := range 100 {
 		tasks = append(tasks, store.Task{Name: fmt.Sprintf("b%d", i), Parents: tops})
 	}
-	d := layout(tasks, nil)
+	d := layout(tasks, nil, nil)
 	require.Len(t, d.Edges, 10_000)
 	seen := map[[2]int]bool{}
 	for _, n := range d.Nodes {

@@ -22,6 +22,9 @@ type node struct {
 	X, Y     int
 	Class    string // its status, as a CSS class
 	Progress string // "3 of 10" for a mapped step
+	// Child is, for a child step that started one, the run its latest
+	// attempt started: the node links to it.
+	Child *store.ChildRun
 }
 
 // edge is a parent edge as drawn, from the parent's bottom to the
@@ -42,8 +45,10 @@ type drawing struct {
 // layout lays the steps of a run out: elements of mapped steps are folded
 // into their step (its progress), the onfailure task is drawn only when it
 // ran. optional holds the edges (child, parent) the child takes as a
-// dag.Maybe: they are drawn dashed, as dagen graph draws them.
-func layout(tasks []store.Task, optional map[[2]string]bool) drawing {
+// dag.Maybe: they are drawn dashed, as dagen graph draws them. children
+// are the child runs by the task that started them, latest attempt first:
+// a child step is labelled with its child's workflow and links to it.
+func layout(tasks []store.Task, optional map[[2]string]bool, children map[string][]store.ChildRun) drawing {
 	progress := map[string][2]int{}
 	for _, t := range tasks {
 		if t.Kind == store.KindMap && t.Elements > 0 {
@@ -72,6 +77,16 @@ func layout(tasks []store.Task, optional map[[2]string]bool) drawing {
 			n.Label += " · signal"
 		case store.KindMap:
 			n.Label += " · each"
+		case store.KindChild:
+			// The workflow it runs is known once it started a run: the
+			// store keeps no other record of it (SignatureInfo.Child is
+			// not recorded).
+			if ks := children[t.Name]; len(ks) > 0 {
+				n.Label += " · runs " + ks[0].Workflow
+				n.Child = &ks[0]
+			} else {
+				n.Label += " · child"
+			}
 		case store.KindOnFailure:
 			n.Label = "onfailure"
 		}

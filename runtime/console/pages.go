@@ -44,7 +44,7 @@ func base(r *http.Request) string {
 func urlQuery(s string) string { return url.QueryEscape(s) }
 
 // runsPage lists runs: filters from the query (workflow, tenant, status,
-// since, after), counts per status, newest first.
+// since, from, to, children, after), counts per status, newest first.
 func (c *Console) runsPage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := store.RunFilter{Workflow: q.Get("workflow"), Tenant: q.Get("tenant"), Limit: store.DefaultPageSize}
@@ -91,6 +91,15 @@ func (c *Console) runsPage(w http.ResponseWriter, r *http.Request) {
 		default:
 			f.CreatedTo = at
 		}
+	}
+	switch s := q.Get("children"); s {
+	case "", "all":
+	case "only":
+		f.Children = store.OnlyChild
+	case "none":
+		f.Children = store.NoChildren
+	default:
+		bad = append(bad, fmt.Sprintf("children=%q: want all, only (the runs a parent run's step started) or none (the others)", s))
 	}
 	if s := q.Get("after"); s != "" {
 		id, err := dag.ParseRunID(s)
@@ -192,6 +201,12 @@ func (c *Console) runPage(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
+	kids, err := c.st.ListChildren(r.Context(), id)
+	if err != nil {
+		c.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	byTask := childrenByTask(kids)
 	unserved := map[string]string{} // QUEUED steps no live worker serves, by name: their signature
 	if !run.Status.Terminal() {
 		us, err := c.st.Unserved(r.Context(), id)
@@ -225,7 +240,13 @@ func (c *Console) runPage(w http.ResponseWriter, r *http.Request) {
 				continue
 			}
 		}
-		sv := stepView{Task: t, Class: statusClass(t.Status), Events: byStep[t.Name], Why: whyNotRunning(run, t, tasks)}
+		sv := stepView{Task: t, Class: statusClass(t.Status), Events: byStep[t.Name], Why: whyNotRunning(run, t, tasks), Children: byTask[t.Name]}
+		if k, ok := currentChild(t, byTask); ok && t.Status == store.TaskAwaiting && !run.Status.Terminal() {
+			sv.Why = fmt.Sprintf("waiting for its child run %s (%s, %s)", k.ID, k.Workflow, strings.ToLower(string(k.Status)))
+		}
+		if t.Kind == store.KindMap {
+			sv.ElementChildren, sv.MoreElementChildren = elementChildren(t.Name, tasks, byTask)
+		}
 		if sig, ok := unserved[t.Name]; ok {
 			sv.Why = "queued, but no live worker serves its signature " + sig + ": deploy code that has this step as it is (dagen check -db says what changed)"
 		}
@@ -236,7 +257,7 @@ func (c *Console) runPage(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
-	d := layout(tasks, c.optionalEdges(r.Context(), tasks))
+	d := layout(tasks, c.optionalEdges(r.Context(), tasks), byTask)
 	earlier := 0
 	if len(events) > maxEventsShown {
 		earlier = len(events) - maxEventsShown
@@ -246,6 +267,7 @@ func (c *Console) runPage(w http.ResponseWriter, r *http.Request) {
 		"Run": run, "Steps": steps, "Graph": d, "HiddenElements": hidden, "EarlierEvents": earlier, "Events": events, "Refresh": !run.Status.Terminal(),
 		"CSRF": c.token(w, r), "Done": r.URL.Query().Get("done"),
 		"Retryable": run.Status == store.RunFailed || run.Status == store.RunCancelled,
+		"Parent":    run.Parent,
 	})
 }
 
@@ -257,6 +279,64 @@ type stepView struct {
 	Truncated bool
 	Events    []store.Event
 	Why       string // why it is not running, when it is not
+	// Children are the runs the task started (a child step, or an
+	// element of a mapped one), its latest attempt's first.
+	Children []store.ChildRun
+	// ElementChildren are, for a mapped child step, the child runs its
+	// elements' latest attempts started, up to maxElementsShown;
+	// MoreElementChildren counts the others.
+	ElementChildren     []store.ChildRun
+	MoreElementChildren int
+}
+
+// childrenByTask groups a run's child runs by the task that started them,
+// each task's latest attempt first: that is the child the task waits for
+// or took its output from; the earlier ones are history.
+func childrenByTask(kids []store.ChildRun) map[string][]store.ChildRun {
+	out := map[string][]store.ChildRun{}
+	for _, k := range kids {
+		out[k.Task] = append(out[k.Task], k)
+	}
+	for _, ks := range out {
+		slices.SortStableFunc(ks, func(a, b store.ChildRun) int { return b.Attempt - a.Attempt })
+	}
+	return out
+}
+
+// currentChild returns the child run the attempt t is on started, if it
+// started one: what an AWAITING child task waits for.
+func currentChild(t store.Task, byTask map[string][]store.ChildRun) (store.ChildRun, bool) {
+	for _, k := range byTask[t.Name] {
+		if k.Attempt == t.Attempt {
+			return k, true
+		}
+	}
+	return store.ChildRun{}, false
+}
+
+// elementChildren returns the child runs the latest attempts of mapped
+// step step's elements started, in element order, up to maxElementsShown,
+// and how many more there are: the completed elements are not listed on
+// the page, so their step's section links their children.
+func elementChildren(step string, tasks []store.Task, byTask map[string][]store.ChildRun) ([]store.ChildRun, int) {
+	var out []store.ChildRun
+	more := 0
+	for _, t := range tasks {
+		if t.Kind != store.KindElement {
+			continue
+		}
+		if s, _, ok := store.ParseElement(t.Name); !ok || s != step {
+			continue
+		}
+		if ks := byTask[t.Name]; len(ks) > 0 {
+			if len(out) < maxElementsShown {
+				out = append(out, ks[0])
+			} else {
+				more++
+			}
+		}
+	}
+	return out, more
 }
 
 // addQueuePlaces says, for the queued steps a live worker serves, how

@@ -38,7 +38,7 @@ Usage:
 	dagen graph [-format mermaid|dot] [-workflow name] [flags] [packages]
 	dagen migrate up [-db URL] [-schema name] [-json]
 	dagen migrate status [-db URL] [-schema name] [-json]
-	dagen runs ls [-workflow w] [-tenant t] [-status s,…] [-since d] [-limit n] [-after id] [-db URL] [-replica-db URL] [-schema name] [-json]
+	dagen runs ls [-workflow w] [-tenant t] [-status s,…] [-since d] [-children all|only|none] [-limit n] [-after id] [-db URL] [-replica-db URL] [-schema name] [-json]
 	dagen runs show ID [-graph] [-db URL] [-replica-db URL] [-schema name] [-json]
 	dagen runs events ID [-db URL] [-replica-db URL] [-schema name] [-json]
 	dagen runs cancel ID… | -filter [-workflow w] [-tenant t] [-since d] [-yes] [-db URL] [-replica-db URL] [-schema name] [-json]
@@ -69,10 +69,13 @@ Commands:
 	          print the schema's version, the latest this dagen knows, and
 	          each migration: applied (when) or pending
 	runs ls   list runs, newest first, with counts per status; -after the
-	          last id of a page for the next
+	          last id of a page for the next; -children only lists the
+	          runs a parent run's step started (child runs), -children
+	          none the others
 	runs show print a run's steps: status, attempts, duration, error or
-	          skip reason; -graph prints a Mermaid flowchart coloured by
-	          status
+	          skip reason, the child runs its steps started (latest
+	          attempt first) and, for a child run, its parent run and
+	          step; -graph prints a Mermaid flowchart coloured by status
 	runs events
 	          print a run's event log, oldest first
 	runs cancel

@@ -36,6 +36,7 @@ type runsFlags struct {
 	graph            bool
 	filter, yes      bool
 	mode, operator   string
+	children         string
 }
 
 // runsIO is what a runs subcommand works with.
@@ -67,6 +68,7 @@ func runs(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	fs.DurationVar(&f.since, "since", 0, "only runs created this long ago or less")
 	fs.IntVar(&f.limit, "limit", store.DefaultPageSize, "runs per page")
 	fs.StringVar(&f.after, "after", "", "the page after this run id")
+	fs.StringVar(&f.children, "children", "all", "only runs a parent task started (only), only the others (none), or both (all)")
 	fs.BoolVar(&f.graph, "graph", false, "show: print the run as a Mermaid flowchart")
 	fs.BoolVar(&f.filter, "filter", false, "cancel: every RUNNING run the filter flags select")
 	fs.BoolVar(&f.yes, "yes", false, "cancel: do not ask before cancelling more than one run")
@@ -198,6 +200,17 @@ func (r *runsIO) filter(cmd string) (store.RunFilter, bool) {
 		fmt.Fprintf(r.stderr, "dagen runs %s: -limit %d: want 1 to %d\n", cmd, r.f.limit, store.MaxPageSize)
 		return f, false
 	}
+	switch r.f.children {
+	case "all", "":
+		f.Children = store.AllRuns
+	case "only":
+		f.Children = store.OnlyChild
+	case "none":
+		f.Children = store.NoChildren
+	default:
+		fmt.Fprintf(r.stderr, "dagen runs %s: -children %q: want all, only (the runs a parent run's step started) or none (the others)\n", cmd, r.f.children)
+		return f, false
+	}
 	if r.f.after != "" {
 		id, err := dag.ParseRunID(r.f.after)
 		if err != nil {
@@ -231,7 +244,7 @@ func runOf(s store.RunSummary) runJSON {
 
 func (r *runsIO) ls(args []string) int {
 	if len(args) > 0 {
-		fmt.Fprintf(r.stderr, "dagen runs ls: unexpected argument %q: filter with -workflow, -tenant, -status, -since\n", args[0])
+		fmt.Fprintf(r.stderr, "dagen runs ls: unexpected argument %q: filter with -workflow, -tenant, -status, -since, -children\n", args[0])
 		return ExitError
 	}
 	f, ok := r.filter("ls")
@@ -355,8 +368,13 @@ func (r *runsIO) show(args []string) int {
 	if err != nil {
 		return r.readFailed("show", id, err)
 	}
+	kids, err := r.st.ListChildren(r.ctx, id)
+	if err != nil {
+		return r.readFailed("show", id, err)
+	}
+	byTask := childrenByTask(kids)
 	if r.f.graph {
-		fmt.Fprint(r.stdout, mermaidRun(tasks))
+		fmt.Fprint(r.stdout, mermaidRun(tasks, byTask))
 		return ExitOK
 	}
 	times := timings(events)
@@ -375,12 +393,16 @@ func (r *runsIO) show(args []string) int {
 			Output    *string  `json:"output,omitempty"`
 			Elements  int      `json:"elements,omitempty"` // a mapped step's, once mapped
 			Element   *int     `json:"element,omitempty"`  // an element's index
+			// Children are the runs the task started, its latest
+			// attempt's first.
+			Children []childJSON `json:"children,omitempty"`
 		}
 		out := struct {
 			runJSON
-			Tasks []taskJSON `json:"tasks"`
+			Parent *parentJSON `json:"parent,omitempty"` // a child run's
+			Tasks  []taskJSON  `json:"tasks"`
 		}{runJSON: runOf(store.RunSummary{ID: run.ID, Workflow: run.Workflow, Tenant: run.Tenant, Status: run.Status,
-			CreatedAt: run.CreatedAt, FinishedAt: run.FinishedAt, Failure: run.Failure})}
+			CreatedAt: run.CreatedAt, FinishedAt: run.FinishedAt, Failure: run.Failure}), Parent: parentOf(run.Parent)}
 		for _, t := range tasks {
 			tj := taskJSON{Name: t.Name, Kind: string(t.Kind), Parents: t.Parents, Status: string(t.Status), Attempt: t.Attempt,
 				Signature: t.Signature, Worker: t.Worker, Error: t.Error, Reason: t.Reason}
@@ -399,6 +421,9 @@ func (r *runsIO) show(args []string) int {
 			if t.Kind == store.KindElement {
 				tj.Element = &t.Element
 			}
+			for _, k := range byTask[t.Name] {
+				tj.Children = append(tj.Children, childOf(k))
+			}
 			out.Tasks = append(out.Tasks, tj)
 		}
 		printJSON(r.stdout, out)
@@ -409,6 +434,9 @@ func (r *runsIO) show(args []string) int {
 		fmt.Fprintf(r.stdout, ", finished after %s", textfmt.Duration(run.FinishedAt.Sub(run.CreatedAt)))
 	}
 	fmt.Fprintln(r.stdout)
+	if p := run.Parent; p != nil {
+		fmt.Fprintf(r.stdout, "parent: %s step %s (attempt %d)\n", p.Run, p.Task, p.Attempt)
+	}
 	if run.Status == store.RunQueued {
 		fmt.Fprintf(r.stdout, "queued: waiting for its workflow's concurrency cap%s to admit it\n", capOf(run))
 	}
@@ -464,7 +492,9 @@ func (r *runsIO) show(args []string) int {
 		if p, ok := progress[t.Name]; ok && t.Kind == store.KindMap {
 			status += fmt.Sprintf(" (%d of %d elements done)", p.done, p.total)
 		}
-		if t.Status == store.TaskAwaiting {
+		if k, ok := currentChild(t, byTask); ok && t.Status == store.TaskAwaiting {
+			why = fmt.Sprintf("waiting for its child run %s (%s, %s)", k.ID, k.Workflow, k.Status)
+		} else if t.Status == store.TaskAwaiting {
 			// A signal wait: its Reason is what it is skipped with later.
 			why = "waiting for its signal (dagen runs signal " + run.ID.String() + " " + t.Name + " JSON)"
 			if !t.WakeAt.IsZero() {
@@ -474,6 +504,7 @@ func (r *runsIO) show(args []string) int {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", name, after, status, t.Attempt, dur, textfmt.FirstLine(why))
 	}
 	_ = tw.Flush()
+	printChildren(r.stdout, tasks, byTask)
 	return ExitOK
 }
 
@@ -506,8 +537,9 @@ func mapProgress(tasks []store.Task) map[string]elementProgress {
 }
 
 // mermaidRun draws a run's tasks as a Mermaid flowchart, each step
-// coloured by its status.
-func mermaidRun(tasks []store.Task) string {
+// coloured by its status; a child step is labelled with the workflow its
+// child runs are of (byTask), once it started one.
+func mermaidRun(tasks []store.Task, byTask map[string][]store.ChildRun) string {
 	var b strings.Builder
 	b.WriteString("flowchart TD\n")
 	progress := mapProgress(tasks)
@@ -523,6 +555,12 @@ func mermaidRun(tasks []store.Task) string {
 			label += " (sleep)"
 		case store.KindSignal:
 			label += " (signal)"
+		case store.KindChild:
+			if ks := byTask[t.Name]; len(ks) > 0 {
+				label += " (runs " + ks[0].Workflow + ")"
+			} else {
+				label += " (child)"
+			}
 		case store.KindMap:
 			if p, ok := progress[t.Name]; ok {
 				label += fmt.Sprintf(" (each: %d of %d)", p.done, p.total)
