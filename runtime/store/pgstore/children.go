@@ -27,6 +27,7 @@ type newChildren struct {
 	runs   []store.NewRun
 	graphs []*graph
 	rp     dbsqlc.InsertRunsParams
+	tasks  []*transition.Task // the task that starts each
 	srcs   []int
 }
 
@@ -50,15 +51,25 @@ func (b *batch) prepareChildren() *newChildren {
 		}
 		nc.runs = append(nc.runs, *c.Run)
 		nc.graphs = append(nc.graphs, g)
+		nc.tasks = append(nc.tasks, c.Task)
 		nc.srcs = append(nc.srcs, c.Src)
 	}
+	// A failure above may have ended a run with another child here.
+	kept := 0
+	for i, t := range nc.tasks {
+		if t.Run.Status == store.RunRunning {
+			nc.runs[kept], nc.graphs[kept], nc.tasks[kept], nc.srcs[kept] = nc.runs[i], nc.graphs[i], t, nc.srcs[i]
+			kept++
+		}
+	}
+	nc.runs, nc.graphs, nc.tasks, nc.srcs = nc.runs[:kept], nc.graphs[:kept], nc.tasks[:kept], nc.srcs[:kept]
 	if len(nc.runs) == 0 {
 		return nil
 	}
 	graphs, rp, err := b.s.prepare(nc.runs)
-	if err != nil { // validated above, one by one
-		for i := range nc.runs {
-			b.tr.Fail(b.tr.Children[i].Task, fmt.Sprintf("start child run: %v", err), nc.srcs[i])
+	if err != nil { // each was validated above: two with one id, say
+		for i, t := range nc.tasks {
+			b.tr.Fail(t, fmt.Sprintf("start child run of %s: %v", nc.runs[i].Workflow, err), nc.srcs[i])
 		}
 		return nil
 	}
@@ -75,7 +86,7 @@ func (nc *newChildren) create(ctx context.Context, b *batch, tx *pipeline.Tx) er
 	}
 	rp := nc.rp
 	rp.Now = tstz(b.now)
-	_, queued, _, err := b.s.createWithin(ctx, tx, nc.runs, nc.graphs, rp, store.ClaimParams{})
+	_, _, _, err := b.s.createWithin(ctx, tx, nc.runs, nc.graphs, rp, store.ClaimParams{})
 	if err != nil {
 		return fmt.Errorf("create %d child runs: %w", len(nc.runs), err)
 	}
@@ -91,10 +102,9 @@ func (nc *newChildren) create(ctx context.Context, b *batch, tx *pipeline.Tx) er
 		sp.ParentAttempts = append(sp.ParentAttempts, int32(nr.Parent.Attempt))
 		sp.ParentClaims = append(sp.ParentClaims, nr.Parent.Claim)
 		sp.ResultTasks = append(sp.ResultTasks, nr.Parent.Result)
-		if queued > 0 {
-			b.credit[nc.srcs[i]]++ // its roots: counted once, as a hint
-			queued--
-		}
+		// Its roots, queued (unless its cap holds it): one credit is
+		// enough for the workers to hear of new work.
+		b.credit[nc.srcs[i]]++
 	}
 	if len(sp.Ids) == 0 {
 		return nil
