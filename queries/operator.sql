@@ -59,12 +59,14 @@ ORDER BY w.id;
 -- hold only them: the ready queue (QUEUED), the leases (RUNNING: the
 -- tasks they list that still hold them) and the timers (SLEEPING, BACKOFF;
 -- not deadlines, nor the ends of signal waits, which wait for no worker).
--- Only the leases' tasks are looked up in the history, one key each.
-SELECT r.tenant, r.workflow, x.state, count(*)::integer AS n
+-- Only the leases' tasks are looked up in the history, one key each. The
+-- oldest queue entry's age is the ready queue's own (migration 019).
+SELECT r.tenant, r.workflow, x.state, count(*)::integer AS n,
+       coalesce(extract(epoch FROM now() - min(x.enqueued_at)), 0)::float8 AS oldest_seconds
 FROM (
-    SELECT q.run_id, 'QUEUED' AS state FROM dagen_ready q
+    SELECT q.run_id, 'QUEUED' AS state, q.enqueued_at FROM dagen_ready q
     UNION ALL
-    SELECT e.run_id, 'RUNNING'
+    SELECT e.run_id, 'RUNNING', NULL::timestamptz
     FROM dagen_leases l
     CROSS JOIN LATERAL (
         SELECT l.run_ids[i.i] AS run_id, l.tasks[i.i] AS task, l.events[i.i] AS event
@@ -77,7 +79,7 @@ FROM (
         WHERE t.run_id = e.run_id AND t.name = e.task AND t.status = 'RUNNING' AND t.started_event = e.event
     )
     UNION ALL
-    SELECT t.run_id, CASE t.kind WHEN 'sleep' THEN 'SLEEPING' ELSE 'BACKOFF' END FROM dagen_timers t
+    SELECT t.run_id, CASE t.kind WHEN 'sleep' THEN 'SLEEPING' ELSE 'BACKOFF' END, NULL::timestamptz FROM dagen_timers t
     WHERE t.kind IN ('sleep', 'retry')
 ) AS x
 JOIN dagen_runs r ON r.id = x.run_id

@@ -40,10 +40,22 @@ func testWorkersAndBacklog(t *testing.T, open func() store.Store) {
 		_, err := e.Trigger(ctx, "fleet", "acme", 1)
 		require.NoError(t, err)
 	}
+	var oldest time.Duration
 	require.Eventually(t, func() bool {
 		b, err := e.Backlog(ctx)
-		return err == nil && len(b) == 1 && b[0] == store.BacklogEntry{Tenant: "acme", Workflow: "fleet", Running: 1, Queued: 2}
+		if err != nil || len(b) != 1 {
+			return false
+		}
+		oldest = b[0].OldestQueued
+		b[0].OldestQueued = 0
+		return b[0] == store.BacklogEntry{Tenant: "acme", Workflow: "fleet", Running: 1, Queued: 2}
 	}, 10*time.Second, 5*time.Millisecond, "one running (the only slot), two queued")
+	require.GreaterOrEqual(t, oldest, time.Duration(0), "the oldest queued task's age")
+	time.Sleep(20 * time.Millisecond)
+	b, err := e.Backlog(ctx)
+	require.NoError(t, err)
+	require.Len(t, b, 1)
+	require.Greater(t, b[0].OldestQueued, oldest, "the oldest queued task ages while it waits")
 
 	require.Eventually(t, e.Leading, 10*time.Second, 5*time.Millisecond)
 	workers, err := e.Workers(ctx)

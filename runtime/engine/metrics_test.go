@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -46,6 +47,10 @@ func collect(t *testing.T, r sdkmetric.Reader) map[string]map[string]float64 {
 			case metricdata.Gauge[int64]:
 				for _, p := range d.DataPoints {
 					vals[key(p.Attributes)] = float64(p.Value)
+				}
+			case metricdata.Gauge[float64]:
+				for _, p := range d.DataPoints {
+					vals[key(p.Attributes)] = p.Value
 				}
 			case metricdata.Histogram[float64]:
 				for _, p := range d.DataPoints {
@@ -158,12 +163,14 @@ func TestMetricsBacklog(t *testing.T) {
 	})
 	require.NoError(t, err)
 	release := make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) } // also when an assertion fails: Stop waits for the steps
 	require.NoError(t, e.Register(oneStep("block", engine.Step{Run: func(context.Context, engine.StepInput) ([]byte, error) {
 		<-release
 		return nil, nil
 	}})))
 	require.NoError(t, e.Start(ctx))
-	defer func() { _ = e.Stop(ctx) }()
+	defer func() { free(); _ = e.Stop(ctx) }()
 	var ids []dag.RunID
 	for i, tenant := range []string{"big", "big", "big", "big", "big", "small", "small"} {
 		_ = i
@@ -182,8 +189,12 @@ func TestMetricsBacklog(t *testing.T) {
 	for k := range got["dagen.backlog.tasks"] {
 		require.NotContains(t, k, "tenant=small", "folded into other")
 	}
+	// Tasks wait in the queue behind the blocked ones: the oldest's age
+	// is reported by tenant and workflow, the small tenants folded too.
+	require.Contains(t, got["dagen.backlog.oldest_queued_age"], "tenant=other,workflow=block")
+	require.NotContains(t, got["dagen.backlog.oldest_queued_age"], "tenant=small,workflow=block")
 
-	close(release)
+	free()
 	for _, id := range ids {
 		_, err := e.Wait(ctx, id)
 		require.NoError(t, err)

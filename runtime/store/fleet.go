@@ -66,6 +66,9 @@ type BacklogEntry struct {
 	Running  int // claimed by a worker
 	Sleeping int // a sleep step waiting for its timer
 	Backoff  int // waiting out a retry delay
+	// OldestQueued is how long the oldest of the Queued tasks has been in
+	// the ready queue, on the store's clock (0 when none is).
+	OldestQueued time.Duration
 }
 
 // LeaderNamer, part of [Elector], records which worker took the lead, for

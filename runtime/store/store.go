@@ -380,6 +380,10 @@ type ClaimedTask struct {
 	// TraceParent is the run's NewRun.TraceParent, set on every claim
 	// (not omitted with the input: it is small).
 	TraceParent string
+	// Queued is how long the task waited in the ready queue before this
+	// claim, on the store's clock; 0 for a task started without queueing
+	// (Starter, Continuer).
+	Queued time.Duration
 }
 
 // ParentResult is a finished parent as a child sees it.

@@ -46,6 +46,7 @@ func (s *Store) Backlog(ctx context.Context) ([]store.BacklogEntry, error) {
 	defer s.unlock()
 	type key struct{ tenant, workflow string }
 	counts := map[key]*store.BacklogEntry{}
+	now := s.now()
 	for _, r := range s.runs {
 		if r.Status.Terminal() {
 			continue
@@ -60,6 +61,7 @@ func (s *Store) Backlog(ctx context.Context) ([]store.BacklogEntry, error) {
 			switch r.tasks[ti].Status {
 			case store.TaskQueued:
 				field = &e.Queued
+				e.OldestQueued = max(e.OldestQueued, now.Sub(r.tasks[ti].queuedAt))
 			case store.TaskRunning:
 				field = &e.Running
 			case store.TaskSleeping:

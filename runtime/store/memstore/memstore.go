@@ -513,6 +513,10 @@ func newClaim() int64 { return rand.Int64N(math.MaxInt64) + 1 }
 
 func (s *Store) claim(r *run, ti int, p store.ClaimParams, now time.Time) store.ClaimedTask {
 	t := r.tasks[ti]
+	var queued time.Duration
+	if t.Status == store.TaskQueued && !t.queuedAt.IsZero() {
+		queued = now.Sub(t.queuedAt)
+	}
 	t.Status = store.TaskRunning
 	t.Attempt++
 	t.Claim = newClaim()
@@ -525,7 +529,7 @@ func (s *Store) claim(r *run, ti int, p store.ClaimParams, now time.Time) store.
 	c := store.ClaimedTask{
 		RunID: r.rec.ID, Workflow: r.rec.Workflow, Tenant: r.rec.Tenant,
 		Step: nt.Name, Kind: nt.Kind, Attempt: t.Attempt, Claim: t.Claim, Signature: nt.Signature, Input: r.rec.Input,
-		TraceParent: r.traceParent,
+		TraceParent: r.traceParent, Queued: queued,
 	}
 	el := r.element(ti)
 	if ps := r.parentsOf(ti); len(ps) > 0 {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
@@ -49,6 +50,7 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.Cl
 			Claim:     r.Claim,
 			Signature: r.Signature,
 			Element:   int(r.Element),
+			Queued:    time.Duration(r.QueuedSeconds * float64(time.Second)),
 		}
 		own := runFields{workflow: r.Workflow, tenant: r.Tenant, input: r.Input, inputOmitted: r.InputOmitted, traceParent: r.TraceParent}
 		if r.FailureStep.Valid {

@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
@@ -54,6 +55,7 @@ func (s *Store) Backlog(ctx context.Context) ([]store.BacklogEntry, error) {
 		switch store.TaskStatus(r.State) {
 		case store.TaskQueued:
 			e.Queued = int(r.N)
+			e.OldestQueued = time.Duration(r.OldestSeconds * float64(time.Second))
 		case store.TaskRunning:
 			e.Running = int(r.N)
 		case store.TaskSleeping:

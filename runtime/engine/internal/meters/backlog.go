@@ -49,9 +49,10 @@ type backlog struct {
 // states are the backlog's task states, as the gauge labels them.
 var states = [...]string{"queued", "running", "sleeping", "backoff"}
 
-// ObserveBacklog registers the backlog gauge, dagen.backlog.tasks by
-// tenant, workflow and state, on mp's meter; the returned func unregisters
-// it. The store is read once per collection at most (MaxAge), only when
+// ObserveBacklog registers the backlog gauges on mp's meter,
+// dagen.backlog.tasks by tenant, workflow and state and
+// dagen.backlog.oldest_queued_age by tenant and workflow; the returned
+// func unregisters them. The store is read once per collection at most (MaxAge), only when
 // Observe says so.
 func ObserveBacklog(mp metric.MeterProvider, cfg BacklogConfig) (func() error, error) {
 	if cfg.TopTenants <= 0 {
@@ -67,6 +68,12 @@ func ObserveBacklog(mp metric.MeterProvider, cfg BacklogConfig) (func() error, e
 	if err != nil {
 		return nil, err
 	}
+	oldest, err := m.Float64ObservableGauge(BacklogOldest,
+		metric.WithDescription("How long the oldest task of the ready queue has waited there, by tenant (the busiest, the rest as \"other\") and workflow; observed by the leader."),
+		metric.WithUnit("s"))
+	if err != nil {
+		return nil, err
+	}
 	b := &backlog{cfg: cfg}
 	reg, err := m.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
 		rows, ok := b.read(ctx)
@@ -78,9 +85,11 @@ func ObserveBacklog(mp metric.MeterProvider, cfg BacklogConfig) (func() error, e
 				o.ObserveInt64(g, int64(n), metric.WithAttributes(
 					attribute.String("tenant", r.Tenant), attribute.String("workflow", r.Workflow), attribute.String("state", states[i])))
 			}
+			o.ObserveFloat64(oldest, r.OldestQueued.Seconds(), metric.WithAttributes(
+				attribute.String("tenant", r.Tenant), attribute.String("workflow", r.Workflow)))
 		}
 		return nil
-	}, g)
+	}, g, oldest)
 	if err != nil {
 		return nil, err
 	}
@@ -156,6 +165,7 @@ func Fold(rows []store.BacklogEntry, top int) []store.BacklogEntry {
 			order = append(order, r.Workflow)
 		}
 		o.Queued += r.Queued
+		o.OldestQueued = max(o.OldestQueued, r.OldestQueued)
 		o.Running += r.Running
 		o.Sleeping += r.Sleeping
 		o.Backoff += r.Backoff

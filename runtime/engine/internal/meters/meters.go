@@ -39,6 +39,7 @@ const (
 	StoreErrors      = "dagen.store.errors"
 	ScheduleLag      = "dagen.schedule.lag"
 	BacklogTasks     = "dagen.backlog.tasks"
+	BacklogOldest    = "dagen.backlog.oldest_queued_age"
 )
 
 // Outcome labels beside the store's outcomes.

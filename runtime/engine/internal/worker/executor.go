@@ -59,7 +59,8 @@ func (w *Worker) executor() {
 			return
 		}
 		if w.cfg.Meters != nil {
-			w.cfg.Meters.QueueWait(h.ct.Workflow, time.Since(h.at))
+			// In the store's ready queue (its clock), then here.
+			w.cfg.Meters.QueueWait(h.ct.Workflow, h.ct.Queued+time.Since(h.at))
 		}
 		w.run(h.ct)
 	}

@@ -57,10 +57,11 @@ type DagenQueueFrontier struct {
 }
 
 type DagenReady struct {
-	ID        int64
-	RunID     pgtype.UUID
-	Task      string
-	Signature string
+	ID         int64
+	RunID      pgtype.UUID
+	Task       string
+	Signature  string
+	EnqueuedAt pgtype.Timestamptz
 }
 
 type DagenRun struct {

@@ -12,11 +12,12 @@ import (
 )
 
 const backlog = `-- name: Backlog :many
-SELECT r.tenant, r.workflow, x.state, count(*)::integer AS n
+SELECT r.tenant, r.workflow, x.state, count(*)::integer AS n,
+       coalesce(extract(epoch FROM now() - min(x.enqueued_at)), 0)::float8 AS oldest_seconds
 FROM (
-    SELECT q.run_id, 'QUEUED' AS state FROM dagen_ready q
+    SELECT q.run_id, 'QUEUED' AS state, q.enqueued_at FROM dagen_ready q
     UNION ALL
-    SELECT e.run_id, 'RUNNING'
+    SELECT e.run_id, 'RUNNING', NULL::timestamptz
     FROM dagen_leases l
     CROSS JOIN LATERAL (
         SELECT l.run_ids[i.i] AS run_id, l.tasks[i.i] AS task, l.events[i.i] AS event
@@ -29,7 +30,7 @@ FROM (
         WHERE t.run_id = e.run_id AND t.name = e.task AND t.status = 'RUNNING' AND t.started_event = e.event
     )
     UNION ALL
-    SELECT t.run_id, CASE t.kind WHEN 'sleep' THEN 'SLEEPING' ELSE 'BACKOFF' END FROM dagen_timers t
+    SELECT t.run_id, CASE t.kind WHEN 'sleep' THEN 'SLEEPING' ELSE 'BACKOFF' END, NULL::timestamptz FROM dagen_timers t
     WHERE t.kind IN ('sleep', 'retry')
 ) AS x
 JOIN dagen_runs r ON r.id = x.run_id
@@ -39,17 +40,19 @@ ORDER BY r.tenant, r.workflow, x.state
 `
 
 type BacklogRow struct {
-	Tenant   string
-	Workflow string
-	State    string
-	N        int32
+	Tenant        string
+	Workflow      string
+	State         string
+	N             int32
+	OldestSeconds float64
 }
 
 // Unfinished tasks per tenant, workflow and state, from the tables that
 // hold only them: the ready queue (QUEUED), the leases (RUNNING: the
 // tasks they list that still hold them) and the timers (SLEEPING, BACKOFF;
 // not deadlines, nor the ends of signal waits, which wait for no worker).
-// Only the leases' tasks are looked up in the history, one key each.
+// Only the leases' tasks are looked up in the history, one key each. The
+// oldest queue entry's age is the ready queue's own (migration 019).
 func (q *Queries) Backlog(ctx context.Context, db DBTX) ([]BacklogRow, error) {
 	rows, err := db.Query(ctx, backlog)
 	if err != nil {
@@ -64,6 +67,7 @@ func (q *Queries) Backlog(ctx context.Context, db DBTX) ([]BacklogRow, error) {
 			&i.Workflow,
 			&i.State,
 			&i.N,
+			&i.OldestSeconds,
 		); err != nil {
 			return nil, err
 		}

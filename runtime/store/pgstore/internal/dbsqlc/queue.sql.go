@@ -51,7 +51,9 @@ claimed AS (
     FROM deleted d, clock
     WHERE t.run_id = d.run_id AND t.name = d.task AND t.status = 'QUEUED'
     RETURNING d.id AS queue_id, t.run_id, t.name, t.kind, t.attempt, t.claim, t.parents, t.started_event, t.signature,
-              t.each, t.item, t.element, t.children, t.ctid::tid AS row_ctid
+              t.each, t.item, t.element, t.children, t.ctid::tid AS row_ctid,
+              -- How long it waited in the ready queue, on the store's clock.
+              coalesce(extract(epoch FROM clock.now - t.queued_at), 0)::float8 AS queued_seconds
 ),
 leased AS (
     -- One lease for the claim (migration 012), its id the least STARTED
@@ -79,7 +81,7 @@ shared AS (
     -- times a run, and the run as often; see sharedReads).
     SELECT claimed.queue_id, claimed.run_id, claimed.name, claimed.kind, claimed.attempt, claimed.claim, claimed.parents,
            claimed.signature, claimed.each, claimed.item, claimed.element, claimed.started_event,
-           claimed.children, claimed.row_ctid,
+           claimed.children, claimed.row_ctid, claimed.queued_seconds,
            claimed.run_id = ANY($6::uuid[]) AS known,
            row_number() OVER (PARTITION BY claimed.run_id ORDER BY claimed.queue_id) AS run_rank,
            CASE WHEN claimed.each = ''
@@ -102,7 +104,8 @@ SELECT c.queue_id, c.run_id, c.name, c.kind, c.attempt, c.claim::bigint AS claim
        coalesce(par.statuses, '{}')::text[] AS parent_statuses,
        coalesce(par.outputs, '{}')::bytea[] AS parent_outputs,
        -- The claim view (migration 013).
-       c.started_event::bigint AS started_event, c.children::text[] AS children, c.row_ctid::tid AS row_ctid
+       c.started_event::bigint AS started_event, c.children::text[] AS children, c.row_ctid::tid AS row_ctid,
+       c.queued_seconds::float8 AS queued_seconds
 FROM shared c
 LEFT JOIN LATERAL (
     -- One primary-key lookup, for a run's first task only.
@@ -165,6 +168,7 @@ type ClaimTasksRow struct {
 	StartedEvent   int64
 	Children       []string
 	RowCtid        pgtype.TID
+	QueuedSeconds  float64
 }
 
 // Claims ready tasks in one statement: takes the first rows of the queue in
@@ -225,6 +229,7 @@ func (q *Queries) ClaimTasks(ctx context.Context, db DBTX, arg ClaimTasksParams)
 			&i.StartedEvent,
 			&i.Children,
 			&i.RowCtid,
+			&i.QueuedSeconds,
 		); err != nil {
 			return nil, err
 		}
