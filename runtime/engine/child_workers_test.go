@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -98,11 +100,17 @@ func TestChildRunsAcrossWorkers(t *testing.T) {
 	require.NoError(t, pgstore.Migrate(ctx, pgtest.Pool(t, schema, 2)))
 	var engines []*engine.Engine
 	var st store.Store
+	// A worker retries a store call that fails (a deadlock, say) and logs
+	// an error; a trigger returns it. Neither may happen here.
+	logs := &logCount{}
 	for i := range 4 {
 		s, err := pgstore.New(ctx, pgtest.Pool(t, schema, 6), nil)
 		require.NoError(t, err)
 		st = s
-		engines = append(engines, worker(t, s, fmt.Sprintf("w%d", i), parcelDef(), orderDef()))
+		engines = append(engines, workerWith(t, s, engine.Config{
+			WorkerID: fmt.Sprintf("w%d", i), Concurrency: 4, PollInterval: 5 * time.Millisecond, IdlePollInterval: 5 * time.Millisecond,
+			Lease: 2 * time.Second, HeartbeatInterval: 20 * time.Millisecond, Logger: slog.New(logs),
+		}, parcelDef(), orderDef()))
 	}
 
 	const runs = 200
@@ -167,6 +175,10 @@ func TestChildRunsAcrossWorkers(t *testing.T) {
 			require.Equal(t, 1, completed[name], "run %d: %s resolved once", i, name)
 		}
 	}
+	logs.mu.Lock()
+	errs, msgs := logs.errors, slices.Clone(logs.messages)
+	logs.mu.Unlock()
+	require.Zero(t, errs, "no worker met a store error: %v", msgs)
 	counts, err := st.CountRuns(ctx, store.RunFilter{Children: store.OnlyChild})
 	require.NoError(t, err)
 	require.Equal(t, map[store.RunStatus]int{store.RunCompleted: 4 * runs}, counts, "no child run beyond the ones listed")
