@@ -1,3 +1,14 @@
+-- name: LockTenants :exec
+-- Locks the tenants' rows of the fair queue, in tenant order, as Enqueue
+-- does: a transaction that enqueues in two statements (a batch that
+-- creates child runs, after its own flush) takes them all here first, so
+-- that it waits for them in the order every other enqueue does, and its
+-- later enqueues wait for nothing.
+SELECT g.tenant FROM dagen_tenant_groups g
+WHERE g.tenant = ANY(ARRAY(SELECT unnest((SELECT @tenants::text[]))))
+ORDER BY g.tenant
+FOR UPDATE;
+
 -- name: EnsureTenants :exec
 -- Gives each new tenant the next group id. Existing tenants are filtered
 -- out first so the sequence is only spent on a race between two first

@@ -86,7 +86,7 @@ func (s *Store) CountRuns(ctx context.Context, f store.RunFilter) (map[store.Run
 	defer s.unlock()
 	counts := make(map[store.RunStatus]int)
 	for _, r := range s.runs {
-		if rec := r.record(); matches(&rec, &f) && matchesStatus(&rec, &f) {
+		if rec := r.record(); matches(&rec, &f) && isChild(r, f.Children) && matchesStatus(&rec, &f) {
 			counts[r.Status]++
 		}
 	}

@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5/pgtype"
 
@@ -75,6 +76,33 @@ func (b *batch) prepareChildren() *newChildren {
 	}
 	nc.graphs, nc.rp = graphs, rp
 	return nc
+}
+
+// lockTenants locks, before the batch's flush, the fair queue's rows of
+// every tenant the batch may enqueue for: its runs' and its children's.
+// The flush's Enqueue and then the children's each lock their tenants in
+// tenant order, but two statements in a row do not: a batch holding
+// tenant b from its flush and waiting for a from its children deadlocked
+// with one holding a and waiting for b, and with the triggers and timers
+// queued behind them. Taken here, in one statement and in order, the
+// later enqueues wait for nothing.
+func (nc *newChildren) lockTenants(ctx context.Context, b *batch) error {
+	if nc == nil {
+		return nil
+	}
+	var tenants []string
+	for _, r := range b.runs {
+		tenants = append(tenants, r.tenant)
+	}
+	for i := range nc.runs {
+		tenants = append(tenants, nc.runs[i].Tenant)
+	}
+	slices.Sort(tenants)
+	tenants = slices.Compact(tenants)
+	if err := b.s.q.LockTenants(ctx, b.tx.Queue(), tenants); err != nil {
+		return fmt.Errorf("lock the queue of %d tenants: %w", len(tenants), err)
+	}
+	return nil
 }
 
 // create creates the child runs in the batch's transaction, after its

@@ -83,6 +83,9 @@ func (s *Store) completeOnce(ctx context.Context, results []store.TaskResult, co
 			return err
 		}
 		children := b.prepareChildren()
+		if err := children.lockTenants(ctx, b); err != nil {
+			return err
+		}
 		if err := b.flush(ctx); err != nil {
 			return err
 		}

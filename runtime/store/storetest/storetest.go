@@ -94,6 +94,7 @@ func Run(t *testing.T, newStore NewStore) {
 	tests = append(tests, group("Operator/", operatorTests, func(f *fixture, fn func(*fixture, store.Operator)) { fn(f, f.st) })...)
 	tests = append(tests, group("Retry/", retrierTests, func(f *fixture, fn func(*fixture, store.Retrier)) { fn(f, f.st) })...)
 	tests = append(tests, group("Deploys/", deploysTests, func(f *fixture, fn func(*fixture, store.Deploys, store.Workers)) { fn(f, f.st, f.st) })...)
+	tests = append(tests, group("Child/", childTests, func(f *fixture, fn func(*fixture, store.Operator)) { fn(f, f.st) })...)
 	tests = append(tests, group("Signal/", signalTests, func(f *fixture, fn func(*fixture, store.Signaler)) { fn(f, f.st) })...)
 	tests = append(tests, group("Schedule/", scheduleTests, func(f *fixture, fn func(*fixture, store.Scheduler)) { fn(f, f.st) })...)
 	tests = append(tests, group("Rollback/", rollbackTests, func(f *fixture, fn func(*fixture, RollBacker)) {

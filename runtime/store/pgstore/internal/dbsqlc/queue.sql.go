@@ -393,6 +393,23 @@ func (q *Queries) EnsureTenants(ctx context.Context, db DBTX, tenants []string) 
 	return err
 }
 
+const lockTenants = `-- name: LockTenants :exec
+SELECT g.tenant FROM dagen_tenant_groups g
+WHERE g.tenant = ANY(ARRAY(SELECT unnest((SELECT $1::text[]))))
+ORDER BY g.tenant
+FOR UPDATE
+`
+
+// Locks the tenants' rows of the fair queue, in tenant order, as Enqueue
+// does: a transaction that enqueues in two statements (a batch that
+// creates child runs, after its own flush) takes them all here first, so
+// that it waits for them in the order every other enqueue does, and its
+// later enqueues wait for nothing.
+func (q *Queries) LockTenants(ctx context.Context, db DBTX, tenants []string) error {
+	_, err := db.Exec(ctx, lockTenants, tenants)
+	return err
+}
+
 const notifyChannel = `-- name: NotifyChannel :one
 SELECT ('dagen_ready.' || current_schema())::text AS channel
 `
