@@ -188,7 +188,9 @@ func testChildRunDeadline(t *testing.T, open func() store.Store) {
 	release := make(chan struct{})
 	defer close(release)
 	parent := checkoutDef(nil)
-	parent.Timeout = 300 * time.Millisecond
+	// Long enough for the child to start on a loaded machine (the test
+	// asserts it was started, then cancelled), short enough to wait for.
+	parent.Timeout = 2 * time.Second
 	e := worker(t, st, "w1", shippingDef(release), parent)
 	res, err := e.Run(ctx, "checkout", "t1", 99)
 	require.Error(t, err)
