@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/dagenhq/dagen/examples/order"
+	"github.com/dagenhq/dagen/examples/shipping"
 	"github.com/dagenhq/dagen/runtime/dagtest"
 	"github.com/dagenhq/dagen/runtime/engine"
 )
@@ -23,6 +24,10 @@ func (fatal) Fatalf(format string, args ...any) { panic(fmt.Sprintf(format, args
 func Example() {
 	ctx := context.Background()
 	h := dagtest.New(fatal{}) // in a test: dagtest.New(t)
+	// Its Ship step runs workflow Shipment as a child: register both.
+	if _, err := shipping.NewShipmentWorkflow(h.Engine); err != nil {
+		panic(err)
+	}
 	wf, err := order.NewOrderWorkflow(h.Engine)
 	if err != nil {
 		panic(err)

@@ -278,4 +278,14 @@ func TestChildNotRegistered(t *testing.T) {
 	err = e.Start(context.Background())
 	require.ErrorIs(t, err, engine.ErrChildNotRegistered)
 	require.ErrorContains(t, err, `step "ship" runs workflow "shipping" as a child`)
+
+	// A manual engine (dagtest's) says so at its first Poll.
+	m, err := engine.New(memstore.New(nil), &engine.Config{WorkerID: "m", Manual: true})
+	require.NoError(t, err)
+	require.NoError(t, m.Register(checkoutDef(nil)))
+	_, err = m.Poll(context.Background())
+	require.ErrorIs(t, err, engine.ErrChildNotRegistered)
+	require.NoError(t, m.Register(shippingDef(nil)))
+	_, err = m.Poll(context.Background())
+	require.NoError(t, err)
 }

@@ -177,6 +177,10 @@ func (e *Engine) cancelRuns(ids []dag.RunID) {
 // back. It returns how many timers and tasks it handled. Poll is how a
 // manual engine is driven; it is safe on a started engine too.
 func (e *Engine) Poll(ctx context.Context) (int, error) {
+	// A manual engine is never started: it says here what Start would.
+	if err := e.checkChildren(); err != nil {
+		return 0, fmt.Errorf("poll: %w", err)
+	}
 	started, err := e.fireSchedules(ctx, e.cfg.BatchSize)
 	if err != nil {
 		return 0, fmt.Errorf("poll: fire schedules: %w", err)

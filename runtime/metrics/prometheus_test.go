@@ -69,18 +69,25 @@ func TestPrometheus(t *testing.T) {
 	require.NoError(t, e.Start(ctx))
 	t.Cleanup(func() { _ = e.Stop(context.Background()) })
 
-	var sawBacklog bool
+	var sawBacklog, sawAge bool
 	require.Eventually(t, func() bool {
 		if prom.value(t, `sum(dagen_backlog_tasks)`) > 0 {
 			sawBacklog = true
 		}
+		if prom.value(t, `max(dagen_backlog_oldest_queued_age_seconds)`) > 0 {
+			sawAge = true
+		}
 		return prom.value(t, `sum(dagen_step_attempts_total{workflow="single",step="a",outcome="completed"})`) == runs
 	}, 60*time.Second, 250*time.Millisecond, "steps never all counted")
 	require.True(t, sawBacklog, "the backlog gauge never showed the queued runs")
+	require.True(t, sawAge, "the oldest queued age never showed the queued runs waiting")
 	require.Equal(t, float64(runs), prom.value(t, `sum(dagen_runs_finished_total{workflow="single",status="COMPLETED"})`))
+	// The oldest queued task's age comes from the same reading: zero too
+	// once the queue is empty.
 	require.Eventually(t, func() bool {
-		return prom.value(t, `sum(dagen_backlog_tasks)`) == 0 && prom.value(t, `count(dagen_backlog_tasks)`) > 0
-	}, 30*time.Second, 250*time.Millisecond, "the backlog gauge never went to zero")
+		return prom.value(t, `sum(dagen_backlog_tasks)`) == 0 && prom.value(t, `count(dagen_backlog_tasks)`) > 0 &&
+			prom.value(t, `sum(dagen_backlog_oldest_queued_age_seconds)`) == 0 && prom.value(t, `count(dagen_backlog_oldest_queued_age_seconds)`) > 0
+	}, 30*time.Second, 250*time.Millisecond, "the backlog gauges never went to zero")
 
 	b, err := e.Backlog(ctx)
 	require.NoError(t, err)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dagenhq/dagen/examples/order"
+	"github.com/dagenhq/dagen/examples/shipping"
 	"github.com/dagenhq/dagen/runtime/engine"
 	"github.com/dagenhq/dagen/runtime/store"
 	"github.com/dagenhq/dagen/runtime/store/memstore"
@@ -19,6 +20,10 @@ func ExampleNew() {
 	st := memstore.New(nil)
 	e, err := engine.New(st, &engine.Config{PollInterval: 5 * time.Millisecond})
 	if err != nil {
+		panic(err)
+	}
+	// Its Ship step runs workflow Shipment as a child: register both.
+	if _, err := shipping.NewShipmentWorkflow(e); err != nil {
 		panic(err)
 	}
 	wf, err := order.NewOrderWorkflow(e)

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/dagenhq/dagen/examples/order"
+	"github.com/dagenhq/dagen/examples/shipping"
 	"github.com/dagenhq/dagen/runtime/engine"
 	"github.com/dagenhq/dagen/runtime/store/pgstore"
 )
@@ -25,6 +26,10 @@ func ExampleOpen() {
 	defer st.Close()
 	e, err := engine.New(st, nil)
 	if err != nil {
+		panic(err)
+	}
+	// Its Ship step runs workflow Shipment as a child: register both.
+	if _, err := shipping.NewShipmentWorkflow(e); err != nil {
 		panic(err)
 	}
 	wf, err := order.NewOrderWorkflow(e)
@@ -89,6 +94,9 @@ func ExampleNew() {
 	defer st.Close()
 	e, err := engine.New(st, &engine.Config{WorkerID: "worker-1"})
 	if err != nil {
+		panic(err)
+	}
+	if _, err := shipping.NewShipmentWorkflow(e); err != nil { // Order's Ship runs it as a child
 		panic(err)
 	}
 	if _, err := order.NewOrderWorkflow(e); err != nil {

@@ -262,6 +262,8 @@ func TestBacklogCountsTheTasksThatHoldTheirLease(t *testing.T) {
 	require.Len(t, readLeases(t, f.pool)[0].tasks, 3)
 	b, err := f.s.Backlog(f.ctx)
 	require.NoError(t, err)
+	require.Len(t, b, 1)
+	b[0].OldestQueued = 0 // its own test: the fleet conformance case
 	require.Equal(t, []store.BacklogEntry{{Tenant: "t", Workflow: "w", Running: 2, Queued: 2}}, b,
 		"running: the two that hold the lease; queued: the fourth run's a and the first's b")
 }

@@ -70,10 +70,19 @@ func testFleetBacklog(f *fixture, fl store.Fleet, _ store.Workers) {
 		newRun("other", "t1", task("x")),
 		newRun("wf", "t2", task("a"), task("c", "a")),
 	)
+	// backlog reads the backlog, and checks and clears each entry's
+	// OldestQueued: the age of a queued task, none without one.
 	backlog := func() []store.BacklogEntry {
 		t.Helper()
 		b, err := fl.Backlog(f.ctx)
 		require.NoError(t, err)
+		for i := range b {
+			require.GreaterOrEqual(t, b[i].OldestQueued, time.Duration(0), "%+v", b[i])
+			if b[i].Queued == 0 {
+				require.Zero(t, b[i].OldestQueued, "no task queued, no age: %+v", b[i])
+			}
+			b[i].OldestQueued = 0
+		}
 		return b
 	}
 	require.Equal(t, []store.BacklogEntry{
