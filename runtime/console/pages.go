@@ -206,7 +206,7 @@ func (c *Console) runPage(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
-	byTask := childrenByTask(kids)
+	byTask := store.GroupChildren(kids)
 	unserved := map[string]string{} // QUEUED steps no live worker serves, by name: their signature
 	if !run.Status.Terminal() {
 		us, err := c.st.Unserved(r.Context(), id)
@@ -241,7 +241,7 @@ func (c *Console) runPage(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		sv := stepView{Task: t, Class: statusClass(t.Status), Events: byStep[t.Name], Why: whyNotRunning(run, t, tasks), Children: byTask[t.Name]}
-		if k, ok := currentChild(t, byTask); ok && t.Status == store.TaskAwaiting && !run.Status.Terminal() {
+		if k, ok := store.CurrentChild(t, byTask); ok && t.Status == store.TaskAwaiting && !run.Status.Terminal() {
 			sv.Why = fmt.Sprintf("waiting for its child run %s (%s, %s)", k.ID, k.Workflow, strings.ToLower(string(k.Status)))
 		}
 		if t.Kind == store.KindMap {
@@ -287,31 +287,6 @@ type stepView struct {
 	// MoreElementChildren counts the others.
 	ElementChildren     []store.ChildRun
 	MoreElementChildren int
-}
-
-// childrenByTask groups a run's child runs by the task that started them,
-// each task's latest attempt first: that is the child the task waits for
-// or took its output from; the earlier ones are history.
-func childrenByTask(kids []store.ChildRun) map[string][]store.ChildRun {
-	out := map[string][]store.ChildRun{}
-	for _, k := range kids {
-		out[k.Task] = append(out[k.Task], k)
-	}
-	for _, ks := range out {
-		slices.SortStableFunc(ks, func(a, b store.ChildRun) int { return b.Attempt - a.Attempt })
-	}
-	return out
-}
-
-// currentChild returns the child run the attempt t is on started, if it
-// started one: what an AWAITING child task waits for.
-func currentChild(t store.Task, byTask map[string][]store.ChildRun) (store.ChildRun, bool) {
-	for _, k := range byTask[t.Name] {
-		if k.Attempt == t.Attempt {
-			return k, true
-		}
-	}
-	return store.ChildRun{}, false
 }
 
 // elementChildren returns the child runs the latest attempts of mapped

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"slices"
 	"strconv"
 	"time"
 
@@ -101,4 +102,31 @@ func ChildRunCancelled(id dag.RunID, workflow string) string {
 // run completed with its result task skipped.
 func ChildResultSkipped(id dag.RunID, result string) string {
 	return "child run " + id.String() + " skipped its result step " + result
+}
+
+// GroupChildren groups a run's child runs (Operator.ListChildren) by the
+// task that started them, each task's latest attempt first: that is the
+// child the task waits for or took its output from; the earlier ones are
+// history. The operator views share it.
+func GroupChildren(kids []ChildRun) map[string][]ChildRun {
+	out := map[string][]ChildRun{}
+	for _, k := range kids {
+		out[k.Task] = append(out[k.Task], k)
+	}
+	for _, ks := range out {
+		slices.SortStableFunc(ks, func(a, b ChildRun) int { return b.Attempt - a.Attempt })
+	}
+	return out
+}
+
+// CurrentChild returns the child run that t's current attempt started,
+// if it started one: what an AWAITING child task waits for. byTask is
+// GroupChildren's.
+func CurrentChild(t Task, byTask map[string][]ChildRun) (ChildRun, bool) {
+	for _, k := range byTask[t.Name] {
+		if k.Attempt == t.Attempt {
+			return k, true
+		}
+	}
+	return ChildRun{}, false
 }

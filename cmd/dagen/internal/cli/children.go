@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -43,31 +42,6 @@ func parentOf(p *store.ParentLink) *parentJSON {
 		return nil
 	}
 	return &parentJSON{Run: p.Run.String(), Step: p.Task, Attempt: p.Attempt}
-}
-
-// childrenByTask groups a run's child runs by the task that started them,
-// each task's latest attempt first: that is the child the task waits for
-// or took its output from, the earlier ones are history.
-func childrenByTask(kids []store.ChildRun) map[string][]store.ChildRun {
-	out := map[string][]store.ChildRun{}
-	for _, k := range kids {
-		out[k.Task] = append(out[k.Task], k)
-	}
-	for _, ks := range out {
-		slices.SortStableFunc(ks, func(a, b store.ChildRun) int { return b.Attempt - a.Attempt })
-	}
-	return out
-}
-
-// currentChild returns the child run the attempt t is on started, if it
-// started one: what an AWAITING child task waits for.
-func currentChild(t store.Task, byTask map[string][]store.ChildRun) (store.ChildRun, bool) {
-	for _, k := range byTask[t.Name] {
-		if k.Attempt == t.Attempt {
-			return k, true
-		}
-	}
-	return store.ChildRun{}, false
 }
 
 // printChildren lists, under a run's steps, the child runs its tasks

@@ -372,7 +372,7 @@ func (r *runsIO) show(args []string) int {
 	if err != nil {
 		return r.readFailed("show", id, err)
 	}
-	byTask := childrenByTask(kids)
+	byTask := store.GroupChildren(kids)
 	if r.f.graph {
 		fmt.Fprint(r.stdout, mermaidRun(tasks, byTask))
 		return ExitOK
@@ -492,7 +492,7 @@ func (r *runsIO) show(args []string) int {
 		if p, ok := progress[t.Name]; ok && t.Kind == store.KindMap {
 			status += fmt.Sprintf(" (%d of %d elements done)", p.done, p.total)
 		}
-		if k, ok := currentChild(t, byTask); ok && t.Status == store.TaskAwaiting {
+		if k, ok := store.CurrentChild(t, byTask); ok && t.Status == store.TaskAwaiting {
 			why = fmt.Sprintf("waiting for its child run %s (%s, %s)", k.ID, k.Workflow, k.Status)
 		} else if t.Status == store.TaskAwaiting {
 			// A signal wait: its Reason is what it is skipped with later.
