@@ -302,12 +302,24 @@ func testTwoWorkersShareAStore(t *testing.T, open func() store.Store) {
 	}
 	ids, err := w1.TriggerMany(ctx, reqs)
 	require.NoError(t, err)
+	// Each attempt runs once, on one worker: a step runs again only as a
+	// new attempt (a lease lost to a machine stalled past it), so the
+	// runs are at least one a task and at most one an attempt. Two
+	// workers running one attempt would pass the attempts.
+	attempts, joinAttempts := 0, 0
 	for _, id := range ids {
-		_, err := w1.Wait(ctx, id)
+		res, err := w1.Wait(ctx, id)
 		require.NoError(t, err)
+		for _, s := range []string{"a", "b", "c"} {
+			attempts += res.Tasks[s].Attempt
+		}
+		joinAttempts += res.Tasks["d"].Attempt
 	}
-	require.Equal(t, int64(900), runs[0].Load()+runs[1].Load(), "each step ran once across both workers")
-	require.Equal(t, int64(300), joins.Load())
+	ran := runs[0].Load() + runs[1].Load()
+	require.GreaterOrEqual(t, ran, int64(900), "each step ran")
+	require.LessOrEqual(t, ran, int64(attempts), "no attempt ran twice across both workers")
+	require.GreaterOrEqual(t, joins.Load(), int64(300))
+	require.LessOrEqual(t, joins.Load(), int64(joinAttempts))
 	require.NotZero(t, runs[0].Load())
 	require.NotZero(t, runs[1].Load())
 }
