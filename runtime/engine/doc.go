@@ -61,6 +61,14 @@
 // the workflows it serves, each slot's run keyed by its slot so it starts
 // once (see package cronexpr for expressions and time zones).
 //
+// Composition. A child step (KindChild, //dag:child) starts a run of
+// another workflow, named by Step.Child, and waits for it, AWAITING and
+// holding no worker: it is created with the attempt's result, one child
+// per attempt, under the run's tenant, and its end resolves the step with
+// the output of its result step, or fails it. A run that fails, times out
+// or is cancelled cancels its children. The child workflow must be
+// registered on the engines that run the parent ([ErrChildNotRegistered]).
+//
 // For tests, Config.Manual gives an engine without background goroutines
 // that [Engine.Poll] drives step by step; package dagtest builds on it with
 // a fake clock.
