@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/dagenhq/dagen/runtime/engine/internal/tracing"
 	"github.com/dagenhq/dagen/runtime/store"
@@ -82,7 +83,7 @@ func (e *Engine) checkChildren() error {
 		regs = append(regs, r)
 	}
 	e.mu.RUnlock()
-	slices.SortFunc(regs, func(a, b *registered) int { return cmpString(a.def.Name, b.def.Name) })
+	slices.SortFunc(regs, func(a, b *registered) int { return strings.Compare(a.def.Name, b.def.Name) })
 	var errs []error
 	for _, r := range regs {
 		for i := range r.def.Steps {
@@ -96,14 +97,4 @@ func (e *Engine) checkChildren() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

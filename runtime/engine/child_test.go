@@ -124,15 +124,7 @@ func testChildRuns(t *testing.T, open func() store.Store) {
 	t.Run("cancelling the parent cancels the child", func(t *testing.T) {
 		run, err := e.Trigger(ctx, "checkout", "t1", 99)
 		require.NoError(t, err)
-		var kid store.ChildRun
-		require.Eventually(t, func() bool {
-			kids, err := st.ListChildren(ctx, run)
-			if err != nil || len(kids) == 0 {
-				return false
-			}
-			kid = kids[0]
-			return true
-		}, 10*time.Second, 5*time.Millisecond)
+		kid := firstChild(ctx, t, st, run)
 		ok, err := e.Cancel(ctx, run)
 		require.NoError(t, err)
 		require.True(t, ok)
@@ -145,15 +137,7 @@ func testChildRuns(t *testing.T, open func() store.Store) {
 	t.Run("cancelling the child fails the parent", func(t *testing.T) {
 		run, err := e.Trigger(ctx, "checkout", "t1", 99)
 		require.NoError(t, err)
-		var kid store.ChildRun
-		require.Eventually(t, func() bool {
-			kids, err := st.ListChildren(ctx, run)
-			if err != nil || len(kids) == 0 {
-				return false
-			}
-			kid = kids[0]
-			return true
-		}, 10*time.Second, 5*time.Millisecond)
+		kid := firstChild(ctx, t, st, run)
 		_, err = e.Cancel(ctx, kid.ID)
 		require.NoError(t, err)
 		res, err := e.Wait(ctx, run)
@@ -288,4 +272,19 @@ func TestChildNotRegistered(t *testing.T) {
 	require.NoError(t, m.Register(shippingDef(nil)))
 	_, err = m.Poll(context.Background())
 	require.NoError(t, err)
+}
+
+// firstChild waits until run has started a child run, and returns it.
+func firstChild(ctx context.Context, t *testing.T, st store.Store, run dag.RunID) store.ChildRun {
+	t.Helper()
+	var kid store.ChildRun
+	require.Eventually(t, func() bool {
+		kids, err := st.ListChildren(ctx, run)
+		if err != nil || len(kids) == 0 {
+			return false
+		}
+		kid = kids[0]
+		return true
+	}, 10*time.Second, 5*time.Millisecond)
+	return kid
 }

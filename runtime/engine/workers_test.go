@@ -231,10 +231,10 @@ func testStopPastDeadlineReleasesTasks(t *testing.T, open func() store.Store) {
 	require.NoError(t, err)
 	require.Equal(t, 1, <-started)
 
-	// Stop keeps a tenth of its time (up to a second) to release tasks:
-	// 500 ms here, enough for the hook above and the release, also
-	// through PgBouncer on a loaded machine, where a statement is planned
-	// at each execution.
+	// Stop keeps a tenth of its deadline (up to a second) to release
+	// tasks: this deadline leaves room for the hook above and the release,
+	// also through PgBouncer on a loaded machine, where a statement is
+	// planned at each execution.
 	stopCtx, stopCancel := context.WithTimeout(ctx, 5*time.Second)
 	defer stopCancel()
 	require.ErrorIs(t, first.Stop(stopCtx), context.DeadlineExceeded, "a step that ignores cancellation does not hang Stop")
@@ -477,10 +477,10 @@ func testStopPastDeadlineSpendsNoAttempt(t *testing.T, open func() store.Store) 
 	require.NoError(t, err)
 	require.Equal(t, 1, <-started)
 
-	// Stop keeps a tenth of its time (up to a second) to release tasks:
-	// 500 ms here, enough for the hook above and the release, also
-	// through PgBouncer on a loaded machine, where a statement is planned
-	// at each execution.
+	// Stop keeps a tenth of its deadline (up to a second) to release
+	// tasks: this deadline leaves room for the hook above and the release,
+	// also through PgBouncer on a loaded machine, where a statement is
+	// planned at each execution.
 	stopCtx, stopCancel := context.WithTimeout(ctx, 5*time.Second)
 	defer stopCancel()
 	require.ErrorIs(t, first.Stop(stopCtx), context.DeadlineExceeded)

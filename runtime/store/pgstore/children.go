@@ -41,11 +41,17 @@ func (b *batch) prepareChildren() *newChildren {
 		return nil
 	}
 	nc := &newChildren{}
+	seen := make(map[dag.RunID]bool, len(b.tr.Children))
+	shared := make(map[taskList]*graph, 1) // the children of one workflow share a graph
 	for _, c := range b.tr.Children {
 		if c.Task.Status != store.TaskAwaiting || c.Task.Run.Status != store.RunRunning {
 			continue
 		}
-		g, err := validate(c.Run, map[taskList]*graph{})
+		g, err := validate(c.Run, shared)
+		if err == nil && seen[c.Run.ID] {
+			err = fmt.Errorf("create run %s: %w (twice in one batch)", c.Run.ID, store.ErrRunExists)
+		}
+		seen[c.Run.ID] = true
 		if err != nil {
 			b.tr.Fail(c.Task, fmt.Sprintf("start child run of %s: %v", c.Run.Workflow, err), c.Src)
 			continue
@@ -67,14 +73,7 @@ func (b *batch) prepareChildren() *newChildren {
 	if len(nc.runs) == 0 {
 		return nil
 	}
-	graphs, rp, err := b.s.prepare(nc.runs)
-	if err != nil { // each was validated above: two with one id, say
-		for i, t := range nc.tasks {
-			b.tr.Fail(t, fmt.Sprintf("start child run of %s: %v", nc.runs[i].Workflow, err), nc.srcs[i])
-		}
-		return nil
-	}
-	nc.graphs, nc.rp = graphs, rp
+	nc.rp = b.s.insertRunsParams(nc.runs, nc.graphs)
 	return nc
 }
 

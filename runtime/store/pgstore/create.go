@@ -66,6 +66,13 @@ func (s *Store) prepare(runs []store.NewRun) ([]*graph, dbsqlc.InsertRunsParams,
 		seen[nr.ID] = true
 		graphs[i] = g
 	}
+	return graphs, s.insertRunsParams(runs, graphs), nil
+}
+
+// insertRunsParams returns the parameters that insert runs, whose graphs
+// validate returned.
+func (s *Store) insertRunsParams(runs []store.NewRun, graphs []*graph) dbsqlc.InsertRunsParams {
+	var rp dbsqlc.InsertRunsParams
 	rp.Now = s.clock()
 	for i := range runs {
 		nr := &runs[i]
@@ -81,7 +88,7 @@ func (s *Store) prepare(runs []store.NewRun) ([]*graph, dbsqlc.InsertRunsParams,
 		rp.TimeoutMs = append(rp.TimeoutMs, nr.Timeout.Milliseconds())
 		rp.TraceParents = append(rp.TraceParents, nr.TraceParent)
 	}
-	return graphs, rp, nil
+	return rp
 }
 
 // createRuns creates runs, starts up to p.Limit of their roots for p.Worker
