@@ -6,7 +6,7 @@ all: test
 
 ## test: verify generated code is fresh, vet, then run every test with -race.
 test: verify vet
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
 
 ## verify: fail when code is unformatted or committed generated code is stale.
 verify: fmt-check verify-sqlc verify-generated
