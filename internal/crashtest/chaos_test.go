@@ -92,10 +92,18 @@ func TestChaosNetwork(t *testing.T) {
 	var runs []*flow.JobRun
 	var mu sync.Mutex
 	chaosDone := make(chan struct{})
+	started := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(runs)
+	}
 	go func() {
 		defer close(chaosDone)
-		end := time.Now().Add(*chaosDuration)
-		for time.Now().Before(end) {
+		// The chaos lasts its duration and, on a machine slow enough that
+		// every trigger so far fell into an outage, until a few runs are in
+		// flight, so that there is something for it to disturb.
+		end, limit := time.Now().Add(*chaosDuration), time.Now().Add(10**chaosDuration)
+		for time.Now().Before(end) || (started() < 3 && time.Now().Before(limit)) {
 			time.Sleep(time.Duration(150+rand.IntN(300)) * time.Millisecond)
 			fault := faultproxy.Down
 			if rand.IntN(2) == 0 {
