@@ -43,6 +43,14 @@ type PgBouncer struct {
 	dir  string
 }
 
+// PgBouncerMatrix reports whether the whole engine test matrix should run
+// through PgBouncer too (DAGEN_TEST_PGBOUNCER=all), not only the tests
+// about sessions that do not last. make test leaves it off to stay within
+// its time; docs/testing.md gives the command.
+func PgBouncerMatrix() bool {
+	return os.Getenv("DAGEN_TEST_PGBOUNCER") == "all"
+}
+
 // StartPgBouncer starts Debian's PgBouncer on a free port of 127.0.0.1,
 // in front of opts.Server, with an ini file the test writes, and stops it
 // when the test ends. Every database of the server is reachable through

@@ -33,7 +33,7 @@ func TestCancelNotifiesAnotherWorker(t *testing.T) {
 // engine that ignores the store's notifications: its heartbeat still
 // delivers the cancellation.
 func TestCancelWithoutNotifyRidesTheHeartbeat(t *testing.T) {
-	eachStore(t, func(t *testing.T, open func() store.Store) {
+	eachStoreAndPgBouncer(t, func(t *testing.T, open func() store.Store) {
 		latency := cancelAcrossWorkers(t, open, &engine.Config{
 			WorkerID: "b", Concurrency: 4, PollInterval: 5 * time.Millisecond,
 			Lease: 2 * time.Second, HeartbeatInterval: 100 * time.Millisecond, DisableNotify: true,

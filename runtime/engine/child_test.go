@@ -72,7 +72,7 @@ func checkoutDef(failures *atomic.Int64) *engine.Definition {
 	}
 }
 
-func TestChildRuns(t *testing.T) { eachStore(t, testChildRuns) }
+func TestChildRuns(t *testing.T) { eachStoreAndPgBouncer(t, testChildRuns) }
 
 func testChildRuns(t *testing.T, open func() store.Store) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
