@@ -57,6 +57,48 @@ type Definition struct {
 	// (store.Scheduler) creates or updates them by name, and deletes the
 	// workflow's declared schedules no longer listed.
 	Schedules []ScheduleDef
+	// Priority is the priority of the workflow's runs (priority= on the
+	// workflow), from 0 (the default) to MaxPriority: a run's ready tasks
+	// are claimed before the same tenant's tasks of lower priority. It
+	// does not change the turns between tenants. A trigger's own
+	// priority (WithPriority) takes its place.
+	Priority int
+	// RateLimits are the rate limits the workflow's steps take tokens
+	// from (//dag:ratelimit), by name. A limit of one name must be the
+	// same in every definition registered on an engine.
+	RateLimits []RateLimit
+}
+
+// MaxPriority is the highest run priority.
+const MaxPriority = 9
+
+// RateLimit is a token bucket shared by every worker of a store
+// (//dag:ratelimit): it holds up to Burst tokens and gains Rate a second;
+// a step that names it starts only when it can take its units, and
+// waits for them queued, holding no worker. A limit keeps one bucket per
+// key (per= on the step).
+type RateLimit struct {
+	// Name is the stored name of the limit, shared by every workflow that
+	// names it.
+	Name string
+	// Rate is how many tokens the bucket gains a second; above zero.
+	Rate float64
+	// Burst is how many tokens the bucket holds at most: how many starts
+	// may follow each other at once after a quiet while. 0 means one.
+	Burst int
+}
+
+// StepRateLimit says which rate limit a step takes tokens from
+// (ratelimit= on the step).
+type StepRateLimit struct {
+	// Name names a RateLimit of the definition.
+	Name string
+	// Units is how many tokens each attempt takes (units= on the step);
+	// 0 means one.
+	Units int
+	// Key, if set, derives the bucket's key from the run's encoded input
+	// (per= on the step); nil puts every run under one bucket.
+	Key func(input []byte) (string, error)
 }
 
 // StepKind says what a step does.
@@ -150,6 +192,9 @@ type Step struct {
 	// Child names the workflow a KindChild step runs; Run returns the
 	// encoded input of its run.
 	Child *Child
+	// RateLimit, when set, makes each attempt of a KindStep step wait,
+	// queued, until it can take its units from the limit's bucket.
+	RateLimit *StepRateLimit
 }
 
 // Parent is an edge into a step.

@@ -462,6 +462,9 @@ type TriggerRequest struct {
 	// Timeout, when above zero, is how long the run may take from now; 0
 	// means the definition's Timeout, if any.
 	Timeout time.Duration
+	// Priority, when above zero, is the run's priority, in place of the
+	// definition's (see Definition.Priority); at most MaxPriority.
+	Priority int
 }
 
 // Triggered is what a trigger came to: the run it started, or, when its
@@ -486,6 +489,13 @@ func WithKey(key string) TriggerOption {
 // in place of the definition's Timeout (see Definition.Timeout).
 func WithTimeout(d time.Duration) TriggerOption {
 	return func(r *TriggerRequest) { r.Timeout = d }
+}
+
+// WithPriority sets the run's priority, from 1 to MaxPriority, in place of
+// the definition's (see Definition.Priority): its ready tasks are claimed
+// before the same tenant's tasks of lower priority.
+func WithPriority(p int) TriggerOption {
+	return func(r *TriggerRequest) { r.Priority = p }
 }
 
 // Trigger starts a run of workflow for tenant and returns its id at once;
