@@ -33,9 +33,11 @@ FROM (
 ON CONFLICT (tenant) DO NOTHING;
 
 -- name: Enqueue :exec
--- Puts tasks in the fair ready queue. Each tenant's k tasks get the
--- consecutive blocks from max(its pointer, the frontier), in input order,
--- and its pointer moves past them. Tenant rows are locked in tenant order.
+-- Puts tasks in the fair ready queue. Each tenant's k tasks get the next
+-- k places from max(its pointer, the frontier), in input order: a tenant
+-- of weight w has w places in a block (block_fill of them taken), so its
+-- tasks fill the places of one block before the next, and its pointer
+-- moves past them. Tenant rows are locked in tenant order.
 -- When rows went in, listeners of the schema's channel are notified (on
 -- commit): a hint for idle workers, never the truth. Only when the queue
 -- was empty, or when @force_notify is set: a notifying transaction holds a
@@ -48,64 +50,113 @@ ON CONFLICT (tenant) DO NOTHING;
 -- A task flagged in @if_queued is enqueued only if it is QUEUED: StartRuns
 -- flags the tasks InsertTasks may have started instead.
 --
+-- Once a schema has a run priority or a rate limit (dagen_flow_flags),
+-- each task's row is read for them: an entry keeps its run's priority,
+-- and a task of a rate-limited step is parked in dagen_rate_waiting
+-- instead, out of the fair queue, its bucket made due (dagen_rate_wakes)
+-- unless it is due already. The wake row is taken
+-- last, after the tenants' rows, as an admission takes them.
+--
 -- As in EnsureTenants, tenants are found by key whatever the estimates,
 -- and the lists are read through subqueries so that Postgres keeps one
 -- plan rather than planning each run (see docs/performance.md,
 -- "Statements keep one plan").
-WITH input AS (
-    SELECT x.run_id, x.task, x.signature, x.tenant, x.ord
-    FROM (
-        SELECT unnest((SELECT @run_ids::uuid[])) AS run_id,
-               unnest((SELECT @tasks::text[])) AS task,
-               unnest((SELECT @signatures::text[])) AS signature,
-               unnest((SELECT @tenants::text[])) AS tenant,
-               unnest((SELECT @if_queued::boolean[])) AS if_queued,
-               generate_series(1, cardinality((SELECT @run_ids::uuid[]))) AS ord
-    ) AS x
-    -- A scalar subquery, one lookup a flagged task: as EXISTS, the planner
-    -- hashed the whole tasks table instead.
-    WHERE NOT x.if_queued OR (
-        SELECT t.status FROM dagen_tasks t WHERE t.run_id = x.run_id AND t.name = x.task LIMIT 1
-    ) = 'QUEUED'
+WITH clock AS (
+    SELECT coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now
+),
+given AS (
+    SELECT unnest((SELECT @run_ids::uuid[])) AS run_id,
+           unnest((SELECT @tasks::text[])) AS task,
+           unnest((SELECT @signatures::text[])) AS signature,
+           unnest((SELECT @tenants::text[])) AS tenant,
+           unnest((SELECT @if_queued::boolean[])) AS if_queued,
+           generate_series(1, cardinality((SELECT @run_ids::uuid[]))) AS ord
+),
+input AS (
+    SELECT x.run_id, x.task, x.signature, x.tenant, x.ord,
+           coalesce(t.priority, 0)::smallint AS priority, t.rate_limit, t.rate_key,
+           coalesce(t.rate_units, 1)::integer AS rate_units
+    FROM given AS x
+    -- One lookup a task, and only for a flagged task or once the schema
+    -- has priorities or rate limits: LIMIT 1 keeps it a lookup (as EXISTS,
+    -- the planner hashed the whole tasks table instead).
+    LEFT JOIN LATERAL (
+        SELECT t.status, t.priority, t.rate_limit, t.rate_key, t.rate_units
+        FROM dagen_tasks t
+        WHERE (x.if_queued OR (SELECT f.rate_limits OR f.priorities FROM dagen_flow_flags f))
+          AND t.run_id = x.run_id AND t.name = x.task
+        LIMIT 1
+    ) AS t ON true
+    WHERE NOT x.if_queued OR t.status = 'QUEUED'
+),
+fair AS (
+    -- A rate-limited task goes in only when an admission gave it tokens
+    -- (@admitted), with its bucket, whose tokens its claim takes.
+    SELECT input.* FROM input WHERE input.rate_limit IS NULL OR @admitted::boolean
 ),
 counts AS (
-    SELECT input.tenant, count(*) AS k FROM input GROUP BY input.tenant
+    SELECT fair.tenant, count(*) AS k FROM fair GROUP BY fair.tenant
 ),
 locked AS MATERIALIZED (
-    SELECT g.tenant, g.block_ptr
+    SELECT g.tenant, g.block_ptr, g.block_fill, g.weight
     FROM dagen_tenant_groups g
     WHERE g.tenant = ANY(ARRAY(SELECT counts.tenant FROM counts))
     ORDER BY g.tenant
     FOR UPDATE
 ),
-bumped AS (
+placed AS (
     -- The frontier is a scalar subquery, not a join: joined, the planner
     -- took the one-row table for thousands of rows, and the estimates of a
     -- large enqueue grew past the point where Postgres JIT-compiles the
     -- statement, and each such enqueue paid for a long compilation (see
-    -- docs/performance.md, "No JIT compilation of large batches"). The
-    -- tenant list only narrows the scan to the locked rows' keys.
-    UPDATE dagen_tenant_groups g
-    SET block_ptr = greatest(l.block_ptr, (SELECT f.block FROM dagen_queue_frontier f)) + c.k
+    -- docs/performance.md, "No JIT compilation of large batches").
+    SELECT l.tenant, l.weight, c.k,
+           greatest(l.block_ptr, s.frontier) AS first_block,
+           CASE WHEN l.block_ptr >= s.frontier THEN least(l.block_fill, l.weight - 1) ELSE 0 END AS first_fill
     FROM locked l
     JOIN counts c ON c.tenant = l.tenant
-    WHERE g.tenant = l.tenant
+    CROSS JOIN (SELECT (SELECT f.block FROM dagen_queue_frontier f) AS frontier) AS s
+),
+bumped AS (
+    -- The tenant list only narrows the scan to the locked rows' keys.
+    UPDATE dagen_tenant_groups g
+    SET block_ptr = p.first_block + (p.first_fill + p.k) / p.weight,
+        block_fill = (p.first_fill + p.k) % p.weight
+    FROM placed p
+    WHERE g.tenant = p.tenant
       AND g.tenant = ANY(ARRAY(SELECT locked.tenant FROM locked))
-    RETURNING g.tenant, g.group_id, g.block_ptr - c.k AS first_block
+    RETURNING g.tenant, g.group_id, p.first_block, p.first_fill, p.weight
 ),
 inserted AS (
-    INSERT INTO dagen_ready (id, run_id, task, signature)
-    SELECT b.group_id + 1048576 * (b.first_block + row_number() OVER (PARTITION BY i.tenant ORDER BY i.ord) - 1),
-           i.run_id, i.task, i.signature
-    FROM input i
+    INSERT INTO dagen_ready (id, run_id, task, signature, priority, rate_limit, rate_key, rate_units)
+    SELECT b.group_id + 1048576 * (b.first_block + (b.first_fill + row_number() OVER (PARTITION BY i.tenant ORDER BY i.ord) - 1) / b.weight),
+           i.run_id, i.task, i.signature, i.priority, i.rate_limit, CASE WHEN i.rate_limit IS NOT NULL THEN coalesce(i.rate_key, '') END,
+           CASE WHEN i.rate_limit IS NOT NULL THEN i.rate_units END
+    FROM fair i
     JOIN bumped b ON b.tenant = i.tenant
     ON CONFLICT (run_id, task) DO NOTHING
     RETURNING 1
 ),
+parked AS (
+    INSERT INTO dagen_rate_waiting (rate_limit, rate_key, priority, rate_units, run_id, task, signature, tenant, enqueued_at)
+    SELECT i.rate_limit, coalesce(i.rate_key, ''), i.priority, i.rate_units, i.run_id, i.task, i.signature, i.tenant, clock.now
+    FROM input i, clock
+    WHERE i.rate_limit IS NOT NULL AND NOT @admitted::boolean
+    ORDER BY i.ord
+    ON CONFLICT (run_id, task) DO NOTHING
+    RETURNING dagen_rate_waiting.rate_limit, dagen_rate_waiting.rate_key
+),
+woken AS (
+    INSERT INTO dagen_rate_wakes (rate_limit, rate_key, wake_at)
+    SELECT DISTINCT p.rate_limit, p.rate_key, clock.now
+    FROM parked p, clock
+    ORDER BY p.rate_limit, p.rate_key
+    ON CONFLICT (rate_limit, rate_key) DO NOTHING
+),
 counted AS (
-    SELECT count(*) AS n FROM inserted
+    SELECT (SELECT count(*) FROM inserted) AS n, (SELECT count(*) FROM parked) AS parked
 )
-SELECT counted.n,
+SELECT counted.n::bigint AS n, counted.parked::bigint AS parked,
        -- The queue is taken for empty when it holds no row from the
        -- frontier's block on: the rows before it are those claims passed
        -- by (locked, or of signatures they do not serve), among the dead
@@ -114,7 +165,9 @@ SELECT counted.n,
        -- under load (see docs/performance.md, "Vacuuming the queue tables
        -- by volume"). Taking such a queue for empty costs a notification,
        -- a hint.
-       CASE WHEN counted.n > 0 AND (@force_notify::boolean OR NOT EXISTS (
+       -- A task parked for tokens notifies as a queued one does: a worker
+       -- that hears it looks at its timers, where the bucket is due.
+       CASE WHEN counted.n + counted.parked > 0 AND (@force_notify::boolean OR NOT EXISTS (
                 SELECT 1 FROM dagen_ready q
                 WHERE q.id >= (SELECT f.block FROM dagen_queue_frontier f) * 1048576
             ))
@@ -141,28 +194,99 @@ FROM counted;
 WITH clock AS (
     SELECT coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now
 ),
+tickets AS MATERIALIZED (
+    -- The places claimed: the first rows of the queue, taken by ctid, a
+    -- TID scan whatever the statistics say (by id, a generic plan made
+    -- while the queue was nearly empty read it whole, dead rows and all,
+    -- at every claim; see docs/performance.md, "Claims take queue rows by
+    -- ctid"). The rows are locked, so each ctid is the row taken.
+    SELECT p.ctid::tid AS row_ctid, p.id, p.priority, p.id % 1048576 AS grp
+    FROM dagen_ready p
+    -- IN (SELECT …) under OR stays a hashed subplan: one hash lookup a
+    -- row, where = ANY compares the row with the signatures one by one
+    -- (a worker serves dozens, so the comparisons add up; see
+    -- docs/performance.md, "The claim's signature filter is hashed").
+    WHERE cardinality(@signatures::text[]) = 0
+       OR p.signature IN (SELECT unnest(@signatures::text[]))
+    ORDER BY p.id
+    LIMIT @max
+    FOR UPDATE SKIP LOCKED
+),
+groups AS (
+    -- Each tenant's places, and the least priority among its entries
+    -- there.
+    SELECT t.grp, count(*) AS n, min(t.priority) AS floor FROM tickets t GROUP BY t.grp
+),
+rivals AS MATERIALIZED (
+    -- A tenant's entries of a higher priority than one of its places
+    -- holds, best first, as many as it has places: only where the queue
+    -- holds entries with a priority at all (one look at an index that is
+    -- empty without them), and each tenant's one range of that index.
+    SELECT g.grp, r.row_ctid, r.id, r.priority
+    FROM groups g
+    CROSS JOIN LATERAL (
+        SELECT p.ctid::tid AS row_ctid, p.id, p.priority
+        FROM dagen_ready p
+        WHERE p.id % 1048576 = g.grp AND p.priority > 0 AND p.priority > g.floor
+          AND (cardinality(@signatures::text[]) = 0 OR p.signature IN (SELECT unnest(@signatures::text[])))
+        ORDER BY p.id % 1048576, p.priority DESC, p.id
+        LIMIT g.n
+        FOR UPDATE SKIP LOCKED
+    ) AS r
+    WHERE EXISTS (SELECT 1 FROM dagen_ready e WHERE e.priority > 0)
+),
+ranked AS (
+    -- The places' own entries and their rivals, ranked per tenant: its
+    -- n best are claimed (picked).
+    SELECT c.row_ctid, c.id, c.grp, c.place,
+           row_number() OVER (PARTITION BY c.grp ORDER BY c.priority DESC, c.id) <= g.n AS picked
+    FROM (
+        SELECT t.row_ctid, t.id, t.priority, t.grp, true AS place FROM tickets t
+        UNION ALL
+        SELECT r.row_ctid, r.id, r.priority, r.grp, false FROM rivals r
+        WHERE r.row_ctid <> ALL(ARRAY(SELECT t.row_ctid FROM tickets t))
+    ) AS c
+    JOIN groups g ON g.grp = c.grp
+    WHERE EXISTS (SELECT 1 FROM rivals)
+),
+moves AS (
+    -- A place whose entry was passed over keeps its entry: the entry takes
+    -- the id of a rival picked in its stead (the tenant's places as they
+    -- were, less the ones claimed), so it is not claimed ahead of its turn
+    -- again.
+    SELECT d.row_ctid, v.id
+    FROM (SELECT r.row_ctid, r.grp, row_number() OVER (PARTITION BY r.grp ORDER BY r.id) AS k
+          FROM ranked r WHERE r.place AND NOT r.picked) AS d
+    JOIN (SELECT r.id, r.grp, row_number() OVER (PARTITION BY r.grp ORDER BY r.id) AS k
+          FROM ranked r WHERE NOT r.place AND r.picked) AS v
+      ON v.grp = d.grp AND v.k = d.k
+),
+moved AS (
+    UPDATE dagen_ready q SET id = m.id
+    FROM moves m
+    WHERE q.ctid = m.row_ctid
+),
 deleted AS (
-    -- Takes the first rows of the queue and deletes them by ctid: a TID
-    -- scan, whatever the statistics say (by id, a generic plan made while
-    -- the queue was nearly empty read it whole, dead rows and all, at
-    -- every claim; see docs/performance.md, "Claims take queue rows by
-    -- ctid"). The rows are locked and the queue never updates a row, so
-    -- each ctid is the row taken.
     DELETE FROM dagen_ready q
     WHERE q.ctid = ANY(ARRAY(
-        SELECT p.ctid
-        FROM dagen_ready p
-        -- IN (SELECT …) under OR stays a hashed subplan: one hash lookup a
-        -- row, where = ANY compares the row with the signatures one by one
-        -- (a worker serves dozens, so the comparisons add up; see
-        -- docs/performance.md, "The claim's signature filter is hashed").
-        WHERE cardinality(@signatures::text[]) = 0
-           OR p.signature IN (SELECT unnest(@signatures::text[]))
-        ORDER BY p.id
-        LIMIT @max
-        FOR UPDATE SKIP LOCKED
+        SELECT t.row_ctid FROM tickets t WHERE NOT EXISTS (SELECT 1 FROM rivals)
+        UNION ALL
+        SELECT r.row_ctid FROM ranked r WHERE r.picked
     ))
-    RETURNING q.id, q.run_id, q.task
+    RETURNING q.id, q.run_id, q.task, q.rate_limit, q.rate_key, q.rate_units
+),
+spent AS (
+    -- The tokens of the rate-limited entries claimed, taken from their
+    -- buckets (an admission let them in only with tokens to spare), after
+    -- the bucket gained what it gained since it last changed.
+    UPDATE dagen_rate_buckets b
+    SET tokens = least(l.burst::float8, b.tokens + l.rate * greatest(extract(epoch FROM clock.now - b.updated_at), 0)) - s.units,
+        updated_at = clock.now
+    FROM (SELECT d.rate_limit, d.rate_key, sum(d.rate_units) AS units
+          FROM deleted d WHERE d.rate_limit IS NOT NULL
+          GROUP BY d.rate_limit, d.rate_key) AS s,
+         dagen_rate_limits l, clock
+    WHERE b.rate_limit = s.rate_limit AND b.rate_key = s.rate_key AND l.name = s.rate_limit
 ),
 claimed AS (
     -- The STARTED event is kept in the task's row (see dagen_tasks).
@@ -195,7 +319,8 @@ leased AS (
 frontier AS (
     UPDATE dagen_queue_frontier f
     SET block = m.block
-    FROM (SELECT max(claimed.queue_id) / 1048576 AS block FROM claimed) m
+    -- The places taken, not the entries claimed for them.
+    FROM (SELECT max(tickets.id) / 1048576 AS block FROM tickets) m
     WHERE m.block > f.block
 ),
 shared AS (
@@ -262,6 +387,10 @@ ORDER BY c.queue_id;
 -- Removes the queue entries of runs that failed or were cancelled. Callers
 -- run it before they touch the runs' queued tasks: a claim locks a queue
 -- row before its task, so this order cannot deadlock with one.
+-- Their tasks waiting for a rate limit's tokens go too.
+WITH waiting AS (
+    DELETE FROM dagen_rate_waiting w WHERE w.run_id = ANY(@run_ids::uuid[])
+)
 DELETE FROM dagen_ready WHERE run_id = ANY(@run_ids::uuid[]);
 
 -- name: NotifyChannel :one

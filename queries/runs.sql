@@ -7,11 +7,11 @@ WITH clock AS (
     SELECT coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now
 )
 INSERT INTO dagen_runs (id, workflow, fingerprint, tenant, status, input, pending, created_at,
-                        slot, timeout_ms, deadline_at, trace_parent)
+                        slot, timeout_ms, deadline_at, trace_parent, priority)
 SELECT r.id, r.workflow, r.fingerprint, r.tenant, r.status, r.input, r.pending, clock.now,
        CASE WHEN r.capped THEN r.slot END,
        nullif(r.timeout_ms, 0), CASE WHEN r.timeout_ms > 0 THEN clock.now + r.timeout_ms * interval '1 millisecond' END,
-       nullif(r.trace_parent, '')
+       nullif(r.trace_parent, ''), r.priority
 FROM clock, (
     SELECT unnest(@ids::uuid[]) AS id,
            unnest(@workflows::text[]) AS workflow,
@@ -23,7 +23,8 @@ FROM clock, (
            unnest(@capped::boolean[]) AS capped,
            unnest(@slots::text[]) AS slot,
            unnest(@timeout_ms::bigint[]) AS timeout_ms,
-           unnest(@trace_parents::text[]) AS trace_parent
+           unnest(@trace_parents::text[]) AS trace_parent,
+           unnest(@priorities::smallint[]) AS priority
 ) AS r;
 
 -- name: LockRuns :many
@@ -171,7 +172,8 @@ WITH clock AS (
            unnest(@capped::boolean[]) AS capped,
            unnest(@slots::text[]) AS slot,
            unnest(@timeout_ms::bigint[]) AS timeout_ms,
-           unnest(@trace_parents::text[]) AS trace_parent
+           unnest(@trace_parents::text[]) AS trace_parent,
+           unnest(@priorities::smallint[]) AS priority
 ), keyed AS (
     INSERT INTO dagen_run_keys (workflow, tenant, key, run_id)
     SELECT r.workflow, r.tenant, r.key, r.id FROM r WHERE r.key <> ''
@@ -179,11 +181,11 @@ WITH clock AS (
     RETURNING run_id
 )
 INSERT INTO dagen_runs (id, workflow, fingerprint, tenant, status, input, pending, created_at, key,
-                        slot, timeout_ms, deadline_at, trace_parent)
+                        slot, timeout_ms, deadline_at, trace_parent, priority)
 SELECT r.id, r.workflow, r.fingerprint, r.tenant, r.status, r.input, r.pending, clock.now, nullif(r.key, ''),
        CASE WHEN r.capped THEN r.slot END,
        nullif(r.timeout_ms, 0), CASE WHEN r.timeout_ms > 0 THEN clock.now + r.timeout_ms * interval '1 millisecond' END,
-       nullif(r.trace_parent, '')
+       nullif(r.trace_parent, ''), r.priority
 FROM clock, r
 WHERE r.key = '' OR r.id IN (SELECT keyed.run_id FROM keyed)
 RETURNING id;

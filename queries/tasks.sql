@@ -18,7 +18,8 @@ WITH clock AS (
 ),
 inserted AS (
     INSERT INTO dagen_tasks (run_id, name, seq, kind, parents, children, pending_parents, status, max_attempts,
-                             signature, attempt, claim, worker, queued_event, queued_at, started_event, started_at)
+                             signature, attempt, claim, worker, queued_event, queued_at, started_event, started_at,
+                             priority, rate_limit, rate_key, rate_units)
     SELECT t.run_id, t.name, t.seq, t.kind, t.parents::text[], t.children::text[],
            t.pending_parents, t.state, t.max_attempts, t.signature,
            CASE WHEN t.state = 'RUNNING' THEN 1 ELSE 0 END,
@@ -28,7 +29,9 @@ inserted AS (
            CASE WHEN t.state IN ('QUEUED', 'RUNNING') THEN nextval('dagen_event_seq') END,
            CASE WHEN t.state IN ('QUEUED', 'RUNNING') THEN clock.now END,
            CASE WHEN t.state = 'RUNNING' THEN nextval('dagen_event_seq') END,
-           CASE WHEN t.state = 'RUNNING' THEN clock.now END
+           CASE WHEN t.state = 'RUNNING' THEN clock.now END,
+           t.priority, nullif(t.rate_limit, ''), CASE WHEN t.rate_limit <> '' THEN t.rate_key END,
+           CASE WHEN t.rate_limit <> '' THEN t.rate_units END
     FROM (
         SELECT x.*,
                CASE WHEN x.status <> 'STARTING' THEN x.status
@@ -47,7 +50,11 @@ inserted AS (
                    unnest((SELECT @statuses::text[])) AS status,
                    unnest((SELECT @max_attempts::integer[])) AS max_attempts,
                    unnest((SELECT @signatures::text[])) AS signature,
-                   unnest((SELECT @tenants::text[])) AS tenant
+                   unnest((SELECT @tenants::text[])) AS tenant,
+                   unnest((SELECT @priorities::smallint[])) AS priority,
+                   unnest((SELECT @rate_limits::text[])) AS rate_limit,
+                   unnest((SELECT @rate_keys::text[])) AS rate_key,
+                   unnest((SELECT @rate_units::integer[])) AS rate_units
         ) AS x
     ) AS t, clock
     RETURNING dagen_tasks.run_id, dagen_tasks.name, dagen_tasks.started_event, dagen_tasks.claim
@@ -229,7 +236,9 @@ RETURNING t.run_id, t.name, t.status, t.signature,
           -- Every parent of the child was counted down here: its parents
           -- are all in the caller's batch.
           (cardinality(t.parents) = d.n)::boolean AS parents_here,
-          t.ctid::tid AS row_ctid;
+          t.ctid::tid AS row_ctid,
+          -- A rate-limited child waits for tokens: never continued.
+          (t.rate_limit IS NOT NULL)::boolean AS rated;
 
 -- name: QueueOnFailure :many
 -- Marks the pending onfailure tasks of failed runs QUEUED.

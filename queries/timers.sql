@@ -15,12 +15,25 @@ ON CONFLICT (run_id, task) DO UPDATE
 SET attempt = excluded.attempt, claim = excluded.claim, wake_at = excluded.wake_at, kind = excluded.kind;
 
 -- name: DueTimers :many
--- Timers due on the store's clock, earliest first. Read without locks: the
--- caller locks the timers' runs, then takes the timers with TakeTimers.
-SELECT run_id, task, coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now
-FROM dagen_timers
-WHERE wake_at <= coalesce(sqlc.narg('now')::timestamptz, now())
-ORDER BY wake_at
+-- Timers due on the store's clock, earliest first, and the rate limits'
+-- buckets due a look (migration 020: rate_limit set, run_id not). Read
+-- without locks: the caller locks the timers' runs, then takes the timers
+-- with TakeTimers, or admits for the buckets (LockBuckets).
+SELECT d.run_id, d.task, d.rate_limit, d.rate_key, coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now
+FROM (
+    (SELECT t.run_id, t.task, NULL::text AS rate_limit, NULL::text AS rate_key, t.wake_at
+     FROM dagen_timers t
+     WHERE t.wake_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+     ORDER BY t.wake_at
+     LIMIT @max)
+    UNION ALL
+    (SELECT NULL::uuid, NULL::text, w.rate_limit, w.rate_key, w.wake_at
+     FROM dagen_rate_wakes w
+     WHERE w.wake_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+     ORDER BY w.wake_at
+     LIMIT @max)
+) AS d
+ORDER BY d.wake_at
 LIMIT @max;
 
 -- name: TakeTimers :many
@@ -35,4 +48,6 @@ RETURNING t.run_id, t.task, t.attempt, t.claim, t.kind;
 DELETE FROM dagen_timers WHERE run_id = ANY(@run_ids::uuid[]);
 
 -- name: NextTimer :one
-SELECT min(wake_at)::timestamptz AS wake_at FROM dagen_timers;
+-- The earliest timer, or bucket due a look.
+SELECT least((SELECT min(t.wake_at) FROM dagen_timers t),
+             (SELECT min(w.wake_at) FROM dagen_rate_wakes w))::timestamptz AS wake_at;

@@ -70,7 +70,7 @@ type Definition struct {
 }
 
 // MaxPriority is the highest run priority.
-const MaxPriority = 9
+const MaxPriority = store.MaxPriority
 
 // RateLimit is a token bucket shared by every worker of a store
 // (//dag:ratelimit): it holds up to Burst tokens and gains Rate a second;
@@ -355,6 +355,7 @@ func (d *Definition) Validate() error {
 		bad("negative timeout %s: want a duration above zero, or 0 for no deadline", store.ShortDuration(d.Timeout))
 	}
 	validSchedules(d.Schedules, bad)
+	validFlow(d, bad)
 	if len(errs) == 0 {
 		if cycle := d.findCycle(index); cycle != nil {
 			bad("cycle: %s", strings.Join(cycle, " -> "))
@@ -438,7 +439,11 @@ func (d *Definition) newTasks(sigs map[string]string) []store.NewTask {
 		if kind == store.KindSleep || kind == store.KindSignal {
 			attempts = max(attempts, rescueAttempts)
 		}
-		tasks = append(tasks, store.NewTask{Name: s.Name, Kind: kind, Parents: parents, MaxAttempts: attempts, Signature: sigs[s.Name]})
+		nt := store.NewTask{Name: s.Name, Kind: kind, Parents: parents, MaxAttempts: attempts, Signature: sigs[s.Name]}
+		if s.RateLimit != nil {
+			nt.RateLimit, nt.RateUnits = s.RateLimit.Name, max(s.RateLimit.Units, 1)
+		}
+		tasks = append(tasks, nt)
 	}
 	if d.OnFailure != nil {
 		tasks = append(tasks, store.NewTask{Name: OnFailureStep, Kind: store.KindOnFailure, MaxAttempts: rescueAttempts, Signature: sigs[OnFailureStep]})
@@ -461,4 +466,42 @@ func validMap(s Step, bad func(format string, args ...any)) {
 	if s.Limit < 0 {
 		bad("step %q has a negative Limit", s.Name)
 	}
+}
+
+// validFlow checks the definition's priority and rate limits, and the
+// steps' uses of them.
+func validFlow(d *Definition, bad func(format string, args ...any)) {
+	if d.Priority < 0 || d.Priority > MaxPriority {
+		bad("priority %d: want 0 (the default) to %d, higher first", d.Priority, MaxPriority)
+	}
+	limits := make(map[string]RateLimit, len(d.RateLimits))
+	for _, l := range d.RateLimits {
+		if _, dup := limits[l.Name]; dup {
+			bad("rate limit %q is listed twice", l.Name)
+		}
+		if err := l.store().Validate(); err != nil {
+			bad("%v", err)
+		}
+		limits[l.Name] = l
+	}
+	for _, s := range d.Steps {
+		rl := s.RateLimit
+		if rl == nil {
+			continue
+		}
+		l, ok := limits[rl.Name]
+		switch {
+		case s.Kind != KindStep:
+			bad("step %q takes tokens of rate limit %q but is not a KindStep step: only a step that runs code starts under a limit", s.Name, rl.Name)
+		case !ok:
+			bad("step %q takes tokens of rate limit %q, which Definition.RateLimits does not list", s.Name, rl.Name)
+		case rl.Units < 0 || rl.Units > l.store().Burst:
+			bad("step %q takes %d units of rate limit %q, whose bucket holds %d: it could never start", s.Name, rl.Units, rl.Name, l.store().Burst)
+		}
+	}
+}
+
+// store returns the limit as the store keeps it: a burst of 0 is one.
+func (l RateLimit) store() store.RateLimit {
+	return store.RateLimit{Name: l.Name, Rate: l.Rate, Burst: max(l.Burst, 1)}
 }

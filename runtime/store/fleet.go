@@ -22,7 +22,8 @@ type Fleet interface {
 	Backlog(ctx context.Context) ([]BacklogEntry, error)
 
 	// QueuePlaces says where the run's named steps stand in the fair
-	// queue: for each that is queued, the tasks handed out before it.
+	// queue: for each that is queued, the tasks handed out before it, or
+	// the rate limit it waits for first.
 	// Steps that are not queued are left out of the map; so are all of
 	// them when the run does not exist.
 	QueuePlaces(ctx context.Context, run dag.RunID, steps []string) (map[string]QueuePlace, error)
@@ -39,6 +40,10 @@ type QueuePlace struct {
 	Ahead int
 	// TenantAhead counts those of the task's own tenant.
 	TenantAhead int
+	// RateLimited, when set, says that the task is not in the fair queue
+	// yet: it waits for a rate limit's tokens ("rate limit stripe (key
+	// acct_42): next token in 230ms"), and the counts are zero.
+	RateLimited string
 }
 
 // WorkerInfo is a worker as operators see it.

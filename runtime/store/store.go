@@ -150,6 +150,7 @@ type Admin interface {
 	Fleet
 	Deploys
 	SignatureReader
+	FlowControl
 }
 
 // Triggers is what moves runs from outside them: schedules start runs at
@@ -284,6 +285,9 @@ type NewRun struct {
 	// child (OutcomeChild): when the run ends, that task is resolved
 	// with it. The engine sets it; a trigger leaves it nil.
 	Parent *ParentLink
+	// Priority, 0 to MaxPriority, orders the run's ready tasks before
+	// the same tenant's tasks of a lower priority (see [FlowControl]).
+	Priority int
 }
 
 // DeadlineStep is the Step of the failure of a run that timed out
@@ -323,6 +327,14 @@ type NewTask struct {
 	// it (ClaimParams.Signatures) claims the task. See engine.Definition's
 	// Signatures. Empty only in stores' own tests.
 	Signature string
+	// RateLimit, when set, names the rate limit (see [FlowControl]) each
+	// attempt of the task takes RateUnits tokens from (0 means one), from
+	// the bucket of RateKey: the task waits QUEUED, outside the fair
+	// queue, until the bucket has them. Never started as it is created or
+	// continued on a worker.
+	RateLimit string
+	RateKey   string
+	RateUnits int
 }
 
 // ClaimParams says what a worker claims.

@@ -64,7 +64,7 @@ func (s *Store) completeTasks(ctx context.Context, results []store.TaskResult, p
 			continue // its run failed or was cancelled after it became ready
 		}
 		if len(claimed) < p.Limit && r.Status == store.RunRunning &&
-			p.Serves(r.spec(rc.task).Signature) && c.mayGo[r.rec.Tenant] {
+			p.Serves(r.spec(rc.task).Signature) && c.mayGo[r.rec.Tenant] && !rated(r, rc.task) {
 			claimed = append(claimed, s.claim(r, rc.task, *p, now))
 			continue
 		}
@@ -137,4 +137,11 @@ func (s *Store) queueChild(r *run, ti int, now time.Time) {
 	}
 	s.markQueued(r, ti, now)
 	s.cont.ready = append(s.cont.ready, readyChild{r, ti})
+}
+
+// rated reports whether task ti of r waits for a rate limit's tokens
+// before it starts: it is never continued.
+func rated(r *run, ti int) bool {
+	_, _, ok := r.rateOf(ti)
+	return ok
 }

@@ -102,6 +102,10 @@ func (s *Store) QueuePlaces(ctx context.Context, id dag.RunID, steps []string) (
 		if !ok || r.tasks[ti].Status != store.TaskQueued {
 			continue
 		}
+		if why := s.rateWait(r, ti, s.now()); why != "" {
+			out[name] = store.QueuePlace{RateLimited: why}
+			continue
+		}
 		mine := r.tasks[ti].queueID
 		var p store.QueuePlace
 		for _, q := range s.queues {

@@ -51,6 +51,11 @@ type Store struct {
 	cont *continuation // the CompleteAndContinue under way, or nil (continue.go)
 
 	children map[dag.RunID][]dag.RunID // child runs by parent run (children.go)
+
+	// Rate limits (flowcontrol.go).
+	limits  map[string]store.RateLimit
+	buckets map[bucketKey]*bucket
+	waitSeq int64
 }
 
 // runKey is a run's idempotency key with its workflow and tenant.
@@ -79,6 +84,8 @@ func New(cfg *Config) *Store {
 		keys:     make(map[runKey]dag.RunID),
 		slots:    make(map[slotKey]*slot),
 		children: make(map[dag.RunID][]dag.RunID),
+		limits:   make(map[string]store.RateLimit),
+		buckets:  make(map[bucketKey]*bucket),
 	}
 	if cfg != nil && cfg.Now != nil {
 		s.now = cfg.Now
@@ -119,6 +126,10 @@ type run struct {
 	traceParent string
 	// parent is the task attempt that started the run, or nil.
 	parent *store.ParentLink
+	// priority is the run's NewRun.Priority; rateKeys the buckets' keys
+	// of its rate-limited tasks, by shape task (flowcontrol.go).
+	priority int
+	rateKeys []string
 }
 
 // task is a task of a run: its state as the transition core decides on
@@ -154,7 +165,12 @@ func (r *run) newTask(ti int, st store.TaskStatus) task {
 
 type tenantGroup struct {
 	id  int64
-	ptr int64 // next free block
+	ptr int64 // next block with a free place
+	// weight is how many places the tenant has a block, fill how many of
+	// those of block ptr its tasks took.
+	weight, fill int
+	// prio are its queue entries of runs with a priority (flowcontrol.go).
+	prio []queueEntry
 }
 
 // ---- runs ----
@@ -238,6 +254,15 @@ func (s *Store) createLocked(runs []store.NewRun, shapes []*shape, p store.Claim
 			shape:       sh,
 			tasks:       make([]*task, len(sh.tasks)),
 			traceParent: nr.TraceParent,
+			priority:    nr.Priority,
+		}
+		for ti, nt := range nr.Tasks {
+			if nt.RateKey != "" {
+				if r.rateKeys == nil {
+					r.rateKeys = make([]string, len(nr.Tasks))
+				}
+				r.rateKeys[ti] = nt.RateKey
+			}
 		}
 		for ti := range r.tasks {
 			t := r.newTask(ti, store.TaskPending)
@@ -251,7 +276,7 @@ func (s *Store) createLocked(runs []store.NewRun, shapes []*shape, p store.Claim
 			continue
 		}
 		for _, ti := range sh.roots {
-			claim := p.Serves(sh.tasks[ti].Signature)
+			claim := p.Serves(sh.tasks[ti].Signature) && sh.tasks[ti].RateLimit == ""
 			if claim && len(considered) < p.Limit && !considered[nr.Tenant] {
 				// The tenant's first root starts when the fair queue would
 				// hand it out next: nothing of the tenant's is queued past
@@ -294,7 +319,8 @@ func (s *Store) shapeFor(nr *store.NewRun) (*shape, error) {
 
 func sameTasks(a, b []store.NewTask) bool {
 	return slices.EqualFunc(a, b, func(x, y store.NewTask) bool {
-		return x.Name == y.Name && x.Kind == y.Kind && x.MaxAttempts == y.MaxAttempts && x.Signature == y.Signature && slices.Equal(x.Parents, y.Parents)
+		return x.Name == y.Name && x.Kind == y.Kind && x.MaxAttempts == y.MaxAttempts && x.Signature == y.Signature && slices.Equal(x.Parents, y.Parents) &&
+			x.RateLimit == y.RateLimit && x.RateUnits == y.RateUnits
 	})
 }
 
@@ -441,16 +467,28 @@ func (s *Store) markQueued(r *run, ti int, now time.Time) {
 }
 
 // push puts a QUEUED task in the ready queue with its tenant's next fair
-// id.
+// place, or, when it is rate-limited, in its bucket's waiting list (see
+// flowcontrol.go).
 func (s *Store) push(r *run, ti int) {
-	g := s.groups[r.rec.Tenant]
-	if g == nil {
-		g = &tenantGroup{id: s.nextGroup}
-		s.nextGroup++
-		s.groups[r.rec.Tenant] = g
+	if b, units, ok := r.rateOf(ti); ok {
+		r.tasks[ti].queueID = -1
+		s.park(r, ti, b, units)
+		return
 	}
-	block := max(g.ptr, s.frontier)
-	g.ptr = block + 1
+	s.place(r, ti)
+}
+
+// place puts a QUEUED task in the ready queue at its tenant's next place:
+// a tenant of weight w has w places a block.
+func (s *Store) place(r *run, ti int) {
+	g := s.group(r.rec.Tenant)
+	if s.frontier > g.ptr {
+		g.ptr, g.fill = s.frontier, 0
+	}
+	block := g.ptr
+	if g.fill++; g.fill >= g.weight {
+		g.ptr, g.fill = g.ptr+1, 0
+	}
 	id := g.id + store.BlockLength*block
 	r.tasks[ti].queueID = id
 	sig := r.spec(ti).Signature
@@ -459,7 +497,11 @@ func (s *Store) push(r *run, ti int) {
 		q = &readyQueue{}
 		s.queues[sig] = q
 	}
-	heap.Push(q, queueEntry{id: id, run: r, task: ti})
+	e := queueEntry{id: id, run: r, task: ti}
+	heap.Push(q, e)
+	if r.priority > 0 {
+		g.prio = append(g.prio, e)
+	}
 	s.enqueued = true
 }
 
@@ -485,6 +527,10 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.Cl
 			}
 		}
 	}
+	served := make(map[*readyQueue]bool, len(queues))
+	for _, q := range queues {
+		served[q] = true
+	}
 	now := s.now()
 	var claimed []store.ClaimedTask
 	for len(claimed) < p.Limit {
@@ -500,6 +546,18 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.Cl
 		}
 		heap.Pop(best)
 		s.frontier = max(s.frontier, head.id/store.BlockLength)
+		// The place goes to the tenant's entry of the highest priority;
+		// the entry passed over takes that one's place.
+		if e, q := s.betterEntry(head, served); q != nil {
+			removeEntry(q, e)
+			head.run.tasks[head.task].queueID = e.id
+			heap.Push(best, queueEntry{id: e.id, run: head.run, task: head.task})
+			if g := s.groups[head.run.rec.Tenant]; head.run.priority > 0 {
+				g.prio = append(g.prio, queueEntry{id: e.id, run: head.run, task: head.task})
+			}
+			head = e
+		}
+		s.spend(head.run, head.task, now)
 		claimed = append(claimed, s.claim(head.run, head.task, p, now))
 	}
 	return claimed, nil
@@ -620,7 +678,7 @@ func (s *Store) FireTimers(ctx context.Context, limit int) (int, error) {
 	s.lock()
 	defer s.unlock()
 	b := s.newBatch(s.now(), 0)
-	fired := 0
+	fired := s.admitDue(b.now)
 	for fired < limit {
 		e, ok := s.timers.peek()
 		if !ok || e.wake.After(b.now) {
@@ -665,6 +723,9 @@ func (s *Store) NextTimer(ctx context.Context) (time.Time, bool, error) {
 	s.lock()
 	defer s.unlock()
 	e, ok := s.timers.peek()
+	if w, due := s.nextWake(); due && (!ok || w.Before(e.wake)) {
+		return w, true, nil
+	}
 	return e.wake, ok, nil
 }
 

@@ -115,7 +115,7 @@ type enqueueItem struct {
 	attempt   int
 	src       int  // source credited with the enqueue, or -1
 	logged    bool // its QUEUED event is kept in its row already
-	child     bool // made ready by DecrementChildren: a continuation may start it
+	child     bool // made ready by DecrementChildren, and not rate-limited: a continuation may start it
 	// parentsHere: every parent of the child resolved in this batch.
 	parentsHere bool
 	ctid        pgtype.TID // where DecrementChildren left the child's row
@@ -556,7 +556,7 @@ func (b *batch) flush(ctx context.Context) error {
 					continue
 				}
 				k := taskKey{dag.RunID(row.RunID.Bytes), row.Name}
-				b.enqueue = append(b.enqueue, enqueueItem{run: b.runs[k.run], name: k.name, signature: row.Signature, kind: store.KindStep, src: lastSrc[k], logged: true, child: true, parentsHere: row.ParentsHere, ctid: row.RowCtid})
+				b.enqueue = append(b.enqueue, enqueueItem{run: b.runs[k.run], name: k.name, signature: row.Signature, kind: store.KindStep, src: lastSrc[k], logged: true, child: !row.Rated, parentsHere: row.ParentsHere, ctid: row.RowCtid})
 			}
 		}
 	}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
 	"github.com/dagenhq/dagen/runtime/store/internal/transition"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/leasebook"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/pipeline"
 )
@@ -117,10 +119,23 @@ func (s *Store) FireTimers(ctx context.Context, limit int) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("fire timers: read due timers: %w", err)
 	}
-	if len(due) == 0 {
-		return 0, nil
+	var buckets []bucketKey
+	due = slices.DeleteFunc(due, func(d dbsqlc.DueTimersRow) bool {
+		if d.RateLimit.Valid {
+			buckets = append(buckets, bucketKey{d.RateLimit.String, d.RateKey.String})
+		}
+		return d.RateLimit.Valid
+	})
+	admitted := 0
+	if len(buckets) > 0 {
+		if admitted, err = s.admitRated(ctx, buckets); err != nil {
+			return 0, fmt.Errorf("fire timers: %w", err)
+		}
 	}
-	fired := 0
+	if len(due) == 0 {
+		return admitted, nil
+	}
+	fired := admitted
 	err = s.inTx(ctx, func(tx *pipeline.Tx) error {
 		b := s.newBatch(tx, len(due))
 		ids := make([]dag.RunID, len(due))

@@ -87,6 +87,7 @@ func (s *Store) insertRunsParams(runs []store.NewRun, graphs []*graph) dbsqlc.In
 		rp.Slots = append(rp.Slots, nr.ConcurrencyKey)
 		rp.TimeoutMs = append(rp.TimeoutMs, nr.Timeout.Milliseconds())
 		rp.TraceParents = append(rp.TraceParents, nr.TraceParent)
+		rp.Priorities = append(rp.Priorities, int16(nr.Priority))
 	}
 	return rp
 }
@@ -310,7 +311,7 @@ func (s *Store) insertKeyedRuns(ctx context.Context, tx *pipeline.Tx, runs []sto
 		Now: rp.Now, Ids: rp.Ids, Workflows: rp.Workflows, Fingerprints: rp.Fingerprints,
 		Tenants: rp.Tenants, Inputs: rp.Inputs, Pendings: rp.Pendings,
 		Statuses: rp.Statuses, Capped: rp.Capped, Slots: rp.Slots, TimeoutMs: rp.TimeoutMs,
-		TraceParents: rp.TraceParents,
+		TraceParents: rp.TraceParents, Priorities: rp.Priorities,
 	}
 	for i := range runs {
 		kp.Keys = append(kp.Keys, runs[i].Key)
@@ -375,6 +376,9 @@ type creation struct {
 	cands     []store.ClaimedTask
 	candRuns  []pgtype.UUID
 	candNames []string
+	// priorities is set when a run has a priority: the schema is marked
+	// as having them (MarkPriorities) before the enqueue.
+	priorities bool
 }
 
 // newCreation writes the tasks of runs; the roots of held runs (QUEUED for
@@ -393,7 +397,7 @@ func (s *Store) newCreation(runs []store.NewRun, graphs []*graph, held []bool, n
 			status := store.TaskPending
 			switch {
 			case len(t.Parents) > 0 || t.Kind == store.KindOnFailure || held != nil && held[i]:
-			case claim && len(c.cands) < p.Limit && !candidate[nr.Tenant]:
+			case claim && len(c.cands) < p.Limit && !candidate[nr.Tenant] && t.RateLimit == "":
 				// InsertTasks starts it (RUNNING), or queues it when the
 				// tenant has work queued, and Enqueue then enqueues it.
 				status = taskStarting
@@ -427,7 +431,12 @@ func (s *Store) newCreation(runs []store.NewRun, graphs []*graph, held []bool, n
 			tp.MaxAttempts = append(tp.MaxAttempts, int32(max(t.MaxAttempts, 1)))
 			tp.Signatures = append(tp.Signatures, t.Signature)
 			tp.Tenants = append(tp.Tenants, nr.Tenant)
+			tp.Priorities = append(tp.Priorities, int16(nr.Priority))
+			tp.RateLimits = append(tp.RateLimits, t.RateLimit)
+			tp.RateKeys = append(tp.RateKeys, t.RateKey)
+			tp.RateUnits = append(tp.RateUnits, int32(max(t.RateUnits, 1)))
 		}
+		c.priorities = c.priorities || nr.Priority > 0
 	}
 	slices.Sort(c.tenants)
 	c.tenants = slices.Compact(c.tenants)
@@ -438,6 +447,9 @@ func (s *Store) newCreation(runs []store.NewRun, graphs []*graph, held []bool, n
 // them: it returns the candidates that started.
 func (c *creation) write(ctx context.Context, s *Store, pl *pipeline.Pipeline) ([]dbsqlc.StartedTasksRow, error) {
 	db := pl.Queue()
+	if c.priorities {
+		_ = s.q.MarkPriorities(ctx, db) // before the enqueue, which reads it
+	}
 	_ = s.q.InsertTasks(ctx, db, c.tp)
 	_ = s.q.EnsureTenants(ctx, db, c.tenants) // later enqueues need the tenants' rows, even when nothing is enqueued now
 	if len(c.ep.Tasks) > 0 {

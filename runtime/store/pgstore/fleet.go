@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/dagenhq/dagen/runtime/dag"
@@ -78,6 +79,15 @@ func (s *Store) QueuePlaces(ctx context.Context, run dag.RunID, steps []string) 
 	out := make(map[string]store.QueuePlace, len(rows))
 	for _, r := range rows {
 		out[r.Task] = store.QueuePlace{Ahead: int(r.Ahead), TenantAhead: int(r.TenantAhead)}
+	}
+	waits, err := s.rateWaits(ctx, s.pool, run)
+	if err != nil {
+		return nil, err
+	}
+	for task, why := range waits {
+		if slices.Contains(steps, task) {
+			out[task] = store.QueuePlace{RateLimited: why}
+		}
 	}
 	return out, nil
 }

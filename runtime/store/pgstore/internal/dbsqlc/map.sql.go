@@ -59,7 +59,8 @@ WITH clock AS (
     SELECT coalesce($5::timestamptz, now())::timestamptz AS now
 ),
 maps AS MATERIALIZED (
-    SELECT k.ord, k.run_id, k.map, k.each, m.seq, m.parents, m.max_attempts, m.signature
+    SELECT k.ord, k.run_id, k.map, k.each, m.seq, m.parents, m.max_attempts, m.signature,
+           m.priority, m.rate_limit, m.rate_key, m.rate_units
     FROM (
         SELECT unnest((SELECT $6::uuid[])) AS run_id,
                unnest((SELECT $7::text[])) AS map,
@@ -67,17 +68,19 @@ maps AS MATERIALIZED (
                generate_series(1, cardinality((SELECT $6::uuid[]))) AS ord
     ) AS k
     CROSS JOIN LATERAL (
-        SELECT m.seq, m.parents, m.max_attempts, m.signature FROM dagen_tasks m
+        SELECT m.seq, m.parents, m.max_attempts, m.signature, m.priority, m.rate_limit, m.rate_key, m.rate_units FROM dagen_tasks m
         WHERE m.run_id = k.run_id AND m.name = k.map
         LIMIT 1
     ) AS m
 )
 INSERT INTO dagen_tasks (run_id, name, seq, kind, parents, children, pending_parents, status, max_attempts,
-                         signature, each, element, item, queued_event, queued_at)
+                         signature, each, element, item, queued_event, queued_at,
+                         priority, rate_limit, rate_key, rate_units)
 SELECT m.run_id, m.map || '[' || x.idx || ']', m.seq, 'element', m.parents, '{}', 0,
        CASE WHEN x.queued THEN 'QUEUED' ELSE 'PENDING' END, m.max_attempts, m.signature, m.each, x.idx, x.item,
        CASE WHEN x.queued THEN nextval('dagen_event_seq') END,
-       CASE WHEN x.queued THEN clock.now END
+       CASE WHEN x.queued THEN clock.now END,
+       m.priority, m.rate_limit, m.rate_key, m.rate_units
 FROM (
     SELECT unnest((SELECT $1::integer[])) AS map_ord,
            unnest((SELECT $2::integer[])) AS idx,
@@ -188,7 +191,8 @@ WITH clock AS (
     SELECT coalesce($5::timestamptz, now())::timestamptz AS now
 ),
 maps AS MATERIALIZED (
-    SELECT k.ord, k.run_id, k.map, k.each, m.seq, m.parents, m.max_attempts, m.signature
+    SELECT k.ord, k.run_id, k.map, k.each, m.seq, m.parents, m.max_attempts, m.signature,
+           m.priority, m.rate_limit, m.rate_key, m.rate_units
     FROM (
         SELECT unnest((SELECT $6::uuid[])) AS run_id,
                unnest((SELECT $7::text[])) AS map,
@@ -196,17 +200,19 @@ maps AS MATERIALIZED (
                generate_series(1, cardinality((SELECT $6::uuid[]))) AS ord
     ) AS k
     CROSS JOIN LATERAL (
-        SELECT m.seq, m.parents, m.max_attempts, m.signature FROM dagen_tasks m
+        SELECT m.seq, m.parents, m.max_attempts, m.signature, m.priority, m.rate_limit, m.rate_key, m.rate_units FROM dagen_tasks m
         WHERE m.run_id = k.run_id AND m.name = k.map
         LIMIT 1
     ) AS m
 )
 INSERT INTO dagen_tasks AS t (run_id, name, seq, kind, parents, children, pending_parents, status, max_attempts,
-                              signature, each, element, item, queued_event, queued_at)
+                              signature, each, element, item, queued_event, queued_at,
+                         priority, rate_limit, rate_key, rate_units)
 SELECT m.run_id, m.map || '[' || x.idx || ']', m.seq, 'element', m.parents, '{}', 0,
        CASE WHEN x.queued THEN 'QUEUED' ELSE 'PENDING' END, m.max_attempts, m.signature, m.each, x.idx, x.item,
        CASE WHEN x.queued THEN nextval('dagen_event_seq') END,
-       CASE WHEN x.queued THEN clock.now END
+       CASE WHEN x.queued THEN clock.now END,
+       m.priority, m.rate_limit, m.rate_key, m.rate_units
 FROM (
     SELECT unnest((SELECT $1::integer[])) AS map_ord,
            unnest((SELECT $2::integer[])) AS idx,

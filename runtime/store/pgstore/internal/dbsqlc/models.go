@@ -18,6 +18,12 @@ type DagenEvent struct {
 	Detail  string
 }
 
+type DagenFlowFlag struct {
+	Singleton  bool
+	RateLimits bool
+	Priorities bool
+}
+
 type DagenLeader struct {
 	Singleton bool
 	Worker    string
@@ -56,12 +62,48 @@ type DagenQueueFrontier struct {
 	Block     int64
 }
 
+type DagenRateBucket struct {
+	RateLimit string
+	RateKey   string
+	Tokens    float64
+	UpdatedAt pgtype.Timestamptz
+}
+
+type DagenRateLimit struct {
+	Name  string
+	Rate  float64
+	Burst int32
+}
+
+type DagenRateWaiting struct {
+	RateLimit  string
+	RateKey    string
+	Priority   int16
+	Seq        int64
+	RateUnits  int32
+	RunID      pgtype.UUID
+	Task       string
+	Signature  string
+	Tenant     string
+	EnqueuedAt pgtype.Timestamptz
+}
+
+type DagenRateWake struct {
+	RateLimit string
+	RateKey   string
+	WakeAt    pgtype.Timestamptz
+}
+
 type DagenReady struct {
 	ID         int64
 	RunID      pgtype.UUID
 	Task       string
 	Signature  string
 	EnqueuedAt pgtype.Timestamptz
+	Priority   int16
+	RateLimit  pgtype.Text
+	RateKey    pgtype.Text
+	RateUnits  pgtype.Int4
 }
 
 type DagenRun struct {
@@ -87,6 +129,7 @@ type DagenRun struct {
 	ParentAttempt  pgtype.Int4
 	ParentClaim    pgtype.Int8
 	ResultTask     pgtype.Text
+	Priority       int16
 }
 
 type DagenRunKey struct {
@@ -169,12 +212,18 @@ type DagenTask struct {
 	MapLimit       int32
 	Signal         []byte
 	Claim          int64
+	Priority       int16
+	RateLimit      pgtype.Text
+	RateKey        pgtype.Text
+	RateUnits      pgtype.Int4
 }
 
 type DagenTenantGroup struct {
-	Tenant   string
-	GroupID  int64
-	BlockPtr int64
+	Tenant    string
+	GroupID   int64
+	BlockPtr  int64
+	Weight    int32
+	BlockFill int32
 }
 
 type DagenTimer struct {

@@ -124,7 +124,8 @@ WITH clock AS (
            unnest($10::boolean[]) AS capped,
            unnest($11::text[]) AS slot,
            unnest($12::bigint[]) AS timeout_ms,
-           unnest($13::text[]) AS trace_parent
+           unnest($13::text[]) AS trace_parent,
+           unnest($14::smallint[]) AS priority
 ), keyed AS (
     INSERT INTO dagen_run_keys (workflow, tenant, key, run_id)
     SELECT r.workflow, r.tenant, r.key, r.id FROM r WHERE r.key <> ''
@@ -132,11 +133,11 @@ WITH clock AS (
     RETURNING run_id
 )
 INSERT INTO dagen_runs (id, workflow, fingerprint, tenant, status, input, pending, created_at, key,
-                        slot, timeout_ms, deadline_at, trace_parent)
+                        slot, timeout_ms, deadline_at, trace_parent, priority)
 SELECT r.id, r.workflow, r.fingerprint, r.tenant, r.status, r.input, r.pending, clock.now, nullif(r.key, ''),
        CASE WHEN r.capped THEN r.slot END,
        nullif(r.timeout_ms, 0), CASE WHEN r.timeout_ms > 0 THEN clock.now + r.timeout_ms * interval '1 millisecond' END,
-       nullif(r.trace_parent, '')
+       nullif(r.trace_parent, ''), r.priority
 FROM clock, r
 WHERE r.key = '' OR r.id IN (SELECT keyed.run_id FROM keyed)
 RETURNING id
@@ -156,6 +157,7 @@ type InsertKeyedRunsParams struct {
 	Slots        []string
 	TimeoutMs    []int64
 	TraceParents []string
+	Priorities   []int16
 }
 
 // Inserts new runs some of which have idempotency keys, and returns the ids
@@ -179,6 +181,7 @@ func (q *Queries) InsertKeyedRuns(ctx context.Context, db DBTX, arg InsertKeyedR
 		arg.Slots,
 		arg.TimeoutMs,
 		arg.TraceParents,
+		arg.Priorities,
 	)
 	if err != nil {
 		return nil, err
@@ -200,14 +203,14 @@ func (q *Queries) InsertKeyedRuns(ctx context.Context, db DBTX, arg InsertKeyedR
 
 const insertRuns = `-- name: InsertRuns :exec
 WITH clock AS (
-    SELECT coalesce($12::timestamptz, now())::timestamptz AS now
+    SELECT coalesce($13::timestamptz, now())::timestamptz AS now
 )
 INSERT INTO dagen_runs (id, workflow, fingerprint, tenant, status, input, pending, created_at,
-                        slot, timeout_ms, deadline_at, trace_parent)
+                        slot, timeout_ms, deadline_at, trace_parent, priority)
 SELECT r.id, r.workflow, r.fingerprint, r.tenant, r.status, r.input, r.pending, clock.now,
        CASE WHEN r.capped THEN r.slot END,
        nullif(r.timeout_ms, 0), CASE WHEN r.timeout_ms > 0 THEN clock.now + r.timeout_ms * interval '1 millisecond' END,
-       nullif(r.trace_parent, '')
+       nullif(r.trace_parent, ''), r.priority
 FROM clock, (
     SELECT unnest($1::uuid[]) AS id,
            unnest($2::text[]) AS workflow,
@@ -219,7 +222,8 @@ FROM clock, (
            unnest($8::boolean[]) AS capped,
            unnest($9::text[]) AS slot,
            unnest($10::bigint[]) AS timeout_ms,
-           unnest($11::text[]) AS trace_parent
+           unnest($11::text[]) AS trace_parent,
+           unnest($12::smallint[]) AS priority
 ) AS r
 `
 
@@ -235,6 +239,7 @@ type InsertRunsParams struct {
 	Slots        []string
 	TimeoutMs    []int64
 	TraceParents []string
+	Priorities   []int16
 	Now          pgtype.Timestamptz
 }
 
@@ -255,6 +260,7 @@ func (q *Queries) InsertRuns(ctx context.Context, db DBTX, arg InsertRunsParams)
 		arg.Slots,
 		arg.TimeoutMs,
 		arg.TraceParents,
+		arg.Priorities,
 		arg.Now,
 	)
 	return err

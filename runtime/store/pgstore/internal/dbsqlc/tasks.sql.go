@@ -101,7 +101,9 @@ RETURNING t.run_id, t.name, t.status, t.signature,
           -- Every parent of the child was counted down here: its parents
           -- are all in the caller's batch.
           (cardinality(t.parents) = d.n)::boolean AS parents_here,
-          t.ctid::tid AS row_ctid
+          t.ctid::tid AS row_ctid,
+          -- A rate-limited child waits for tokens: never continued.
+          (t.rate_limit IS NOT NULL)::boolean AS rated
 `
 
 type DecrementChildrenParams struct {
@@ -117,6 +119,7 @@ type DecrementChildrenRow struct {
 	Signature   string
 	ParentsHere bool
 	RowCtid     pgtype.TID
+	Rated       bool
 }
 
 // Counts pending parents down, one per (run, child) entry, and marks the
@@ -160,6 +163,7 @@ func (q *Queries) DecrementChildren(ctx context.Context, db DBTX, arg DecrementC
 			&i.Signature,
 			&i.ParentsHere,
 			&i.RowCtid,
+			&i.Rated,
 		); err != nil {
 			return nil, err
 		}
@@ -218,7 +222,7 @@ SELECT t.run_id, t.name, t.kind, t.children, t.status, t.attempt, t.claim, t.max
        t.row_ctid
 FROM (SELECT unnest((SELECT $1::uuid[])) AS run_id, unnest($2::text[]) AS name) AS k
 CROSS JOIN LATERAL (
-    SELECT t.run_id, t.name, t.seq, t.kind, t.parents, t.children, t.pending_parents, t.status, t.attempt, t.max_attempts, t.output, t.error, t.reason, t.wake_at, t.worker, t.finished_at, t.queued_event, t.queued_at, t.started_event, t.started_at, t.completed_event, t.signature, t.each, t.element, t.item, t.elements, t.next_element, t.map_limit, t.signal, t.claim, t.ctid::tid AS row_ctid FROM dagen_tasks t WHERE t.run_id = k.run_id AND t.name = k.name LIMIT 1
+    SELECT t.run_id, t.name, t.seq, t.kind, t.parents, t.children, t.pending_parents, t.status, t.attempt, t.max_attempts, t.output, t.error, t.reason, t.wake_at, t.worker, t.finished_at, t.queued_event, t.queued_at, t.started_event, t.started_at, t.completed_event, t.signature, t.each, t.element, t.item, t.elements, t.next_element, t.map_limit, t.signal, t.claim, t.priority, t.rate_limit, t.rate_key, t.rate_units, t.ctid::tid AS row_ctid FROM dagen_tasks t WHERE t.run_id = k.run_id AND t.name = k.name LIMIT 1
 ) AS t
 `
 
@@ -308,7 +312,8 @@ WITH clock AS (
 ),
 inserted AS (
     INSERT INTO dagen_tasks (run_id, name, seq, kind, parents, children, pending_parents, status, max_attempts,
-                             signature, attempt, claim, worker, queued_event, queued_at, started_event, started_at)
+                             signature, attempt, claim, worker, queued_event, queued_at, started_event, started_at,
+                             priority, rate_limit, rate_key, rate_units)
     SELECT t.run_id, t.name, t.seq, t.kind, t.parents::text[], t.children::text[],
            t.pending_parents, t.state, t.max_attempts, t.signature,
            CASE WHEN t.state = 'RUNNING' THEN 1 ELSE 0 END,
@@ -318,9 +323,11 @@ inserted AS (
            CASE WHEN t.state IN ('QUEUED', 'RUNNING') THEN nextval('dagen_event_seq') END,
            CASE WHEN t.state IN ('QUEUED', 'RUNNING') THEN clock.now END,
            CASE WHEN t.state = 'RUNNING' THEN nextval('dagen_event_seq') END,
-           CASE WHEN t.state = 'RUNNING' THEN clock.now END
+           CASE WHEN t.state = 'RUNNING' THEN clock.now END,
+           t.priority, nullif(t.rate_limit, ''), CASE WHEN t.rate_limit <> '' THEN t.rate_key END,
+           CASE WHEN t.rate_limit <> '' THEN t.rate_units END
     FROM (
-        SELECT x.run_id, x.name, x.seq, x.kind, x.parents, x.children, x.pending_parents, x.status, x.max_attempts, x.signature, x.tenant,
+        SELECT x.run_id, x.name, x.seq, x.kind, x.parents, x.children, x.pending_parents, x.status, x.max_attempts, x.signature, x.tenant, x.priority, x.rate_limit, x.rate_key, x.rate_units,
                CASE WHEN x.status <> 'STARTING' THEN x.status
                     WHEN coalesce((SELECT g.block_ptr FROM dagen_tenant_groups g WHERE g.tenant = x.tenant), 0)
                          <= (SELECT f.block FROM dagen_queue_frontier f) + 1 THEN 'RUNNING'
@@ -337,7 +344,11 @@ inserted AS (
                    unnest((SELECT $11::text[])) AS status,
                    unnest((SELECT $12::integer[])) AS max_attempts,
                    unnest((SELECT $13::text[])) AS signature,
-                   unnest((SELECT $14::text[])) AS tenant
+                   unnest((SELECT $14::text[])) AS tenant,
+                   unnest((SELECT $15::smallint[])) AS priority,
+                   unnest((SELECT $16::text[])) AS rate_limit,
+                   unnest((SELECT $17::text[])) AS rate_key,
+                   unnest((SELECT $18::integer[])) AS rate_units
         ) AS x
     ) AS t, clock
     RETURNING dagen_tasks.run_id, dagen_tasks.name, dagen_tasks.started_event, dagen_tasks.claim
@@ -366,6 +377,10 @@ type InsertTasksParams struct {
 	MaxAttempts    []int32
 	Signatures     []string
 	Tenants        []string
+	Priorities     []int16
+	RateLimits     []string
+	RateKeys       []string
+	RateUnits      []int32
 }
 
 // parents and children are Postgres array literals, one per task, because
@@ -399,6 +414,10 @@ func (q *Queries) InsertTasks(ctx context.Context, db DBTX, arg InsertTasksParam
 		arg.MaxAttempts,
 		arg.Signatures,
 		arg.Tenants,
+		arg.Priorities,
+		arg.RateLimits,
+		arg.RateKeys,
+		arg.RateUnits,
 	)
 	return err
 }

@@ -21,21 +21,36 @@ func (q *Queries) DeleteTimersForRuns(ctx context.Context, db DBTX, runIds []pgt
 }
 
 const dueTimers = `-- name: DueTimers :many
-SELECT run_id, task, coalesce($1::timestamptz, now())::timestamptz AS now
-FROM dagen_timers
-WHERE wake_at <= coalesce($1::timestamptz, now())
-ORDER BY wake_at
+SELECT d.run_id, d.task, d.rate_limit, d.rate_key, coalesce($1::timestamptz, now())::timestamptz AS now
+FROM (
+    (SELECT t.run_id, t.task, NULL::text AS rate_limit, NULL::text AS rate_key, t.wake_at
+     FROM dagen_timers t
+     WHERE t.wake_at <= coalesce($1::timestamptz, now())
+     ORDER BY t.wake_at
+     LIMIT $2)
+    UNION ALL
+    (SELECT NULL::uuid, NULL::text, w.rate_limit, w.rate_key, w.wake_at
+     FROM dagen_rate_wakes w
+     WHERE w.wake_at <= coalesce($1::timestamptz, now())
+     ORDER BY w.wake_at
+     LIMIT $2)
+) AS d
+ORDER BY d.wake_at
 LIMIT $2
 `
 
 type DueTimersRow struct {
-	RunID pgtype.UUID
-	Task  string
-	Now   pgtype.Timestamptz
+	RunID     pgtype.UUID
+	Task      string
+	RateLimit pgtype.Text
+	RateKey   pgtype.Text
+	Now       pgtype.Timestamptz
 }
 
-// Timers due on the store's clock, earliest first. Read without locks: the
-// caller locks the timers' runs, then takes the timers with TakeTimers.
+// Timers due on the store's clock, earliest first, and the rate limits'
+// buckets due a look (migration 020: rate_limit set, run_id not). Read
+// without locks: the caller locks the timers' runs, then takes the timers
+// with TakeTimers, or admits for the buckets (LockBuckets).
 func (q *Queries) DueTimers(ctx context.Context, db DBTX, now pgtype.Timestamptz, max int32) ([]DueTimersRow, error) {
 	rows, err := db.Query(ctx, dueTimers, now, max)
 	if err != nil {
@@ -45,7 +60,13 @@ func (q *Queries) DueTimers(ctx context.Context, db DBTX, now pgtype.Timestamptz
 	var items []DueTimersRow
 	for rows.Next() {
 		var i DueTimersRow
-		if err := rows.Scan(&i.RunID, &i.Task, &i.Now); err != nil {
+		if err := rows.Scan(
+			&i.RunID,
+			&i.Task,
+			&i.RateLimit,
+			&i.RateKey,
+			&i.Now,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -57,9 +78,11 @@ func (q *Queries) DueTimers(ctx context.Context, db DBTX, now pgtype.Timestamptz
 }
 
 const nextTimer = `-- name: NextTimer :one
-SELECT min(wake_at)::timestamptz AS wake_at FROM dagen_timers
+SELECT least((SELECT min(t.wake_at) FROM dagen_timers t),
+             (SELECT min(w.wake_at) FROM dagen_rate_wakes w))::timestamptz AS wake_at
 `
 
+// The earliest timer, or bucket due a look.
 func (q *Queries) NextTimer(ctx context.Context, db DBTX) (pgtype.Timestamptz, error) {
 	row := db.QueryRow(ctx, nextTimer)
 	var wake_at pgtype.Timestamptz

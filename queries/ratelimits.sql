@@ -1,0 +1,116 @@
+-- Rate limits, run priorities and tenant weights (migration 020).
+
+-- name: PutRateLimits :exec
+-- Creates or updates rate limits by name, in name order, and marks the
+-- schema as having them (see dagen_flow_flags).
+WITH put AS (
+    INSERT INTO dagen_rate_limits AS l (name, rate, burst)
+    SELECT x.name, x.rate, x.burst
+    FROM (SELECT unnest(@names::text[]) AS name, unnest(@rates::float8[]) AS rate, unnest(@bursts::integer[]) AS burst) AS x
+    ORDER BY x.name
+    ON CONFLICT (name) DO UPDATE SET rate = excluded.rate, burst = excluded.burst
+    WHERE l.rate <> excluded.rate OR l.burst <> excluded.burst
+)
+UPDATE dagen_flow_flags SET rate_limits = true WHERE NOT rate_limits AND cardinality(@names::text[]) > 0;
+
+-- name: MarkPriorities :exec
+-- Marks the schema as having run priorities: from then on an enqueue
+-- reads each task's priority. A no-op, and no lock, once marked.
+UPDATE dagen_flow_flags SET priorities = true WHERE NOT priorities;
+
+-- name: ListRateLimits :many
+SELECT name, rate, burst FROM dagen_rate_limits ORDER BY name;
+
+-- name: EnsureBuckets :exec
+-- Creates the buckets that do not exist yet, full.
+INSERT INTO dagen_rate_buckets (rate_limit, rate_key, tokens, updated_at)
+SELECT x.rate_limit, x.rate_key, l.burst, coalesce(sqlc.narg('now')::timestamptz, now())
+FROM (SELECT unnest(@limits::text[]) AS rate_limit, unnest(@keys::text[]) AS rate_key) AS x
+JOIN dagen_rate_limits l ON l.name = x.rate_limit
+ORDER BY x.rate_limit, x.rate_key
+ON CONFLICT (rate_limit, rate_key) DO NOTHING;
+
+-- name: LockBuckets :many
+-- Locks the buckets, in key order, skipping those another admission holds
+-- (it admits for them), and returns each one's tokens now (what it had,
+-- plus what it gained since, up to its burst), its limit, and the units
+-- its entries in the ready queue hold already: an admission lets in at
+-- most tokens - held more.
+SELECT b.rate_limit, b.rate_key,
+       least(l.burst::float8, b.tokens + l.rate * greatest(extract(epoch FROM c.now - b.updated_at), 0))::float8 AS tokens,
+       l.rate, l.burst,
+       coalesce((SELECT sum(q.rate_units) FROM dagen_ready q
+                 WHERE q.rate_limit = b.rate_limit AND q.rate_key = b.rate_key), 0)::bigint AS held,
+       c.now::timestamptz AS now
+FROM dagen_rate_buckets b
+JOIN dagen_rate_limits l ON l.name = b.rate_limit
+CROSS JOIN (SELECT coalesce(sqlc.narg('now')::timestamptz, now()) AS now) AS c
+WHERE (b.rate_limit, b.rate_key) IN (
+    SELECT unnest(@limits::text[]), unnest(@keys::text[])
+)
+ORDER BY b.rate_limit, b.rate_key
+FOR UPDATE OF b SKIP LOCKED;
+
+-- name: WaitingFor :many
+-- The first tasks waiting for a bucket, in admission order: higher
+-- priority first, then as they came.
+SELECT w.run_id, w.task, w.signature, w.tenant, w.rate_units, w.priority, w.seq
+FROM dagen_rate_waiting w
+WHERE w.rate_limit = @rate_limit AND w.rate_key = @rate_key
+ORDER BY w.priority DESC, w.seq
+LIMIT @max;
+
+-- name: TakeWaiting :exec
+-- Removes admitted tasks from the waiting list. The caller holds their
+-- bucket's lock.
+DELETE FROM dagen_rate_waiting w
+USING (SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@tasks::text[]) AS task) AS x
+WHERE w.run_id = x.run_id AND w.task = x.task;
+
+-- name: SetRateWakes :exec
+-- Sets when each bucket is due its next look (NULL: nothing waits, the
+-- row goes), in key order. Sent last in an admission, after the tenants'
+-- rows, as an enqueue takes them.
+WITH x AS (
+    SELECT unnest(@limits::text[]) AS rate_limit, unnest(@keys::text[]) AS rate_key,
+           unnest(@wakes::timestamptz[]) AS wake_at
+),
+gone AS (
+    DELETE FROM dagen_rate_wakes w USING x
+    WHERE w.rate_limit = x.rate_limit AND w.rate_key = x.rate_key AND x.wake_at IS NULL
+)
+INSERT INTO dagen_rate_wakes AS w (rate_limit, rate_key, wake_at)
+SELECT x.rate_limit, x.rate_key, x.wake_at FROM x WHERE x.wake_at IS NOT NULL
+ORDER BY x.rate_limit, x.rate_key
+ON CONFLICT (rate_limit, rate_key) DO UPDATE SET wake_at = excluded.wake_at;
+
+-- name: RateWaits :many
+-- Why the tasks of a run wait for a rate limit: their bucket, its
+-- tokens now, and the units waiting ahead of each (operator views).
+SELECT w.task, w.rate_limit, w.rate_key, w.rate_units,
+       coalesce(least(l.burst::float8, b.tokens + l.rate * greatest(extract(epoch FROM now() - b.updated_at), 0)), l.burst)::float8 AS tokens,
+       l.rate,
+       coalesce((SELECT sum(q.rate_units) FROM dagen_ready q
+                 WHERE q.rate_limit = w.rate_limit AND q.rate_key = w.rate_key), 0)::bigint AS held,
+       (SELECT count(*) FROM dagen_rate_waiting a
+        WHERE a.rate_limit = w.rate_limit AND a.rate_key = w.rate_key
+          AND (a.priority > w.priority OR (a.priority = w.priority AND a.seq < w.seq)))::bigint AS ahead
+FROM dagen_rate_waiting w
+JOIN dagen_rate_limits l ON l.name = w.rate_limit
+LEFT JOIN dagen_rate_buckets b ON b.rate_limit = w.rate_limit AND b.rate_key = w.rate_key
+WHERE w.run_id = @run_id;
+
+-- name: SetTenantWeight :exec
+-- Gives a tenant a weight, making its group when it has none. A tenant
+-- part-way through a block starts the next one: its places there were
+-- counted for its old weight.
+INSERT INTO dagen_tenant_groups AS g (tenant, group_id, weight)
+VALUES (@tenant::text, nextval('dagen_tenant_group_seq'), @weight::integer)
+ON CONFLICT (tenant) DO UPDATE
+SET weight = excluded.weight,
+    block_ptr = g.block_ptr + (g.block_fill > 0)::integer,
+    block_fill = 0;
+
+-- name: TenantWeights :many
+-- The tenants with a weight other than 1.
+SELECT tenant, weight FROM dagen_tenant_groups WHERE weight <> 1 ORDER BY tenant;

@@ -1,0 +1,174 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/dagenhq/dagen/runtime/dag"
+	"github.com/dagenhq/dagen/runtime/store"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/pipeline"
+)
+
+// PutRateLimits implements store.FlowControl.
+func (s *Store) PutRateLimits(ctx context.Context, limits []store.RateLimit) error {
+	var p dbsqlc.PutRateLimitsParams
+	for _, l := range limits {
+		if err := l.Validate(); err != nil {
+			return err
+		}
+		p.Names = append(p.Names, l.Name)
+		p.Rates = append(p.Rates, l.Rate)
+		p.Bursts = append(p.Bursts, int32(l.Burst))
+	}
+	if len(limits) == 0 {
+		return nil
+	}
+	if err := s.q.PutRateLimits(ctx, s.pool, p); err != nil {
+		return fmt.Errorf("put %d rate limits: %w", len(limits), err)
+	}
+	return nil
+}
+
+// SetTenantWeight implements store.FlowControl.
+func (s *Store) SetTenantWeight(ctx context.Context, tenant string, weight int) error {
+	if err := store.ValidTenant(tenant); err != nil {
+		return err
+	}
+	if err := store.ValidWeight(weight); err != nil {
+		return err
+	}
+	if err := s.q.SetTenantWeight(ctx, s.pool, tenant, int32(weight)); err != nil {
+		return fmt.Errorf("set the weight of tenant %s: %w", tenant, err)
+	}
+	return nil
+}
+
+// TenantWeights implements store.FlowControl.
+func (s *Store) TenantWeights(ctx context.Context) ([]store.TenantWeight, error) {
+	rows, err := s.q.TenantWeights(ctx, s.pool)
+	if err != nil {
+		return nil, fmt.Errorf("read tenant weights: %w", err)
+	}
+	out := make([]store.TenantWeight, len(rows))
+	for i, r := range rows {
+		out[i] = store.TenantWeight{Tenant: r.Tenant, Weight: int(r.Weight)}
+	}
+	return out, nil
+}
+
+// bucketKey names one bucket of a rate limit.
+type bucketKey struct{ limit, key string }
+
+// maxAdmit bounds how many waiting tasks one admission reads per bucket.
+const maxAdmit = 1000
+
+// admitRated lets waiting tasks of due buckets into the fair queue, as many as
+// each bucket has tokens for beyond those its entries there hold, in one
+// transaction: the buckets are locked in key order (SKIP LOCKED: another
+// admission is at it), the tasks go in through Enqueue (which locks their
+// tenants' rows), and the buckets' next looks are set last. It returns how
+// many tasks went in.
+func (s *Store) admitRated(ctx context.Context, due []bucketKey) (int, error) {
+	slices.SortFunc(due, func(a, b bucketKey) int {
+		if a.limit != b.limit {
+			return strings.Compare(a.limit, b.limit)
+		}
+		return strings.Compare(a.key, b.key)
+	})
+	due = slices.Compact(due)
+	limits, keys := make([]string, len(due)), make([]string, len(due))
+	for i, b := range due {
+		limits[i], keys[i] = b.limit, b.key
+	}
+	admitted := 0
+	err := s.inTx(ctx, func(tx *pipeline.Tx) error {
+		db := tx.Queue()
+		now := s.clock()
+		if err := s.q.EnsureBuckets(ctx, db, dbsqlc.EnsureBucketsParams{Limits: limits, Keys: keys, Now: now}); err != nil {
+			return fmt.Errorf("make buckets: %w", err)
+		}
+		buckets, err := s.q.LockBuckets(ctx, db, dbsqlc.LockBucketsParams{Limits: limits, Keys: keys, Now: now})
+		if err != nil {
+			return fmt.Errorf("lock buckets: %w", err)
+		}
+		if len(buckets) == 0 {
+			return errNothingToDo
+		}
+		ep := dbsqlc.EnqueueParams{Admitted: true}
+		var takeRuns []pgtype.UUID
+		var takeTasks []string
+		var wakes dbsqlc.SetRateWakesParams
+		for _, b := range buckets {
+			waiting, err := s.q.WaitingFor(ctx, db, dbsqlc.WaitingForParams{RateLimit: b.RateLimit, RateKey: b.RateKey, Max: maxAdmit})
+			if err != nil {
+				return fmt.Errorf("read the tasks waiting for rate limit %s (key %q): %w", b.RateLimit, b.RateKey, err)
+			}
+			room := b.Tokens - float64(b.Held)
+			i := 0
+			for ; i < len(waiting) && float64(waiting[i].RateUnits) <= room; i++ {
+				w := waiting[i]
+				room -= float64(w.RateUnits)
+				takeRuns = append(takeRuns, w.RunID)
+				takeTasks = append(takeTasks, w.Task)
+				ep.RunIds = append(ep.RunIds, w.RunID)
+				ep.Tasks = append(ep.Tasks, w.Task)
+				ep.Signatures = append(ep.Signatures, w.Signature)
+				ep.Tenants = append(ep.Tenants, w.Tenant)
+				ep.IfQueued = append(ep.IfQueued, true) // a cancelled run's task is not
+			}
+			admitted += i
+			wakes.Limits = append(wakes.Limits, b.RateLimit)
+			wakes.Keys = append(wakes.Keys, b.RateKey)
+			var wake pgtype.Timestamptz
+			if i < len(waiting) {
+				// The tokens missing for the next one come at the rate:
+				// claims give back none (they take the tokens of entries
+				// the held count had), so the wait is exact.
+				l := store.RateLimit{Name: b.RateLimit, Rate: b.Rate, Burst: int(b.Burst)}
+				wait := l.NextToken(room, int(waiting[i].RateUnits))
+				wake = tstz(timeOf(b.Now).Add(max(wait, time.Millisecond)))
+			}
+			wakes.Wakes = append(wakes.Wakes, wake)
+		}
+		if len(takeRuns) > 0 {
+			if err := s.q.TakeWaiting(ctx, db, takeRuns, takeTasks); err != nil {
+				return fmt.Errorf("take %d waiting tasks: %w", len(takeRuns), err)
+			}
+			if err := s.enqueue(ctx, db, ep); err != nil {
+				return fmt.Errorf("enqueue %d tasks with tokens: %w", len(ep.Tasks), err)
+			}
+		}
+		if err := s.q.SetRateWakes(ctx, db, wakes); err != nil {
+			return fmt.Errorf("set the buckets' next looks: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return admitted, nil
+}
+
+// rateWaits reads why the tasks of run id wait for a rate limit, by task:
+// "rate limit stripe (key acct_42): next token in 230ms".
+func (s *Store) rateWaits(ctx context.Context, db dbsqlc.DBTX, id dag.RunID) (map[string]string, error) {
+	rows, err := s.q.RateWaits(ctx, db, uuidOf(id))
+	if err != nil {
+		return nil, fmt.Errorf("read the rate limits run %s waits for: %w", id, err)
+	}
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]string, len(rows))
+	for _, r := range rows {
+		l := store.RateLimit{Name: r.RateLimit, Rate: r.Rate}
+		out[r.Task] = store.RateWait(l, r.RateKey, r.Tokens-float64(r.Held), int(r.Ahead), int(r.RateUnits))
+	}
+	return out, nil
+}
