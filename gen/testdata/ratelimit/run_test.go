@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"testing"
 
@@ -40,6 +41,28 @@ func TestDefinitions(t *testing.T) {
 		if rl == nil || rl.Name != c.name || rl.Units != c.units || (rl.Key != nil) != c.key {
 			t.Errorf("step %s: rate limit %+v; want %s, %d units, key set %v", c.step.Name, rl, c.name, c.units, c.key)
 		}
+	}
+}
+
+// TestFingerprint checks that rate limits and priorities are no part of
+// a workflow's signatures and fingerprint: changing them leaves runs in
+// flight servable.
+func TestFingerprint(t *testing.T) {
+	def := OrderDefinition()
+	if got := def.Fingerprint(); got != OrderFingerprint {
+		t.Errorf("fingerprint %s; want %s", got, OrderFingerprint)
+	}
+	bare := OrderDefinition()
+	bare.Priority, bare.RateLimits = 0, nil
+	bare.Steps = slices.Clone(bare.Steps)
+	for i := range bare.Steps {
+		bare.Steps[i].RateLimit = nil
+	}
+	if got := bare.Fingerprint(); got != OrderFingerprint {
+		t.Errorf("fingerprint without rate limits and priority %s; want %s", got, OrderFingerprint)
+	}
+	if !maps.Equal(bare.Signatures(), def.Signatures()) {
+		t.Errorf("signatures without rate limits %v; want %v", bare.Signatures(), def.Signatures())
 	}
 }
 
