@@ -112,9 +112,11 @@ type StepRateLimit struct {
 	Key *Key
 }
 
-// Key is key= or per= of a workflow: a field of the input, reached by a
-// dotted path of struct fields, whose value in the run's input is the
-// run's idempotency key (key=) or concurrency key (per=).
+// Key is key= or per= of a workflow, or per= of a rate-limited step: a
+// field of the input, reached by a dotted path of struct fields, whose
+// value in the run's input is the run's idempotency key (key=),
+// concurrency key (per= of a workflow) or rate limit key (per= of a
+// step, which picks the bucket).
 type Key struct {
 	// Path is the path as written: "ID", "Customer.ID". Each name is a
 	// field, maybe promoted from an embedded struct, so that
