@@ -27,6 +27,8 @@ const (
 	//	//dag:workflow key=Customer..ID
 	//	//dag:workflow concurrency=0 timeout=soon
 	//	//dag:schedule cron=0 3 * * * catchup=sometimes tenant=" acme"
+	//	//dag:step ratelimit=stripe units=0
+	//	//dag:step ratelimit=stripe units=50 // stripe has burst=20
 	MalformedDirective
 
 	// SpacedList is a list value with spaces after or before its commas,
@@ -69,13 +71,17 @@ const (
 
 	// MisplacedDirective is a directive that is not directly above a
 	// top-level declaration of the kind it applies to: a type for
-	// //dag:workflow and //dag:signal, a func for the others.
+	// //dag:workflow and //dag:signal, a constant for //dag:ratelimit, a
+	// func for the others.
 	//
 	//	//dag:workflow
 	//	func Order() {}
 	//
 	//	//dag:signal after=Submit
 	//	func Approve(ctx context.Context, o Order) error
+	//
+	//	//dag:ratelimit rate=100/s
+	//	var Stripe = "stripe"
 	MisplacedDirective
 
 	// AliasWorkflow is //dag:workflow on a type alias, which is no type of
