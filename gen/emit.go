@@ -482,6 +482,23 @@ func (g *emitter) definition(w *analysis.Workflow) {
 	if w.Timeout > 0 {
 		fields.add("Timeout", duration(w.Timeout))
 	}
+	if w.Priority > 0 {
+		fields.add("Priority", jen.Lit(w.Priority))
+	}
+	if limits := w.RateLimits(); len(limits) > 0 {
+		fields.add("RateLimits", jen.Index().Qual(enginePath, "RateLimit").CustomFunc(
+			jen.Options{Open: "{", Close: "}", Separator: ",", Multi: true}, func(grp *jen.Group) {
+				for _, rl := range limits {
+					var limit fieldList
+					limit.add("Name", jen.Lit(rl.Name))
+					limit.add("Rate", jen.Lit(rl.Rate))
+					if rl.Burst > 0 {
+						limit.add("Burst", jen.Lit(rl.Burst))
+					}
+					grp.Values(limit...)
+				}
+			}))
+	}
 	if len(w.Schedules) > 0 {
 		fields.add("Schedules", jen.Index().Qual(enginePath, "ScheduleDef").Custom(
 			jen.Options{Open: "{", Close: "}", Separator: ",", Multi: true}, g.schedules(w)...))
@@ -712,6 +729,17 @@ func (g *emitter) step(w *analysis.Workflow, s *analysis.Step) jen.Code {
 	if s.Timeout > 0 {
 		field("Timeout", duration(s.Timeout))
 	}
+	if rl := s.RateLimit; rl != nil {
+		var limit fieldList
+		limit.add("Name", jen.Lit(rl.Limit.Name))
+		if rl.Units > 1 {
+			limit.add("Units", jen.Lit(rl.Units))
+		}
+		if rl.Key != nil {
+			limit.add("Key", g.key(w, rl.Key))
+		}
+		field("RateLimit", jen.Op("&").Qual(enginePath, "StepRateLimit").Add(limit.values()))
+	}
 	if s.Kind == analysis.KindChild {
 		c := engineChild(s.Child)
 		var child fieldList
@@ -851,7 +879,8 @@ func (g *emitter) onFailure(w *analysis.Workflow) jen.Code {
 
 // key emits the func that reads key k from a run's encoded input, the
 // field k names written as a string: Definition.Key for key=,
-// Definition.ConcurrencyKey for per=. The zero value is the empty key, for
+// Definition.ConcurrencyKey for per=, StepRateLimit.Key for per= of a
+// step. The zero value is the empty key, for
 // integers as for strings: to the engine an empty idempotency key is none,
 // and an unset ID must not make every run a duplicate of the first.
 func (g *emitter) key(w *analysis.Workflow, k *analysis.Key) jen.Code {

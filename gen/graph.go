@@ -13,9 +13,9 @@ import (
 // dag.Maybe) is a dotted edge; a sleep is a rounded node; a signal wait
 // is a parallelogram, [/…/], labelled "signal Approval (72h)" with its
 // timeout; a mapped step (each=) is a subroutine node, [[…]], with a thick
-// edge from the parent it maps; skip predicates, the map and retries are
-// part of a node's label. Schedules are not drawn: they start runs, they
-// are no part of one.
+// edge from the parent it maps; skip predicates, the map, retries and a
+// rate limit are part of a node's label. Schedules are not drawn: they
+// start runs, they are no part of one.
 func Mermaid(w *analysis.Workflow) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "---\ntitle: %s\n---\nflowchart TD\n", yamlScalar(w.Name))
@@ -155,6 +155,16 @@ func nodeLabel(s *analysis.Step) []string {
 		r := fmt.Sprintf("retry=%d", s.MaxRetries)
 		if s.Backoff > 0 {
 			r += fmt.Sprintf(" backoff=%s", s.Backoff)
+		}
+		lines = append(lines, r)
+	}
+	if rl := s.RateLimit; rl != nil {
+		r := "ratelimit=" + rl.Limit.Name
+		if rl.Units > 1 {
+			r += fmt.Sprintf(" units=%d", rl.Units)
+		}
+		if rl.Key != nil {
+			r += " per=" + rl.Key.Path
 		}
 		lines = append(lines, r)
 	}

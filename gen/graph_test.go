@@ -31,6 +31,18 @@ func TestGraphQuoting(t *testing.T) {
 	}
 }
 
+// TestGraphRateLimit labels a rate-limited step with its limit, units=
+// and per=.
+func TestGraphRateLimit(t *testing.T) {
+	limit := &analysis.RateLimit{Name: "stripe", Const: "Stripe", Rate: 100}
+	s := &analysis.Step{Func: "Charge", Name: "Charge",
+		RateLimit: &analysis.StepRateLimit{Limit: limit, Units: 2, Key: &analysis.Key{Path: "Customer.ID"}}}
+	w := &analysis.Workflow{Name: "Order", TypeName: "Order", Steps: []*analysis.Step{s}}
+	if m, want := gen.Mermaid(w), `Charge["Charge<br/>ratelimit=stripe units=2 per=Customer.ID"]`; !strings.Contains(m, want) {
+		t.Errorf("mermaid lacks %q:\n%s", want, m)
+	}
+}
+
 // TestGraphGolden draws the workflows of a few cases as Mermaid and DOT and
 // compares them with want/graph.mmd and want/graph.dot (-update rewrites
 // them). The mapped case shows each=: a subroutine node (Mermaid) or a

@@ -117,13 +117,19 @@ type analyzer struct {
 	// results holds the result= argument of workflows, when given;
 	// resultPos that of the workflows whose result= resolved.
 	results, resultPos map[*Workflow]arg
+	// rateLimits are the //dag:ratelimit constants, in source order.
+	rateLimits []*RateLimit
+	// brokenLimits are the names of //dag:ratelimit constants with an
+	// error: steps naming them are not blamed again.
+	brokenLimits []string
 }
 
 // found is a directive together with the declaration it sits on.
 type found struct {
 	dir  *directive
-	fn   *ast.FuncDecl // set for a directive on a func
-	spec *ast.TypeSpec // set for a directive on a type
+	fn   *ast.FuncDecl  // set for a directive on a func
+	spec *ast.TypeSpec  // set for a directive on a type
+	val  *ast.ValueSpec // set for a directive on a constant
 	args map[string]arg
 	// dupKeys holds the keys given more than once; args has their first value.
 	dupKeys map[string]bool
@@ -188,8 +194,11 @@ func (a *analyzer) run() *Package {
 	a.resultPos = map[*Workflow]arg{}
 
 	for _, f := range decls {
-		if f.dir.Name == dirWorkflow {
+		switch f.dir.Name {
+		case dirWorkflow:
 			a.addWorkflow(f)
+		case dirRateLimit:
+			a.addRateLimit(f)
 		}
 	}
 	var onFailures, schedules []*found
@@ -225,6 +234,7 @@ func (a *analyzer) run() *Package {
 	}
 	a.checkNames()
 	res.Workflows = a.workflows
+	res.RateLimits = a.rateLimits
 	return res
 }
 

@@ -27,6 +27,8 @@ const (
 	//	//dag:workflow key=Customer..ID
 	//	//dag:workflow concurrency=0 timeout=soon
 	//	//dag:schedule cron=0 3 * * * catchup=sometimes tenant=" acme"
+	//	//dag:step ratelimit=stripe units=0
+	//	//dag:step ratelimit=stripe units=50 // stripe has burst=20
 	MalformedDirective
 
 	// SpacedList is a list value with spaces after or before its commas,
@@ -69,13 +71,17 @@ const (
 
 	// MisplacedDirective is a directive that is not directly above a
 	// top-level declaration of the kind it applies to: a type for
-	// //dag:workflow and //dag:signal, a func for the others.
+	// //dag:workflow and //dag:signal, a constant for //dag:ratelimit, a
+	// func for the others.
 	//
 	//	//dag:workflow
 	//	func Order() {}
 	//
 	//	//dag:signal after=Submit
 	//	func Approve(ctx context.Context, o Order) error
+	//
+	//	//dag:ratelimit rate=100/s
+	//	var Stripe = "stripe"
 	MisplacedDirective
 
 	// AliasWorkflow is //dag:workflow on a type alias, which is no type of
@@ -449,6 +455,66 @@ const (
 	//	//dag:workflow result=Wait // Wait is a //dag:sleep
 	ResultNoValue
 
+	// BadRateLimitConst is //dag:ratelimit on a constant that is not one
+	// string constant: a rate limit is named by the constant's value.
+	//
+	//	//dag:ratelimit rate=10/s
+	//	const Stripe = 1
+	//
+	//	//dag:ratelimit rate=10/s
+	//	const Stripe, Mail = "stripe", "mail"
+	BadRateLimitConst
+
+	// BadRate is rate= of //dag:ratelimit missing, or not N/s, N/m or N/h
+	// with N a positive number.
+	//
+	//	//dag:ratelimit burst=10
+	//	//dag:ratelimit rate=100
+	//	//dag:ratelimit rate=100/d
+	//	//dag:ratelimit rate=0/s
+	BadRate
+
+	// BadBurst is burst= of //dag:ratelimit that is not a positive
+	// integer.
+	//
+	//	//dag:ratelimit rate=100/s burst=0
+	BadBurst
+
+	// DuplicateRateLimit is a second //dag:ratelimit constant of a
+	// package with the same value, the rate limit's name.
+	//
+	//	//dag:ratelimit rate=100/s
+	//	const Stripe = "stripe"
+	//	//dag:ratelimit rate=10/s
+	//	const Payments = "stripe"
+	DuplicateRateLimit
+
+	// UnknownRateLimit is ratelimit= on a step naming no //dag:ratelimit
+	// of its package.
+	//
+	//	//dag:step ratelimit=strpe
+	UnknownRateLimit
+
+	// WithoutRateLimit is units= or per= on a step without ratelimit=:
+	// they say how a step takes tokens from its rate limit.
+	//
+	//	//dag:step units=2
+	//	//dag:step per=Customer.ID
+	WithoutRateLimit
+
+	// MisplacedRateLimit is ratelimit=, units= or per= on a child step,
+	// a sleep or a signal wait: only a //dag:step can be rate limited.
+	//
+	//	//dag:child ratelimit=stripe
+	//	//dag:sleep after=Charge ratelimit=stripe
+	MisplacedRateLimit
+
+	// BadPriority is priority= of //dag:workflow that is not an integer
+	// from 0 to engine.MaxPriority (9).
+	//
+	//	//dag:workflow priority=10
+	BadPriority
+
 	// Internal is a failure of dagen itself, such as generated code that
 	// does not format.
 	Internal
@@ -516,6 +582,14 @@ var codeNames = [...]string{
 	WorkflowCycle:           "WorkflowCycle",
 	UnknownResult:           "UnknownResult",
 	ResultNoValue:           "ResultNoValue",
+	BadRateLimitConst:       "BadRateLimitConst",
+	BadRate:                 "BadRate",
+	BadBurst:                "BadBurst",
+	DuplicateRateLimit:      "DuplicateRateLimit",
+	UnknownRateLimit:        "UnknownRateLimit",
+	WithoutRateLimit:        "WithoutRateLimit",
+	MisplacedRateLimit:      "MisplacedRateLimit",
+	BadPriority:             "BadPriority",
 	Internal:                "Internal",
 }
 

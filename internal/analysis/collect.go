@@ -32,6 +32,7 @@ func (a *analyzer) collect() []*found {
 func (a *analyzer) collectFile(file *ast.File) []*found {
 	funcDocs := map[*ast.CommentGroup]*ast.FuncDecl{}
 	typeDocs := map[*ast.CommentGroup]*ast.TypeSpec{}
+	constDocs := map[*ast.CommentGroup]*ast.ValueSpec{}
 	otherDocs := map[*ast.CommentGroup]string{}
 	for _, d := range file.Decls {
 		switch d := d.(type) {
@@ -49,6 +50,17 @@ func (a *analyzer) collectFile(file *ast.File) []*found {
 				for _, s := range d.Specs {
 					if ts := s.(*ast.TypeSpec); ts.Doc != nil {
 						typeDocs[ts.Doc] = ts
+					}
+				}
+			} else if d.Tok == token.CONST {
+				if d.Doc != nil && len(d.Specs) == 1 {
+					constDocs[d.Doc] = d.Specs[0].(*ast.ValueSpec)
+				} else if d.Doc != nil {
+					otherDocs[d.Doc] = "on a group of constants"
+				}
+				for _, s := range d.Specs {
+					if vs := s.(*ast.ValueSpec); vs.Doc != nil {
+						constDocs[vs.Doc] = vs
 					}
 				}
 			} else if d.Doc != nil {
@@ -90,17 +102,22 @@ func (a *analyzer) collectFile(file *ast.File) []*found {
 				f.fn = funcDocs[group]
 			case typeDocs[group] != nil:
 				f.spec = typeDocs[group]
+			case constDocs[group] != nil:
+				f.val = constDocs[group]
 			}
 			on := otherDocs[group]
-			if on == "" && f.fn == nil && f.spec == nil {
+			if on == "" && f.fn == nil && f.spec == nil && f.val == nil {
 				on = a.unattached(file, group)
 			}
 			if !a.checkPlacement(f, on) {
 				continue
 			}
 			var node ast.Node = f.spec
-			if f.fn != nil {
+			switch {
+			case f.fn != nil:
 				node = f.fn
+			case f.val != nil:
+				node = f.val
 			}
 			if first := byDecl[node]; first != nil {
 				a.report(d.Pos, d.NameEnd, DuplicateDirective, Error,
@@ -140,8 +157,11 @@ func (a *analyzer) unattached(file *ast.File, group *ast.CommentGroup) string {
 }
 
 func declName(f *found) string {
-	if f.fn != nil {
+	switch {
+	case f.fn != nil:
 		return "func " + f.fn.Name.Name
+	case f.val != nil:
+		return "const " + f.val.Names[0].Name
 	}
 	return "type " + f.spec.Name.Name
 }
@@ -159,6 +179,10 @@ func (a *analyzer) checkKeys(d *directive, keys []string) (args map[string]arg, 
 	for _, ar := range d.Args {
 		if msg, ok := misplacedMapKey(d.Name, ar.Key); ok {
 			a.errorf(ar.KeyPos, ar.ValuePos-1, MisplacedEach, "%s", msg)
+			continue
+		}
+		if msg, ok := misplacedRateKey(d.Name, ar.Key); ok {
+			a.errorf(ar.KeyPos, ar.ValuePos-1, MisplacedRateLimit, "%s", msg)
 			continue
 		}
 		if !slices.Contains(keys, ar.Key) {
@@ -232,6 +256,9 @@ func times(n int) string {
 // var declaration", "inside func body"), if known.
 func (a *analyzer) checkPlacement(f *found, other string) bool {
 	d := f.dir
+	if d.Name == dirRateLimit && f.val != nil {
+		return true // addRateLimit checks that it is one string constant
+	}
 	wantType := d.Name == dirWorkflow || d.Name == dirSignal
 	what := "a workflow input"
 	if d.Name == dirSignal {
@@ -252,7 +279,7 @@ func (a *analyzer) checkPlacement(f *found, other string) bool {
 			return false
 		}
 		return true
-	case !wantType && f.fn != nil:
+	case !wantType && d.Name != dirRateLimit && f.fn != nil:
 		if f.fn.Recv != nil {
 			a.errorf(d.Pos, d.NameEnd, MethodStep, "//dag:%s on method %s: use a top-level func", d.Name, f.fn.Name.Name)
 			return false
@@ -273,6 +300,8 @@ func (a *analyzer) checkPlacement(f *found, other string) bool {
 	}
 	want := "a top-level func"
 	switch d.Name {
+	case dirRateLimit:
+		want = "a top-level string constant (the rate limit's name)"
 	case dirWorkflow:
 		want = "a top-level type (the workflow's input)"
 	case dirSignal:
@@ -286,6 +315,8 @@ func (a *analyzer) checkPlacement(f *found, other string) bool {
 		on = "on func " + f.fn.Name.Name
 	case f.spec != nil:
 		on = "on type " + f.spec.Name.Name
+	case f.val != nil:
+		on = "on const " + f.val.Names[0].Name
 	case other != "":
 		on = other
 	}

@@ -17,6 +17,7 @@ const (
 	dirSignal    = "signal"
 	dirSchedule  = "schedule"
 	dirOnFailure = "onfailure"
+	dirRateLimit = "ratelimit"
 )
 
 // directivePrefix starts every directive. Like //go: directives, there is no
@@ -25,7 +26,7 @@ const directivePrefix = "//dag:"
 
 // directiveNames lists the directives in the order they are documented.
 func directiveNames() []string {
-	return []string{dirWorkflow, dirStep, dirChild, dirSleep, dirSignal, dirSchedule, dirOnFailure}
+	return []string{dirWorkflow, dirStep, dirChild, dirSleep, dirSignal, dirSchedule, dirOnFailure, dirRateLimit}
 }
 
 // directiveKeys returns the keys a directive accepts, and false for an
@@ -33,8 +34,10 @@ func directiveNames() []string {
 func directiveKeys(name string) ([]string, bool) {
 	switch name {
 	case dirWorkflow:
-		return []string{"name", "key", "concurrency", "per", "timeout", "result"}, true
-	case dirStep, dirChild:
+		return []string{"name", "key", "concurrency", "per", "timeout", "result", "priority"}, true
+	case dirStep:
+		return []string{"after", "skip", "each", "limit", "retry", "backoff", "maxbackoff", "timeout", "name", "ratelimit", "units", "per"}, true
+	case dirChild:
 		return []string{"after", "skip", "each", "limit", "retry", "backoff", "maxbackoff", "timeout", "name"}, true
 	case dirSleep:
 		return []string{"after", "name"}, true
@@ -44,6 +47,8 @@ func directiveKeys(name string) ([]string, bool) {
 		return []string{"cron", "zone", "tenant", "catchup", "name"}, true
 	case dirOnFailure:
 		return nil, true
+	case dirRateLimit:
+		return []string{"rate", "burst"}, true
 	}
 	return nil, false
 }

@@ -6,7 +6,7 @@
 // in our own (possibly stale) generated file, dag_gen.go. [Analyze] then:
 //
 //   - finds //dag:workflow, //dag:step, //dag:child, //dag:sleep, //dag:signal,
-//     //dag:schedule and //dag:onfailure directives in the raw comment lists (ast.CommentGroup.Text drops
+//     //dag:schedule, //dag:onfailure and //dag:ratelimit directives in the raw comment lists (ast.CommentGroup.Text drops
 //     directive lines), tokenizing their key=value arguments with exact
 //     positions so that an error points at the key it is about;
 //   - resolves every name (parents, skip predicates, types) through go/types;
@@ -20,15 +20,19 @@
 //
 //	//dag:workflow   on the input type       name= key=Field concurrency=N
 //	                                         per=Field timeout=48h result=Step
+//	                                         priority=0..9
 //	//dag:step       on a step func          after=A,B skip=p,q each=P limit=N
 //	                                         retry=N backoff=1s maxbackoff=1m
-//	                                         timeout=30s name=
-//	//dag:child      on a child step func    the keys of //dag:step
+//	                                         timeout=30s name= ratelimit=NAME
+//	                                         units=N per=Field
+//	//dag:child      on a child step func    the keys of //dag:step but
+//	                                         ratelimit= units= per=
 //	//dag:sleep      on a sleep func         after=A,B name=
 //	//dag:signal     on a payload type       after=A,B timeout=72h name=
 //	//dag:schedule   on an input func        cron="0 3 * * *" zone=Europe/Paris
 //	                                         tenant= catchup=latest|all|none name=
 //	//dag:onfailure  on the failure handler  (none)
+//	//dag:ratelimit  on a string constant    rate=100/s|6000/m|10/h burst=N
 //
 // after= and skip= take comma-separated func names without spaces. each=P
 // maps a step: it names one parent listed in after= whose output is a
@@ -98,6 +102,16 @@
 // store.ValidTenant (default "schedule"); catchup= is latest (the
 // default), all or none. The stored name, name= or the func's name, is
 // unique among the workflow's schedules.
+//
+// //dag:ratelimit on a string constant declares a rate limit named by the
+// constant's value: a token bucket that gains rate= tokens (N/s, N/m or
+// N/h) and holds burst= of them (default one). A //dag:step with
+// ratelimit=NAME takes units= tokens (default one, at most the burst)
+// from it before each attempt, from one bucket per value of the input
+// field per= names (read like key=) or from one bucket for all runs.
+// Only //dag:step takes these keys. priority=N (0 to 9) on
+// //dag:workflow is the priority of its runs. Neither is part of the
+// signatures or the fingerprint (see ratelimit.go).
 //
 // Problems are data: each is a [Diagnostic] with a position, a [Code] and a
 // message that says how to fix it where that is obvious. Analyze collects

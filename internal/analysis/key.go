@@ -20,13 +20,15 @@ import (
 // so the field must survive that round trip; it must be reachable without
 // a pointer, whose nil would leave no key; and it must be a string or an
 // integer, which the key is written from. Both keys follow these rules,
-// and their messages differ only by the key they name.
+// and their messages differ only by the key they name; so does per= of a
+// rate-limited //dag:step (see ratelimit.go), whose value picks the
+// bucket, read by the generated StepRateLimit.Key.
 
-// fieldKey is a key of //dag:workflow whose value is a path to a field of
-// the input.
+// fieldKey is a key of //dag:workflow or //dag:step whose value is a path
+// to a field of the input.
 type fieldKey struct {
 	name string // the directive key: "key", "per"
-	noun string // what the field's value is to a run: "key", "concurrency key"
+	noun string // what the field's value is to a run: "key", "concurrency key", "rate limit key"
 }
 
 var (

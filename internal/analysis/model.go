@@ -3,6 +3,7 @@ package analysis
 import (
 	"go/token"
 	"go/types"
+	"slices"
 	"strings"
 	"time"
 )
@@ -15,6 +16,9 @@ type Package struct {
 	Types *types.Package
 	// Workflows in source order.
 	Workflows []*Workflow
+	// RateLimits are the package's //dag:ratelimit constants, in source
+	// order, used by a step or not.
+	RateLimits []*RateLimit
 	// Orphan is set for a package that no longer has any directive but
 	// still holds a dag_gen.go that dagen wrote: the file is left from
 	// workflows since removed, and is to be deleted. Workflows is empty.
@@ -42,6 +46,9 @@ type Workflow struct {
 	// Timeout is timeout=: how long a run may take, counted from its
 	// trigger, or 0 for no deadline.
 	Timeout time.Duration
+	// Priority is priority=: the priority of the workflow's runs, from 0
+	// (the default) to engine.MaxPriority.
+	Priority int
 	// Steps in source order: steps, sleeps and signal waits.
 	Steps []*Step
 	// Schedules are the //dag:schedule funcs that build the workflow's
@@ -67,9 +74,49 @@ func (w *Workflow) Step(fn string) *Step {
 	return nil
 }
 
-// Key is key= or per= of a workflow: a field of the input, reached by a
-// dotted path of struct fields, whose value in the run's input is the
-// run's idempotency key (key=) or concurrency key (per=).
+// RateLimits returns the rate limits the workflow's steps take tokens
+// from, sorted by name, each once.
+func (w *Workflow) RateLimits() []*RateLimit {
+	var out []*RateLimit
+	for _, s := range w.Steps {
+		if s.RateLimit != nil && !slices.Contains(out, s.RateLimit.Limit) {
+			out = append(out, s.RateLimit.Limit)
+		}
+	}
+	slices.SortFunc(out, func(x, y *RateLimit) int { return strings.Compare(x.Name, y.Name) })
+	return out
+}
+
+// RateLimit is a //dag:ratelimit constant: a token bucket, shared by every
+// worker, that steps naming it in ratelimit= take tokens from.
+type RateLimit struct {
+	// Name is the stored name: the constant's string value.
+	Name string
+	// Const is the Go name of the constant.
+	Const string
+	// Rate is rate=, in tokens a second.
+	Rate float64
+	// Burst is burst=, how many tokens the bucket holds at most, or 0
+	// for one.
+	Burst int
+	Pos   token.Position // the constant's name
+}
+
+// StepRateLimit is ratelimit= of a step, with units= and per=.
+type StepRateLimit struct {
+	Limit *RateLimit
+	// Units is units=, the tokens each attempt takes, or 0 for one.
+	Units int
+	// Key is per=, the field of the input whose value keys the bucket
+	// (one bucket per value), or nil for one bucket.
+	Key *Key
+}
+
+// Key is key= or per= of a workflow, or per= of a rate-limited step: a
+// field of the input, reached by a dotted path of struct fields, whose
+// value in the run's input is the run's idempotency key (key=),
+// concurrency key (per= of a workflow) or rate limit key (per= of a
+// step, which picks the bucket).
 type Key struct {
 	// Path is the path as written: "ID", "Customer.ID". Each name is a
 	// field, maybe promoted from an embedded struct, so that
@@ -157,6 +204,9 @@ type Step struct {
 	// Limit is limit=: how many elements of one run of a mapped step are
 	// in flight at once, or 0 for no bound.
 	Limit int
+	// RateLimit is ratelimit= of a //dag:step, with units= and per=, or
+	// nil.
+	RateLimit *StepRateLimit
 
 	MaxRetries int
 	Backoff    time.Duration

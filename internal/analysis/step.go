@@ -112,6 +112,9 @@ func (a *analyzer) addStep(f *found) {
 		results = a.checkChildResults
 	}
 	s.valid = results(f, s) && shaped && !sig.Variadic()
+	if s.Kind == KindStep {
+		a.readStepRateLimit(f, s, w)
+	}
 	if w == nil {
 		return
 	}

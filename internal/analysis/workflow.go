@@ -33,6 +33,7 @@ func (a *analyzer) addWorkflow(f *found) {
 	}
 	w.Key = a.readFieldKey(f, w, idempotencyKey)
 	a.readFlow(f, w)
+	a.readPriority(f, w)
 	a.workflows = append(a.workflows, w)
 	a.wfTypes = append(a.wfTypes, obj)
 }
