@@ -60,11 +60,23 @@ func (e *Engine) recordSignatures(ctx context.Context) {
 	}
 }
 
-// recordOnce records r's signatures unless that was done; a failure is
-// logged and tried again later.
+// recordOnce records r's signatures, and puts its rate limits in the
+// store, unless that was done; a failure is logged and tried again later.
 func (e *Engine) recordOnce(ctx context.Context, r *registered) {
 	if r.recorded.Load() {
 		return
+	}
+	if len(r.def.RateLimits) > 0 {
+		limits := make([]store.RateLimit, len(r.def.RateLimits))
+		for i, l := range r.def.RateLimits {
+			limits[i] = l.store()
+		}
+		if err := e.store.PutRateLimits(ctx, limits); err != nil {
+			if ctx.Err() == nil {
+				e.log.Warn("dagen: put rate limits failed; will try again", "workflow", r.def.Name, "err", err)
+			}
+			return
+		}
 	}
 	if err := e.store.RecordSignatures(ctx, r.infos); err != nil {
 		if ctx.Err() == nil {

@@ -421,6 +421,16 @@ func (e *Engine) Register(def *Definition) error {
 	if _, dup := e.defs[def.Name]; dup {
 		return fmt.Errorf("register %q: %w", def.Name, ErrDuplicateWorkflow)
 	}
+	for _, l := range def.RateLimits {
+		for _, other := range e.defs {
+			for _, o := range other.def.RateLimits {
+				if o.Name == l.Name && o.store() != l.store() {
+					return fmt.Errorf("register %q: %w: rate limit %q is %v a second (burst %d) here and %v a second (burst %d) in workflow %q: one limit has one rate; declare it once",
+						def.Name, ErrInvalidDefinition, l.Name, l.Rate, l.store().Burst, o.Rate, o.store().Burst, other.def.Name)
+				}
+			}
+		}
+	}
 	e.defs[def.Name] = reg
 	// A new slice: one that servedSignatures handed out may be in use.
 	sigs := append(slices.Clone(e.signatures), reg.served...)

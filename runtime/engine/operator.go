@@ -41,3 +41,17 @@ func (e *Engine) CancelRuns(ctx context.Context, f store.RunFilter, limit int) (
 	}
 	return n, nil
 }
+
+// SetTenantWeight gives tenant a weight in the fair queue, from 1 (every
+// tenant's default) to store.MaxWeight: under backlog, a tenant of weight
+// 3 has three tasks claimed for each one of a tenant of weight 1, and no
+// tenant with work waits past a turn of the others. The weight is stored:
+// every worker of the store follows it from its next claim.
+func (e *Engine) SetTenantWeight(ctx context.Context, tenant string, weight int) error {
+	return e.store.SetTenantWeight(ctx, tenant, weight)
+}
+
+// TenantWeights lists the tenants whose weight is not 1, by tenant.
+func (e *Engine) TenantWeights(ctx context.Context) ([]store.TenantWeight, error) {
+	return e.store.TenantWeights(ctx)
+}
