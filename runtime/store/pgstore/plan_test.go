@@ -613,7 +613,7 @@ func TestClaimsKeepTheirGenericPlan(t *testing.T) {
 	// 2,000 entries queued: the claim reads its ten from the index.
 	top := genericPlanOn(t, conn, log, "ClaimTasks")()
 	require.NotContains(t, scannedTables(top), "dagen_ready", "the claim's generic plan reads the whole queue")
-	require.Contains(t, indexScans(top), "dagen_ready_pkey")
+	require.Contains(t, indexScans(top), "dagen_ready_id_idx")
 	require.Empty(t, wholeReads(t, conn, top), "the claim's generic plan reads tables whole")
 }
 
