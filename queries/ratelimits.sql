@@ -88,7 +88,7 @@ ON CONFLICT (rate_limit, rate_key) DO UPDATE SET wake_at = excluded.wake_at;
 -- Why the tasks of a run wait for a rate limit: their bucket, its
 -- tokens now, and the units waiting ahead of each (operator views).
 SELECT w.task, w.rate_limit, w.rate_key, w.rate_units,
-       coalesce(least(l.burst::float8, b.tokens + l.rate * greatest(extract(epoch FROM now() - b.updated_at), 0)), l.burst)::float8 AS tokens,
+       coalesce(least(l.burst::float8, b.tokens + l.rate * greatest(extract(epoch FROM coalesce(sqlc.narg('now')::timestamptz, now()) - b.updated_at), 0)), l.burst)::float8 AS tokens,
        l.rate,
        coalesce((SELECT sum(q.rate_units) FROM dagen_ready q
                  WHERE q.rate_limit = w.rate_limit AND q.rate_key = w.rate_key), 0)::bigint AS held,

@@ -19,7 +19,7 @@ SET attempt = excluded.attempt, claim = excluded.claim, wake_at = excluded.wake_
 -- buckets due a look (migration 020: rate_limit set, run_id not). Read
 -- without locks: the caller locks the timers' runs, then takes the timers
 -- with TakeTimers, or admits for the buckets (LockBuckets).
-SELECT d.run_id, d.task, d.rate_limit, d.rate_key, coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now
+SELECT d.run_id, coalesce(d.task, '')::text AS task, d.rate_limit, d.rate_key, coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now
 FROM (
     (SELECT t.run_id, t.task, NULL::text AS rate_limit, NULL::text AS rate_key, t.wake_at
      FROM dagen_timers t

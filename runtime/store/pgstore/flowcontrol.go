@@ -158,7 +158,7 @@ func (s *Store) admitRated(ctx context.Context, due []bucketKey) (int, error) {
 // rateWaits reads why the tasks of run id wait for a rate limit, by task:
 // "rate limit stripe (key acct_42): next token in 230ms".
 func (s *Store) rateWaits(ctx context.Context, db dbsqlc.DBTX, id dag.RunID) (map[string]string, error) {
-	rows, err := s.q.RateWaits(ctx, db, uuidOf(id))
+	rows, err := s.q.RateWaits(ctx, db, s.clock(), uuidOf(id))
 	if err != nil {
 		return nil, fmt.Errorf("read the rate limits run %s waits for: %w", id, err)
 	}

@@ -217,5 +217,8 @@ func (s *Store) notifyDue() bool {
 // enqueue runs the Enqueue statement on db, notifying as notifyDue says.
 func (s *Store) enqueue(ctx context.Context, db dbsqlc.DBTX, ep dbsqlc.EnqueueParams) error {
 	ep.ForceNotify = s.notifyDue()
+	if !ep.Now.Valid {
+		ep.Now = s.clock() // when a parked task's bucket is due
+	}
 	return s.q.Enqueue(ctx, db, ep)
 }

@@ -96,6 +96,7 @@ func Run(t *testing.T, newStore NewStore) {
 	tests = append(tests, group("Deploys/", deploysTests, func(f *fixture, fn func(*fixture, store.Deploys, store.Workers)) { fn(f, f.st, f.st) })...)
 	tests = append(tests, group("Child/", childTests, func(f *fixture, fn func(*fixture, store.Operator)) { fn(f, f.st) })...)
 	tests = append(tests, group("Signal/", signalTests, func(f *fixture, fn func(*fixture, store.Signaler)) { fn(f, f.st) })...)
+	tests = append(tests, group("FlowControl/", flowControlTests, func(f *fixture, fn func(*fixture, store.FlowControl)) { fn(f, f.st) })...)
 	tests = append(tests, group("Schedule/", scheduleTests, func(f *fixture, fn func(*fixture, store.Scheduler)) { fn(f, f.st) })...)
 	tests = append(tests, group("Rollback/", rollbackTests, func(f *fixture, fn func(*fixture, RollBacker)) {
 		rb, ok := f.st.(RollBacker)

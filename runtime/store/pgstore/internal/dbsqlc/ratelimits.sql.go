@@ -162,7 +162,7 @@ func (q *Queries) PutRateLimits(ctx context.Context, db DBTX, arg PutRateLimitsP
 
 const rateWaits = `-- name: RateWaits :many
 SELECT w.task, w.rate_limit, w.rate_key, w.rate_units,
-       coalesce(least(l.burst::float8, b.tokens + l.rate * greatest(extract(epoch FROM now() - b.updated_at), 0)), l.burst)::float8 AS tokens,
+       coalesce(least(l.burst::float8, b.tokens + l.rate * greatest(extract(epoch FROM coalesce($1::timestamptz, now()) - b.updated_at), 0)), l.burst)::float8 AS tokens,
        l.rate,
        coalesce((SELECT sum(q.rate_units) FROM dagen_ready q
                  WHERE q.rate_limit = w.rate_limit AND q.rate_key = w.rate_key), 0)::bigint AS held,
@@ -172,7 +172,7 @@ SELECT w.task, w.rate_limit, w.rate_key, w.rate_units,
 FROM dagen_rate_waiting w
 JOIN dagen_rate_limits l ON l.name = w.rate_limit
 LEFT JOIN dagen_rate_buckets b ON b.rate_limit = w.rate_limit AND b.rate_key = w.rate_key
-WHERE w.run_id = $1
+WHERE w.run_id = $2
 `
 
 type RateWaitsRow struct {
@@ -188,8 +188,8 @@ type RateWaitsRow struct {
 
 // Why the tasks of a run wait for a rate limit: their bucket, its
 // tokens now, and the units waiting ahead of each (operator views).
-func (q *Queries) RateWaits(ctx context.Context, db DBTX, runID pgtype.UUID) ([]RateWaitsRow, error) {
-	rows, err := db.Query(ctx, rateWaits, runID)
+func (q *Queries) RateWaits(ctx context.Context, db DBTX, now pgtype.Timestamptz, runID pgtype.UUID) ([]RateWaitsRow, error) {
+	rows, err := db.Query(ctx, rateWaits, now, runID)
 	if err != nil {
 		return nil, err
 	}

@@ -21,7 +21,7 @@ func (q *Queries) DeleteTimersForRuns(ctx context.Context, db DBTX, runIds []pgt
 }
 
 const dueTimers = `-- name: DueTimers :many
-SELECT d.run_id, d.task, d.rate_limit, d.rate_key, coalesce($1::timestamptz, now())::timestamptz AS now
+SELECT d.run_id, coalesce(d.task, '')::text AS task, d.rate_limit, d.rate_key, coalesce($1::timestamptz, now())::timestamptz AS now
 FROM (
     (SELECT t.run_id, t.task, NULL::text AS rate_limit, NULL::text AS rate_key, t.wake_at
      FROM dagen_timers t
