@@ -18,8 +18,26 @@ UPDATE dagen_flow_flags SET rate_limits = true WHERE NOT rate_limits AND cardina
 -- reads each task's priority. A no-op, and no lock, once marked.
 UPDATE dagen_flow_flags SET priorities = true WHERE NOT priorities;
 
+-- name: ReadFlowFlags :one
+-- Whether the schema has run priorities or rate limits: claims then take
+-- ClaimTasksFlow.
+SELECT (f.rate_limits OR f.priorities)::boolean AS flow FROM dagen_flow_flags f;
+
 -- name: ListRateLimits :many
 SELECT name, rate, burst FROM dagen_rate_limits ORDER BY name;
+
+-- name: TakeRateWakes :many
+-- Takes the looks due at buckets for one admission: their next look moves
+-- to @until, in case the admission is lost with its worker (it sets the
+-- real one), so the other workers that found them due leave them to it.
+-- Sent alone, before the admission's transaction: it holds the rows only
+-- for itself.
+UPDATE dagen_rate_wakes w
+SET wake_at = @until::timestamptz
+FROM (SELECT unnest(@limits::text[]) AS rate_limit, unnest(@keys::text[]) AS rate_key) AS x
+WHERE w.rate_limit = x.rate_limit AND w.rate_key = x.rate_key
+  AND w.wake_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+RETURNING w.rate_limit, w.rate_key;
 
 -- name: EnsureBuckets :exec
 -- Creates the buckets that do not exist yet, full.
@@ -31,17 +49,12 @@ ORDER BY x.rate_limit, x.rate_key
 ON CONFLICT (rate_limit, rate_key) DO NOTHING;
 
 -- name: LockBuckets :many
--- Locks the buckets, in key order, skipping those another admission holds
--- (it admits for them), and returns each one's tokens now (what it had,
--- plus what it gained since, up to its burst), its limit, and the units
--- its entries in the ready queue hold already: an admission lets in at
--- most tokens - held more.
+-- Locks the buckets, in key order (as claims lock them: a claim holds
+-- them to its commit, a short wait), and returns each one's tokens now:
+-- what it had, plus what it gained since, up to its burst.
 SELECT b.rate_limit, b.rate_key,
        least(l.burst::float8, b.tokens + l.rate * greatest(extract(epoch FROM c.now - b.updated_at), 0))::float8 AS tokens,
-       l.rate, l.burst,
-       coalesce((SELECT sum(q.rate_units) FROM dagen_ready q
-                 WHERE q.rate_limit = b.rate_limit AND q.rate_key = b.rate_key), 0)::bigint AS held,
-       c.now::timestamptz AS now
+       l.rate, l.burst, c.now::timestamptz AS now
 FROM dagen_rate_buckets b
 JOIN dagen_rate_limits l ON l.name = b.rate_limit
 CROSS JOIN (SELECT coalesce(sqlc.narg('now')::timestamptz, now()) AS now) AS c
@@ -49,7 +62,19 @@ WHERE (b.rate_limit, b.rate_key) IN (
     SELECT unnest(@limits::text[]), unnest(@keys::text[])
 )
 ORDER BY b.rate_limit, b.rate_key
-FOR UPDATE OF b SKIP LOCKED;
+FOR UPDATE OF b;
+
+-- name: HeldUnits :many
+-- The units that the locked buckets' entries in the ready queue hold: an
+-- admission lets in at most tokens - held more. A statement of its own,
+-- after LockBuckets: its snapshot, taken once the locks are held, sees
+-- the entries of the admission that held them before (in LockBuckets'
+-- snapshot, taken before its wait, they were not, and the same tokens
+-- were let in twice).
+SELECT x.rate_limit::text AS rate_limit, x.rate_key::text AS rate_key,
+       coalesce((SELECT sum(q.rate_units) FROM dagen_ready q
+                 WHERE q.rate_limit = x.rate_limit AND q.rate_key = x.rate_key), 0)::bigint AS held
+FROM (SELECT unnest(@limits::text[]) AS rate_limit, unnest(@keys::text[]) AS rate_key) AS x;
 
 -- name: WaitingFor :many
 -- The first tasks waiting for a bucket, in admission order: higher

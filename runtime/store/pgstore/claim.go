@@ -23,18 +23,7 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.Cl
 	if p.Limit <= 0 {
 		return nil, nil
 	}
-	pl := pipeline.New(s.pool).Queue()
-	if err := s.keepGenericPlan(ctx, pl); err != nil { // queued: it cannot fail here
-		return nil, fmt.Errorf("claim tasks for worker %s: %w", p.Worker, err)
-	}
-	rows, err := s.q.ClaimTasks(ctx, pl, dbsqlc.ClaimTasksParams{
-		Now:          s.clock(),
-		Signatures:   nonNil(p.Signatures),
-		Max:          int32(min(p.Limit, 1<<30)),
-		Worker:       p.Worker,
-		LeaseSeconds: p.Lease.Seconds(),
-		Known:        uuidsOf(p.Known),
-	})
+	rows, err := s.claimRows(ctx, p)
 	if err != nil {
 		return nil, fmt.Errorf("claim tasks for worker %s: %w", p.Worker, err)
 	}
@@ -75,6 +64,61 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.Cl
 		s.leases.Claimed(leasebook.LeaseOf(rows[0].Lease, claimed), claimed, views)
 	}
 	return claimed, nil
+}
+
+// claimRows runs the claim: ClaimTasks while the schema has neither run
+// priorities nor rate limits, ClaimTasksFlow once it has. The flow's
+// statement costs every claim more (see docs/performance.md, "Claims
+// without flow control pay nothing for it"), so a store takes it only
+// once the schema's flags say so: the fair claim reads them in the same
+// round trip, and claims nothing once they are set, and the store then
+// claims again with the flow's. The flags are never cleared.
+func (s *Store) claimRows(ctx context.Context, p store.ClaimParams) ([]dbsqlc.ClaimTasksRow, error) {
+	params := dbsqlc.ClaimTasksParams{
+		Now:          s.clock(),
+		Signatures:   nonNil(p.Signatures),
+		Max:          int32(min(p.Limit, 1<<30)),
+		Worker:       p.Worker,
+		LeaseSeconds: p.Lease.Seconds(),
+		Known:        uuidsOf(p.Known),
+	}
+	if !s.flow.Load() {
+		pipe := pipeline.New(s.pool)
+		pl := pipe.Queue()
+		if err := s.keepGenericPlan(ctx, pl); err != nil { // queued: it cannot fail here
+			return nil, err
+		}
+		pipe.QueryAhead(pipeline.Record(func(db dbsqlc.DBTX) error {
+			_, err := s.q.ReadFlowFlags(ctx, db)
+			return err
+		}))
+		rows, err := s.q.ClaimTasks(ctx, pl, params)
+		if err != nil {
+			return nil, err
+		}
+		flow, err := s.q.ReadFlowFlags(ctx, pl)
+		if err != nil {
+			return nil, err
+		}
+		if !flow || len(rows) > 0 {
+			s.flow.Store(flow)
+			return rows, nil
+		}
+		s.flow.Store(true)
+	}
+	pl := pipeline.New(s.pool).Queue()
+	if err := s.keepGenericPlan(ctx, pl); err != nil {
+		return nil, err
+	}
+	rows, err := s.q.ClaimTasksFlow(ctx, pl, dbsqlc.ClaimTasksFlowParams(params))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]dbsqlc.ClaimTasksRow, len(rows))
+	for i, r := range rows {
+		out[i] = dbsqlc.ClaimTasksRow(r)
+	}
+	return out, nil
 }
 
 // runFields are what a claimed task takes from its run's row.

@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -68,6 +69,11 @@ type bucketKey struct{ limit, key string }
 // maxAdmit bounds how many waiting tasks one admission reads per bucket.
 const maxAdmit = 1000
 
+// rateWakeLease is how long a bucket's look taken by an admission stays
+// with it: were the admission lost with its worker, another worker looks
+// at the bucket then.
+const rateWakeLease = time.Second
+
 // admitRated lets waiting tasks of due buckets into the fair queue, as many as
 // each bucket has tokens for beyond those its entries there hold, in one
 // transaction: the buckets are locked in key order (SKIP LOCKED: another
@@ -86,10 +92,28 @@ func (s *Store) admitRated(ctx context.Context, due []bucketKey) (int, error) {
 	for i, b := range due {
 		limits[i], keys[i] = b.limit, b.key
 	}
+	// Take the looks first, so that of the workers that found them due
+	// one admits and the others leave the buckets (and the claims that
+	// take their tokens) alone.
+	now := s.clock()
+	until := time.Now().Add(rateWakeLease)
+	if now.Valid {
+		until = now.Time.Add(rateWakeLease)
+	}
+	taken, err := s.q.TakeRateWakes(ctx, s.pool, dbsqlc.TakeRateWakesParams{Until: tstz(until), Limits: limits, Keys: keys, Now: now})
+	if err != nil {
+		return 0, fmt.Errorf("take the buckets' looks: %w", err)
+	}
+	if len(taken) == 0 {
+		return 0, nil
+	}
+	limits, keys = limits[:0], keys[:0]
+	for _, b := range taken {
+		limits, keys = append(limits, b.RateLimit), append(keys, b.RateKey)
+	}
 	admitted := 0
-	err := s.inTx(ctx, func(tx *pipeline.Tx) error {
+	err = s.inTx(ctx, func(tx *pipeline.Tx) error {
 		db := tx.Queue()
-		now := s.clock()
 		if err := s.q.EnsureBuckets(ctx, db, dbsqlc.EnsureBucketsParams{Limits: limits, Keys: keys, Now: now}); err != nil {
 			return fmt.Errorf("make buckets: %w", err)
 		}
@@ -100,6 +124,14 @@ func (s *Store) admitRated(ctx context.Context, due []bucketKey) (int, error) {
 		if len(buckets) == 0 {
 			return errNothingToDo
 		}
+		heldRows, err := s.q.HeldUnits(ctx, db, limits, keys)
+		if err != nil {
+			return fmt.Errorf("read the buckets' queued units: %w", err)
+		}
+		held := make(map[bucketKey]int64, len(heldRows))
+		for _, h := range heldRows {
+			held[bucketKey{h.RateLimit, h.RateKey}] = h.Held
+		}
 		ep := dbsqlc.EnqueueParams{Admitted: true}
 		var takeRuns []pgtype.UUID
 		var takeTasks []string
@@ -109,7 +141,7 @@ func (s *Store) admitRated(ctx context.Context, due []bucketKey) (int, error) {
 			if err != nil {
 				return fmt.Errorf("read the tasks waiting for rate limit %s (key %q): %w", b.RateLimit, b.RateKey, err)
 			}
-			room := b.Tokens - float64(b.Held)
+			room := b.Tokens - float64(held[bucketKey{b.RateLimit, b.RateKey}])
 			i := 0
 			for ; i < len(waiting) && float64(waiting[i].RateUnits) <= room; i++ {
 				w := waiting[i]
@@ -149,6 +181,9 @@ func (s *Store) admitRated(ctx context.Context, due []bucketKey) (int, error) {
 		}
 		return nil
 	})
+	if errors.Is(err, errNothingToDo) { // another admission holds the buckets
+		return 0, nil
+	}
 	if err != nil {
 		return 0, err
 	}

@@ -62,7 +62,10 @@ type Store struct {
 
 	notifyEvery time.Duration // Config.NotifyEvery
 	lastNotify  atomic.Int64  // unix nanoseconds of the last forced notification
-	owned       bool          // Close closes the pool
+	// flow is set once the schema has run priorities or rate limits
+	// (dagen_flow_flags): claims then take ClaimTasksFlow (claimRows).
+	flow  atomic.Bool
+	owned bool // Close closes the pool
 
 	leader leader
 	leases leasebook.Book // the leases and views of this store's claims, until answered

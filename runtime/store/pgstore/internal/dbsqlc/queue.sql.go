@@ -15,99 +15,32 @@ const claimTasks = `-- name: ClaimTasks :many
 WITH clock AS (
     SELECT coalesce($1::timestamptz, now())::timestamptz AS now
 ),
-tickets AS MATERIALIZED (
-    -- The places claimed: the first rows of the queue, taken by ctid, a
-    -- TID scan whatever the statistics say (by id, a generic plan made
-    -- while the queue was nearly empty read it whole, dead rows and all,
-    -- at every claim; see docs/performance.md, "Claims take queue rows by
-    -- ctid"). The rows are locked, so each ctid is the row taken.
-    SELECT p.ctid::tid AS row_ctid, p.id, p.priority, p.id % 1048576 AS grp
-    FROM dagen_ready p
-    -- IN (SELECT …) under OR stays a hashed subplan: one hash lookup a
-    -- row, where = ANY compares the row with the signatures one by one
-    -- (a worker serves dozens, so the comparisons add up; see
-    -- docs/performance.md, "The claim's signature filter is hashed").
-    WHERE cardinality($2::text[]) = 0
-       OR p.signature IN (SELECT unnest($2::text[]))
-    ORDER BY p.id
-    LIMIT $3
-    FOR UPDATE SKIP LOCKED
-),
-groups AS (
-    -- Each tenant's places, and the least priority among its entries
-    -- there.
-    SELECT t.grp, count(*) AS n, min(t.priority) AS floor FROM tickets t GROUP BY t.grp
-),
-rivals AS MATERIALIZED (
-    -- A tenant's entries of a higher priority than one of its places
-    -- holds, best first, as many as it has places: only where the queue
-    -- holds entries with a priority at all (one look at an index that is
-    -- empty without them), and each tenant's one range of that index.
-    SELECT g.grp, r.row_ctid, r.id, r.priority
-    FROM groups g
-    CROSS JOIN LATERAL (
-        SELECT p.ctid::tid AS row_ctid, p.id, p.priority
-        FROM dagen_ready p
-        WHERE p.id % 1048576 = g.grp AND p.priority > 0 AND p.priority > g.floor
-          AND (cardinality($2::text[]) = 0 OR p.signature IN (SELECT unnest($2::text[])))
-        ORDER BY p.id % 1048576, p.priority DESC, p.id
-        LIMIT g.n
-        FOR UPDATE SKIP LOCKED
-    ) AS r
-    WHERE EXISTS (SELECT 1 FROM dagen_ready e WHERE e.priority > 0)
-),
-ranked AS (
-    -- The places' own entries and their rivals, ranked per tenant: its
-    -- n best are claimed (picked).
-    SELECT c.row_ctid, c.id, c.grp, c.place,
-           row_number() OVER (PARTITION BY c.grp ORDER BY c.priority DESC, c.id) <= g.n AS picked
-    FROM (
-        SELECT t.row_ctid, t.id, t.priority, t.grp, true AS place FROM tickets t
-        UNION ALL
-        SELECT r.row_ctid, r.id, r.priority, r.grp, false FROM rivals r
-        WHERE r.row_ctid <> ALL(ARRAY(SELECT t.row_ctid FROM tickets t))
-    ) AS c
-    JOIN groups g ON g.grp = c.grp
-    WHERE EXISTS (SELECT 1 FROM rivals)
-),
-moves AS (
-    -- A place whose entry was passed over keeps its entry: the entry takes
-    -- the id of a rival picked in its stead (the tenant's places as they
-    -- were, less the ones claimed), so it is not claimed ahead of its turn
-    -- again.
-    SELECT d.row_ctid, v.id
-    FROM (SELECT r.row_ctid, r.grp, row_number() OVER (PARTITION BY r.grp ORDER BY r.id) AS k
-          FROM ranked r WHERE r.place AND NOT r.picked) AS d
-    JOIN (SELECT r.id, r.grp, row_number() OVER (PARTITION BY r.grp ORDER BY r.id) AS k
-          FROM ranked r WHERE NOT r.place AND r.picked) AS v
-      ON v.grp = d.grp AND v.k = d.k
-),
-moved AS (
-    UPDATE dagen_ready q SET id = m.id
-    FROM moves m
-    WHERE q.ctid = m.row_ctid
-),
 deleted AS (
+    -- Takes the first rows of the queue and deletes them by ctid: a TID
+    -- scan, whatever the statistics say (by id, a generic plan made while
+    -- the queue was nearly empty read it whole, dead rows and all, at
+    -- every claim; see docs/performance.md, "Claims take queue rows by
+    -- ctid"). The rows are locked and the queue never updates a row, so
+    -- each ctid is the row taken.
     DELETE FROM dagen_ready q
     WHERE q.ctid = ANY(ARRAY(
-        SELECT t.row_ctid FROM tickets t WHERE NOT EXISTS (SELECT 1 FROM rivals)
-        UNION ALL
-        SELECT r.row_ctid FROM ranked r WHERE r.picked
+        SELECT p.ctid
+        FROM dagen_ready p
+        -- IN (SELECT …) under OR stays a hashed subplan: one hash lookup a
+        -- row, where = ANY compares the row with the signatures one by one
+        -- (a worker serves dozens, so the comparisons add up; see
+        -- docs/performance.md, "The claim's signature filter is hashed").
+        WHERE (cardinality($2::text[]) = 0
+               OR p.signature IN (SELECT unnest($2::text[])))
+          -- Once the schema has priorities or rate limits, ClaimTasksFlow
+          -- claims: a store that did not know it yet claims nothing here,
+          -- and learns it from ReadFlowFlags.
+          AND NOT (SELECT f.rate_limits OR f.priorities FROM dagen_flow_flags f)
+        ORDER BY p.id
+        LIMIT $3
+        FOR UPDATE SKIP LOCKED
     ))
-    RETURNING q.id, q.run_id, q.task, q.rate_limit, q.rate_key, q.rate_units
-),
-spent AS (
-    -- The tokens of the rate-limited entries claimed, taken from their
-    -- buckets (an admission let them in only with tokens to spare), after
-    -- the bucket gained what it gained since it last changed.
-    UPDATE dagen_rate_buckets b
-    SET tokens = least(l.burst::float8, b.tokens + l.rate * greatest(extract(epoch FROM clock.now - b.updated_at), 0)) - s.units,
-        updated_at = clock.now
-    FROM (SELECT d.rate_limit, d.rate_key, sum(d.rate_units) AS units
-          FROM deleted d WHERE d.rate_limit IS NOT NULL
-          GROUP BY d.rate_limit, d.rate_key) AS s,
-         dagen_rate_limits l, clock
-    WHERE b.rate_limit = s.rate_limit AND b.rate_key = s.rate_key AND l.name = s.rate_limit
+    RETURNING q.id, q.run_id, q.task
 ),
 claimed AS (
     -- The STARTED event is kept in the task's row (see dagen_tasks).
@@ -140,8 +73,7 @@ leased AS (
 frontier AS (
     UPDATE dagen_queue_frontier f
     SET block = m.block
-    -- The places taken, not the entries claimed for them.
-    FROM (SELECT max(tickets.id) / 1048576 AS block FROM tickets) m
+    FROM (SELECT max(claimed.queue_id) / 1048576 AS block FROM claimed) m
     WHERE m.block > f.block
 ),
 shared AS (
@@ -243,7 +175,8 @@ type ClaimTasksRow struct {
 	QueuedSeconds  float64
 }
 
-// Claims ready tasks in one statement: takes the first rows of the queue in
+// Claims ready tasks in one statement, while the schema has no run
+// priority and no rate limit (dagen_flow_flags; then ClaimTasksFlow): takes the first rows of the queue in
 // id order whose signatures the worker serves (skipping rows other claims
 // hold, and leaving the others for workers that serve them), deletes them, starts the tasks
 // with a new attempt and their STARTED event, leases them to the worker (one
@@ -275,6 +208,329 @@ func (q *Queries) ClaimTasks(ctx context.Context, db DBTX, arg ClaimTasksParams)
 	var items []ClaimTasksRow
 	for rows.Next() {
 		var i ClaimTasksRow
+		if err := rows.Scan(
+			&i.QueueID,
+			&i.RunID,
+			&i.Name,
+			&i.Kind,
+			&i.Attempt,
+			&i.Claim,
+			&i.Signature,
+			&i.Element,
+			&i.Lease,
+			&i.RunShared,
+			&i.Workflow,
+			&i.Tenant,
+			&i.Input,
+			&i.InputOmitted,
+			&i.TraceParent,
+			&i.FailureStep,
+			&i.FailureAttempt,
+			&i.FailureMessage,
+			&i.ParentNames,
+			&i.ParentsShared,
+			&i.ParentStatuses,
+			&i.ParentOutputs,
+			&i.StartedEvent,
+			&i.Children,
+			&i.RowCtid,
+			&i.QueuedSeconds,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const claimTasksFlow = `-- name: ClaimTasksFlow :many
+WITH clock AS (
+    SELECT coalesce($1::timestamptz, now())::timestamptz AS now
+),
+tickets AS MATERIALIZED (
+    -- The places claimed: the first rows of the queue, taken by ctid, a
+    -- TID scan whatever the statistics say (by id, a generic plan made
+    -- while the queue was nearly empty read it whole, dead rows and all,
+    -- at every claim; see docs/performance.md, "Claims take queue rows by
+    -- ctid"). The rows are locked, so each ctid is the row taken.
+    SELECT p.ctid::tid AS row_ctid, p.id, p.priority, p.id % 1048576 AS grp
+    FROM dagen_ready p
+    -- IN (SELECT …) under OR stays a hashed subplan: one hash lookup a
+    -- row, where = ANY compares the row with the signatures one by one
+    -- (a worker serves dozens, so the comparisons add up; see
+    -- docs/performance.md, "The claim's signature filter is hashed").
+    WHERE cardinality($2::text[]) = 0
+       OR p.signature IN (SELECT unnest($2::text[]))
+    ORDER BY p.id
+    LIMIT $3
+    FOR UPDATE SKIP LOCKED
+),
+groups AS (
+    -- Each tenant's places, and the least priority among its entries
+    -- there.
+    SELECT t.grp, count(*) AS n, min(t.priority) AS floor FROM tickets t GROUP BY t.grp
+),
+rivals AS MATERIALIZED (
+    -- A tenant's entries of a higher priority than one of its places
+    -- holds, best first, as many as it has places: only where the queue
+    -- holds entries with a priority at all (one look at an index that is
+    -- empty without them), and each tenant's one range of that index.
+    SELECT g.grp, r.row_ctid, r.id, r.priority
+    FROM groups g
+    CROSS JOIN LATERAL (
+        SELECT p.ctid::tid AS row_ctid, p.id, p.priority
+        FROM dagen_ready p
+        WHERE p.id % 1048576 = g.grp AND p.priority > 0 AND p.priority > g.floor
+          AND (cardinality($2::text[]) = 0 OR p.signature IN (SELECT unnest($2::text[])))
+        ORDER BY p.id % 1048576, p.priority DESC, p.id
+        LIMIT g.n
+        FOR UPDATE SKIP LOCKED
+    ) AS r
+    WHERE EXISTS (SELECT 1 FROM dagen_ready e WHERE e.priority > 0)
+),
+ranked AS (
+    -- The places' own entries and their rivals, ranked per tenant: its
+    -- n best are claimed (picked).
+    SELECT c.row_ctid, c.id, c.grp, c.place,
+           row_number() OVER (PARTITION BY c.grp ORDER BY c.priority DESC, c.id) <= g.n AS picked
+    FROM (
+        SELECT t.row_ctid, t.id, t.priority, t.grp, true AS place FROM tickets t
+        UNION ALL
+        SELECT r.row_ctid, r.id, r.priority, r.grp, false FROM rivals r
+        WHERE r.row_ctid <> ALL(ARRAY(SELECT t.row_ctid FROM tickets t))
+    ) AS c
+    JOIN groups g ON g.grp = c.grp
+    WHERE EXISTS (SELECT 1 FROM rivals)
+),
+moves AS (
+    -- A place whose entry was passed over keeps its entry: the entry takes
+    -- the id of a rival picked in its stead (the tenant's places as they
+    -- were, less the ones claimed), so it is not claimed ahead of its turn
+    -- again.
+    SELECT d.row_ctid, v.id
+    FROM (SELECT r.row_ctid, r.grp, row_number() OVER (PARTITION BY r.grp ORDER BY r.id) AS k
+          FROM ranked r WHERE r.place AND NOT r.picked) AS d
+    JOIN (SELECT r.id, r.grp, row_number() OVER (PARTITION BY r.grp ORDER BY r.id) AS k
+          FROM ranked r WHERE NOT r.place AND r.picked) AS v
+      ON v.grp = d.grp AND v.k = d.k
+),
+moved AS (
+    UPDATE dagen_ready q SET id = m.id
+    FROM moves m
+    WHERE q.ctid = m.row_ctid
+),
+deleted AS (
+    DELETE FROM dagen_ready q
+    WHERE q.ctid = ANY(ARRAY(
+        SELECT t.row_ctid FROM tickets t WHERE NOT EXISTS (SELECT 1 FROM rivals)
+        UNION ALL
+        SELECT r.row_ctid FROM ranked r WHERE r.picked
+    ))
+    RETURNING q.id, q.run_id, q.task, q.rate_limit, q.rate_key, q.rate_units
+),
+spends AS (
+    SELECT d.rate_limit, d.rate_key, sum(d.rate_units) AS units
+    FROM deleted d WHERE d.rate_limit IS NOT NULL
+    GROUP BY d.rate_limit, d.rate_key
+),
+buckets AS MATERIALIZED (
+    -- Their buckets, locked in key order, as admissions lock them.
+    SELECT b.rate_limit, b.rate_key
+    FROM dagen_rate_buckets b
+    WHERE (b.rate_limit, b.rate_key) IN (SELECT s.rate_limit, s.rate_key FROM spends s)
+    ORDER BY b.rate_limit, b.rate_key
+    FOR UPDATE
+),
+spent AS (
+    -- The tokens of the rate-limited entries claimed, taken from their
+    -- buckets (an admission let them in only with tokens to spare), after
+    -- the bucket gained what it gained since it last changed.
+    UPDATE dagen_rate_buckets b
+    SET tokens = least(l.burst::float8, b.tokens + l.rate * greatest(extract(epoch FROM clock.now - b.updated_at), 0)) - s.units,
+        -- A claim whose clock is behind the bucket's (it began before the
+        -- claim that wrote it last) gains nothing, and moves no clock back:
+        -- the time since would be counted twice.
+        updated_at = greatest(b.updated_at, clock.now)
+    FROM buckets k
+    JOIN spends s ON s.rate_limit = k.rate_limit AND s.rate_key = k.rate_key
+    JOIN dagen_rate_limits l ON l.name = s.rate_limit
+    CROSS JOIN clock
+    WHERE b.rate_limit = k.rate_limit AND b.rate_key = k.rate_key
+),
+claimed AS (
+    -- The STARTED event is kept in the task's row (see dagen_tasks).
+    UPDATE dagen_tasks t
+    SET status = 'RUNNING',
+        attempt = t.attempt + 1,
+        worker = $4::text,
+        -- The claim's fence token (migration 014).
+        claim = dagen_new_claim(),
+        started_event = nextval('dagen_event_seq'),
+        started_at = clock.now
+    FROM deleted d, clock
+    WHERE t.run_id = d.run_id AND t.name = d.task AND t.status = 'QUEUED'
+    RETURNING d.id AS queue_id, t.run_id, t.name, t.kind, t.attempt, t.claim, t.parents, t.started_event, t.signature,
+              t.each, t.item, t.element, t.children, t.ctid::tid AS row_ctid,
+              -- How long it waited in the ready queue, on the store's clock.
+              coalesce(extract(epoch FROM clock.now - t.queued_at), 0)::float8 AS queued_seconds
+),
+leased AS (
+    -- One lease for the claim (migration 012), its id the least STARTED
+    -- event id in it.
+    INSERT INTO dagen_leases (id, token, worker, lease_until, run_ids, tasks, events)
+    SELECT min(claimed.started_event), min(claimed.claim), $4::text,
+           min(clock.now) + make_interval(secs => $5::float8),
+           array_agg(claimed.run_id), array_agg(claimed.name), array_agg(claimed.started_event)
+    FROM claimed, clock
+    HAVING count(*) > 0
+    RETURNING dagen_leases.id
+),
+frontier AS (
+    UPDATE dagen_queue_frontier f
+    SET block = m.block
+    -- The places taken, not the entries claimed for them.
+    FROM (SELECT max(tickets.id) / 1048576 AS block FROM tickets) m
+    WHERE m.block > f.block
+),
+shared AS (
+    -- Tasks of one run share its row, and tasks of one run with the same
+    -- parents share their results (but elements, each of which has its own
+    -- element for the parent it maps): the claim reads them once, for the
+    -- first such task in queue order, and flags the others, which take
+    -- them from it (a claim of a fan-out's children read their parent 50
+    -- times a run, and the run as often; see sharedReads).
+    SELECT claimed.queue_id, claimed.run_id, claimed.name, claimed.kind, claimed.attempt, claimed.claim, claimed.parents,
+           claimed.signature, claimed.each, claimed.item, claimed.element, claimed.started_event,
+           claimed.children, claimed.row_ctid, claimed.queued_seconds,
+           claimed.run_id = ANY($6::uuid[]) AS known,
+           row_number() OVER (PARTITION BY claimed.run_id ORDER BY claimed.queue_id) AS run_rank,
+           CASE WHEN claimed.each = ''
+                THEN row_number() OVER (PARTITION BY claimed.run_id, claimed.parents, claimed.each ORDER BY claimed.queue_id)
+                ELSE 1
+           END AS parents_rank
+    FROM claimed
+)
+SELECT c.queue_id, c.run_id, c.name, c.kind, c.attempt, c.claim::bigint AS claim, c.signature, coalesce(c.element, 0)::integer AS element,
+       (SELECT leased.id FROM leased)::bigint AS lease,
+       (c.run_rank > 1)::boolean AS run_shared,
+       coalesce(r.workflow, '')::text AS workflow, coalesce(r.tenant, '')::text AS tenant,
+       -- A run's input is sent only to a worker that does not hold it.
+       (CASE WHEN c.known THEN NULL ELSE r.input END)::bytea AS input,
+       c.known::boolean AS input_omitted,
+       coalesce(r.trace_parent, '')::text AS trace_parent,
+       r.failure_step, r.failure_attempt, r.failure_message,
+       c.parents::text[] AS parent_names,
+       (c.parents_rank > 1)::boolean AS parents_shared,
+       coalesce(par.statuses, '{}')::text[] AS parent_statuses,
+       coalesce(par.outputs, '{}')::bytea[] AS parent_outputs,
+       -- The claim view (migration 013).
+       c.started_event::bigint AS started_event, c.children::text[] AS children, c.row_ctid::tid AS row_ctid,
+       c.queued_seconds::float8 AS queued_seconds
+FROM shared c
+LEFT JOIN LATERAL (
+    -- One primary-key lookup, for a run's first task only.
+    SELECT r.id, r.workflow, r.tenant, r.input, r.trace_parent, r.failure_step, r.failure_attempt, r.failure_message
+    FROM dagen_runs r
+    WHERE r.id = c.run_id AND c.run_rank = 1
+    LIMIT 1
+) r ON true
+LEFT JOIN LATERAL (
+    -- One primary-key lookup a parent (LIMIT 1 keeps it one: joined, the
+    -- planner could scan all of the run's tasks for each claimed task),
+    -- for the first task of those that share them only. An element gets
+    -- its own element as the output of the parent it stands for (each),
+    -- not that parent's whole output.
+    SELECT array_agg(pt.status ORDER BY p.ord) AS statuses,
+           array_agg(CASE WHEN p.name = c.each THEN c.item ELSE pt.output END ORDER BY p.ord) AS outputs
+    FROM unnest(c.parents) WITH ORDINALITY AS p(name, ord)
+    CROSS JOIN LATERAL (
+        SELECT pt.status, pt.output FROM dagen_tasks pt
+        WHERE pt.run_id = c.run_id AND pt.name = p.name
+        LIMIT 1
+    ) AS pt
+    WHERE c.parents_rank = 1
+) par ON true
+ORDER BY c.queue_id
+`
+
+type ClaimTasksFlowParams struct {
+	Now          pgtype.Timestamptz
+	Signatures   []string
+	Max          int32
+	Worker       string
+	LeaseSeconds float64
+	Known        []pgtype.UUID
+}
+
+type ClaimTasksFlowRow struct {
+	QueueID        int64
+	RunID          pgtype.UUID
+	Name           string
+	Kind           string
+	Attempt        int32
+	Claim          int64
+	Signature      string
+	Element        int32
+	Lease          int64
+	RunShared      bool
+	Workflow       string
+	Tenant         string
+	Input          []byte
+	InputOmitted   bool
+	TraceParent    string
+	FailureStep    pgtype.Text
+	FailureAttempt pgtype.Int4
+	FailureMessage pgtype.Text
+	ParentNames    []string
+	ParentsShared  bool
+	ParentStatuses []string
+	ParentOutputs  [][]byte
+	StartedEvent   int64
+	Children       []string
+	RowCtid        pgtype.TID
+	QueuedSeconds  float64
+}
+
+// ClaimTasks once the schema has run priorities or rate limits
+// (dagen_flow_flags): a tenant's place goes to its entry of the highest
+// priority, and a rate-limited entry's claim takes its bucket's tokens.
+// Otherwise as ClaimTasks.
+//
+// Claims ready tasks in one statement: takes the first rows of the queue in
+// id order whose signatures the worker serves (skipping rows other claims
+// hold, and leaving the others for workers that serve them), deletes them, starts the tasks
+// with a new attempt and their STARTED event, leases them to the worker (one
+// lease for the claim: lease is its id), moves the
+// frontier, and returns what the steps need: input, parents' results in the
+// task's parent order, and the run's failure for an onfailure task. A task
+// flagged run_shared or parents_shared has them in an earlier row.
+//
+// Callers run KeepGenericPlan first, in the same transaction: left to
+// choose, Postgres planned every claim for its parameters (its estimate of
+// a generic plan, with LIMIT @max taken for a tenth of the queue, never
+// won), and paid for planning at every claim to reach the plan it would
+// have kept (see docs/performance.md, "Claims keep their generic plan").
+// The generic plan is the same one: the queue's rows in id order, each
+// task by key.
+func (q *Queries) ClaimTasksFlow(ctx context.Context, db DBTX, arg ClaimTasksFlowParams) ([]ClaimTasksFlowRow, error) {
+	rows, err := db.Query(ctx, claimTasksFlow,
+		arg.Now,
+		arg.Signatures,
+		arg.Max,
+		arg.Worker,
+		arg.LeaseSeconds,
+		arg.Known,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ClaimTasksFlowRow
+	for rows.Next() {
+		var i ClaimTasksFlowRow
 		if err := rows.Scan(
 			&i.QueueID,
 			&i.RunID,

@@ -32,6 +32,45 @@ func (q *Queries) EnsureBuckets(ctx context.Context, db DBTX, arg EnsureBucketsP
 	return err
 }
 
+const heldUnits = `-- name: HeldUnits :many
+SELECT x.rate_limit::text AS rate_limit, x.rate_key::text AS rate_key,
+       coalesce((SELECT sum(q.rate_units) FROM dagen_ready q
+                 WHERE q.rate_limit = x.rate_limit AND q.rate_key = x.rate_key), 0)::bigint AS held
+FROM (SELECT unnest($1::text[]) AS rate_limit, unnest($2::text[]) AS rate_key) AS x
+`
+
+type HeldUnitsRow struct {
+	RateLimit string
+	RateKey   string
+	Held      int64
+}
+
+// The units that the locked buckets' entries in the ready queue hold: an
+// admission lets in at most tokens - held more. A statement of its own,
+// after LockBuckets: its snapshot, taken once the locks are held, sees
+// the entries of the admission that held them before (in LockBuckets'
+// snapshot, taken before its wait, they were not, and the same tokens
+// were let in twice).
+func (q *Queries) HeldUnits(ctx context.Context, db DBTX, limits []string, keys []string) ([]HeldUnitsRow, error) {
+	rows, err := db.Query(ctx, heldUnits, limits, keys)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []HeldUnitsRow
+	for rows.Next() {
+		var i HeldUnitsRow
+		if err := rows.Scan(&i.RateLimit, &i.RateKey, &i.Held); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const listRateLimits = `-- name: ListRateLimits :many
 SELECT name, rate, burst FROM dagen_rate_limits ORDER BY name
 `
@@ -59,10 +98,7 @@ func (q *Queries) ListRateLimits(ctx context.Context, db DBTX) ([]DagenRateLimit
 const lockBuckets = `-- name: LockBuckets :many
 SELECT b.rate_limit, b.rate_key,
        least(l.burst::float8, b.tokens + l.rate * greatest(extract(epoch FROM c.now - b.updated_at), 0))::float8 AS tokens,
-       l.rate, l.burst,
-       coalesce((SELECT sum(q.rate_units) FROM dagen_ready q
-                 WHERE q.rate_limit = b.rate_limit AND q.rate_key = b.rate_key), 0)::bigint AS held,
-       c.now::timestamptz AS now
+       l.rate, l.burst, c.now::timestamptz AS now
 FROM dagen_rate_buckets b
 JOIN dagen_rate_limits l ON l.name = b.rate_limit
 CROSS JOIN (SELECT coalesce($1::timestamptz, now()) AS now) AS c
@@ -70,7 +106,7 @@ WHERE (b.rate_limit, b.rate_key) IN (
     SELECT unnest($2::text[]), unnest($3::text[])
 )
 ORDER BY b.rate_limit, b.rate_key
-FOR UPDATE OF b SKIP LOCKED
+FOR UPDATE OF b
 `
 
 type LockBucketsParams struct {
@@ -85,15 +121,12 @@ type LockBucketsRow struct {
 	Tokens    float64
 	Rate      float64
 	Burst     int32
-	Held      int64
 	Now       pgtype.Timestamptz
 }
 
-// Locks the buckets, in key order, skipping those another admission holds
-// (it admits for them), and returns each one's tokens now (what it had,
-// plus what it gained since, up to its burst), its limit, and the units
-// its entries in the ready queue hold already: an admission lets in at
-// most tokens - held more.
+// Locks the buckets, in key order (as claims lock them: a claim holds
+// them to its commit, a short wait), and returns each one's tokens now:
+// what it had, plus what it gained since, up to its burst.
 func (q *Queries) LockBuckets(ctx context.Context, db DBTX, arg LockBucketsParams) ([]LockBucketsRow, error) {
 	rows, err := db.Query(ctx, lockBuckets, arg.Now, arg.Limits, arg.Keys)
 	if err != nil {
@@ -109,7 +142,6 @@ func (q *Queries) LockBuckets(ctx context.Context, db DBTX, arg LockBucketsParam
 			&i.Tokens,
 			&i.Rate,
 			&i.Burst,
-			&i.Held,
 			&i.Now,
 		); err != nil {
 			return nil, err
@@ -217,6 +249,19 @@ func (q *Queries) RateWaits(ctx context.Context, db DBTX, now pgtype.Timestamptz
 	return items, nil
 }
 
+const readFlowFlags = `-- name: ReadFlowFlags :one
+SELECT (f.rate_limits OR f.priorities)::boolean AS flow FROM dagen_flow_flags f
+`
+
+// Whether the schema has run priorities or rate limits: claims then take
+// ClaimTasksFlow.
+func (q *Queries) ReadFlowFlags(ctx context.Context, db DBTX) (bool, error) {
+	row := db.QueryRow(ctx, readFlowFlags)
+	var flow bool
+	err := row.Scan(&flow)
+	return flow, err
+}
+
 const setRateWakes = `-- name: SetRateWakes :exec
 WITH x AS (
     SELECT unnest($1::text[]) AS rate_limit, unnest($2::text[]) AS rate_key,
@@ -261,6 +306,57 @@ SET weight = excluded.weight,
 func (q *Queries) SetTenantWeight(ctx context.Context, db DBTX, tenant string, weight int32) error {
 	_, err := db.Exec(ctx, setTenantWeight, tenant, weight)
 	return err
+}
+
+const takeRateWakes = `-- name: TakeRateWakes :many
+UPDATE dagen_rate_wakes w
+SET wake_at = $1::timestamptz
+FROM (SELECT unnest($3::text[]) AS rate_limit, unnest($4::text[]) AS rate_key) AS x
+WHERE w.rate_limit = x.rate_limit AND w.rate_key = x.rate_key
+  AND w.wake_at <= coalesce($2::timestamptz, now())
+RETURNING w.rate_limit, w.rate_key
+`
+
+type TakeRateWakesParams struct {
+	Until  pgtype.Timestamptz
+	Now    pgtype.Timestamptz
+	Limits []string
+	Keys   []string
+}
+
+type TakeRateWakesRow struct {
+	RateLimit string
+	RateKey   string
+}
+
+// Takes the looks due at buckets for one admission: their next look moves
+// to @until, in case the admission is lost with its worker (it sets the
+// real one), so the other workers that found them due leave them to it.
+// Sent alone, before the admission's transaction: it holds the rows only
+// for itself.
+func (q *Queries) TakeRateWakes(ctx context.Context, db DBTX, arg TakeRateWakesParams) ([]TakeRateWakesRow, error) {
+	rows, err := db.Query(ctx, takeRateWakes,
+		arg.Until,
+		arg.Now,
+		arg.Limits,
+		arg.Keys,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []TakeRateWakesRow
+	for rows.Next() {
+		var i TakeRateWakesRow
+		if err := rows.Scan(&i.RateLimit, &i.RateKey); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const takeWaiting = `-- name: TakeWaiting :exec
