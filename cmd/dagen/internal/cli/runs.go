@@ -21,7 +21,7 @@ import (
 )
 
 // runsCommands are the subcommands of dagen runs.
-var runsCommands = []string{"ls", "show", "events", "cancel", "retry", "signal", "schedules"}
+var runsCommands = []string{"ls", "show", "events", "cancel", "retry", "signal", "schedules", "tenants"}
 
 // runsFlags are the flags of dagen runs.
 type runsFlags struct {
@@ -123,7 +123,8 @@ func runs(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return ExitError
 	}
 	r := &runsIO{ctx: ctx, st: st, f: f, stdin: stdin, stdout: stdout, stderr: stderr, now: time.Now()}
-	acts := sub == "cancel" || sub == "retry" || sub == "signal" || sub == "schedules" && len(ids) > 0 && ids[0] != "ls"
+	acts := sub == "cancel" || sub == "retry" || sub == "signal" ||
+		(sub == "schedules" || sub == "tenants") && len(ids) > 0 && ids[0] != "ls"
 	if u := replicaURL(f.replica); u != "" {
 		rep, rpool, err := replicated(st, u, f.schema)
 		if err != nil {
@@ -137,8 +138,8 @@ func runs(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		}
 	}
 	name := "runs " + sub
-	if sub == "schedules" {
-		name = strings.TrimSpace("schedules " + strings.Join(ids[:min(len(ids), 1)], ""))
+	if sub == "schedules" || sub == "tenants" {
+		name = strings.TrimSpace(sub + " " + strings.Join(ids[:min(len(ids), 1)], ""))
 	}
 	if acts {
 		code := r.act(sub, ids)
@@ -154,6 +155,8 @@ func runs(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		code = r.show(ids)
 	case "events":
 		code = r.events(ids)
+	case "tenants":
+		code = r.tenants(ids)
 	default:
 		code = r.schedules(ids)
 	}
@@ -172,6 +175,8 @@ func (r *runsIO) act(sub string, ids []string) int {
 		return r.signal(ids)
 	case "schedules":
 		return r.schedules(ids)
+	case "tenants":
+		return r.tenants(ids)
 	}
 	return r.cancel(ids)
 }
