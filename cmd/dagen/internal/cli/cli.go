@@ -74,9 +74,11 @@ Commands:
 	          runs a parent run's step started (child runs), -children
 	          none the others
 	runs show print a run's steps: status, attempts, duration, error or
-	          skip reason, the child runs its steps started (latest
-	          attempt first) and, for a child run, its parent run and
-	          step; -graph prints a Mermaid flowchart coloured by status
+	          skip reason, what a queued step waits for (a rate limit's
+	          next token, or the tasks ahead of it in the fair queue),
+	          the child runs its steps started (latest attempt first)
+	          and, for a child run, its parent run and step; -graph
+	          prints a Mermaid flowchart coloured by status
 	runs events
 	          print a run's event log, oldest first
 	runs cancel
