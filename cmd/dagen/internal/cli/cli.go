@@ -145,12 +145,12 @@ Flags:
 	              search_path; migrate up creates it if missing
 	-json         migrate, check -db: print the result as JSON, for scripts
 	-replica-db URL
-	              runs, schedules, tenants, ui: a streaming replica of -db to read
-	              from (default $DAGEN_REPLICA_URL; none: read the
-	              primary); actions still go to the primary, and the
-	              reads after one wait up to 2s for the replica to replay
-	              it, else read the primary; listings and pages show the
-	              replica's lag, or why they read the primary
+	              runs, schedules, tenants, ui: a streaming replica of
+	              -db to read from (default $DAGEN_REPLICA_URL; none:
+	              read the primary); actions still go to the primary, and
+	              the reads after one wait up to 2s for the replica to
+	              replay it, else read the primary; listings and pages
+	              show the replica's lag, or why they read the primary
 
 Exit status:
 
