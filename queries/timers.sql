@@ -27,7 +27,7 @@ FROM (
      ORDER BY t.wake_at
      LIMIT @max)
     UNION ALL
-    (SELECT NULL::uuid, NULL::text, w.rate_limit, w.rate_key, w.wake_at
+    (SELECT NULL::uuid, ''::text, w.rate_limit, w.rate_key, w.wake_at
      FROM dagen_rate_wakes w
      WHERE w.wake_at <= coalesce(sqlc.narg('now')::timestamptz, now())
      ORDER BY w.wake_at

@@ -11,5 +11,7 @@
 //
 // or by hand with package patterns; see dagen --help. dagen migrate up and
 // dagen migrate status apply and report the Postgres store's schema
-// migrations. All the logic lives in package cli.
+// migrations; dagen runs, dagen schedules and dagen tenants list and act
+// on a store's runs, schedules and tenant weights, and dagen ui serves the
+// web console. All the logic lives in package cli.
 package main

@@ -315,3 +315,41 @@ func TestRunPageSaysWhatIsAheadInTheQueue(t *testing.T) {
 		"acme's two earlier picks are ahead, and zeta's if its block comes first")
 	require.Contains(t, body, "waits for its parents: pick (queued)", "a step behind a queued parent says so")
 }
+
+// TestRunPageSaysWhichRateLimitAQueuedStepWaitsFor checks "why not
+// running" for a queued step that waits for a rate limit's tokens: the
+// page names the limit and when its next token comes, not the fair queue.
+func TestRunPageSaysWhichRateLimitAQueuedStepWaitsFor(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New(nil)
+	e, err := engine.New(st, &engine.Config{Manual: true})
+	require.NoError(t, err)
+	require.NoError(t, e.Register(&engine.Definition{
+		Name:       "pay",
+		RateLimits: []engine.RateLimit{{Name: "stripe", Rate: 0.001, Burst: 1}},
+		Steps: []engine.Step{{Name: "charge", OutputType: "string", RateLimit: &engine.StepRateLimit{Name: "stripe"},
+			Run: func(context.Context, engine.StepInput) ([]byte, error) { return engine.Encode("ok") }}},
+	}))
+	first, err := e.Trigger(ctx, "pay", "acme", 1)
+	require.NoError(t, err)
+	second, err := e.Trigger(ctx, "pay", "acme", 2)
+	require.NoError(t, err)
+	_, err = st.FireTimers(ctx, 10) // admits the first: the bucket held one token
+	require.NoError(t, err)
+	// A live worker serves the step, busy elsewhere.
+	tasks, err := st.ListTasks(ctx, second)
+	require.NoError(t, err)
+	_, err = st.Heartbeat(ctx, "busy", time.Minute, nil)
+	require.NoError(t, err)
+	require.NoError(t, st.Serve(ctx, "busy", store.Serving{Signatures: []string{tasks[0].Signature}}))
+
+	srv := serve(t, st, console.Options{})
+	code, body := get(t, client(t), srv.URL+"/dagen/runs/"+second.String())
+	require.Equal(t, http.StatusOK, code)
+	require.Regexp(t, `queued: waiting for rate limit stripe: next token in \d+(\.\d+)?m\d+(\.\d+)?s; it enters the fair queue when it can take its tokens`, body)
+	require.NotContains(t, body, "ahead of it in the fair queue")
+	code, body = get(t, client(t), srv.URL+"/dagen/runs/"+first.String())
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, "queued: next in the fair queue", "the first run took the token")
+	require.NotContains(t, body, "waiting for rate limit")
+}

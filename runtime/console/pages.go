@@ -314,8 +314,8 @@ func elementChildren(step string, tasks []store.Task, byTask map[string][]store.
 	return out, more
 }
 
-// addQueuePlaces says, for the queued steps a live worker serves, how
-// much of the fair queue is ahead of them.
+// addQueuePlaces says, for the queued steps a live worker serves, the rate
+// limit they wait for or how much of the fair queue is ahead of them.
 func (c *Console) addQueuePlaces(ctx context.Context, run store.Run, steps []stepView, unserved map[string]string) error {
 	if run.Status.Terminal() {
 		return nil
@@ -341,9 +341,12 @@ func (c *Console) addQueuePlaces(ctx context.Context, run store.Run, steps []ste
 	return nil
 }
 
-// queuedWhy says why a queued step is not running: what the fair queue
-// hands out before it.
+// queuedWhy says why a queued step is not running: the rate limit it
+// waits for, or what the fair queue hands out before it.
 func queuedWhy(tenant string, p store.QueuePlace) string {
+	if p.RateLimited != "" {
+		return "queued: waiting for " + p.RateLimited + "; it enters the fair queue when it can take its tokens, holding no worker meanwhile"
+	}
 	if p.Ahead == 0 {
 		return "queued: next in the fair queue; the next worker that serves its signature and has a free slot claims it"
 	}

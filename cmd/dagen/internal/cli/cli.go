@@ -23,7 +23,7 @@ const (
 )
 
 // commands are dagen's subcommands, generate first: it is the default.
-var commands = []string{"generate", "check", "diff", "graph", "migrate", "runs", "schedules", "ui"}
+var commands = []string{"generate", "check", "diff", "graph", "migrate", "runs", "schedules", "tenants", "ui"}
 
 const usage = `dagen checks the //dag: directives of Go packages and writes dag_gen.go,
 the typed wiring of their workflows. It also migrates the Postgres schema
@@ -45,6 +45,7 @@ Usage:
 	dagen runs retry ID [-mode failed|failed+downstream|from=STEP|all] [-operator name] [-db URL] [-replica-db URL] [-schema name] [-json]
 	dagen runs signal ID STEP JSON [-db URL] [-replica-db URL] [-schema name] [-json]
 	dagen schedules [ls|pause NAME|resume NAME|delete NAME] [-workflow w] [-tenant t] [-db URL] [-replica-db URL] [-schema name] [-json]
+	dagen tenants [ls|weight TENANT N] [-db URL] [-replica-db URL] [-schema name] [-json]
 	dagen ui [-addr 127.0.0.1:8080] [-read-only] [-metrics-top-tenants n] [-auth-file FILE] [-proxy-user-header NAME [-proxy-role-header NAME]]
 	         [-tls-cert FILE -tls-key FILE] [-trust-forwarded-proto] [-session 12h] [-db URL] [-replica-db URL] [-schema name]
 
@@ -73,9 +74,11 @@ Commands:
 	          runs a parent run's step started (child runs), -children
 	          none the others
 	runs show print a run's steps: status, attempts, duration, error or
-	          skip reason, the child runs its steps started (latest
-	          attempt first) and, for a child run, its parent run and
-	          step; -graph prints a Mermaid flowchart coloured by status
+	          skip reason, what a queued step waits for (a rate limit's
+	          next token, or the tasks ahead of it in the fair queue),
+	          the child runs its steps started (latest attempt first)
+	          and, for a child run, its parent run and step; -graph
+	          prints a Mermaid flowchart coloured by status
 	runs events
 	          print a run's event log, oldest first
 	runs cancel
@@ -95,6 +98,11 @@ Commands:
 	schedules list schedules (-workflow, -tenant narrow the list), or
 	          pause, resume or delete one by name; a resumed schedule
 	          starts at its next slot
+	tenants   list the tenants whose weight in the fair queue is not 1
+	          (ls, the default), or give one a weight from 1 to 100
+	          (weight TENANT N): under backlog, a tenant of weight 3 has
+	          three tasks claimed for each one of a tenant of weight 1;
+	          every worker follows it from its next claim
 	ui        serve the web console (runs, a run's DAG and steps, cancel
 	          and retry) on -addr until interrupted; -read-only refuses
 	          actions. Off the loopback address it needs authentication:
@@ -137,12 +145,12 @@ Flags:
 	              search_path; migrate up creates it if missing
 	-json         migrate, check -db: print the result as JSON, for scripts
 	-replica-db URL
-	              runs, schedules, ui: a streaming replica of -db to read
-	              from (default $DAGEN_REPLICA_URL; none: read the
-	              primary); actions still go to the primary, and the
-	              reads after one wait up to 2s for the replica to replay
-	              it, else read the primary; listings and pages show the
-	              replica's lag, or why they read the primary
+	              runs, schedules, tenants, ui: a streaming replica of
+	              -db to read from (default $DAGEN_REPLICA_URL; none:
+	              read the primary); actions still go to the primary, and
+	              the reads after one wait up to 2s for the replica to
+	              replay it, else read the primary; listings and pages
+	              show the replica's lag, or why they read the primary
 
 Exit status:
 
@@ -154,7 +162,8 @@ Exit status:
 	   migrate status: migrations are pending, or the schema is newer than
 	   this dagen; migrate up: the schema is newer, or a migration failed
 	   runs: an unknown run id, a failed read or cancel, or a declined
-	   confirmation
+	   confirmation; schedules, tenants: an unknown schedule, or a failed
+	   read or action
 	2  bad usage; for diff: the packages have errors, so it cannot compare;
 	   for migrate and check -db: no database URL, or it cannot connect
 
@@ -176,6 +185,7 @@ Examples:
 	dagen runs ls -status failed -since 24h        # what failed since yesterday
 	dagen runs show -graph 0192…                   # a run as a Mermaid flowchart
 	dagen runs cancel -filter -tenant acme -yes    # cancel every running run of a tenant
+	dagen tenants weight acme 3                    # acme gets 3 claims a turn of the fair queue
 `
 
 // Main runs dagen with args (without the program name) and returns the
@@ -190,8 +200,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return runs(ctx, args[1:], os.Stdin, stdout, stderr)
 		case first == "ui":
 			return ui(ctx, args[1:], stdout, stderr)
-		case first == "schedules":
-			return runs(ctx, append([]string{"schedules"}, args[1:]...), os.Stdin, stdout, stderr)
+		case first == "schedules" || first == "tenants":
+			return runs(ctx, append([]string{first}, args[1:]...), os.Stdin, stdout, stderr)
 		case slices.Contains(commands, first):
 			cmd, args = first, args[1:]
 		case first == "help" || first == "-h" || first == "-help" || first == "--help":

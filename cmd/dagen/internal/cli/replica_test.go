@@ -21,7 +21,7 @@ import (
 	"github.com/dagenhq/dagen/runtime/store/pgstore"
 )
 
-// TestRunsOnAReplica runs dagen runs and schedules with -replica-db (and
+// TestRunsOnAReplica runs dagen runs, schedules and tenants with -replica-db (and
 // DAGEN_REPLICA_URL) on a real streaming standby that applies each commit
 // late (recovery_min_apply_delay): listings read the standby and say so, a
 // cancel waits for the standby to replay it so that the next dagen command
@@ -100,6 +100,17 @@ func TestRunsOnAReplica(t *testing.T) {
 	out, _ = run(cli.ExitOK, "", "runs", "show", id)
 	if !strings.Contains(out, "tenant acme: CANCELLED") || lastLine(out) != "replica: up to date" {
 		t.Errorf("runs show after the cancel, from the replica:\n%s", out)
+	}
+
+	// A tenant weight is set on the primary, like a cancel, and waits for
+	// the standby: the next listing, reading the standby, shows it.
+	out, errOut = run(cli.ExitOK, "", "tenants", "weight", "acme", "3")
+	if out != "tenant acme: weight 3\n" || errOut != "" {
+		t.Errorf("tenants weight with a replica:\nstdout:\n%sstderr:\n%s", out, errOut)
+	}
+	out, _ = run(cli.ExitOK, "", "tenants")
+	if !regexp.MustCompile(`(?m)^acme +3$`).MatchString(out) || lastLine(out) != "replica: up to date" {
+		t.Errorf("tenants after the weight, from the replica:\n%s", out)
 	}
 
 	// Replay paused: the cancel says the replica does not show it yet,

@@ -21,7 +21,7 @@ import (
 )
 
 // runsCommands are the subcommands of dagen runs.
-var runsCommands = []string{"ls", "show", "events", "cancel", "retry", "signal", "schedules"}
+var runsCommands = []string{"ls", "show", "events", "cancel", "retry", "signal", "schedules", "tenants"}
 
 // runsFlags are the flags of dagen runs.
 type runsFlags struct {
@@ -123,7 +123,8 @@ func runs(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return ExitError
 	}
 	r := &runsIO{ctx: ctx, st: st, f: f, stdin: stdin, stdout: stdout, stderr: stderr, now: time.Now()}
-	acts := sub == "cancel" || sub == "retry" || sub == "signal" || sub == "schedules" && len(ids) > 0 && ids[0] != "ls"
+	acts := sub == "cancel" || sub == "retry" || sub == "signal" ||
+		(sub == "schedules" || sub == "tenants") && len(ids) > 0 && ids[0] != "ls"
 	if u := replicaURL(f.replica); u != "" {
 		rep, rpool, err := replicated(st, u, f.schema)
 		if err != nil {
@@ -137,8 +138,8 @@ func runs(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		}
 	}
 	name := "runs " + sub
-	if sub == "schedules" {
-		name = strings.TrimSpace("schedules " + strings.Join(ids[:min(len(ids), 1)], ""))
+	if sub == "schedules" || sub == "tenants" {
+		name = strings.TrimSpace(sub + " " + strings.Join(ids[:min(len(ids), 1)], ""))
 	}
 	if acts {
 		code := r.act(sub, ids)
@@ -154,6 +155,8 @@ func runs(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		code = r.show(ids)
 	case "events":
 		code = r.events(ids)
+	case "tenants":
+		code = r.tenants(ids)
 	default:
 		code = r.schedules(ids)
 	}
@@ -172,6 +175,8 @@ func (r *runsIO) act(sub string, ids []string) int {
 		return r.signal(ids)
 	case "schedules":
 		return r.schedules(ids)
+	case "tenants":
+		return r.tenants(ids)
 	}
 	return r.cancel(ids)
 }
@@ -377,6 +382,10 @@ func (r *runsIO) show(args []string) int {
 		fmt.Fprint(r.stdout, mermaidRun(tasks, byTask))
 		return ExitOK
 	}
+	places, unserved, err := r.queuePlaces(run, tasks)
+	if err != nil {
+		return r.readFailed("show", id, err)
+	}
 	times := timings(events)
 	if r.f.json {
 		type taskJSON struct {
@@ -396,6 +405,8 @@ func (r *runsIO) show(args []string) int {
 			// Children are the runs the task started, its latest
 			// attempt's first.
 			Children []childJSON `json:"children,omitempty"`
+			// Queue is where a queued task a live worker serves stands.
+			Queue *queueJSON `json:"queue,omitempty"`
 		}
 		out := struct {
 			runJSON
@@ -423,6 +434,9 @@ func (r *runsIO) show(args []string) int {
 			}
 			for _, k := range byTask[t.Name] {
 				tj.Children = append(tj.Children, childOf(k))
+			}
+			if p, ok := places[t.Name]; ok {
+				tj.Queue = &queueJSON{Ahead: p.Ahead, TenantAhead: p.TenantAhead, RateLimited: p.RateLimited}
 			}
 			out.Tasks = append(out.Tasks, tj)
 		}
@@ -500,6 +514,10 @@ func (r *runsIO) show(args []string) int {
 			if !t.WakeAt.IsZero() {
 				why += fmt.Sprintf(" until %s (in %s)", t.WakeAt.Local().Format(time.DateTime), textfmt.Duration(t.WakeAt.Sub(r.now)))
 			}
+		} else if sig, ok := unserved[t.Name]; ok {
+			why = "queued, but no live worker serves its signature " + sig + ": deploy code that has this step as it is (dagen check -db says what changed)"
+		} else if p, ok := places[t.Name]; ok {
+			why = queuedWhy(run.Tenant, p)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", name, after, status, t.Attempt, dur, textfmt.FirstLine(why))
 	}
@@ -737,4 +755,64 @@ func capOf(run store.Run) string {
 		return ""
 	}
 	return fmt.Sprintf(" (key %q)", run.ConcurrencyKey)
+}
+
+// queueJSON is where a queued task stands, in -json output.
+type queueJSON struct {
+	// Ahead and TenantAhead count the tasks the fair queue hands out
+	// before it, of every tenant and of its own (up to
+	// store.MaxQueueAhead); zero when RateLimited is set.
+	Ahead       int `json:"ahead"`
+	TenantAhead int `json:"tenant_ahead"`
+	// RateLimited says which rate limit's tokens it waits for before it
+	// enters the fair queue.
+	RateLimited string `json:"rate_limited,omitempty"`
+}
+
+// queuePlaces returns, for an unfinished run, where its queued tasks that
+// a live worker serves stand (the rate limit they wait for, or the fair
+// queue ahead of them), and the signatures of the queued tasks no live
+// worker serves, by task name.
+func (r *runsIO) queuePlaces(run store.Run, tasks []store.Task) (map[string]store.QueuePlace, map[string]string, error) {
+	if run.Status.Terminal() {
+		return nil, nil, nil
+	}
+	us, err := r.st.Unserved(r.ctx, run.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	unserved := map[string]string{}
+	for _, u := range us {
+		unserved[u.Step] = u.Signature
+	}
+	var queued []string
+	for _, t := range tasks {
+		if _, no := unserved[t.Name]; t.Status == store.TaskQueued && !no {
+			queued = append(queued, t.Name)
+		}
+	}
+	if len(queued) == 0 {
+		return nil, unserved, nil
+	}
+	places, err := r.st.QueuePlaces(r.ctx, run.ID, queued)
+	if err != nil {
+		return nil, nil, err
+	}
+	return places, unserved, nil
+}
+
+// queuedWhy says why a queued task is not running: the rate limit whose
+// tokens it waits for, or what the fair queue hands out before it.
+func queuedWhy(tenant string, p store.QueuePlace) string {
+	switch {
+	case p.RateLimited != "":
+		return "waiting for " + p.RateLimited
+	case p.Ahead == 0:
+		return "queued: next in the fair queue"
+	}
+	more := ""
+	if p.Ahead >= store.MaxQueueAhead {
+		more = "at least "
+	}
+	return fmt.Sprintf("queued: %s%s ahead in the fair queue (%d of tenant %s)", more, textfmt.Count(p.Ahead, "task"), p.TenantAhead, tenant)
 }
