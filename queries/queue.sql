@@ -74,14 +74,17 @@ given AS (
 ),
 input AS (
     SELECT x.run_id, x.task, x.signature, x.tenant, x.ord,
-           coalesce(t.priority, 0)::smallint AS priority, t.rate_limit, t.rate_key,
+           -- A mapped step's task takes no token: its elements do (they
+           -- have its limit).
+           coalesce(t.priority, 0)::smallint AS priority,
+           CASE WHEN t.kind <> 'map' THEN t.rate_limit END AS rate_limit, t.rate_key,
            coalesce(t.rate_units, 1)::integer AS rate_units
     FROM given AS x
     -- One lookup a task, and only for a flagged task or once the schema
     -- has priorities or rate limits: LIMIT 1 keeps it a lookup (as EXISTS,
     -- the planner hashed the whole tasks table instead).
     LEFT JOIN LATERAL (
-        SELECT t.status, t.priority, t.rate_limit, t.rate_key, t.rate_units
+        SELECT t.status, t.kind, t.priority, t.rate_limit, t.rate_key, t.rate_units
         FROM dagen_tasks t
         WHERE (x.if_queued OR (SELECT f.rate_limits OR f.priorities FROM dagen_flow_flags f))
           AND t.run_id = x.run_id AND t.name = x.task

@@ -238,7 +238,7 @@ RETURNING t.run_id, t.name, t.status, t.signature,
           (cardinality(t.parents) = d.n)::boolean AS parents_here,
           t.ctid::tid AS row_ctid,
           -- A rate-limited child waits for tokens: never continued.
-          (t.rate_limit IS NOT NULL)::boolean AS rated;
+          (t.rate_limit IS NOT NULL AND t.kind <> 'map')::boolean AS rated;
 
 -- name: QueueOnFailure :many
 -- Marks the pending onfailure tasks of failed runs QUEUED.

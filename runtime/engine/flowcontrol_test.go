@@ -355,3 +355,35 @@ func TestTenantWeightsShareWorkers(t *testing.T) {
 		require.InDelta(t, 3, ratio, 0.3, "heavy:%s is %.2f, want 3 within 10%%", light, ratio)
 	}
 }
+
+// TestRateLimitOfAMappedStep: the elements of a mapped step take its
+// limit's tokens, one each; the mapped step itself takes none.
+func TestRateLimitOfAMappedStep(t *testing.T) {
+	eachStore(t, func(t *testing.T, open func() store.Store) {
+		def := &engine.Definition{
+			Name:       "mapped",
+			RateLimits: []engine.RateLimit{{Name: "api", Rate: 1000, Burst: 2}},
+			Steps: []engine.Step{
+				{Name: "list", OutputType: "[]int", Run: func(context.Context, engine.StepInput) ([]byte, error) {
+					return engine.Encode([]int{1, 2, 3, 4, 5})
+				}},
+				{Name: "each", Parents: req("list"), Each: "list", OutputType: "int", RateLimit: &engine.StepRateLimit{Name: "api"},
+					Run: func(_ context.Context, si engine.StepInput) ([]byte, error) {
+						v, err := engine.ParentOutput[int](si, "list")
+						if err != nil {
+							return nil, err
+						}
+						return engine.Encode(v * 10)
+					}},
+			},
+		}
+		e := worker(t, open(), "w", def)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		res, err := e.Run(ctx, "mapped", "A", 1)
+		require.NoError(t, err)
+		var out []int
+		require.NoError(t, json.Unmarshal(res.Tasks["each"].Output, &out))
+		require.Equal(t, []int{10, 20, 30, 40, 50}, out)
+	})
+}

@@ -38,10 +38,13 @@ type waitEntry struct {
 func (e waitEntry) live() bool { return e.run.tasks[e.task].Status == store.TaskQueued }
 
 // rateOf returns the bucket task ti takes tokens from, its units, and
-// whether it is rate-limited at all: an element takes its mapped task's.
+// whether it is rate-limited at all: an element takes its mapped task's,
+// and the mapped task itself none.
 func (r *run) rateOf(ti int) (bucketKey, int, bool) {
 	if el := r.element(ti); el != nil {
 		ti = el.mapTi
+	} else if r.spec(ti).Kind == store.KindMap {
+		return bucketKey{}, 0, false // its elements take the tokens
 	}
 	nt := r.spec(ti)
 	if nt.RateLimit == "" {

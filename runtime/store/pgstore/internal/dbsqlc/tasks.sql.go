@@ -103,7 +103,7 @@ RETURNING t.run_id, t.name, t.status, t.signature,
           (cardinality(t.parents) = d.n)::boolean AS parents_here,
           t.ctid::tid AS row_ctid,
           -- A rate-limited child waits for tokens: never continued.
-          (t.rate_limit IS NOT NULL)::boolean AS rated
+          (t.rate_limit IS NOT NULL AND t.kind <> 'map')::boolean AS rated
 `
 
 type DecrementChildrenParams struct {
