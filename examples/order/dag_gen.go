@@ -95,6 +95,9 @@ func OrderDefinition() *engine.Definition {
 			}
 			return input.ID, nil
 		},
+		RateLimits: []engine.RateLimit{
+			{Name: "payments", Rate: 100.0, Burst: 10},
+		},
 	}
 	def.Steps = append(def.Steps, _dagenOrder_Validate(fns))
 	def.Steps = append(def.Steps, _dagenOrder_Charge(fns))
@@ -145,6 +148,16 @@ func _dagenOrder_Charge(fns *_dagenOrderFuncs) engine.Step {
 			MaxRetries: 3,
 		},
 		Timeout: 30 * time.Second,
+		RateLimit: &engine.StepRateLimit{
+			Name: "payments",
+			Key: func(in []byte) (string, error) {
+				input, err := engine.Input[Order](engine.StepInput{Input: in})
+				if err != nil {
+					return "", err
+				}
+				return input.Card, nil
+			},
+		},
 		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
 			input, err := engine.Input[Order](in)
 			if err != nil {

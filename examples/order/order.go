@@ -66,10 +66,18 @@ func Validate(ctx context.Context, o Order) (Validation, error) {
 	return Validation{OK: true}, nil
 }
 
-// Charge charges the card of a valid order. The engine retries it up to
-// three times, one second apart and doubling.
+// PaymentProvider is the rate limit of the payment provider's API, which
+// takes at most 100 calls a second per card (a bucket per Card, shared by
+// every worker).
 //
-//dag:step after=Validate skip=invalid retry=3 backoff=1s timeout=30s
+//dag:ratelimit rate=100/s burst=10
+const PaymentProvider = "payments"
+
+// Charge charges the card of a valid order. The engine retries it up to
+// three times, one second apart and doubling; each attempt takes a token
+// of the payment provider's limit for the order's card.
+//
+//dag:step after=Validate skip=invalid retry=3 backoff=1s timeout=30s ratelimit=payments per=Card
 func Charge(ctx context.Context, o Order, v Validation) (Receipt, error) {
 	return Receipt{ChargeID: "ch-" + o.ID, Amount: o.Amount}, nil
 }

@@ -109,6 +109,9 @@ func (w *Worker) poller() {
 			idle = w.cfg.PollInterval
 		case <-w.notify:
 			idle = w.cfg.PollInterval
+			// It may be for a task parked for a rate limit's tokens: its
+			// bucket is due at once among the timers.
+			lastTimers = time.Time{}
 		case <-t.C:
 		}
 		t.Stop()
