@@ -50,10 +50,18 @@ func resetSchema(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 
 // truncate empties the run tables between workloads, so each starts on
 // empty tables as River's benchmark does, and counts only its own runs.
+// It also forgets the flow control a workload set (rate limits, tenant
+// weights, the schema's flags): the workloads without it claim as a
+// schema that never had it does.
 func (b *bench) truncate(ctx context.Context) error {
-	const sql = "TRUNCATE dagen_runs, dagen_tasks, dagen_events, dagen_ready, dagen_timers, dagen_workers"
+	const sql = "TRUNCATE dagen_runs, dagen_tasks, dagen_events, dagen_ready, dagen_timers, dagen_workers, " +
+		"dagen_rate_limits, dagen_rate_buckets, dagen_rate_waiting, dagen_rate_wakes"
 	if _, err := b.pool.Exec(ctx, sql); err != nil {
 		return fmt.Errorf("empty the run tables: %w", err)
+	}
+	const flow = "UPDATE dagen_flow_flags SET rate_limits = false, priorities = false; UPDATE dagen_tenant_groups SET weight = 1, block_fill = 0 WHERE weight <> 1"
+	if _, err := b.pool.Exec(ctx, flow); err != nil {
+		return fmt.Errorf("forget the flow control: %w", err)
 	}
 	return nil
 }

@@ -6,6 +6,12 @@
 //   - single_capped: 20,000 runs of single_step's with concurrency=1 per=
 //     over 1,000 keys (19,000 runs wait QUEUED, each admitted when the run
 //     before it of its key completes): steps/s, against single_step's;
+//   - single_limited: single_step's runs, whose step takes a token of a
+//     rate limit that never binds (100 keys): steps/s, against
+//     single_step's;
+//   - single_flow: single_step's runs with priorities 0 to 9 over four
+//     tenants of weights 1 to 4: steps/s and CPU per step, against
+//     single_step's (the claim with priorities and weights);
 //   - chain10: 20,000 runs of ten chained no-op steps: steps/s, CPU per
 //     step and run latency (finished_at − created_at) p50/p99;
 //   - chain20, chain10_child (only when named): 10,000 runs of twenty
@@ -59,7 +65,7 @@ import (
 const defaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
 
 // allWorkloads lists the workloads in the order they run.
-var allWorkloads = []string{"single_step", "single_capped", "chain10", "fan50", "map100k", "map1k", "trigger", "trigger_key", "fairness", "low_load", "payload", "soak", "chain20", "chain10_child"}
+var allWorkloads = []string{"single_step", "single_capped", "single_limited", "single_flow", "chain10", "fan50", "map100k", "map1k", "trigger", "trigger_key", "fairness", "low_load", "payload", "soak", "chain20", "chain10_child"}
 
 // defaultWorkloads are those run without -workloads: all but the soak,
 // which takes ten minutes, and the child step's pair (chain20,

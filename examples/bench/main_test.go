@@ -57,8 +57,8 @@ func TestWorkloads(t *testing.T) {
 	}
 	// The soak's runs follow its rate, measured: it has its own checks.
 	sk := results["soak"]
-	wantRuns := map[string]int{"single_step": 2500, "single_capped": 200, "chain10": 200, "fan50": 40, "map100k": 1, "map1k": 1, "trigger": 200, "trigger_key": 200, "fairness": fairWarmRuns + 1 + 1 + 200, "low_load": 2 * 10, "payload": 1, "soak": sk.Runs, "chain20": 100, "chain10_child": 100}
-	wantSteps := map[string]int{"single_step": 2500, "single_capped": 200, "chain10": 2000, "fan50": 2080, "map100k": 1002, "map1k": 1002, "trigger": 200, "trigger_key": 200, "low_load": 40, "payload": blobSteps, "soak": sk.Runs * chainSteps, "chain20": 2000, "chain10_child": 2000}
+	wantRuns := map[string]int{"single_step": 2500, "single_capped": 200, "single_limited": 2500, "single_flow": 2500, "chain10": 200, "fan50": 40, "map100k": 1, "map1k": 1, "trigger": 200, "trigger_key": 200, "fairness": fairWarmRuns + 1 + 1 + 200, "low_load": 2 * 10, "payload": 1, "soak": sk.Runs, "chain20": 100, "chain10_child": 100}
+	wantSteps := map[string]int{"single_step": 2500, "single_capped": 200, "single_limited": 2500, "single_flow": 2500, "chain10": 2000, "fan50": 2080, "map100k": 1002, "map1k": 1002, "trigger": 200, "trigger_key": 200, "low_load": 40, "payload": blobSteps, "soak": sk.Runs * chainSteps, "chain20": 2000, "chain10_child": 2000}
 	for _, w := range allWorkloads {
 		r := results[w]
 		if r.Peer != "dagen" || r.Runs != wantRuns[w] || r.Completed != r.Runs {
@@ -74,7 +74,7 @@ func TestWorkloads(t *testing.T) {
 			t.Errorf("%s: config not reported: %+v", w, r)
 		}
 	}
-	for _, w := range []string{"single_step", "single_capped", "chain10", "fan50", "map100k", "map1k", "trigger", "trigger_key", "soak"} {
+	for _, w := range []string{"single_step", "single_capped", "single_limited", "single_flow", "chain10", "fan50", "map100k", "map1k", "trigger", "trigger_key", "soak"} {
 		if r := results[w]; r.StepsPerSec <= 0 || r.CPUUsPerStep <= 0 {
 			t.Errorf("%s: steps/s %v, CPU per step %v µs: want both > 0", w, r.StepsPerSec, r.CPUUsPerStep)
 		}

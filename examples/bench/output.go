@@ -33,6 +33,10 @@ func printTable(out io.Writer, results []Result) {
 			fmt.Fprintf(out, "%s: %d runs started by one Trigger call each from %d goroutines (steps/s is runs/s; the runs are not executed)%s\n", r.Workload, r.Runs, triggerCallers, map[bool]string{true: ", each with a new idempotency key", false: ""}[r.Workload == "trigger_key"])
 		case "single_capped":
 			fmt.Fprintf(out, "single_capped: concurrency=1 per key over %d keys, all runs triggered up front%s\n", r.Keys, cappedVerdict(r, results))
+		case "single_limited":
+			fmt.Fprintf(out, "single_limited: single_step's runs, each step taking a token of a limit that never binds (100 keys)%s\n", ofSingle(r, results, limitedMinOfSingle))
+		case "single_flow":
+			fmt.Fprintf(out, "single_flow: single_step's runs with priorities 0-9 over four tenants of weights 1-4%s\n", ofSingle(r, results, 0))
 		case "payload":
 			fmt.Fprintf(out, "payload: one run of 7 steps, each reading its %d MiB input: peak RSS %.1f MB, %.1f MB allocated in all\n", payloadBytes>>20, r.RSSMB, r.AllocMB)
 		case "chain10":
@@ -146,6 +150,32 @@ func cappedVerdict(r Result, results []Result) string {
 			return fmt.Sprintf("; draining, steps/s %.2f of single_step's; triggers and drain together (%.2fs + %.2fs against %.2fs + %.2fs), runs/s %.2f of single_step's (target >= %.1f: %s)",
 				drain, r.TriggerSeconds, r.Seconds, s.TriggerSeconds, s.Seconds, whole, cappedMinOfSingle, verdict)
 		}
+	}
+	return ""
+}
+
+// limitedMinOfSingle is the target of single_limited: steps/s against
+// single_step's in the same run.
+const limitedMinOfSingle = 0.9
+
+// ofSingle compares a variant of single_step with single_step in the same
+// results, when it ran: steps/s and CPU per step, against a target of
+// steps/s when min is above zero.
+func ofSingle(r Result, results []Result, min float64) string {
+	for _, s := range results {
+		if s.Workload != "single_step" || s.StepsPerSec <= 0 || s.CPUUsPerStep <= 0 {
+			continue
+		}
+		ratio := r.StepsPerSec / s.StepsPerSec
+		out := fmt.Sprintf("; steps/s %.2f of single_step's, CPU per step %.2f of its", ratio, r.CPUUsPerStep/s.CPUUsPerStep)
+		if min > 0 {
+			verdict := "meets"
+			if ratio < min {
+				verdict = "BELOW"
+			}
+			out += fmt.Sprintf(" (target >= %.1f: %s)", min, verdict)
+		}
+		return out
 	}
 	return ""
 }

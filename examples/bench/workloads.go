@@ -74,9 +74,10 @@ const (
 
 // Stored workflow names, as generated.
 var (
-	singleName = flows.SingleDefinition().Name
-	cappedName = flows.CappedDefinition().Name
-	chainName  = flows.ChainDefinition().Name
+	singleName  = flows.SingleDefinition().Name
+	cappedName  = flows.CappedDefinition().Name
+	limitedName = flows.LimitedDefinition().Name
+	chainName   = flows.ChainDefinition().Name
 	// chain20 and chain10_child: twenty steps a run, in one run, or in a
 	// run of ten and its child run of ten.
 	chain20Name     = flows.Chain20Definition().Name
@@ -223,6 +224,9 @@ type bench struct {
 	mp metric.MeterProvider
 	// tp is the engines' TracerProvider with -traces, nil without.
 	tp trace.TracerProvider
+	// limited is set while single_limited runs: its engines register the
+	// rate-limited workflow.
+	limited bool
 }
 
 // runWorkloads sets the schema up, runs the workloads in order and tears
@@ -302,6 +306,19 @@ func (b *bench) workload(ctx context.Context, name string) (Result, error) {
 		err = b.throughput(ctx, &res, cappedName, runs, 1, func(i int) any {
 			return flows.Capped{Key: fmt.Sprintf("k%d", i%res.Keys), N: i}
 		})
+	case "single_limited":
+		// single_step whose step takes a token of a limit that never
+		// binds, from one of 100 buckets.
+		b.limited = true
+		defer func() { b.limited = false }()
+		err = b.throughput(ctx, &res, limitedName, b.scaled(singleRuns), 1, func(i int) any {
+			return flows.Limited{Key: fmt.Sprintf("k%d", i%100), N: i}
+		})
+	case "single_flow":
+		// single_step with run priorities (0 to 9, in turn) over four
+		// tenants of weights 1 to 4: the fair queue's places go to the
+		// tenants' entries of the highest priority.
+		err = b.throughputFlow(ctx, &res, b.scaled(singleRuns))
 	case "chain10":
 		err = b.throughput(ctx, &res, chainName, b.scaled(chainRuns), chainSteps, func(i int) any { return flows.Chain{N: i} })
 		if err == nil {
@@ -450,6 +467,14 @@ func (b *bench) newWorkerWith(ctx context.Context, tweak func(*engine.Config)) (
 	if _, err = flows.NewBlobWorkflow(e); err != nil {
 		return nil, err
 	}
+	// Only single_limited's engines know the rate-limited workflow: an
+	// engine puts its limits in the store when it starts, and a schema
+	// with a rate limit claims by the flow's statement (see truncate).
+	if b.limited {
+		if _, err = flows.NewLimitedWorkflow(e); err != nil {
+			return nil, err
+		}
+	}
 	return w, nil
 }
 
@@ -489,6 +514,53 @@ func enqueue(ctx context.Context, e *engine.Engine, workflow, tenant string, n i
 		}
 	}
 	return nil
+}
+
+// throughputFlow is single_step's throughput with run priorities and
+// tenant weights: four tenants of weights 1 to 4, each run's priority its
+// number modulo 10.
+func (b *bench) throughputFlow(ctx context.Context, res *Result, runs int) (err error) {
+	w, err := b.newWorker(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, w.stop(ctx)) }()
+	tenants := []string{"flow-1", "flow-2", "flow-3", "flow-4"}
+	for i, tenant := range tenants {
+		if err := w.e.SetTenantWeight(ctx, tenant, i+1); err != nil {
+			return err
+		}
+	}
+	t0 := time.Now()
+	reqs := make([]engine.TriggerRequest, 0, triggerChunk)
+	for i := 0; i < runs; i += triggerChunk {
+		reqs = reqs[:0]
+		for j := i; j < min(runs, i+triggerChunk); j++ {
+			reqs = append(reqs, engine.TriggerRequest{Workflow: singleName, Tenant: tenants[j%len(tenants)], Input: flows.Single{N: j}, Priority: j % 10})
+		}
+		if _, err := w.e.TriggerMany(ctx, reqs); err != nil {
+			return fmt.Errorf("enqueue %d %s runs: %w", runs, singleName, err)
+		}
+	}
+	res.TriggerSeconds = figures.Round(time.Since(t0).Seconds(), 3)
+	runtime.GC()
+	debug.FreeOSMemory()
+	procstat.ResetPeakRSS()
+	win := b.startWindow(ctx)
+	start := time.Now()
+	if err := w.start(ctx); err != nil {
+		return err
+	}
+	end, err := b.waitFinished(ctx, w.probe, int64(runs), runs)
+	win.stop(ctx, res, end.Sub(start))
+	if err != nil {
+		return err
+	}
+	res.Runs = runs
+	res.Steps = runs
+	res.StepsPerSec = figures.Round(float64(res.Steps)/res.Seconds, 0)
+	res.Completed, err = b.checkCompleted(ctx, runs)
+	return err
 }
 
 // throughput enqueues runs of workflow, then starts an engine and times it

@@ -366,6 +366,191 @@ type CappedResult struct {
 	CappedOnly int
 }
 
+// LimitedFingerprint identifies workflow "Limited" as generated (its steps, edges and types):
+// LimitedDefinition().Fingerprint() returns it, and runs record it.
+const LimitedFingerprint = "f74058c81d20ca11"
+
+// The signatures of the funcs of workflow "Limited" as generated. LimitedDefinition
+// assigns each func to a variable of its type, so a func changed since then
+// fails the build there, with an error that names the type: run go generate.
+type (
+	_dagenSignature_LimitedOnly_changed_run_go_generate func(context.Context, Limited) (int, error)
+)
+
+// _dagenLimitedFuncs holds the funcs of workflow "Limited" with the signatures they
+// were generated for. LimitedDefinition fills it from its guards; the step
+// funcs below call the funcs through it.
+type _dagenLimitedFuncs struct {
+	LimitedOnlyFn _dagenSignature_LimitedOnly_changed_run_go_generate
+}
+
+// LimitedDefinition returns the engine definition of workflow "Limited".
+// NewLimitedWorkflow registers it and returns a typed handle.
+func LimitedDefinition() *engine.Definition {
+	// Compile-time guards: each func with the signature it was generated for.
+	// If one of these lines does not compile, the func changed: run go generate.
+	var (
+		LimitedOnlyFn _dagenSignature_LimitedOnly_changed_run_go_generate = LimitedOnly
+	)
+	fns := &_dagenLimitedFuncs{
+		LimitedOnlyFn: LimitedOnlyFn,
+	}
+	def := &engine.Definition{
+		Name:      "Limited",
+		InputType: "github.com/dagenhq/dagen/examples/bench/flows.Limited",
+		Steps:     make([]engine.Step, 0, 1),
+		RateLimits: []engine.RateLimit{
+			{Name: "bench", Rate: 1e+07, Burst: 10000000},
+		},
+	}
+	def.Steps = append(def.Steps, _dagenLimited_LimitedOnly(fns))
+	return def
+}
+
+// _dagenLimited_LimitedOnly returns step "LimitedOnly" of workflow "Limited".
+func _dagenLimited_LimitedOnly(fns *_dagenLimitedFuncs) engine.Step {
+	return engine.Step{
+		Name:       "LimitedOnly",
+		OutputType: "int",
+		RateLimit: &engine.StepRateLimit{
+			Name: "bench",
+			Key: func(in []byte) (string, error) {
+				input, err := engine.Input[Limited](engine.StepInput{Input: in})
+				if err != nil {
+					return "", err
+				}
+				return input.Key, nil
+			},
+		},
+		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
+			input, err := engine.Input[Limited](in)
+			if err != nil {
+				return nil, err
+			}
+			out, err := fns.LimitedOnlyFn(ctx, input)
+			if err != nil {
+				return nil, err
+			}
+			return engine.Encode(out)
+		},
+	}
+}
+
+// LimitedWorkflow runs workflow "Limited" on an engine with typed inputs and outputs.
+type LimitedWorkflow struct {
+	engine *engine.Engine
+}
+
+// NewLimitedWorkflow registers workflow "Limited" with e and returns its typed handle.
+// Registering the same workflow twice on one engine is an error.
+func NewLimitedWorkflow(e *engine.Engine) (*LimitedWorkflow, error) {
+	if err := e.Register(LimitedDefinition()); err != nil {
+		return nil, fmt.Errorf("register workflow Limited: %w", err)
+	}
+	return &LimitedWorkflow{engine: e}, nil
+}
+
+// Run starts a run of "Limited" for tenant, as Start does with opts, and waits
+// until it finishes: for a duplicate, until the run found by its key finishes.
+func (w *LimitedWorkflow) Run(ctx context.Context, tenant string, input Limited, opts ...engine.TriggerOption) (LimitedResult, error) {
+	run, err := w.Start(ctx, tenant, input, opts...)
+	if err != nil {
+		return LimitedResult{}, err
+	}
+	return run.Wait(ctx)
+}
+
+// Start starts a run of "Limited" for tenant and returns at once. With
+// engine.WithKey(k) in opts, a run of the same tenant with key k that is still
+// retained is returned instead of a new one; Duplicate tells.
+func (w *LimitedWorkflow) Start(ctx context.Context, tenant string, input Limited, opts ...engine.TriggerOption) (*LimitedRun, error) {
+	triggered, err := w.engine.TriggerRun(ctx, "Limited", tenant, input, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &LimitedRun{
+		engine:    w.engine,
+		id:        triggered.ID,
+		duplicate: triggered.Duplicate,
+	}, nil
+}
+
+// StartTx is Start in tx, a transaction the caller began on the store's
+// database and commits or rolls back: the run, its tasks and its key exist if
+// and only if tx commits, and its first steps start after the commit, not
+// before. Until it ends, tx holds the locks the trigger takes: the tenant's row
+// of the fair queue, the key's row when the run has a key: keep it short. An
+// error leaves tx usable, without the run. See engine.Engine.TriggerTx.
+func (w *LimitedWorkflow) StartTx(ctx context.Context, tx pgx.Tx, tenant string, input Limited, opts ...engine.TriggerOption) (*LimitedRun, error) {
+	triggered, err := w.engine.TriggerRunTx(ctx, tx, "Limited", tenant, input, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &LimitedRun{
+		engine:    w.engine,
+		id:        triggered.ID,
+		duplicate: triggered.Duplicate,
+	}, nil
+}
+
+// Get returns the typed handle of the run of "Limited" with id, like the one Start
+// returns, so a run whose id was kept can be waited on. Get does not check that
+// the run exists: Wait reports an unknown id with an error that wraps
+// store.ErrRunNotFound. The handle's Duplicate reports false.
+func (w *LimitedWorkflow) Get(id dag.RunID) *LimitedRun {
+	return &LimitedRun{
+		engine: w.engine,
+		id:     id,
+	}
+}
+
+// CreateSchedule creates a schedule of "Limited" that starts a run with input
+// at each slot of spec.Cron, for spec.Tenant, or replaces the schedule of that
+// tenant with spec.Name; it sets spec.Input to input. See
+// engine.Engine.CreateSchedule.
+func (w *LimitedWorkflow) CreateSchedule(ctx context.Context, spec engine.ScheduleSpec, input Limited) error {
+	spec.Input = input
+	return w.engine.CreateSchedule(ctx, "Limited", spec)
+}
+
+// LimitedRun is one run of workflow "Limited".
+type LimitedRun struct {
+	engine    *engine.Engine
+	id        dag.RunID
+	duplicate bool
+}
+
+// ID returns the run's id.
+func (r *LimitedRun) ID() dag.RunID {
+	return r.id
+}
+
+// Duplicate reports whether Start found this run by its idempotency key (an
+// earlier trigger started it) rather than starting it.
+func (r *LimitedRun) Duplicate() bool {
+	return r.duplicate
+}
+
+// Wait blocks until the run finishes and returns the outputs of its steps.
+// When the run failed or was cancelled, the error is the engine's *engine.RunError.
+func (r *LimitedRun) Wait(ctx context.Context) (LimitedResult, error) {
+	res, err := r.engine.Wait(ctx, r.id)
+	if err != nil {
+		return LimitedResult{}, err
+	}
+	var out LimitedResult
+	if out.LimitedOnly, err = engine.Output[int](res, "LimitedOnly"); err != nil {
+		return LimitedResult{}, err
+	}
+	return out, nil
+}
+
+// LimitedResult holds the outputs of a finished run of workflow "Limited": one field
+// per step that returns a value, a dag.Maybe when the step can be skipped.
+type LimitedResult struct {
+	LimitedOnly int
+}
+
 // PairFingerprint identifies workflow "Pair" as generated (its steps, edges and types):
 // PairDefinition().Fingerprint() returns it, and runs record it.
 const PairFingerprint = "d49ee624ecde0855"

@@ -82,6 +82,29 @@ func CappedOnly(ctx context.Context, c Capped) (int, error) {
 	return c.N, nil
 }
 
+// BenchLimit is a rate limit that never binds: single_limited measures
+// what taking its tokens costs.
+//
+//dag:ratelimit rate=10000000/s burst=10000000
+const BenchLimit = "bench"
+
+// Limited is the input of the Limited workflow: Single's one no-op step,
+// which takes a token of BenchLimit's bucket for Key.
+//
+//dag:workflow
+type Limited struct {
+	Key string
+	N   int
+}
+
+// LimitedOnly is the one step of the Limited workflow.
+//
+//dag:step ratelimit=bench per=Key
+func LimitedOnly(ctx context.Context, l Limited) (int, error) {
+	finished(ctx)
+	return l.N, nil
+}
+
 // Pair is the input of the Pair workflow: A then B, for step-to-step
 // latency.
 //
