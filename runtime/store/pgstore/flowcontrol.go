@@ -74,12 +74,12 @@ const maxAdmit = 1000
 // at the bucket then.
 const rateWakeLease = time.Second
 
-// admitRated lets waiting tasks of due buckets into the fair queue, as many as
-// each bucket has tokens for beyond those its entries there hold, in one
-// transaction: the buckets are locked in key order (SKIP LOCKED: another
-// admission is at it), the tasks go in through Enqueue (which locks their
-// tenants' rows), and the buckets' next looks are set last. It returns how
-// many tasks went in.
+// admitRated lets waiting tasks of due buckets into the fair queue, as
+// many as each bucket has tokens for beyond those its entries there hold.
+// It takes the buckets' looks first (TakeRateWakes), then, in one
+// transaction, locks the buckets in key order, lets the tasks in through
+// Enqueue (which locks their tenants' rows) and sets the buckets' next
+// looks last. It returns how many tasks went in.
 func (s *Store) admitRated(ctx context.Context, due []bucketKey) (int, error) {
 	slices.SortFunc(due, func(a, b bucketKey) int {
 		if a.limit != b.limit {
@@ -158,7 +158,10 @@ func (s *Store) admitRated(ctx context.Context, due []bucketKey) (int, error) {
 			wakes.Limits = append(wakes.Limits, b.RateLimit)
 			wakes.Keys = append(wakes.Keys, b.RateKey)
 			var wake pgtype.Timestamptz
-			if i < len(waiting) {
+			switch {
+			case i == len(waiting) && len(waiting) == maxAdmit:
+				wake = tstz(timeOf(b.Now)) // more may wait past those read: due again at once
+			case i < len(waiting):
 				// The tokens missing for the next one come at the rate:
 				// claims give back none (they take the tokens of entries
 				// the held count had), so the wait is exact.
@@ -181,7 +184,10 @@ func (s *Store) admitRated(ctx context.Context, due []bucketKey) (int, error) {
 		}
 		return nil
 	})
-	if errors.Is(err, errNothingToDo) { // another admission holds the buckets
+	if errors.Is(err, errNothingToDo) {
+		// No limit of these names is in the store yet (a worker that
+		// declares it puts it there): the looks taken come back when
+		// their lease ends.
 		return 0, nil
 	}
 	if err != nil {
