@@ -31,6 +31,7 @@ var flowControlTests = []struct {
 	{"RateLimitCancelFreesTheWait", testRateLimitCancel},
 	{"RateLimitPriority", testRateLimitPriority},
 	{"RateLimitRetryWaitsAgain", testRateLimitRetry},
+	{"RateLimitLongBacklog", testRateLimitLongBacklog},
 	{"BadRateLimitsAreRefused", testBadRateLimits},
 }
 
@@ -341,4 +342,26 @@ func testBadRateLimits(f *fixture, fc store.FlowControl) {
 	for _, l := range []store.RateLimit{{Name: "x", Rate: 0, Burst: 1}, {Name: "x", Rate: 1, Burst: 0}, {Rate: 1, Burst: 1}} {
 		require.Error(t, fc.PutRateLimits(f.ctx, []store.RateLimit{l}), "%+v", l)
 	}
+}
+
+// testRateLimitLongBacklog: a backlog longer than one admission reads is
+// let in whole, by admissions that follow each other.
+func testRateLimitLongBacklog(f *fixture, fc store.FlowControl) {
+	t := f.t
+	require.NoError(t, fc.PutRateLimits(f.ctx, []store.RateLimit{{Name: "wide", Rate: 1e6, Burst: 1e6}}))
+	const n = 2500
+	runs := make([]store.NewRun, n)
+	for i := range runs {
+		runs[i] = rated("A", "wide", "", 1)
+	}
+	f.create(runs...)
+	claimed := 0
+	for range 20 {
+		f.admit()
+		claimed += len(f.claim(n))
+		if claimed == n {
+			break
+		}
+	}
+	require.Equal(t, n, claimed, "every waiting task was let in")
 }
