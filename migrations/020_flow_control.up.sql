@@ -58,9 +58,9 @@ CREATE TABLE dagen_rate_limits (
 );
 
 -- The buckets. tokens is the count at updated_at; a claim of an entry
--- takes its units, and an admission lets into the ready queue only as many
--- units as the bucket has, less those its entries there hold already, so
--- that no claim finds the bucket short.
+-- takes its units (dagen_rate_spends), and an admission lets into the
+-- ready queue only as many units as the bucket has, less those its entries
+-- there hold already, so that no claim finds the bucket short.
 CREATE TABLE dagen_rate_buckets (
     rate_limit text NOT NULL,
     rate_key   text NOT NULL,
@@ -68,6 +68,19 @@ CREATE TABLE dagen_rate_buckets (
     updated_at timestamptz NOT NULL,
     PRIMARY KEY (rate_limit, rate_key)
 );
+
+-- The tokens claims took, not yet counted in their buckets: a claim
+-- appends a row (it locks nothing, so claims of one bucket do not wait for
+-- each other), and the next admission for the bucket takes the rows and
+-- counts them in, in the order they were taken, as if each claim had
+-- updated the bucket itself.
+CREATE TABLE dagen_rate_spends (
+    rate_limit text NOT NULL,
+    rate_key   text NOT NULL,
+    spent_at   timestamptz NOT NULL,
+    units      integer NOT NULL
+);
+CREATE INDEX dagen_rate_spends_bucket_idx ON dagen_rate_spends (rate_limit, rate_key);
 
 -- Tasks waiting for tokens, outside the fair queue: they hold no place in
 -- it and no worker. Admitted in (priority, seq) order.
@@ -102,3 +115,4 @@ CREATE INDEX dagen_rate_wakes_wake_idx ON dagen_rate_wakes (wake_at);
 ALTER TABLE dagen_rate_waiting SET (autovacuum_vacuum_scale_factor = 0.01, autovacuum_analyze_scale_factor = 0.02);
 ALTER TABLE dagen_rate_wakes SET (autovacuum_vacuum_scale_factor = 0.0, autovacuum_vacuum_threshold = 1000);
 ALTER TABLE dagen_rate_buckets SET (autovacuum_vacuum_scale_factor = 0.0, autovacuum_vacuum_threshold = 1000);
+ALTER TABLE dagen_rate_spends SET (autovacuum_vacuum_scale_factor = 0.01, autovacuum_analyze_scale_factor = 0.02);

@@ -49,32 +49,53 @@ ORDER BY x.rate_limit, x.rate_key
 ON CONFLICT (rate_limit, rate_key) DO NOTHING;
 
 -- name: LockBuckets :many
--- Locks the buckets, in key order (as claims lock them: a claim holds
--- them to its commit, a short wait), and returns each one's tokens now:
--- what it had, plus what it gained since, up to its burst.
-SELECT b.rate_limit, b.rate_key,
-       least(l.burst::float8, b.tokens + l.rate * greatest(extract(epoch FROM c.now - b.updated_at), 0))::float8 AS tokens,
-       l.rate, l.burst, c.now::timestamptz AS now
+-- Locks the buckets, in key order, and returns each one's tokens at its
+-- updated_at, its limit, and the store's now.
+SELECT b.rate_limit, b.rate_key, b.tokens, b.updated_at, l.rate, l.burst,
+       coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now
 FROM dagen_rate_buckets b
 JOIN dagen_rate_limits l ON l.name = b.rate_limit
-CROSS JOIN (SELECT coalesce(sqlc.narg('now')::timestamptz, now()) AS now) AS c
 WHERE (b.rate_limit, b.rate_key) IN (
     SELECT unnest(@limits::text[]), unnest(@keys::text[])
 )
 ORDER BY b.rate_limit, b.rate_key
 FOR UPDATE OF b;
 
--- name: HeldUnits :many
--- The units that the locked buckets' entries in the ready queue hold: an
--- admission lets in at most tokens - held more. A statement of its own,
--- after LockBuckets: its snapshot, taken once the locks are held, sees
--- the entries of the admission that held them before (in LockBuckets'
--- snapshot, taken before its wait, they were not, and the same tokens
--- were let in twice).
-SELECT x.rate_limit::text AS rate_limit, x.rate_key::text AS rate_key,
+-- name: TakeSpends :many
+-- Takes the locked buckets' spends (kind 'spend', oldest first), and the
+-- units their entries in the ready queue hold (kind 'held'), in one
+-- statement: of a claim, both its spend and its entries' removal are seen,
+-- or neither (its entries are then held, their spend to come): counted
+-- apart, a claim that committed between the two would be in neither, and
+-- its tokens let in twice. A statement after LockBuckets: its snapshot,
+-- taken once the locks are held, sees the entries of the admission that
+-- held them before.
+WITH x AS (
+    SELECT unnest(@limits::text[]) AS rate_limit, unnest(@keys::text[]) AS rate_key
+),
+taken AS (
+    DELETE FROM dagen_rate_spends s
+    USING x
+    WHERE s.rate_limit = x.rate_limit AND s.rate_key = x.rate_key
+    RETURNING s.rate_limit, s.rate_key, s.spent_at, s.units
+)
+SELECT 'spend'::text AS kind, t.rate_limit::text AS rate_limit, t.rate_key::text AS rate_key,
+       t.spent_at::timestamptz AS spent_at, t.units::bigint AS units
+FROM taken t
+UNION ALL
+SELECT 'held', x.rate_limit, x.rate_key, NULL,
        coalesce((SELECT sum(q.rate_units) FROM dagen_ready q
-                 WHERE q.rate_limit = x.rate_limit AND q.rate_key = x.rate_key), 0)::bigint AS held
-FROM (SELECT unnest(@limits::text[]) AS rate_limit, unnest(@keys::text[]) AS rate_key) AS x;
+                 WHERE q.rate_limit = x.rate_limit AND q.rate_key = x.rate_key), 0)::bigint
+FROM x
+ORDER BY 1 DESC, 2, 3, 4;
+
+-- name: SetBuckets :exec
+-- Writes the locked buckets' tokens as an admission counted them.
+UPDATE dagen_rate_buckets b
+SET tokens = x.tokens, updated_at = x.updated_at
+FROM (SELECT unnest(@limits::text[]) AS rate_limit, unnest(@keys::text[]) AS rate_key,
+             unnest(@tokens::float8[]) AS tokens, unnest(@updated::timestamptz[]) AS updated_at) AS x
+WHERE b.rate_limit = x.rate_limit AND b.rate_key = x.rate_key;
 
 -- name: WaitingFor :many
 -- The first tasks waiting for a bucket, in admission order: higher
@@ -113,7 +134,9 @@ ON CONFLICT (rate_limit, rate_key) DO UPDATE SET wake_at = excluded.wake_at;
 -- Why the tasks of a run wait for a rate limit: their bucket, its
 -- tokens now, and the units waiting ahead of each (operator views).
 SELECT w.task, w.rate_limit, w.rate_key, w.rate_units,
-       coalesce(least(l.burst::float8, b.tokens + l.rate * greatest(extract(epoch FROM coalesce(sqlc.narg('now')::timestamptz, now()) - b.updated_at), 0)), l.burst)::float8 AS tokens,
+       (coalesce(least(l.burst::float8, b.tokens + l.rate * greatest(extract(epoch FROM coalesce(sqlc.narg('now')::timestamptz, now()) - b.updated_at), 0)), l.burst)
+        - coalesce((SELECT sum(s.units) FROM dagen_rate_spends s
+                    WHERE s.rate_limit = w.rate_limit AND s.rate_key = w.rate_key), 0))::float8 AS tokens,
        l.rate,
        coalesce((SELECT sum(q.rate_units) FROM dagen_ready q
                  WHERE q.rate_limit = w.rate_limit AND q.rate_key = w.rate_key), 0)::bigint AS held,

@@ -124,13 +124,19 @@ func (s *Store) admitRated(ctx context.Context, due []bucketKey) (int, error) {
 		if len(buckets) == 0 {
 			return errNothingToDo
 		}
-		heldRows, err := s.q.HeldUnits(ctx, db, limits, keys)
+		spends, err := s.q.TakeSpends(ctx, db, limits, keys)
 		if err != nil {
-			return fmt.Errorf("read the buckets' queued units: %w", err)
+			return fmt.Errorf("count the buckets' spends in: %w", err)
 		}
-		held := make(map[bucketKey]int64, len(heldRows))
-		for _, h := range heldRows {
-			held[bucketKey{h.RateLimit, h.RateKey}] = h.Held
+		tokens, at, held := countSpends(buckets, spends)
+		var set dbsqlc.SetBucketsParams
+		for _, b := range buckets {
+			k := bucketKey{b.RateLimit, b.RateKey}
+			set.Limits, set.Keys = append(set.Limits, b.RateLimit), append(set.Keys, b.RateKey)
+			set.Tokens, set.Updated = append(set.Tokens, tokens[k]), append(set.Updated, tstz(at[k]))
+		}
+		if err := s.q.SetBuckets(ctx, db, set); err != nil {
+			return fmt.Errorf("write the buckets: %w", err)
 		}
 		ep := dbsqlc.EnqueueParams{Admitted: true}
 		var takeRuns []pgtype.UUID
@@ -141,7 +147,7 @@ func (s *Store) admitRated(ctx context.Context, due []bucketKey) (int, error) {
 			if err != nil {
 				return fmt.Errorf("read the tasks waiting for rate limit %s (key %q): %w", b.RateLimit, b.RateKey, err)
 			}
-			room := b.Tokens - float64(held[bucketKey{b.RateLimit, b.RateKey}])
+			room := tokens[bucketKey{b.RateLimit, b.RateKey}] - float64(held[bucketKey{b.RateLimit, b.RateKey}])
 			i := 0
 			for ; i < len(waiting) && float64(waiting[i].RateUnits) <= room; i++ {
 				w := waiting[i]
@@ -194,6 +200,52 @@ func (s *Store) admitRated(ctx context.Context, due []bucketKey) (int, error) {
 		return 0, err
 	}
 	return admitted, nil
+}
+
+// countSpends counts the spends taken from the locked buckets into their
+// tokens, in the order they were taken, as if each claim had updated its
+// bucket then (gaining what the bucket gained up to it, at most up to its
+// burst), and then up to the buckets' now. It returns each bucket's tokens
+// and their time (now, or a later claim's), and the units its entries in
+// the ready queue hold.
+func countSpends(buckets []dbsqlc.LockBucketsRow, rows []dbsqlc.TakeSpendsRow) (tokens map[bucketKey]float64, at map[bucketKey]time.Time, held map[bucketKey]int64) {
+	type state struct {
+		tokens, rate, burst float64
+		at                  time.Time
+	}
+	states := make(map[bucketKey]*state, len(buckets))
+	for _, b := range buckets {
+		states[bucketKey{b.RateLimit, b.RateKey}] = &state{tokens: b.Tokens, rate: b.Rate, burst: float64(b.Burst), at: timeOf(b.UpdatedAt)}
+	}
+	gain := func(st *state, to time.Time) {
+		if to.After(st.at) {
+			st.tokens = min(st.burst, st.tokens+st.rate*to.Sub(st.at).Seconds())
+			st.at = to
+		}
+	}
+	held = make(map[bucketKey]int64, len(buckets))
+	for _, r := range rows { // spends oldest first
+		k := bucketKey{r.RateLimit, r.RateKey}
+		st := states[k]
+		switch {
+		case st == nil:
+		case r.Kind == "held":
+			held[k] = r.Units
+		default:
+			gain(st, timeOf(r.SpentAt))
+			st.tokens -= float64(r.Units)
+		}
+	}
+	tokens, at = make(map[bucketKey]float64, len(buckets)), make(map[bucketKey]time.Time, len(buckets))
+	for _, b := range buckets {
+		k := bucketKey{b.RateLimit, b.RateKey}
+		gain(states[k], timeOf(b.Now))
+		// A claim that began after the admission may have taken its
+		// tokens later than the admission's now: the bucket's time is the
+		// later of the two, so that no interval is gained twice.
+		tokens[k], at[k] = states[k].tokens, states[k].at
+	}
+	return tokens, at, held
 }
 
 // rateWaits reads why the tasks of run id wait for a rate limit, by task:

@@ -75,6 +75,13 @@ type DagenRateLimit struct {
 	Burst int32
 }
 
+type DagenRateSpend struct {
+	RateLimit string
+	RateKey   string
+	SpentAt   pgtype.Timestamptz
+	Units     int32
+}
+
 type DagenRateWaiting struct {
 	RateLimit  string
 	RateKey    string

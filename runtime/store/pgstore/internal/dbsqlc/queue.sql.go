@@ -331,34 +331,16 @@ deleted AS (
     ))
     RETURNING q.id, q.run_id, q.task, q.rate_limit, q.rate_key, q.rate_units
 ),
-spends AS (
-    SELECT d.rate_limit, d.rate_key, sum(d.rate_units) AS units
-    FROM deleted d WHERE d.rate_limit IS NOT NULL
-    GROUP BY d.rate_limit, d.rate_key
-),
-buckets AS MATERIALIZED (
-    -- Their buckets, locked in key order, as admissions lock them.
-    SELECT b.rate_limit, b.rate_key
-    FROM dagen_rate_buckets b
-    WHERE (b.rate_limit, b.rate_key) IN (SELECT s.rate_limit, s.rate_key FROM spends s)
-    ORDER BY b.rate_limit, b.rate_key
-    FOR UPDATE
-),
 spent AS (
-    -- The tokens of the rate-limited entries claimed, taken from their
-    -- buckets (an admission let them in only with tokens to spare), after
-    -- the bucket gained what it gained since it last changed.
-    UPDATE dagen_rate_buckets b
-    SET tokens = least(l.burst::float8, b.tokens + l.rate * greatest(extract(epoch FROM clock.now - b.updated_at), 0)) - s.units,
-        -- A claim whose clock is behind the bucket's (it began before the
-        -- claim that wrote it last) gains nothing, and moves no clock back:
-        -- the time since would be counted twice.
-        updated_at = greatest(b.updated_at, clock.now)
-    FROM buckets k
-    JOIN spends s ON s.rate_limit = k.rate_limit AND s.rate_key = k.rate_key
-    JOIN dagen_rate_limits l ON l.name = s.rate_limit
-    CROSS JOIN clock
-    WHERE b.rate_limit = k.rate_limit AND b.rate_key = k.rate_key
+    -- The tokens of the rate-limited entries claimed (an admission let
+    -- them in only with tokens to spare): a row a bucket, counted into it
+    -- by its next admission. Appended, so claims of one bucket lock
+    -- nothing of it.
+    INSERT INTO dagen_rate_spends (rate_limit, rate_key, spent_at, units)
+    SELECT d.rate_limit, d.rate_key, clock.now, sum(d.rate_units)
+    FROM deleted d, clock
+    WHERE d.rate_limit IS NOT NULL
+    GROUP BY d.rate_limit, d.rate_key, clock.now
 ),
 claimed AS (
     -- The STARTED event is kept in the task's row (see dagen_tasks).

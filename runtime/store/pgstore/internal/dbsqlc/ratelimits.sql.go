@@ -32,45 +32,6 @@ func (q *Queries) EnsureBuckets(ctx context.Context, db DBTX, arg EnsureBucketsP
 	return err
 }
 
-const heldUnits = `-- name: HeldUnits :many
-SELECT x.rate_limit::text AS rate_limit, x.rate_key::text AS rate_key,
-       coalesce((SELECT sum(q.rate_units) FROM dagen_ready q
-                 WHERE q.rate_limit = x.rate_limit AND q.rate_key = x.rate_key), 0)::bigint AS held
-FROM (SELECT unnest($1::text[]) AS rate_limit, unnest($2::text[]) AS rate_key) AS x
-`
-
-type HeldUnitsRow struct {
-	RateLimit string
-	RateKey   string
-	Held      int64
-}
-
-// The units that the locked buckets' entries in the ready queue hold: an
-// admission lets in at most tokens - held more. A statement of its own,
-// after LockBuckets: its snapshot, taken once the locks are held, sees
-// the entries of the admission that held them before (in LockBuckets'
-// snapshot, taken before its wait, they were not, and the same tokens
-// were let in twice).
-func (q *Queries) HeldUnits(ctx context.Context, db DBTX, limits []string, keys []string) ([]HeldUnitsRow, error) {
-	rows, err := db.Query(ctx, heldUnits, limits, keys)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []HeldUnitsRow
-	for rows.Next() {
-		var i HeldUnitsRow
-		if err := rows.Scan(&i.RateLimit, &i.RateKey, &i.Held); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const listRateLimits = `-- name: ListRateLimits :many
 SELECT name, rate, burst FROM dagen_rate_limits ORDER BY name
 `
@@ -96,12 +57,10 @@ func (q *Queries) ListRateLimits(ctx context.Context, db DBTX) ([]DagenRateLimit
 }
 
 const lockBuckets = `-- name: LockBuckets :many
-SELECT b.rate_limit, b.rate_key,
-       least(l.burst::float8, b.tokens + l.rate * greatest(extract(epoch FROM c.now - b.updated_at), 0))::float8 AS tokens,
-       l.rate, l.burst, c.now::timestamptz AS now
+SELECT b.rate_limit, b.rate_key, b.tokens, b.updated_at, l.rate, l.burst,
+       coalesce($1::timestamptz, now())::timestamptz AS now
 FROM dagen_rate_buckets b
 JOIN dagen_rate_limits l ON l.name = b.rate_limit
-CROSS JOIN (SELECT coalesce($1::timestamptz, now()) AS now) AS c
 WHERE (b.rate_limit, b.rate_key) IN (
     SELECT unnest($2::text[]), unnest($3::text[])
 )
@@ -119,14 +78,14 @@ type LockBucketsRow struct {
 	RateLimit string
 	RateKey   string
 	Tokens    float64
+	UpdatedAt pgtype.Timestamptz
 	Rate      float64
 	Burst     int32
 	Now       pgtype.Timestamptz
 }
 
-// Locks the buckets, in key order (as claims lock them: a claim holds
-// them to its commit, a short wait), and returns each one's tokens now:
-// what it had, plus what it gained since, up to its burst.
+// Locks the buckets, in key order, and returns each one's tokens at its
+// updated_at, its limit, and the store's now.
 func (q *Queries) LockBuckets(ctx context.Context, db DBTX, arg LockBucketsParams) ([]LockBucketsRow, error) {
 	rows, err := db.Query(ctx, lockBuckets, arg.Now, arg.Limits, arg.Keys)
 	if err != nil {
@@ -140,6 +99,7 @@ func (q *Queries) LockBuckets(ctx context.Context, db DBTX, arg LockBucketsParam
 			&i.RateLimit,
 			&i.RateKey,
 			&i.Tokens,
+			&i.UpdatedAt,
 			&i.Rate,
 			&i.Burst,
 			&i.Now,
@@ -194,7 +154,9 @@ func (q *Queries) PutRateLimits(ctx context.Context, db DBTX, arg PutRateLimitsP
 
 const rateWaits = `-- name: RateWaits :many
 SELECT w.task, w.rate_limit, w.rate_key, w.rate_units,
-       coalesce(least(l.burst::float8, b.tokens + l.rate * greatest(extract(epoch FROM coalesce($1::timestamptz, now()) - b.updated_at), 0)), l.burst)::float8 AS tokens,
+       (coalesce(least(l.burst::float8, b.tokens + l.rate * greatest(extract(epoch FROM coalesce($1::timestamptz, now()) - b.updated_at), 0)), l.burst)
+        - coalesce((SELECT sum(s.units) FROM dagen_rate_spends s
+                    WHERE s.rate_limit = w.rate_limit AND s.rate_key = w.rate_key), 0))::float8 AS tokens,
        l.rate,
        coalesce((SELECT sum(q.rate_units) FROM dagen_ready q
                  WHERE q.rate_limit = w.rate_limit AND q.rate_key = w.rate_key), 0)::bigint AS held,
@@ -260,6 +222,32 @@ func (q *Queries) ReadFlowFlags(ctx context.Context, db DBTX) (bool, error) {
 	var flow bool
 	err := row.Scan(&flow)
 	return flow, err
+}
+
+const setBuckets = `-- name: SetBuckets :exec
+UPDATE dagen_rate_buckets b
+SET tokens = x.tokens, updated_at = x.updated_at
+FROM (SELECT unnest($1::text[]) AS rate_limit, unnest($2::text[]) AS rate_key,
+             unnest($3::float8[]) AS tokens, unnest($4::timestamptz[]) AS updated_at) AS x
+WHERE b.rate_limit = x.rate_limit AND b.rate_key = x.rate_key
+`
+
+type SetBucketsParams struct {
+	Limits  []string
+	Keys    []string
+	Tokens  []float64
+	Updated []pgtype.Timestamptz
+}
+
+// Writes the locked buckets' tokens as an admission counted them.
+func (q *Queries) SetBuckets(ctx context.Context, db DBTX, arg SetBucketsParams) error {
+	_, err := db.Exec(ctx, setBuckets,
+		arg.Limits,
+		arg.Keys,
+		arg.Tokens,
+		arg.Updated,
+	)
+	return err
 }
 
 const setRateWakes = `-- name: SetRateWakes :exec
@@ -349,6 +337,69 @@ func (q *Queries) TakeRateWakes(ctx context.Context, db DBTX, arg TakeRateWakesP
 	for rows.Next() {
 		var i TakeRateWakesRow
 		if err := rows.Scan(&i.RateLimit, &i.RateKey); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const takeSpends = `-- name: TakeSpends :many
+WITH x AS (
+    SELECT unnest($1::text[]) AS rate_limit, unnest($2::text[]) AS rate_key
+),
+taken AS (
+    DELETE FROM dagen_rate_spends s
+    USING x
+    WHERE s.rate_limit = x.rate_limit AND s.rate_key = x.rate_key
+    RETURNING s.rate_limit, s.rate_key, s.spent_at, s.units
+)
+SELECT 'spend'::text AS kind, t.rate_limit::text AS rate_limit, t.rate_key::text AS rate_key,
+       t.spent_at::timestamptz AS spent_at, t.units::bigint AS units
+FROM taken t
+UNION ALL
+SELECT 'held', x.rate_limit, x.rate_key, NULL,
+       coalesce((SELECT sum(q.rate_units) FROM dagen_ready q
+                 WHERE q.rate_limit = x.rate_limit AND q.rate_key = x.rate_key), 0)::bigint
+FROM x
+ORDER BY 1 DESC, 2, 3, 4
+`
+
+type TakeSpendsRow struct {
+	Kind      string
+	RateLimit string
+	RateKey   string
+	SpentAt   pgtype.Timestamptz
+	Units     int64
+}
+
+// Takes the locked buckets' spends (kind 'spend', oldest first), and the
+// units their entries in the ready queue hold (kind 'held'), in one
+// statement: of a claim, both its spend and its entries' removal are seen,
+// or neither (its entries are then held, their spend to come): counted
+// apart, a claim that committed between the two would be in neither, and
+// its tokens let in twice. A statement after LockBuckets: its snapshot,
+// taken once the locks are held, sees the entries of the admission that
+// held them before.
+func (q *Queries) TakeSpends(ctx context.Context, db DBTX, limits []string, keys []string) ([]TakeSpendsRow, error) {
+	rows, err := db.Query(ctx, takeSpends, limits, keys)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []TakeSpendsRow
+	for rows.Next() {
+		var i TakeSpendsRow
+		if err := rows.Scan(
+			&i.Kind,
+			&i.RateLimit,
+			&i.RateKey,
+			&i.SpentAt,
+			&i.Units,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
