@@ -519,48 +519,26 @@ func enqueue(ctx context.Context, e *engine.Engine, workflow, tenant string, n i
 // throughputFlow is single_step's throughput with run priorities and
 // tenant weights: four tenants of weights 1 to 4, each run's priority its
 // number modulo 10.
-func (b *bench) throughputFlow(ctx context.Context, res *Result, runs int) (err error) {
-	w, err := b.newWorker(ctx, false)
-	if err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, w.stop(ctx)) }()
+func (b *bench) throughputFlow(ctx context.Context, res *Result, runs int) error {
 	tenants := []string{"flow-1", "flow-2", "flow-3", "flow-4"}
-	for i, tenant := range tenants {
-		if err := w.e.SetTenantWeight(ctx, tenant, i+1); err != nil {
-			return err
+	return b.throughputOf(ctx, res, runs, 1, 1, func(w *worker) error {
+		for i, tenant := range tenants {
+			if err := w.e.SetTenantWeight(ctx, tenant, i+1); err != nil {
+				return err
+			}
 		}
-	}
-	t0 := time.Now()
-	reqs := make([]engine.TriggerRequest, 0, triggerChunk)
-	for i := 0; i < runs; i += triggerChunk {
-		reqs = reqs[:0]
-		for j := i; j < min(runs, i+triggerChunk); j++ {
-			reqs = append(reqs, engine.TriggerRequest{Workflow: singleName, Tenant: tenants[j%len(tenants)], Input: flows.Single{N: j}, Priority: j % 10})
+		reqs := make([]engine.TriggerRequest, 0, triggerChunk)
+		for i := 0; i < runs; i += triggerChunk {
+			reqs = reqs[:0]
+			for j := i; j < min(runs, i+triggerChunk); j++ {
+				reqs = append(reqs, engine.TriggerRequest{Workflow: singleName, Tenant: tenants[j%len(tenants)], Input: flows.Single{N: j}, Priority: j % 10})
+			}
+			if _, err := w.e.TriggerMany(ctx, reqs); err != nil {
+				return fmt.Errorf("enqueue %d %s runs: %w", runs, singleName, err)
+			}
 		}
-		if _, err := w.e.TriggerMany(ctx, reqs); err != nil {
-			return fmt.Errorf("enqueue %d %s runs: %w", runs, singleName, err)
-		}
-	}
-	res.TriggerSeconds = figures.Round(time.Since(t0).Seconds(), 3)
-	runtime.GC()
-	debug.FreeOSMemory()
-	procstat.ResetPeakRSS()
-	win := b.startWindow(ctx)
-	start := time.Now()
-	if err := w.start(ctx); err != nil {
-		return err
-	}
-	end, err := b.waitFinished(ctx, w.probe, int64(runs), runs)
-	win.stop(ctx, res, end.Sub(start))
-	if err != nil {
-		return err
-	}
-	res.Runs = runs
-	res.Steps = runs
-	res.StepsPerSec = figures.Round(float64(res.Steps)/res.Seconds, 0)
-	res.Completed, err = b.checkCompleted(ctx, runs)
-	return err
+		return nil
+	})
 }
 
 // throughput enqueues runs of workflow, then starts an engine and times it
@@ -571,14 +549,21 @@ func (b *bench) throughput(ctx context.Context, res *Result, workflow string, ru
 
 // throughputRuns is throughput for a workflow each run of which makes
 // stored runs in the store (itself and its child runs).
-func (b *bench) throughputRuns(ctx context.Context, res *Result, workflow string, runs, stepsPerRun, stored int, input func(i int) any) (err error) {
+func (b *bench) throughputRuns(ctx context.Context, res *Result, workflow string, runs, stepsPerRun, stored int, input func(i int) any) error {
+	return b.throughputOf(ctx, res, runs, stepsPerRun, stored, func(w *worker) error {
+		return enqueue(ctx, w.e, workflow, benchTenant, runs, input)
+	})
+}
+
+// throughputOf is throughputRuns with the runs triggered by trigger.
+func (b *bench) throughputOf(ctx context.Context, res *Result, runs, stepsPerRun, stored int, trigger func(w *worker) error) (err error) {
 	w, err := b.newWorker(ctx, false)
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, w.stop(ctx)) }()
 	t0 := time.Now()
-	if err := enqueue(ctx, w.e, workflow, benchTenant, runs, input); err != nil {
+	if err := trigger(w); err != nil {
 		return err
 	}
 	res.TriggerSeconds = figures.Round(time.Since(t0).Seconds(), 3)

@@ -66,13 +66,19 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.Cl
 	return claimed, nil
 }
 
+// flowReadEvery is how often at most a store whose claims find nothing
+// reads the schema's flags (claimRows).
+const flowReadEvery = 5 * time.Second
+
 // claimRows runs the claim: ClaimTasks while the schema has neither run
 // priorities nor rate limits, ClaimTasksFlow once it has. The flow's
-// statement costs every claim more (see docs/performance.md, "Claims
-// without flow control pay nothing for it"), so a store takes it only
-// once the schema's flags say so: the fair claim reads them in the same
-// round trip, and claims nothing once they are set, and the store then
-// claims again with the flow's. The flags are never cleared.
+// statement costs every claim more (see docs/performance.md, "Flow
+// control: rate limits, priorities, weights"), so a store takes it only
+// once the schema's flags say so. The fair claim claims nothing once they
+// are set; a store that set them knows at once (PutRateLimits, a run with
+// a priority), another reads them when its claims find nothing, every
+// flowReadEvery at most, and then claims with the flow's. The flags are
+// never cleared.
 func (s *Store) claimRows(ctx context.Context, p store.ClaimParams) ([]dbsqlc.ClaimTasksRow, error) {
 	params := dbsqlc.ClaimTasksParams{
 		Now:          s.clock(),
@@ -83,26 +89,25 @@ func (s *Store) claimRows(ctx context.Context, p store.ClaimParams) ([]dbsqlc.Cl
 		Known:        uuidsOf(p.Known),
 	}
 	if !s.flow.Load() {
-		pipe := pipeline.New(s.pool)
-		pl := pipe.Queue()
+		pl := pipeline.New(s.pool).Queue()
 		if err := s.keepGenericPlan(ctx, pl); err != nil { // queued: it cannot fail here
 			return nil, err
 		}
-		pipe.QueryAhead(pipeline.Record(func(db dbsqlc.DBTX) error {
-			_, err := s.q.ReadFlowFlags(ctx, db)
-			return err
-		}))
 		rows, err := s.q.ClaimTasks(ctx, pl, params)
-		if err != nil {
-			return nil, err
+		if err != nil || len(rows) > 0 {
+			return rows, err // rows: the flags were not set
 		}
-		flow, err := s.q.ReadFlowFlags(ctx, pl)
-		if err != nil {
-			return nil, err
+		// Nothing claimed: an empty queue, or flags set by another
+		// process. An idle worker finds nothing at every poll, so it reads
+		// them now and then, not at each.
+		now := time.Now().UnixNano()
+		last := s.flowRead.Load()
+		if now-last < int64(flowReadEvery) || !s.flowRead.CompareAndSwap(last, now) {
+			return nil, nil
 		}
-		if !flow || len(rows) > 0 {
-			s.flow.Store(flow)
-			return rows, nil
+		flow, err := s.q.ReadFlowFlags(ctx, s.pool)
+		if err != nil || !flow {
+			return nil, err
 		}
 		s.flow.Store(true)
 	}

@@ -449,6 +449,7 @@ func (c *creation) write(ctx context.Context, s *Store, pl *pipeline.Pipeline) (
 	db := pl.Queue()
 	if c.priorities {
 		_ = s.q.MarkPriorities(ctx, db) // before the enqueue, which reads it
+		s.flow.Store(true)              // this store claims by the flow's statement from now on
 	}
 	_ = s.q.InsertTasks(ctx, db, c.tp)
 	_ = s.q.EnsureTenants(ctx, db, c.tenants) // later enqueues need the tenants' rows, even when nothing is enqueued now

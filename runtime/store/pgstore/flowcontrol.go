@@ -33,6 +33,7 @@ func (s *Store) PutRateLimits(ctx context.Context, limits []store.RateLimit) err
 	if err := s.q.PutRateLimits(ctx, s.pool, p); err != nil {
 		return fmt.Errorf("put %d rate limits: %w", len(limits), err)
 	}
+	s.flow.Store(true) // the flags are set: claim by the flow's statement
 	return nil
 }
 

@@ -64,8 +64,9 @@ type Store struct {
 	lastNotify  atomic.Int64  // unix nanoseconds of the last forced notification
 	// flow is set once the schema has run priorities or rate limits
 	// (dagen_flow_flags): claims then take ClaimTasksFlow (claimRows).
-	flow  atomic.Bool
-	owned bool // Close closes the pool
+	flow     atomic.Bool
+	flowRead atomic.Int64 // unix nanoseconds of the last read of the flags
+	owned    bool         // Close closes the pool
 
 	leader leader
 	leases leasebook.Book // the leases and views of this store's claims, until answered
