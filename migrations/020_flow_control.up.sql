@@ -96,9 +96,11 @@ CREATE TABLE dagen_rate_waiting (
     signature   text NOT NULL,
     tenant      text NOT NULL,
     enqueued_at timestamptz NOT NULL DEFAULT now(),
-    PRIMARY KEY (rate_limit, rate_key, priority, seq),
     UNIQUE (run_id, task)
 );
+-- In admission order, so that an admission reads a bucket's first waiting
+-- tasks from the index, however many wait.
+CREATE INDEX dagen_rate_waiting_order_idx ON dagen_rate_waiting (rate_limit, rate_key, priority DESC, seq);
 
 -- When to look at a bucket's waiting tasks: an enqueue that parks a task
 -- makes its bucket due now unless it is due already; an admission that
