@@ -67,8 +67,15 @@ func (s *Store) TenantWeights(ctx context.Context) ([]store.TenantWeight, error)
 // bucketKey names one bucket of a rate limit.
 type bucketKey struct{ limit, key string }
 
-// maxAdmit bounds how many waiting tasks one admission reads per bucket.
-const maxAdmit = 1000
+// maxAdmit bounds how many waiting tasks one admission lets in, over all
+// its buckets, and minAdmit how many it reads of each at least: an
+// admission's entries, uncommitted at the head of the queue, are passed
+// over by every claim meanwhile, so admissions stay small and follow each
+// other.
+const (
+	maxAdmit = 2048
+	minAdmit = 16
+)
 
 // rateWakeLease is how long a bucket's look taken by an admission stays
 // with it: were the admission lost with its worker, another worker looks
@@ -143,8 +150,9 @@ func (s *Store) admitRated(ctx context.Context, due []bucketKey) (int, error) {
 		var takeRuns []pgtype.UUID
 		var takeTasks []string
 		var wakes dbsqlc.SetRateWakesParams
+		each := int32(max(minAdmit, maxAdmit/len(buckets)))
 		for _, b := range buckets {
-			waiting, err := s.q.WaitingFor(ctx, db, dbsqlc.WaitingForParams{RateLimit: b.RateLimit, RateKey: b.RateKey, Max: maxAdmit})
+			waiting, err := s.q.WaitingFor(ctx, db, dbsqlc.WaitingForParams{RateLimit: b.RateLimit, RateKey: b.RateKey, Max: each})
 			if err != nil {
 				return fmt.Errorf("read the tasks waiting for rate limit %s (key %q): %w", b.RateLimit, b.RateKey, err)
 			}
@@ -166,7 +174,7 @@ func (s *Store) admitRated(ctx context.Context, due []bucketKey) (int, error) {
 			wakes.Keys = append(wakes.Keys, b.RateKey)
 			var wake pgtype.Timestamptz
 			switch {
-			case i == len(waiting) && len(waiting) == maxAdmit:
+			case i == len(waiting) && len(waiting) == int(each):
 				wake = tstz(timeOf(b.Now)) // more may wait past those read: due again at once
 			case i < len(waiting):
 				// The tokens missing for the next one come at the rate:
