@@ -106,10 +106,14 @@ CREATE INDEX dagen_rate_waiting_order_idx ON dagen_rate_waiting (rate_limit, rat
 -- makes its bucket due now unless it is due already; an admission that
 -- leaves tasks waiting makes it due when the next token comes, and drops
 -- the row when none waits. Read with the timers (NextTimer, FireTimers).
+-- touched counts the enqueues that parked a task since the row was made:
+-- an admission drops the row only if no enqueue touched it since it took
+-- it (one that did parked a task the admission did not see).
 CREATE TABLE dagen_rate_wakes (
     rate_limit text NOT NULL,
     rate_key   text NOT NULL,
     wake_at    timestamptz NOT NULL,
+    touched    bigint NOT NULL DEFAULT 0,
     PRIMARY KEY (rate_limit, rate_key)
 );
 CREATE INDEX dagen_rate_wakes_wake_idx ON dagen_rate_wakes (wake_at);

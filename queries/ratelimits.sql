@@ -37,7 +37,7 @@ SET wake_at = @until::timestamptz
 FROM (SELECT unnest(@limits::text[]) AS rate_limit, unnest(@keys::text[]) AS rate_key) AS x
 WHERE w.rate_limit = x.rate_limit AND w.rate_key = x.rate_key
   AND w.wake_at <= coalesce(sqlc.narg('now')::timestamptz, now())
-RETURNING w.rate_limit, w.rate_key;
+RETURNING w.rate_limit, w.rate_key, w.touched;
 
 -- name: EnsureBuckets :exec
 -- Creates the buckets that do not exist yet, full.
@@ -114,16 +114,26 @@ USING (SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@tasks::text[]) AS task
 WHERE w.run_id = x.run_id AND w.task = x.task;
 
 -- name: SetRateWakes :exec
--- Sets when each bucket is due its next look (NULL: nothing waits, the
--- row goes), in key order. Sent last in an admission, after the tenants'
--- rows, as an enqueue takes them.
+-- Sets when each bucket is due its next look, in key order. A NULL wake
+-- means nothing waited that the admission saw: the row goes, unless an
+-- enqueue touched it since the admission took it (@touched): that one
+-- parked a task the admission may not have seen, and the bucket is due
+-- again at once. Sent last in an admission, after the tenants' rows, as
+-- an enqueue takes them.
 WITH x AS (
     SELECT unnest(@limits::text[]) AS rate_limit, unnest(@keys::text[]) AS rate_key,
-           unnest(@wakes::timestamptz[]) AS wake_at
+           unnest(@wakes::timestamptz[]) AS wake_at, unnest(@touched::bigint[]) AS touched
 ),
 gone AS (
     DELETE FROM dagen_rate_wakes w USING x
     WHERE w.rate_limit = x.rate_limit AND w.rate_key = x.rate_key AND x.wake_at IS NULL
+      AND w.touched = x.touched
+),
+again AS (
+    UPDATE dagen_rate_wakes w SET wake_at = coalesce(sqlc.narg('now')::timestamptz, now())
+    FROM x
+    WHERE w.rate_limit = x.rate_limit AND w.rate_key = x.rate_key AND x.wake_at IS NULL
+      AND w.touched <> x.touched
 )
 INSERT INTO dagen_rate_wakes AS w (rate_limit, rate_key, wake_at)
 SELECT x.rate_limit, x.rate_key, x.wake_at FROM x WHERE x.wake_at IS NOT NULL

@@ -116,8 +116,10 @@ func (s *Store) admitRated(ctx context.Context, due []bucketKey) (int, error) {
 		return 0, nil
 	}
 	limits, keys = limits[:0], keys[:0]
+	touched := make(map[bucketKey]int64, len(taken))
 	for _, b := range taken {
 		limits, keys = append(limits, b.RateLimit), append(keys, b.RateKey)
+		touched[bucketKey{b.RateLimit, b.RateKey}] = b.Touched
 	}
 	admitted := 0
 	err = s.inTx(ctx, func(tx *pipeline.Tx) error {
@@ -149,7 +151,7 @@ func (s *Store) admitRated(ctx context.Context, due []bucketKey) (int, error) {
 		ep := dbsqlc.EnqueueParams{Admitted: true}
 		var takeRuns []pgtype.UUID
 		var takeTasks []string
-		var wakes dbsqlc.SetRateWakesParams
+		wakes := dbsqlc.SetRateWakesParams{Now: now}
 		each := int32(max(minAdmit, maxAdmit/len(buckets)))
 		for _, b := range buckets {
 			waiting, err := s.q.WaitingFor(ctx, db, dbsqlc.WaitingForParams{RateLimit: b.RateLimit, RateKey: b.RateKey, Max: each})
@@ -172,6 +174,7 @@ func (s *Store) admitRated(ctx context.Context, due []bucketKey) (int, error) {
 			admitted += i
 			wakes.Limits = append(wakes.Limits, b.RateLimit)
 			wakes.Keys = append(wakes.Keys, b.RateKey)
+			wakes.Touched = append(wakes.Touched, touched[bucketKey{b.RateLimit, b.RateKey}])
 			var wake pgtype.Timestamptz
 			switch {
 			case i == len(waiting) && len(waiting) == int(each):

@@ -99,6 +99,7 @@ type DagenRateWake struct {
 	RateLimit string
 	RateKey   string
 	WakeAt    pgtype.Timestamptz
+	Touched   int64
 }
 
 type DagenReady struct {

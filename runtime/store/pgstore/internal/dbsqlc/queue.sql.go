@@ -657,11 +657,14 @@ parked AS (
     RETURNING dagen_rate_waiting.rate_limit, dagen_rate_waiting.rate_key
 ),
 woken AS (
-    INSERT INTO dagen_rate_wakes (rate_limit, rate_key, wake_at)
+    -- A bucket due already keeps its time, but counts the touch: the
+    -- admission that holds its look then knows a task came that it may not
+    -- have seen, and does not drop the row (see SetRateWakes).
+    INSERT INTO dagen_rate_wakes AS w (rate_limit, rate_key, wake_at)
     SELECT DISTINCT p.rate_limit, p.rate_key, clock.now
     FROM parked p, clock
     ORDER BY p.rate_limit, p.rate_key
-    ON CONFLICT (rate_limit, rate_key) DO NOTHING
+    ON CONFLICT (rate_limit, rate_key) DO UPDATE SET touched = w.touched + 1
 ),
 counted AS (
     SELECT (SELECT count(*) FROM inserted) AS n, (SELECT count(*) FROM parked) AS parked
@@ -717,7 +720,7 @@ type EnqueueParams struct {
 // each task's row is read for them: an entry keeps its run's priority,
 // and a task of a rate-limited step is parked in dagen_rate_waiting
 // instead, out of the fair queue, its bucket made due (dagen_rate_wakes)
-// unless it is due already. The wake row is taken
+// unless it is due already, its row touched either way. The wake row is taken
 // last, after the tenants' rows, as an admission takes them.
 //
 // As in EnsureTenants, tenants are found by key whatever the estimates,

@@ -253,11 +253,18 @@ func (q *Queries) SetBuckets(ctx context.Context, db DBTX, arg SetBucketsParams)
 const setRateWakes = `-- name: SetRateWakes :exec
 WITH x AS (
     SELECT unnest($1::text[]) AS rate_limit, unnest($2::text[]) AS rate_key,
-           unnest($3::timestamptz[]) AS wake_at
+           unnest($3::timestamptz[]) AS wake_at, unnest($4::bigint[]) AS touched
 ),
 gone AS (
     DELETE FROM dagen_rate_wakes w USING x
     WHERE w.rate_limit = x.rate_limit AND w.rate_key = x.rate_key AND x.wake_at IS NULL
+      AND w.touched = x.touched
+),
+again AS (
+    UPDATE dagen_rate_wakes w SET wake_at = coalesce($5::timestamptz, now())
+    FROM x
+    WHERE w.rate_limit = x.rate_limit AND w.rate_key = x.rate_key AND x.wake_at IS NULL
+      AND w.touched <> x.touched
 )
 INSERT INTO dagen_rate_wakes AS w (rate_limit, rate_key, wake_at)
 SELECT x.rate_limit, x.rate_key, x.wake_at FROM x WHERE x.wake_at IS NOT NULL
@@ -266,16 +273,27 @@ ON CONFLICT (rate_limit, rate_key) DO UPDATE SET wake_at = excluded.wake_at
 `
 
 type SetRateWakesParams struct {
-	Limits []string
-	Keys   []string
-	Wakes  []pgtype.Timestamptz
+	Limits  []string
+	Keys    []string
+	Wakes   []pgtype.Timestamptz
+	Touched []int64
+	Now     pgtype.Timestamptz
 }
 
-// Sets when each bucket is due its next look (NULL: nothing waits, the
-// row goes), in key order. Sent last in an admission, after the tenants'
-// rows, as an enqueue takes them.
+// Sets when each bucket is due its next look, in key order. A NULL wake
+// means nothing waited that the admission saw: the row goes, unless an
+// enqueue touched it since the admission took it (@touched): that one
+// parked a task the admission may not have seen, and the bucket is due
+// again at once. Sent last in an admission, after the tenants' rows, as
+// an enqueue takes them.
 func (q *Queries) SetRateWakes(ctx context.Context, db DBTX, arg SetRateWakesParams) error {
-	_, err := db.Exec(ctx, setRateWakes, arg.Limits, arg.Keys, arg.Wakes)
+	_, err := db.Exec(ctx, setRateWakes,
+		arg.Limits,
+		arg.Keys,
+		arg.Wakes,
+		arg.Touched,
+		arg.Now,
+	)
 	return err
 }
 
@@ -302,7 +320,7 @@ SET wake_at = $1::timestamptz
 FROM (SELECT unnest($3::text[]) AS rate_limit, unnest($4::text[]) AS rate_key) AS x
 WHERE w.rate_limit = x.rate_limit AND w.rate_key = x.rate_key
   AND w.wake_at <= coalesce($2::timestamptz, now())
-RETURNING w.rate_limit, w.rate_key
+RETURNING w.rate_limit, w.rate_key, w.touched
 `
 
 type TakeRateWakesParams struct {
@@ -315,6 +333,7 @@ type TakeRateWakesParams struct {
 type TakeRateWakesRow struct {
 	RateLimit string
 	RateKey   string
+	Touched   int64
 }
 
 // Takes the looks due at buckets for one admission: their next look moves
@@ -336,7 +355,7 @@ func (q *Queries) TakeRateWakes(ctx context.Context, db DBTX, arg TakeRateWakesP
 	var items []TakeRateWakesRow
 	for rows.Next() {
 		var i TakeRateWakesRow
-		if err := rows.Scan(&i.RateLimit, &i.RateKey); err != nil {
+		if err := rows.Scan(&i.RateLimit, &i.RateKey, &i.Touched); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
