@@ -237,10 +237,13 @@ func (c *Cluster) StopStreaming(t testing.TB) {
 	// What it received before the receiver stopped is replayed still: a
 	// test that reads the standby's history next must see all of it. The
 	// replay reaches what was received, or stops short of a record cut in
-	// two: it stands still then. Standing still for half a second was not
-	// enough on a machine busy testing other packages: the replay went on
-	// after the test had read the history, and the test took a claim the
-	// standby then replayed for one it had lost.
+	// two: it stands still then. Once the receiver is gone, the replay
+	// reads the WAL files themselves and may go past the position the
+	// receiver last reported: so the replay must also stand still a while
+	// when it has reached that position. Without that, on a machine busy
+	// testing other packages, the replay went on after the test had read
+	// the history, and the test took a claim the standby then replayed for
+	// one it had lost.
 	var last string
 	var since time.Time
 	c.waitFor(t, "the replay of what it received", func(conn *pgx.Conn) (bool, error) {
@@ -251,7 +254,8 @@ func (c *Cluster) StopStreaming(t testing.TB) {
 		if at != last {
 			last, since = at, time.Now()
 		}
-		return done || time.Since(since) > 3*time.Second, err
+		still := time.Since(since)
+		return done && still > time.Second || still > 3*time.Second, err
 	})
 }
 
