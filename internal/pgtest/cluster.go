@@ -238,12 +238,12 @@ func (c *Cluster) StopStreaming(t testing.TB) {
 	// test that reads the standby's history next must see all of it. The
 	// replay reaches what was received, or stops short of a record cut in
 	// two: it stands still then. Once the receiver is gone, the replay
-	// reads the WAL files themselves and may go past the position the
-	// receiver last reported: so the replay must also stand still a while
-	// when it has reached that position. Without that, on a machine busy
-	// testing other packages, the replay went on after the test had read
-	// the history, and the test took a claim the standby then replayed for
-	// one it had lost.
+	// reads the WAL files themselves (every wal_retrieve_retry_interval:
+	// see writeConf) and may go past the position the receiver last
+	// reported: so the replay must also stand still a while when it has
+	// reached that position. Without that, the replay went on after the
+	// test had read the history, and the test took a claim the standby
+	// then replayed for one it had lost.
 	var last string
 	var since time.Time
 	c.waitFor(t, "the replay of what it received", func(conn *pgx.Conn) (bool, error) {
@@ -363,6 +363,12 @@ func (c *Cluster) writeConf(t testing.TB, opts ClusterOptions) {
 		"wal_keep_size":             "512MB",
 		"hot_standby":               "on",
 		"synchronous_standby_names": "''",
+		// A standby whose receiver stopped (StopStreaming) goes on
+		// replaying the WAL files it has, but looks for more only every
+		// wal_retrieve_retry_interval (5 s by default): its replay stood
+		// still that long, then went on past what a test had taken for
+		// the standby's whole history.
+		"wal_retrieve_retry_interval": "'100ms'",
 	}
 	for k, v := range opts.Settings {
 		settings[k] = v
