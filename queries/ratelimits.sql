@@ -23,9 +23,6 @@ UPDATE dagen_flow_flags SET priorities = true WHERE NOT priorities;
 -- ClaimTasksFlow.
 SELECT (f.rate_limits OR f.priorities)::boolean AS flow FROM dagen_flow_flags f;
 
--- name: ListRateLimits :many
-SELECT name, rate, burst FROM dagen_rate_limits ORDER BY name;
-
 -- name: TakeRateWakes :many
 -- Takes the looks due at buckets for one admission: their next look moves
 -- to @until, in case the admission is lost with its worker (it sets the

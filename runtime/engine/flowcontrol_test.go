@@ -12,11 +12,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/dagenhq/dagen/internal/pgtest"
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/engine"
 	"github.com/dagenhq/dagen/runtime/store"
-	"github.com/dagenhq/dagen/runtime/store/pgstore"
 )
 
 // call is the input of the rate-limited workflow: the account whose
@@ -51,19 +49,6 @@ func callDef(name string, rate float64, burst int, run func(ctx context.Context,
 				return nil, nil
 			},
 		}},
-	}
-}
-
-// pgSchema makes a migrated schema and returns a function that opens a
-// store on it, a pool of its own each time, as a worker process has.
-func pgSchema(t *testing.T) func() store.Store {
-	t.Helper()
-	schema := pgtest.Schema(t)
-	require.NoError(t, pgstore.Migrate(context.Background(), pgtest.Pool(t, schema, 2)))
-	return func() store.Store {
-		st, err := pgstore.New(context.Background(), pgtest.Pool(t, schema, 8), nil)
-		require.NoError(t, err)
-		return st
 	}
 }
 
@@ -105,8 +90,9 @@ func mostInWindow(times []time.Time, w time.Duration) int {
 //
 // Checked once: with the admission's queued units read in LockBuckets'
 // snapshot (taken before its wait for the locks), two admissions let the
-// same tokens in, and a window of 500ms held 42 starts where 35 were
-// allowed.
+// same tokens in, and a window held more starts than the limit allows
+// (docs/performance.md, "Flow control: rate limits, priorities,
+// weights").
 func TestRateLimitAcrossWorkers(t *testing.T) {
 	// Not in parallel with the package's other tests: the rate each
 	// account reaches is what it measures.
@@ -121,9 +107,9 @@ func TestRateLimitAcrossWorkers(t *testing.T) {
 	def := callDef("calls", rate, burst, nil)
 	var engines []*engine.Engine
 	for i := range 8 {
-		// Polling every 20 ms: eight workers polling every 5 ms under
-		// -race, on a machine testing other packages, starved the claims
-		// they were there for.
+		// Not the worker helper's fast polling: eight workers polling
+		// that often under -race, on a machine testing other packages,
+		// starved the claims they were there for.
 		engines = append(engines, workerWith(t, open(), engine.Config{
 			WorkerID: fmt.Sprint("w", i), Concurrency: 4, PollInterval: 20 * time.Millisecond, IdlePollInterval: 20 * time.Millisecond,
 			Lease: 2 * time.Second, HeartbeatInterval: 20 * time.Millisecond,

@@ -46,13 +46,7 @@ func eachStoreOf(t *testing.T, pgbouncer bool, test func(t *testing.T, open func
 	})
 	t.Run("postgres", func(t *testing.T) {
 		t.Parallel()
-		schema := pgtest.Schema(t)
-		require.NoError(t, pgstore.Migrate(context.Background(), pgtest.Pool(t, schema, 2)))
-		test(t, func() store.Store {
-			st, err := pgstore.New(context.Background(), pgtest.Pool(t, schema, 8), nil)
-			require.NoError(t, err)
-			return st
-		})
+		test(t, pgSchema(t))
 	})
 	// Through PgBouncer in transaction mode with its URL alone: no
 	// session lasts, so the stores prepare no named statements, do not
@@ -70,6 +64,19 @@ func eachStoreOf(t *testing.T, pgbouncer bool, test func(t *testing.T, open func
 			return st
 		})
 	})
+}
+
+// pgSchema makes a migrated schema and returns a function that opens a
+// store on it, a pool of its own each time, as a worker process has.
+func pgSchema(t *testing.T) func() store.Store {
+	t.Helper()
+	schema := pgtest.Schema(t)
+	require.NoError(t, pgstore.Migrate(context.Background(), pgtest.Pool(t, schema, 2)))
+	return func() store.Store {
+		st, err := pgstore.New(context.Background(), pgtest.Pool(t, schema, 8), nil)
+		require.NoError(t, err)
+		return st
+	}
 }
 
 // notifies reports whether st tells of new work (a store through a

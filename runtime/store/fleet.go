@@ -42,7 +42,7 @@ type QueuePlace struct {
 	TenantAhead int
 	// RateLimited, when set, says that the task is not in the fair queue
 	// yet: it waits for a rate limit's tokens ("rate limit stripe (key
-	// acct_42): next token in 230ms"), and the counts are zero.
+	// acct_42): next token in …"), and the counts are zero.
 	RateLimited string
 }
 

@@ -80,7 +80,7 @@ func ValidWeight(weight int) error {
 // RateWait says why a task waits for a rate limit's bucket of key, which
 // has spare tokens beyond those its queued entries hold, with ahead tasks
 // before it and units to take: "rate limit stripe (key acct_42): next
-// token in 230ms".
+// token in …", the wait rounded to the millisecond.
 func RateWait(l RateLimit, key string, spare float64, ahead, units int) string {
 	msg := "rate limit " + l.Name
 	if key != "" {

@@ -261,7 +261,7 @@ func countSpends(buckets []dbsqlc.LockBucketsRow, rows []dbsqlc.TakeSpendsRow) (
 }
 
 // rateWaits reads why the tasks of run id wait for a rate limit, by task:
-// "rate limit stripe (key acct_42): next token in 230ms".
+// "rate limit stripe (key acct_42): next token in …" (store.RateWait).
 func (s *Store) rateWaits(ctx context.Context, db dbsqlc.DBTX, id dag.RunID) (map[string]string, error) {
 	rows, err := s.q.RateWaits(ctx, db, s.clock(), uuidOf(id))
 	if err != nil {

@@ -32,30 +32,6 @@ func (q *Queries) EnsureBuckets(ctx context.Context, db DBTX, arg EnsureBucketsP
 	return err
 }
 
-const listRateLimits = `-- name: ListRateLimits :many
-SELECT name, rate, burst FROM dagen_rate_limits ORDER BY name
-`
-
-func (q *Queries) ListRateLimits(ctx context.Context, db DBTX) ([]DagenRateLimit, error) {
-	rows, err := db.Query(ctx, listRateLimits)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []DagenRateLimit
-	for rows.Next() {
-		var i DagenRateLimit
-		if err := rows.Scan(&i.Name, &i.Rate, &i.Burst); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const lockBuckets = `-- name: LockBuckets :many
 SELECT b.rate_limit, b.rate_key, b.tokens, b.updated_at, l.rate, l.burst,
        coalesce($1::timestamptz, now())::timestamptz AS now
