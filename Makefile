@@ -4,12 +4,9 @@ GO ?= go
 
 all: test
 
-## test: verify generated code is fresh, vet, then run every test with -race. The crash and
-## failover tests (internal/crashtest) run last, alone: they kill and promote real clusters, and
-## under the load of the other packages their failover's history read raced the standby's replay.
+## test: verify generated code is fresh, vet, then run every test with -race.
 test: verify vet
-	$(GO) test -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/internal/crashtest')
-	$(GO) test -race -count=1 -timeout 30m ./internal/crashtest/...
+	$(GO) test -race -count=1 -timeout 30m ./...
 
 ## verify: fail when code is unformatted or committed generated code is stale.
 verify: fmt-check verify-sqlc verify-generated

@@ -130,6 +130,7 @@ type taskState struct {
 	status  string
 	attempt int
 	claim   int64
+	output  []byte // a completed task's output, as stored
 }
 
 type taskKey struct {
@@ -141,14 +142,14 @@ type taskKey struct {
 func tasks(ctx context.Context, t *testing.T, c *pgtest.Cluster) map[taskKey]taskState {
 	conn := c.Conn(t, "dagen")
 	defer conn.Close(ctx)
-	rows, err := conn.Query(ctx, `SELECT run_id, name, status, attempt, claim FROM dagen_tasks`)
+	rows, err := conn.Query(ctx, `SELECT run_id, name, status, attempt, claim, output FROM dagen_tasks`)
 	require.NoError(t, err)
 	out := map[taskKey]taskState{}
 	for rows.Next() {
 		var k taskKey
 		var s taskState
 		var id [16]byte
-		require.NoError(t, rows.Scan(&id, &k.name, &s.status, &s.attempt, &s.claim))
+		require.NoError(t, rows.Scan(&id, &k.name, &s.status, &s.attempt, &s.claim, &s.output))
 		k.run = dag.RunID(id)
 		out[k] = s
 	}
@@ -522,17 +523,26 @@ func TestFailoverFencesRolledBackHistory(t *testing.T) {
 	require.Positive(t, rolledBack, "the primary completed steps the standby never saw")
 
 	// An execution belongs to the surviving history if it started after
-	// the failover, or it ran the claim the surviving history shows
-	// RUNNING; any other execution before the kill ran a lost claim.
+	// the failover, if it ran the claim the surviving history shows
+	// RUNNING, or if the surviving history holds its result already (its
+	// completion reached the standby before the streaming stopped); any
+	// other execution before the kill ran a lost claim.
 	survived := func(id dag.RunID, e *logEntry) bool {
 		if e.start.After(killed) {
 			return true
 		}
 		s := surviving[taskKey{id, e.step}]
-		return s.status == "RUNNING" && s.attempt == e.attempt
+		switch s.status {
+		case "RUNNING":
+			return s.attempt == e.attempt
+		case "COMPLETED":
+			var out int64
+			return s.attempt == e.attempt && json.Unmarshal(s.output, &out) == nil && out == e.output
+		}
+		return false
 	}
 	execs := r.executions(ctx)
-	reruns, fenced := 0, 0
+	reruns, fenced, kept := 0, 0, 0
 	for _, id := range ids {
 		stored, n := r.auditRun(ctx, id, execs[id])
 		reruns += n
@@ -540,9 +550,13 @@ func TestFailoverFencesRolledBackHistory(t *testing.T) {
 			if step == "Start" || step == "Join" || step == "Flaky" {
 				continue // their outputs do not name an execution; Join's sum checks its parents'
 			}
+			if !e.start.After(killed) && surviving[taskKey{id, step}].status == "COMPLETED" {
+				kept++
+			}
+			s := surviving[taskKey{id, step}]
 			require.True(t, survived(id, e),
-				"run %s: %s's stored output %d was made by attempt %d on %s, started %v before the kill, whose claim the surviving history does not have",
-				id, step, e.output, e.attempt, e.worker, killed.Sub(e.start).Round(time.Millisecond))
+				"run %s: %s's stored output %d was made by attempt %d on %s, started %v before the kill, whose claim the surviving history does not have (it has the task %s at attempt %d, output %s)",
+				id, step, e.output, e.attempt, e.worker, killed.Sub(e.start).Round(time.Millisecond), s.status, s.attempt, s.output)
 		}
 		for _, e := range execs[id] {
 			if e.ended && !survived(id, e) {
@@ -550,8 +564,8 @@ func TestFailoverFencesRolledBackHistory(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d completed steps rolled back; %d executions of lost claims ended and none of their results was stored; %d executions ran again; first step completed %v after the kill",
-		rolledBack, fenced, reruns, rec.Round(time.Millisecond))
+	t.Logf("%d completed steps rolled back; %d executions of lost claims ended and none of their results was stored; %d fan-out results the surviving history had already; %d executions ran again; first step completed %v after the kill",
+		rolledBack, fenced, kept, reruns, rec.Round(time.Millisecond))
 	require.Positive(t, fenced, "executions of the lost history ended")
 }
 
