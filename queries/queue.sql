@@ -386,7 +386,14 @@ rivals AS MATERIALIZED (
         LIMIT g.n
         FOR UPDATE SKIP LOCKED
     ) AS r
-    WHERE EXISTS (SELECT 1 FROM dagen_ready e WHERE e.priority > 0)
+    -- The index's order makes the look an index scan whatever the
+    -- estimates: as EXISTS it was planned as a scan of the whole queue
+    -- that stops at the first entry with a priority, which, where there
+    -- was none, read every row at every claim. Not at all while the
+    -- schema has no priority (dagen_flow_flags).
+    WHERE (SELECT f.priorities FROM dagen_flow_flags f)
+      AND (SELECT true FROM dagen_ready e WHERE e.priority > 0
+           ORDER BY e.id % 1048576, e.priority DESC, e.id LIMIT 1)
 ),
 ranked AS (
     -- The places' own entries and their rivals, ranked per tenant: its

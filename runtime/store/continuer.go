@@ -10,9 +10,12 @@ import "context"
 type Continuer interface {
 	// CompleteAndContinue applies results as CompleteTasks does and, in the
 	// same unit, claims for p.Worker up to p.Limit of the steps the
-	// results made ready (children whose last parent resolved; not
-	// onfailure tasks, retried tasks or map elements), in the order of the
-	// results that made them ready, instead of enqueueing them. Only steps
+	// results made ready, instead of enqueueing them: children whose last
+	// parent resolved, in the order of the results that made them ready,
+	// then the ready steps of capped runs admitted into the room that the
+	// results' ended runs gave back, in the order of admission (not
+	// onfailure tasks, retried tasks, map elements or steps that take a
+	// rate limit's tokens). Only steps
 	// whose signature is in p.Signatures (all when it is empty) and whose
 	// run's tenant may go ahead: a tenant may when it has nothing in the
 	// ready queue past the head block (its block pointer at most one past
@@ -25,7 +28,8 @@ type Continuer interface {
 	// RUNNING with a new attempt and a lease of p.Lease, its QUEUED and
 	// STARTED events logged, exactly as if ClaimTasks had taken it from
 	// the queue; its input is left out when its run is in p.Known. The
-	// others are enqueued. Outcomes count the claimed steps in Enqueued
-	// too: their results made them ready.
+	// others are enqueued. Outcomes count the claimed children in Enqueued
+	// too: their results made them ready (an admitted run's steps, claimed
+	// or enqueued, are no result's).
 	CompleteAndContinue(ctx context.Context, results []TaskResult, p ClaimParams) ([]CompletionOutcome, []ClaimedTask, error)
 }

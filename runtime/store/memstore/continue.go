@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/dagenhq/dagen/runtime/store"
@@ -14,6 +15,9 @@ type continuation struct {
 	p     store.ClaimParams
 	mayGo map[string]bool // by tenant, as the queue stood when the call began
 	ready []readyChild
+	// admitted are the ready steps of the capped runs admitted into the
+	// room the batch's runs gave back: started after the children.
+	admitted []readyChild
 }
 
 type readyChild struct {
@@ -58,7 +62,7 @@ func (s *Store) completeTasks(ctx context.Context, results []store.TaskResult, p
 		return out, nil, nil
 	}
 	var claimed []store.ClaimedTask
-	for _, rc := range c.ready {
+	for _, rc := range slices.Concat(c.ready, c.admitted) {
 		r, t := rc.run, rc.run.tasks[rc.task]
 		if t.Status != store.TaskQueued {
 			continue // its run failed or was cancelled after it became ready
@@ -94,16 +98,25 @@ func (s *Store) returnRuns(results []store.TaskResult, out []store.CompletionOut
 func (s *Store) tenantsMayGo(results []store.TaskResult) map[string]bool {
 	may := make(map[string]bool)
 	var backlog []string
+	see := func(tenant string) {
+		if g := s.groups[tenant]; g == nil || g.ptr <= s.frontier+1 {
+			may[tenant] = true
+		} else if _, seen := may[tenant]; !seen {
+			may[tenant] = false
+			backlog = append(backlog, tenant)
+		}
+	}
 	for i := range results {
 		r := s.runs[results[i].RunID]
 		if r == nil {
 			continue
 		}
-		if g := s.groups[r.rec.Tenant]; g == nil || g.ptr <= s.frontier+1 {
-			may[r.rec.Tenant] = true
-		} else if _, seen := may[r.rec.Tenant]; !seen {
-			may[r.rec.Tenant] = false
-			backlog = append(backlog, r.rec.Tenant)
+		see(r.rec.Tenant)
+		// The runs the batch may admit, into the room r gives back.
+		if r.slot != nil {
+			for _, q := range r.slot.queue {
+				see(q.rec.Tenant)
+			}
 		}
 	}
 	if len(backlog) == 0 {
@@ -137,6 +150,17 @@ func (s *Store) queueChild(r *run, ti int, now time.Time) {
 	}
 	s.markQueued(r, ti, now)
 	s.cont.ready = append(s.cont.ready, readyChild{r, ti})
+}
+
+// queueAdmitted enqueues a ready step of a run an admission let in, or, in
+// a CompleteAndContinue, marks it QUEUED and leaves it to the continuation.
+func (s *Store) queueAdmitted(r *run, ti int, now time.Time) {
+	if s.cont == nil {
+		s.enqueue(r, ti, now)
+		return
+	}
+	s.markQueued(r, ti, now)
+	s.cont.admitted = append(s.cont.admitted, readyChild{r, ti})
 }
 
 // rated reports whether task ti of r waits for a rate limit's tokens

@@ -46,12 +46,13 @@ func (s *Store) capRun(r *run, limit int, now time.Time) {
 	r.Status = store.RunQueued
 	i, _ := slices.BinarySearchFunc(sl.queue, r, func(a, b *run) int { return compareIDs(a.rec.ID, b.rec.ID) })
 	sl.queue = slices.Insert(sl.queue, i, r)
-	s.admit(sl, now)
+	s.admit(sl, now, false)
 }
 
 // admit makes the slot's first QUEUED runs RUNNING while it has room, and
-// queues their ready tasks.
-func (s *Store) admit(sl *slot, now time.Time) {
+// queues their ready tasks; when the room is one that ended runs gave back
+// (given), a continuation may start them instead (queueAdmitted).
+func (s *Store) admit(sl *slot, now time.Time, given bool) {
 	for sl.running < sl.limit && len(sl.queue) > 0 {
 		r := sl.queue[0]
 		sl.queue = sl.queue[1:]
@@ -60,7 +61,11 @@ func (s *Store) admit(sl *slot, now time.Time) {
 		for _, i := range r.order() {
 			t := r.tasks[i]
 			if t.Status == store.TaskPending && t.pendingParents == 0 && i != r.shape.onFailure && r.spec(i).Kind != store.KindElement {
-				s.enqueue(r, i, now)
+				if given {
+					s.queueAdmitted(r, i, now)
+				} else {
+					s.enqueue(r, i, now)
+				}
 			}
 		}
 	}
@@ -81,7 +86,7 @@ func (s *Store) runEnded(r *run, was store.RunStatus, now time.Time) {
 			sl.queue = slices.Delete(sl.queue, i, i+1)
 		}
 	}
-	s.admit(sl, now)
+	s.admit(sl, now, true)
 }
 
 // dropSlot forgets the slot of a pruned run when nothing holds it.

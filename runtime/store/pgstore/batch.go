@@ -115,7 +115,7 @@ type enqueueItem struct {
 	attempt   int
 	src       int  // source credited with the enqueue, or -1
 	logged    bool // its QUEUED event is kept in its row already
-	child     bool // made ready by DecrementChildren, and not rate-limited: a continuation may start it
+	child     bool // made ready by DecrementChildren or an admission, not rate-limited, its tenant's turn: a continuation may start it
 	// parentsHere: every parent of the child resolved in this batch.
 	parentsHere bool
 	ctid        pgtype.TID // where DecrementChildren left the child's row
@@ -575,7 +575,9 @@ func (b *batch) flush(ctx context.Context) error {
 			continue
 		}
 		if e.continued {
-			b.credit[e.src]++ // made ready, and started
+			if e.src >= 0 {
+				b.credit[e.src]++ // made ready, and started
+			}
 			continue
 		}
 		ep.RunIds = append(ep.RunIds, uuidOf(e.run.ID))

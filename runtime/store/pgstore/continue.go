@@ -107,8 +107,15 @@ func (b *batch) continueReady(ctx context.Context) error {
 	if len(cands) == 0 {
 		return nil
 	}
-	// In the order of the results that made them ready.
-	slices.SortStableFunc(cands, func(x, y int) int { return cmp.Compare(b.enqueue[x].src, b.enqueue[y].src) })
+	// In the order of the results that made them ready, then the admitted
+	// runs' steps (no source), in the order of their admission.
+	order := func(i int) int {
+		if src := b.enqueue[i].src; src >= 0 {
+			return src
+		}
+		return len(b.credit)
+	}
+	slices.SortStableFunc(cands, func(x, y int) int { return cmp.Compare(order(x), order(y)) })
 	cands = cands[:min(len(cands), c.p.Limit)]
 	parents := b.parentsHere(cands)
 	n := len(cands)

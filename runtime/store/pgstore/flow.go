@@ -58,7 +58,7 @@ func (ls lockedSlots) settle(ctx context.Context, s *Store, tx *pipeline.Tx, now
 		room = room || st.waiting && st.running+st.taken < st.lim
 	}
 	if room {
-		return s.admit(ctx, tx.Queue(), deltas, now)
+		return s.admit(ctx, tx.Queue(), deltas, now, false)
 	}
 	var p dbsqlc.SetSlotsParams
 	for k, st := range ls {
@@ -128,26 +128,35 @@ func (s *Store) lockNewSlots(ctx context.Context, tx *pipeline.Tx, runs []store.
 // in its row: the caller enqueues it.
 type readyTask struct {
 	run       dag.RunID
+	workflow  string
 	tenant    string
 	name      string
 	signature string
 	// traceParent is the run's trace context (NewRun.TraceParent).
 	traceParent string
+	// rated: the task takes a rate limit's tokens, and so is parked by
+	// its enqueue, never started by the admission's transaction.
+	rated bool
+	ctid  pgtype.TID // where the admission left the task's row
+	// mayGo: asked for (admit's ahead), the task's tenant may have it skip
+	// the fair queue, as TenantsAhead reads it.
+	mayGo bool
 }
 
 // admit locks the slots (in order), moves their running counts by their
 // deltas, then admits the first QUEUED runs of each into the room it has,
 // in id order: they become RUNNING and their ready tasks QUEUED (returned,
-// to enqueue). The lock goes in the same round trip as the one statement
-// that does the rest (AdmitQueued); a slot the transaction holds already
-// (a trigger's) is locked again at no cost.
-func (s *Store) admit(ctx context.Context, db dbsqlc.DBTX, deltas map[slotKey]int, now pgtype.Timestamptz) ([]readyTask, error) {
+// to enqueue, or with ahead to start for a continuation: see endFlow). The
+// lock goes in the same round trip as the one statement that does the rest
+// (AdmitQueued); a slot the transaction holds already (a trigger's) is
+// locked again at no cost.
+func (s *Store) admit(ctx context.Context, db dbsqlc.DBTX, deltas map[slotKey]int, now pgtype.Timestamptz, ahead bool) ([]readyTask, error) {
 	keys := make([]slotKey, 0, len(deltas))
 	for k := range deltas {
 		keys = append(keys, k)
 	}
 	slices.SortFunc(keys, compareSlots)
-	p := dbsqlc.AdmitQueuedParams{Now: now}
+	p := dbsqlc.AdmitQueuedParams{Now: now, Ahead: ahead}
 	p.Workflows, p.Keys = slotParams(keys)
 	if err := s.q.LockSlotsForUpdate(ctx, db, p.Workflows, p.Keys); err != nil {
 		return nil, fmt.Errorf("lock %d concurrency slots: %w", len(keys), err)
@@ -161,7 +170,10 @@ func (s *Store) admit(ctx context.Context, db dbsqlc.DBTX, deltas map[slotKey]in
 	}
 	ready := make([]readyTask, len(rows))
 	for i, r := range rows {
-		ready[i] = readyTask{run: dag.RunID(r.RunID.Bytes), tenant: r.Tenant, name: r.Name, signature: r.Signature, traceParent: r.TraceParent}
+		ready[i] = readyTask{
+			run: dag.RunID(r.RunID.Bytes), workflow: r.Workflow, tenant: r.Tenant, name: r.Name, signature: r.Signature, traceParent: r.TraceParent,
+			rated: r.Rated, ctid: r.RowCtid, mayGo: r.MayGo,
+		}
 	}
 	return ready, nil
 }
@@ -222,13 +234,28 @@ func (b *batch) endFlow(ctx context.Context) error {
 	if len(released) == 0 {
 		return nil
 	}
-	ready, err := b.s.admit(ctx, b.tx.Queue(), released, tstz(b.now))
+	// A continuation may start the admitted runs' ready steps, as it starts
+	// children made ready, where their tenants may skip the fair queue:
+	// the slot a capped run gives back goes to the next run's roots on the
+	// same worker, without the queue's insert, delete and claim.
+	c := b.cont
+	ready, err := b.s.admit(ctx, b.tx.Queue(), released, tstz(b.now), c != nil)
 	if err != nil {
 		return err
 	}
 	for _, t := range ready {
-		r := &runState{Run: transition.Run{ID: t.run, Status: store.RunRunning}, tenant: t.tenant, traceParent: t.traceParent}
-		b.enqueue = append(b.enqueue, enqueueItem{run: r, name: t.name, signature: t.signature, kind: store.KindStep, src: -1, logged: true})
+		r := &runState{Run: transition.Run{ID: t.run, Status: store.RunRunning}, workflow: t.workflow, tenant: t.tenant, traceParent: t.traceParent}
+		e := enqueueItem{run: r, name: t.name, signature: t.signature, kind: store.KindStep, src: -1, logged: true}
+		if c != nil && t.mayGo {
+			if c.mayGo == nil {
+				c.mayGo = make(map[string]bool)
+			}
+			if _, seen := c.mayGo[t.tenant]; !seen {
+				c.mayGo[t.tenant] = true
+			}
+			e.child, e.ctid = true, t.ctid
+		}
+		b.enqueue = append(b.enqueue, e)
 	}
 	return nil
 }
@@ -275,7 +302,7 @@ func (s *Store) sweepSlots(ctx context.Context) (int, error) {
 		for _, k := range keys {
 			deltas[k] = 0
 		}
-		ready, err := s.admit(ctx, tx.Queue(), deltas, s.clock())
+		ready, err := s.admit(ctx, tx.Queue(), deltas, s.clock(), false)
 		if err != nil {
 			return err
 		}

@@ -141,6 +141,17 @@ func TestLargeBatchesAreNotJITCompiled(t *testing.T) {
 	require.NoError(t, s.CreateRuns(ctx, runs))
 	drain(t, s, 200*52, 1024)
 
+	// Capped runs, admitted by the completions of the runs before them and
+	// started by the same transactions (AdmitQueued, ContinueTasks).
+	var capped []store.NewRun
+	for i := range 2000 {
+		r := newRun("capped", "t", step("one"))
+		r.Concurrency, r.ConcurrencyKey = 1, fmt.Sprintf("k%d", i%200)
+		capped = append(capped, r)
+	}
+	require.NoError(t, s.CreateRuns(ctx, capped))
+	drainContinuing(t, s, len(capped), 1024)
+
 	log.mu.Lock()
 	stmts := log.stmts
 	log.mu.Unlock()

@@ -188,7 +188,7 @@ func (s *Store) retryLocked(ctx context.Context, tx *pipeline.Tx, id dag.RunID, 
 		}); err != nil {
 			return store.RetryResult{}, fmt.Errorf("queue the run for its cap: %w", err)
 		}
-		ready, err := s.admit(ctx, tx.Queue(), map[slotKey]int{*r.slot: 0}, tstz(b.now))
+		ready, err := s.admit(ctx, tx.Queue(), map[slotKey]int{*r.slot: 0}, tstz(b.now), false)
 		if err != nil {
 			return store.RetryResult{}, err
 		}

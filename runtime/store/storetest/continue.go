@@ -19,6 +19,7 @@ var continueTests = []struct {
 	{"FanIn", testContinueFanIn},
 	{"NotForARunThatFails", testContinueNotForFailedRun},
 	{"Fairness", testContinueFairness},
+	{"AdmittedRuns", testContinueAdmitted},
 	{"CarriesTraceParent", testClaimCarriesTraceParent},
 }
 
@@ -241,4 +242,92 @@ func testContinueFairness(f *fixture, c store.Continuer) {
 		f.complete(done(ct, ``))
 	}
 	require.Equal(t, []dag.RunID{backlog[1].ID, backlog[2].ID, x2.ID}, order, "x2's step behind busy's backlog")
+}
+
+// testContinueAdmitted: the room a capped run gives back admits the next
+// run of its key, whose root the same call claims for the worker, after
+// the children the results made ready; not when another tenant waits in
+// the queue, nor a step that takes a rate limit's tokens, nor past the
+// limit.
+func testContinueAdmitted(f *fixture, c store.Continuer) {
+	t := f.t
+	chain := newRun("wf", "t", task("a"), task("b", "a"))
+	chain.Concurrency, chain.ConcurrencyKey = 1, "k2"
+	r1, r2, r3 := capped("k", 1), capped("k", 1), capped("k", 1)
+	f.create(chain)
+	for _, r := range []store.NewRun{r1, r2, r3} {
+		f.create(r) // one call each: r1's id is the lowest
+	}
+	heads := f.claim(10)
+	require.Len(t, heads, 2, "the roots of chain and r1")
+	outs, next := f.continueAs(c, 5, nil, nil, done(heads[0], `1`), done(heads[1], `2`))
+	require.Equal(t, store.RunCompleted, outs[1].RunStatus)
+	require.Equal(t, 1, outs[0].Enqueued, "chain's b")
+	require.Equal(t, 0, outs[1].Enqueued, "an admitted run's root is no result's")
+	var got []string
+	for _, ct := range next {
+		require.Equal(t, 1, ct.Attempt)
+		got = append(got, ct.Step+"@"+ct.RunID.String())
+	}
+	require.Equal(t, []string{"b@" + chain.ID.String(), "a@" + r2.ID.String()}, got, "the child first, then the admitted run's root")
+	require.Equal(t, r2.Input, next[1].Input)
+	require.Equal(t, []store.RunStatus{store.RunCompleted, running, queued}, f.statuses(r1, r2, r3))
+	require.Equal(t, store.TaskRunning, f.status(r2.ID, "a"))
+	require.Empty(t, f.claim(10), "started, not queued")
+	type ev struct {
+		Type    store.EventType
+		Attempt int
+	}
+	events, err := f.st.ListEvents(f.ctx, r2.ID)
+	require.NoError(t, err)
+	var evs []ev
+	for _, e := range events {
+		evs = append(evs, ev{e.Type, e.Attempt})
+	}
+	require.Equal(t, []ev{{store.EventQueued, 0}, {store.EventStarted, 1}}, evs, "as if claimed from the queue")
+
+	// Limit 1: the admitted root past it is queued.
+	f.complete(done(next[0], `3`))
+	outs, next = f.continueAs(c, 0, nil, nil, done(next[1], `4`))
+	require.Empty(t, next)
+	require.Equal(t, store.TaskQueued, f.status(r3.ID, "a"), "limit 0 queues the admitted root")
+	r3a := f.claimOne()
+	require.Equal(t, r3.ID, r3a.RunID)
+
+	// Another tenant's task waits in the queue, and t has a backlog there:
+	// the admitted root queues behind it.
+	r4 := capped("k", 1)
+	f.create(r4)
+	var backlog []store.NewRun
+	for range 3 {
+		backlog = append(backlog, newRun("wf", "t", task("q")))
+	}
+	f.create(backlog...)
+	f.create(newRun("wf", "other", task("o")))
+	_, next = f.continueAs(c, 5, nil, nil, done(r3a, ``))
+	require.Empty(t, next, "another tenant waits")
+	require.Equal(t, store.TaskQueued, f.status(r4.ID, "a"))
+	for ct := f.claim(10); len(ct) > 0; ct = f.claim(10) {
+		for _, x := range ct {
+			f.complete(done(x, ``))
+		}
+	}
+	require.Equal(t, store.RunCompleted, f.run(r4.ID).Status)
+}
+
+// testContinueAdmittedRated: an admitted run's step that takes a rate
+// limit's tokens is parked for its bucket, never started by the call.
+func testContinueAdmittedRated(f *fixture, fc store.FlowControl) {
+	t := f.t
+	require.NoError(t, fc.PutRateLimits(f.ctx, []store.RateLimit{{Name: "stripe", Rate: 1000, Burst: 1000}}))
+	r1 := capped("k", 1)
+	r2 := rated("t", "stripe", "", 1)
+	r2.Concurrency, r2.ConcurrencyKey = 1, "k"
+	f.create(r1)
+	f.create(r2)
+	_, next := f.continueAs(f.st, 5, nil, nil, done(f.claimOne(), ``))
+	require.Empty(t, next, "a rated step waits for its bucket's admission")
+	require.Equal(t, running, f.run(r2.ID).Status)
+	f.admit()
+	require.Equal(t, r2.ID, f.claimOne().RunID)
 }

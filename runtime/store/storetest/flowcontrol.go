@@ -32,6 +32,7 @@ var flowControlTests = []struct {
 	{"RateLimitPriority", testRateLimitPriority},
 	{"RateLimitRetryWaitsAgain", testRateLimitRetry},
 	{"RateLimitLongBacklog", testRateLimitLongBacklog},
+	{"RateLimitOfAnAdmittedRun", testContinueAdmittedRated},
 	{"BadRateLimitsAreRefused", testBadRateLimits},
 }
 

@@ -18,15 +18,25 @@ WITH x AS (
            unnest($4::integer[]) AS delta
 ),
 room AS (
-    SELECT s.workflow, s.key, greatest(s.lim - greatest(s.running + x.delta, 0), 0) AS n
-    FROM dagen_slots s
-    JOIN x ON s.workflow = x.workflow AND s.key = x.key
+    -- Each slot by its key, whatever the estimates of a table this
+    -- churned: a join was planned as a hash of the whole table, whose
+    -- row estimate, and the statement's cost with it, grew with its dead
+    -- rows past the point where Postgres JIT-compiles it (see
+    -- docs/performance.md, "No JIT compilation of large batches").
+    SELECT x.workflow, x.key, s.slot_ctid, greatest(s.running + x.delta, 0) AS running,
+           greatest(s.lim - greatest(s.running + x.delta, 0), 0) AS n
+    FROM x
+    CROSS JOIN LATERAL (
+        SELECT s.ctid::tid AS slot_ctid, s.lim, s.running FROM dagen_slots s
+        WHERE s.workflow = x.workflow AND s.key = x.key
+        LIMIT 1
+    ) AS s
 ),
 picked AS (
-    SELECT q.id, room.workflow, room.key
+    SELECT q.id, q.queue_ctid, room.workflow, room.key
     FROM room
     CROSS JOIN LATERAL (
-        SELECT r.id
+        SELECT r.id, w.ctid::tid AS queue_ctid
         FROM dagen_run_queue w
         JOIN dagen_runs r ON r.id = w.run_id
         WHERE w.workflow = room.workflow AND w.slot = room.key AND r.status = 'QUEUED'
@@ -36,48 +46,74 @@ picked AS (
     ) AS q
 ),
 dequeued AS (
+    -- By the rows' places, as picked found them: a join with the whole
+    -- queue hashed the backlog at each admission. A run's place moves
+    -- only with its run's lock, which picked holds.
     DELETE FROM dagen_run_queue w
-    USING picked
-    WHERE w.workflow = picked.workflow AND w.slot = picked.key AND w.run_id = picked.id
+    WHERE w.ctid = ANY(ARRAY(SELECT queue_ctid FROM picked))
 ),
 admitted AS (
     UPDATE dagen_runs r
     SET status = 'RUNNING'
     FROM picked
     WHERE r.id = picked.id
-    RETURNING r.id, r.tenant, r.trace_parent
+    RETURNING r.id, r.workflow, r.tenant, r.trace_parent
 ),
 counted AS (
+    -- By the slots' places too (the caller holds their locks).
     UPDATE dagen_slots s
-    SET running = greatest(s.running + x.delta, 0) + coalesce(p.n, 0)::integer
-    FROM x
-    LEFT JOIN (SELECT workflow, key, count(*) AS n FROM picked GROUP BY workflow, key) AS p
-           ON p.workflow = x.workflow AND p.key = x.key
-    WHERE s.workflow = x.workflow AND s.key = x.key
+    SET running = c.running
+    FROM (
+        SELECT room.slot_ctid, room.running + coalesce(p.n, 0)::integer AS running
+        FROM room
+        LEFT JOIN (SELECT workflow, key, count(*) AS n FROM picked GROUP BY workflow, key) AS p
+               ON p.workflow = room.workflow AND p.key = room.key
+    ) AS c
+    WHERE s.ctid = ANY(ARRAY(SELECT slot_ctid FROM room)) AND s.ctid = c.slot_ctid
+),
+queued AS (
+    UPDATE dagen_tasks t
+    SET status = 'QUEUED',
+        queued_event = nextval('dagen_event_seq'),
+        queued_at = coalesce($5::timestamptz, now())
+    FROM admitted a
+    WHERE t.run_id = a.id
+      AND t.status = 'PENDING' AND t.pending_parents = 0 AND t.kind NOT IN ('onfailure', 'element')
+    RETURNING t.run_id, t.name, t.signature, a.workflow, a.tenant, coalesce(a.trace_parent, '')::text AS trace_parent,
+              (t.rate_limit IS NOT NULL AND t.kind <> 'map')::boolean AS rated, t.ctid::tid AS row_ctid
 )
-UPDATE dagen_tasks t
-SET status = 'QUEUED',
-    queued_event = nextval('dagen_event_seq'),
-    queued_at = coalesce($1::timestamptz, now())
-FROM admitted a
-WHERE t.run_id = a.id
-  AND t.status = 'PENDING' AND t.pending_parents = 0 AND t.kind NOT IN ('onfailure', 'element')
-RETURNING t.run_id, t.name, t.signature, a.tenant, coalesce(a.trace_parent, '')::text AS trace_parent
+SELECT queued.run_id, queued.name, queued.signature, queued.workflow, queued.tenant, queued.trace_parent, queued.rated, queued.row_ctid,
+       ($1::boolean AND NOT queued.rated AND coalesce((
+           SELECT g.block_ptr <= f.block + 1 OR NOT EXISTS (
+                      SELECT 1 FROM dagen_ready q
+                      WHERE q.id >= f.block * 1048576 AND q.id < (f.block + 2) * 1048576
+                        AND q.id % 1048576 <> g.group_id
+                  )
+           FROM dagen_tenant_groups g,
+                LATERAL (SELECT (SELECT block FROM dagen_queue_frontier) AS block) AS f
+           WHERE g.tenant = queued.tenant
+       ), true))::boolean AS may_go
+FROM queued
 `
 
 type AdmitQueuedParams struct {
-	Now       pgtype.Timestamptz
+	Ahead     bool
 	Workflows []string
 	Keys      []string
 	Deltas    []int32
+	Now       pgtype.Timestamptz
 }
 
 type AdmitQueuedRow struct {
 	RunID       pgtype.UUID
 	Name        string
 	Signature   string
+	Workflow    string
 	Tenant      string
 	TraceParent string
+	Rated       bool
+	RowCtid     pgtype.TID
+	MayGo       bool
 }
 
 // Moves the running counts of locked slots by delta (runs that ended, or
@@ -91,12 +127,17 @@ type AdmitQueuedRow struct {
 // finding a late result stale, when the leader's sweep admits it later.
 // The caller sent LockSlotsForUpdate first, so this statement's snapshot
 // has the slots' last counts.
+// With @ahead, whether each task's tenant may have it skip the fair queue,
+// as TenantsAhead reads it: a completion that admitted the run may start
+// its ready steps for its worker (CompleteAndContinue). The frontier is a
+// scalar subquery, as in Enqueue, so that it is costed as the one row it is.
 func (q *Queries) AdmitQueued(ctx context.Context, db DBTX, arg AdmitQueuedParams) ([]AdmitQueuedRow, error) {
 	rows, err := db.Query(ctx, admitQueued,
-		arg.Now,
+		arg.Ahead,
 		arg.Workflows,
 		arg.Keys,
 		arg.Deltas,
+		arg.Now,
 	)
 	if err != nil {
 		return nil, err
@@ -109,8 +150,12 @@ func (q *Queries) AdmitQueued(ctx context.Context, db DBTX, arg AdmitQueuedParam
 			&i.RunID,
 			&i.Name,
 			&i.Signature,
+			&i.Workflow,
 			&i.Tenant,
 			&i.TraceParent,
+			&i.Rated,
+			&i.RowCtid,
+			&i.MayGo,
 		); err != nil {
 			return nil, err
 		}
