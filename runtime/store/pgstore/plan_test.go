@@ -352,6 +352,68 @@ func TestBatchesFindRowsByKey(t *testing.T) {
 	}
 }
 
+// TestFlowStatementsReadNoBacklogWhole checks the statements of flow
+// control against a backlog: the claim of a schema with a rate limit
+// (ClaimTasksFlow) and the admissions of capped runs (AdmitQueued) read the
+// queue and the capped runs' queue by key or place, never whole. The flow
+// claim's look for entries with a priority read the whole queue at every
+// claim, and each admission hashed the whole run queue (see
+// docs/performance.md, "Flow control's statements read no backlog whole").
+func TestFlowStatementsReadNoBacklogWhole(t *testing.T) {
+	ctx := context.Background()
+	pool, log := tracedPool(t)
+	s, err := pgstore.New(ctx, pool, nil)
+	require.NoError(t, err)
+	require.NoError(t, s.PutRateLimits(ctx, []store.RateLimit{{Name: "wide", Rate: 1e6, Burst: 1e6}}))
+	// The queues' statistics are those of empty tables, as a busy queue's
+	// often are: no value of priority is known.
+	_, err = pool.Exec(ctx, "ANALYZE dagen_ready, dagen_run_queue")
+	require.NoError(t, err)
+
+	var runs []store.NewRun
+	for i := range 4000 {
+		r := newRun("capped", fmt.Sprintf("t%d", i%40), step("a"))
+		r.Concurrency, r.ConcurrencyKey = 1, fmt.Sprintf("k%d", i%100)
+		runs = append(runs, r)
+	}
+	for i := range 4000 {
+		runs = append(runs, newRun("single", fmt.Sprintf("t%d", i%40), step("a")))
+	}
+	require.NoError(t, s.CreateRuns(ctx, runs))
+	_, err = pool.Exec(ctx, "ANALYZE dagen_runs, dagen_tasks")
+	require.NoError(t, err)
+	drainContinuing(t, s, 1000, 100)
+
+	log.mu.Lock()
+	stmts := log.stmts
+	log.mu.Unlock()
+	conn, err := pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	seen := map[string]bool{}
+	var scans []string
+	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+		_, err := conn.Exec(ctx, "SET plan_cache_mode = "+mode)
+		require.NoError(t, err)
+		for _, st := range stmts {
+			name, plan := explain(t, conn, st)
+			if plan == nil || (name != "ClaimTasksFlow" && name != "AdmitQueued") {
+				continue
+			}
+			seen[name] = true
+			for _, table := range wholeReads(t, conn, plan) {
+				if table == "dagen_ready" || table == "dagen_run_queue" {
+					scans = append(scans, name+" reads all of "+table+" ("+mode+")")
+				}
+			}
+		}
+	}
+	slices.Sort(scans)
+	require.Empty(t, slices.Compact(scans))
+	require.True(t, seen["ClaimTasksFlow"], "no flow claim ran")
+	require.True(t, seen["AdmitQueued"], "no admission ran")
+}
+
 // TestLeaseRemovalUsesTheIndex checks how leases are removed. dagen_leases
 // churns a row per claim, so a generic plan cached while it was nearly
 // empty scans it whole once it has grown with dead rows, at every
