@@ -34,7 +34,11 @@
 //     RSS and what the Go heap allocated;
 //   - soak (only when named): chain10 runs triggered at 70% of chain10's
 //     peak for ten minutes, with Retention a minute: throughput, step
-//     latency, dead tuples, table sizes and autovacuums every minute.
+//     latency, dead tuples, table sizes and autovacuums every minute;
+//   - backlog1m (only when named): 1,000,000 single-step runs queued over
+//     10,000 tenants (Zipf-distributed), then drained: steps/s and CPU per
+//     step against single_step's, and the claim's p50/p99 in the first,
+//     middle and last tenth of the drain.
 //
 // It uses the database at DATABASE_URL (default
 // postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable) in a schema
@@ -65,12 +69,13 @@ import (
 const defaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
 
 // allWorkloads lists the workloads in the order they run.
-var allWorkloads = []string{"single_step", "single_capped", "single_limited", "single_flow", "chain10", "fan50", "map100k", "map1k", "trigger", "trigger_key", "fairness", "low_load", "payload", "soak", "chain20", "chain10_child"}
+var allWorkloads = []string{"single_step", "single_capped", "single_limited", "single_flow", "chain10", "fan50", "map100k", "map1k", "trigger", "trigger_key", "fairness", "low_load", "payload", "soak", "chain20", "chain10_child", "backlog1m"}
 
 // defaultWorkloads are those run without -workloads: all but the soak,
-// which takes ten minutes, and the child step's pair (chain20,
-// chain10_child), measured when named.
-var defaultWorkloads = allWorkloads[:len(allWorkloads)-3]
+// which takes ten minutes, the child step's pair (chain20,
+// chain10_child), measured when named, and backlog1m, which make bench
+// runs once after its rounds.
+var defaultWorkloads = allWorkloads[:len(allWorkloads)-4]
 
 // options is what the command line sets.
 type options struct {

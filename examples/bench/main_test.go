@@ -57,8 +57,8 @@ func TestWorkloads(t *testing.T) {
 	}
 	// The soak's runs follow its rate, measured: it has its own checks.
 	sk := results["soak"]
-	wantRuns := map[string]int{"single_step": 2500, "single_capped": 200, "single_limited": 2500, "single_flow": 2500, "chain10": 200, "fan50": 40, "map100k": 1, "map1k": 1, "trigger": 200, "trigger_key": 200, "fairness": fairWarmRuns + 1 + 1 + 200, "low_load": 2 * 10, "payload": 1, "soak": sk.Runs, "chain20": 100, "chain10_child": 100}
-	wantSteps := map[string]int{"single_step": 2500, "single_capped": 200, "single_limited": 2500, "single_flow": 2500, "chain10": 2000, "fan50": 2080, "map100k": 1002, "map1k": 1002, "trigger": 200, "trigger_key": 200, "low_load": 40, "payload": blobSteps, "soak": sk.Runs * chainSteps, "chain20": 2000, "chain10_child": 2000}
+	wantRuns := map[string]int{"single_step": 2500, "single_capped": 200, "single_limited": 2500, "single_flow": 2500, "chain10": 200, "fan50": 40, "map100k": 1, "map1k": 1, "trigger": 200, "trigger_key": 200, "fairness": fairWarmRuns + 1 + 1 + 200, "low_load": 2 * 10, "payload": 1, "soak": sk.Runs, "chain20": 100, "chain10_child": 100, "backlog1m": 10_000}
+	wantSteps := map[string]int{"single_step": 2500, "single_capped": 200, "single_limited": 2500, "single_flow": 2500, "chain10": 2000, "fan50": 2080, "map100k": 1002, "map1k": 1002, "trigger": 200, "trigger_key": 200, "low_load": 40, "payload": blobSteps, "soak": sk.Runs * chainSteps, "chain20": 2000, "chain10_child": 2000, "backlog1m": 10_000}
 	for _, w := range allWorkloads {
 		r := results[w]
 		if r.Peer != "dagen" || r.Runs != wantRuns[w] || r.Completed != r.Runs {
@@ -74,7 +74,7 @@ func TestWorkloads(t *testing.T) {
 			t.Errorf("%s: config not reported: %+v", w, r)
 		}
 	}
-	for _, w := range []string{"single_step", "single_capped", "single_limited", "single_flow", "chain10", "fan50", "map100k", "map1k", "trigger", "trigger_key", "soak"} {
+	for _, w := range []string{"single_step", "single_capped", "single_limited", "single_flow", "chain10", "fan50", "map100k", "map1k", "trigger", "trigger_key", "soak", "backlog1m"} {
 		if r := results[w]; r.StepsPerSec <= 0 || r.CPUUsPerStep <= 0 {
 			t.Errorf("%s: steps/s %v, CPU per step %v µs: want both > 0", w, r.StepsPerSec, r.CPUUsPerStep)
 		}
@@ -87,6 +87,13 @@ func TestWorkloads(t *testing.T) {
 	}
 	c, f, l := results["chain10"], results["fairness"], results["low_load"]
 	ordered("chain10", c.P50Ms, c.P99Ms)
+	bl := results["backlog1m"]
+	ordered("backlog1m claim start", bl.ClaimStartP50Ms, bl.ClaimStartP99Ms)
+	ordered("backlog1m claim middle", bl.ClaimMidP50Ms, bl.ClaimMidP99Ms)
+	ordered("backlog1m claim end", bl.ClaimEndP50Ms, bl.ClaimEndP99Ms)
+	if bl.Tenants != 100 || bl.ClaimStartP99Ms <= 0 || bl.ClaimEndP99Ms <= 0 {
+		t.Errorf("backlog1m: %d tenants, claim p99 %v ms at the start, %v at the end: want 100, both > 0", bl.Tenants, bl.ClaimStartP99Ms, bl.ClaimEndP99Ms)
+	}
 	ordered("fairness loaded", f.P50Ms, f.P99Ms)
 	ordered("fairness idle", f.IdleP50Ms, f.IdleP99Ms)
 	ordered("fairness queued", f.QueuedP50Ms, f.QueuedP99Ms)

@@ -37,6 +37,10 @@ func printTable(out io.Writer, results []Result) {
 			fmt.Fprintf(out, "single_limited: single_step's runs, each step taking a token of a limit that never binds (100 keys)%s\n", ofSingle(r, results, limitedMinOfSingle))
 		case "single_flow":
 			fmt.Fprintf(out, "single_flow: single_step's runs with priorities 0-9 over four tenants of weights 1-4%s\n", ofSingle(r, results, 0))
+		case "backlog1m":
+			fmt.Fprintf(out, "backlog1m: %d single-step runs queued over %d tenants (Zipf), then drained%s; the claim p50/p99 %.2f/%.2f ms in the drain's first tenth, %.2f/%.2f ms in its middle, %.2f/%.2f ms in its last (end p99 / start p99 %.2f, target <= %.0f: %s)\n",
+				r.Runs, r.Tenants, ofSingle(r, results, backlogMinOfSingle), r.ClaimStartP50Ms, r.ClaimStartP99Ms, r.ClaimMidP50Ms, r.ClaimMidP99Ms, r.ClaimEndP50Ms, r.ClaimEndP99Ms,
+				r.ClaimEndP99Ms/max(r.ClaimStartP99Ms, 1e-9), float64(backlogMaxClaimGrowth), verdictAtMost(r.ClaimEndP99Ms/max(r.ClaimStartP99Ms, 1e-9), backlogMaxClaimGrowth))
 		case "payload":
 			fmt.Fprintf(out, "payload: one run of 7 steps, each reading its %d MiB input: peak RSS %.1f MB, %.1f MB allocated in all\n", payloadBytes>>20, r.RSSMB, r.AllocMB)
 		case "chain10":
@@ -179,3 +183,10 @@ func ofSingle(r Result, results []Result, min float64) string {
 	}
 	return ""
 }
+
+// The targets of backlog1m: steps/s against single_step's in the same
+// run, and the claim's p99 at the end of the drain against its start.
+const (
+	backlogMinOfSingle    = 0.8
+	backlogMaxClaimGrowth = 2
+)

@@ -106,6 +106,16 @@ type Result struct {
 	Elements int `json:"elements,omitempty"`
 	// Keys is how many concurrency keys single_capped spreads its runs over.
 	Keys int `json:"keys,omitempty"`
+	// Tenants is how many tenants backlog1m draws its runs' tenants from.
+	Tenants int `json:"tenants,omitempty"`
+	// backlog1m: the claim's p50 and p99 in ms (claims that took tasks) in
+	// the first, middle and last tenth of the drain.
+	ClaimStartP50Ms float64 `json:"claim_start_p50_ms,omitempty"`
+	ClaimStartP99Ms float64 `json:"claim_start_p99_ms,omitempty"`
+	ClaimMidP50Ms   float64 `json:"claim_mid_p50_ms,omitempty"`
+	ClaimMidP99Ms   float64 `json:"claim_mid_p99_ms,omitempty"`
+	ClaimEndP50Ms   float64 `json:"claim_end_p50_ms,omitempty"`
+	ClaimEndP99Ms   float64 `json:"claim_end_p99_ms,omitempty"`
 	// TriggerSeconds is how long the throughput workloads took to trigger
 	// their runs, before the engine started (not in Seconds).
 	TriggerSeconds float64 `json:"trigger_seconds,omitempty"`
@@ -227,6 +237,8 @@ type bench struct {
 	// limited is set while single_limited runs: its engines register the
 	// rate-limited workflow.
 	limited bool
+	// claims, while backlog1m runs, times its engine's claims.
+	claims *claimTimes
 }
 
 // runWorkloads sets the schema up, runs the workloads in order and tears
@@ -324,6 +336,8 @@ func (b *bench) workload(ctx context.Context, name string) (Result, error) {
 		if err == nil {
 			err = b.runLatency(ctx, &res, chainName)
 		}
+	case "backlog1m":
+		err = b.backlog(ctx, &res)
 	case "chain20":
 		err = b.throughput(ctx, &res, chain20Name, b.scaled(chain20Runs), 2*chainSteps, func(i int) any { return flows.Chain20{N: i} })
 	case "chain10_child":
@@ -432,7 +446,11 @@ func (b *bench) newWorkerWith(ctx context.Context, tweak func(*engine.Config)) (
 		TracerProvider:       b.tp,
 	}
 	tweak(cfg)
-	e, err := engine.New(st, cfg)
+	var es store.Store = st
+	if b.claims != nil {
+		es = timedStore{Store: st, claims: b.claims}
+	}
+	e, err := engine.New(es, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("new engine: %w", err)
 	}
