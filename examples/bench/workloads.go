@@ -294,8 +294,12 @@ func runWorkloads(ctx context.Context, o options, log io.Writer) (results []Resu
 
 func (b *bench) workload(ctx context.Context, name string) (Result, error) {
 	timeout := b.o.timeout
-	if name == "soak" {
+	switch name {
+	case "soak":
 		timeout += time.Duration(float64(b.o.soakDuration) * b.o.scale)
+	case "backlog1m":
+		// Four times single_step's runs, triggered and drained.
+		timeout *= 4
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, fmt.Errorf("workload %s: -timeout %s exceeded", name, timeout))
 	defer cancel()
