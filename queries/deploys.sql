@@ -44,6 +44,15 @@ WHERE t.run_id = @run_id AND t.status = 'QUEUED'
   )
 ORDER BY t.seq;
 
+-- name: NoJIT :exec
+-- Makes the statements after it in this transaction run without JIT
+-- compilation: ReportUnserved is costed for a queue whose every entry
+-- nobody serves, past the thresholds where Postgres JIT-compiles, inlines
+-- and optimizes it, and each leader's round paid seconds of compilation
+-- for a look that, most rounds, finds nothing (see docs/performance.md,
+-- "No JIT compilation of large batches").
+SELECT set_config('jit', 'off', true);
+
 -- name: ReportUnserved :many
 -- Records up to @max queue entries whose signature no live worker serves,
 -- queued more than @grace_seconds ago and not recorded yet, and returns them

@@ -84,6 +84,9 @@ func (s *Store) ReportUnserved(ctx context.Context, grace time.Duration, limit i
 	}
 	n := 0
 	err := s.inTx(ctx, func(tx *pipeline.Tx) error {
+		if err := s.q.NoJIT(ctx, tx.Queue()); err != nil {
+			return fmt.Errorf("turn JIT compilation off: %w", err)
+		}
 		rows, err := s.q.ReportUnserved(ctx, tx.Queue(), dbsqlc.ReportUnservedParams{Now: s.clock(), GraceSeconds: grace.Seconds(), Max: int32(min(limit, 1<<30))})
 		if err != nil {
 			return fmt.Errorf("find unserved tasks: %w", err)

@@ -180,6 +180,21 @@ func (q *Queries) InFlightRuns(ctx context.Context, db DBTX, sample int32, serve
 	return items, nil
 }
 
+const noJIT = `-- name: NoJIT :exec
+SELECT set_config('jit', 'off', true)
+`
+
+// Makes the statements after it in this transaction run without JIT
+// compilation: ReportUnserved is costed for a queue whose every entry
+// nobody serves, past the thresholds where Postgres JIT-compiles, inlines
+// and optimizes it, and each leader's round paid seconds of compilation
+// for a look that, most rounds, finds nothing (see docs/performance.md,
+// "No JIT compilation of large batches").
+func (q *Queries) NoJIT(ctx context.Context, db DBTX) error {
+	_, err := db.Exec(ctx, noJIT)
+	return err
+}
+
 const recordSignatures = `-- name: RecordSignatures :exec
 INSERT INTO dagen_signatures (signature, workflow, step, kind, input_type, output_type, parents, child, recorded_at)
 SELECT x.signature, x.workflow, x.step, x.kind, x.input_type, x.output_type, x.parents::jsonb, x.child,
