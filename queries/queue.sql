@@ -222,6 +222,10 @@ deleted AS (
           -- claims: a store that did not know it yet claims nothing here,
           -- and learns it from ReadFlowFlags.
           AND NOT (SELECT f.rate_limits OR f.priorities FROM dagen_flow_flags f)
+          -- Where the store's last full claim began (claimFloor): the
+          -- index entries of the rows claims deleted before it, dead until
+          -- a vacuum, are not read again.
+          AND p.id >= @floor::bigint
         ORDER BY p.id
         LIMIT @max
         FOR UPDATE SKIP LOCKED
@@ -359,8 +363,9 @@ tickets AS MATERIALIZED (
     -- row, where = ANY compares the row with the signatures one by one
     -- (a worker serves dozens, so the comparisons add up; see
     -- docs/performance.md, "The claim's signature filter is hashed").
-    WHERE cardinality(@signatures::text[]) = 0
-       OR p.signature IN (SELECT unnest(@signatures::text[]))
+    WHERE (cardinality(@signatures::text[]) = 0
+           OR p.signature IN (SELECT unnest(@signatures::text[])))
+      AND p.id >= @floor::bigint -- as in ClaimTasks
     ORDER BY p.id
     LIMIT @max
     FOR UPDATE SKIP LOCKED

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dagenhq/dagen/runtime/dag"
@@ -79,21 +80,28 @@ const flowReadEvery = 5 * time.Second
 // a priority), another reads them when its claims find nothing, every
 // flowReadEvery at most, and then claims with the flow's. The flags are
 // never cleared.
-func (s *Store) claimRows(ctx context.Context, p store.ClaimParams) ([]dbsqlc.ClaimTasksRow, error) {
+func (s *Store) claimRows(ctx context.Context, p store.ClaimParams) (rows []dbsqlc.ClaimTasksRow, err error) {
+	sigs := strings.Join(p.Signatures, "\x00")
 	params := dbsqlc.ClaimTasksParams{
 		Now:          s.clock(),
 		Signatures:   nonNil(p.Signatures),
+		Floor:        s.floor.next(sigs),
 		Max:          int32(min(p.Limit, 1<<30)),
 		Worker:       p.Worker,
 		LeaseSeconds: p.Lease.Seconds(),
 		Known:        uuidsOf(p.Known),
 	}
+	defer func() {
+		if err == nil {
+			s.floor.claimed(sigs, rows, int(params.Max), params.Floor == 0 && s.flow.Load())
+		}
+	}()
 	if !s.flow.Load() {
 		pl := pipeline.New(s.pool).Queue()
 		if err := s.keepGenericPlan(ctx, pl); err != nil { // queued: it cannot fail here
 			return nil, err
 		}
-		rows, err := s.q.ClaimTasks(ctx, pl, params)
+		rows, err = s.q.ClaimTasks(ctx, pl, params)
 		if err != nil || len(rows) > 0 {
 			return rows, err // rows: the flags were not set
 		}
@@ -115,15 +123,18 @@ func (s *Store) claimRows(ctx context.Context, p store.ClaimParams) ([]dbsqlc.Cl
 	if err := s.keepGenericPlan(ctx, pl); err != nil {
 		return nil, err
 	}
-	rows, err := s.q.ClaimTasksFlow(ctx, pl, dbsqlc.ClaimTasksFlowParams(params))
+	// Not past a floor: the rows a priority claim returns are not its
+	// places, which may stay behind (see claimFloor).
+	params.Floor = 0
+	flowRows, err := s.q.ClaimTasksFlow(ctx, pl, dbsqlc.ClaimTasksFlowParams(params))
 	if err != nil {
 		return nil, err
 	}
-	out := make([]dbsqlc.ClaimTasksRow, len(rows))
-	for i, r := range rows {
-		out[i] = dbsqlc.ClaimTasksRow(r)
+	rows = make([]dbsqlc.ClaimTasksRow, len(flowRows))
+	for i, r := range flowRows {
+		rows[i] = dbsqlc.ClaimTasksRow(r)
 	}
-	return out, nil
+	return rows, nil
 }
 
 // runFields are what a claimed task takes from its run's row.
@@ -254,4 +265,66 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// claimFloor is where a store's claims begin reading the queue: the first
+// block of its last full claim. A claim deletes the rows it takes, and
+// their index entries stay, dead, until the queue is vacuumed: behind a
+// backlog, every claim that read the queue from its start passed over all
+// the entries the claims before it had deleted (see docs/performance.md,
+// "Claims begin where the last full claim began").
+//
+// No row a claim may take lies below the floor but for stragglers: every
+// enqueue places its rows at the frontier's block or past it (Enqueue),
+// the frontier is at or past the block of every row claimed, and the
+// floor is the start of such a block. Stragglers are rows that another
+// claim had locked and then gave back (its transaction failed), rows of a
+// signature the worker serves since, and rows a claim skipped because of
+// its limit (a priority's moves, an admission's order): a claim that
+// takes fewer rows than it asked for, and every floorResetEvery-th claim,
+// reads the queue from its start, so a straggler waits a few claims at
+// most.
+type claimFloor struct {
+	mu     sync.Mutex
+	at     int64
+	of     string // the signatures of the claim that set at, joined
+	claims int64
+}
+
+// floorResetEvery is how often a claim reads the queue from its start
+// whatever the floor.
+const floorResetEvery = 16
+
+// next returns the floor for the next claim of the given signatures: rows
+// of other signatures than those of the claim that set it may wait below
+// it.
+func (f *claimFloor) next(signatures string) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.claims++
+	if f.claims%floorResetEvery == 0 || signatures != f.of {
+		return 0
+	}
+	return f.at
+}
+
+// claimed moves the floor after a claim of up to limit rows of the given
+// signatures: to the start of the block of its first row when it took all
+// it asked for, back to the queue's start when it did not (the queue past
+// the floor may be drained, and stragglers may wait below it) or when it
+// was ClaimTasksFlow's (priorities): the rows that claim returns may be
+// entries it preferred to its places, further back, whose places stay.
+func (f *claimFloor) claimed(signatures string, rows []dbsqlc.ClaimTasksRow, limit int, priorities bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.of = signatures
+	if len(rows) < limit || len(rows) == 0 || priorities {
+		f.at = 0
+		return
+	}
+	first := rows[0].QueueID
+	for _, r := range rows[1:] {
+		first = min(first, r.QueueID)
+	}
+	f.at = first / store.BlockLength * store.BlockLength
 }

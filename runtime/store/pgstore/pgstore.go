@@ -66,6 +66,7 @@ type Store struct {
 	// (dagen_flow_flags): claims then take ClaimTasksFlow (claimRows).
 	flow     atomic.Bool
 	flowRead atomic.Int64 // unix nanoseconds of the last read of the flags
+	floor    claimFloor   // where claims begin reading the queue
 	owned    bool         // Close closes the pool
 
 	leader leader

@@ -36,8 +36,12 @@ deleted AS (
           -- claims: a store that did not know it yet claims nothing here,
           -- and learns it from ReadFlowFlags.
           AND NOT (SELECT f.rate_limits OR f.priorities FROM dagen_flow_flags f)
+          -- Where the store's last full claim began (claimFloor): the
+          -- index entries of the rows claims deleted before it, dead until
+          -- a vacuum, are not read again.
+          AND p.id >= $3::bigint
         ORDER BY p.id
-        LIMIT $3
+        LIMIT $4
         FOR UPDATE SKIP LOCKED
     ))
     RETURNING q.id, q.run_id, q.task
@@ -47,7 +51,7 @@ claimed AS (
     UPDATE dagen_tasks t
     SET status = 'RUNNING',
         attempt = t.attempt + 1,
-        worker = $4::text,
+        worker = $5::text,
         -- The claim's fence token (migration 014).
         claim = dagen_new_claim(),
         started_event = nextval('dagen_event_seq'),
@@ -63,8 +67,8 @@ leased AS (
     -- One lease for the claim (migration 012), its id the least STARTED
     -- event id in it.
     INSERT INTO dagen_leases (id, token, worker, lease_until, run_ids, tasks, events)
-    SELECT min(claimed.started_event), min(claimed.claim), $4::text,
-           min(clock.now) + make_interval(secs => $5::float8),
+    SELECT min(claimed.started_event), min(claimed.claim), $5::text,
+           min(clock.now) + make_interval(secs => $6::float8),
            array_agg(claimed.run_id), array_agg(claimed.name), array_agg(claimed.started_event)
     FROM claimed, clock
     HAVING count(*) > 0
@@ -86,7 +90,7 @@ shared AS (
     SELECT claimed.queue_id, claimed.run_id, claimed.name, claimed.kind, claimed.attempt, claimed.claim, claimed.parents,
            claimed.signature, claimed.each, claimed.item, claimed.element, claimed.started_event,
            claimed.children, claimed.row_ctid, claimed.queued_seconds,
-           claimed.run_id = ANY($6::uuid[]) AS known,
+           claimed.run_id = ANY($7::uuid[]) AS known,
            row_number() OVER (PARTITION BY claimed.run_id ORDER BY claimed.queue_id) AS run_rank,
            CASE WHEN claimed.each = ''
                 THEN row_number() OVER (PARTITION BY claimed.run_id, claimed.parents, claimed.each ORDER BY claimed.queue_id)
@@ -140,6 +144,7 @@ ORDER BY c.queue_id
 type ClaimTasksParams struct {
 	Now          pgtype.Timestamptz
 	Signatures   []string
+	Floor        int64
 	Max          int32
 	Worker       string
 	LeaseSeconds float64
@@ -196,6 +201,7 @@ func (q *Queries) ClaimTasks(ctx context.Context, db DBTX, arg ClaimTasksParams)
 	rows, err := db.Query(ctx, claimTasks,
 		arg.Now,
 		arg.Signatures,
+		arg.Floor,
 		arg.Max,
 		arg.Worker,
 		arg.LeaseSeconds,
@@ -262,10 +268,11 @@ tickets AS MATERIALIZED (
     -- row, where = ANY compares the row with the signatures one by one
     -- (a worker serves dozens, so the comparisons add up; see
     -- docs/performance.md, "The claim's signature filter is hashed").
-    WHERE cardinality($2::text[]) = 0
-       OR p.signature IN (SELECT unnest($2::text[]))
+    WHERE (cardinality($2::text[]) = 0
+           OR p.signature IN (SELECT unnest($2::text[])))
+      AND p.id >= $3::bigint -- as in ClaimTasks
     ORDER BY p.id
-    LIMIT $3
+    LIMIT $4
     FOR UPDATE SKIP LOCKED
 ),
 groups AS (
@@ -354,7 +361,7 @@ claimed AS (
     UPDATE dagen_tasks t
     SET status = 'RUNNING',
         attempt = t.attempt + 1,
-        worker = $4::text,
+        worker = $5::text,
         -- The claim's fence token (migration 014).
         claim = dagen_new_claim(),
         started_event = nextval('dagen_event_seq'),
@@ -370,8 +377,8 @@ leased AS (
     -- One lease for the claim (migration 012), its id the least STARTED
     -- event id in it.
     INSERT INTO dagen_leases (id, token, worker, lease_until, run_ids, tasks, events)
-    SELECT min(claimed.started_event), min(claimed.claim), $4::text,
-           min(clock.now) + make_interval(secs => $5::float8),
+    SELECT min(claimed.started_event), min(claimed.claim), $5::text,
+           min(clock.now) + make_interval(secs => $6::float8),
            array_agg(claimed.run_id), array_agg(claimed.name), array_agg(claimed.started_event)
     FROM claimed, clock
     HAVING count(*) > 0
@@ -394,7 +401,7 @@ shared AS (
     SELECT claimed.queue_id, claimed.run_id, claimed.name, claimed.kind, claimed.attempt, claimed.claim, claimed.parents,
            claimed.signature, claimed.each, claimed.item, claimed.element, claimed.started_event,
            claimed.children, claimed.row_ctid, claimed.queued_seconds,
-           claimed.run_id = ANY($6::uuid[]) AS known,
+           claimed.run_id = ANY($7::uuid[]) AS known,
            row_number() OVER (PARTITION BY claimed.run_id ORDER BY claimed.queue_id) AS run_rank,
            CASE WHEN claimed.each = ''
                 THEN row_number() OVER (PARTITION BY claimed.run_id, claimed.parents, claimed.each ORDER BY claimed.queue_id)
@@ -448,6 +455,7 @@ ORDER BY c.queue_id
 type ClaimTasksFlowParams struct {
 	Now          pgtype.Timestamptz
 	Signatures   []string
+	Floor        int64
 	Max          int32
 	Worker       string
 	LeaseSeconds float64
@@ -508,6 +516,7 @@ func (q *Queries) ClaimTasksFlow(ctx context.Context, db DBTX, arg ClaimTasksFlo
 	rows, err := db.Query(ctx, claimTasksFlow,
 		arg.Now,
 		arg.Signatures,
+		arg.Floor,
 		arg.Max,
 		arg.Worker,
 		arg.LeaseSeconds,
