@@ -1,0 +1,49 @@
+package pgstore_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/dagenhq/dagen/runtime/dag"
+	"github.com/dagenhq/dagen/runtime/store"
+	"github.com/dagenhq/dagen/runtime/store/pgstore"
+	"github.com/dagenhq/dagen/runtime/store/shardstore"
+	"github.com/dagenhq/dagen/runtime/store/storetest"
+)
+
+// TestShardedConformance runs the conformance suite on a sharded store
+// (shardstore) of three pgstores, each in its own schema. It lives here
+// because the suite's rollback cases need pgstore's test-only RollBack.
+func TestShardedConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, now func() time.Time) store.Store {
+		names := []string{"a", "b", "c"}
+		byName := make(map[string]*pgstore.Store)
+		var shards []shardstore.Shard
+		for _, name := range names {
+			st := newStore(t, now, 4)
+			byName[name] = st
+			shards = append(shards, shardstore.Shard{Name: name, Store: st})
+		}
+		s, err := shardstore.New(shards, shardstore.EvenMap(names...), nil)
+		if err != nil {
+			t.Fatalf("sharded store: %v", err)
+		}
+		return shardedRollingBack{Store: s, shards: byName}
+	})
+}
+
+// shardedRollingBack rolls a task back on the shard of its run.
+type shardedRollingBack struct {
+	*shardstore.Store
+	shards map[string]*pgstore.Store
+}
+
+func (s shardedRollingBack) RollBack(ctx context.Context, run dag.RunID, step string) error {
+	name, err := s.ShardOf(ctx, run)
+	if err != nil {
+		return fmt.Errorf("roll back %s/%s: %w", run, step, err)
+	}
+	return rollBack(ctx, s.shards[name], run, step)
+}
