@@ -205,11 +205,7 @@ func (s *Store) QueuePlaces(ctx context.Context, id dag.RunID, steps []string) (
 
 // Unserved returns a run's unserved tasks, from its shard.
 func (s *Store) Unserved(ctx context.Context, id dag.RunID) ([]store.UnservedTask, error) {
-	i, err := s.locate(ctx, id)
-	if err != nil {
-		return nil, ignoreNotFound(err)
-	}
-	return s.shards[i].Store.Unserved(ctx, id)
+	return onRun(ctx, s, id, func(st store.Store) ([]store.UnservedTask, error) { return st.Unserved(ctx, id) })
 }
 
 func ignoreNotFound(err error) error {

@@ -18,6 +18,12 @@ import (
 func (s *Store) byTenant(runs []store.NewRun) (order []int, groups map[int][]int, err error) {
 	groups = make(map[int][]int)
 	for k, r := range runs {
+		// A bad tenant fails the call before any shard writes: the shards
+		// would refuse it, but only after the shards before had created
+		// their runs.
+		if err := store.ValidTenant(r.Tenant); err != nil {
+			return nil, nil, fmt.Errorf("create run %s: %w: %w", r.ID, store.ErrInvalidRun, err)
+		}
 		l := store.LogicalShard(r.Tenant)
 		if s.paused[l] {
 			return nil, nil, fmt.Errorf("shardstore: tenant %q (logical shard %d): %w", r.Tenant, l, ErrPaused)
@@ -29,6 +35,34 @@ func (s *Store) byTenant(runs []store.NewRun) (order []int, groups map[int][]int
 		groups[i] = append(groups[i], k)
 	}
 	return order, groups, nil
+}
+
+// checkNew fails with store.ErrRunExists when a run of a batch over
+// several shards exists already, before any shard writes: a retried batch
+// then creates nothing, as in one store. (Runs created by others between
+// the check and the writes still fail only their own shard's part.)
+func (s *Store) checkNew(ctx context.Context, runs []store.NewRun, order []int, groups map[int][]int) error {
+	if len(order) < 2 {
+		return nil
+	}
+	var mu sync.Mutex
+	var errs []error
+	s.eachOf(ctx, order, func(ctx context.Context, i int, st store.Store) {
+		for _, k := range groups[i] {
+			_, err := st.RunStatus(ctx, runs[k].ID)
+			if isNotFound(err) {
+				continue
+			}
+			if err == nil {
+				err = fmt.Errorf("create run %s: %w", runs[k].ID, store.ErrRunExists)
+			}
+			mu.Lock()
+			errs = append(errs, s.shardErr(i, "check the batch's runs are new", err))
+			mu.Unlock()
+			return
+		}
+	})
+	return errors.Join(errs...)
 }
 
 // pick returns the runs at idx, copied.
@@ -49,6 +83,9 @@ func pick(runs []store.NewRun, idx []int) []store.NewRun {
 func (s *Store) CreateRuns(ctx context.Context, runs []store.NewRun) error {
 	order, groups, err := s.byTenant(runs)
 	if err != nil {
+		return err
+	}
+	if err := s.checkNew(ctx, runs, order, groups); err != nil {
 		return err
 	}
 	for _, i := range order {
@@ -73,11 +110,15 @@ func (s *Store) StartRuns(ctx context.Context, runs []store.NewRun, p store.Clai
 	if err != nil {
 		return nil, err
 	}
+	if err := s.checkNew(ctx, runs, order, groups); err != nil {
+		return nil, err
+	}
+	limits := startLimits(runs, p, s.tenantShard)
 	var out []store.ClaimedTask
 	for _, i := range order {
 		sub := pick(runs, groups[i])
 		q := p
-		q.Limit = max(p.Limit-len(out), 0)
+		q.Limit = limits[i]
 		got, err := s.shards[i].Store.StartRuns(ctx, sub, q)
 		if err != nil {
 			return out, s.shardErr(i, fmt.Sprintf("start %d runs", len(sub)), err)
@@ -95,6 +136,32 @@ func (s *Store) StartRuns(ctx context.Context, runs []store.NewRun, p store.Clai
 	}
 	slices.SortStableFunc(out, func(a, b store.ClaimedTask) int { return cmp.Compare(pos[a.RunID], pos[b.RunID]) })
 	return out, nil
+}
+
+// startLimits says how many tenants' roots each shard may start: of the
+// first p.Limit tenants in run order that have a root p serves (the ones
+// one store would look at), those of the shard.
+func startLimits(runs []store.NewRun, p store.ClaimParams, shardOf func(string) int) map[int]int {
+	limits := make(map[int]int)
+	seen := make(map[string]bool)
+	n := 0
+	for _, r := range runs {
+		if n >= p.Limit {
+			break
+		}
+		if seen[r.Tenant] {
+			continue
+		}
+		for _, t := range r.Tasks {
+			if len(t.Parents) == 0 && t.Kind != store.KindOnFailure && p.Serves(t.Signature) {
+				seen[r.Tenant] = true
+				limits[shardOf(r.Tenant)]++
+				n++
+				break
+			}
+		}
+	}
+	return limits
 }
 
 // byRun groups results by the shard of their run, in the order of each
@@ -297,13 +364,15 @@ func (s *Store) RunStatus(ctx context.Context, id dag.RunID) (store.RunStatus, e
 func (s *Store) Heartbeat(ctx context.Context, worker string, ttl time.Duration, held []store.HeldAttempt) ([]dag.RunID, error) {
 	per := make([][]store.HeldAttempt, len(s.shards))
 	for _, h := range held {
-		if i, ok := s.remembered(h.RunID); ok {
-			per[i] = append(per[i], h)
-			continue
+		i, err := s.locate(ctx, h.RunID)
+		switch {
+		case isNotFound(err):
+			// Gone: the shard of its id reports it, as one store would.
+			i = s.logical[h.RunID.Shard()%store.LogicalShards]
+		case err != nil:
+			continue // its shard does not answer: it beats there later
 		}
-		for i := range per {
-			per[i] = append(per[i], h)
-		}
+		per[i] = append(per[i], h)
 	}
 	var mu sync.Mutex
 	var cancelled []dag.RunID
