@@ -3,6 +3,7 @@ package shardstore
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -40,9 +41,10 @@ type HeadCounter interface {
 // claim serves the tenants of every shard as one fair queue would serve
 // them all: a shard with a single heavy tenant gets one place a round, not
 // one place a task. Every shard with work gets a place when the limit has
-// enough (else they take turns, call by call). The places a shard leaves
-// unused go, in a second round, to the shards that filled theirs. Within a
-// shard the fair queue decides. A shard that fails is passed over
+// enough (else they take turns, call by call). The places the shards leave
+// unused go, in a second round, to those that filled theirs and to those
+// the first round passed over as idle. Within a shard the fair queue
+// decides. A shard that fails is passed over
 // (Config.ShardFailed) unless all do.
 func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.ClaimedTask, error) {
 	if p.Limit <= 0 {
@@ -54,10 +56,23 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.Cl
 	if err != nil {
 		return nil, err
 	}
-	if left := p.Limit - count(got); left > 0 && len(full) > 0 {
-		more, _, err := s.claimRound(ctx, p, evenly(full, left, int(s.claims.turn.Load())))
-		if err == nil {
-			got = append(got, more...)
+	if left := p.Limit - count(got); left > 0 {
+		// The places left go to the shards that filled theirs and to
+		// those passed over as idle: they may have work no notification
+		// told of (a rescue, a timer, a capped run admitted, another
+		// process's trigger), and a claim that is not filled is the poll
+		// that finds it.
+		rest := full
+		for i := range s.shards {
+			if !slices.Contains(cands, i) {
+				rest = append(rest, i)
+			}
+		}
+		if len(rest) > 0 {
+			more, _, err := s.claimRound(ctx, p, evenly(rest, left, int(s.claims.turn.Load())))
+			if err == nil {
+				got = append(got, more...)
+			}
 		}
 	}
 	return interleave(got), nil
