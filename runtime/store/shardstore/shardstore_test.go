@@ -333,3 +333,40 @@ func TestEngineRunsOf300Tenants(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, workers, 2, "each worker once, merged over the shards")
 }
+
+// TestTxTriggersOnTheShardsDatabase: a trigger in the caller's
+// transaction goes through on the pool of its tenant's shard, and is
+// refused, writing nothing, on another shard's database or for runs of
+// several shards.
+func TestTxTriggersOnTheShardsDatabase(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cluster := pgtest.NewPrimary(t, pgtest.ClusterOptions{})
+	other, err := pgstore.OpenConfig(ctx, cluster.URL("postgres"), nil)
+	require.NoError(t, err)
+	t.Cleanup(other.Close)
+	local := pgShard(t, 4)
+	s, err := shardstore.New([]shardstore.Shard{{Name: "a", Store: local}, {Name: "b", Store: other}}, shardstore.EvenMap("a", "b"), nil)
+	require.NoError(t, err)
+	onA, onB := tenantsOn(s, "a", "tx", 1)[0], tenantsOn(s, "b", "tx", 1)[0]
+
+	tx, err := local.Pool().Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	wrong := oneStepRun(onB)
+	require.ErrorIs(t, s.CreateRunsTx(ctx, tx, []store.NewRun{wrong}), shardstore.ErrWrongShard, "b's run in a's database")
+	mixed := []store.NewRun{oneStepRun(onA), oneStepRun(onB)}
+	err = s.CreateRunsTx(ctx, tx, mixed)
+	require.ErrorIs(t, err, shardstore.ErrWrongShard)
+	require.ErrorIs(t, err, store.ErrInvalidRun)
+	right := oneStepRun(onA)
+	require.NoError(t, s.CreateRunsTx(ctx, tx, []store.NewRun{right}))
+	require.NoError(t, tx.Commit(ctx))
+	got, err := s.GetRun(ctx, right.ID)
+	require.NoError(t, err)
+	require.Equal(t, onA, got.Tenant)
+	for _, r := range append(mixed, wrong) {
+		_, err := s.GetRun(ctx, r.ID)
+		require.ErrorIs(t, err, store.ErrRunNotFound)
+	}
+}

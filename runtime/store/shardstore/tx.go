@@ -77,9 +77,20 @@ func (s *Store) checkTx(i int, tx pgx.Tx) error {
 		return nil
 	}
 	want, got := p.Pool().Config().ConnConfig, tx.Conn().Config()
-	if want.Host != got.Host || want.Port != got.Port || want.Database != got.Database {
+	if hostOf(want.Host) != hostOf(got.Host) || want.Port != got.Port || want.Database != got.Database {
 		return fmt.Errorf("shardstore: shard %s is %s:%d/%s, the transaction %s:%d/%s: %w",
 			s.shards[i].Name, want.Host, want.Port, want.Database, got.Host, got.Port, got.Database, ErrWrongShard)
 	}
 	return nil
+}
+
+// hostOf spells the local host one way, so that a pool opened on
+// "localhost" and a transaction on "127.0.0.1" are not taken for two
+// servers.
+func hostOf(h string) string {
+	switch h {
+	case "localhost", "127.0.0.1", "::1":
+		return "localhost"
+	}
+	return h
 }

@@ -140,11 +140,11 @@ Flags:
 	-db URL       migrate: the database (default $DATABASE_URL; one of
 	              them is required); check: the database to compare with
 	-shards "NAME=URL ..."
-	              migrate, runs, check: the databases of a sharded
-	              deployment (default $DAGEN_SHARDS for migrate and runs),
-	              in place of -db: migrate and check run on every shard,
-	              runs lists and counts them as one (docs/sharding.md)
-	-shard-map M  migrate, runs: the logical shards of each shard, as
+	              migrate, runs, ui, check: the databases of a sharded
+	              deployment in place of -db (default $DAGEN_SHARDS, but
+	              for check): migrate and check run on every shard; runs
+	              and ui show them as one system (docs/sharding.md)
+	-shard-map M  migrate, runs, ui: the logical shards of each shard, as
 	              0-511=a,512-1023=b (default $DAGEN_SHARD_MAP, else even)
 	-strict       check -db: exit 1 when this code could not finish some
 	              running runs
