@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -264,9 +265,36 @@ func startEngine(t *testing.T, st store.Store, id string, defs ...*engine.Defini
 // its tenant's shard, every task completed once, the counts adding up.
 func TestEngineRunsOf300Tenants(t *testing.T) {
 	t.Parallel()
+	runsOf300Tenants(t, newSharded(t, "a", "b", "c"))
+}
+
+// TestEngineRunsOf300TenantsOnThreeClusters is the longer variant: each
+// shard a Postgres cluster of its own (initdb). Set
+// DAGEN_SHARD_CLUSTERS=1 to run it (make test-shards-clusters).
+func TestEngineRunsOf300TenantsOnThreeClusters(t *testing.T) {
+	if os.Getenv("DAGEN_SHARD_CLUSTERS") == "" {
+		t.Skip("three clusters of its own: set DAGEN_SHARD_CLUSTERS=1 (make test-shards-clusters)")
+	}
+	t.Parallel()
+	ctx := context.Background()
+	pg := make(map[string]*pgstore.Store)
+	var shards []shardstore.Shard
+	for _, n := range []string{"a", "b", "c"} {
+		c := pgtest.NewPrimary(t, pgtest.ClusterOptions{})
+		st, err := pgstore.OpenConfig(ctx, c.URL("postgres"), nil)
+		require.NoError(t, err)
+		t.Cleanup(st.Close)
+		pg[n] = st
+		shards = append(shards, shardstore.Shard{Name: n, Store: st})
+	}
+	s, err := shardstore.New(shards, shardstore.EvenMap("a", "b", "c"), nil)
+	require.NoError(t, err)
+	runsOf300Tenants(t, sharded{s, pg})
+}
+
+func runsOf300Tenants(t *testing.T, s sharded) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	s := newSharded(t, "a", "b", "c")
 	// A second process: its own sharded store over the same shards.
 	var shards []shardstore.Shard
 	for _, n := range []string{"a", "b", "c"} {
