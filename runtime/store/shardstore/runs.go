@@ -434,7 +434,6 @@ func (s *Store) Subscribe(ctx context.Context) (<-chan struct{}, error) {
 		go func() {
 			for range ch {
 				s.busy(i)
-				s.notified[i].Add(1)
 				select {
 				case out <- struct{}{}:
 				default:

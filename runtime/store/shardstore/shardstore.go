@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"sync/atomic"
 
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
@@ -55,11 +54,9 @@ type Store struct {
 	runsMu sync.Mutex
 	runs   map[dag.RunID]int
 
-	claims claimState
-	lead   leadState
-	// notified counts, per shard, the notifications of work it sent.
-	notified []atomic.Uint64
-	closers  []func() // the shards Open opened
+	claims  claimState
+	lead    leadState
+	closers []func() // the shards Open opened
 }
 
 var (
@@ -105,7 +102,6 @@ func New(shards []Shard, m Map, cfg *Config) (*Store, error) {
 	}
 	s.claims.init(len(shards))
 	s.lead.init(len(shards))
-	s.notified = make([]atomic.Uint64, len(shards))
 	return s, nil
 }
 
