@@ -70,7 +70,7 @@
 // Lists merge every shard's pages by run id (ids are time ordered) with
 // the same keyset cursor; counts and backlogs add up; workers are merged
 // by id. The dagen command takes the shards as -shards (or DAGEN_SHARDS):
-// migrate and check -db run on every shard, runs ls lists them as one.
+// migrate and check run on every shard, runs and ui show them as one.
 //
 // # Moving a logical shard
 //
