@@ -8,6 +8,11 @@ all: test
 test: verify vet
 	$(GO) test -race -count=1 -timeout 30m ./...
 
+## test-shards-clusters: the sharded store's longer variant, each shard a Postgres cluster of its own.
+.PHONY: test-shards-clusters
+test-shards-clusters:
+	DAGEN_SHARD_CLUSTERS=1 $(GO) test -race -count=1 -p 1 -run 'OnThreeClusters|OneShardDown' ./runtime/store/shardstore/
+
 ## verify: fail when code is unformatted or committed generated code is stale.
 verify: fmt-check verify-sqlc verify-generated
 

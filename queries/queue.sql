@@ -559,3 +559,13 @@ DELETE FROM dagen_ready WHERE run_id = ANY(@run_ids::uuid[]);
 -- name: NotifyChannel :one
 -- The channel Enqueue notifies: one per schema.
 SELECT ('dagen_ready.' || current_schema())::text AS channel;
+
+-- name: QueueHead :one
+-- Counts the entries in the first block of the ready queue: the places the
+-- fair queue hands out in its next round (one a tenant with work, w for a
+-- tenant of weight w). A sharded store splits a claim between its shards
+-- by it, so that every tenant, on whatever shard, gets a place a round.
+-- Two probes of the id index, then at most one block of it.
+SELECT count(*)::integer AS places
+FROM dagen_ready
+WHERE id < (SELECT (min(r.id) / 1048576 + 1) * 1048576 FROM dagen_ready r);

@@ -1,6 +1,7 @@
 package dag_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 
@@ -42,4 +43,22 @@ func TestFailureError(t *testing.T) {
 	f.InputError = "decode workflow input as orders.Order: json: cannot unmarshal string"
 	require.EqualError(t, f, "step Charge failed on attempt 3: declined; the run input did not decode, the handler got the zero input: "+
 		"decode workflow input as orders.Order: json: cannot unmarshal string")
+}
+
+func TestNewRunIDInCarriesShard(t *testing.T) {
+	var prev dag.RunID
+	for i := range 5000 {
+		shard := uint16(i % (dag.MaxRunIDShard + 1))
+		id := dag.NewRunIDIn(shard)
+		if got := id.Shard(); got != shard {
+			t.Fatalf("id %s carries shard %d, want %d", id, got, shard)
+		}
+		if id[6]>>4 != 7 || id[8]>>6 != 2 {
+			t.Fatalf("id %s lost its version or variant", id)
+		}
+		if bytes.Compare(id[:8], prev[:8]) <= 0 {
+			t.Fatalf("id %s is not after %s in time and counter", id, prev)
+		}
+		prev = id
+	}
 }

@@ -32,6 +32,28 @@ func NewRunID() RunID {
 	return id
 }
 
+// MaxRunIDShard is the largest shard NewRunIDIn writes into an id: 14
+// bits of the random part, the 6 after the variant and the next 8.
+const MaxRunIDShard = 1<<14 - 1
+
+// NewRunIDIn returns a new run id as NewRunID does, with shard (at most
+// MaxRunIDShard; higher bits are dropped) written into the 14 random bits
+// that follow the variant (bytes 8 and 9), where [RunID.Shard] reads it.
+// The time and the counter are untouched, so ids stay time ordered and
+// unique; 48 random bits remain. A sharded store finds a run's shard from
+// its id this way, without asking every shard.
+func NewRunIDIn(shard uint16) RunID {
+	id := NewRunID()
+	id[8] = 0x80 | byte(shard>>8)&0x3f // keep the RFC 4122 variant
+	id[9] = byte(shard)
+	return id
+}
+
+// Shard returns the 14 bits NewRunIDIn wrote into the id. An id made
+// otherwise (NewRunID, another system) has random bits there: a reader
+// that finds no run where they point must look elsewhere.
+func (id RunID) Shard() uint16 { return uint16(id[8]&0x3f)<<8 | uint16(id[9]) }
+
 // idClock is the last millisecond and counter NewRunID used: the one
 // state this package keeps, so that ids never go backwards.
 var idClock monotonic

@@ -646,7 +646,10 @@ func newRun(reg *registered, tenant string, in []byte, req TriggerRequest) (stor
 	if err := store.ValidKey(key); err != nil {
 		return store.NewRun{}, err
 	}
-	nr := store.NewRun{ID: dag.NewRunID(), Workflow: reg.def.Name, Fingerprint: reg.fp, Tenant: tenant, Input: in, Tasks: reg.tasks, Key: key}
+	// The id carries the tenant's logical shard, so that a sharded store
+	// finds the run from its id alone (child runs keep their parent's
+	// tenant, hence its shard).
+	nr := store.NewRun{ID: dag.NewRunIDIn(store.LogicalShard(tenant)), Workflow: reg.def.Name, Fingerprint: reg.fp, Tenant: tenant, Input: in, Tasks: reg.tasks, Key: key}
 	if err := flowOf(&nr, reg.def, req); err != nil {
 		return store.NewRun{}, err
 	}

@@ -56,3 +56,13 @@ func ExampleValidTenant() {
 	// <nil>
 	// invalid tenant "acme\x00": control character U+0000 at byte 4; a tenant is 1 to 200 bytes of UTF-8 text without control characters or white space at either end
 }
+
+func TestLogicalShardIsStable(t *testing.T) {
+	// Fixed values (FNV-1a, 32 bits, mod 1024): a change of the hash
+	// would move every tenant to another shard.
+	for tenant, want := range map[string]uint16{"acme": 431, "tenant-1": 907, "": 453} {
+		if got := store.LogicalShard(tenant); got != want {
+			t.Errorf("LogicalShard(%q) = %d, want %d", tenant, got, want)
+		}
+	}
+}

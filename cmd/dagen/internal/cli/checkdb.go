@@ -22,6 +22,7 @@ const checkSample = 3
 // checkDBFlags are the flags of dagen check that compare with a database.
 type checkDBFlags struct {
 	db, schema   string
+	shards       string // check every shard, as one store (-shards)
 	strict, json bool
 }
 
@@ -58,6 +59,9 @@ type taskReport struct {
 // unfinished tasks of the database and prints which runs this code could
 // not finish. With strict, finding any is ExitFailure.
 func checkDB(ctx context.Context, pkgs []*analysis.Package, f checkDBFlags, stdout, stderr io.Writer) int {
+	if f.shards != "" {
+		return checkShards(ctx, pkgs, f, stdout, stderr)
+	}
 	url, code := databaseURL(f.db, "check", stderr)
 	if code != ExitOK {
 		return code
@@ -85,6 +89,42 @@ func checkDB(ctx context.Context, pkgs []*analysis.Package, f checkDBFlags, stdo
 		return ExitError
 	}
 	report := compareDeploy(status.Schema, rep, code2)
+	if f.json {
+		printJSON(stdout, report)
+	} else {
+		printDeploy(stdout, report)
+	}
+	if f.strict && report.Stranded > 0 {
+		return ExitFailure
+	}
+	return ExitOK
+}
+
+// checkShards is checkDB over every shard of a sharded deployment: the
+// runs in flight of all of them, as one report.
+func checkShards(ctx context.Context, pkgs []*analysis.Package, f checkDBFlags, stdout, stderr io.Writer) int {
+	if f.db != "" {
+		fmt.Fprintf(stderr, "dagen check: %v\n", errShardsAndDB)
+		return ExitError
+	}
+	sf := shardFlags{shards: f.shards}.withEnv()
+	st, closeAll, err := openSharded(ctx, sf, f.schema)
+	if err != nil {
+		fmt.Fprintf(stderr, "dagen check: %v\n", err)
+		return ExitError
+	}
+	defer closeAll()
+	code := codeSignatures(pkgs)
+	rep, err := st.InFlight(ctx, code.served, checkSample)
+	if err != nil {
+		fmt.Fprintf(stderr, "dagen check: %v\n", err)
+		return ExitError
+	}
+	var names []string
+	for _, sh := range st.Shards() {
+		names = append(names, sh.Name)
+	}
+	report := compareDeploy("shards "+strings.Join(names, ","), rep, code)
 	if f.json {
 		printJSON(stdout, report)
 	} else {

@@ -139,6 +139,13 @@ Flags:
 	              (needed when the packages hold more than one)
 	-db URL       migrate: the database (default $DATABASE_URL; one of
 	              them is required); check: the database to compare with
+	-shards "NAME=URL ..."
+	              migrate, runs, ui, check: the databases of a sharded
+	              deployment in place of -db (default $DAGEN_SHARDS, but
+	              for check): migrate and check run on every shard; runs
+	              and ui show them as one system (docs/sharding.md)
+	-shard-map M  migrate, runs, ui: the logical shards of each shard, as
+	              0-511=a,512-1023=b (default $DAGEN_SHARD_MAP, else even)
 	-strict       check -db: exit 1 when this code could not finish some
 	              running runs
 	-schema name  migrate, check -db: the schema, instead of the database's default
@@ -221,6 +228,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	workflow := fs.String("workflow", "", "workflow to draw")
 	var dbf checkDBFlags
 	fs.StringVar(&dbf.db, "db", "", "database to compare with (check)")
+	fs.StringVar(&dbf.shards, "shards", "", "the shards to compare with, name=URL separated by spaces (check)")
 	fs.StringVar(&dbf.schema, "schema", "", "schema of the database (check -db)")
 	fs.BoolVar(&dbf.strict, "strict", false, "exit 1 when runs would be stranded (check -db)")
 	fs.BoolVar(&dbf.json, "json", false, "print JSON (check -db)")
@@ -245,14 +253,14 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "dagen: -db, -schema, -strict and -json are flags of dagen check (and -db, -schema, -json of dagen migrate)\n")
 		return ExitError
 	}
-	if dbf.db == "" && (dbf.schema != "" || dbf.strict || dbf.json) {
+	if dbf.db == "" && dbf.shards == "" && (dbf.schema != "" || dbf.strict || dbf.json) {
 		fmt.Fprintf(stderr, "dagen check: -schema, -strict and -json compare with a database: add -db URL (or -db \"$DATABASE_URL\")\n")
 		return ExitError
 	}
 	switch cmd {
 	case "check":
 		pkgs, diags := analysis.Run(ctx, cfg, patterns...)
-		if code := report(stderr, diags); code != ExitOK || dbf.db == "" {
+		if code := report(stderr, diags); code != ExitOK || dbf.db == "" && dbf.shards == "" {
 			return code
 		}
 		return checkDB(ctx, pkgs, dbf, stdout, stderr)

@@ -37,6 +37,8 @@ func migrate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.db, "db", "", "database URL")
 	fs.StringVar(&f.schema, "schema", "", "schema to migrate")
 	fs.BoolVar(&f.json, "json", false, "print JSON")
+	var sf shardFlags
+	addShardFlags(fs, &sf)
 	sub := ""
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -66,6 +68,13 @@ func migrate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case fs.NArg() > 0:
 		fmt.Fprintf(stderr, "dagen migrate %s: unexpected argument %q\n", sub, fs.Arg(0))
 		return ExitError
+	}
+	if sf = sf.withEnv(); sf.shards != "" {
+		if f.db != "" {
+			fmt.Fprintf(stderr, "dagen migrate %s: %v\n", sub, errShardsAndDB)
+			return ExitError
+		}
+		return migrateShards(ctx, sub, f, sf, stdout, stderr)
 	}
 	url, code := databaseURL(f.db, "migrate "+sub, stderr)
 	if code != ExitOK {

@@ -74,6 +74,8 @@ func runs(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	fs.BoolVar(&f.yes, "yes", false, "cancel: do not ask before cancelling more than one run")
 	fs.StringVar(&f.mode, "mode", "failed", "retry: failed, failed+downstream, from=STEP or all")
 	fs.StringVar(&f.operator, "operator", os.Getenv("USER"), "retry: who retries, for the event log")
+	var sf shardFlags
+	addShardFlags(fs, &sf)
 	sub := ""
 	var ids []string
 	for {
@@ -107,26 +109,45 @@ func runs(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		}
 		return ExitError
 	}
-	url, code := databaseURL(f.db, "runs "+sub, stderr)
-	if code != ExitOK {
-		return code
-	}
-	pool, err := connect(ctx, url, f.schema)
-	if err != nil {
-		fmt.Fprintf(stderr, "dagen runs %s: %v\n", sub, err)
-		return ExitError
-	}
-	defer pool.Close()
-	st, err := pgstore.New(ctx, pool, nil)
-	if err != nil {
-		fmt.Fprintf(stderr, "dagen runs %s: %v\n", sub, err)
-		return ExitError
+	var st store.Store
+	if sf = sf.withEnv(); sf.shards != "" && f.db == "" {
+		// Every shard, as one store: lists merged by run id, counts
+		// added up, a run found on its shard.
+		if replicaURL(f.replica) != "" {
+			fmt.Fprintf(stderr, "dagen runs %s: -replica-db reads one database: with shards, leave it out\n", sub)
+			return ExitError
+		}
+		sharded, closeAll, err := openSharded(ctx, sf, f.schema)
+		if err != nil {
+			fmt.Fprintf(stderr, "dagen runs %s: %v\n", sub, err)
+			return ExitError
+		}
+		defer closeAll()
+		st = sharded
+	} else {
+		url, code := databaseURL(f.db, "runs "+sub, stderr)
+		if code != ExitOK {
+			return code
+		}
+		pool, err := connect(ctx, url, f.schema)
+		if err != nil {
+			fmt.Fprintf(stderr, "dagen runs %s: %v\n", sub, err)
+			return ExitError
+		}
+		defer pool.Close()
+		pst, err := pgstore.New(ctx, pool, nil)
+		if err != nil {
+			fmt.Fprintf(stderr, "dagen runs %s: %v\n", sub, err)
+			return ExitError
+		}
+		st = pst
 	}
 	r := &runsIO{ctx: ctx, st: st, f: f, stdin: stdin, stdout: stdout, stderr: stderr, now: time.Now()}
 	acts := sub == "cancel" || sub == "retry" || sub == "signal" ||
 		(sub == "schedules" || sub == "tenants") && len(ids) > 0 && ids[0] != "ls"
 	if u := replicaURL(f.replica); u != "" {
-		rep, rpool, err := replicated(st, u, f.schema)
+		pst, _ := st.(*pgstore.Store) // with shards there is no replica (above)
+		rep, rpool, err := replicated(pst, u, f.schema)
 		if err != nil {
 			fmt.Fprintf(stderr, "dagen runs %s: %v\n", sub, err)
 			return ExitError
@@ -148,6 +169,7 @@ func runs(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		}
 		return code
 	}
+	var code int
 	switch sub {
 	case "ls":
 		code = r.ls(ids)

@@ -37,6 +37,8 @@ func ui(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&af.session, "session", 12*time.Hour, "how long a sign-in lasts")
 	fs.StringVar(&af.tlsCert, "tls-cert", "", "serve HTTPS with this certificate")
 	fs.StringVar(&af.tlsK, "tls-key", "", "and this key")
+	var sf shardFlags
+	addShardFlags(fs, &sf)
 	topTenants := fs.Int("metrics-top-tenants", 10, "tenants the backlog gauges at /metrics name; the rest are \"other\"")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -66,25 +68,42 @@ func ui(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if auth != nil && len(auth.Accounts) > 0 && af.tlsCert == "" && !af.forwardProto && !loopback(*addr) {
 		fmt.Fprintf(stderr, "dagen ui: warning: passwords and session cookies cross the network in clear text: serve HTTPS (-tls-cert, -tls-key) or behind a TLS proxy (-trust-forwarded-proto)\n")
 	}
-	url, code := databaseURL(*db, "ui", stderr)
-	if code != ExitOK {
-		return code
-	}
-	pool, err := connect(ctx, url, *schema)
-	if err != nil {
-		fmt.Fprintf(stderr, "dagen ui: %v\n", err)
-		return ExitError
-	}
-	defer pool.Close()
-	st, err := pgstore.New(ctx, pool, nil)
-	if err != nil {
-		fmt.Fprintf(stderr, "dagen ui: %v\n", err)
-		return ExitError
-	}
 	opts := console.Options{ReadOnly: *readOnly, Operator: "console (" + cmp.Or(os.Getenv("USER"), "unknown") + ")", Auth: auth}
-	var cst store.Store = st
+	var cst store.Store
+	var st *pgstore.Store
+	if sf = sf.withEnv(); sf.shards != "" && *db == "" {
+		// Every shard as one system: pages merged by run id, counts
+		// added up.
+		if replicaURL(*replica) != "" {
+			fmt.Fprintf(stderr, "dagen ui: -replica-db reads one database: with shards, leave it out\n")
+			return ExitError
+		}
+		sharded, closeAll, err := openSharded(ctx, sf, *schema)
+		if err != nil {
+			fmt.Fprintf(stderr, "dagen ui: %v\n", err)
+			return ExitError
+		}
+		defer closeAll()
+		cst = sharded
+	} else {
+		url, code := databaseURL(*db, "ui", stderr)
+		if code != ExitOK {
+			return code
+		}
+		pool, err := connect(ctx, url, *schema)
+		if err != nil {
+			fmt.Fprintf(stderr, "dagen ui: %v\n", err)
+			return ExitError
+		}
+		defer pool.Close()
+		if st, err = pgstore.New(ctx, pool, nil); err != nil {
+			fmt.Fprintf(stderr, "dagen ui: %v\n", err)
+			return ExitError
+		}
+		cst = st
+	}
 	reads := ""
-	if u := replicaURL(*replica); u != "" {
+	if u := replicaURL(*replica); u != "" && st != nil {
 		rep, rpool, err := replicated(st, u, *schema)
 		if err != nil {
 			fmt.Fprintf(stderr, "dagen ui: %v\n", err)

@@ -814,3 +814,21 @@ func (q *Queries) NotifyChannel(ctx context.Context, db DBTX) (string, error) {
 	err := row.Scan(&channel)
 	return channel, err
 }
+
+const queueHead = `-- name: QueueHead :one
+SELECT count(*)::integer AS places
+FROM dagen_ready
+WHERE id < (SELECT (min(r.id) / 1048576 + 1) * 1048576 FROM dagen_ready r)
+`
+
+// Counts the entries in the first block of the ready queue: the places the
+// fair queue hands out in its next round (one a tenant with work, w for a
+// tenant of weight w). A sharded store splits a claim between its shards
+// by it, so that every tenant, on whatever shard, gets a place a round.
+// Two probes of the id index, then at most one block of it.
+func (q *Queries) QueueHead(ctx context.Context, db DBTX) (int32, error) {
+	row := db.QueryRow(ctx, queueHead)
+	var places int32
+	err := row.Scan(&places)
+	return places, err
+}
