@@ -278,12 +278,12 @@ func nonNil(s []string) []string {
 // enqueue places its rows at the frontier's block or past it (Enqueue),
 // the frontier is at or past the block of every row claimed, and the
 // floor is the start of such a block. Stragglers are rows that another
-// claim had locked and then gave back (its transaction failed), rows of a
-// signature the worker serves since, and rows a claim skipped because of
-// its limit (a priority's moves, an admission's order): a claim that
-// takes fewer rows than it asked for, and every floorResetEvery-th claim,
-// reads the queue from its start, so a straggler waits a few claims at
-// most.
+// claim had locked and then gave back (its transaction failed): a claim
+// that takes fewer rows than it asked for, and every floorResetEvery-th
+// claim, reads the queue from its start, so a straggler waits a few
+// claims at most. A floor holds for the signatures of the claim that set
+// it (rows of others may wait below it), and a priority claim
+// (ClaimTasksFlow) sets none (see claimed).
 type claimFloor struct {
 	mu     sync.Mutex
 	at     int64
