@@ -82,13 +82,19 @@ func checkDB(ctx context.Context, pkgs []*analysis.Package, f checkDBFlags, stdo
 		fmt.Fprintf(stderr, "dagen check: %v\n", err)
 		return ExitError
 	}
-	code2 := codeSignatures(pkgs)
-	rep, err := st.InFlight(ctx, code2.served, checkSample)
+	return reportDeploy(ctx, st, status.Schema, codeSignatures(pkgs), f, stdout, stderr)
+}
+
+// reportDeploy prints what the code would strand of the runs in flight in
+// d (one database or every shard, named by where), and returns the exit
+// code: ExitFailure for runs stranded under -strict.
+func reportDeploy(ctx context.Context, d store.Deploys, where string, code codeSigs, f checkDBFlags, stdout, stderr io.Writer) int {
+	rep, err := d.InFlight(ctx, code.served, checkSample)
 	if err != nil {
 		fmt.Fprintf(stderr, "dagen check: %v\n", err)
 		return ExitError
 	}
-	report := compareDeploy(status.Schema, rep, code2)
+	report := compareDeploy(where, rep, code)
 	if f.json {
 		printJSON(stdout, report)
 	} else {
@@ -114,26 +120,11 @@ func checkShards(ctx context.Context, pkgs []*analysis.Package, f checkDBFlags, 
 		return ExitError
 	}
 	defer closeAll()
-	code := codeSignatures(pkgs)
-	rep, err := st.InFlight(ctx, code.served, checkSample)
-	if err != nil {
-		fmt.Fprintf(stderr, "dagen check: %v\n", err)
-		return ExitError
-	}
 	var names []string
 	for _, sh := range st.Shards() {
 		names = append(names, sh.Name)
 	}
-	report := compareDeploy("shards "+strings.Join(names, ","), rep, code)
-	if f.json {
-		printJSON(stdout, report)
-	} else {
-		printDeploy(stdout, report)
-	}
-	if f.strict && report.Stranded > 0 {
-		return ExitFailure
-	}
-	return ExitOK
+	return reportDeploy(ctx, st, "shards "+strings.Join(names, ","), codeSignatures(pkgs), f, stdout, stderr)
 }
 
 // codeSigs is what the packages' code serves.
