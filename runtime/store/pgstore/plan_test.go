@@ -263,6 +263,43 @@ func wholeReads(t *testing.T, conn *pgxpool.Conn, plan map[string]any) []string 
 	return out
 }
 
+// readsWhole explains the statements log recorded (those named in only,
+// or all when it is nil) as Postgres plans them for their arguments and
+// as the generic plan a connection keeps once it has run a statement five
+// times, and returns which of tables each reads whole ("name reads all of
+// table (mode)", sorted, once each) and the names of the statements it
+// explained.
+func readsWhole(t *testing.T, pool *pgxpool.Pool, log *statementLog, only []string, tables ...string) ([]string, map[string]bool) {
+	t.Helper()
+	ctx := context.Background()
+	log.mu.Lock()
+	stmts := log.stmts
+	log.mu.Unlock()
+	conn, err := pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	seen := map[string]bool{}
+	var scans []string
+	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+		_, err := conn.Exec(ctx, "SET plan_cache_mode = "+mode)
+		require.NoError(t, err)
+		for _, st := range stmts {
+			name, plan := explain(t, conn, st)
+			if plan == nil || only != nil && !slices.Contains(only, name) {
+				continue
+			}
+			seen[name] = true
+			for _, table := range wholeReads(t, conn, plan) {
+				if slices.Contains(tables, table) {
+					scans = append(scans, name+" reads all of "+table+" ("+mode+")")
+				}
+			}
+		}
+	}
+	slices.Sort(scans)
+	return slices.Compact(scans), seen
+}
+
 // TestBatchesFindRowsByKey checks that the creations, starts, claims,
 // completions and continuations of large batches find their tasks, runs and tenants by key.
 // While the tables are small next to a batch, the planner prefers to hash
@@ -319,34 +356,8 @@ func TestBatchesFindRowsByKey(t *testing.T) {
 	require.NoError(t, err)
 	drainContinuing(t, s, 5000+100*4, 500)
 
-	log.mu.Lock()
-	stmts := log.stmts
-	log.mu.Unlock()
-	conn, err := pool.Acquire(ctx)
-	require.NoError(t, err)
-	defer conn.Release()
-	seen := map[string]bool{}
-	var scans []string
-	// Each statement is planned for its arguments, and as the generic plan
-	// a connection keeps once it has run a statement five times.
-	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
-		_, err := conn.Exec(ctx, "SET plan_cache_mode = "+mode)
-		require.NoError(t, err)
-		for _, st := range stmts {
-			name, plan := explain(t, conn, st)
-			if plan == nil {
-				continue
-			}
-			seen[name] = true
-			for _, table := range wholeReads(t, conn, plan) {
-				if table == "dagen_tasks" || table == "dagen_runs" || table == "dagen_tenant_groups" {
-					scans = append(scans, name+" reads all of "+table+" ("+mode+")")
-				}
-			}
-		}
-	}
-	slices.Sort(scans)
-	require.Empty(t, slices.Compact(scans))
+	scans, seen := readsWhole(t, pool, log, nil, "dagen_tasks", "dagen_runs", "dagen_tenant_groups")
+	require.Empty(t, scans)
 	for _, name := range []string{"EnsureTenants", "InsertTasks", "Enqueue", "StartedTasks", "ClaimTasks", "LockRuns", "GetTasks", "UpdateTasks", "UpdateRuns", "DecrementChildren", "NotHeldTasks", "TenantsAhead", "ContinueTasks", "ReportUnserved"} {
 		require.True(t, seen[name], "no %s statement ran", name)
 	}
@@ -384,32 +395,8 @@ func TestFlowStatementsReadNoBacklogWhole(t *testing.T) {
 	require.NoError(t, err)
 	drainContinuing(t, s, 1000, 100)
 
-	log.mu.Lock()
-	stmts := log.stmts
-	log.mu.Unlock()
-	conn, err := pool.Acquire(ctx)
-	require.NoError(t, err)
-	defer conn.Release()
-	seen := map[string]bool{}
-	var scans []string
-	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
-		_, err := conn.Exec(ctx, "SET plan_cache_mode = "+mode)
-		require.NoError(t, err)
-		for _, st := range stmts {
-			name, plan := explain(t, conn, st)
-			if plan == nil || (name != "ClaimTasksFlow" && name != "AdmitQueued") {
-				continue
-			}
-			seen[name] = true
-			for _, table := range wholeReads(t, conn, plan) {
-				if table == "dagen_ready" || table == "dagen_run_queue" {
-					scans = append(scans, name+" reads all of "+table+" ("+mode+")")
-				}
-			}
-		}
-	}
-	slices.Sort(scans)
-	require.Empty(t, slices.Compact(scans))
+	scans, seen := readsWhole(t, pool, log, []string{"ClaimTasksFlow", "AdmitQueued"}, "dagen_ready", "dagen_run_queue")
+	require.Empty(t, scans)
 	require.True(t, seen["ClaimTasksFlow"], "no flow claim ran")
 	require.True(t, seen["AdmitQueued"], "no admission ran")
 }
