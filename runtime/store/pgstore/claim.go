@@ -81,19 +81,19 @@ const flowReadEvery = 5 * time.Second
 // flowReadEvery at most, and then claims with the flow's. The flags are
 // never cleared.
 func (s *Store) claimRows(ctx context.Context, p store.ClaimParams) (rows []dbsqlc.ClaimTasksRow, err error) {
-	sigs := strings.Join(p.Signatures, "\x00")
 	params := dbsqlc.ClaimTasksParams{
 		Now:          s.clock(),
 		Signatures:   nonNil(p.Signatures),
-		Floor:        s.floor.next(sigs),
+		Floor:        s.floor.next(p.Signatures),
 		Max:          int32(min(p.Limit, 1<<30)),
 		Worker:       p.Worker,
 		LeaseSeconds: p.Lease.Seconds(),
 		Known:        uuidsOf(p.Known),
 	}
+	flowClaim := false
 	defer func() {
 		if err == nil {
-			s.floor.claimed(sigs, rows, int(params.Max), params.Floor == 0 && s.flow.Load())
+			s.floor.claimed(p.Signatures, rows, int(params.Max), flowClaim)
 		}
 	}()
 	if !s.flow.Load() {
@@ -125,7 +125,7 @@ func (s *Store) claimRows(ctx context.Context, p store.ClaimParams) (rows []dbsq
 	}
 	// Not past a floor: the rows a priority claim returns are not its
 	// places, which may stay behind (see claimFloor).
-	params.Floor = 0
+	params.Floor, flowClaim = 0, true
 	flowRows, err := s.q.ClaimTasksFlow(ctx, pl, dbsqlc.ClaimTasksFlowParams(params))
 	if err != nil {
 		return nil, err
@@ -287,7 +287,7 @@ func nonNil(s []string) []string {
 type claimFloor struct {
 	mu     sync.Mutex
 	at     int64
-	of     string // the signatures of the claim that set at, joined
+	of     []string // the signatures of the claim that set at
 	claims int64
 }
 
@@ -298,11 +298,11 @@ const floorResetEvery = 16
 // next returns the floor for the next claim of the given signatures: rows
 // of other signatures than those of the claim that set it may wait below
 // it.
-func (f *claimFloor) next(signatures string) int64 {
+func (f *claimFloor) next(signatures []string) int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.claims++
-	if f.claims%floorResetEvery == 0 || signatures != f.of {
+	if f.claims%floorResetEvery == 0 || !slices.Equal(signatures, f.of) {
 		return 0
 	}
 	return f.at
@@ -314,17 +314,16 @@ func (f *claimFloor) next(signatures string) int64 {
 // the floor may be drained, and stragglers may wait below it) or when it
 // was ClaimTasksFlow's (priorities): the rows that claim returns may be
 // entries it preferred to its places, further back, whose places stay.
-func (f *claimFloor) claimed(signatures string, rows []dbsqlc.ClaimTasksRow, limit int, priorities bool) {
+func (f *claimFloor) claimed(signatures []string, rows []dbsqlc.ClaimTasksRow, limit int, priorities bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.of = signatures
+	if !slices.Equal(signatures, f.of) {
+		f.of = slices.Clone(signatures) // the caller's slice may change
+	}
 	if len(rows) < limit || len(rows) == 0 || priorities {
 		f.at = 0
 		return
 	}
-	first := rows[0].QueueID
-	for _, r := range rows[1:] {
-		first = min(first, r.QueueID)
-	}
-	f.at = first / store.BlockLength * store.BlockLength
+	// ClaimTasks returns its rows in queue order: the first is the least.
+	f.at = rows[0].QueueID / store.BlockLength * store.BlockLength
 }
