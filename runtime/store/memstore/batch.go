@@ -153,7 +153,7 @@ func (b *batch) settle() {
 		for _, c := range r.shape.children[t.Ref] {
 			ct := r.tasks[c]
 			if ct.pendingParents--; ct.pendingParents == 0 && ct.Status == store.TaskPending {
-				s.queueChild(r, c, now)
+				s.queueReady(r, c, now, false)
 				b.credited(rs.Src)
 			}
 		}

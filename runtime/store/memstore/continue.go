@@ -141,26 +141,20 @@ func (s *Store) tenantsMayGo(results []store.TaskResult) map[string]bool {
 	return may
 }
 
-// queueChild enqueues a child its parents made ready, or, in a
+// queueReady enqueues a step made ready (a child its parents made ready,
+// or with admitted a ready step of a run an admission let in), or, in a
 // CompleteAndContinue, marks it QUEUED and leaves it to the continuation.
-func (s *Store) queueChild(r *run, ti int, now time.Time) {
+func (s *Store) queueReady(r *run, ti int, now time.Time, admitted bool) {
 	if s.cont == nil {
 		s.enqueue(r, ti, now)
 		return
 	}
 	s.markQueued(r, ti, now)
-	s.cont.ready = append(s.cont.ready, readyChild{r, ti})
-}
-
-// queueAdmitted enqueues a ready step of a run an admission let in, or, in
-// a CompleteAndContinue, marks it QUEUED and leaves it to the continuation.
-func (s *Store) queueAdmitted(r *run, ti int, now time.Time) {
-	if s.cont == nil {
-		s.enqueue(r, ti, now)
-		return
+	if admitted {
+		s.cont.admitted = append(s.cont.admitted, readyChild{r, ti})
+	} else {
+		s.cont.ready = append(s.cont.ready, readyChild{r, ti})
 	}
-	s.markQueued(r, ti, now)
-	s.cont.admitted = append(s.cont.admitted, readyChild{r, ti})
 }
 
 // rated reports whether task ti of r waits for a rate limit's tokens

@@ -51,7 +51,7 @@ func (s *Store) capRun(r *run, limit int, now time.Time) {
 
 // admit makes the slot's first QUEUED runs RUNNING while it has room, and
 // queues their ready tasks; when the room is one that ended runs gave back
-// (given), a continuation may start them instead (queueAdmitted).
+// (given), a continuation may start them instead (queueReady).
 func (s *Store) admit(sl *slot, now time.Time, given bool) {
 	for sl.running < sl.limit && len(sl.queue) > 0 {
 		r := sl.queue[0]
@@ -62,7 +62,7 @@ func (s *Store) admit(sl *slot, now time.Time, given bool) {
 			t := r.tasks[i]
 			if t.Status == store.TaskPending && t.pendingParents == 0 && i != r.shape.onFailure && r.spec(i).Kind != store.KindElement {
 				if given {
-					s.queueAdmitted(r, i, now)
+					s.queueReady(r, i, now, true)
 				} else {
 					s.enqueue(r, i, now)
 				}

@@ -23,6 +23,25 @@ var continueTests = []struct {
 	{"CarriesTraceParent", testClaimCarriesTraceParent},
 }
 
+// stepEvent is an event of a run's log by step, type and attempt.
+type stepEvent struct {
+	Step    string
+	Type    store.EventType
+	Attempt int
+}
+
+// stepEvents returns the events of run id's log, oldest first.
+func (f *fixture) stepEvents(id dag.RunID) []stepEvent {
+	f.t.Helper()
+	events, err := f.st.ListEvents(f.ctx, id)
+	require.NoError(f.t, err)
+	var out []stepEvent
+	for _, e := range events {
+		out = append(out, stepEvent{e.Step, e.Type, e.Attempt})
+	}
+	return out
+}
+
 // continueAs stores results for worker w1 and claims up to limit of the
 // steps they made ready, of the signatures given (any when none).
 func (f *fixture) continueAs(c store.Continuer, limit int, known []dag.RunID, signatures []string, results ...store.TaskResult) ([]store.CompletionOutcome, []store.ClaimedTask) {
@@ -68,22 +87,11 @@ func testContinueChain(f *fixture, c store.Continuer) {
 	require.Empty(t, next, "nothing left to start")
 	require.Equal(t, store.RunCompleted, outs[0].RunStatus)
 
-	type ev struct {
-		Step    string
-		Type    store.EventType
-		Attempt int
-	}
-	events, err := f.st.ListEvents(f.ctx, r.ID)
-	require.NoError(t, err)
-	var got []ev
-	for _, e := range events {
-		got = append(got, ev{e.Step, e.Type, e.Attempt})
-	}
-	require.Equal(t, []ev{
+	require.Equal(t, []stepEvent{
 		{"a", store.EventQueued, 0}, {"a", store.EventStarted, 1}, {"a", store.EventCompleted, 1},
 		{"b", store.EventQueued, 0}, {"b", store.EventStarted, 1}, {"b", store.EventCompleted, 1},
 		{"c", store.EventQueued, 0}, {"c", store.EventStarted, 1}, {"c", store.EventCompleted, 1},
-	}, got, "the events of steps claimed from the queue")
+	}, f.stepEvents(r.ID), "the events of steps claimed from the queue")
 
 	// A started step holds a lease: once it ends, the task is rescued.
 	r2 := newRun("wf", "t", task("a"), task("b", "a"))
@@ -274,17 +282,7 @@ func testContinueAdmitted(f *fixture, c store.Continuer) {
 	require.Equal(t, []store.RunStatus{store.RunCompleted, running, queued}, f.statuses(r1, r2, r3))
 	require.Equal(t, store.TaskRunning, f.status(r2.ID, "a"))
 	require.Empty(t, f.claim(10), "started, not queued")
-	type ev struct {
-		Type    store.EventType
-		Attempt int
-	}
-	events, err := f.st.ListEvents(f.ctx, r2.ID)
-	require.NoError(t, err)
-	var evs []ev
-	for _, e := range events {
-		evs = append(evs, ev{e.Type, e.Attempt})
-	}
-	require.Equal(t, []ev{{store.EventQueued, 0}, {store.EventStarted, 1}}, evs, "as if claimed from the queue")
+	require.Equal(t, []stepEvent{{"a", store.EventQueued, 0}, {"a", store.EventStarted, 1}}, f.stepEvents(r2.ID), "as if claimed from the queue")
 
 	// Limit 1: the admitted root past it is queued.
 	f.complete(done(next[0], `3`))

@@ -353,23 +353,12 @@ func testStartRuns(f *fixture) {
 	require.Equal(t, "b", b.Step)
 	require.Equal(t, []store.ParentResult{{Step: "a", Status: store.TaskCompleted, Output: []byte(`1`)}}, b.Parents)
 	require.Equal(t, store.RunCompleted, f.complete(done(b, `2`))[0].RunStatus)
-	type ev struct {
-		Step    string
-		Type    store.EventType
-		Attempt int
-	}
-	events, err := f.st.ListEvents(f.ctx, r1.ID)
-	require.NoError(t, err)
-	var got []ev
-	for _, e := range events {
-		got = append(got, ev{e.Step, e.Type, e.Attempt})
-	}
-	require.Equal(t, []ev{
+	require.Equal(t, []stepEvent{
 		{"a", store.EventQueued, 0}, {"a", store.EventStarted, 1}, {"c", store.EventQueued, 0},
 		{"c", store.EventStarted, 1}, {"c", store.EventCompleted, 1},
 		{"a", store.EventCompleted, 1}, {"b", store.EventQueued, 0},
 		{"b", store.EventStarted, 1}, {"b", store.EventCompleted, 1},
-	}, got)
+	}, f.stepEvents(r1.ID))
 
 	// A tenant with a backlog starts nothing: its new root queues behind
 	// the backlog, and a tenant without one still starts.
