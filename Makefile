@@ -1,6 +1,6 @@
 GO ?= go
 
-.PHONY: all test verify fmt-check vet demo generate bench bench-pgbouncer sqlc verify-sqlc
+.PHONY: all test verify fmt-check vet demo generate bench bench-pgbouncer bench-shards sqlc verify-sqlc
 
 all: test
 
@@ -52,6 +52,14 @@ bench-pgbouncer:
 	@set -e; out='$(abspath $(BENCH_OUT))/pgbouncer'; mkdir -p "$$out"; \
 	$(GO) build -o "$$out/dagen-bench" ./examples/bench; \
 	bash bench/pgbouncer/run.sh "$$out/dagen-bench" "$$out" $(ROUNDS) $(BENCH_TUNED) $(BENCH_FLAGS)
+
+## bench-shards: dagen's single_step and chain10 (tuned as in bench) on three Postgres clusters made with initdb: through
+## a plain pgstore on one, then a sharded store over 1, 2 and 3, in ROUNDS interleaved rounds, then each round's ratios
+## to the plain pgstore. Outputs in BENCH_OUT/shards. Flags for every run: BENCH_FLAGS.
+bench-shards:
+	@set -e; out='$(abspath $(BENCH_OUT))/shards'; mkdir -p "$$out"; \
+	$(GO) build -o "$$out/dagen-bench" ./examples/bench; \
+	bash bench/shards/run.sh "$$out/dagen-bench" "$$out" $(ROUNDS) $(BENCH_TUNED) $(BENCH_FLAGS)
 
 ## bench: the benchmark on Postgres (DATABASE_URL), alone on the machine. ROUNDS rounds (3), each: River's single_step,
 ## DBOS's single_step, chain10 and fan50 (skipped when DBOS_DIR, bench/dbos, is absent), dagen's throughput workloads.

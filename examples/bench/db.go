@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/dagenhq/dagen/runtime/store/pgstore"
@@ -12,12 +13,12 @@ import (
 // appName is the application_name of the benchmark's connections.
 const appName = "dagen bench"
 
-// openPool opens the benchmark's pool with search_path set to the schema
-// (unless a pooler sets it), and checks that the server answers. It opens
-// it as a store does (pgstore.OpenPool): behind a pooler, without named
-// prepared statements.
-func openPool(ctx context.Context, o options) (*pgxpool.Pool, error) {
-	cfg, err := pgxpool.ParseConfig(o.databaseURL)
+// openPool opens a pool of the benchmark on the database at url, with
+// search_path set to the schema (unless a pooler sets it), and checks
+// that the server answers. It opens it as a store does
+// (pgstore.OpenPool): behind a pooler, without named prepared statements.
+func openPool(ctx context.Context, o options, url string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("parse database URL: %w", err)
 	}
@@ -56,12 +57,50 @@ func resetSchema(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 func (b *bench) truncate(ctx context.Context) error {
 	const sql = "TRUNCATE dagen_runs, dagen_tasks, dagen_events, dagen_ready, dagen_timers, dagen_workers, " +
 		"dagen_rate_limits, dagen_rate_buckets, dagen_rate_waiting, dagen_rate_wakes"
-	if _, err := b.pool.Exec(ctx, sql); err != nil {
-		return fmt.Errorf("empty the run tables: %w", err)
-	}
 	const flow = "UPDATE dagen_flow_flags SET rate_limits = false, priorities = false; UPDATE dagen_tenant_groups SET weight = 1, block_fill = 0 WHERE weight <> 1"
-	if _, err := b.pool.Exec(ctx, flow); err != nil {
-		return fmt.Errorf("forget the flow control: %w", err)
+	for _, pool := range b.pools {
+		if _, err := pool.Exec(ctx, sql); err != nil {
+			return fmt.Errorf("empty the run tables: %w", err)
+		}
+		if _, err := pool.Exec(ctx, flow); err != nil {
+			return fmt.Errorf("forget the flow control: %w", err)
+		}
+	}
+	return nil
+}
+
+// count adds up the count query sql returns on every shard's database
+// (the one database when unsharded).
+func (b *bench) count(ctx context.Context, sql string, args ...any) (int, error) {
+	total := 0
+	for _, pool := range b.pools {
+		var n int
+		if err := pool.QueryRow(ctx, sql, args...).Scan(&n); err != nil {
+			return 0, err
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// queryAll runs sql on every shard's database (the one database when
+// unsharded) and calls scan for each row.
+func (b *bench) queryAll(ctx context.Context, sql string, args []any, scan func(pgx.Rows) error) error {
+	for _, pool := range b.pools {
+		rows, err := pool.Query(ctx, sql, args...)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			if err := scan(rows); err != nil {
+				rows.Close()
+				return err
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -61,8 +61,11 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/dagenhq/dagen/runtime/store/shardstore"
 )
 
 // defaultDatabaseURL is the database used when DATABASE_URL is not set.
@@ -70,6 +73,10 @@ const defaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=
 
 // allWorkloads lists the workloads in the order they run.
 var allWorkloads = []string{"single_step", "single_capped", "single_limited", "single_flow", "chain10", "fan50", "map100k", "map1k", "trigger", "trigger_key", "fairness", "low_load", "payload", "soak", "chain20", "chain10_child", "backlog1m"}
+
+// shardedWorkloads are the workloads that run on a sharded store (-shards):
+// those that drain enqueued runs and read only the run tables.
+var shardedWorkloads = []string{"single_step", "chain10", "fan50", "chain20", "chain10_child", "map1k"}
 
 // defaultWorkloads are those run without -workloads: all but the soak,
 // which takes ten minutes, the child step's pair (chain20,
@@ -135,6 +142,16 @@ type options struct {
 	soakRate     float64
 	// partitionPeriod is pgstore's Config.PartitionPeriod.
 	partitionPeriod time.Duration
+
+	// shards, when set, are the databases of a sharded store
+	// (shardstore): the engines run on a store made of one pgstore a
+	// shard, each in -schema of its database; databaseURL is not used.
+	shards []shardstore.ShardURL
+	// tenants spreads the throughput workloads' runs over this many
+	// tenants, in turn (1: the one tenant "bench"), so that a sharded
+	// store has runs on every shard and an unsharded one the same
+	// tenants to compare with.
+	tenants int
 }
 
 func main() {
@@ -186,6 +203,9 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 	fs.StringVar(&o.compare, "compare", "", "run nothing: compare make bench's output directory, or saved outputs of bench (one a round, comma-separated) with -river-json and -dbos-json")
 	fs.DurationVar(&o.soakDuration, "soak-duration", 10*time.Minute, "the soak's length, multiplied by -scale")
 	fs.Float64Var(&o.soakRate, "soak-rate", 0, "the soak's rate in chain10 runs/s (0: 70% of chain10's peak, measured first)")
+	var shards string
+	fs.StringVar(&shards, "shards", "", "run on a sharded store over these databases, written name=url separated by spaces as DAGEN_SHARDS (-schema in each; -database-url is not used); only with the throughput workloads "+strings.Join(shardedWorkloads, ","))
+	fs.IntVar(&o.tenants, "tenants", 1, "spread the throughput workloads' runs over this many tenants, in turn (with -shards, enough for every shard to have some)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -194,6 +214,12 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 	}
 	if o.compare != "" {
 		return o, nil
+	}
+	if shards != "" {
+		var err error
+		if o.shards, err = shardstore.ParseShards(shards); err != nil {
+			return o, fmt.Errorf("-shards: %w", err)
+		}
 	}
 	for w := range strings.SplitSeq(workloads, ",") {
 		w = strings.TrimSpace(w)
@@ -228,6 +254,17 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 		return o, fmt.Errorf("-plan-cache-mode %q: want auto, force_generic_plan or force_custom_plan", o.planCacheMode)
 	case !validIdent(o.schema):
 		return o, fmt.Errorf("-schema %q: want a lower-case identifier ([a-z_][a-z0-9_]*)", o.schema)
+	case o.tenants < 1:
+		return o, fmt.Errorf("-tenants %d: want at least 1", o.tenants)
+	case len(o.shards) > 0 && (o.pooler || o.sessionURL != ""):
+		return o, errors.New("-shards with -pooler or -session-url: the sharded benchmark connects to each shard directly; drop one")
+	}
+	if len(o.shards) > 0 {
+		for _, w := range o.workloads {
+			if !slices.Contains(shardedWorkloads, w) {
+				return o, fmt.Errorf("-shards with workload %s: only the throughput workloads run sharded (%s)", w, strings.Join(shardedWorkloads, ","))
+			}
+		}
 	}
 	return o, nil
 }

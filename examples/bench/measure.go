@@ -18,7 +18,18 @@ type window struct {
 }
 
 func (b *bench) startWindow(ctx context.Context) *window {
-	return &window{win: procstat.Start(ctx, procstat.Backends(b.pool, appName)), waits: b.startWaits(ctx)}
+	lists := make([]func(context.Context) []int, len(b.pools))
+	for i, pool := range b.pools {
+		lists[i] = procstat.Backends(pool, appName)
+	}
+	own := func(ctx context.Context) []int {
+		var pids []int
+		for _, list := range lists {
+			pids = append(pids, list(ctx)...)
+		}
+		return pids
+	}
+	return &window{win: procstat.Start(ctx, own), waits: b.startWaits(ctx)}
 }
 
 // stop ends the window and writes its figures to res; wall is the timed
@@ -46,7 +57,7 @@ func (w *window) stop(ctx context.Context, res *Result, wall time.Duration) {
 const waitEvery = 20 * time.Millisecond
 
 // waitSampler counts, every waitEvery, the active backends of the database
-// (but its own) and those of them waiting for the lock a notifying
+// (the first shard's, with -shards; but its own) and those of them waiting for the lock a notifying
 // transaction takes at commit (a heavyweight lock on an object: the
 // database's NOTIFY queue lock is the one such lock the engine takes).
 type waitSampler struct {

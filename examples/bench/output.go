@@ -66,6 +66,9 @@ func printTable(out io.Writer, results []Result) {
 	}
 	fmt.Fprintf(out, "engine: Concurrency %d, BatchSize %d, PollInterval %.0fms, pool %d conns; postgres CPU counts every postgres process on this machine (other users included), \"our backends\" the connections of this benchmark; steal is CPU time the host gave to other machines\n",
 		results[0].Concurrency, results[0].BatchSize, results[0].PollMs, results[0].MaxConns)
+	if r := results[0]; r.Shards > 0 {
+		fmt.Fprintf(out, "sharded: %d shard databases (a pool of %d conns each), runs spread over %d tenants\n", r.Shards, r.MaxConns, max(1, r.Tenants))
+	}
 	for _, r := range results {
 		if r.StealPct > stealWarnPct {
 			fmt.Fprintf(out, "WARNING: %s lost %.1f%% of the machine's CPU to its host (steal): its figures are not comparable; run it again\n", r.Workload, r.StealPct)

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
@@ -27,6 +28,7 @@ import (
 	"github.com/dagenhq/dagen/runtime/engine"
 	"github.com/dagenhq/dagen/runtime/store"
 	"github.com/dagenhq/dagen/runtime/store/pgstore"
+	"github.com/dagenhq/dagen/runtime/store/shardstore"
 )
 
 // Base run counts, multiplied by -scale. The throughput workloads
@@ -106,7 +108,8 @@ type Result struct {
 	Elements int `json:"elements,omitempty"`
 	// Keys is how many concurrency keys single_capped spreads its runs over.
 	Keys int `json:"keys,omitempty"`
-	// Tenants is how many tenants backlog1m draws its runs' tenants from.
+	// Tenants is how many tenants the runs were spread over (-tenants),
+	// or backlog1m drew its runs' tenants from; 0 for one.
 	Tenants int `json:"tenants,omitempty"`
 	// backlog1m: the claim's p50 and p99 in ms (claims that took tasks) in
 	// the first, middle and last tenth of the drain.
@@ -221,15 +224,22 @@ type Result struct {
 	PollMs     float64 `json:"poll_ms"`
 	MaxConns   int     `json:"pool_max_conns"`
 	GoMaxProcs int     `json:"gomaxprocs"`
+	// Shards is how many shard databases the store had (-shards), 0
+	// unsharded.
+	Shards int `json:"shards,omitempty"`
 }
 
-// bench holds what every workload shares: the options and one pool, kept
+// bench holds what every workload shares: the options and the pools, kept
 // open throughout so Postgres backends live as long as the benchmark.
 type bench struct {
-	o    options
-	pool *pgxpool.Pool
-	log  io.Writer
-	slog *slog.Logger
+	o options
+	// pools has one pool a shard's database (-shards), or the one pool
+	// on -database-url; pool is the first, for what reads one database
+	// (the commit probe, the wait sampler, the soak's statistics).
+	pools []*pgxpool.Pool
+	pool  *pgxpool.Pool
+	log   io.Writer
+	slog  *slog.Logger
 	// mp is the engines' MeterProvider with -metrics, nil without.
 	mp metric.MeterProvider
 	// tp is the engines' TracerProvider with -traces, nil without.
@@ -244,16 +254,27 @@ type bench struct {
 // runWorkloads sets the schema up, runs the workloads in order and tears
 // the schema down. It returns the results of the workloads that finished.
 func runWorkloads(ctx context.Context, o options, log io.Writer) (results []Result, err error) {
-	pool, err := openPool(ctx, o)
-	if err != nil {
-		return nil, err
+	urls := []string{o.databaseURL}
+	if len(o.shards) > 0 {
+		urls = urls[:0]
+		for _, sh := range o.shards {
+			urls = append(urls, sh.URL)
+		}
 	}
-	defer pool.Close()
-	if o.manageSchema {
-		if err := resetSchema(ctx, pool, o.schema); err != nil {
+	b := &bench{o: o, log: log,
+		slog: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	defer func() {
+		for _, pool := range b.pools {
+			pool.Close()
+		}
+	}()
+	for _, url := range urls {
+		pool, err := b.openSchema(ctx, url)
+		if err != nil {
 			return nil, err
 		}
-		if !o.keep {
+		b.pools = append(b.pools, pool)
+		if o.manageSchema && !o.keep {
 			defer func() {
 				dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 				defer cancel()
@@ -263,11 +284,7 @@ func runWorkloads(ctx context.Context, o options, log io.Writer) (results []Resu
 			}()
 		}
 	}
-	if err := pgstore.Migrate(ctx, pool); err != nil {
-		return nil, fmt.Errorf("migrate schema %s: %w", o.schema, err)
-	}
-	b := &bench{o: o, pool: pool, log: log,
-		slog: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	b.pool = b.pools[0]
 	if o.metrics {
 		stop, err := b.scrapeMetrics()
 		if err != nil {
@@ -292,6 +309,26 @@ func runWorkloads(ctx context.Context, o options, log io.Writer) (results []Resu
 	return results, nil
 }
 
+// openSchema opens a pool on the database at url, resets -schema there
+// (when the benchmark manages it) and migrates it.
+func (b *bench) openSchema(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	pool, err := openPool(ctx, b.o, url)
+	if err != nil {
+		return nil, err
+	}
+	if b.o.manageSchema {
+		if err := resetSchema(ctx, pool, b.o.schema); err != nil {
+			pool.Close()
+			return nil, err
+		}
+	}
+	if err := pgstore.Migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("migrate schema %s: %w", b.o.schema, err)
+	}
+	return pool, nil
+}
+
 func (b *bench) workload(ctx context.Context, name string) (Result, error) {
 	timeout := b.o.timeout
 	switch name {
@@ -310,7 +347,10 @@ func (b *bench) workload(ctx context.Context, name string) (Result, error) {
 	res := Result{
 		Peer: "dagen", Workload: name,
 		Concurrency: b.o.concurrency, BatchSize: b.batchSize(), PollMs: float64(b.o.pollInterval) / float64(time.Millisecond),
-		MaxConns: b.o.maxConns, GoMaxProcs: runtime.GOMAXPROCS(0),
+		MaxConns: b.o.maxConns, GoMaxProcs: runtime.GOMAXPROCS(0), Shards: len(b.o.shards),
+	}
+	if b.o.tenants > 1 {
+		res.Tenants = b.o.tenants
 	}
 	var err error
 	switch name {
@@ -404,12 +444,13 @@ type handles struct {
 	pair   *flows.PairWorkflow
 }
 
-// worker is one engine over its own store on the shared pool.
+// worker is one engine over its own store on the shared pools.
 type worker struct {
-	e     *engine.Engine
-	st    *pgstore.Store
-	h     handles
-	probe *flows.Probe
+	e *engine.Engine
+	// closeStore closes the engine's store (its pgstores, with -shards).
+	closeStore func()
+	h          handles
+	probe      *flows.Probe
 }
 
 // sessionURL returns -session-url with the schema as its search_path, or
@@ -432,11 +473,9 @@ func (b *bench) newWorker(ctx context.Context, disableNotify bool) (*worker, err
 
 // newWorkerWith is newWorker with the engine's config changed by tweak.
 func (b *bench) newWorkerWith(ctx context.Context, tweak func(*engine.Config)) (*worker, error) {
-	st, err := pgstore.New(ctx, b.pool, &pgstore.Config{
-		NotifyEvery: b.o.notifyEvery, PartitionPeriod: b.o.partitionPeriod, SessionURL: b.sessionURL(),
-	})
+	st, closeStore, err := b.newStore(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("new store: %w", err)
+		return nil, err
 	}
 	cfg := &engine.Config{
 		Concurrency:  b.o.concurrency,
@@ -450,15 +489,21 @@ func (b *bench) newWorkerWith(ctx context.Context, tweak func(*engine.Config)) (
 		TracerProvider:       b.tp,
 	}
 	tweak(cfg)
-	var es store.Store = st
+	es := st
 	if b.claims != nil {
-		es = timedStore{Store: st, claims: b.claims}
+		pg, ok := st.(*pgstore.Store)
+		if !ok {
+			closeStore()
+			return nil, errors.New("the claims are timed on an unsharded store only")
+		}
+		es = timedStore{Store: pg, claims: b.claims}
 	}
 	e, err := engine.New(es, cfg)
 	if err != nil {
+		closeStore()
 		return nil, fmt.Errorf("new engine: %w", err)
 	}
-	w := &worker{e: e, st: st, probe: &flows.Probe{}}
+	w := &worker{e: e, closeStore: closeStore, probe: &flows.Probe{}}
 	if w.h.single, err = flows.NewSingleWorkflow(e); err != nil {
 		return nil, err
 	}
@@ -500,6 +545,42 @@ func (b *bench) newWorkerWith(ctx context.Context, tweak func(*engine.Config)) (
 	return w, nil
 }
 
+// newStore returns a worker's store and what closes it: a pgstore on the
+// pool, or with -shards a shardstore over one pgstore a shard, routed by
+// an even map of the shards in the order given.
+func (b *bench) newStore(ctx context.Context) (store.Store, func(), error) {
+	cfg := &pgstore.Config{NotifyEvery: b.o.notifyEvery, PartitionPeriod: b.o.partitionPeriod, SessionURL: b.sessionURL()}
+	if len(b.o.shards) == 0 {
+		st, err := pgstore.New(ctx, b.pool, cfg)
+		if err != nil {
+			return nil, nil, fmt.Errorf("new store: %w", err)
+		}
+		return st, st.Close, nil
+	}
+	var shards []shardstore.Shard
+	var names []string
+	closeAll := func() {
+		for _, sh := range shards {
+			sh.Store.(*pgstore.Store).Close()
+		}
+	}
+	for i, sh := range b.o.shards {
+		st, err := pgstore.New(ctx, b.pools[i], cfg)
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("new store on shard %s: %w", sh.Name, err)
+		}
+		shards = append(shards, shardstore.Shard{Name: sh.Name, Store: st})
+		names = append(names, sh.Name)
+	}
+	st, err := shardstore.New(shards, shardstore.EvenMap(names...), nil)
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	return st, closeAll, nil
+}
+
 // start starts the engine with the probe in the steps' context.
 func (w *worker) start(ctx context.Context) error {
 	if err := w.e.Start(flows.WithProbe(context.WithoutCancel(ctx), w.probe)); err != nil {
@@ -516,20 +597,21 @@ func (w *worker) stop(ctx context.Context) error {
 	if errors.Is(err, engine.ErrNotStarted) {
 		err = nil
 	}
-	w.st.Close()
+	w.closeStore()
 	if err != nil {
 		return fmt.Errorf("stop engine: %w", err)
 	}
 	return nil
 }
 
-// enqueue triggers n runs of workflow for tenant in chunks.
-func enqueue(ctx context.Context, e *engine.Engine, workflow, tenant string, n int, input func(i int) any) error {
+// enqueue triggers n runs of workflow in chunks, run i for tenants[i %
+// len(tenants)].
+func enqueue(ctx context.Context, e *engine.Engine, workflow string, tenants []string, n int, input func(i int) any) error {
 	reqs := make([]engine.TriggerRequest, 0, triggerChunk)
 	for i := 0; i < n; i += triggerChunk {
 		reqs = reqs[:0]
 		for j := i; j < min(n, i+triggerChunk); j++ {
-			reqs = append(reqs, engine.TriggerRequest{Workflow: workflow, Tenant: tenant, Input: input(j)})
+			reqs = append(reqs, engine.TriggerRequest{Workflow: workflow, Tenant: tenants[j%len(tenants)], Input: input(j)})
 		}
 		if _, err := e.TriggerMany(ctx, reqs); err != nil {
 			return fmt.Errorf("enqueue %d %s runs: %w", n, workflow, err)
@@ -573,8 +655,21 @@ func (b *bench) throughput(ctx context.Context, res *Result, workflow string, ru
 // stored runs in the store (itself and its child runs).
 func (b *bench) throughputRuns(ctx context.Context, res *Result, workflow string, runs, stepsPerRun, stored int, input func(i int) any) error {
 	return b.throughputOf(ctx, res, runs, stepsPerRun, stored, func(w *worker) error {
-		return enqueue(ctx, w.e, workflow, benchTenant, runs, input)
+		return enqueue(ctx, w.e, workflow, b.tenants(), runs, input)
 	})
+}
+
+// tenants returns the throughput workloads' tenants: "bench", or with
+// -tenants N above 1, bench-000 to bench-N-1.
+func (b *bench) tenants() []string {
+	if b.o.tenants <= 1 {
+		return []string{benchTenant}
+	}
+	out := make([]string, b.o.tenants)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s-%03d", benchTenant, i)
+	}
+	return out
 }
 
 // throughputOf is throughputRuns with the runs triggered by trigger.
@@ -619,23 +714,16 @@ func (b *bench) throughputOf(ctx context.Context, res *Result, runs, stepsPerRun
 // runLatency sets p50/p99 of finished_at − created_at of the workflow's
 // runs.
 func (b *bench) runLatency(ctx context.Context, res *Result, workflow string) error {
-	rows, err := b.pool.Query(ctx,
-		"SELECT extract(epoch FROM finished_at - created_at)::float8 * 1000 FROM dagen_runs WHERE workflow = $1 AND finished_at IS NOT NULL",
-		workflow)
-	if err != nil {
-		return fmt.Errorf("read run latencies: %w", err)
-	}
 	var ms []float64
-	for rows.Next() {
-		var v float64
-		if err := rows.Scan(&v); err != nil {
-			rows.Close()
-			return fmt.Errorf("read run latencies: %w", err)
-		}
-		ms = append(ms, v)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	err := b.queryAll(ctx,
+		"SELECT extract(epoch FROM finished_at - created_at)::float8 * 1000 FROM dagen_runs WHERE workflow = $1 AND finished_at IS NOT NULL",
+		[]any{workflow}, func(rows pgx.Rows) error {
+			var v float64
+			err := rows.Scan(&v)
+			ms = append(ms, v)
+			return err
+		})
+	if err != nil {
 		return fmt.Errorf("read run latencies: %w", err)
 	}
 	if len(ms) == 0 {
@@ -715,7 +803,7 @@ func (b *bench) fairness(ctx context.Context, res *Result) (err error) {
 		return fmt.Errorf("pause engine for B's enqueue: %w", err)
 	}
 	enqStart := time.Now()
-	if err := enqueue(ctx, w.e, singleName, tenantB, nB, func(i int) any { return flows.Single{N: i} }); err != nil {
+	if err := enqueue(ctx, w.e, singleName, []string{tenantB}, nB, func(i int) any { return flows.Single{N: i} }); err != nil {
 		return err
 	}
 	res.BEnqueueSec = figures.Round(time.Since(enqStart).Seconds(), 3)
@@ -799,22 +887,15 @@ type aWindow struct{ queued, started time.Time }
 // from the task's row): one query, where the store's Events would take
 // one a run.
 func (b *bench) startTimes(ctx context.Context, tenant string) ([]time.Time, error) {
-	rows, err := b.pool.Query(ctx, `SELECT t.started_at FROM dagen_tasks t JOIN dagen_runs r ON r.id = t.run_id
-		WHERE r.tenant = $1 AND t.started_at IS NOT NULL`, tenant)
-	if err != nil {
-		return nil, fmt.Errorf("read %s's step starts: %w", tenant, err)
-	}
 	var out []time.Time
-	for rows.Next() {
+	err := b.queryAll(ctx, `SELECT t.started_at FROM dagen_tasks t JOIN dagen_runs r ON r.id = t.run_id
+		WHERE r.tenant = $1 AND t.started_at IS NOT NULL`, []any{tenant}, func(rows pgx.Rows) error {
 		var at time.Time
-		if err := rows.Scan(&at); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("read %s's step starts: %w", tenant, err)
-		}
+		err := rows.Scan(&at)
 		out = append(out, at)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+		return err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("read %s's step starts: %w", tenant, err)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Before(out[j]) })
@@ -992,7 +1073,8 @@ func (b *bench) waitFinished(ctx context.Context, probe *flows.Probe, probeWant 
 			if now.Sub(lastMove) >= time.Second {
 				lastMove = now
 			}
-			if err := b.pool.QueryRow(ctx, "SELECT count(*) FROM dagen_runs WHERE finished_at IS NOT NULL").Scan(&got); err != nil {
+			var err error
+			if got, err = b.count(ctx, "SELECT count(*) FROM dagen_runs WHERE finished_at IS NOT NULL"); err != nil {
 				return time.Time{}, fmt.Errorf("count finished runs: %w", err)
 			}
 			if got >= want {
@@ -1010,22 +1092,15 @@ func (b *bench) waitFinished(ctx context.Context, probe *flows.Probe, probeWant 
 // checkCompleted checks that the store holds exactly want runs, all
 // COMPLETED, and returns how many are.
 func (b *bench) checkCompleted(ctx context.Context, want int) (int, error) {
-	rows, err := b.pool.Query(ctx, "SELECT status, count(*) FROM dagen_runs GROUP BY status")
-	if err != nil {
-		return 0, fmt.Errorf("count runs by status: %w", err)
-	}
 	counts := map[string]int{}
-	for rows.Next() {
+	err := b.queryAll(ctx, "SELECT status, count(*) FROM dagen_runs GROUP BY status", nil, func(rows pgx.Rows) error {
 		var s string
 		var n int
-		if err := rows.Scan(&s, &n); err != nil {
-			rows.Close()
-			return 0, fmt.Errorf("count runs by status: %w", err)
-		}
-		counts[s] = n
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+		err := rows.Scan(&s, &n)
+		counts[s] += n
+		return err
+	})
+	if err != nil {
 		return 0, fmt.Errorf("count runs by status: %w", err)
 	}
 	done := counts[string(store.RunCompleted)]
@@ -1087,8 +1162,8 @@ func (b *bench) triggers(ctx context.Context, res *Result, keyed bool) (err erro
 	res.Runs, res.Steps = n, n
 	res.StepsPerSec = figures.Round(float64(n)/res.Seconds, 0)
 	// Completed counts the runs the triggers created: they are not run.
-	var created int
-	if err := b.pool.QueryRow(ctx, "SELECT count(*) FROM dagen_runs WHERE workflow = $1", singleName).Scan(&created); err != nil {
+	created, err := b.count(ctx, "SELECT count(*) FROM dagen_runs WHERE workflow = $1", singleName)
+	if err != nil {
 		return fmt.Errorf("count created runs: %w", err)
 	}
 	res.Completed = created
