@@ -52,7 +52,7 @@ type Store struct {
 	// found, so that batches of results and heartbeats go to their shards
 	// without asking. A cache: a run it does not hold is looked up.
 	runsMu sync.Mutex
-	runs   map[dag.RunID]int
+	runs   runCache
 
 	claims  claimState
 	lead    leadState
@@ -64,9 +64,33 @@ var (
 	_ store.Elector = (*Store)(nil)
 )
 
-// maxRemembered bounds the run → shard cache; past it the cache starts
-// over (runs are looked up again, one query each).
-const maxRemembered = 1 << 18
+// rememberedGeneration bounds the run → shard cache: it holds the runs
+// of this generation and of the last, and a full generation retires the
+// last. A run of a worker's batch in flight is in one of them unless
+// twice this many runs went by meanwhile; one that is not is looked up
+// again, a query. The bound keeps a worker's memory flat: a map does not
+// shrink when cleared.
+const rememberedGeneration = 1 << 15
+
+// runCache maps runs to the index of their shard, in two generations.
+type runCache struct {
+	recent, older map[dag.RunID]uint16
+}
+
+func (c *runCache) put(id dag.RunID, i int) {
+	if c.recent == nil || len(c.recent) >= rememberedGeneration {
+		c.older, c.recent = c.recent, make(map[dag.RunID]uint16)
+	}
+	c.recent[id] = uint16(i)
+}
+
+func (c *runCache) get(id dag.RunID) (int, bool) {
+	if i, ok := c.recent[id]; ok {
+		return int(i), true
+	}
+	i, ok := c.older[id]
+	return int(i), ok
+}
 
 // New returns a store over shards, routed by m, which must map every
 // logical shard to one of them. The shards belong to the caller (close
@@ -75,7 +99,10 @@ func New(shards []Shard, m Map, cfg *Config) (*Store, error) {
 	if len(shards) == 0 {
 		return nil, errors.New("shardstore: no shards: configure at least one")
 	}
-	s := &Store{shards: slices.Clone(shards), byName: make(map[string]int), m: slices.Clone(m), runs: make(map[dag.RunID]int)}
+	if len(shards) > store.LogicalShards {
+		return nil, fmt.Errorf("shardstore: %d shards, more than the %d logical shards to map to them: use fewer", len(shards), store.LogicalShards)
+	}
+	s := &Store{shards: slices.Clone(shards), byName: make(map[string]int), m: slices.Clone(m)}
 	names := make([]string, len(shards))
 	for i, sh := range shards {
 		if sh.Name == "" || sh.Store == nil {
@@ -122,17 +149,13 @@ func (s *Store) tenantShard(tenant string) int { return s.logical[store.LogicalS
 func (s *Store) remember(id dag.RunID, i int) {
 	s.runsMu.Lock()
 	defer s.runsMu.Unlock()
-	if len(s.runs) >= maxRemembered {
-		clear(s.runs)
-	}
-	s.runs[id] = i
+	s.runs.put(id, i)
 }
 
 func (s *Store) remembered(id dag.RunID) (int, bool) {
 	s.runsMu.Lock()
 	defer s.runsMu.Unlock()
-	i, ok := s.runs[id]
-	return i, ok
+	return s.runs.get(id)
 }
 
 // ShardOf returns the name of the shard that holds run id: the one its id
