@@ -395,7 +395,7 @@ func TestFlowStatementsReadNoBacklogWhole(t *testing.T) {
 	require.NoError(t, err)
 	drainContinuing(t, s, 1000, 100)
 
-	scans, seen := readsWhole(t, pool, log, []string{"ClaimTasksFlow", "AdmitQueued"}, "dagen_ready", "dagen_run_queue")
+	scans, seen := readsWhole(t, pool, log, []string{"ClaimTasksFlow", "AdmitQueued"}, "dagen_ready", "dagen_run_queue", "dagen_runs", "dagen_tasks")
 	require.Empty(t, scans)
 	require.True(t, seen["ClaimTasksFlow"], "no flow claim ran")
 	require.True(t, seen["AdmitQueued"], "no admission ran")

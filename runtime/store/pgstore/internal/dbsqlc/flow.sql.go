@@ -53,10 +53,11 @@ dequeued AS (
     WHERE w.ctid = ANY(ARRAY(SELECT queue_ctid FROM picked))
 ),
 admitted AS (
+    -- By key: joined with picked, the runs were hashed whole, a scan
+    -- that grew with the backlog at every admission.
     UPDATE dagen_runs r
     SET status = 'RUNNING'
-    FROM picked
-    WHERE r.id = picked.id
+    WHERE r.id = ANY(ARRAY(SELECT id FROM picked))
     RETURNING r.id, r.workflow, r.tenant, r.trace_parent
 ),
 counted AS (
@@ -72,17 +73,17 @@ counted AS (
     WHERE s.ctid = ANY(ARRAY(SELECT slot_ctid FROM room)) AND s.ctid = c.slot_ctid
 ),
 queued AS (
+    -- By key too, for the same reason.
     UPDATE dagen_tasks t
     SET status = 'QUEUED',
         queued_event = nextval('dagen_event_seq'),
         queued_at = coalesce($5::timestamptz, now())
-    FROM admitted a
-    WHERE t.run_id = a.id
+    WHERE t.run_id = ANY(ARRAY(SELECT id FROM admitted))
       AND t.status = 'PENDING' AND t.pending_parents = 0 AND t.kind NOT IN ('onfailure', 'element')
-    RETURNING t.run_id, t.name, t.signature, a.workflow, a.tenant, coalesce(a.trace_parent, '')::text AS trace_parent,
+    RETURNING t.run_id, t.name, t.signature,
               (t.rate_limit IS NOT NULL AND t.kind <> 'map')::boolean AS rated, t.ctid::tid AS row_ctid
 )
-SELECT queued.run_id, queued.name, queued.signature, queued.workflow, queued.tenant, queued.trace_parent, queued.rated, queued.row_ctid,
+SELECT queued.run_id, queued.name, queued.signature, a.workflow, a.tenant, coalesce(a.trace_parent, '')::text AS trace_parent, queued.rated, queued.row_ctid,
        ($1::boolean AND NOT queued.rated AND coalesce((
            SELECT g.block_ptr <= f.block + 1 OR NOT EXISTS (
                       SELECT 1 FROM dagen_ready q
@@ -91,9 +92,10 @@ SELECT queued.run_id, queued.name, queued.signature, queued.workflow, queued.ten
                   )
            FROM dagen_tenant_groups g,
                 LATERAL (SELECT (SELECT block FROM dagen_queue_frontier) AS block) AS f
-           WHERE g.tenant = queued.tenant
+           WHERE g.tenant = a.tenant
        ), true))::boolean AS may_go
 FROM queued
+JOIN admitted a ON a.id = queued.run_id
 `
 
 type AdmitQueuedParams struct {
