@@ -61,7 +61,9 @@ admitted AS (
     RETURNING r.id, r.workflow, r.tenant, r.trace_parent
 ),
 counted AS (
-    -- By the slots' places too (the caller holds their locks).
+    -- By the slots' places too (the caller holds their locks). A slot
+    -- whose ended run handed its place to the next is left as it is: no
+    -- row version for a count that did not change.
     UPDATE dagen_slots s
     SET running = c.running
     FROM (
@@ -71,6 +73,7 @@ counted AS (
                ON p.workflow = room.workflow AND p.key = room.key
     ) AS c
     WHERE s.ctid = ANY(ARRAY(SELECT slot_ctid FROM room)) AND s.ctid = c.slot_ctid
+      AND s.running <> c.running
 ),
 queued AS (
     -- By key too, for the same reason.
