@@ -399,6 +399,52 @@ func TestFlowStatementsReadNoBacklogWhole(t *testing.T) {
 	require.Empty(t, scans)
 	require.True(t, seen["ClaimTasksFlow"], "no flow claim ran")
 	require.True(t, seen["AdmitQueued"], "no admission ran")
+	require.Empty(t, rescans(t, pool, log, "AdmitQueued"), "an admission's cost grows with the square of the slots or runs it admits")
+}
+
+// rescans explains the logged statements named name in both plan modes
+// (as readsWhole) and lists the nested loops that read a CTE on their
+// inner side: the CTE is read again for each outer row, a cost that grows
+// with the product of the two (the planner takes a CTE for ten rows).
+func rescans(t *testing.T, pool *pgxpool.Pool, log *statementLog, name string) []string {
+	t.Helper()
+	ctx := context.Background()
+	log.mu.Lock()
+	stmts := log.stmts
+	log.mu.Unlock()
+	conn, err := pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	var out []string
+	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+		_, err := conn.Exec(ctx, "SET plan_cache_mode = "+mode)
+		require.NoError(t, err)
+		for _, st := range stmts {
+			if n, _, _ := strings.Cut(strings.TrimPrefix(st.sql, "-- name: "), " "); n != name {
+				continue
+			}
+			_, plan := explain(t, conn, st)
+			walkPlan(plan, func(n map[string]any) {
+				if n["Node Type"] != "Nested Loop" {
+					return
+				}
+				children, _ := n["Plans"].([]any)
+				for _, c := range children {
+					inner := c.(map[string]any)
+					if inner["Parent Relationship"] != "Inner" {
+						continue
+					}
+					walkPlan(inner, func(m map[string]any) {
+						if m["Node Type"] == "CTE Scan" {
+							out = append(out, fmt.Sprintf("%s rescans CTE %v (%s)", name, m["CTE Name"], mode))
+						}
+					})
+				}
+			})
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // TestLeaseRemovalUsesTheIndex checks how leases are removed. dagen_leases

@@ -33,16 +33,25 @@ room AS (
     ) AS s
 ),
 picked AS (
-    SELECT q.id, q.queue_ctid, room.workflow, room.key
+    -- Each slot's admitted runs as arrays in its one row, so that counting
+    -- them needs no join back to the slots: joined with the picks grouped
+    -- by slot, the planner (taking both for the ten rows of its guess)
+    -- rescanned the groups once a slot, a cost that grew with the square
+    -- of the slots an admission serves (see docs/performance.md,
+    -- "Admissions grow with the runs they admit, not with the backlog").
+    SELECT room.slot_ctid, room.running + coalesce(cardinality(q.ids), 0)::integer AS running, q.ids, q.queue_ctids
     FROM room
     CROSS JOIN LATERAL (
-        SELECT r.id, w.ctid::tid AS queue_ctid
-        FROM dagen_run_queue w
-        JOIN dagen_runs r ON r.id = w.run_id
-        WHERE w.workflow = room.workflow AND w.slot = room.key AND r.status = 'QUEUED'
-        ORDER BY w.run_id
-        LIMIT room.n
-        FOR UPDATE OF r SKIP LOCKED
+        SELECT array_agg(x.id) AS ids, array_agg(x.queue_ctid) AS queue_ctids
+        FROM (
+            SELECT r.id, w.ctid::tid AS queue_ctid
+            FROM dagen_run_queue w
+            JOIN dagen_runs r ON r.id = w.run_id
+            WHERE w.workflow = room.workflow AND w.slot = room.key AND r.status = 'QUEUED'
+            ORDER BY w.run_id
+            LIMIT room.n
+            FOR UPDATE OF r SKIP LOCKED
+        ) AS x
     ) AS q
 ),
 dequeued AS (
@@ -50,30 +59,25 @@ dequeued AS (
     -- queue hashed the backlog at each admission. A run's place moves
     -- only with its run's lock, which picked holds.
     DELETE FROM dagen_run_queue w
-    WHERE w.ctid = ANY(ARRAY(SELECT queue_ctid FROM picked))
+    WHERE w.ctid = ANY(ARRAY(SELECT unnest(picked.queue_ctids) FROM picked))
 ),
 admitted AS (
     -- By key: joined with picked, the runs were hashed whole, a scan
     -- that grew with the backlog at every admission.
     UPDATE dagen_runs r
     SET status = 'RUNNING'
-    WHERE r.id = ANY(ARRAY(SELECT id FROM picked))
-    RETURNING r.id, r.workflow, r.tenant, r.trace_parent
+    WHERE r.id = ANY(ARRAY(SELECT unnest(picked.ids) FROM picked))
+    RETURNING r.id
 ),
 counted AS (
     -- By the slots' places too (the caller holds their locks). A slot
     -- whose ended run handed its place to the next is left as it is: no
     -- row version for a count that did not change.
     UPDATE dagen_slots s
-    SET running = c.running
-    FROM (
-        SELECT room.slot_ctid, room.running + coalesce(p.n, 0)::integer AS running
-        FROM room
-        LEFT JOIN (SELECT workflow, key, count(*) AS n FROM picked GROUP BY workflow, key) AS p
-               ON p.workflow = room.workflow AND p.key = room.key
-    ) AS c
-    WHERE s.ctid = ANY(ARRAY(SELECT slot_ctid FROM room)) AND s.ctid = c.slot_ctid
-      AND s.running <> c.running
+    SET running = picked.running
+    FROM picked
+    WHERE s.ctid = ANY(ARRAY(SELECT picked.slot_ctid FROM picked)) AND s.ctid = picked.slot_ctid
+      AND s.running <> picked.running
 ),
 queued AS (
     -- By key too, for the same reason.
@@ -98,7 +102,9 @@ SELECT queued.run_id, queued.name, queued.signature, a.workflow, a.tenant, coale
            WHERE g.tenant = a.tenant
        ), true))::boolean AS may_go
 FROM queued
-JOIN admitted a ON a.id = queued.run_id
+CROSS JOIN LATERAL (
+    SELECT r.workflow, r.tenant, r.trace_parent FROM dagen_runs r WHERE r.id = queued.run_id LIMIT 1
+) AS a
 `
 
 type AdmitQueuedParams struct {
@@ -136,6 +142,9 @@ type AdmitQueuedRow struct {
 // as TenantsAhead reads it: a completion that admitted the run may start
 // its ready steps for its worker (CompleteAndContinue). The frontier is a
 // scalar subquery, as in Enqueue, so that it is costed as the one row it is.
+// Each task's run is looked up by key (its row as the statement found
+// it: these columns do not change), not joined with admitted, which the
+// planner could rescan once a task.
 func (q *Queries) AdmitQueued(ctx context.Context, db DBTX, arg AdmitQueuedParams) ([]AdmitQueuedRow, error) {
 	rows, err := db.Query(ctx, admitQueued,
 		arg.Ahead,
