@@ -353,6 +353,10 @@ func (b *bench) workload(ctx context.Context, name string) (Result, error) {
 	case "fairness1m":
 		// backlog1m's runs triggered, not drained: A's runs take seconds.
 		timeout *= 2
+	case "wide10k":
+		// Besides the drain, the generator and two programs are built,
+		// from a cold build cache the first time.
+		timeout *= 2
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, fmt.Errorf("workload %s: -timeout %s exceeded", name, timeout))
 	defer cancel()
