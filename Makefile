@@ -64,9 +64,11 @@ bench-shards:
 ## bench: the benchmark on Postgres (DATABASE_URL), alone on the machine. ROUNDS rounds (3), each: River's single_step,
 ## DBOS's single_step, chain10 and fan50 (skipped when DBOS_DIR, bench/dbos, is absent), dagen's throughput workloads.
 ## Then once: dagen's latency workloads, River's and DBOS's fairness, dagen's mapped and trigger workloads, a
-## million queued runs drained (backlog1m, beside a single_step of its own), the soak (10 minutes). Last, the comparison: every figure's median [min-max] over the rounds, ratios paired by round, verdicts.
+## million queued runs drained (backlog1m, beside a single_step of its own), a 10,000-step workflow generated, built
+## and drained (wide10k, beside a fan50 of its own), the fairness workload behind backlog1m's backlog (fairness1m),
+## the soak (10 minutes). Last, the comparison: every figure's median [min-max] over the rounds, ratios paired by round, verdicts.
 ## Outputs in BENCH_OUT: round-N/{river.txt,dbos.txt,dagen.jsonl}, then latency.jsonl, river-fairness.txt,
-## dbos-fairness.txt, mapped.jsonl, backlog.jsonl, soak.jsonl. Flags: BENCH_FLAGS (every dagen run), RIVER_FLAGS, DBOS_FLAGS,
+## dbos-fairness.txt, mapped.jsonl, backlog.jsonl, wide10k.jsonl, fairness1m.jsonl, soak.jsonl. Flags: BENCH_FLAGS (every dagen run), RIVER_FLAGS, DBOS_FLAGS,
 ## SOAK_FLAGS (the soak, after BENCH_FLAGS), e.g. a quick check:
 ##   make bench ROUNDS=2 BENCH_FLAGS='-scale 0.05' RIVER_FLAGS='-scale 0.05' SOAK_FLAGS='-soak-duration 2m'
 ## dagen's throughput workloads run tuned (Concurrency 2048, batches of 512), as River runs tuned (2,000 workers);
@@ -95,7 +97,7 @@ bench:
 		fi; \
 		"$$bin/dagen-bench" -workloads single_step,chain10,fan50 $(BENCH_TUNED) $(BENCH_FLAGS) -json-out "$$out/round-$$r/dagen.jsonl"; \
 	done; \
-	echo "bench: once: latency workloads, fairness of the peers, mapped and trigger workloads, backlog1m, the soak"; \
+	echo "bench: once: latency workloads, fairness of the peers, mapped and trigger workloads, backlog1m, wide10k, fairness1m, the soak"; \
 	"$$bin/dagen-bench" -workloads fairness,low_load $(BENCH_FLAGS) -json-out "$$out/latency.jsonl"; \
 	"$$bin/river-bench" -settings tuned -workload fairness $(RIVER_FLAGS) > "$$out/river-fairness.txt"; cat "$$out/river-fairness.txt"; \
 	if [ -x "$$bin/dbos-bench" ]; then \
@@ -103,5 +105,7 @@ bench:
 	fi; \
 	"$$bin/dagen-bench" -workloads map100k,map1k,trigger,trigger_key $(BENCH_TUNED) $(BENCH_FLAGS) -json-out "$$out/mapped.jsonl"; \
 	"$$bin/dagen-bench" -workloads single_step,backlog1m $(BENCH_TUNED) $(BENCH_FLAGS) -json-out "$$out/backlog.jsonl"; \
+	"$$bin/dagen-bench" -workloads fan50,wide10k $(BENCH_TUNED) $(BENCH_FLAGS) -json-out "$$out/wide10k.jsonl"; \
+	"$$bin/dagen-bench" -workloads fairness1m $(BENCH_TUNED) $(BENCH_FLAGS) -json-out "$$out/fairness1m.jsonl"; \
 	"$$bin/dagen-bench" -workloads soak $(BENCH_TUNED) $(BENCH_FLAGS) $(SOAK_FLAGS) -json-out "$$out/soak.jsonl"; \
 	echo; "$$bin/dagen-bench" -compare "$$out"

@@ -44,6 +44,9 @@ type emitter struct {
 	// declared holds the funcs whose signature type is already emitted: a
 	// predicate may serve several workflows of the package.
 	declared map[string]bool
+	// chunks holds the functions a large definition calls, written after
+	// it (see chunkedDefinition).
+	chunks []jen.Code
 }
 
 func emitPackage(p *analysis.Package) ([]byte, error) {
@@ -529,27 +532,37 @@ func (g *emitter) definition(w *analysis.Workflow) {
 	// thousands of closures took minutes to build. One statement per step
 	// rather than one literal holding them all, because go/printer
 	// measures nested literals again at every level.
-	var body []jen.Code
-	if len(ufs) > 0 {
-		body = g.guards(w)
-		var funcs fieldList
-		for _, fn := range ufs {
-			funcs.add(g.fnVar(fn.name), jen.Id(g.fnVar(fn.name)))
-		}
-		body = append(body, jen.Id(fns).Op(":=").Op("&").Id(funcsType).Add(funcs.values()))
-	}
-	body = append(body, jen.Id(def).Op(":=").Op("&").Qual(enginePath, "Definition").Add(fields.values()))
-	for i, s := range w.Steps {
+	appendStep := func(i int) jen.Code {
 		var args []jen.Code
-		if s.Kind != analysis.KindSignal {
+		if w.Steps[i].Kind != analysis.KindSignal {
 			args = append(args, jen.Id(fns)) // a signal wait calls no func
 		}
-		body = append(body, jen.Id(def).Dot("Steps").Op("=").Append(jen.Id(def).Dot("Steps"), jen.Id(stepFuncs[i]).Call(args...)))
+		return jen.Id(def).Dot("Steps").Op("=").Append(jen.Id(def).Dot("Steps"), jen.Id(stepFuncs[i]).Call(args...))
+	}
+	var body []jen.Code
+	chunked := len(ufs) > definitionChunk || len(w.Steps) > definitionChunk
+	if !chunked {
+		if len(ufs) > 0 {
+			body = g.guards(ufs)
+			var funcs fieldList
+			for _, fn := range ufs {
+				funcs.add(g.fnVar(fn.name), jen.Id(g.fnVar(fn.name)))
+			}
+			body = append(body, jen.Id(fns).Op(":=").Op("&").Id(funcsType).Add(funcs.values()))
+		}
+		body = append(body, jen.Id(def).Op(":=").Op("&").Qual(enginePath, "Definition").Add(fields.values()))
+		for i := range w.Steps {
+			body = append(body, appendStep(i))
+		}
+	} else {
+		body = g.chunkedDefinition(w, ufs, fields, appendStep)
 	}
 	body = append(body, jen.Return(jen.Id(def)))
 	g.f.Commentf("%sDefinition returns the engine definition of workflow %q.", n, w.Name)
 	g.f.Commentf("%s registers it and returns a typed handle.", analysis.NewFuncName(w))
 	g.f.Func().Id(n+"Definition").Params().Op("*").Qual(enginePath, "Definition").Block(body...)
+	g.f.Add(g.chunks...)
+	g.chunks = nil
 
 	for i, s := range w.Steps {
 		g.f.Line()
@@ -565,10 +578,69 @@ func (g *emitter) definition(w *analysis.Workflow) {
 		} else {
 			g.f.Commentf("%s returns step %q of workflow %q.", stepFuncs[i], s.Name, w.Name)
 		}
+		if chunked {
+			// A chunk is small enough for the compiler to inline the step
+			// funcs it calls, and every inlined copy of one compiles its
+			// closure again: a second closure per step.
+			g.f.Comment("//go:noinline")
+		}
 		g.f.Func().Id(stepFuncs[i]).Params(jen.Id(fns).Op("*").Id(funcsType)).Qual(enginePath, "Step").Block(
 			jen.Return(jen.Qual(enginePath, "Step").Add(g.step(w, s))),
 		)
 	}
+}
+
+// definitionChunk is the most guards, and the most steps, one function
+// of a definition holds. A larger workflow's definition calls a function
+// per chunk of its guards, then one per chunk of its steps: the compiler's
+// cost of a function grows faster than its length (register allocation
+// and the prove pass over one block per append), and a definition of
+// 10,000 steps in one function took most of its package's build (see
+// docs/performance.md, "Definitions in chunks").
+const definitionChunk = 256
+
+// chunkedDefinition returns the body of a large workflow's definition,
+// up to its return, and keeps the functions it calls in g.chunks: one
+// that fills the funcs struct through the guards of up to
+// definitionChunk funcs, then one that appends up to definitionChunk
+// steps, each as appendStep writes it.
+func (g *emitter) chunkedDefinition(w *analysis.Workflow, ufs []userFunc, fields fieldList, appendStep func(i int) jen.Code) []jen.Code {
+	n := analysis.GoName(w)
+	def, fns, funcsType := g.name("def"), g.name("fns"), g.name("_dagen"+n+"Funcs")
+	var body []jen.Code
+	stepParams := []jen.Code{jen.Id(def).Op("*").Qual(enginePath, "Definition")}
+	stepArgs := []jen.Code{jen.Id(def)}
+	if len(ufs) > 0 {
+		body = append(body, jen.Id(fns).Op(":=").Op("&").Id(funcsType).Values())
+		stepParams = append(stepParams, jen.Id(fns).Op("*").Id(funcsType))
+		stepArgs = append(stepArgs, jen.Id(fns))
+	}
+	for k := 0; k < len(ufs); k += definitionChunk {
+		part := ufs[k:min(k+definitionChunk, len(ufs))]
+		name := g.name(fmt.Sprintf("_dagen%sGuards%d", n, k/definitionChunk))
+		fill := g.guards(part)
+		for _, fn := range part {
+			fill = append(fill, jen.Id(fns).Dot(g.fnVar(fn.name)).Op("=").Id(g.fnVar(fn.name)))
+		}
+		g.chunks = append(g.chunks, jen.Line(),
+			jen.Commentf("%s fills funcs %d to %d of workflow %q, each through its guard.", name, k+1, k+len(part), w.Name), jen.Line(),
+			jen.Func().Id(name).Params(jen.Id(fns).Op("*").Id(funcsType)).Block(fill...), jen.Line())
+		body = append(body, jen.Id(name).Call(jen.Id(fns)))
+	}
+	body = append(body, jen.Id(def).Op(":=").Op("&").Qual(enginePath, "Definition").Add(fields.values()))
+	for k := 0; k < len(w.Steps); k += definitionChunk {
+		end := min(k+definitionChunk, len(w.Steps))
+		name := g.name(fmt.Sprintf("_dagen%sSteps%d", n, k/definitionChunk))
+		var appends []jen.Code
+		for i := k; i < end; i++ {
+			appends = append(appends, appendStep(i))
+		}
+		g.chunks = append(g.chunks, jen.Line(),
+			jen.Commentf("%s appends steps %d to %d of workflow %q to %s.", name, k+1, end, w.Name, def), jen.Line(),
+			jen.Func().Id(name).Params(stepParams...).Block(appends...), jen.Line())
+		body = append(body, jen.Id(name).Call(stepArgs...))
+	}
+	return body
 }
 
 // schedules returns the engine.ScheduleDef literals of w's schedules.
@@ -1269,17 +1341,17 @@ func (g *emitter) fnVar(fn string) string { return g.name(fn + "Fn") }
 // from the guards.
 func (g *emitter) callee(fn string) *jen.Statement { return jen.Id(g.name("fns")).Dot(g.fnVar(fn)) }
 
-// guards returns the statements that open a definition: one variable per
-// user func, declared with the func's signature type and assigned the
-// func. They are the compile-time guards. A func whose signature changed
+// guards returns the statements that open a definition (or a chunk of
+// a large one's): one variable per user func of ufs, declared with the
+// func's signature type and assigned the func. They are the compile-time guards. A func whose signature changed
 // after generation, or that is gone, fails the build on its guard line,
 // and on no other: the adapters call the variable, whose type is still
 // the one they were generated for. The guards are locals rather than
 // package-level variables so that a step calling back into its own
 // workflow (NewOrderWorkflow in a step) is no initialization cycle.
-func (g *emitter) guards(w *analysis.Workflow) []jen.Code {
+func (g *emitter) guards(ufs []userFunc) []jen.Code {
 	var specs []jen.Code
-	for _, fn := range userFuncs(w) {
+	for _, fn := range ufs {
 		specs = append(specs, jen.Id(g.fnVar(fn.name)).Id(signatureType(fn.name)).Op("=").Id(fn.name))
 	}
 	return []jen.Code{

@@ -3,7 +3,11 @@ package gen_test
 import (
 	"context"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -79,6 +83,7 @@ func TestThousandSteps(t *testing.T) {
 		n, load.Round(time.Millisecond), analyse.Round(time.Millisecond), emit.Round(time.Millisecond),
 		(analyse + emit).Round(time.Millisecond), len(files[0].Content)/1024)
 
+	checkChunked(t, files[0].Content)
 	if _, err := gen.Write(files); err != nil {
 		t.Fatal(err)
 	}
@@ -87,6 +92,49 @@ func TestThousandSteps(t *testing.T) {
 	cmd.Env = cfg.Env
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("generated 1,000-step package does not vet: %v\n%s", err, out)
+	}
+}
+
+// checkChunked checks that a large workflow's generated definition keeps
+// its functions short, so that the compiler's cost, which grows faster
+// than a function's length, stays linear in the steps: neither the
+// definition nor a function it calls holds more statements (a var spec
+// counts as one) than two chunks of the generator's 256 guards or steps,
+// and every step func, called from a chunk small enough to inline it, is
+// kept from being inlined (which would compile its closure twice).
+func checkChunked(t *testing.T, src []byte) {
+	t.Helper()
+	const most = 2*256 + 8
+	f, err := parser.ParseFile(token.NewFileSet(), "dag_gen.go", src, parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := 0
+	for _, d := range f.Decls {
+		fn, ok := d.(*ast.FuncDecl)
+		if !ok || fn.Body == nil {
+			continue
+		}
+		n := 0
+		for _, st := range fn.Body.List {
+			n++
+			if ds, ok := st.(*ast.DeclStmt); ok {
+				n += len(ds.Decl.(*ast.GenDecl).Specs) - 1
+			}
+		}
+		definition := fn.Name.Name == "InDefinition" || strings.HasPrefix(fn.Name.Name, "_dagenInGuards") || strings.HasPrefix(fn.Name.Name, "_dagenInSteps")
+		if definition && n > most {
+			t.Errorf("func %s holds %d statements, more than %d", fn.Name.Name, n, most)
+		}
+		if strings.HasPrefix(fn.Name.Name, "_dagenIn_S") {
+			steps++
+			if fn.Doc == nil || !slices.ContainsFunc(fn.Doc.List, func(c *ast.Comment) bool { return c.Text == "//go:noinline" }) {
+				t.Errorf("step func %s is not marked //go:noinline", fn.Name.Name)
+			}
+		}
+	}
+	if steps == 0 {
+		t.Error("no step funcs (_dagenIn_S…) in the generated file")
 	}
 }
 

@@ -33,18 +33,9 @@ func (b *bench) backlog(ctx context.Context, res *Result) error {
 	claims := &claimTimes{}
 	b.claims = claims
 	defer func() { b.claims = nil }()
-	zipf := rand.NewZipf(rand.New(rand.NewPCG(1, 2)), backlogZipfS, 1, uint64(tenants-1))
 	err := b.throughputOf(ctx, res, runs, 1, 1, func(w *worker) error {
-		reqs := make([]engine.TriggerRequest, 0, triggerChunk)
-		for i := 0; i < runs; i += triggerChunk {
-			reqs = reqs[:0]
-			for j := i; j < min(runs, i+triggerChunk); j++ {
-				tenant := fmt.Sprintf("backlog-%d", zipf.Uint64())
-				reqs = append(reqs, engine.TriggerRequest{Workflow: singleName, Tenant: tenant, Input: flows.Single{N: j}})
-			}
-			if _, err := w.e.TriggerMany(ctx, reqs); err != nil {
-				return fmt.Errorf("enqueue %d %s runs: %w", runs, singleName, err)
-			}
+		if err := enqueueBacklog(ctx, w.e, runs, tenants); err != nil {
+			return err
 		}
 		claims.begin()
 		return nil
@@ -58,6 +49,24 @@ func (b *bench) backlog(ctx context.Context, res *Result) error {
 	res.ClaimEndP50Ms, res.ClaimEndP99Ms = figures.Percentiles(end)
 	for _, p := range []*float64{&res.ClaimStartP50Ms, &res.ClaimStartP99Ms, &res.ClaimMidP50Ms, &res.ClaimMidP99Ms, &res.ClaimEndP50Ms, &res.ClaimEndP99Ms} {
 		*p = figures.Round(*p, 2)
+	}
+	return nil
+}
+
+// enqueueBacklog triggers runs single-step runs, each for one of tenants
+// tenants drawn from a Zipf distribution (the same draw every time).
+func enqueueBacklog(ctx context.Context, e *engine.Engine, runs, tenants int) error {
+	zipf := rand.NewZipf(rand.New(rand.NewPCG(1, 2)), backlogZipfS, 1, uint64(tenants-1))
+	reqs := make([]engine.TriggerRequest, 0, triggerChunk)
+	for i := 0; i < runs; i += triggerChunk {
+		reqs = reqs[:0]
+		for j := i; j < min(runs, i+triggerChunk); j++ {
+			tenant := fmt.Sprintf("backlog-%d", zipf.Uint64())
+			reqs = append(reqs, engine.TriggerRequest{Workflow: singleName, Tenant: tenant, Input: flows.Single{N: j}})
+		}
+		if _, err := e.TriggerMany(ctx, reqs); err != nil {
+			return fmt.Errorf("enqueue %d %s runs: %w", runs, singleName, err)
+		}
 	}
 	return nil
 }

@@ -38,7 +38,16 @@
 //   - backlog1m (only when named): 1,000,000 single-step runs queued over
 //     10,000 tenants (Zipf-distributed), then drained: steps/s and CPU per
 //     step against single_step's, and the claim's p50/p99 in the first,
-//     middle and last tenth of the drain.
+//     middle and last tenth of the drain;
+//   - fairness1m (only when named): fairness's tenant A behind
+//     backlog1m's backlog (its 10,000 tenants play B), left undrained
+//     once A's runs are done: A's latency against the commit probe's, and
+//     how many of the backlog's steps started while one of A's waited;
+//   - wide10k (only when named): one run of a layered workflow of 40
+//     layers of 250 steps, written into a throwaway module: the time the
+//     dagen generator and go build take on it, then its drain by the
+//     program built (steps/s, against fan50's) and that program's peak
+//     RSS (package layered).
 //
 // It uses the database at DATABASE_URL (default
 // postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable) in a schema
@@ -72,7 +81,7 @@ import (
 const defaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
 
 // allWorkloads lists the workloads in the order they run.
-var allWorkloads = []string{"single_step", "single_capped", "single_limited", "single_flow", "chain10", "fan50", "map100k", "map1k", "trigger", "trigger_key", "fairness", "low_load", "payload", "soak", "chain20", "chain10_child", "backlog1m"}
+var allWorkloads = []string{"single_step", "single_capped", "single_limited", "single_flow", "chain10", "fan50", "map100k", "map1k", "trigger", "trigger_key", "fairness", "low_load", "payload", "soak", "chain20", "chain10_child", "backlog1m", "fairness1m", "wide10k"}
 
 // shardedWorkloads are the workloads that run on a sharded store (-shards):
 // those that drain enqueued runs and read only the run tables.
@@ -80,9 +89,10 @@ var shardedWorkloads = []string{"single_step", "chain10", "fan50", "chain20", "c
 
 // defaultWorkloads are those run without -workloads: all but the soak,
 // which takes ten minutes, the child step's pair (chain20,
-// chain10_child), measured when named, and backlog1m, which make bench
-// runs once after its rounds.
-var defaultWorkloads = allWorkloads[:len(allWorkloads)-4]
+// chain10_child), measured when named, and the scale workloads
+// (backlog1m, fairness1m, wide10k), which make bench runs once after its
+// rounds.
+var defaultWorkloads = allWorkloads[:len(allWorkloads)-6]
 
 // options is what the command line sets.
 type options struct {

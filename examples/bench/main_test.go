@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/dagenhq/dagen/examples/bench/layered"
 	"github.com/dagenhq/dagen/internal/pgtest"
 	"github.com/dagenhq/dagen/runtime/store"
 )
@@ -23,8 +25,11 @@ func TestWorkloads(t *testing.T) {
 		t.Skip("needs Postgres")
 	}
 	// Every workload, the soak included (it is not run by default): at
-	// scale 0.01 its 5 minutes are 3 s, an interval every 0.6 s.
-	o, err := parseFlags([]string{"-scale", "0.01", "-poll", "10ms", "-workloads", strings.Join(allWorkloads, ","), "-soak-duration", "5m"}, &bytes.Buffer{})
+	// scale 0.01 its 5 minutes are 3 s, an interval every 0.6 s. All but
+	// wide10k, which builds the generator and a program (TestWideSource
+	// and package layered's tests check its parts).
+	workloads := slices.DeleteFunc(slices.Clone(allWorkloads), func(w string) bool { return w == "wide10k" })
+	o, err := parseFlags([]string{"-scale", "0.01", "-poll", "10ms", "-workloads", strings.Join(workloads, ","), "-soak-duration", "5m"}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,14 +57,14 @@ func TestWorkloads(t *testing.T) {
 		}
 		results[r.Workload] = r
 	}
-	if len(results) != len(allWorkloads) {
-		t.Fatalf("got JSON lines for %d workloads, want %d:\n%s", len(results), len(allWorkloads), out.String())
+	if len(results) != len(workloads) {
+		t.Fatalf("got JSON lines for %d workloads, want %d:\n%s", len(results), len(workloads), out.String())
 	}
 	// The soak's runs follow its rate, measured: it has its own checks.
 	sk := results["soak"]
-	wantRuns := map[string]int{"single_step": 2500, "single_capped": 200, "single_limited": 2500, "single_flow": 2500, "chain10": 200, "fan50": 40, "map100k": 1, "map1k": 1, "trigger": 200, "trigger_key": 200, "fairness": fairWarmRuns + 1 + 1 + 200, "low_load": 2 * 10, "payload": 1, "soak": sk.Runs, "chain20": 100, "chain10_child": 100, "backlog1m": 10_000}
+	wantRuns := map[string]int{"single_step": 2500, "single_capped": 200, "single_limited": 2500, "single_flow": 2500, "chain10": 200, "fan50": 40, "map100k": 1, "map1k": 1, "trigger": 200, "trigger_key": 200, "fairness": fairWarmRuns + 1 + 1 + 200, "low_load": 2 * 10, "payload": 1, "soak": sk.Runs, "chain20": 100, "chain10_child": 100, "backlog1m": 10_000, "fairness1m": fairWarmRuns + 1 + 1}
 	wantSteps := map[string]int{"single_step": 2500, "single_capped": 200, "single_limited": 2500, "single_flow": 2500, "chain10": 2000, "fan50": 2080, "map100k": 1002, "map1k": 1002, "trigger": 200, "trigger_key": 200, "low_load": 40, "payload": blobSteps, "soak": sk.Runs * chainSteps, "chain20": 2000, "chain10_child": 2000, "backlog1m": 10_000}
-	for _, w := range allWorkloads {
+	for _, w := range workloads {
 		r := results[w]
 		if r.Peer != "dagen" || r.Runs != wantRuns[w] || r.Completed != r.Runs {
 			t.Errorf("%s: peer %q, %d runs, %d completed; want dagen, %d, all", w, r.Peer, r.Runs, r.Completed, wantRuns[w])
@@ -116,6 +121,18 @@ func TestWorkloads(t *testing.T) {
 	if f.BStepsP99 < 0 || f.BStepsMax < f.BStepsP99 || f.BStepsMax > f.BRuns {
 		t.Errorf("fairness: B's steps before A's: max %d, p99 %d, of %d", f.BStepsMax, f.BStepsP99, f.BRuns)
 	}
+	// fairness1m: backlog1m's backlog (10,000 runs over 100 tenants at
+	// this scale), not drained; A's runs judged alone.
+	f1 := results["fairness1m"]
+	ordered("fairness1m loaded", f1.P50Ms, f1.P99Ms)
+	ordered("fairness1m idle", f1.IdleP50Ms, f1.IdleP99Ms)
+	ordered("fairness1m commit loaded", f1.CommitP50Ms, f1.CommitP99Ms)
+	if f1.BRuns != 10_000 || f1.Tenants != 100 || f1.BDoneRuns < 0 || f1.BDoneRuns > f1.BRuns || f1.AOverCommitP99 <= 0 || f1.BEnqueueSec <= 0 || f1.BDrainedSec != 0 {
+		t.Errorf("fairness1m: %+v", f1)
+	}
+	if f1.BStepsP99 < 0 || f1.BStepsMax < f1.BStepsP99 || f1.BStepsMax > f1.BRuns {
+		t.Errorf("fairness1m: the backlog's steps before A's: max %d, p99 %d, of %d", f1.BStepsMax, f1.BStepsP99, f1.BRuns)
+	}
 	checkSoak(t, sk)
 	if p := results["payload"]; p.AllocMB < payloadBytes>>20 {
 		t.Errorf("payload: %v MB allocated, less than its own %d MiB input", p.AllocMB, payloadBytes>>20)
@@ -129,7 +146,7 @@ func TestWorkloads(t *testing.T) {
 	}
 	for _, want := range []string{"map100k: 1 run(s) of 1000 elements", "of fan50's (target >= 0.8", "map1k: 1 run(s) of 1000 elements", "peak RSS",
 		"workload", "single_step", "fairness: tenant A", "fairness: one single-row UPDATE", "low_load: step-to-step", "payload: one run of 7 steps, each reading its 20 MiB input",
-		"fairness: A's loaded p99 / the probe's loaded p99", "target <= one claim batch, BatchSize 64", "soak: interval 5 (", "soak: chain10 at", "verdict: "} {
+		"fairness: A's loaded p99 / the probe's loaded p99", "target <= one claim batch, BatchSize 64", "fairness1m: A's loaded p99 / the probe's loaded p99", "soak: interval 5 (", "soak: chain10 at", "verdict: "} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
@@ -249,5 +266,40 @@ func checkSoak(t *testing.T, r Result) {
 	}
 	if r.Completed != r.Runs || r.Runs == 0 || r.P99Ms < r.P50Ms {
 		t.Errorf("soak: %d runs, %d completed, p50 %v p99 %v", r.Runs, r.Completed, r.P50Ms, r.P99Ms)
+	}
+}
+
+// TestWideModule checks what wide10k writes before it runs the
+// generator: the repository's root found from the working directory, and
+// a throwaway module that replaces dagen by it and holds the workflow and
+// the drain program (TestWorkloads leaves wide10k out: it builds).
+func TestWideModule(t *testing.T) {
+	root, err := repoRoot(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "examples", "bench", "wide.go")); err != nil {
+		t.Fatalf("repoRoot = %s, not this repository: %v", root, err)
+	}
+	dir := t.TempDir()
+	shape := layered.Shape{Layers: 3, Width: 4}
+	if err := writeWideModule(dir, root, shape); err != nil {
+		t.Fatal(err)
+	}
+	mod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+	if err != nil || !strings.Contains(string(mod), "replace "+dagenModule+" => "+root+"\n") {
+		t.Errorf("go.mod %q, %v: want a replace of dagen by %s", mod, err, root)
+	}
+	src, err := os.ReadFile(filepath.Join(dir, wideFlow, "flow.go"))
+	if err != nil || strings.Count(string(src), "//dag:step") != shape.Steps() {
+		t.Errorf("flow.go: %v, %d steps, want %d", err, strings.Count(string(src), "//dag:step"), shape.Steps())
+	}
+	for _, name := range []string{"go.sum", "main.go"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Error(err)
+		}
+	}
+	if got := string(lastLine([]byte("building\n{\"a\":1}\n\n"))); got != `{"a":1}` {
+		t.Errorf("lastLine = %q", got)
 	}
 }

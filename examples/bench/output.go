@@ -54,6 +54,17 @@ func printTable(out io.Writer, results []Result) {
 				r.CommitIdleP50Ms, r.CommitIdleP99Ms, r.CommitP50Ms, r.CommitP99Ms, r.CommitP99Ratio)
 			fmt.Fprintf(out, "fairness: A's loaded p99 / the probe's loaded p99 = %.2f (target <= %d: %s); B's steps started while one of A's waited: max %d, p99 %d (target <= one claim batch, BatchSize %d: %s)\n",
 				r.AOverCommitP99, fairMaxOverCommit, verdictAtMost(r.AOverCommitP99, fairMaxOverCommit), r.BStepsMax, r.BStepsP99, r.BatchSize, verdictAtMost(float64(r.BStepsMax), float64(r.BatchSize)))
+		case "fairness1m":
+			fmt.Fprintf(out, "fairness1m: tenant A p50/p99 %.2f/%.2f ms idle, %.2f/%.2f ms behind a backlog of %d runs over %d tenants (Zipf; enqueued in %.1fs, %d of them finished during A's %.1fs of loaded runs); the commit probe's loaded p50/p99 %.2f/%.2f ms\n",
+				r.IdleP50Ms, r.IdleP99Ms, r.P50Ms, r.P99Ms, r.BRuns, r.Tenants, r.BEnqueueSec, r.BDoneRuns, r.ALoadedSec, r.CommitP50Ms, r.CommitP99Ms)
+			fmt.Fprintf(out, "fairness1m: A under load: QUEUED->STARTED p50/p99 %.2f/%.2f ms, STARTED->COMPLETED p50/p99 %.2f/%.2f ms\n",
+				r.QueuedP50Ms, r.QueuedP99Ms, r.ClaimedP50Ms, r.ClaimedP99Ms)
+			fmt.Fprintf(out, "fairness1m: A's loaded p99 / the probe's loaded p99 = %.2f (target <= %d: %s); the backlog's steps started while one of A's waited: max %d, p99 %d (target <= one claim batch, BatchSize %d: %s)\n",
+				r.AOverCommitP99, fairMaxOverCommit, verdictAtMost(r.AOverCommitP99, fairMaxOverCommit), r.BStepsMax, r.BStepsP99, r.BatchSize, verdictAtMost(float64(r.BStepsMax), float64(r.BatchSize)))
+		case "wide10k":
+			fmt.Fprintf(out, "wide10k: one run of %d layers of %d steps (%d steps, %d KiB generated): generate %.2fs + build %.2fs = %.2fs (target <= %ds: %s); the drain %.0f steps/s%s; the drain program's peak RSS %.1f MB (target <= %d MB: %s)\n",
+				r.Layers, r.Width, r.Steps, r.GeneratedKiB, r.GenerateSec, r.BuildSec, r.GenerateSec+r.BuildSec, wideMaxGenBuildSec, verdictAtMost(r.GenerateSec+r.BuildSec, wideMaxGenBuildSec),
+				r.StepsPerSec, ofFan(r, fan, wideMinOfFan), r.RSSMB, wideMaxRSSMB, verdictAtMost(r.RSSMB, wideMaxRSSMB))
 		case "soak":
 			for _, m := range r.Soak.Minutes {
 				fmt.Fprintf(out, "soak: %s\n", m.line())
@@ -193,3 +204,26 @@ const (
 	backlogMinOfSingle    = 0.8
 	backlogMaxClaimGrowth = 2
 )
+
+// The targets of wide10k: the generator and go build together, the
+// drain's steps/s against fan50's in the same run, and the drain
+// program's peak RSS.
+const (
+	wideMaxGenBuildSec = 30
+	wideMinOfFan       = 0.8
+	wideMaxRSSMB       = 128
+)
+
+// ofFan compares r's steps/s with fan50's in the same results, when it
+// ran, against a target of min.
+func ofFan(r Result, fan *Result, min float64) string {
+	if fan == nil || fan.StepsPerSec <= 0 {
+		return ""
+	}
+	ratio := r.StepsPerSec / fan.StepsPerSec
+	verdict := "meets"
+	if ratio < min {
+		verdict = "BELOW"
+	}
+	return fmt.Sprintf(", %.2f of fan50's (target >= %.1f: %s)", ratio, min, verdict)
+}

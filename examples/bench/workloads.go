@@ -119,6 +119,16 @@ type Result struct {
 	ClaimMidP99Ms   float64 `json:"claim_mid_p99_ms,omitempty"`
 	ClaimEndP50Ms   float64 `json:"claim_end_p50_ms,omitempty"`
 	ClaimEndP99Ms   float64 `json:"claim_end_p99_ms,omitempty"`
+	// wide10k: the layered workflow's layers and steps a layer, the
+	// seconds the dagen generator took on its source and go build took on
+	// a program holding the generated package, and dag_gen.go's size.
+	// Its Seconds is the drain, and its resources (RSS, worker CPU) are
+	// the drain program's: the worker is that process.
+	Layers       int     `json:"layers,omitempty"`
+	Width        int     `json:"width,omitempty"`
+	GenerateSec  float64 `json:"generate_seconds,omitempty"`
+	BuildSec     float64 `json:"build_seconds,omitempty"`
+	GeneratedKiB int     `json:"generated_kib,omitempty"`
 	// TriggerSeconds is how long the throughput workloads took to trigger
 	// their runs, before the engine started (not in Seconds).
 	TriggerSeconds float64 `json:"trigger_seconds,omitempty"`
@@ -151,6 +161,9 @@ type Result struct {
 	ClaimedP50Ms float64 `json:"a_claimed_p50_ms,omitempty"`
 	ClaimedP99Ms float64 `json:"a_claimed_p99_ms,omitempty"`
 	BRuns        int     `json:"b_runs,omitempty"`
+	// BDoneRuns is, in fairness1m (whose backlog is not drained), how
+	// many of the backlog's runs finished while A's loaded runs ran.
+	BDoneRuns int `json:"b_runs_done,omitempty"`
 	// The floor under the fairness ratio: before each of A's runs, one
 	// single-row UPDATE commits on its own (one round trip), idle and
 	// under B's load. Every run of A commits twice.
@@ -337,6 +350,13 @@ func (b *bench) workload(ctx context.Context, name string) (Result, error) {
 	case "backlog1m":
 		// Four times single_step's runs, triggered and drained.
 		timeout *= 4
+	case "fairness1m":
+		// backlog1m's runs triggered, not drained: A's runs take seconds.
+		timeout *= 2
+	case "wide10k":
+		// Besides the drain, the generator and two programs are built,
+		// from a cold build cache the first time.
+		timeout *= 2
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, fmt.Errorf("workload %s: -timeout %s exceeded", name, timeout))
 	defer cancel()
@@ -388,6 +408,8 @@ func (b *bench) workload(ctx context.Context, name string) (Result, error) {
 		// Each run's child run is a run of its own in the store: the
 		// drain waits for both, and both must complete.
 		err = b.throughputRuns(ctx, &res, chainParentName, b.scaled(chain20Runs), 2*chainSteps, 2, func(i int) any { return flows.ChainParent{N: i} })
+	case "wide10k":
+		err = b.wide(ctx, &res)
 	case "fan50":
 		err = b.throughput(ctx, &res, fanName, b.scaled(fanRuns), fanSteps, func(i int) any { return flows.Fan{N: i} })
 	case "map100k":
@@ -406,7 +428,9 @@ func (b *bench) workload(ctx context.Context, name string) (Result, error) {
 		runtime.ReadMemStats(&after)
 		res.AllocMB = figures.Round(float64(after.TotalAlloc-before.TotalAlloc)/(1<<20), 1)
 	case "fairness":
-		err = b.fairness(ctx, &res)
+		err = b.fairness(ctx, &res, b.fairnessB())
+	case "fairness1m":
+		err = b.fairness(ctx, &res, b.fairness1mB())
 	case "low_load":
 		err = b.lowLoad(ctx, &res)
 	case "soak":
@@ -417,8 +441,12 @@ func (b *bench) workload(ctx context.Context, name string) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	peak, now := procstat.RSSMB()
-	res.RSSMB, res.RSSNowMB = figures.Round(peak, 1), figures.Round(now, 1)
+	// wide10k's worker is the program it built: that process measured
+	// its own RSS.
+	if name != "wide10k" {
+		peak, now := procstat.RSSMB()
+		res.RSSMB, res.RSSNowMB = figures.Round(peak, 1), figures.Round(now, 1)
+	}
 	if res.Steps > 0 {
 		res.CPUUsPerStep = figures.Round(1e6*(res.WorkerCPUSec+res.PGCPUSec)/float64(res.Steps), 1)
 	}
@@ -733,10 +761,39 @@ func (b *bench) runLatency(ctx context.Context, res *Result, workflow string) er
 	return nil
 }
 
+// fairBacklog is the backlog of a fairness workload, the "B" its
+// tenant A runs behind: how many runs, over how many tenants, and how
+// they are enqueued.
+type fairBacklog struct {
+	runs, tenants int
+	enqueue       func(ctx context.Context, e *engine.Engine) error
+	// drain: wait for the whole backlog after A's loaded runs, and time
+	// it; otherwise the workload ends with A's runs, the backlog left
+	// (the next workload truncates it).
+	drain bool
+}
+
+// fairnessB is fairness's backlog: tenant B's 20,000 runs, drained.
+func (b *bench) fairnessB() fairBacklog {
+	n := b.scaled(fairBRuns)
+	return fairBacklog{runs: n, tenants: 1, drain: true, enqueue: func(ctx context.Context, e *engine.Engine) error {
+		return enqueue(ctx, e, singleName, []string{tenantB}, n, func(i int) any { return flows.Single{N: i} })
+	}}
+}
+
+// fairness1mB is fairness1m's backlog: backlog1m's, a million runs over
+// 10,000 tenants drawn from a Zipf distribution, not drained.
+func (b *bench) fairness1mB() fairBacklog {
+	runs, tenants := b.scaled(backlogRuns), max(1, b.scaled(backlogTenants))
+	return fairBacklog{runs: runs, tenants: tenants, enqueue: func(ctx context.Context, e *engine.Engine) error {
+		return enqueueBacklog(ctx, e, runs, tenants)
+	}}
+}
+
 // fairness measures tenant A's latency, one run at a time, first on an
-// idle engine and then while tenant B's backlog drains.
-func (b *bench) fairness(ctx context.Context, res *Result) (err error) {
-	nA, nB := b.scaled(fairARuns), b.scaled(fairBRuns)
+// idle engine and then behind the backlog bl, as it drains.
+func (b *bench) fairness(ctx context.Context, res *Result, bl fairBacklog) (err error) {
+	nA, nB := b.scaled(fairARuns), bl.runs
 	w, err := b.newWorker(ctx, false)
 	if err != nil {
 		return err
@@ -803,7 +860,7 @@ func (b *bench) fairness(ctx context.Context, res *Result) (err error) {
 		return fmt.Errorf("pause engine for B's enqueue: %w", err)
 	}
 	enqStart := time.Now()
-	if err := enqueue(ctx, w.e, singleName, []string{tenantB}, nB, func(i int) any { return flows.Single{N: i} }); err != nil {
+	if err := bl.enqueue(ctx, w.e); err != nil {
 		return err
 	}
 	res.BEnqueueSec = figures.Round(time.Since(enqStart).Seconds(), 3)
@@ -825,15 +882,30 @@ func (b *bench) fairness(ctx context.Context, res *Result) (err error) {
 		}
 	}
 	res.ALoadedSec = figures.Round(time.Since(start).Seconds(), 3)
-	all := fairWarmRuns + 2*nA + nB
-	end, err := b.waitFinished(ctx, w.probe, int64(all), all)
-	win.stop(ctx, res, end.Sub(start))
-	if err != nil {
-		return err
+	aRuns := fairWarmRuns + 2*nA
+	all := aRuns + nB
+	if bl.drain {
+		end, err := b.waitFinished(ctx, w.probe, int64(all), all)
+		win.stop(ctx, res, end.Sub(start))
+		if err != nil {
+			return err
+		}
+		res.Runs = all
+		res.BDrainedSec = res.Seconds
+	} else {
+		// The backlog stays: the window is A's loaded runs, and the runs
+		// judged are A's.
+		win.stop(ctx, res, time.Since(start))
+		res.Runs = aRuns
+		res.BDoneRuns = int(w.probe.Done()) - aRuns
+		if err := w.e.Stop(ctx); err != nil {
+			return fmt.Errorf("stop the engine behind the backlog: %w", err)
+		}
 	}
-	res.Runs = all
 	res.BRuns = nB
-	res.BDrainedSec = res.Seconds
+	if bl.tenants > 1 {
+		res.Tenants = bl.tenants
+	}
 	res.IdleP50Ms, res.IdleP99Ms = figures.Percentiles(idle)
 	res.P50Ms, res.P99Ms = figures.Percentiles(loaded)
 	if res.IdleP99Ms > 0 {
@@ -870,33 +942,57 @@ func (b *bench) fairness(ctx context.Context, res *Result) (err error) {
 	if res.CommitP99Ms > 0 {
 		res.AOverCommitP99 = figures.Round(res.P99Ms/res.CommitP99Ms, 2)
 	}
-	bStarts, err := b.startTimes(ctx, tenantB)
+	bStarts, err := b.startTimes(ctx, windows)
 	if err != nil {
 		return err
 	}
 	res.BStepsMax, res.BStepsP99 = overtakes(windows, bStarts)
-	res.Completed, err = b.checkCompleted(ctx, res.Runs)
-	return err
+	if bl.drain {
+		res.Completed, err = b.checkCompleted(ctx, res.Runs)
+		return err
+	}
+	res.Completed, err = b.count(ctx, "SELECT count(*) FROM dagen_runs WHERE tenant = $1 AND status = $2", tenantA, string(store.RunCompleted))
+	if err != nil {
+		return fmt.Errorf("count tenant A's completed runs: %w", err)
+	}
+	if res.Completed != res.Runs {
+		return fmt.Errorf("%d of tenant A's %d runs COMPLETED", res.Completed, res.Runs)
+	}
+	return nil
 }
 
 // aWindow is when one of tenant A's steps was QUEUED and when it STARTED.
 type aWindow struct{ queued, started time.Time }
 
-// startTimes returns, sorted, when each step of tenant's runs last
-// started (dagen_tasks.started_at, the STARTED event the event log reads
-// from the task's row): one query, where the store's Events would take
-// one a run.
-func (b *bench) startTimes(ctx context.Context, tenant string) ([]time.Time, error) {
+// startTimes returns, sorted, when each step of the tenants other than
+// A last started (dagen_tasks.started_at, the STARTED event the event
+// log reads from the task's row) between the first of A's windows and
+// the last: one query, where the store's Events would take one a run,
+// reading the starts of the span A's runs waited in, not a backlog's
+// million.
+func (b *bench) startTimes(ctx context.Context, windows []aWindow) ([]time.Time, error) {
+	if len(windows) == 0 {
+		return nil, nil
+	}
+	from, to := windows[0].queued, windows[0].started
+	for _, w := range windows {
+		if w.queued.Before(from) {
+			from = w.queued
+		}
+		if w.started.After(to) {
+			to = w.started
+		}
+	}
 	var out []time.Time
 	err := b.queryAll(ctx, `SELECT t.started_at FROM dagen_tasks t JOIN dagen_runs r ON r.id = t.run_id
-		WHERE r.tenant = $1 AND t.started_at IS NOT NULL`, []any{tenant}, func(rows pgx.Rows) error {
+		WHERE t.started_at > $2 AND t.started_at < $3 AND r.tenant <> $1`, []any{tenantA, from, to}, func(rows pgx.Rows) error {
 		var at time.Time
 		err := rows.Scan(&at)
 		out = append(out, at)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read %s's step starts: %w", tenant, err)
+		return nil, fmt.Errorf("read the other tenants' step starts while A's runs waited: %w", err)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Before(out[j]) })
 	return out, nil
