@@ -357,6 +357,27 @@ func (p ClaimParams) Serves(sig string) bool {
 	return len(p.Signatures) == 0 || slices.Contains(p.Signatures, sig)
 }
 
+// Serving returns Serves as a function that answers without a walk of
+// p.Signatures, for a caller that asks of every task of a batch: a worker
+// of a workflow of thousands of steps serves thousands of signatures.
+func (p ClaimParams) Serving() func(sig string) bool {
+	if len(p.Signatures) <= servingScan {
+		return p.Serves
+	}
+	set := make(map[string]struct{}, len(p.Signatures))
+	for _, s := range p.Signatures {
+		set[s] = struct{}{}
+	}
+	return func(sig string) bool {
+		_, ok := set[sig]
+		return ok
+	}
+}
+
+// servingScan is how many signatures Serving still walks rather than
+// hashing: a map costs more to build than a short walk saves.
+const servingScan = 16
+
 // ClaimedTask is a RUNNING task and everything its step needs.
 type ClaimedTask struct {
 	RunID    dag.RunID

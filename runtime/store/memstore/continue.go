@@ -62,13 +62,14 @@ func (s *Store) completeTasks(ctx context.Context, results []store.TaskResult, p
 		return out, nil, nil
 	}
 	var claimed []store.ClaimedTask
+	serves := p.Serving()
 	for _, rc := range slices.Concat(c.ready, c.admitted) {
 		r, t := rc.run, rc.run.tasks[rc.task]
 		if t.Status != store.TaskQueued {
 			continue // its run failed or was cancelled after it became ready
 		}
 		if len(claimed) < p.Limit && r.Status == store.RunRunning &&
-			p.Serves(r.spec(rc.task).Signature) && c.mayGo[r.rec.Tenant] && !rated(r, rc.task) {
+			serves(r.spec(rc.task).Signature) && c.mayGo[r.rec.Tenant] && !rated(r, rc.task) {
 			claimed = append(claimed, s.claim(r, rc.task, *p, now))
 			continue
 		}

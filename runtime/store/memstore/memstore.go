@@ -234,6 +234,7 @@ func (s *Store) createLocked(runs []store.NewRun, shapes []*shape, p store.Claim
 	}
 	var claimed []store.ClaimedTask
 	considered := make(map[string]bool) // tenants whose first root was a candidate
+	serves := p.Serving()
 	for i, nr := range runs {
 		if nr.Key != "" {
 			k := runKey{nr.Workflow, nr.Tenant, nr.Key}
@@ -276,7 +277,7 @@ func (s *Store) createLocked(runs []store.NewRun, shapes []*shape, p store.Claim
 			continue
 		}
 		for _, ti := range sh.roots {
-			claim := p.Serves(sh.tasks[ti].Signature) && sh.tasks[ti].RateLimit == ""
+			claim := serves(sh.tasks[ti].Signature) && sh.tasks[ti].RateLimit == ""
 			if claim && len(considered) < p.Limit && !considered[nr.Tenant] {
 				// The tenant's first root starts when the fair queue would
 				// hand it out next: nothing of the tenant's is queued past

@@ -99,8 +99,9 @@ func (b *batch) continueReady(ctx context.Context) error {
 		return nil
 	}
 	var cands []int
+	serves := c.p.Serving()
 	for i, e := range b.enqueue {
-		if e.child && e.live() && c.p.Serves(e.signature) && c.mayGo[e.run.tenant] {
+		if e.child && e.live() && serves(e.signature) && c.mayGo[e.run.tenant] {
 			cands = append(cands, i)
 		}
 	}

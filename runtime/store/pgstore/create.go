@@ -388,12 +388,13 @@ func (s *Store) newCreation(runs []store.NewRun, graphs []*graph, held []bool, n
 	c.tp.Now = now
 	c.tp.Worker, c.tp.LeaseSeconds = p.Worker, p.Lease.Seconds()
 	candidate := map[string]bool{} // by tenant
+	serves := p.Serving()
 	for i := range runs {
 		nr, g := &runs[i], graphs[i]
 		id := uuidOf(nr.ID)
 		c.tenants = append(c.tenants, nr.Tenant)
 		for ti, t := range nr.Tasks {
-			claim := p.Serves(t.Signature)
+			claim := serves(t.Signature)
 			status := store.TaskPending
 			switch {
 			case len(t.Parents) > 0 || t.Kind == store.KindOnFailure || held != nil && held[i]:

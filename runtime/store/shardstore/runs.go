@@ -144,6 +144,7 @@ func (s *Store) StartRuns(ctx context.Context, runs []store.NewRun, p store.Clai
 func startLimits(runs []store.NewRun, p store.ClaimParams, shardOf func(string) int) map[int]int {
 	limits := make(map[int]int)
 	seen := make(map[string]bool)
+	serves := p.Serving()
 	n := 0
 	for _, r := range runs {
 		if n >= p.Limit {
@@ -153,7 +154,7 @@ func startLimits(runs []store.NewRun, p store.ClaimParams, shardOf func(string) 
 			continue
 		}
 		for _, t := range r.Tasks {
-			if len(t.Parents) == 0 && t.Kind != store.KindOnFailure && p.Serves(t.Signature) {
+			if len(t.Parents) == 0 && t.Kind != store.KindOnFailure && serves(t.Signature) {
 				seen[r.Tenant] = true
 				limits[shardOf(r.Tenant)]++
 				n++
