@@ -13,7 +13,6 @@ import (
 // keeps nothing for later rows; one whose rows share a run's fields or
 // parents hands them on.
 func TestSharedReadsKeepOnlyWhatRowsShare(t *testing.T) {
-	t.Parallel()
 	a, b := dag.NewRunID(), dag.NewRunID()
 	names, statuses, outputs := []string{"root"}, []string{"COMPLETED"}, [][]byte{[]byte("1")}
 

@@ -19,7 +19,6 @@ import (
 // runs the worker says it holds (ClaimParams.Known), and sends it for the
 // others: a large input crosses the wire once to a worker.
 func TestClaimLeavesOutKnownInputs(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	s := stores(t, 1, nil)[0]
 	held := newRun("w", "t1", step("a"), step("b"))
@@ -95,7 +94,6 @@ func requireOwnRunsAndParents(t *testing.T, claimed []store.ClaimedTask, runs ma
 // their run, fifty times a run), and that every task still gets its own
 // run's fields and its own parents.
 func TestClaimReadsSharedRowsOnce(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	pool, log := tracedPool(t)
 	s, err := pgstore.New(ctx, pool, nil)
@@ -150,7 +148,6 @@ func lookups(node map[string]any, table, alias string) int {
 // completion starts (CompleteAndContinue), which share their run's row and
 // their parents' results as a claim's do: each gets its own.
 func TestContinuedTasksGetTheirOwnRunsAndParents(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	s := stores(t, 1, nil)[0]
 	results, runs := fanOutRoots(t, s, 3, 3)
@@ -169,7 +166,6 @@ func TestContinuedTasksGetTheirOwnRunsAndParents(t *testing.T) {
 // own order. Likewise a run's input comes with the lock of its run
 // (own_inputs) when it is small, and is read when it is not.
 func TestContinuationTakesParentsFromTheBatch(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	pool, log := tracedPool(t)
 	s, err := pgstore.New(ctx, pool, nil)

@@ -12,7 +12,6 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	t.Parallel()
 	storetest.Run(t, func(t *testing.T, now func() time.Time) store.Store {
 		return rollingBack{newStore(t, now, 8)}
 	})

@@ -17,7 +17,6 @@ import (
 // existing run is named, a tenant past the fair queue's limit is explained,
 // and neither leaves anything behind.
 func TestCreateRunsErrors(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	s := stores(t, 1, nil)[0]
 
@@ -50,7 +49,6 @@ func TestCreateRunsErrors(t *testing.T) {
 // creations on a connection of their own"). The connection that carried
 // it is closed; one that carried a small creation goes back to the pool.
 func TestLargeCreationClosesItsConnection(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	pool, log := tracedPool(t)
 	s, err := pgstore.New(ctx, pool, nil)

@@ -15,7 +15,6 @@ import (
 // claims move the floor past it, and then gives back (that transaction
 // rolls back), is claimed within a few claims all the same.
 func TestClaimFloorLeavesNoStraggler(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t, nil, 4)
 	var runs []store.NewRun

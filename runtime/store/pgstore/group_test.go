@@ -20,7 +20,6 @@ import (
 // the queue serves the two tenants in turn: each tenant's runs took
 // consecutive blocks of the fair queue, whichever calls went together.
 func TestConcurrentCreatesKeepTheQueueFair(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t, nil, 8)
 	const callers, perCaller = 32, 20
@@ -72,7 +71,6 @@ func TestConcurrentCreatesKeepTheQueueFair(t *testing.T) {
 // the same key go in one transaction: each key starts one run, and every
 // other call with it gets that run as its Existing.
 func TestConcurrentKeyedCreatesShareTransactions(t *testing.T) {
-	t.Parallel()
 	s := newStore(t, nil, 8)
 	const callers, keys, rounds = 16, 20, 2
 	results := make(chan keyedOutcome, callers*keys*rounds)
@@ -101,7 +99,6 @@ func TestConcurrentKeyedCreatesShareTransactions(t *testing.T) {
 // runs, never more than its limit; the roots not started are queued; and
 // every run's root is started or claimed exactly once.
 func TestConcurrentStartsShareTransactions(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t, nil, 8)
 	const callers, perCaller = 16, 25

@@ -64,7 +64,6 @@ func TestMapWithoutLimitQueuesAWindow(t *testing.T) {
 // next element a resolved element queues is the one of its own run: a
 // position alone names a row in every range.
 func TestElementsQueuedByKeyAcrossRanges(t *testing.T) {
-	t.Parallel()
 	f := newPartitionFixture(t)
 	newMapRun := func(at time.Time) store.NewRun {
 		r := newRun("wf", "t", step("list"),

@@ -21,7 +21,6 @@ import (
 // statements, session locks). LISTEN goes to the session URL, a direct
 // one.
 func TestConformanceThroughPgBouncer(t *testing.T) {
-	t.Parallel()
 	bouncer := pgtest.StartPgBouncer(t, pgtest.PgBouncerOptions{DefaultPoolSize: 4})
 	storetest.Run(t, func(t *testing.T, now func() time.Time) store.Store {
 		db := pgtest.Database(t)

@@ -122,7 +122,6 @@ func tracedPoolOf(t *testing.T, maxConns int32) (*pgxpool.Pool, *statementLog) {
 // estimate once made one enqueue pay for a long compilation (see
 // docs/performance.md, "No JIT compilation of large batches").
 func TestLargeBatchesAreNotJITCompiled(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	pool, log := tracedPool(t)
 	s, err := pgstore.New(ctx, pool, nil)
@@ -308,7 +307,6 @@ func readsWhole(t *testing.T, pool *pgxpool.Pool, log *statementLog, only []stri
 // completions read every task three times (see docs/performance.md,
 // "Batches find rows by key").
 func TestBatchesFindRowsByKey(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	pool, log := tracedPool(t)
 	s, err := pgstore.New(ctx, pool, nil)
@@ -373,7 +371,6 @@ func TestBatchesFindRowsByKey(t *testing.T) {
 // claim, and each admission hashed the whole run queue (see
 // docs/performance.md, "Flow control's statements read no backlog whole").
 func TestFlowStatementsReadNoBacklogWhole(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	pool, log := tracedPool(t)
 	s, err := pgstore.New(ctx, pool, nil)
@@ -460,7 +457,6 @@ func rescans(t *testing.T, pool *pgxpool.Pool, log *statementLog, name string) [
 // the next transaction that ends leases after the claim's last completion:
 // here, the second claim's completion deletes the first claim's lease.
 func TestLeaseRemovalUsesTheIndex(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	pool, log := tracedPool(t)
 	for _, sql := range []string{
@@ -525,7 +521,6 @@ func TestLeaseRemovalUsesTheIndex(t *testing.T) {
 // with the run locks and the tasks, the children counted down, then the
 // other writes with COMMIT.
 func TestCompletionRoundTrips(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	pool, log := tracedPool(t)
 	s, err := pgstore.New(ctx, pool, nil)
@@ -549,7 +544,6 @@ func TestCompletionRoundTrips(t *testing.T) {
 // TestReadRunRoundTrips checks that a run and its tasks are read in one
 // round trip, and that the pool's connection is free again after it.
 func TestReadRunRoundTrips(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	pool, log := tracedPool(t)
 	s, err := pgstore.New(ctx, pool, nil)
@@ -583,7 +577,6 @@ func TestReadRunRoundTrips(t *testing.T) {
 // completion's Enqueue must also come before PlanEachExecution, which has
 // the statements after it planned at each execution.
 func TestTriggersKeepOnePlan(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	pool := pgtest.Pool(t, pgtest.Schema(t), 1) // one connection: one set of prepared statements
 	require.NoError(t, pgstore.Migrate(ctx, pool))
@@ -625,7 +618,6 @@ func TestTriggersKeepOnePlan(t *testing.T) {
 // at every round (see docs/performance.md, "Worker rounds find tasks by
 // key"); each task is found by its key instead.
 func TestWorkerRoundsFindTasksByKey(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	pool, log := tracedPool(t)
 	s, err := pgstore.New(ctx, pool, nil)
@@ -680,7 +672,6 @@ func TestWorkerRoundsFindTasksByKey(t *testing.T) {
 // large: the planner, left to choose, planned every claim anew, for
 // nothing (see docs/performance.md, "Claims keep their generic plan").
 func TestClaimsKeepTheirGenericPlan(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	pool, log := tracedPoolOf(t, 1) // the connection that prepares ClaimTasks counts its plans
 	s, err := pgstore.New(ctx, pool, nil)
@@ -751,7 +742,6 @@ func indexScans(node map[string]any) []string {
 // row, which took most of the statement's time (see docs/performance.md,
 // "The countdown checks PENDING on its lookups").
 func TestCountdownFindsEachChildOnce(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	pool, log := tracedPool(t)
 	s, err := pgstore.New(ctx, pool, nil)

@@ -12,7 +12,6 @@ import (
 // transitions change, so those updates can be HOT and add no index entries.
 // Leases live in dagen_leases for that reason.
 func TestTasksTableHasOnlyItsPrimaryKey(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	s := stores(t, 1, nil)[0]
 	rows, err := s.Pool().Query(ctx, `

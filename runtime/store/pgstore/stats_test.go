@@ -19,7 +19,6 @@ import (
 // they grow from empty, without waiting for autovacuum: the planner's row
 // count of the tasks table (-1 until the first ANALYZE) keeps up with it.
 func TestStatisticsFollowGrowth(t *testing.T) {
-	t.Parallel()
 	s := stores(t, 1, nil)[0]
 	reltuples := func() float64 { return reltuplesOf(t, s, "dagen_tasks") }
 	require.Less(t, reltuples(), 1.0, "a new schema's tasks table has no statistics yet")
@@ -42,7 +41,6 @@ func TestStatisticsFollowGrowth(t *testing.T) {
 // are all created up front, analyzed with their roots alone in the queue,
 // and the queue fills only as the roots complete.
 func TestStatisticsFollowQueueGrowth(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	s := stores(t, 1, nil)[0]
 	reltuples := func() float64 { return reltuplesOf(t, s, "dagen_ready") }
@@ -81,7 +79,6 @@ func histogramBounds(t *testing.T, pool *pgxpool.Pool, table, column string) int
 // plan for EnsureTenants or Enqueue made while it held a few tenants reads
 // it whole, and only fresh statistics replace that plan.
 func TestStatisticsFollowTenantGrowth(t *testing.T) {
-	t.Parallel()
 	s := stores(t, 1, nil)[0]
 	reltuples := func() float64 { return reltuplesOf(t, s, "dagen_tenant_groups") }
 	var runs []store.NewRun
@@ -163,7 +160,6 @@ func newRangeStatsFixture(t *testing.T) *rangeStatsFixture {
 // ANALYZE of them is due), the store analyzes the range alone, which makes
 // the sessions plan again.
 func TestRangeAnalyzedEmptyIsAnalyzedAgain(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	f := newRangeStatsFixture(t)
 	s, pool, log, clock, t0, runsAt := f.s, f.pool, f.log, f.clock, f.t0, f.runsAt
@@ -249,7 +245,6 @@ func scansOf(node map[string]any, table string) []string {
 // analyzes the range once it holds a few pages, and again each time it has
 // doubled since, which makes the sessions plan again.
 func TestRangeAnalyzedAgainAsItGrows(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	f := newRangeStatsFixture(t)
 	s, pool, log, clock, t0, runsAt := f.s, f.pool, f.log, f.clock, f.t0, f.runsAt
@@ -308,7 +303,6 @@ func TestRangeAnalyzedAgainAsItGrows(t *testing.T) {
 // without a leader's round or autovacuum: 20,000 tasks enqueued and
 // claimed leave their dead rows to a vacuum of the store's own.
 func TestQueueVacuumedByChurn(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	s := stores(t, 1, nil)[0]
 	vacuums := func(table string) (n int64) {
