@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/dagenhq/dagen/runtime/dag"
@@ -122,7 +123,44 @@ func (s *Store) admitRated(ctx context.Context, due []bucketKey) (int, error) {
 		touched[bucketKey{b.RateLimit, b.RateKey}] = b.Touched
 	}
 	admitted := 0
-	err = s.inTx(ctx, func(tx *pipeline.Tx) error {
+	// An admission that Postgres picked as a deadlock's victim did
+	// nothing, and still holds the looks it took: it tries again at once
+	// rather than leaving its buckets until the looks' lease ends.
+	for attempt := 1; ; attempt++ {
+		admitted = 0
+		err = s.admitTx(ctx, limits, keys, touched, now, &admitted)
+		if !isDeadlock(err) || attempt == admitAttempts {
+			break
+		}
+	}
+	if errors.Is(err, errNothingToDo) {
+		// No limit of these names is in the store yet (a worker that
+		// declares it puts it there): the looks taken come back when
+		// their lease ends.
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return admitted, nil
+}
+
+// admitAttempts is how many times an admission runs its transaction when
+// Postgres aborts it to break a deadlock.
+const admitAttempts = 3
+
+// isDeadlock reports whether err is Postgres's deadlock_detected.
+func isDeadlock(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "40P01"
+}
+
+// admitTx is admitRated's transaction over the buckets whose looks it
+// took: it locks them, counts their spends in, lets the waiting tasks
+// they have tokens for into the fair queue and sets their next looks,
+// adding the tasks it let in to *admitted.
+func (s *Store) admitTx(ctx context.Context, limits, keys []string, touched map[bucketKey]int64, now pgtype.Timestamptz, admitted *int) error {
+	return s.inTx(ctx, func(tx *pipeline.Tx) error {
 		db := tx.Queue()
 		if err := s.q.EnsureBuckets(ctx, db, dbsqlc.EnsureBucketsParams{Limits: limits, Keys: keys, Now: now}); err != nil {
 			return fmt.Errorf("make buckets: %w", err)
@@ -171,7 +209,7 @@ func (s *Store) admitRated(ctx context.Context, due []bucketKey) (int, error) {
 				ep.Tenants = append(ep.Tenants, w.Tenant)
 				ep.IfQueued = append(ep.IfQueued, true) // a cancelled run's task is not
 			}
-			admitted += i
+			*admitted += i
 			wakes.Limits = append(wakes.Limits, b.RateLimit)
 			wakes.Keys = append(wakes.Keys, b.RateKey)
 			wakes.Touched = append(wakes.Touched, touched[bucketKey{b.RateLimit, b.RateKey}])
@@ -202,16 +240,6 @@ func (s *Store) admitRated(ctx context.Context, due []bucketKey) (int, error) {
 		}
 		return nil
 	})
-	if errors.Is(err, errNothingToDo) {
-		// No limit of these names is in the store yet (a worker that
-		// declares it puts it there): the looks taken come back when
-		// their lease ends.
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	return admitted, nil
 }
 
 // countSpends counts the spends taken from the locked buckets into their
