@@ -211,7 +211,7 @@ func drainWith(t *testing.T, s *pgstore.Store, n, batch int, continuing bool) {
 // plan for its arguments, or a nil plan for a statement that has none.
 func explain(t *testing.T, conn *pgxpool.Conn, st loggedStatement) (string, map[string]any) {
 	t.Helper()
-	name, _, _ := strings.Cut(strings.TrimPrefix(st.sql, "-- name: "), " ")
+	name := st.name()
 	if strings.HasPrefix(name, "Analyze") {
 		return name, nil // not a plannable statement
 	}
@@ -263,13 +263,17 @@ func wholeReads(t *testing.T, conn *pgxpool.Conn, plan map[string]any) []string 
 	return out
 }
 
-// readsWhole explains the statements log recorded (those named in only,
-// or all when it is nil) as Postgres plans them for their arguments and
-// as the generic plan a connection keeps once it has run a statement five
-// times, and returns which of tables each reads whole ("name reads all of
-// table (mode)", sorted, once each) and the names of the statements it
-// explained.
-func readsWhole(t *testing.T, pool *pgxpool.Pool, log *statementLog, only []string, tables ...string) ([]string, map[string]bool) {
+// name returns the statement's sqlc name ("-- name: ClaimTasks :many").
+func (st loggedStatement) name() string {
+	name, _, _ := strings.Cut(strings.TrimPrefix(st.sql, "-- name: "), " ")
+	return name
+}
+
+// explainLogged explains the statements log recorded (those named in
+// only, or all when it is nil) as Postgres plans them for their
+// arguments and as the generic plan a connection keeps once it has run a
+// statement five times, and calls visit with each plan and its mode.
+func explainLogged(t *testing.T, pool *pgxpool.Pool, log *statementLog, only []string, visit func(conn *pgxpool.Conn, name, mode string, plan map[string]any)) {
 	t.Helper()
 	ctx := context.Background()
 	log.mu.Lock()
@@ -278,24 +282,36 @@ func readsWhole(t *testing.T, pool *pgxpool.Pool, log *statementLog, only []stri
 	conn, err := pool.Acquire(ctx)
 	require.NoError(t, err)
 	defer conn.Release()
-	seen := map[string]bool{}
-	var scans []string
 	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
 		_, err := conn.Exec(ctx, "SET plan_cache_mode = "+mode)
 		require.NoError(t, err)
 		for _, st := range stmts {
-			name, plan := explain(t, conn, st)
-			if plan == nil || only != nil && !slices.Contains(only, name) {
+			if only != nil && !slices.Contains(only, st.name()) {
 				continue
 			}
-			seen[name] = true
-			for _, table := range wholeReads(t, conn, plan) {
-				if slices.Contains(tables, table) {
-					scans = append(scans, name+" reads all of "+table+" ("+mode+")")
-				}
+			if name, plan := explain(t, conn, st); plan != nil {
+				visit(conn, name, mode, plan)
 			}
 		}
 	}
+}
+
+// readsWhole explains the statements log recorded (see explainLogged) and
+// returns which of tables each reads whole ("name reads all of table
+// (mode)", sorted, once each) and the names of the statements it
+// explained.
+func readsWhole(t *testing.T, pool *pgxpool.Pool, log *statementLog, only []string, tables ...string) ([]string, map[string]bool) {
+	t.Helper()
+	seen := map[string]bool{}
+	var scans []string
+	explainLogged(t, pool, log, only, func(conn *pgxpool.Conn, name, mode string, plan map[string]any) {
+		seen[name] = true
+		for _, table := range wholeReads(t, conn, plan) {
+			if slices.Contains(tables, table) {
+				scans = append(scans, name+" reads all of "+table+" ("+mode+")")
+			}
+		}
+	})
 	slices.Sort(scans)
 	return slices.Compact(scans), seen
 }
@@ -402,47 +418,32 @@ func TestFlowStatementsReadNoBacklogWhole(t *testing.T) {
 	require.Empty(t, rescans(t, pool, log, "AdmitQueued"), "an admission's cost grows with the square of the slots or runs it admits")
 }
 
-// rescans explains the logged statements named name in both plan modes
-// (as readsWhole) and lists the nested loops that read a CTE on their
-// inner side: the CTE is read again for each outer row, a cost that grows
-// with the product of the two (the planner takes a CTE for ten rows).
+// rescans explains the logged statements named name (see explainLogged)
+// and lists the nested loops that read a CTE on their inner side: the CTE
+// is read again for each outer row, a cost that grows with the product of
+// the two (the planner takes a CTE for ten rows).
 func rescans(t *testing.T, pool *pgxpool.Pool, log *statementLog, name string) []string {
 	t.Helper()
-	ctx := context.Background()
-	log.mu.Lock()
-	stmts := log.stmts
-	log.mu.Unlock()
-	conn, err := pool.Acquire(ctx)
-	require.NoError(t, err)
-	defer conn.Release()
 	var out []string
-	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
-		_, err := conn.Exec(ctx, "SET plan_cache_mode = "+mode)
-		require.NoError(t, err)
-		for _, st := range stmts {
-			if n, _, _ := strings.Cut(strings.TrimPrefix(st.sql, "-- name: "), " "); n != name {
-				continue
+	explainLogged(t, pool, log, []string{name}, func(_ *pgxpool.Conn, name, mode string, plan map[string]any) {
+		walkPlan(plan, func(n map[string]any) {
+			if n["Node Type"] != "Nested Loop" {
+				return
 			}
-			_, plan := explain(t, conn, st)
-			walkPlan(plan, func(n map[string]any) {
-				if n["Node Type"] != "Nested Loop" {
-					return
+			children, _ := n["Plans"].([]any)
+			for _, c := range children {
+				inner := c.(map[string]any)
+				if inner["Parent Relationship"] != "Inner" {
+					continue
 				}
-				children, _ := n["Plans"].([]any)
-				for _, c := range children {
-					inner := c.(map[string]any)
-					if inner["Parent Relationship"] != "Inner" {
-						continue
+				walkPlan(inner, func(m map[string]any) {
+					if m["Node Type"] == "CTE Scan" {
+						out = append(out, fmt.Sprintf("%s rescans CTE %v (%s)", name, m["CTE Name"], mode))
 					}
-					walkPlan(inner, func(m map[string]any) {
-						if m["Node Type"] == "CTE Scan" {
-							out = append(out, fmt.Sprintf("%s rescans CTE %v (%s)", name, m["CTE Name"], mode))
-						}
-					})
-				}
-			})
-		}
-	}
+				})
+			}
+		})
+	})
 	slices.Sort(out)
 	return slices.Compact(out)
 }
