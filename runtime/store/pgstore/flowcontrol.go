@@ -122,13 +122,12 @@ func (s *Store) admitRated(ctx context.Context, due []bucketKey) (int, error) {
 		limits, keys = append(limits, b.RateLimit), append(keys, b.RateKey)
 		touched[bucketKey{b.RateLimit, b.RateKey}] = b.Touched
 	}
-	admitted := 0
+	var admitted int
 	// An admission that Postgres picked as a deadlock's victim did
 	// nothing, and still holds the looks it took: it tries again at once
 	// rather than leaving its buckets until the looks' lease ends.
 	for attempt := 1; ; attempt++ {
-		admitted = 0
-		err = s.admitTx(ctx, limits, keys, touched, now, &admitted)
+		admitted, err = s.admitTx(ctx, limits, keys, touched, now)
 		if !isDeadlock(err) || attempt == admitAttempts {
 			break
 		}
@@ -157,10 +156,11 @@ func isDeadlock(err error) bool {
 
 // admitTx is admitRated's transaction over the buckets whose looks it
 // took: it locks them, counts their spends in, lets the waiting tasks
-// they have tokens for into the fair queue and sets their next looks,
-// adding the tasks it let in to *admitted.
-func (s *Store) admitTx(ctx context.Context, limits, keys []string, touched map[bucketKey]int64, now pgtype.Timestamptz, admitted *int) error {
-	return s.inTx(ctx, func(tx *pipeline.Tx) error {
+// they have tokens for into the fair queue and sets their next looks. It
+// returns how many tasks it let in.
+func (s *Store) admitTx(ctx context.Context, limits, keys []string, touched map[bucketKey]int64, now pgtype.Timestamptz) (int, error) {
+	admitted := 0
+	err := s.inTx(ctx, func(tx *pipeline.Tx) error {
 		db := tx.Queue()
 		if err := s.q.EnsureBuckets(ctx, db, dbsqlc.EnsureBucketsParams{Limits: limits, Keys: keys, Now: now}); err != nil {
 			return fmt.Errorf("make buckets: %w", err)
@@ -209,7 +209,7 @@ func (s *Store) admitTx(ctx context.Context, limits, keys []string, touched map[
 				ep.Tenants = append(ep.Tenants, w.Tenant)
 				ep.IfQueued = append(ep.IfQueued, true) // a cancelled run's task is not
 			}
-			*admitted += i
+			admitted += i
 			wakes.Limits = append(wakes.Limits, b.RateLimit)
 			wakes.Keys = append(wakes.Keys, b.RateKey)
 			wakes.Touched = append(wakes.Touched, touched[bucketKey{b.RateLimit, b.RateKey}])
@@ -240,6 +240,7 @@ func (s *Store) admitTx(ctx context.Context, limits, keys []string, touched map[
 		}
 		return nil
 	})
+	return admitted, err
 }
 
 // countSpends counts the spends taken from the locked buckets into their
