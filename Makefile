@@ -4,8 +4,11 @@ GO ?= go
 
 all: test
 
-## test: verify generated code is fresh, vet, then run every test with -race.
+## test: verify generated code is fresh, vet, vacuum the test server's
+## catalog (the dead rows earlier runs' schemas left), then run every test
+## with -race.
 test: verify vet
+	$(GO) run ./internal/pgtest/vacuumcatalog
 	$(GO) test -race -count=1 -timeout 30m ./...
 
 ## test-shards-clusters: the sharded store's longer variant, each shard a Postgres cluster of its own.

@@ -151,13 +151,21 @@ func (b *PgBouncer) Log() string {
 // server and drops it when the test ends, closing what is still connected
 // to it. Through PgBouncer, a test uses a database of its own rather than a
 // schema: PgBouncer refuses a search_path in the startup packet.
+// Many subtests of one test borrow from NewDatabases instead.
 func Database(t testing.TB) string {
+	t.Helper()
+	name := newDatabase(t)
+	t.Cleanup(func() { Exec(t, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)") })
+	return name
+}
+
+// newDatabase creates an empty database named dagen_test_<random>.
+func newDatabase(t testing.TB) string {
 	t.Helper()
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	name := "dagen_test_" + hex.EncodeToString(b[:])
 	Exec(t, "CREATE DATABASE "+name)
-	t.Cleanup(func() { Exec(t, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)") })
 	return name
 }
 

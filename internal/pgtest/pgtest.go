@@ -78,14 +78,21 @@ func ViaURL(t testing.TB, schema, addr string) string {
 
 // Schema creates an empty schema named dagen_test_<random> and drops it,
 // with everything in it, when the test ends.
+// The subtests of a suite that each migrate a schema borrow one from
+// NewSchemas instead.
 func Schema(t testing.TB) string {
 	t.Helper()
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	name := "dagen_test_" + hex.EncodeToString(b[:])
+	name := newSchemaName()
 	Exec(t, "CREATE SCHEMA "+name)
 	t.Cleanup(func() { Exec(t, "DROP SCHEMA IF EXISTS "+name+" CASCADE") })
 	return name
+}
+
+// newSchemaName returns dagen_test_<random>.
+func newSchemaName() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "dagen_test_" + hex.EncodeToString(b[:])
 }
 
 // Pool returns a pool of at most maxConns connections whose search_path
@@ -122,14 +129,22 @@ func NewPool(t testing.TB, maxConns int32) *pgxpool.Pool {
 // Exec runs one statement on a fresh connection to URL.
 func Exec(t testing.TB, sql string) {
 	t.Helper()
+	if err := execSQL(sql); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// execSQL is Exec for callers without a test.
+func execSQL(sql string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, URL())
 	if err != nil {
-		t.Fatalf("pgtest: connect to %s: %v", URL(), err)
+		return fmt.Errorf("pgtest: connect to %s: %w", URL(), err)
 	}
 	defer conn.Close(ctx)
 	if _, err := conn.Exec(ctx, sql); err != nil {
-		t.Fatalf("pgtest: %s: %v", sql, err)
+		return fmt.Errorf("pgtest: %s: %w", sql, err)
 	}
+	return nil
 }

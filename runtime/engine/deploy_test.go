@@ -319,8 +319,7 @@ func eachStoreShifted(t *testing.T, test func(t *testing.T, clock *shiftClock, o
 		t.Parallel()
 		clock := &shiftClock{}
 		clock.Set(-time.Hour)
-		schema := pgtest.Schema(t)
-		require.NoError(t, pgstore.Migrate(context.Background(), pgtest.Pool(t, schema, 2)))
+		schema := schemas.Get(t)
 		test(t, clock, func() store.Store {
 			st, err := pgstore.New(context.Background(), pgtest.Pool(t, schema, 8), &pgstore.Config{Now: clock.Now})
 			require.NoError(t, err)

@@ -29,8 +29,7 @@ func eachStoreOnClock(t *testing.T, start time.Time, test func(t *testing.T, clo
 	t.Run("postgres", func(t *testing.T) {
 		t.Parallel()
 		clock := dagtest.NewClock(start)
-		schema := pgtest.Schema(t)
-		require.NoError(t, pgstore.Migrate(context.Background(), pgtest.Pool(t, schema, 2)))
+		schema := schemas.Get(t)
 		test(t, clock, func() store.Store {
 			st, err := pgstore.New(context.Background(), pgtest.Pool(t, schema, 8), &pgstore.Config{Now: clock.Now})
 			require.NoError(t, err)

@@ -66,12 +66,11 @@ func eachStoreOf(t *testing.T, pgbouncer bool, test func(t *testing.T, open func
 	})
 }
 
-// pgSchema makes a migrated schema and returns a function that opens a
+// pgSchema borrows a migrated schema and returns a function that opens a
 // store on it, a pool of its own each time, as a worker process has.
 func pgSchema(t *testing.T) func() store.Store {
 	t.Helper()
-	schema := pgtest.Schema(t)
-	require.NoError(t, pgstore.Migrate(context.Background(), pgtest.Pool(t, schema, 2)))
+	schema := schemas.Get(t)
 	return func() store.Store {
 		st, err := pgstore.New(context.Background(), pgtest.Pool(t, schema, 8), nil)
 		require.NoError(t, err)

@@ -65,13 +65,10 @@ func createInBatches(t testing.TB, s store.Store, runs []store.NewRun) {
 // connection: n worker processes.
 func stores(t *testing.T, n int, now func() time.Time) []*pgstore.Store {
 	t.Helper()
-	schema := pgtest.Schema(t)
+	schema := schemas.Get(t)
 	out := make([]*pgstore.Store, n)
 	for i := range out {
 		pool := pgtest.Pool(t, schema, 1)
-		if i == 0 {
-			require.NoError(t, pgstore.Migrate(context.Background(), pool))
-		}
 		s, err := pgstore.New(context.Background(), pool, &pgstore.Config{Now: now})
 		require.NoError(t, err)
 		out[i] = s

@@ -506,7 +506,7 @@ func msOf(id dag.RunID) time.Time {
 func TestPruneVacuumsQueuesWhereAutovacuumIsOff(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := newStore(t, nil, 2)
+	s := freshStore(t, nil, 2)
 	var autovacuum bool
 	require.NoError(t, s.Pool().QueryRow(ctx, "SELECT current_setting('autovacuum')::boolean").Scan(&autovacuum))
 	_, err := s.PruneRuns(ctx, time.Now().Add(-time.Hour), 10)

@@ -22,8 +22,9 @@ import (
 // one.
 func TestConformanceThroughPgBouncer(t *testing.T) {
 	bouncer := pgtest.StartPgBouncer(t, pgtest.PgBouncerOptions{DefaultPoolSize: 4})
+	databases := pgtest.NewDatabases(t, pgstore.Migrate)
 	storetest.Run(t, func(t *testing.T, now func() time.Time) store.Store {
-		db := pgtest.Database(t)
+		db := databases.Get(t)
 		cfg := &pgstore.Config{Now: now, SessionURL: pgtest.DatabaseURL(t, db)}
 		s, err := pgstore.OpenConfig(context.Background(), bouncer.URL(db), cfg)
 		require.NoError(t, err)

@@ -19,7 +19,7 @@ import (
 // they grow from empty, without waiting for autovacuum: the planner's row
 // count of the tasks table (-1 until the first ANALYZE) keeps up with it.
 func TestStatisticsFollowGrowth(t *testing.T) {
-	s := stores(t, 1, nil)[0]
+	s := freshStore(t, nil, 1)
 	reltuples := func() float64 { return reltuplesOf(t, s, "dagen_tasks") }
 	require.Less(t, reltuples(), 1.0, "a new schema's tasks table has no statistics yet")
 
@@ -42,7 +42,7 @@ func TestStatisticsFollowGrowth(t *testing.T) {
 // and the queue fills only as the roots complete.
 func TestStatisticsFollowQueueGrowth(t *testing.T) {
 	ctx := context.Background()
-	s := stores(t, 1, nil)[0]
+	s := freshStore(t, nil, 1)
 	reltuples := func() float64 { return reltuplesOf(t, s, "dagen_ready") }
 	var runs []store.NewRun
 	for range 100 {
@@ -79,7 +79,7 @@ func histogramBounds(t *testing.T, pool *pgxpool.Pool, table, column string) int
 // plan for EnsureTenants or Enqueue made while it held a few tenants reads
 // it whole, and only fresh statistics replace that plan.
 func TestStatisticsFollowTenantGrowth(t *testing.T) {
-	s := stores(t, 1, nil)[0]
+	s := freshStore(t, nil, 1)
 	reltuples := func() float64 { return reltuplesOf(t, s, "dagen_tenant_groups") }
 	var runs []store.NewRun
 	for range 20000 {
@@ -304,7 +304,7 @@ func TestRangeAnalyzedAgainAsItGrows(t *testing.T) {
 // claimed leave their dead rows to a vacuum of the store's own.
 func TestQueueVacuumedByChurn(t *testing.T) {
 	ctx := context.Background()
-	s := stores(t, 1, nil)[0]
+	s := freshStore(t, nil, 1)
 	vacuums := func(table string) (n int64) {
 		require.NoError(t, s.Pool().QueryRow(ctx,
 			`SELECT vacuum_count + autovacuum_count FROM pg_stat_user_tables WHERE schemaname = current_schema() AND relname = $1`,
