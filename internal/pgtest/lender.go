@@ -18,11 +18,12 @@ import (
 // (pgstore.Migrate).
 type Migrate func(ctx context.Context, pool *pgxpool.Pool) error
 
-// Lender lends the subtests of one test migrated schemas, or databases, of
-// their own, and takes each back when its subtest ends: the schema is put
-// back as the migration left it (the rows it made, its sequences; what the
-// test added dropped) and lent again; all are dropped when the test that
-// made the lender ends.
+// Lender lends tests (the subtests of one test, or every test of a
+// package) migrated schemas, or databases, of their own, and takes each
+// back when its test ends: the schema is put back as the migration left it
+// (the rows it made, its sequences; what the test added dropped) and lent
+// again; all are dropped when the lender is closed (when the test that
+// made it ends, or by TestMain).
 //
 // Migrating a schema costs the server far more CPU than the small tests of
 // a conformance suite (each migration's DDL, the drop), and on Postgres 15
