@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -63,9 +64,22 @@ func NewDatabases(t testing.TB, migrate Migrate) *Lender {
 }
 
 // NewPackageSchemas is NewSchemas for every test of a package: TestMain
-// makes it before m.Run and calls its Close after.
+// makes it and runs the tests with RunLending.
 func NewPackageSchemas(migrate Migrate) *Lender {
 	return &Lender{migrate: migrate}
+}
+
+// RunLending runs a package's tests, then closes l, and returns the exit
+// code for TestMain: a failure to drop what l made fails the run.
+func RunLending(m *testing.M, l *Lender) int {
+	code := m.Run()
+	if err := l.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
 }
 
 func newLender(t testing.TB, databases bool, migrate Migrate) *Lender {

@@ -1,7 +1,6 @@
 package pgstore_test
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -15,12 +14,5 @@ var schemas *pgtest.Lender
 
 func TestMain(m *testing.M) {
 	schemas = pgtest.NewPackageSchemas(pgstore.Migrate)
-	code := m.Run()
-	if err := schemas.Close(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		if code == 0 {
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(pgtest.RunLending(m, schemas))
 }
