@@ -69,14 +69,23 @@ func NewPackageSchemas(migrate Migrate) *Lender {
 	return &Lender{migrate: migrate}
 }
 
-// RunLending runs a package's tests, then closes l, and returns the exit
-// code for TestMain: a failure to drop what l made fails the run.
-func RunLending(m *testing.M, l *Lender) int {
+// NewPackageDatabases is NewDatabases for every test of a package, as
+// NewPackageSchemas.
+func NewPackageDatabases(migrate Migrate) *Lender {
+	return &Lender{databases: true, migrate: migrate}
+}
+
+// RunLending runs a package's tests, then closes the lenders, and returns
+// the exit code for TestMain: a failure to drop what they made fails the
+// run.
+func RunLending(m *testing.M, lenders ...*Lender) int {
 	code := m.Run()
-	if err := l.Close(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		if code == 0 {
-			code = 1
+	for _, l := range lenders {
+		if err := l.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			if code == 0 {
+				code = 1
+			}
 		}
 	}
 	return code

@@ -8,11 +8,13 @@ import (
 	"github.com/dagenhq/dagen/runtime/store/pgstore"
 )
 
-// schemas lends the tests migrated schemas, emptied back between tests
-// rather than made and dropped for each (see pgtest.Lender).
-var schemas *pgtest.Lender
+// schemas lends the tests migrated schemas, and databases the tests
+// through PgBouncer, emptied back between tests rather than made and
+// dropped for each (see pgtest.Lender).
+var schemas, databases *pgtest.Lender
 
 func TestMain(m *testing.M) {
 	schemas = pgtest.NewPackageSchemas(pgstore.Migrate)
-	os.Exit(pgtest.RunLending(m, schemas))
+	databases = pgtest.NewPackageDatabases(pgstore.Migrate)
+	os.Exit(pgtest.RunLending(m, schemas, databases))
 }

@@ -56,7 +56,7 @@ func eachStoreOf(t *testing.T, pgbouncer bool, test func(t *testing.T, open func
 	}
 	t.Run("pgbouncer", func(t *testing.T) {
 		t.Parallel()
-		url := pgtest.StartPgBouncer(t, pgtest.PgBouncerOptions{DefaultPoolSize: 8}).URL(pgtest.Database(t))
+		url := pgtest.StartPgBouncer(t, pgtest.PgBouncerOptions{DefaultPoolSize: 8}).URL(databases.Get(t))
 		test(t, func() store.Store {
 			st, err := pgstore.Open(context.Background(), url+"&pool_max_conns=8")
 			require.NoError(t, err)
