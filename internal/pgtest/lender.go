@@ -237,6 +237,13 @@ type sequenceState struct {
 	called bool
 }
 
+// relkindNames names each kind of relation relationsIn lists as DROP
+// does.
+var relkindNames = map[byte]string{'r': "TABLE", 'p': "TABLE", 'S': "SEQUENCE", 'v': "VIEW", 'm': "MATERIALIZED VIEW", 'f': "FOREIGN TABLE"}
+
+// qualified is schema.name, quoted.
+func qualified(schema, name string) string { return pgx.Identifier{schema, name}.Sanitize() }
+
 // relationsIn lists schema's tables, views and sequences by name.
 func relationsIn(ctx context.Context, conn *pgx.Conn, schema string) (map[string]byte, []string, error) {
 	rows, err := conn.Query(ctx, `
@@ -270,11 +277,10 @@ func takeSnapshot(ctx context.Context, conn *pgx.Conn, schema string) (*snapshot
 	}
 	s := &snapshot{relations: relations, parents: parents, rows: map[string][]byte{}, sequences: map[string]sequenceState{}}
 	for name, kind := range relations {
-		qualified := pgx.Identifier{schema, name}.Sanitize()
 		switch kind {
 		case 'r':
 			var buf bytes.Buffer
-			if _, err := conn.PgConn().CopyTo(ctx, &buf, "COPY "+qualified+" TO STDOUT"); err != nil {
+			if _, err := conn.PgConn().CopyTo(ctx, &buf, "COPY "+qualified(schema, name)+" TO STDOUT"); err != nil {
 				return nil, fmt.Errorf("copy %s: %w", name, err)
 			}
 			if buf.Len() > 0 {
@@ -282,7 +288,7 @@ func takeSnapshot(ctx context.Context, conn *pgx.Conn, schema string) (*snapshot
 			}
 		case 'S':
 			var st sequenceState
-			if err := conn.QueryRow(ctx, "SELECT last_value, is_called FROM "+qualified).Scan(&st.last, &st.called); err != nil {
+			if err := conn.QueryRow(ctx, "SELECT last_value, is_called FROM "+qualified(schema, name)).Scan(&st.last, &st.called); err != nil {
 				return nil, fmt.Errorf("read %s: %w", name, err)
 			}
 			s.sequences[name] = st
@@ -318,28 +324,27 @@ func (s *snapshot) restore(ctx context.Context, conn *pgx.Conn, schema string) e
 		if _, ok := s.relations[name]; ok {
 			continue
 		}
-		what := map[byte]string{'r': "TABLE", 'p': "TABLE", 'S': "SEQUENCE", 'v': "VIEW", 'm': "MATERIALIZED VIEW", 'f': "FOREIGN TABLE"}[kind]
-		if _, err := tx.Exec(ctx, "DROP "+what+" IF EXISTS "+pgx.Identifier{schema, name}.Sanitize()+" CASCADE"); err != nil {
+		if _, err := tx.Exec(ctx, "DROP "+relkindNames[kind]+" IF EXISTS "+qualified(schema, name)+" CASCADE"); err != nil {
 			return fmt.Errorf("drop %s: %w", name, err)
 		}
 	}
 	var vacuum []string
 	for _, name := range s.parents {
-		tag, err := tx.Exec(ctx, "DELETE FROM "+pgx.Identifier{schema, name}.Sanitize())
+		tag, err := tx.Exec(ctx, "DELETE FROM "+qualified(schema, name))
 		if err != nil {
 			return fmt.Errorf("empty %s: %w", name, err)
 		}
 		if tag.RowsAffected() > 1000 {
-			vacuum = append(vacuum, pgx.Identifier{schema, name}.Sanitize())
+			vacuum = append(vacuum, qualified(schema, name))
 		}
 	}
 	for name, st := range s.sequences {
-		if _, err := tx.Exec(ctx, "SELECT setval($1::regclass, $2, $3)", pgx.Identifier{schema, name}.Sanitize(), st.last, st.called); err != nil {
+		if _, err := tx.Exec(ctx, "SELECT setval($1::regclass, $2, $3)", qualified(schema, name), st.last, st.called); err != nil {
 			return fmt.Errorf("reset %s: %w", name, err)
 		}
 	}
 	for name, rows := range s.rows {
-		if _, err := tx.Conn().PgConn().CopyFrom(ctx, bytes.NewReader(rows), "COPY "+pgx.Identifier{schema, name}.Sanitize()+" FROM STDIN"); err != nil {
+		if _, err := tx.Conn().PgConn().CopyFrom(ctx, bytes.NewReader(rows), "COPY "+qualified(schema, name)+" FROM STDIN"); err != nil {
 			return fmt.Errorf("restore %s: %w", name, err)
 		}
 	}

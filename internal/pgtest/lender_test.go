@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -42,15 +43,10 @@ func TestLenderPutsSchemasBack(t *testing.T) {
 		schema := schemas.Get(t)
 		require.Equal(t, first, schema, "the free schema is lent again")
 		pool := pgtest.Pool(t, schema, 2)
-		var rows []string
 		r, err := pool.Query(ctx, "SELECT v FROM seeded ORDER BY id")
 		require.NoError(t, err)
-		for r.Next() {
-			var v string
-			require.NoError(t, r.Scan(&v))
-			rows = append(rows, v)
-		}
-		require.NoError(t, r.Err())
+		rows, err := pgx.CollectRows(r, pgx.RowTo[string])
+		require.NoError(t, err)
 		require.Equal(t, []string{"seed"}, rows)
 		var id int64
 		require.NoError(t, pool.QueryRow(ctx, "INSERT INTO seeded (v) VALUES ('next') RETURNING id").Scan(&id))
