@@ -290,6 +290,38 @@ func TestRunWithoutRangeGetsOne(t *testing.T) {
 	require.Zero(t, overlaps, "ranges never overlap")
 }
 
+// TestConcurrentCreationsShareARange: creations at once whose runs no
+// range holds all make the same range; the one that makes it first wins
+// and the others, whatever Postgres tells them of the race, create their
+// runs in it.
+func TestConcurrentCreationsShareARange(t *testing.T) {
+	t.Parallel()
+	f := newPartitionFixture(t)
+	f.prune(f.t0.Add(-time.Hour), 0)
+	made := f.ranges()
+	for round := range 5 {
+		at := f.t0.Add(time.Duration(2+round) * time.Hour)
+		const workers = 8
+		errs := make([]error, workers)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				errs[i] = f.s.CreateRuns(f.ctx, []store.NewRun{f.run(at.Add(time.Duration(i)*time.Millisecond), "")})
+			}()
+		}
+		close(start)
+		wg.Wait()
+		for i, err := range errs {
+			require.NoError(t, err, "round %d, worker %d", round, i)
+		}
+		require.Len(t, f.ranges(), len(made)+round+1, "round %d: one range for the creations at once", round)
+	}
+}
+
 // TestDropAttachesBackForLateRun: a drop under way (its range marked, as
 // a leader that stopped half way leaves it) finds a run still running in
 // the range once it is detached, and attaches the range again; meanwhile

@@ -123,7 +123,7 @@ func (pt *Partitions) Maintain(ctx context.Context, cutoff time.Time) (int, erro
 	now := idClock(pt.now)
 	period := pt.partitionPeriod(now, cutoff)
 	pt.lastPeriod.Store(int64(period))
-	if err := pt.makePartitions(ctx, parts, now, period); err != nil {
+	if err := pt.makePartitions(ctx, now, period); err != nil {
 		return 0, err
 	}
 	end := uuidAt(now.Add(-partitionGrace))
@@ -145,50 +145,92 @@ func (pt *Partitions) Maintain(ctx context.Context, cutoff time.Time) (int, erro
 // reach partitionsAhead periods past now. A new range starts where the
 // last ends, or at now when that is past (a new schema, or a leader back
 // after a long stop): the ids of the gap get ranges when they are made
-// (coverRuns). A lock that is not free in time, or a range made meanwhile
-// by a creation, ends the round early: the next looks again.
-func (pt *Partitions) makePartitions(ctx context.Context, parts []dbsqlc.DagenPartition, now time.Time, period time.Duration) error {
-	start := now.Truncate(time.Millisecond)
-	if len(parts) > 0 {
-		if end := idTime(parts[len(parts)-1].ToID.Bytes); end.After(start) {
-			start = end
-		}
-	}
+// (coverRuns). A lock that is not free in time ends the round early: the
+// next looks again.
+func (pt *Partitions) makePartitions(ctx context.Context, now time.Time, period time.Duration) error {
 	horizon := now.Truncate(time.Millisecond).Add(partitionsAhead * period)
-	for made := 0; made < maxNewPartitions && start.Before(horizon); made++ {
-		end := start.Add(period)
-		if err := pt.makePartition(ctx, start, end); err != nil {
+	for range maxNewPartitions {
+		made, err := pt.makeRange(ctx, func(parts []dbsqlc.DagenPartition) (from, to time.Time, err error) {
+			start := now.Truncate(time.Millisecond)
+			if len(parts) > 0 {
+				if end := idTime(parts[len(parts)-1].ToID.Bytes); end.After(start) {
+					start = end
+				}
+			}
+			if !start.Before(horizon) {
+				return time.Time{}, time.Time{}, nil
+			}
+			return start, start.Add(period), nil
+		})
+		if err != nil {
 			if partitionRace(err) {
 				return nil
 			}
 			return err
 		}
-		start = end
+		if !made {
+			return nil
+		}
 	}
 	return nil
 }
 
 // partitionRace reports whether making a range failed for a reason the
 // next attempt may not meet: a lock that was not free in time, or a range
-// that another process made first (the same, or one that overlaps).
+// that another process made first (the same, or one that overlaps). Two
+// transactions that create the same table at once do not always meet at
+// its name (42P07): the one that waited on the other's catalog rows may
+// hear of its row type instead (42710, "type … already exists") or of the
+// catalog's unique index (23505).
 func partitionRace(err error) bool {
 	var pgErr *pgconn.PgError
-	return isLockTimeout(err) || errors.As(err, &pgErr) && (pgErr.Code == "42P07" || pgErr.Code == "42P17" || pgErr.Code == "23505")
+	if isLockTimeout(err) || !errors.As(err, &pgErr) {
+		return isLockTimeout(err)
+	}
+	switch pgErr.Code {
+	case "42P07", "42710", "42P17", "23505":
+		return true
+	}
+	return false
 }
 
-// makePartition makes the three partitions of [from, to) and its row in
-// one transaction. Each is created as a table and then attached, which
-// takes SHARE UPDATE EXCLUSIVE on its parent: the engine's queries, which
-// take weaker locks, go on meanwhile. (CREATE TABLE … PARTITION OF would
-// take ACCESS EXCLUSIVE, which waits for every transaction in flight and
-// holds every new one back.)
-func (pt *Partitions) makePartition(ctx context.Context, from, to time.Time) error {
-	suffix := fmt.Sprintf("p%s_%03d", from.UTC().Format("20060102t150405"), from.UnixMilli()%1000)
-	lo, hi := uuidAt(from), uuidAt(to)
+// lockRanges serializes the changes of ranges in a schema: a transaction
+// that makes a range, or drops one, takes it first, and lists the ranges
+// after (ListPartitions reads without waiting). Creations whose runs no
+// range holds, made at once, then make one range between them, not one
+// each that ends where another's begins; and a drop never holds a history
+// table's lock while it waits for this one, which a transaction that
+// makes a range holds while it attaches. SHARE ROW EXCLUSIVE conflicts
+// with itself and with writes of dagen_partitions, not with reads, nor
+// with the row locks a retry takes (FencePartition).
+const lockRanges = "LOCK TABLE dagen_partitions IN SHARE ROW EXCLUSIVE MODE"
+
+// makeRange makes the range that pick chooses from the ranges as they
+// stand once it holds lockRanges, and reports whether pick chose one (a
+// zero from: none to make). The three partitions of [from, to) and the
+// range's row are made in that one transaction. Each partition is created
+// as a table and then attached, which takes SHARE UPDATE EXCLUSIVE on its
+// parent: the engine's queries, which take weaker locks, go on meanwhile.
+// (CREATE TABLE … PARTITION OF would take ACCESS EXCLUSIVE, which waits
+// for every transaction in flight and holds every new one back.)
+func (pt *Partitions) makeRange(ctx context.Context, pick func([]dbsqlc.DagenPartition) (from, to time.Time, err error)) (bool, error) {
+	var from, to time.Time
 	err := pgx.BeginFunc(ctx, pt.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '"+attachLockTimeout+"'"); err != nil {
 			return err
 		}
+		if _, err := tx.Exec(ctx, lockRanges); err != nil {
+			return fmt.Errorf("lock the ranges: %w", err)
+		}
+		parts, err := pt.q.ListPartitions(ctx, tx)
+		if err != nil {
+			return fmt.Errorf("list partitions: %w", err)
+		}
+		if from, to, err = pick(parts); err != nil || from.IsZero() {
+			return err
+		}
+		suffix := fmt.Sprintf("p%s_%03d", from.UTC().Format("20060102t150405"), from.UnixMilli()%1000)
+		lo, hi := uuidAt(from), uuidAt(to)
 		for _, t := range historyTables {
 			if _, err := tx.Exec(ctx, fmt.Sprintf("CREATE TABLE %s (LIKE %s INCLUDING ALL)%s", partitionIdent(t.name, suffix), t.name, t.with)); err != nil {
 				return err
@@ -197,12 +239,18 @@ func (pt *Partitions) makePartition(ctx context.Context, from, to time.Time) err
 				return err
 			}
 		}
-		return pt.q.InsertPartition(ctx, tx, dbsqlc.InsertPartitionParams{Suffix: suffix, FromID: uuidOf(lo), ToID: uuidOf(hi)})
+		if err := pt.q.InsertPartition(ctx, tx, dbsqlc.InsertPartitionParams{Suffix: suffix, FromID: uuidOf(lo), ToID: uuidOf(hi)}); err != nil {
+			return err
+		}
+		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("make partition %s for runs made from %s to %s: %w", suffix, from.UTC().Format(time.RFC3339Nano), to.UTC().Format(time.RFC3339Nano), err)
+	switch {
+	case err != nil && !from.IsZero():
+		return false, fmt.Errorf("make a range for runs made from %s to %s: %w", from.UTC().Format(time.RFC3339Nano), to.UTC().Format(time.RFC3339Nano), err)
+	case err != nil:
+		return false, err
 	}
-	return nil
+	return !from.IsZero(), nil
 }
 
 // isNoPartition reports whether err is Postgres's refusal of a row whose
@@ -228,27 +276,30 @@ func (pt *Partitions) WithRanges(ctx context.Context, runs []store.NewRun, creat
 
 // coverRuns makes ranges for the ids of runs that no range holds (a
 // creation that Postgres refused for them tries again after): a range
-// from the id's millisecond, or from the end of the range before it when
-// that is less than a period back, a period wide or up to the next range.
+// from the start of the id's period (time.Truncate), or from the end of
+// the range before it when that is less than a period back, a period wide
+// or up to the next range. Creations at once whose ids fall in one period
+// make one range, whichever comes first.
 // A range being dropped holds ids no run may take any more: a run made
 // with one (by a clock behind by more than the retention) is refused.
 func (pt *Partitions) coverRuns(ctx context.Context, runs []store.NewRun) error {
 	for attempt := 0; ; attempt++ {
-		parts, err := pt.q.ListPartitions(ctx, pt.pool)
-		if err != nil {
-			return fmt.Errorf("list partitions: %w", err)
-		}
-		id, ok := uncovered(parts, runs)
-		if !ok {
-			return nil
-		}
-		from, to := coverRange(parts, id, pt.coverPeriod(parts))
-		if from.IsZero() {
-			return fmt.Errorf("run %s: its range of ids is being pruned (its id was made %s, before the retention)", id, idTime(id).UTC().Format(time.RFC3339Nano))
-		}
-		err = pt.makePartition(ctx, from, to)
-		if err != nil && (!partitionRace(err) || attempt >= 5) {
+		made, err := pt.makeRange(ctx, func(parts []dbsqlc.DagenPartition) (from, to time.Time, err error) {
+			id, ok := uncovered(parts, runs)
+			if !ok {
+				return time.Time{}, time.Time{}, nil
+			}
+			from, to = coverRange(parts, id, pt.coverPeriod(parts))
+			if from.IsZero() {
+				return from, to, fmt.Errorf("run %s: its range of ids is being pruned (its id was made %s, before the retention)", id, idTime(id).UTC().Format(time.RFC3339Nano))
+			}
+			return from, to, nil
+		})
+		switch {
+		case err != nil && (!partitionRace(err) || attempt >= 5):
 			return err
+		case err == nil && !made:
+			return nil
 		}
 	}
 }
@@ -300,13 +351,16 @@ func coverRange(parts []dbsqlc.DagenPartition, id dag.RunID, period time.Duratio
 		return time.Time{}, time.Time{} // a range being dropped
 	}
 	at := idTime(id)
-	from, to = at, at.Add(period)
+	from = at.Truncate(period)
 	for _, p := range parts {
-		pFrom, pTo := idTime(p.FromID.Bytes), idTime(p.ToID.Bytes)
-		switch {
-		case !pTo.After(at) && at.Sub(pTo) < period:
-			from = pTo // close the gap behind it
-		case pFrom.After(at) && pFrom.Before(to):
+		pTo := idTime(p.ToID.Bytes)
+		if !pTo.After(at) && (pTo.After(from) || at.Sub(pTo) < period) {
+			from = pTo // close the gap behind it, or start past the range that ends in this period
+		}
+	}
+	to = from.Add(period)
+	for _, p := range parts {
+		if pFrom := idTime(p.FromID.Bytes); pFrom.After(at) && pFrom.Before(to) {
 			to = pFrom
 		}
 	}
@@ -383,6 +437,9 @@ func (pt *Partitions) dropPartition(ctx context.Context, p dbsqlc.DagenPartition
 	var runs int
 	err := pgx.BeginFunc(ctx, pt.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '"+attachLockTimeout+"'"); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, lockRanges); err != nil {
 			return err
 		}
 		if _, err := pt.q.LockPartition(ctx, tx, p.Suffix); err != nil {
