@@ -125,6 +125,32 @@ func (s *Store) group(tenant string) *tenantGroup {
 	return g
 }
 
+// straightIn lets a rate-limited task that became ready into the fair
+// queue at once, as pgstore's Enqueue does, when no task waits for its
+// bucket and the bucket (made full for its first task, once its limit is
+// put) has room for the task's units beyond those its entries there hold.
+// It reports whether it did.
+func (s *Store) straightIn(r *run, ti int, b bucketKey, units int) bool {
+	l, ok := s.limits[b.limit]
+	if !ok {
+		return false // the admission after the limit comes lets it in
+	}
+	bk := s.buckets[b]
+	if bk == nil {
+		bk = &bucket{tokens: float64(l.Burst), updated: s.now()}
+		s.buckets[b] = bk
+	}
+	if slices.ContainsFunc(bk.waiting, waitEntry.live) {
+		return false
+	}
+	if room := refill(bk, l, s.now()) - float64(bk.held()); float64(units) > room {
+		return false
+	}
+	bk.admitted = append(bk.admitted, waitEntry{run: r, task: ti, priority: r.priority, units: units})
+	s.place(r, ti)
+	return true
+}
+
 // park puts a rate-limited task that became ready in its bucket's
 // waiting list, and makes the bucket due a look now unless it is due
 // already.

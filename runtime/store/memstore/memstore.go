@@ -468,12 +468,14 @@ func (s *Store) markQueued(r *run, ti int, now time.Time) {
 }
 
 // push puts a QUEUED task in the ready queue with its tenant's next fair
-// place, or, when it is rate-limited, in its bucket's waiting list (see
-// flowcontrol.go).
+// place, or, when it is rate-limited, there only if its bucket has room
+// for it now, else in its bucket's waiting list (see flowcontrol.go).
 func (s *Store) push(r *run, ti int) {
 	if b, units, ok := r.rateOf(ti); ok {
 		r.tasks[ti].queueID = -1
-		s.park(r, ti, b, units)
+		if !s.straightIn(r, ti, b, units) {
+			s.park(r, ti, b, units)
+		}
 		return
 	}
 	s.place(r, ti)

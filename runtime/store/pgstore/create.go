@@ -100,6 +100,9 @@ func (s *Store) createRuns(ctx context.Context, runs []store.NewRun, p store.Cla
 	if len(runs) == 0 {
 		return nil, nil
 	}
+	if err := s.ensureBuckets(ctx, runs); err != nil {
+		return nil, createError(len(runs), err)
+	}
 	var claimed []store.ClaimedTask
 	err := s.parts.WithRanges(ctx, runs, func() (err error) {
 		claimed, err = s.createRunsOnce(ctx, runs, p)

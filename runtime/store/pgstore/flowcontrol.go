@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -67,6 +68,56 @@ func (s *Store) TenantWeights(ctx context.Context) ([]store.TenantWeight, error)
 
 // bucketKey names one bucket of a rate limit.
 type bucketKey struct{ limit, key string }
+
+// knownBuckets are the buckets a store made, or found made, before a
+// creation (ensureBuckets): at most maxKnownBuckets, forgotten all at once
+// past that (a forgotten bucket costs one statement that finds it).
+type knownBuckets struct {
+	mu   sync.Mutex
+	seen map[bucketKey]struct{}
+}
+
+const maxKnownBuckets = 1 << 16
+
+// ensureBuckets makes, full, the buckets of new runs' rate-limited tasks
+// that this store does not know to exist, in a statement of their own
+// before the runs' transaction: that transaction's enqueue then finds them
+// and lets the tasks they have room for straight into the fair queue
+// (Enqueue's "open" buckets), where a missing bucket parks its tasks until
+// an admission makes it. Made apart, a bucket is never waited for by a
+// transaction that holds the tenants' rows. (A bucket of a limit not put
+// yet is not made: the admission after the limit comes makes it.)
+func (s *Store) ensureBuckets(ctx context.Context, runs []store.NewRun) error {
+	var p dbsqlc.EnsureBucketsParams
+	s.buckets.mu.Lock()
+	for i := range runs {
+		for _, t := range runs[i].Tasks {
+			k := bucketKey{t.RateLimit, t.RateKey}
+			if _, ok := s.buckets.seen[k]; ok || t.RateLimit == "" {
+				continue
+			}
+			if s.buckets.seen == nil || len(s.buckets.seen) >= maxKnownBuckets {
+				s.buckets.seen = make(map[bucketKey]struct{})
+			}
+			s.buckets.seen[k] = struct{}{}
+			p.Limits, p.Keys = append(p.Limits, k.limit), append(p.Keys, k.key)
+		}
+	}
+	s.buckets.mu.Unlock()
+	if len(p.Limits) == 0 {
+		return nil
+	}
+	p.Now = s.clock()
+	if err := s.q.EnsureBuckets(ctx, s.pool, p); err != nil {
+		s.buckets.mu.Lock()
+		for i := range p.Limits {
+			delete(s.buckets.seen, bucketKey{p.Limits[i], p.Keys[i]})
+		}
+		s.buckets.mu.Unlock()
+		return fmt.Errorf("make the buckets of %d rate limit keys: %w", len(p.Limits), err)
+	}
+	return nil
+}
 
 // maxAdmit bounds how many waiting tasks one admission lets in, over all
 // its buckets, and minAdmit how many it reads of each at least: an

@@ -89,6 +89,7 @@ type Store struct {
 	searchPath  string            // the pool's schemas, for a caller's transaction (inCallerTx)
 	sweep       sweeper           // rate-limits sweepSlots
 	creates     groupcommit.Group // CreateRuns calls made at once share a transaction
+	buckets     knownBuckets      // the rate limits' buckets known to exist (ensureBuckets)
 }
 
 var _ store.Store = (*Store)(nil)

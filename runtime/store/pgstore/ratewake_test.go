@@ -8,10 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
+	"github.com/dagenhq/dagen/runtime/store/pgstore"
 )
 
 // TestFireTimersAdmitsForARateLimit checks that FireTimers reads a due
@@ -105,4 +107,63 @@ func TestParkedTasksRaceAdmissions(t *testing.T) {
 		"claimed %d of %d", claimed.Load(), triggers*each)
 	close(stop)
 	workers.Wait()
+}
+
+// TestStraightInCountsWhatItCannotSee: an enqueue whose statement began
+// before another let tasks straight in, and that locks the bucket once
+// the other committed, cannot see the other's entries (its snapshot is
+// older): it must park its tasks, not count the bucket without them. The
+// schema's flags are read through a view that sleeps, which holds each
+// enqueue between its snapshot and the bucket's lock; the second begins
+// while the first sleeps and locks after it committed.
+func TestStraightInCountsWhatItCannotSee(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := newFakeClock()
+	s := freshStore(t, clock.Now, 8) // its flags table is swapped for a view
+	const burst = 20
+	require.NoError(t, s.PutRateLimits(ctx, []store.RateLimit{{Name: "stripe", Rate: 0.001, Burst: burst}}))
+	rated := func(n int) []store.NewRun {
+		runs := make([]store.NewRun, n)
+		for i := range runs {
+			tk := step("a")
+			tk.RateLimit, tk.RateKey = "stripe", "acct"
+			runs[i] = newRun("wf", "t", tk)
+		}
+		return runs
+	}
+	// The bucket is made, full, by its first admission.
+	require.NoError(t, s.CreateRuns(ctx, rated(1)))
+	_, err := s.FireTimers(ctx, 10)
+	require.NoError(t, err)
+
+	_, err = s.Pool().Exec(ctx, `ALTER TABLE dagen_flow_flags RENAME TO dagen_flow_flags_table;
+		CREATE VIEW dagen_flow_flags AS SELECT f.* FROM dagen_flow_flags_table f, pg_sleep(0.3)`)
+	require.NoError(t, err)
+	// Two stores, as two workers: one store's creations at once share a
+	// transaction.
+	pool, err := pgxpool.NewWithConfig(ctx, s.Pool().Config().Copy())
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	stores := []*pgstore.Store{s, storeOn(t, pool, clock.Now)}
+	var wg sync.WaitGroup
+	for i, st := range stores {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(time.Duration(i) * 100 * time.Millisecond)
+			if err := st.CreateRuns(ctx, rated(burst-1)); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	_, err = s.Pool().Exec(ctx, `DROP VIEW dagen_flow_flags; ALTER TABLE dagen_flow_flags_table RENAME TO dagen_flow_flags`)
+	require.NoError(t, err)
+
+	_, err = s.FireTimers(ctx, 10)
+	require.NoError(t, err)
+	claimed, err := s.ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: 1000, Lease: time.Hour})
+	require.NoError(t, err)
+	require.Equal(t, burst, len(claimed), "the bucket's tokens, and not one more")
 }

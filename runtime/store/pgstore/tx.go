@@ -33,6 +33,9 @@ func (s *Store) CreateRunsTx(ctx context.Context, tx pgx.Tx, runs []store.NewRun
 	if len(runs) == 0 {
 		return nil
 	}
+	if err := s.ensureBuckets(ctx, runs); err != nil { // apart from tx: see ensureBuckets
+		return createError(len(runs), err)
+	}
 	queued := 0
 	var invalid error // the runs' own fault: no statement was sent
 	err := s.parts.WithRanges(ctx, runs, func() error {

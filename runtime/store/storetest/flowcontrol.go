@@ -25,6 +25,7 @@ var flowControlTests = []struct {
 	{"PriorityKeepsTheTurns", testPriorityKeepsTheTurns},
 	{"PriorityWithWeights", testPriorityWithWeights},
 	{"RateLimitAdmitsByTokens", testRateLimitAdmitsByTokens},
+	{"RateLimitStraightIn", testRateLimitStraightIn},
 	{"RateLimitKeysApart", testRateLimitKeysApart},
 	{"RateLimitNoHeadOfLine", testRateLimitNoHeadOfLine},
 	{"RateLimitWaitSaysWhy", testRateLimitWaitSaysWhy},
@@ -192,22 +193,20 @@ func testRateLimitAdmitsByTokens(f *fixture, fc store.FlowControl) {
 		runs[i] = rated("A", "stripe", "", 1)
 	}
 	f.create(runs...)
-	require.Empty(t, f.claim(10), "a rate-limited task waits for its admission")
-	for _, r := range runs {
+	// A full bucket, burst 3: the first three go straight in, as they
+	// came; the others wait for tokens, out of the fair queue.
+	got := f.claim(10)
+	require.Len(t, got, 3)
+	for i, c := range got {
+		require.Equal(t, runs[i].ID, c.RunID, "let in as they came")
+	}
+	for _, r := range runs[3:] {
 		require.Equal(t, store.TaskQueued, f.status(r.ID, "a"))
 	}
 	next, ok, err := f.st.NextTimer(f.ctx)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.False(t, next.After(f.clock.Now()), "the bucket is due at once")
-
-	// A full bucket: burst 3.
-	require.Equal(t, 3, f.admit())
-	got := f.claim(10)
-	require.Len(t, got, 3)
-	for i, c := range got {
-		require.Equal(t, runs[i].ID, c.RunID, "admitted as they came")
-	}
 	require.Zero(t, f.admit(), "no token left")
 	next, ok, err = f.st.NextTimer(f.ctx)
 	require.NoError(t, err)
@@ -230,17 +229,60 @@ func testRateLimitAdmitsByTokens(f *fixture, fc store.FlowControl) {
 	require.False(t, ok, "nothing waits: the bucket is not due")
 }
 
+// testRateLimitStraightIn: a task whose bucket has room for it, beyond
+// the units its entries in the fair queue hold, and for which no task
+// waits, goes straight into the fair queue, with no admission; one the
+// bucket has no room for waits, and those after it too, until an
+// admission lets them in.
+func testRateLimitStraightIn(f *fixture, fc store.FlowControl) {
+	t := f.t
+	require.NoError(t, fc.PutRateLimits(f.ctx, []store.RateLimit{{Name: "stripe", Rate: 1, Burst: 3}}))
+	first := rated("A", "stripe", "acct", 1)
+	f.create(first)
+	require.Len(t, f.claim(10), 1, "a key's first task: its bucket is made full")
+
+	// Two tokens left: the next two go straight in, the third waits.
+	second, third, fourth := rated("A", "stripe", "acct", 1), rated("A", "stripe", "acct", 1), rated("A", "stripe", "acct", 1)
+	f.create(second)
+	f.create(third)
+	f.create(fourth)
+	got := f.claim(10)
+	require.Len(t, got, 2, "the bucket's two tokens, with no admission")
+	require.ElementsMatch(t, []dag.RunID{second.ID, third.ID}, []dag.RunID{got[0].RunID, got[1].RunID})
+	require.Equal(t, store.TaskQueued, f.status(fourth.ID, "a"))
+	fifth := rated("A", "stripe", "acct", 1)
+	f.clock.advance(time.Second) // a token: the fourth waits ahead of it
+	f.create(fifth)
+	require.Empty(t, f.claim(10), "a task does not pass one waiting for its bucket")
+	require.Equal(t, 1, f.admit())
+	got = f.claim(10)
+	require.Len(t, got, 1)
+	require.Equal(t, fourth.ID, got[0].RunID, "the waiting one first")
+
+	// An entry let in holds its units until it is claimed: of two tokens,
+	// the admitted fifth holds one, the sixth takes the other straight in,
+	// and the seventh waits.
+	f.clock.advance(2 * time.Second)
+	require.Equal(t, 1, f.admit())
+	sixth, seventh := rated("A", "stripe", "acct", 1), rated("A", "stripe", "acct", 1)
+	f.create(sixth)
+	f.create(seventh)
+	got = f.claim(10)
+	require.Len(t, got, 2, "fifth, admitted, and sixth, straight in")
+	require.ElementsMatch(t, []dag.RunID{fifth.ID, sixth.ID}, []dag.RunID{got[0].RunID, got[1].RunID})
+	require.Equal(t, store.TaskQueued, f.status(seventh.ID, "a"))
+}
+
 func testRateLimitKeysApart(f *fixture, fc store.FlowControl) {
 	t := f.t
 	require.NoError(t, fc.PutRateLimits(f.ctx, []store.RateLimit{{Name: "stripe", Rate: 1, Burst: 1}}))
 	f.create(rated("A", "stripe", "acct_1", 1), rated("A", "stripe", "acct_1", 1),
 		rated("A", "stripe", "acct_2", 1), rated("A", "stripe", "acct_2", 1))
-	require.Equal(t, 2, f.admit(), "one token in each key's bucket")
-	require.Len(t, f.claim(10), 2)
+	require.Len(t, f.claim(10), 2, "one token in each key's bucket")
+	require.Zero(t, f.admit())
 	// Units: a task that takes 2 of a bucket of 2.
 	require.NoError(t, fc.PutRateLimits(f.ctx, []store.RateLimit{{Name: "big", Rate: 1, Burst: 2}}))
 	f.create(rated("B", "big", "", 2), rated("B", "big", "", 1))
-	require.Equal(t, 1, f.admit())
 	require.Len(t, f.claim(10), 1)
 	f.clock.advance(time.Second)
 	require.Equal(t, 3, f.admit(), "the second of acct_1 and of acct_2, and the 1-unit task")
@@ -275,7 +317,6 @@ func testRateLimitWaitSaysWhy(f *fixture, fc store.FlowControl) {
 	require.NoError(t, fc.PutRateLimits(f.ctx, []store.RateLimit{{Name: "stripe", Rate: 4, Burst: 1}}))
 	first, second, third := rated("A", "stripe", "acct_42", 1), rated("A", "stripe", "acct_42", 1), rated("A", "stripe", "acct_42", 1)
 	f.create(first, second, third)
-	require.Equal(t, 1, f.admit())
 	require.Len(t, f.claim(10), 1)
 	places, err := f.st.QueuePlaces(f.ctx, second.ID, []string{"a"})
 	require.NoError(t, err)
@@ -290,9 +331,9 @@ func testRateLimitCancel(f *fixture, fc store.FlowControl) {
 	require.NoError(t, fc.PutRateLimits(f.ctx, []store.RateLimit{{Name: "stripe", Rate: 1, Burst: 1}}))
 	first, second, third := rated("A", "stripe", "", 1), rated("A", "stripe", "", 1), rated("A", "stripe", "", 1)
 	f.create(first, second, third)
-	require.Equal(t, 1, f.admit())
-	// The admitted one is cancelled before its claim: its token stays in
-	// the bucket, for the next at the bucket's next look.
+	// The first, let in with the bucket's token, is cancelled before its
+	// claim: its token stays in the bucket, for the next at the bucket's
+	// next look.
 	ok, err := f.st.CancelRun(f.ctx, first.ID)
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -309,11 +350,14 @@ func testRateLimitCancel(f *fixture, fc store.FlowControl) {
 func testRateLimitPriority(f *fixture, fc store.FlowControl) {
 	t := f.t
 	require.NoError(t, fc.PutRateLimits(f.ctx, []store.RateLimit{{Name: "stripe", Rate: 1, Burst: 1}}))
+	f.create(rated("A", "stripe", "", 1)) // takes the token
+	require.Len(t, f.claim(10), 1)
 	bulk := rated("A", "stripe", "", 1)
 	f.create(bulk)
 	urgent := rated("A", "stripe", "", 1)
 	urgent.Priority = 3
 	f.create(urgent)
+	f.clock.advance(time.Second)
 	require.Equal(t, 1, f.admit())
 	got := f.claim(10)
 	require.Len(t, got, 1)
@@ -349,13 +393,18 @@ func testBadRateLimits(f *fixture, fc store.FlowControl) {
 // let in whole, by admissions that follow each other.
 func testRateLimitLongBacklog(f *fixture, fc store.FlowControl) {
 	t := f.t
-	require.NoError(t, fc.PutRateLimits(f.ctx, []store.RateLimit{{Name: "wide", Rate: 1e6, Burst: 1e6}}))
+	const burst = 1_000_000
+	require.NoError(t, fc.PutRateLimits(f.ctx, []store.RateLimit{{Name: "wide", Rate: burst, Burst: burst}}))
+	f.create(rated("A", "wide", "", burst)) // takes the whole bucket
+	require.Len(t, f.claim(1), 1)
 	const n = 2500
 	runs := make([]store.NewRun, n)
 	for i := range runs {
 		runs[i] = rated("A", "wide", "", 1)
 	}
 	f.create(runs...)
+	require.Zero(t, len(f.claim(n)), "an empty bucket: they wait")
+	f.clock.advance(time.Second)
 	claimed := 0
 	for range 20 {
 		f.admit()

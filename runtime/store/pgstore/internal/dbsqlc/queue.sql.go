@@ -600,7 +600,7 @@ input AS (
            -- A mapped step's task takes no token: its elements do (they
            -- have its limit).
            coalesce(t.priority, 0)::smallint AS priority,
-           CASE WHEN t.kind <> 'map' THEN t.rate_limit END AS rate_limit, t.rate_key,
+           CASE WHEN t.kind <> 'map' THEN t.rate_limit END AS rate_limit, coalesce(t.rate_key, '') AS rate_key,
            coalesce(t.rate_units, 1)::integer AS rate_units
     FROM given AS x
     -- One lookup a task, and only for a flagged task or once the schema
@@ -615,10 +615,85 @@ input AS (
     ) AS t ON true
     WHERE NOT x.if_queued OR t.status = 'QUEUED'
 ),
+open AS MATERIALIZED (
+    -- The buckets of the rate-limited tasks (unless an admission let them
+    -- in, @admitted), locked without waiting: a bucket that an admission
+    -- or another enqueue holds parks its tasks, so that an enqueue, which
+    -- may hold tenants' rows already (LockTenants), never waits for a
+    -- bucket. Its tokens are counted as an admission counts them, less
+    -- the spends' order (the bucket's gain up to now first, at most its
+    -- burst, then every spend: never more than the admission's count). A
+    -- bucket is usable when no other took it since this statement's
+    -- snapshot (the row locked is the row the snapshot reads: the spends
+    -- and held units read below are then all there are) and no task waits
+    -- for it (those go first, in an admission's order).
+    SELECT b.rate_limit, b.rate_key, b.updated_at, l.burst, l.rate,
+           least(l.burst::float8, b.tokens + l.rate * greatest(extract(epoch FROM clock.now - b.updated_at), 0)) AS gained,
+           b.xmin::text = (SELECT s.xmin::text FROM dagen_rate_buckets s
+                           WHERE s.rate_limit = b.rate_limit AND s.rate_key = b.rate_key)
+             AND NOT EXISTS (SELECT 1 FROM dagen_rate_waiting w
+                             WHERE w.rate_limit = b.rate_limit AND w.rate_key = b.rate_key) AS usable
+    FROM dagen_rate_buckets b
+    JOIN dagen_rate_limits l ON l.name = b.rate_limit
+    CROSS JOIN clock
+    WHERE NOT $8::boolean
+      -- In a caller's REPEATABLE READ or SERIALIZABLE transaction (StartTx)
+      -- the lock of a bucket changed since its snapshot would fail it: its
+      -- tasks park.
+      AND current_setting('transaction_isolation') = 'read committed'
+      AND (b.rate_limit, b.rate_key) IN (SELECT input.rate_limit, input.rate_key FROM input WHERE input.rate_limit IS NOT NULL)
+    ORDER BY b.rate_limit, b.rate_key
+    FOR UPDATE OF b SKIP LOCKED
+),
+spent AS (
+    -- The spends a usable bucket's tokens count in, taken: with the held
+    -- units below, in one snapshot (see TakeSpends).
+    DELETE FROM dagen_rate_spends s
+    USING open o
+    WHERE o.usable AND s.rate_limit = o.rate_limit AND s.rate_key = o.rate_key
+    RETURNING s.rate_limit, s.rate_key, s.units
+),
+room AS (
+    -- What a usable bucket has: its tokens, and the units its entries in
+    -- the fair queue hold.
+    SELECT o.rate_limit, o.rate_key, o.updated_at,
+           o.gained - coalesce((SELECT sum(x.units) FROM spent x
+                                WHERE x.rate_limit = o.rate_limit AND x.rate_key = o.rate_key), 0) AS tokens,
+           coalesce((SELECT sum(q.rate_units) FROM dagen_ready q
+                     WHERE q.rate_limit = o.rate_limit AND q.rate_key = o.rate_key), 0) AS held
+    FROM open o
+    WHERE o.usable
+),
+straight AS (
+    -- The rate-limited tasks that go straight in: of each usable bucket,
+    -- the first (in input order) that its tokens less its held units hold.
+    SELECT r.run_id, r.task, r.rate_limit, r.rate_key
+    FROM (
+        SELECT input.run_id, input.task, input.rate_limit, input.rate_key, room.tokens - room.held AS room,
+               sum(input.rate_units) OVER (PARTITION BY input.rate_limit, input.rate_key ORDER BY input.ord) AS upto
+        FROM input
+        JOIN room ON room.rate_limit = input.rate_limit AND room.rate_key = input.rate_key
+    ) AS r
+    WHERE r.upto <= r.room
+),
+counted_in AS (
+    -- A usable bucket's tokens with its spends counted in (even when no task
+    -- went straight in), and a new row version: an enqueue that locks it
+    -- next but read it before this one committed sees that it changed, and
+    -- parks rather than count without what this one let in. (An admission
+    -- waits for the lock and counts in a statement after it.)
+    UPDATE dagen_rate_buckets b
+    SET tokens = room.tokens, updated_at = greatest(room.updated_at, clock.now)
+    FROM room, clock
+    WHERE b.rate_limit = room.rate_limit AND b.rate_key = room.rate_key
+),
 fair AS (
-    -- A rate-limited task goes in only when an admission gave it tokens
-    -- (@admitted), with its bucket, whose tokens its claim takes.
-    SELECT input.run_id, input.task, input.signature, input.tenant, input.ord, input.priority, input.rate_limit, input.rate_key, input.rate_units FROM input WHERE input.rate_limit IS NULL OR $8::boolean
+    -- A rate-limited task goes in when an admission gave it tokens
+    -- (@admitted) or its bucket has room (straight), with its bucket,
+    -- whose tokens its claim takes.
+    SELECT input.run_id, input.task, input.signature, input.tenant, input.ord, input.priority, input.rate_limit, input.rate_key, input.rate_units FROM input
+    WHERE input.rate_limit IS NULL OR $8::boolean
+       OR EXISTS (SELECT 1 FROM straight WHERE straight.run_id = input.run_id AND straight.task = input.task)
 ),
 counts AS (
     SELECT fair.tenant, count(*) AS k FROM fair GROUP BY fair.tenant
@@ -656,7 +731,7 @@ bumped AS (
 inserted AS (
     INSERT INTO dagen_ready (id, run_id, task, signature, priority, rate_limit, rate_key, rate_units)
     SELECT b.group_id + 1048576 * (b.first_block + (b.first_fill + row_number() OVER (PARTITION BY i.tenant ORDER BY i.ord) - 1) / b.weight),
-           i.run_id, i.task, i.signature, i.priority, i.rate_limit, CASE WHEN i.rate_limit IS NOT NULL THEN coalesce(i.rate_key, '') END,
+           i.run_id, i.task, i.signature, i.priority, i.rate_limit, CASE WHEN i.rate_limit IS NOT NULL THEN i.rate_key END,
            CASE WHEN i.rate_limit IS NOT NULL THEN i.rate_units END
     FROM fair i
     JOIN bumped b ON b.tenant = i.tenant
@@ -665,9 +740,10 @@ inserted AS (
 ),
 parked AS (
     INSERT INTO dagen_rate_waiting (rate_limit, rate_key, priority, rate_units, run_id, task, signature, tenant, enqueued_at)
-    SELECT i.rate_limit, coalesce(i.rate_key, ''), i.priority, i.rate_units, i.run_id, i.task, i.signature, i.tenant, clock.now
+    SELECT i.rate_limit, i.rate_key, i.priority, i.rate_units, i.run_id, i.task, i.signature, i.tenant, clock.now
     FROM input i, clock
     WHERE i.rate_limit IS NOT NULL AND NOT $8::boolean
+      AND NOT EXISTS (SELECT 1 FROM straight WHERE straight.run_id = i.run_id AND straight.task = i.task)
     ORDER BY i.ord
     ON CONFLICT (run_id, task) DO NOTHING
     RETURNING dagen_rate_waiting.rate_limit, dagen_rate_waiting.rate_key
@@ -733,11 +809,13 @@ type EnqueueParams struct {
 // flags the tasks InsertTasks may have started instead.
 //
 // Once a schema has a run priority or a rate limit (dagen_flow_flags),
-// each task's row is read for them: an entry keeps its run's priority,
-// and a task of a rate-limited step is parked in dagen_rate_waiting
-// instead, out of the fair queue, its bucket made due (dagen_rate_wakes)
-// unless it is due already, its row touched either way. The wake row is taken
-// last, after the tenants' rows, as an admission takes them.
+// each task's row is read for them: an entry keeps its run's priority.
+// A task of a rate-limited step goes straight into the fair queue when its
+// bucket has room for it and no task waits for it (see "open" below);
+// else it is parked in dagen_rate_waiting, out of the fair queue, its
+// bucket made due (dagen_rate_wakes) unless it is due already, its row
+// touched either way. Locks are taken in an admission's order: buckets
+// (without waiting), then tenants' rows, then wake rows.
 //
 // As in EnsureTenants, tenants are found by key whatever the estimates,
 // and the lists are read through subqueries so that Postgres keeps one
