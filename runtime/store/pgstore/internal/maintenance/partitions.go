@@ -184,8 +184,11 @@ func (pt *Partitions) makePartitions(ctx context.Context, now time.Time, period 
 // catalog's unique index (23505).
 func partitionRace(err error) bool {
 	var pgErr *pgconn.PgError
-	if isLockTimeout(err) || !errors.As(err, &pgErr) {
-		return isLockTimeout(err)
+	if isLockTimeout(err) {
+		return true
+	}
+	if !errors.As(err, &pgErr) {
+		return false
 	}
 	switch pgErr.Code {
 	case "42P07", "42710", "42P17", "23505":
@@ -239,10 +242,7 @@ func (pt *Partitions) makeRange(ctx context.Context, pick func([]dbsqlc.DagenPar
 				return err
 			}
 		}
-		if err := pt.q.InsertPartition(ctx, tx, dbsqlc.InsertPartitionParams{Suffix: suffix, FromID: uuidOf(lo), ToID: uuidOf(hi)}); err != nil {
-			return err
-		}
-		return nil
+		return pt.q.InsertPartition(ctx, tx, dbsqlc.InsertPartitionParams{Suffix: suffix, FromID: uuidOf(lo), ToID: uuidOf(hi)})
 	})
 	switch {
 	case err != nil && !from.IsZero():
