@@ -99,7 +99,7 @@ open AS MATERIALIZED (
     -- in, @admitted), locked without waiting: a bucket that an admission
     -- or another enqueue holds parks its tasks, so that an enqueue, which
     -- may hold tenants' rows already (LockTenants), never waits for a
-    -- bucket. Its tokens are counted as an admission counts them, less
+    -- bucket. Its tokens are counted as an admission counts them, but for
     -- the spends' order (the bucket's gain up to now first, at most its
     -- burst, then every spend: never more than the admission's count). A
     -- bucket is usable when no other took it since this statement's
