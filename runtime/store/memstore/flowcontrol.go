@@ -135,11 +135,7 @@ func (s *Store) straightIn(r *run, ti int, b bucketKey, units int) bool {
 	if !ok {
 		return false // the admission after the limit comes lets it in
 	}
-	bk := s.buckets[b]
-	if bk == nil {
-		bk = &bucket{tokens: float64(l.Burst), updated: s.now()}
-		s.buckets[b] = bk
-	}
+	bk := s.bucket(b)
 	if slices.ContainsFunc(bk.waiting, waitEntry.live) {
 		return false
 	}
@@ -151,15 +147,22 @@ func (s *Store) straightIn(r *run, ti int, b bucketKey, units int) bool {
 	return true
 }
 
-// park puts a rate-limited task that became ready in its bucket's
-// waiting list, and makes the bucket due a look now unless it is due
-// already.
-func (s *Store) park(r *run, ti int, b bucketKey, units int) {
+// bucket returns bucket b, made full (at its limit's burst) when it has
+// none yet.
+func (s *Store) bucket(b bucketKey) *bucket {
 	bk := s.buckets[b]
 	if bk == nil {
 		bk = &bucket{tokens: float64(s.limits[b.limit].Burst), updated: s.now()}
 		s.buckets[b] = bk
 	}
+	return bk
+}
+
+// park puts a rate-limited task that became ready in its bucket's
+// waiting list, and makes the bucket due a look now unless it is due
+// already.
+func (s *Store) park(r *run, ti int, b bucketKey, units int) {
+	bk := s.bucket(b)
 	s.waitSeq++
 	e := waitEntry{run: r, task: ti, priority: r.priority, seq: s.waitSeq, units: units}
 	i, _ := slices.BinarySearchFunc(bk.waiting, e, waitOrder)

@@ -19,11 +19,13 @@ import (
 // TestFireTimersAdmitsForARateLimit checks that FireTimers reads a due
 // wake of a rate limit's bucket (a row with no run and no task) and admits
 // the task that can take the bucket's token, while the next one waits for
-// the limit's next token, out of the fair queue.
+// the limit's next token, out of the fair queue. (A first run takes the
+// full bucket's token straight in, and is claimed, so that the two wait.)
 func TestFireTimersAdmitsForARateLimit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := newStore(t, nil, 4)
+	clock := newFakeClock()
+	s := newStore(t, clock.Now, 4)
 	require.NoError(t, s.PutRateLimits(ctx, []store.RateLimit{{Name: "stripe", Rate: 0.001, Burst: 1}}))
 	newRun := func() dag.RunID {
 		r := store.NewRun{ID: dag.NewRunID(), Workflow: "pay", Fingerprint: "fp", Tenant: "acme", Input: []byte(`{}`),
@@ -31,11 +33,20 @@ func TestFireTimersAdmitsForARateLimit(t *testing.T) {
 		require.NoError(t, s.CreateRuns(ctx, []store.NewRun{r}))
 		return r.ID
 	}
-	first, second := newRun(), newRun()
-	_, err := s.FireTimers(ctx, 10)
+	newRun()
+	taken, err := s.ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: 10, Lease: time.Hour})
 	require.NoError(t, err)
-
+	require.Len(t, taken, 1)
+	first, second := newRun(), newRun()
 	places, err := s.QueuePlaces(ctx, first, []string{"charge"})
+	require.NoError(t, err)
+	require.NotEmpty(t, places["charge"].RateLimited, "the bucket is empty: the first waits")
+	clock.Advance(1000 * time.Second) // one token
+	admitted, err := s.FireTimers(ctx, 10)
+	require.NoError(t, err)
+	require.Equal(t, 1, admitted)
+
+	places, err = s.QueuePlaces(ctx, first, []string{"charge"})
 	require.NoError(t, err)
 	require.Empty(t, places["charge"].RateLimited, "the first run took the bucket's token")
 	places, err = s.QueuePlaces(ctx, second, []string{"charge"})
@@ -132,12 +143,11 @@ func TestStraightInCountsWhatItCannotSee(t *testing.T) {
 		}
 		return runs
 	}
-	// The bucket is made, full, by its first admission.
+	// The bucket is made, full, by the first creation, whose run takes a
+	// token straight in.
 	require.NoError(t, s.CreateRuns(ctx, rated(1)))
-	_, err := s.FireTimers(ctx, 10)
-	require.NoError(t, err)
 
-	_, err = s.Pool().Exec(ctx, `ALTER TABLE dagen_flow_flags RENAME TO dagen_flow_flags_table;
+	_, err := s.Pool().Exec(ctx, `ALTER TABLE dagen_flow_flags RENAME TO dagen_flow_flags_table;
 		CREATE VIEW dagen_flow_flags AS SELECT f.* FROM dagen_flow_flags_table f, pg_sleep(0.3)`)
 	require.NoError(t, err)
 	// Two stores, as two workers: one store's creations at once share a

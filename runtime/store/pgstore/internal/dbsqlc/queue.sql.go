@@ -627,7 +627,7 @@ open AS MATERIALIZED (
     -- snapshot (the row locked is the row the snapshot reads: the spends
     -- and held units read below are then all there are) and no task waits
     -- for it (those go first, in an admission's order).
-    SELECT b.rate_limit, b.rate_key, b.updated_at, l.burst, l.rate,
+    SELECT b.rate_limit, b.rate_key, b.updated_at,
            least(l.burst::float8, b.tokens + l.rate * greatest(extract(epoch FROM clock.now - b.updated_at), 0)) AS gained,
            b.xmin::text = (SELECT s.xmin::text FROM dagen_rate_buckets s
                            WHERE s.rate_limit = b.rate_limit AND s.rate_key = b.rate_key)
@@ -667,9 +667,9 @@ room AS (
 straight AS (
     -- The rate-limited tasks that go straight in: of each usable bucket,
     -- the first (in input order) that its tokens less its held units hold.
-    SELECT r.run_id, r.task, r.rate_limit, r.rate_key
+    SELECT r.run_id, r.task
     FROM (
-        SELECT input.run_id, input.task, input.rate_limit, input.rate_key, room.tokens - room.held AS room,
+        SELECT input.run_id, input.task, room.tokens - room.held AS room,
                sum(input.rate_units) OVER (PARTITION BY input.rate_limit, input.rate_key ORDER BY input.ord) AS upto
         FROM input
         JOIN room ON room.rate_limit = input.rate_limit AND room.rate_key = input.rate_key
