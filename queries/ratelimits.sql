@@ -28,12 +28,23 @@ SELECT (f.rate_limits OR f.priorities)::boolean AS flow FROM dagen_flow_flags f;
 -- to @until, in case the admission is lost with its worker (it sets the
 -- real one), so the other workers that found them due leave them to it.
 -- Sent alone, before the admission's transaction: it holds the rows only
--- for itself.
+-- for itself. It locks them in key order and passes over a row another
+-- holds (a worker taking the same look, an enqueue touching it, an
+-- admission setting it): updated in the join's order, two takes of the
+-- same buckets deadlocked; a row passed over is due again at the next
+-- look, or was just taken.
+WITH due AS (
+    SELECT w.rate_limit, w.rate_key
+    FROM dagen_rate_wakes w
+    WHERE (w.rate_limit, w.rate_key) IN (SELECT unnest(@limits::text[]), unnest(@keys::text[]))
+      AND w.wake_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+    ORDER BY w.rate_limit, w.rate_key
+    FOR UPDATE SKIP LOCKED
+)
 UPDATE dagen_rate_wakes w
 SET wake_at = @until::timestamptz
-FROM (SELECT unnest(@limits::text[]) AS rate_limit, unnest(@keys::text[]) AS rate_key) AS x
-WHERE w.rate_limit = x.rate_limit AND w.rate_key = x.rate_key
-  AND w.wake_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+FROM due
+WHERE w.rate_limit = due.rate_limit AND w.rate_key = due.rate_key
 RETURNING w.rate_limit, w.rate_key, w.touched;
 
 -- name: EnsureBuckets :exec

@@ -61,12 +61,14 @@ func TestFireTimersAdmitsForARateLimit(t *testing.T) {
 // parked a task while an admission held its bucket's look, and found the
 // bucket due already, left the admission to drop the look, and the task
 // waited for ever; the admission now keeps the look of a bucket an
-// enqueue touched meanwhile (dagen_rate_wakes.touched).
+// enqueue touched meanwhile (dagen_rate_wakes.touched). A burst of one
+// parks a task whenever its key's entry in the fair queue is not claimed
+// yet (a task with room goes straight in), and the rate refills at once.
 func TestParkedTasksRaceAdmissions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t, nil, 12)
-	require.NoError(t, s.PutRateLimits(ctx, []store.RateLimit{{Name: "wide", Rate: 1e6, Burst: 1e6}}))
+	require.NoError(t, s.PutRateLimits(ctx, []store.RateLimit{{Name: "wide", Rate: 1e6, Burst: 1}}))
 	const triggers, each = 4, 150
 	var wg sync.WaitGroup
 	var created atomic.Int64
@@ -85,7 +87,7 @@ func TestParkedTasksRaceAdmissions(t *testing.T) {
 			}
 		}()
 	}
-	var claimed atomic.Int64
+	var claimed, admitted atomic.Int64
 	stop := make(chan struct{})
 	var workers sync.WaitGroup
 	for range 4 {
@@ -98,10 +100,12 @@ func TestParkedTasksRaceAdmissions(t *testing.T) {
 					return
 				default:
 				}
-				if _, err := s.FireTimers(ctx, 100); err != nil {
+				n, err := s.FireTimers(ctx, 100)
+				if err != nil {
 					t.Error(err)
 					return
 				}
+				admitted.Add(int64(n))
 				c, err := s.ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: 50, Lease: time.Minute})
 				if err != nil {
 					t.Error(err)
@@ -118,6 +122,8 @@ func TestParkedTasksRaceAdmissions(t *testing.T) {
 		"claimed %d of %d", claimed.Load(), triggers*each)
 	close(stop)
 	workers.Wait()
+	require.Positive(t, admitted.Load(), "tasks were parked and admitted")
+	t.Logf("%d of %d tasks admitted after they waited", admitted.Load(), triggers*each)
 }
 
 // TestStraightInCountsWhatItCannotSee: an enqueue whose statement began

@@ -291,19 +291,26 @@ func (q *Queries) SetTenantWeight(ctx context.Context, db DBTX, tenant string, w
 }
 
 const takeRateWakes = `-- name: TakeRateWakes :many
+WITH due AS (
+    SELECT w.rate_limit, w.rate_key
+    FROM dagen_rate_wakes w
+    WHERE (w.rate_limit, w.rate_key) IN (SELECT unnest($2::text[]), unnest($3::text[]))
+      AND w.wake_at <= coalesce($4::timestamptz, now())
+    ORDER BY w.rate_limit, w.rate_key
+    FOR UPDATE SKIP LOCKED
+)
 UPDATE dagen_rate_wakes w
 SET wake_at = $1::timestamptz
-FROM (SELECT unnest($3::text[]) AS rate_limit, unnest($4::text[]) AS rate_key) AS x
-WHERE w.rate_limit = x.rate_limit AND w.rate_key = x.rate_key
-  AND w.wake_at <= coalesce($2::timestamptz, now())
+FROM due
+WHERE w.rate_limit = due.rate_limit AND w.rate_key = due.rate_key
 RETURNING w.rate_limit, w.rate_key, w.touched
 `
 
 type TakeRateWakesParams struct {
 	Until  pgtype.Timestamptz
-	Now    pgtype.Timestamptz
 	Limits []string
 	Keys   []string
+	Now    pgtype.Timestamptz
 }
 
 type TakeRateWakesRow struct {
@@ -316,13 +323,17 @@ type TakeRateWakesRow struct {
 // to @until, in case the admission is lost with its worker (it sets the
 // real one), so the other workers that found them due leave them to it.
 // Sent alone, before the admission's transaction: it holds the rows only
-// for itself.
+// for itself. It locks them in key order and passes over a row another
+// holds (a worker taking the same look, an enqueue touching it, an
+// admission setting it): updated in the join's order, two takes of the
+// same buckets deadlocked; a row passed over is due again at the next
+// look, or was just taken.
 func (q *Queries) TakeRateWakes(ctx context.Context, db DBTX, arg TakeRateWakesParams) ([]TakeRateWakesRow, error) {
 	rows, err := db.Query(ctx, takeRateWakes,
 		arg.Until,
-		arg.Now,
 		arg.Limits,
 		arg.Keys,
+		arg.Now,
 	)
 	if err != nil {
 		return nil, err
