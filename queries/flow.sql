@@ -1,9 +1,12 @@
 -- Concurrency caps and run deadlines (migration 006).
 
--- name: LockSlots :many
+-- name: LockSlots :exec
 -- Creates or locks the slots of new capped runs, in (workflow, key) order
 -- (as every writer of slots locks them, so they cannot deadlock), setting
--- each one's cap to the given one, and returns them.
+-- each one's cap to the given one. A slot whose cap does not change is
+-- locked and not written (ON CONFLICT locks every row it meets, the WHERE
+-- only decides which it updates): a trigger of a key already known makes
+-- no row version of its slot. SlotStates reads them after.
 INSERT INTO dagen_slots AS s (workflow, key, lim, running)
 SELECT x.workflow, x.key, x.lim, 0
 FROM (
@@ -13,7 +16,7 @@ FROM (
 ) AS x
 ORDER BY x.workflow, x.key
 ON CONFLICT (workflow, key) DO UPDATE SET lim = excluded.lim
-RETURNING s.workflow, s.key, s.lim, s.running;
+WHERE s.lim <> excluded.lim;
 
 -- name: LockSlotsForUpdate :exec
 -- Locks existing slots, in (workflow, key) order.
@@ -24,17 +27,25 @@ JOIN (SELECT unnest(@workflows::text[]) AS workflow, unnest(@keys::text[]) AS ke
 ORDER BY s.workflow, s.key
 FOR UPDATE OF s;
 
--- name: SlotsWaiting :many
--- The slots among these that have QUEUED runs. Sent after their locks are
--- taken, it sees every run queued by the transactions that held them.
-SELECT x.workflow::text AS workflow, x.key::text AS key
+-- name: SlotStates :many
+-- The caps and running counts of slots the transaction locked (LockSlots),
+-- and whether QUEUED runs wait for each. Sent after their locks are taken,
+-- it sees every run queued by the transactions that held them. Each slot
+-- is found by its key, whatever the estimates (as in AdmitQueued).
+SELECT x.workflow::text AS workflow, x.key::text AS key, s.lim, s.running,
+       EXISTS (
+           SELECT 1 FROM dagen_run_queue q WHERE q.workflow = x.workflow AND q.slot = x.key
+       )::boolean AS waiting
 FROM (SELECT unnest(@workflows::text[]) AS workflow, unnest(@keys::text[]) AS key) AS x
-WHERE EXISTS (
-    SELECT 1 FROM dagen_run_queue q WHERE q.workflow = x.workflow AND q.slot = x.key
-);
+CROSS JOIN LATERAL (
+    SELECT s.lim, s.running FROM dagen_slots s
+    WHERE s.workflow = x.workflow AND s.key = x.key
+    LIMIT 1
+) AS s;
 
 -- name: SetSlots :exec
--- Writes the running counts of locked slots.
+-- Writes the running counts of locked slots (the caller sends only those
+-- that changed).
 UPDATE dagen_slots s
 SET running = x.running
 FROM (

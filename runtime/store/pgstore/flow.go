@@ -62,9 +62,15 @@ func (ls lockedSlots) settle(ctx context.Context, s *Store, tx *pipeline.Tx, now
 	}
 	var p dbsqlc.SetSlotsParams
 	for k, st := range ls {
+		if st.taken == 0 {
+			continue // a count that did not change is not written
+		}
 		p.Workflows = append(p.Workflows, k.workflow)
 		p.Keys = append(p.Keys, k.key)
 		p.Runnings = append(p.Runnings, int32(st.running+st.taken))
+	}
+	if len(p.Keys) == 0 {
+		return nil, nil
 	}
 	if err := s.q.SetSlots(ctx, tx.Queue(), p); err != nil {
 		return nil, fmt.Errorf("write %d concurrency slots: %w", len(p.Keys), err)
@@ -81,8 +87,8 @@ func slotParams(keys []slotKey) (workflows, names []string) {
 }
 
 // lockNewSlots creates or locks the slots of new capped runs, setting each
-// one's cap to that of the last run in runs, and reads which have QUEUED
-// runs, in one round trip.
+// one's cap to that of the last run in runs, and reads their counts and
+// which have QUEUED runs, in one round trip.
 func (s *Store) lockNewSlots(ctx context.Context, tx *pipeline.Tx, runs []store.NewRun) (lockedSlots, error) {
 	lims := make(map[slotKey]int)
 	for i := range runs {
@@ -100,26 +106,17 @@ func (s *Store) lockNewSlots(ctx context.Context, tx *pipeline.Tx, runs []store.
 	for _, k := range keys {
 		p.Lims = append(p.Lims, int32(lims[k]))
 	}
-	tx.QueryAhead(pipeline.Record(func(db dbsqlc.DBTX) error {
-		_, err := s.q.SlotsWaiting(ctx, db, p.Workflows, p.Keys)
-		return err
-	}))
-	rows, err := s.q.LockSlots(ctx, tx.Queue(), p)
+	_ = s.q.LockSlots(ctx, tx.Queue(), p)
+	rows, err := s.q.SlotStates(ctx, tx.Queue(), p.Workflows, p.Keys)
 	if err != nil {
 		return nil, fmt.Errorf("lock %d concurrency slots: %w", len(keys), err)
 	}
 	ls := make(lockedSlots, len(rows))
 	for _, r := range rows {
-		ls[slotKey{r.Workflow, r.Key}] = &slotState{lim: int(r.Lim), running: int(r.Running)}
+		ls[slotKey{r.Workflow, r.Key}] = &slotState{lim: int(r.Lim), running: int(r.Running), waiting: r.Waiting}
 	}
-	waiting, err := s.q.SlotsWaiting(ctx, tx.Queue(), p.Workflows, p.Keys)
-	if err != nil {
-		return nil, fmt.Errorf("read waiting runs of %d concurrency slots: %w", len(keys), err)
-	}
-	for _, w := range waiting {
-		if st := ls[slotKey{w.Workflow, w.Key}]; st != nil {
-			st.waiting = true
-		}
+	if len(ls) != len(keys) {
+		return nil, fmt.Errorf("lock %d concurrency slots: found %d", len(keys), len(ls))
 	}
 	return ls, nil
 }

@@ -260,7 +260,7 @@ func (q *Queries) LockIdleSlots(ctx context.Context, db DBTX, max int32) ([]Lock
 	return items, nil
 }
 
-const lockSlots = `-- name: LockSlots :many
+const lockSlots = `-- name: LockSlots :exec
 
 INSERT INTO dagen_slots AS s (workflow, key, lim, running)
 SELECT x.workflow, x.key, x.lim, 0
@@ -271,7 +271,7 @@ FROM (
 ) AS x
 ORDER BY x.workflow, x.key
 ON CONFLICT (workflow, key) DO UPDATE SET lim = excluded.lim
-RETURNING s.workflow, s.key, s.lim, s.running
+WHERE s.lim <> excluded.lim
 `
 
 type LockSlotsParams struct {
@@ -283,30 +283,13 @@ type LockSlotsParams struct {
 // Concurrency caps and run deadlines (migration 006).
 // Creates or locks the slots of new capped runs, in (workflow, key) order
 // (as every writer of slots locks them, so they cannot deadlock), setting
-// each one's cap to the given one, and returns them.
-func (q *Queries) LockSlots(ctx context.Context, db DBTX, arg LockSlotsParams) ([]DagenSlot, error) {
-	rows, err := db.Query(ctx, lockSlots, arg.Workflows, arg.Keys, arg.Lims)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []DagenSlot
-	for rows.Next() {
-		var i DagenSlot
-		if err := rows.Scan(
-			&i.Workflow,
-			&i.Key,
-			&i.Lim,
-			&i.Running,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
+// each one's cap to the given one. A slot whose cap does not change is
+// locked and not written (ON CONFLICT locks every row it meets, the WHERE
+// only decides which it updates): a trigger of a key already known makes
+// no row version of its slot. SlotStates reads them after.
+func (q *Queries) LockSlots(ctx context.Context, db DBTX, arg LockSlotsParams) error {
+	_, err := db.Exec(ctx, lockSlots, arg.Workflows, arg.Keys, arg.Lims)
+	return err
 }
 
 const lockSlotsForUpdate = `-- name: LockSlotsForUpdate :exec
@@ -358,37 +341,54 @@ type SetSlotsParams struct {
 	Runnings  []int32
 }
 
-// Writes the running counts of locked slots.
+// Writes the running counts of locked slots (the caller sends only those
+// that changed).
 func (q *Queries) SetSlots(ctx context.Context, db DBTX, arg SetSlotsParams) error {
 	_, err := db.Exec(ctx, setSlots, arg.Workflows, arg.Keys, arg.Runnings)
 	return err
 }
 
-const slotsWaiting = `-- name: SlotsWaiting :many
-SELECT x.workflow::text AS workflow, x.key::text AS key
+const slotStates = `-- name: SlotStates :many
+SELECT x.workflow::text AS workflow, x.key::text AS key, s.lim, s.running,
+       EXISTS (
+           SELECT 1 FROM dagen_run_queue q WHERE q.workflow = x.workflow AND q.slot = x.key
+       )::boolean AS waiting
 FROM (SELECT unnest($1::text[]) AS workflow, unnest($2::text[]) AS key) AS x
-WHERE EXISTS (
-    SELECT 1 FROM dagen_run_queue q WHERE q.workflow = x.workflow AND q.slot = x.key
-)
+CROSS JOIN LATERAL (
+    SELECT s.lim, s.running FROM dagen_slots s
+    WHERE s.workflow = x.workflow AND s.key = x.key
+    LIMIT 1
+) AS s
 `
 
-type SlotsWaitingRow struct {
+type SlotStatesRow struct {
 	Workflow string
 	Key      string
+	Lim      int32
+	Running  int32
+	Waiting  bool
 }
 
-// The slots among these that have QUEUED runs. Sent after their locks are
-// taken, it sees every run queued by the transactions that held them.
-func (q *Queries) SlotsWaiting(ctx context.Context, db DBTX, workflows []string, keys []string) ([]SlotsWaitingRow, error) {
-	rows, err := db.Query(ctx, slotsWaiting, workflows, keys)
+// The caps and running counts of slots the transaction locked (LockSlots),
+// and whether QUEUED runs wait for each. Sent after their locks are taken,
+// it sees every run queued by the transactions that held them. Each slot
+// is found by its key, whatever the estimates (as in AdmitQueued).
+func (q *Queries) SlotStates(ctx context.Context, db DBTX, workflows []string, keys []string) ([]SlotStatesRow, error) {
+	rows, err := db.Query(ctx, slotStates, workflows, keys)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []SlotsWaitingRow
+	var items []SlotStatesRow
 	for rows.Next() {
-		var i SlotsWaitingRow
-		if err := rows.Scan(&i.Workflow, &i.Key); err != nil {
+		var i SlotStatesRow
+		if err := rows.Scan(
+			&i.Workflow,
+			&i.Key,
+			&i.Lim,
+			&i.Running,
+			&i.Waiting,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
