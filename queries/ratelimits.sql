@@ -13,10 +13,16 @@ WITH put AS (
 )
 UPDATE dagen_flow_flags SET rate_limits = true WHERE NOT rate_limits AND cardinality(@names::text[]) > 0;
 
--- name: MarkPriorities :exec
--- Marks the schema as having run priorities: from then on an enqueue
--- reads each task's priority. A no-op, and no lock, once marked.
-UPDATE dagen_flow_flags SET priorities = true WHERE NOT priorities;
+-- name: MarkFlow :exec
+-- Marks the schema as having run priorities, or rate-limited steps: from
+-- then on an enqueue reads each task's priority and rate limit, and claims
+-- take ClaimTasksFlow. A creation marks the rate limits of its steps
+-- itself, so that a task whose limit no worker has put yet waits for it
+-- rather than going in unlimited. A no-op, and no lock, once marked.
+UPDATE dagen_flow_flags
+SET priorities = priorities OR @priorities::boolean,
+    rate_limits = rate_limits OR @rate_limits::boolean
+WHERE (@priorities::boolean AND NOT priorities) OR (@rate_limits::boolean AND NOT rate_limits);
 
 -- name: ReadFlowFlags :one
 -- Whether the schema has run priorities or rate limits: claims then take

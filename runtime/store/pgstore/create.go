@@ -379,9 +379,10 @@ type creation struct {
 	cands     []store.ClaimedTask
 	candRuns  []pgtype.UUID
 	candNames []string
-	// priorities is set when a run has a priority: the schema is marked
-	// as having them (MarkPriorities) before the enqueue.
-	priorities bool
+	// priorities is set when a run has a priority, rated when a step has
+	// a rate limit: the schema is marked as having them (MarkFlow) before
+	// the enqueue.
+	priorities, rated bool
 }
 
 // newCreation writes the tasks of runs; the roots of held runs (QUEUED for
@@ -439,6 +440,7 @@ func (s *Store) newCreation(runs []store.NewRun, graphs []*graph, held []bool, n
 			tp.RateLimits = append(tp.RateLimits, t.RateLimit)
 			tp.RateKeys = append(tp.RateKeys, t.RateKey)
 			tp.RateUnits = append(tp.RateUnits, int32(max(t.RateUnits, 1)))
+			c.rated = c.rated || t.RateLimit != ""
 		}
 		c.priorities = c.priorities || nr.Priority > 0
 	}
@@ -451,9 +453,9 @@ func (s *Store) newCreation(runs []store.NewRun, graphs []*graph, held []bool, n
 // them: it returns the candidates that started.
 func (c *creation) write(ctx context.Context, s *Store, pl *pipeline.Pipeline) ([]dbsqlc.StartedTasksRow, error) {
 	db := pl.Queue()
-	if c.priorities {
-		_ = s.q.MarkPriorities(ctx, db) // before the enqueue, which reads it
-		s.flow.Store(true)              // this store claims by the flow's statement from now on
+	if c.priorities || c.rated {
+		_ = s.q.MarkFlow(ctx, db, c.priorities, c.rated) // before the enqueue, which reads it
+		s.flow.Store(true)                               // this store claims by the flow's statement from now on
 	}
 	_ = s.q.InsertTasks(ctx, db, c.tp)
 	_ = s.q.EnsureTenants(ctx, db, c.tenants) // later enqueues need the tenants' rows, even when nothing is enqueued now

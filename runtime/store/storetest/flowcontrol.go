@@ -26,6 +26,7 @@ var flowControlTests = []struct {
 	{"PriorityWithWeights", testPriorityWithWeights},
 	{"RateLimitAdmitsByTokens", testRateLimitAdmitsByTokens},
 	{"RateLimitStraightIn", testRateLimitStraightIn},
+	{"RateLimitNotPutYetWaits", testRateLimitNotPutYet},
 	{"RateLimitKeysApart", testRateLimitKeysApart},
 	{"RateLimitNoHeadOfLine", testRateLimitNoHeadOfLine},
 	{"RateLimitWaitSaysWhy", testRateLimitWaitSaysWhy},
@@ -271,6 +272,26 @@ func testRateLimitStraightIn(f *fixture, fc store.FlowControl) {
 	require.Len(t, got, 2, "fifth, admitted, and sixth, straight in")
 	require.ElementsMatch(t, []dag.RunID{fifth.ID, sixth.ID}, []dag.RunID{got[0].RunID, got[1].RunID})
 	require.Equal(t, store.TaskQueued, f.status(seventh.ID, "a"))
+}
+
+// testRateLimitNotPutYet: a task of a limit that is not in the store yet
+// (runs triggered before any worker put the limits it declares) waits
+// for it, in a schema that has no rate limit at all too: it is never let
+// in unlimited.
+func testRateLimitNotPutYet(f *fixture, fc store.FlowControl) {
+	t := f.t
+	first, second := rated("A", "stripe", "acct", 1), rated("A", "stripe", "acct", 1)
+	f.create(first, second)
+	require.Empty(t, f.claim(10), "no limit, no token")
+	require.Equal(t, store.TaskQueued, f.status(first.ID, "a"))
+	require.Zero(t, f.admit(), "nothing to admit by")
+	require.NoError(t, fc.PutRateLimits(f.ctx, []store.RateLimit{{Name: "stripe", Rate: 1, Burst: 1}}))
+	f.clock.advance(time.Minute) // past any look an admission took
+	require.Equal(t, 1, f.admit(), "the bucket's one token")
+	got := f.claim(10)
+	require.Len(t, got, 1)
+	require.Equal(t, first.ID, got[0].RunID, "as they came")
+	require.Equal(t, store.TaskQueued, f.status(second.ID, "a"))
 }
 
 func testRateLimitKeysApart(f *fixture, fc store.FlowControl) {

@@ -90,14 +90,20 @@ func (q *Queries) LockBuckets(ctx context.Context, db DBTX, arg LockBucketsParam
 	return items, nil
 }
 
-const markPriorities = `-- name: MarkPriorities :exec
-UPDATE dagen_flow_flags SET priorities = true WHERE NOT priorities
+const markFlow = `-- name: MarkFlow :exec
+UPDATE dagen_flow_flags
+SET priorities = priorities OR $1::boolean,
+    rate_limits = rate_limits OR $2::boolean
+WHERE ($1::boolean AND NOT priorities) OR ($2::boolean AND NOT rate_limits)
 `
 
-// Marks the schema as having run priorities: from then on an enqueue
-// reads each task's priority. A no-op, and no lock, once marked.
-func (q *Queries) MarkPriorities(ctx context.Context, db DBTX) error {
-	_, err := db.Exec(ctx, markPriorities)
+// Marks the schema as having run priorities, or rate-limited steps: from
+// then on an enqueue reads each task's priority and rate limit, and claims
+// take ClaimTasksFlow. A creation marks the rate limits of its steps
+// itself, so that a task whose limit no worker has put yet waits for it
+// rather than going in unlimited. A no-op, and no lock, once marked.
+func (q *Queries) MarkFlow(ctx context.Context, db DBTX, priorities bool, rateLimits bool) error {
+	_, err := db.Exec(ctx, markFlow, priorities, rateLimits)
 	return err
 }
 
