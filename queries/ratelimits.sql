@@ -127,13 +127,26 @@ DELETE FROM dagen_rate_waiting w
 USING (SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@tasks::text[]) AS task) AS x
 WHERE w.run_id = x.run_id AND w.task = x.task;
 
+-- name: LockRateWakes :exec
+-- Locks the wake rows of an admission's buckets in key order, before
+-- SetRateWakes deletes, updates or inserts them: an enqueue that parks
+-- tasks at buckets the admission holds touches their wake rows in key
+-- order too, and the two could otherwise each hold a row the other wants.
+SELECT w.rate_limit
+FROM dagen_rate_wakes w
+JOIN (SELECT unnest(@limits::text[]) AS rate_limit, unnest(@keys::text[]) AS rate_key) AS x
+  ON w.rate_limit = x.rate_limit AND w.rate_key = x.rate_key
+ORDER BY w.rate_limit, w.rate_key
+FOR UPDATE OF w;
+
 -- name: SetRateWakes :exec
 -- Sets when each bucket is due its next look, in key order. A NULL wake
 -- means nothing waited that the admission saw: the row goes, unless an
 -- enqueue touched it since the admission took it (@touched): that one
 -- parked a task the admission may not have seen, and the bucket is due
 -- again at once. Sent last in an admission, after the tenants' rows, as
--- an enqueue takes them.
+-- an enqueue takes them, and after LockRateWakes: the DELETE and UPDATE
+-- below take their rows in no set order.
 WITH x AS (
     SELECT unnest(@limits::text[]) AS rate_limit, unnest(@keys::text[]) AS rate_key,
            unnest(@wakes::timestamptz[]) AS wake_at, unnest(@touched::bigint[]) AS touched

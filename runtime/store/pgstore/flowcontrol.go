@@ -286,6 +286,7 @@ func (s *Store) admitTx(ctx context.Context, limits, keys []string, touched map[
 				return fmt.Errorf("enqueue %d tasks with tokens: %w", len(ep.Tasks), err)
 			}
 		}
+		_ = s.q.LockRateWakes(ctx, db, wakes.Limits, wakes.Keys) // queued, as SetRateWakes: their errors come with the commit
 		if err := s.q.SetRateWakes(ctx, db, wakes); err != nil {
 			return fmt.Errorf("set the buckets' next looks: %w", err)
 		}

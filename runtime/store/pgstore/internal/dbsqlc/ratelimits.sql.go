@@ -90,6 +90,24 @@ func (q *Queries) LockBuckets(ctx context.Context, db DBTX, arg LockBucketsParam
 	return items, nil
 }
 
+const lockRateWakes = `-- name: LockRateWakes :exec
+SELECT w.rate_limit
+FROM dagen_rate_wakes w
+JOIN (SELECT unnest($1::text[]) AS rate_limit, unnest($2::text[]) AS rate_key) AS x
+  ON w.rate_limit = x.rate_limit AND w.rate_key = x.rate_key
+ORDER BY w.rate_limit, w.rate_key
+FOR UPDATE OF w
+`
+
+// Locks the wake rows of an admission's buckets in key order, before
+// SetRateWakes deletes, updates or inserts them: an enqueue that parks
+// tasks at buckets the admission holds touches their wake rows in key
+// order too, and the two could otherwise each hold a row the other wants.
+func (q *Queries) LockRateWakes(ctx context.Context, db DBTX, limits []string, keys []string) error {
+	_, err := db.Exec(ctx, lockRateWakes, limits, keys)
+	return err
+}
+
 const markFlow = `-- name: MarkFlow :exec
 UPDATE dagen_flow_flags
 SET priorities = priorities OR $1::boolean,
@@ -267,7 +285,8 @@ type SetRateWakesParams struct {
 // enqueue touched it since the admission took it (@touched): that one
 // parked a task the admission may not have seen, and the bucket is due
 // again at once. Sent last in an admission, after the tenants' rows, as
-// an enqueue takes them.
+// an enqueue takes them, and after LockRateWakes: the DELETE and UPDATE
+// below take their rows in no set order.
 func (q *Queries) SetRateWakes(ctx context.Context, db DBTX, arg SetRateWakesParams) error {
 	_, err := db.Exec(ctx, setRateWakes,
 		arg.Limits,
