@@ -714,10 +714,9 @@ func (b *bench) throughputOf(ctx context.Context, res *Result, runs, stepsPerRun
 	res.TriggerSeconds = figures.Round(time.Since(t0).Seconds(), 3)
 	triggerPeak, _ := procstat.RSSMB()
 	res.TriggerRSSMB = figures.Round(triggerPeak, 1)
-	// Part of the trigger phase's heap (the encoded arguments of its last
-	// connection, closed: see pgstore's largeCreation) survives
-	// FreeOSMemory's own collection and goes only at the next: 30 MB of
-	// fan50's, which doubled the engine's first heap goal.
+	// Part of the trigger phase's heap survived FreeOSMemory's own
+	// collection and went only at the next: 30 MB of fan50's, which
+	// doubled the engine's first heap goal.
 	runtime.GC()
 	debug.FreeOSMemory()
 	procstat.ResetPeakRSS()

@@ -9,7 +9,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
@@ -134,16 +133,7 @@ func (s *Store) createRunsOnce(ctx context.Context, runs []store.NewRun, p store
 	// in one implicit transaction. A queued statement returns no error: its
 	// error comes from the send, which StartedTasks makes when there are
 	// candidates to start.
-	var db pipeline.DB = s.pool
-	if len(c.tp.Names) >= largeCreation {
-		conn, err := s.pool.Acquire(ctx)
-		if err != nil {
-			return nil, createError(len(runs), err)
-		}
-		defer closeConn(conn)
-		db = conn
-	}
-	pl := pipeline.New(db)
+	pl := pipeline.New(s.pool)
 	_ = s.q.InsertRuns(ctx, pl.Queue(), rp)
 	if timeouts {
 		_ = s.q.InsertDeadlines(ctx, pl.Queue(), rp.Ids)
@@ -154,21 +144,6 @@ func (s *Store) createRunsOnce(ctx context.Context, runs []store.NewRun, p store
 	}
 	s.noteQueued(ctx, len(c.tp.Names))
 	return c.claimed(s, started), nil
-}
-
-// largeCreation is the number of tasks from which a creation runs on a
-// connection of its own, closed after it. pgx keeps the arguments of a
-// connection's last statement encoded until its next one, so a large
-// creation's arguments stayed held by an idle connection of the pool (see
-// docs/performance.md, "Large creations on a connection of their own").
-const largeCreation = 20000
-
-// closeConn closes conn instead of returning it to the pool, which opens
-// another when it needs one.
-func closeConn(conn *pgxpool.Conn) {
-	ctx, cancel := context.WithTimeout(context.Background(), DefaultCloseTimeout)
-	defer cancel()
-	_ = conn.Hijack().Close(ctx)
 }
 
 // createInTx creates runs some of which have idempotency keys or

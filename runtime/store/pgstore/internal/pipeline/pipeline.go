@@ -110,7 +110,7 @@ func (p *Pipeline) Query(ctx context.Context, sql string, args ...any) (pgx.Rows
 	if rows, ok, err := p.takeAhead(sql, args); ok || err != nil {
 		return rows, err
 	}
-	if p.batch == nil && len(p.ahead) == 0 {
+	if p.batch == nil && len(p.ahead) == 0 && argBytes(args) < largeArgs {
 		p.sent = true
 		return p.db.Query(ctx, sql, args...)
 	}
@@ -176,7 +176,7 @@ func (p *Pipeline) QueryRow(ctx context.Context, sql string, args ...any) pgx.Ro
 		}
 		return firstRow{rows}
 	}
-	if p.batch == nil && len(p.ahead) == 0 {
+	if p.batch == nil && len(p.ahead) == 0 && argBytes(args) < largeArgs {
 		p.sent = true
 		return p.db.QueryRow(ctx, sql, args...)
 	}
@@ -231,6 +231,9 @@ func (p *Pipeline) sendQueued(ctx context.Context, sql string, args []any) (pgx.
 		for _, q := range ahead {
 			b.Queue(q.sql, q.args...)
 		}
+	}
+	if carriesLargeArgs(b.QueuedQueries) {
+		b.Queue(releaseSQL, releaseArgs...)
 	}
 	p.sent = true
 	br := p.db.SendBatch(ctx, b)
@@ -366,4 +369,77 @@ func (r *recorder) Query(_ context.Context, sql string, args ...any) (pgx.Rows, 
 func (r *recorder) QueryRow(_ context.Context, sql string, args ...any) pgx.Row {
 	r.q = Statement{sql, args}
 	return errRow{errRecorded}
+}
+
+// releaseSQL goes last in a batch that carried large arguments, in the
+// same round trip. pgx encodes a statement's arguments into buffers of its
+// connection and, before the next statement, truncates the list of them
+// to no length but keeps its backing array (up to 64 entries): the entries
+// past the next statement's own arguments still point into the previous
+// statements' buffers, which stay reachable while the connection lives.
+// A pool connection whose last large statement (a creation's InsertTasks,
+// twenty-odd arguments) was followed by smaller ones (an Enqueue, eight)
+// held megabytes that way while idle, and the process's heap goal twice
+// that (see docs/performance.md, "Large arguments released with their
+// round trip"). releaseSQL has 64 arguments of its own, which overwrite
+// every entry a smaller list keeps; a list of more is not kept.
+var releaseSQL = func() string {
+	var b strings.Builder
+	b.WriteString("-- name: ReleaseArgs (frees the encoded arguments of the statements before)\nSELECT coalesce(")
+	for i := range releaseParams {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "$%d::integer", i+1)
+	}
+	b.WriteString(")")
+	return b.String()
+}()
+
+// releaseParams is how many entries of its list of encoded arguments pgx
+// keeps from one statement to the next.
+const releaseParams = 64
+
+var releaseArgs = make([]any, releaseParams)
+
+// largeArgs is the estimated size of a statement's arguments from which
+// its batch ends with releaseSQL.
+const largeArgs = 64 << 10
+
+// carriesLargeArgs reports whether one of the statements' arguments are
+// large.
+func carriesLargeArgs(qs []*pgx.QueuedQuery) bool {
+	for _, q := range qs {
+		if argBytes(q.Arguments) >= largeArgs {
+			return true
+		}
+	}
+	return false
+}
+
+// argBytes estimates the size of args encoded: the bytes of strings and
+// byte slices, and of the elements of other slices.
+func argBytes(args []any) int {
+	n := 0
+	for _, a := range args {
+		switch v := a.(type) {
+		case string:
+			n += len(v)
+		case []byte:
+			n += len(v)
+		case []string:
+			for _, s := range v {
+				n += 4 + len(s)
+			}
+		case [][]byte:
+			for _, b := range v {
+				n += 4 + len(b)
+			}
+		default:
+			if rv := reflect.ValueOf(a); rv.Kind() == reflect.Slice {
+				n += rv.Len() * (4 + int(rv.Type().Elem().Size()))
+			}
+		}
+	}
+	return n
 }
