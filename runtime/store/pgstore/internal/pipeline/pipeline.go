@@ -400,6 +400,8 @@ var releaseSQL = func() string {
 // keeps from one statement to the next.
 const releaseParams = 64
 
+// releaseArgs are releaseSQL's arguments, all NULL: pgx encodes none of
+// them into a buffer. Read only.
 var releaseArgs = make([]any, releaseParams)
 
 // largeArgs is the estimated size of a statement's arguments from which

@@ -211,28 +211,39 @@ func heapAfterGC() int64 {
 // large arguments leaves nothing of their encoding reachable from its
 // connection, back idle in the pool (releaseSQL): pgx kept the encoded
 // arguments of a statement that had more parameters than the statements
-// after it, until a statement with as many came.
+// after it, until a statement with as many came. In both of the modes the
+// store runs in: statements prepared on the connection, and described
+// only (through PgBouncer).
 func TestLargeArgumentsAreReleased(t *testing.T) {
 	ctx := context.Background()
-	pool := tablePool(t, 1)
 	big := make([]string, 100_000) // some 4.5 MB encoded
 	for i := range big {
 		big[i] = fmt.Sprintf("%040d", i)
 	}
-	p := New(pool)
-	require.NoError(t, p.Send(ctx))
-	before := heapAfterGC()
+	for _, mode := range []pgx.QueryExecMode{pgx.QueryExecModeCacheStatement, pgx.QueryExecModeCacheDescribe} {
+		t.Run(mode.String(), func(t *testing.T) {
+			cfg := tablePool(t, 1).Config().Copy()
+			cfg.ConnConfig.DefaultQueryExecMode = mode
+			pool, err := pgxpool.NewWithConfig(ctx, cfg)
+			require.NoError(t, err)
+			defer pool.Close()
+			p := New(pool)
+			p.QueueSQL("SELECT 1")
+			require.NoError(t, p.Send(ctx))
+			before := heapAfterGC()
 
-	// In a batch, followed by a statement with fewer parameters.
-	p.QueueSQL("SELECT $1::integer, cardinality($2::text[]), cardinality($3::text[])", 1, []string{"a"}, big)
-	p.QueueSQL("SELECT $1::integer", 1)
-	require.NoError(t, p.Send(ctx))
-	require.Less(t, heapAfterGC()-before, int64(1<<20), "bytes reachable after a batch")
+			// In a batch, followed by a statement with fewer parameters.
+			p.QueueSQL("SELECT $1::integer, cardinality($2::text[]), cardinality($3::text[])", 1, []string{"a"}, big)
+			p.QueueSQL("SELECT $1::integer", 1)
+			require.NoError(t, p.Send(ctx))
+			require.Less(t, heapAfterGC()-before, int64(1<<20), "bytes reachable after a batch")
 
-	// A query alone.
-	var n int
-	require.NoError(t, p.QueryRow(ctx, "SELECT cardinality($1::text[]) + $2::integer + $3::integer", big, 1, 2).Scan(&n))
-	require.Equal(t, len(big)+3, n)
-	require.Less(t, heapAfterGC()-before, int64(1<<20), "bytes reachable after a query")
+			// A query alone.
+			var n int
+			require.NoError(t, p.QueryRow(ctx, "SELECT cardinality($1::text[]) + $2::integer + $3::integer", big, 1, 2).Scan(&n))
+			require.Equal(t, len(big)+3, n)
+			require.Less(t, heapAfterGC()-before, int64(1<<20), "bytes reachable after a query")
+		})
+	}
 	runtime.KeepAlive(big)
 }
