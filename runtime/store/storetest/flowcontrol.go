@@ -275,9 +275,9 @@ func testRateLimitStraightIn(f *fixture, fc store.FlowControl) {
 }
 
 // testRateLimitNotPutYet: a task of a limit that is not in the store yet
-// (runs triggered before any worker put the limits it declares) waits
-// for it, in a schema that has no rate limit at all too: it is never let
-// in unlimited.
+// (the engine's put of it failed, or a store made the run without an
+// engine) waits for it, in a schema that has no rate limit at all too: it
+// is never let in unlimited.
 func testRateLimitNotPutYet(f *fixture, fc store.FlowControl) {
 	t := f.t
 	first, second := rated("A", "stripe", "acct", 1), rated("A", "stripe", "acct", 1)
