@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -133,4 +134,71 @@ func TestLightTenantPassesABacklog(t *testing.T) {
 		require.Equal(t, store.RunCompleted, res.Status)
 	}
 	require.LessOrEqual(t, most.Load(), int64(concurrency), "steps at once")
+}
+
+// TestLightTenantPassesManyTenantsBacklog is TestLightTenantPassesABacklog
+// with the backlog spread over many tenants, claimed in turns, so that each
+// holds one task here, as a light tenant does: their claims say they have
+// more queued (store.ClaimedTask.TenantQueued), so their results do not go
+// by the light lane, and A's result does not wait behind theirs there.
+func TestLightTenantPassesManyTenantsBacklog(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st := &heldStore{Store: memstore.New(nil), release: make(chan struct{}), held: map[dag.RunID]bool{}}
+	const concurrency, tenants = 64, 200
+	var ranBacklog atomic.Int64
+	def := &engine.Definition{Name: "work", Steps: []engine.Step{
+		{Name: "s", Run: fn(func(_ context.Context, in int, _ []string) (string, error) {
+			if in >= 0 {
+				ranBacklog.Add(1)
+			}
+			return "done", nil
+		})},
+	}}
+	e, err := engine.New(st, &engine.Config{WorkerID: "w1", Concurrency: concurrency, PollInterval: 5 * time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, e.Register(def))
+	require.NoError(t, e.Start(ctx))
+	released := false
+	t.Cleanup(func() {
+		if !released {
+			close(st.release)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = e.Stop(ctx)
+	})
+
+	// Three runs of each of 200 tenants: a claim takes one task of each.
+	reqs := make([]engine.TriggerRequest, 3*tenants)
+	for i := range reqs {
+		reqs[i] = engine.TriggerRequest{Workflow: "work", Tenant: fmt.Sprintf("t%03d", i%tenants), Input: i}
+	}
+	require.NoError(t, e.Stop(ctx))
+	ids, err := e.TriggerMany(ctx, reqs)
+	require.NoError(t, err)
+	st.hold(ids)
+	require.NoError(t, e.Start(ctx))
+
+	kept := concurrency / 64
+	require.Eventually(t, func() bool { return ranBacklog.Load() == concurrency-int64(kept) }, 10*time.Second, time.Millisecond,
+		"the backlog's steps ran: %d", ranBacklog.Load())
+	require.Eventually(t, func() bool { return st.waiting.Load() > 0 }, 10*time.Second, time.Millisecond,
+		"the backlog's results wait for the store")
+
+	for i := range 5 {
+		runCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		res, err := e.Run(runCtx, "work", "a", -1-i)
+		cancel()
+		require.NoError(t, err, "A's run %d finishes while the backlog's results wait", i)
+		require.Equal(t, store.RunCompleted, res.Status)
+	}
+
+	close(st.release)
+	released = true
+	for _, id := range ids {
+		res, err := e.Wait(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, store.RunCompleted, res.Status)
+	}
 }

@@ -417,6 +417,13 @@ type ClaimedTask struct {
 	// claim, on the store's clock; 0 for a task started without queueing
 	// (Starter, Continuer).
 	Queued time.Duration
+	// TenantQueued says the task's tenant had more tasks queued behind it
+	// when it was claimed: a later turn of the fair queue was its already.
+	// The engine stores the results of such a tenant as a backlog's, not by
+	// the lane it keeps for light tenants. False for a task started without
+	// queueing (Starter, Continuer): those start only while their tenant has
+	// no task queued ahead of them.
+	TenantQueued bool
 }
 
 // ParentResult is a finished parent as a child sees it.

@@ -536,6 +536,7 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.Cl
 	}
 	now := s.now()
 	var claimed []store.ClaimedTask
+	var places []int64 // the queue id each claimed task had: see tenantQueued
 	for len(claimed) < p.Limit {
 		var best *readyQueue
 		var head queueEntry
@@ -562,8 +563,32 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.Cl
 		}
 		s.spend(head.run, head.task, now)
 		claimed = append(claimed, s.claim(head.run, head.task, p, now))
+		places = append(places, head.id)
 	}
+	s.tenantQueued(claimed, places)
 	return claimed, nil
+}
+
+// tenantQueued sets each claimed task's TenantQueued as pgstore's claim
+// does: a tenant with a later task in the claim has one queued behind its
+// earlier ones; for its last, whether its next place in the fair queue
+// (a tenant of weight w has w a block) lies past the block of the place
+// the task had.
+func (s *Store) tenantQueued(claimed []store.ClaimedTask, places []int64) {
+	last := make(map[string]int, len(claimed))
+	for i := range claimed {
+		last[claimed[i].Tenant] = i
+	}
+	for i := range claimed {
+		c := &claimed[i]
+		if last[c.Tenant] != i {
+			c.TenantQueued = true
+			continue
+		}
+		g := s.groups[c.Tenant]
+		w := int64(g.weight)
+		c.TenantQueued = g.ptr*w+int64(g.fill) > (places[i]/store.BlockLength+1)*w
+	}
 }
 
 // newClaim returns a fence token for a claim (store.ClaimedTask.Claim):

@@ -33,14 +33,15 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.Cl
 	sh := newSharedReads(len(rows), func(i int) (bool, bool) { return rows[i].RunShared, rows[i].ParentsShared })
 	for i, r := range rows {
 		c := store.ClaimedTask{
-			RunID:     dag.RunID(r.RunID.Bytes),
-			Step:      r.Name,
-			Kind:      store.TaskKind(r.Kind),
-			Attempt:   int(r.Attempt),
-			Claim:     r.Claim,
-			Signature: r.Signature,
-			Element:   int(r.Element),
-			Queued:    time.Duration(r.QueuedSeconds * float64(time.Second)),
+			RunID:        dag.RunID(r.RunID.Bytes),
+			Step:         r.Name,
+			Kind:         store.TaskKind(r.Kind),
+			Attempt:      int(r.Attempt),
+			Claim:        r.Claim,
+			Signature:    r.Signature,
+			Element:      int(r.Element),
+			Queued:       time.Duration(r.QueuedSeconds * float64(time.Second)),
+			TenantQueued: r.TenantQueued,
 		}
 		own := runFields{workflow: r.Workflow, tenant: r.Tenant, input: r.Input, inputOmitted: r.InputOmitted, traceParent: r.TraceParent}
 		if r.FailureStep.Valid {

@@ -20,6 +20,7 @@ var flowControlTests = []struct {
 }{
 	{"WeightsShareTheQueue", testWeightsShareTheQueue},
 	{"WeightChangeTakesTheNextBlock", testWeightChange},
+	{"WeightedClaimSaysWhetherTheTenantHasMoreQueued", testWeightedTenantQueued},
 	{"BadWeightsAreRefused", testBadWeights},
 	{"PriorityOrdersATenantsOwnTasks", testPriorityOrdersATenant},
 	{"PriorityKeepsTheTurns", testPriorityKeepsTheTurns},
@@ -101,6 +102,18 @@ func testWeightChange(f *fixture, fc store.FlowControl) {
 	weights, err := fc.TenantWeights(f.ctx)
 	require.NoError(t, err)
 	require.Empty(t, weights, "weight 1 is the default: not listed")
+}
+
+func testWeightedTenantQueued(f *fixture, fc store.FlowControl) {
+	t := f.t
+	require.NoError(t, fc.SetTenantWeight(f.ctx, "A", 2))
+	f.backlog("A", 4, 0) // two blocks, two places each
+	var got []bool
+	for _, c := range f.claimEach(4) {
+		got = append(got, c.TenantQueued)
+	}
+	// The tasks of A's last block have no later block of A's behind them.
+	require.Equal(t, []bool{true, true, false, false}, got)
 }
 
 func testBadWeights(f *fixture, fc store.FlowControl) {

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -79,6 +80,7 @@ func RunExcept(t *testing.T, newStore NewStore, except map[string]string) {
 		{"CancelRun", testCancelRun},
 		{"FairnessAcrossTenants", testFairness},
 		{"FairnessAfterRetries", testFairnessAfterRetries},
+		{"ClaimSaysWhetherTheTenantHasMoreQueued", testClaimTenantQueued},
 		{"EventLog", testEventLog},
 		{"EventOrder/CompleteBatch", testEventOrderCompleteBatch},
 		{"EventOrder/TimerBatch", testEventOrderTimerBatch},
@@ -708,6 +710,28 @@ func testFairness(f *fixture) {
 		tenants[ct.Tenant]++
 	}
 	require.Equal(t, map[string]int{"B": 1, "C": 1, "D": 1, "E": 1}, tenants)
+}
+
+func testClaimTenantQueued(f *fixture) {
+	t := f.t
+	f.backlog("B", 3, 0)
+	a := newRun("wf", "A", task("a"))
+	f.create(a)
+	queued := func(claimed []store.ClaimedTask) string {
+		var b strings.Builder
+		for _, c := range claimed {
+			fmt.Fprintf(&b, "%s:%v ", c.Tenant, c.TenantQueued)
+		}
+		return b.String()
+	}
+	// B has tasks behind each of its first two; A's one has none. In one
+	// claim, a tenant's earlier task has its later one behind it.
+	require.Equal(t, "B:true A:false ", queued(f.claim(2)))
+	require.Equal(t, "B:true B:false ", queued(f.claim(5)))
+	// Claimed one at a time, the same answers.
+	f.backlog("C", 2, 0)
+	require.Equal(t, "C:true C:false ", queued(f.claimEach(2)))
+	require.Empty(t, f.claim(1))
 }
 
 func testFairnessAfterRetries(f *fixture) {

@@ -31,6 +31,7 @@ type finished struct {
 	res      store.TaskResult
 	rows     int
 	tenant   string // the run's: see laneOf
+	queued   bool   // the claim's store.ClaimedTask.TenantQueued: see laneOf
 	workflow string // the run's, for metrics
 	trace    string // the run's trace context, for the log
 }

@@ -20,7 +20,13 @@ import "github.com/dagenhq/dagen/runtime/engine/internal/slots"
 //     the batch of up to BatchSize results that completer was storing,
 //     and then in the next batch, as large. Results of light tenants go
 //     by a lane of their own, the light lane (laneOf), whose completer
-//     stores them in batches of their own.
+//     stores them in batches of their own. A tenant is light there when
+//     it holds at most LightTasks here and its task was not claimed with
+//     more of the tenant's queued behind it (store.ClaimedTask's
+//     TenantQueued): behind a backlog of thousands of tenants claimed in
+//     turns, every one of them holds one task, and counting held tasks
+//     alone sent all their results by the light lane, where the light
+//     tenant's waited behind them.
 //
 // With both, a tenant running one run at a time beside another's backlog
 // waits less for its steps' results, and no step of the backlog starts
@@ -30,7 +36,7 @@ import "github.com/dagenhq/dagen/runtime/engine/internal/slots"
 // laneOf is the channel f goes to: the light lane when f's tenant is
 // light, else the completer of f's run.
 func (w *Worker) laneOf(f finished) chan finished {
-	if w.slots.Light(f.tenant, slots.LightTasks) {
+	if !f.queued && w.slots.Light(f.tenant, slots.LightTasks) {
 		return w.light
 	}
 	return w.results[completerOf(f.res.RunID)]

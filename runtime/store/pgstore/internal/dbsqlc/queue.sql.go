@@ -92,6 +92,9 @@ shared AS (
            claimed.children, claimed.row_ctid, claimed.queued_seconds,
            claimed.run_id = ANY($7::uuid[]) AS known,
            row_number() OVER (PARTITION BY claimed.run_id ORDER BY claimed.queue_id) AS run_rank,
+           -- The tenant's last task of the claim is the one whose place is
+           -- compared with the tenant's next (tenant_queued).
+           row_number() OVER (PARTITION BY claimed.queue_id % 1048576 ORDER BY claimed.queue_id DESC) AS tenant_rank,
            CASE WHEN claimed.each = ''
                 THEN row_number() OVER (PARTITION BY claimed.run_id, claimed.parents, claimed.each ORDER BY claimed.queue_id)
                 ELSE 1
@@ -113,7 +116,13 @@ SELECT c.queue_id, c.run_id, c.name, c.kind, c.attempt, c.claim::bigint AS claim
        coalesce(par.outputs, '{}')::bytea[] AS parent_outputs,
        -- The claim view (migration 013).
        c.started_event::bigint AS started_event, c.children::text[] AS children, c.row_ctid::tid AS row_ctid,
-       c.queued_seconds::float8 AS queued_seconds
+       c.queued_seconds::float8 AS queued_seconds,
+       -- Whether the tenant has a task queued in a later block than this
+       -- one's place: a turn of its own still to come, so its results are
+       -- a backlog's, not a light tenant's (the engine's light lane; see
+       -- docs/performance.md, "The light lane"). A tenant with a later
+       -- task in this claim has; else one lookup of its group.
+       coalesce(tg.queued, c.tenant_rank > 1)::boolean AS tenant_queued
 FROM shared c
 LEFT JOIN LATERAL (
     -- One primary-key lookup, for a run's first task only.
@@ -138,6 +147,14 @@ LEFT JOIN LATERAL (
     ) AS pt
     WHERE c.parents_rank = 1
 ) par ON true
+LEFT JOIN LATERAL (
+    -- A tenant of weight w has w places a block; its next is at
+    -- block_ptr * w + block_fill.
+    SELECT g.block_ptr * g.weight + g.block_fill > (c.queue_id / 1048576 + 1) * g.weight AS queued
+    FROM dagen_tenant_groups g
+    WHERE g.group_id = c.queue_id % 1048576 AND c.tenant_rank = 1
+    LIMIT 1
+) tg ON true
 ORDER BY c.queue_id
 `
 
@@ -178,6 +195,7 @@ type ClaimTasksRow struct {
 	Children       []string
 	RowCtid        pgtype.TID
 	QueuedSeconds  float64
+	TenantQueued   bool
 }
 
 // Claims ready tasks in one statement, while the schema has no run
@@ -241,6 +259,7 @@ func (q *Queries) ClaimTasks(ctx context.Context, db DBTX, arg ClaimTasksParams)
 			&i.Children,
 			&i.RowCtid,
 			&i.QueuedSeconds,
+			&i.TenantQueued,
 		); err != nil {
 			return nil, err
 		}
@@ -403,6 +422,9 @@ shared AS (
            claimed.children, claimed.row_ctid, claimed.queued_seconds,
            claimed.run_id = ANY($7::uuid[]) AS known,
            row_number() OVER (PARTITION BY claimed.run_id ORDER BY claimed.queue_id) AS run_rank,
+           -- The tenant's last task of the claim is the one whose place is
+           -- compared with the tenant's next (tenant_queued).
+           row_number() OVER (PARTITION BY claimed.queue_id % 1048576 ORDER BY claimed.queue_id DESC) AS tenant_rank,
            CASE WHEN claimed.each = ''
                 THEN row_number() OVER (PARTITION BY claimed.run_id, claimed.parents, claimed.each ORDER BY claimed.queue_id)
                 ELSE 1
@@ -424,7 +446,13 @@ SELECT c.queue_id, c.run_id, c.name, c.kind, c.attempt, c.claim::bigint AS claim
        coalesce(par.outputs, '{}')::bytea[] AS parent_outputs,
        -- The claim view (migration 013).
        c.started_event::bigint AS started_event, c.children::text[] AS children, c.row_ctid::tid AS row_ctid,
-       c.queued_seconds::float8 AS queued_seconds
+       c.queued_seconds::float8 AS queued_seconds,
+       -- Whether the tenant has a task queued in a later block than this
+       -- one's place: a turn of its own still to come, so its results are
+       -- a backlog's, not a light tenant's (the engine's light lane; see
+       -- docs/performance.md, "The light lane"). A tenant with a later
+       -- task in this claim has; else one lookup of its group.
+       coalesce(tg.queued, c.tenant_rank > 1)::boolean AS tenant_queued
 FROM shared c
 LEFT JOIN LATERAL (
     -- One primary-key lookup, for a run's first task only.
@@ -449,6 +477,14 @@ LEFT JOIN LATERAL (
     ) AS pt
     WHERE c.parents_rank = 1
 ) par ON true
+LEFT JOIN LATERAL (
+    -- A tenant of weight w has w places a block; its next is at
+    -- block_ptr * w + block_fill.
+    SELECT g.block_ptr * g.weight + g.block_fill > (c.queue_id / 1048576 + 1) * g.weight AS queued
+    FROM dagen_tenant_groups g
+    WHERE g.group_id = c.queue_id % 1048576 AND c.tenant_rank = 1
+    LIMIT 1
+) tg ON true
 ORDER BY c.queue_id
 `
 
@@ -489,6 +525,7 @@ type ClaimTasksFlowRow struct {
 	Children       []string
 	RowCtid        pgtype.TID
 	QueuedSeconds  float64
+	TenantQueued   bool
 }
 
 // ClaimTasks once the schema has run priorities or rate limits
@@ -556,6 +593,7 @@ func (q *Queries) ClaimTasksFlow(ctx context.Context, db DBTX, arg ClaimTasksFlo
 			&i.Children,
 			&i.RowCtid,
 			&i.QueuedSeconds,
+			&i.TenantQueued,
 		); err != nil {
 			return nil, err
 		}
