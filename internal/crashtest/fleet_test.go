@@ -131,11 +131,9 @@ func TestFleetQuietWhenIdle(t *testing.T) {
 		_, err := wf.Start(ctx, fmt.Sprintf("tenant-%d", i%7), flow.Job{N: i, Work: 20 * time.Millisecond, Nap: 200 * time.Millisecond})
 		require.NoError(t, err)
 	}
-	require.Eventually(t, func() bool {
-		var open int
-		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM dagen_runs WHERE status NOT IN ('COMPLETED', 'FAILED', 'CANCELLED')`).Scan(&open))
-		return open == 0
-	}, 200*time.Second, 100*time.Millisecond, "every run finishes") // 30 s alone; minutes when make test runs other packages beside it (once over 150 s)
+	// 30 s alone; minutes when make test runs other packages beside it
+	// (once over 150 s).
+	waitFleetLoad(ctx, t, pool, 200*time.Second)
 	seen := conns.stop()
 	t.Logf("load: %d runs on %d workers in %s; the server saw at most %d connections (%d client backends, %d on dagen)",
 		fleetRuns, fleetWorkers, time.Since(loadBegan).Round(time.Millisecond), seen.total, seen.clients, seen.dagen)
@@ -411,5 +409,39 @@ func (f *fleet) stop() {
 			_ = w.cmd.Process.Kill()
 			<-w.exited
 		}
+	}
+}
+
+// waitFleetLoad waits until every run of the dagen database has ended,
+// logging how many are left every 30 s; after within, it fails the test
+// with what the runs left and their tasks are doing, so that a slow fleet
+// can be told from a stuck one.
+func waitFleetLoad(ctx context.Context, t *testing.T, pool *pgxpool.Pool, within time.Duration) {
+	t.Helper()
+	const open = `SELECT count(*) FROM dagen_runs WHERE status NOT IN ('COMPLETED', 'FAILED', 'CANCELLED')`
+	deadline, logAt := time.Now().Add(within), time.Now().Add(30*time.Second)
+	for {
+		var left int
+		require.NoError(t, pool.QueryRow(ctx, open).Scan(&left))
+		if left == 0 {
+			return
+		}
+		if now := time.Now(); now.After(deadline) {
+			rows, err := pool.Query(ctx, `
+				SELECT r.status || ' run, ' || t.status || ' task ' || t.name || ': ' || count(*) || ', attempts up to ' || max(t.attempt) ||
+				       coalesce(', on ' || string_agg(DISTINCT nullif(t.worker, ''), ' ') FILTER (WHERE t.status = 'RUNNING'), '')
+				FROM dagen_runs r JOIN dagen_tasks t ON t.run_id = r.id
+				WHERE r.status NOT IN ('COMPLETED', 'FAILED', 'CANCELLED')
+				GROUP BY r.status, t.status, t.name
+				ORDER BY 1`)
+			require.NoError(t, err)
+			states, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			require.NoError(t, err)
+			t.Fatalf("%d runs unfinished after %s; their tasks:\n%s", left, within, strings.Join(states, "\n"))
+		} else if now.After(logAt) {
+			t.Logf("%d runs unfinished", left)
+			logAt = now.Add(30 * time.Second)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
