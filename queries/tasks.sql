@@ -316,6 +316,17 @@ SELECT set_config('plan_cache_mode', 'force_custom_plan', true);
 -- parameters at each execution (see ClaimTasks).
 SELECT set_config('plan_cache_mode', 'force_generic_plan', true);
 
+-- name: GenericPlanBegin :exec
+-- KeepGenericPlan for the statements up to GenericPlanEnd, which gives the
+-- transaction the plan cache mode it had before (kept meanwhile in a
+-- setting of dagen's own; see Store.enqueue).
+SELECT set_config('dagen.plan_cache_mode', current_setting('plan_cache_mode'), true),
+       set_config('plan_cache_mode', 'force_generic_plan', true);
+
+-- name: GenericPlanEnd :exec
+-- See GenericPlanBegin.
+SELECT set_config('plan_cache_mode', current_setting('dagen.plan_cache_mode'), true);
+
 -- name: DeleteLeases :exec
 -- Deletes leases by id and token (migration 014: an id alone may name
 -- another claim's lease after a rollback) whose every attempt the store

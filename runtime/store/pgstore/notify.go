@@ -11,6 +11,7 @@ import (
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
+	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/pipeline"
 )
 
 var (
@@ -219,6 +220,20 @@ func (s *Store) enqueue(ctx context.Context, db dbsqlc.DBTX, ep dbsqlc.EnqueuePa
 	ep.ForceNotify = s.notifyDue()
 	if !ep.Now.Valid {
 		ep.Now = s.clock() // when a parked task's bucket is due
+	}
+	// Enqueue runs the generic plan its connection cached: left to choose,
+	// Postgres planned about half of the enqueues of a steady rate of
+	// triggers for their parameters (after an ANALYZE or a vacuum had it
+	// plan again, the generic plan's estimate lost to the custom ones it
+	// had averaged), and planning this statement costs more than running
+	// it (see docs/performance.md, "Enqueues keep their generic plan").
+	// Only where it costs no round trip: on a pipeline. The transaction
+	// (a caller's, for CreateRunsTx) gets its own setting back after.
+	if q, ok := db.(pipeline.Queuer); ok && s.cachesPlans {
+		_ = s.q.GenericPlanBegin(ctx, q)
+		err := s.q.Enqueue(ctx, q, ep)
+		_ = s.q.GenericPlanEnd(ctx, q)
+		return err
 	}
 	return s.q.Enqueue(ctx, db, ep)
 }

@@ -214,6 +214,29 @@ func (q *Queries) ExtendLeases(ctx context.Context, db DBTX, ids []int64, leaseU
 	return err
 }
 
+const genericPlanBegin = `-- name: GenericPlanBegin :exec
+SELECT set_config('dagen.plan_cache_mode', current_setting('plan_cache_mode'), true),
+       set_config('plan_cache_mode', 'force_generic_plan', true)
+`
+
+// KeepGenericPlan for the statements up to GenericPlanEnd, which gives the
+// transaction the plan cache mode it had before (kept meanwhile in a
+// setting of dagen's own; see Store.enqueue).
+func (q *Queries) GenericPlanBegin(ctx context.Context, db DBTX) error {
+	_, err := db.Exec(ctx, genericPlanBegin)
+	return err
+}
+
+const genericPlanEnd = `-- name: GenericPlanEnd :exec
+SELECT set_config('plan_cache_mode', current_setting('dagen.plan_cache_mode'), true)
+`
+
+// See GenericPlanBegin.
+func (q *Queries) GenericPlanEnd(ctx context.Context, db DBTX) error {
+	_, err := db.Exec(ctx, genericPlanEnd)
+	return err
+}
+
 const getTasks = `-- name: GetTasks :many
 SELECT t.run_id, t.name, t.kind, t.children, t.status, t.attempt, t.claim, t.max_attempts, t.signature,
        t.error, t.reason, t.wake_at, t.worker,
