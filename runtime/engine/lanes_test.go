@@ -58,6 +58,58 @@ func (s *heldStore) CompleteAndContinue(ctx context.Context, results []store.Tas
 	return s.Store.CompleteAndContinue(ctx, results, p)
 }
 
+// heldEngine starts an engine of def with concurrency slots over a
+// heldStore. release lets the held completions through; the test's cleanup
+// calls it when the test did not.
+func heldEngine(ctx context.Context, t *testing.T, def *engine.Definition, concurrency int) (e *engine.Engine, st *heldStore, release func()) {
+	t.Helper()
+	st = &heldStore{Store: memstore.New(nil), release: make(chan struct{}), held: map[dag.RunID]bool{}}
+	e, err := engine.New(st, &engine.Config{WorkerID: "w1", Concurrency: concurrency, PollInterval: 5 * time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, e.Register(def))
+	require.NoError(t, e.Start(ctx))
+	var once sync.Once
+	release = func() { once.Do(func() { close(st.release) }) }
+	t.Cleanup(func() {
+		release()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = e.Stop(ctx)
+	})
+	return e, st, release
+}
+
+// holdBacklog triggers reqs as a backlog whose completions the store
+// holds, and waits until it fills every slot but the one kept for light
+// tenants (ran counts the backlog's steps that ran) and its results wait
+// for the store. The runs are held before any can reach a completer: the
+// engine stands still while they are created.
+func holdBacklog(ctx context.Context, t *testing.T, e *engine.Engine, st *heldStore, reqs []engine.TriggerRequest, ran *atomic.Int64, concurrency int) []dag.RunID {
+	t.Helper()
+	require.NoError(t, e.Stop(ctx))
+	ids, err := e.TriggerMany(ctx, reqs)
+	require.NoError(t, err)
+	st.hold(ids)
+	require.NoError(t, e.Start(ctx))
+	kept := concurrency / 64
+	require.Eventually(t, func() bool { return ran.Load() == int64(concurrency-kept) }, 10*time.Second, time.Millisecond,
+		"the backlog's steps ran: %d", ran.Load())
+	// Their completions reach the store a moment after the steps ran.
+	require.Eventually(t, func() bool { return st.waiting.Load() > 0 }, 10*time.Second, time.Millisecond,
+		"the backlog's results wait for the store")
+	return ids
+}
+
+// requireCompleted waits for the runs ids, which must complete.
+func requireCompleted(ctx context.Context, t *testing.T, e *engine.Engine, ids []dag.RunID) {
+	t.Helper()
+	for _, id := range ids {
+		res, err := e.Wait(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, store.RunCompleted, res.Status)
+	}
+}
+
 // TestLightTenantPassesABacklog runs tenant A's runs, one at a time,
 // while tenant B's runs hold every slot B may take and every completer
 // that stores B's results is stuck: A's first step starts in the slot kept
@@ -69,7 +121,6 @@ func (s *heldStore) CompleteAndContinue(ctx context.Context, results []store.Tas
 func TestLightTenantPassesABacklog(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st := &heldStore{Store: memstore.New(nil), release: make(chan struct{}), held: map[dag.RunID]bool{}}
 	const concurrency = 64
 	var running, most, ranB atomic.Int64
 	def := &engine.Definition{Name: "work", Steps: []engine.Step{
@@ -84,55 +135,26 @@ func TestLightTenantPassesABacklog(t *testing.T) {
 			return "done", nil
 		})},
 	}}
-	e, err := engine.New(st, &engine.Config{WorkerID: "w1", Concurrency: concurrency, PollInterval: 5 * time.Millisecond})
-	require.NoError(t, err)
-	require.NoError(t, e.Register(def))
-	require.NoError(t, e.Start(ctx))
-	released := false
-	t.Cleanup(func() {
-		if !released {
-			close(st.release)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = e.Stop(ctx)
-	})
+	e, st, release := heldEngine(ctx, t, def, concurrency)
 
 	reqs := make([]engine.TriggerRequest, 300)
 	for i := range reqs {
 		reqs[i] = engine.TriggerRequest{Workflow: "work", Tenant: "b", Input: i}
 	}
-	// B's runs are held before any can reach a completer: the engine
-	// stands still while they are created.
-	require.NoError(t, e.Stop(ctx))
-	bIDs, err := e.TriggerMany(ctx, reqs)
-	require.NoError(t, err)
-	st.hold(bIDs)
-	require.NoError(t, e.Start(ctx))
-
 	// B fills every slot but the one kept for light tenants: its steps
 	// ran, and their results wait for the store.
-	kept := concurrency / 64
-	require.Eventually(t, func() bool { return ranB.Load() == concurrency-int64(kept) }, 10*time.Second, time.Millisecond,
-		"B's steps ran: %d", ranB.Load())
-	// Their completions reach the store a moment after the steps ran.
-	require.Eventually(t, func() bool { return st.waiting.Load() > 0 }, 10*time.Second, time.Millisecond,
-		"B's results wait for the store")
+	bIDs := holdBacklog(ctx, t, e, st, reqs, &ranB, concurrency)
 
 	for i := range 5 {
 		res, err := e.Run(ctx, "work", "a", -1-i)
 		require.NoError(t, err, "A's run %d finishes while B's results wait", i)
 		require.Equal(t, store.RunCompleted, res.Status)
 	}
+	kept := concurrency / 64
 	require.Equal(t, int64(concurrency-kept), ranB.Load(), "B did not take the kept slot")
 
-	close(st.release)
-	released = true
-	for _, id := range bIDs {
-		res, err := e.Wait(ctx, id)
-		require.NoError(t, err)
-		require.Equal(t, store.RunCompleted, res.Status)
-	}
+	release()
+	requireCompleted(ctx, t, e, bIDs)
 	require.LessOrEqual(t, most.Load(), int64(concurrency), "steps at once")
 }
 
@@ -144,7 +166,6 @@ func TestLightTenantPassesABacklog(t *testing.T) {
 func TestLightTenantPassesManyTenantsBacklog(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st := &heldStore{Store: memstore.New(nil), release: make(chan struct{}), held: map[dag.RunID]bool{}}
 	const concurrency, tenants = 64, 200
 	var ranBacklog atomic.Int64
 	def := &engine.Definition{Name: "work", Steps: []engine.Step{
@@ -155,36 +176,14 @@ func TestLightTenantPassesManyTenantsBacklog(t *testing.T) {
 			return "done", nil
 		})},
 	}}
-	e, err := engine.New(st, &engine.Config{WorkerID: "w1", Concurrency: concurrency, PollInterval: 5 * time.Millisecond})
-	require.NoError(t, err)
-	require.NoError(t, e.Register(def))
-	require.NoError(t, e.Start(ctx))
-	released := false
-	t.Cleanup(func() {
-		if !released {
-			close(st.release)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = e.Stop(ctx)
-	})
+	e, st, release := heldEngine(ctx, t, def, concurrency)
 
 	// Three runs of each of 200 tenants: a claim takes one task of each.
 	reqs := make([]engine.TriggerRequest, 3*tenants)
 	for i := range reqs {
 		reqs[i] = engine.TriggerRequest{Workflow: "work", Tenant: fmt.Sprintf("t%03d", i%tenants), Input: i}
 	}
-	require.NoError(t, e.Stop(ctx))
-	ids, err := e.TriggerMany(ctx, reqs)
-	require.NoError(t, err)
-	st.hold(ids)
-	require.NoError(t, e.Start(ctx))
-
-	kept := concurrency / 64
-	require.Eventually(t, func() bool { return ranBacklog.Load() == concurrency-int64(kept) }, 10*time.Second, time.Millisecond,
-		"the backlog's steps ran: %d", ranBacklog.Load())
-	require.Eventually(t, func() bool { return st.waiting.Load() > 0 }, 10*time.Second, time.Millisecond,
-		"the backlog's results wait for the store")
+	ids := holdBacklog(ctx, t, e, st, reqs, &ranBacklog, concurrency)
 
 	for i := range 5 {
 		runCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -194,11 +193,6 @@ func TestLightTenantPassesManyTenantsBacklog(t *testing.T) {
 		require.Equal(t, store.RunCompleted, res.Status)
 	}
 
-	close(st.release)
-	released = true
-	for _, id := range ids {
-		res, err := e.Wait(ctx, id)
-		require.NoError(t, err)
-		require.Equal(t, store.RunCompleted, res.Status)
-	}
+	release()
+	requireCompleted(ctx, t, e, ids)
 }
