@@ -63,6 +63,17 @@ func (s *Store) completeOnce(ctx context.Context, results []store.TaskResult, co
 	err := pipeline.InTx(ctx, s.pool, func(tx *pipeline.Tx) error {
 		b := s.newBatch(tx, len(results))
 		b.cont = cont
+		// The batch's statements run the generic plans their connection
+		// cached, as claims do: left to choose, Postgres plans each
+		// connection's first executions of a statement for their
+		// parameters, and plans again after every ANALYZE of a range that
+		// fills, and a completion's statements cost more to plan than to
+		// run (see docs/performance.md, "Completions keep their generic
+		// plan"). DeleteLeases, last, is planned at each execution
+		// (endLeases).
+		if err := s.keepGenericPlan(ctx, tx.Queue()); err != nil { // queued: it cannot fail here
+			return err
+		}
 		ids := make([]dag.RunID, len(results))
 		for i := range results {
 			ids[i] = results[i].RunID
