@@ -724,6 +724,55 @@ func TestClaimsKeepTheirGenericPlan(t *testing.T) {
 	require.Empty(t, wholeReads(t, conn, top), "the claim's generic plan reads tables whole")
 }
 
+// TestCompletionsKeepTheirGenericPlan: a completion's statements run the
+// generic plan of their connection from the first execution on (see
+// completeOnce), but DeleteLeases, planned at each execution.
+func TestCompletionsKeepTheirGenericPlan(t *testing.T) {
+	ctx := context.Background()
+	pool, _ := tracedPoolOf(t, 1) // the connection that prepares the statements counts their plans
+	s, err := pgstore.New(ctx, pool, nil)
+	require.NoError(t, err)
+
+	var runs []store.NewRun
+	for i := range 8 {
+		runs = append(runs, newRun("chain", fmt.Sprintf("t%d", i%2), step("a"), step("b", "a")))
+	}
+	require.NoError(t, s.CreateRuns(ctx, runs))
+	completions := 0
+	for range 2 * len(runs) { // each claim takes one task: a batch a completion
+		claimed, err := s.ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: 1, Lease: time.Minute})
+		require.NoError(t, err)
+		require.Len(t, claimed, 1)
+		_, err = s.CompleteTasks(ctx, []store.TaskResult{completed(claimed[0])})
+		require.NoError(t, err)
+		completions++
+	}
+	require.Equal(t, 16, completions)
+
+	conn, err := pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	rows, err := conn.Query(ctx, `SELECT substring(statement FROM '^-- name: (\w+)'), generic_plans, custom_plans FROM pg_prepared_statements`)
+	require.NoError(t, err)
+	plans := make(map[string][2]int64)
+	for rows.Next() {
+		var name *string
+		var generic, custom int64
+		require.NoError(t, rows.Scan(&name, &generic, &custom))
+		if name != nil {
+			plans[*name] = [2]int64{generic, custom}
+		}
+	}
+	require.NoError(t, rows.Err())
+	for _, name := range []string{"LockRuns", "UpdateTasks", "UpdateRuns", "DecrementChildren", "Enqueue"} {
+		p, ok := plans[name]
+		require.True(t, ok, "no completion ran %s", name)
+		require.Zero(t, p[1], "%s was planned for its parameters %d times", name, p[1])
+		require.Positive(t, p[0], name)
+	}
+	require.Zero(t, plans["DeleteLeases"][0], "DeleteLeases ran a generic plan")
+}
+
 // indexScans returns the indexes a plan reads.
 func indexScans(node map[string]any) []string {
 	var out []string
