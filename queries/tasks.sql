@@ -327,6 +327,13 @@ SELECT set_config('dagen.plan_cache_mode', current_setting('plan_cache_mode'), t
 -- See GenericPlanBegin.
 SELECT set_config('plan_cache_mode', current_setting('dagen.plan_cache_mode'), true);
 
+-- name: FindByIndex :exec
+-- Makes the statements after it in this transaction take an index wherever
+-- one serves, whatever the size of the table when their plan was made: a
+-- generic plan made while a churning table was nearly empty would read it
+-- whole once it holds thousands of dead rows (see DeleteLeases).
+SELECT set_config('enable_seqscan', 'off', true);
+
 -- name: DeleteLeases :exec
 -- Deletes leases by id and token (migration 014: an id alone may name
 -- another claim's lease after a rollback) whose every attempt the store
@@ -337,8 +344,10 @@ SELECT set_config('plan_cache_mode', current_setting('dagen.plan_cache_mode'), t
 -- leader deletes it once it expired and no task holds it. dagen_leases
 -- churns a row per claim and may hold many dead rows between two vacuums,
 -- while its statistics may still say it is empty: a generic plan made then
--- scans the table. Callers run PlanEachExecution first, as the
--- transaction's last statements.
+-- scans the table. Callers run FindByIndex first, as the transaction's
+-- last statements: the plan finds each lease by key, and is kept (planned
+-- at each execution instead, it cost a completion more than it ran; see
+-- docs/performance.md, "Leases removed by key").
 DELETE FROM dagen_leases l
 USING (SELECT unnest(@ids::bigint[]) AS id, unnest(@tokens::bigint[]) AS token) AS k
 WHERE l.id = k.id AND l.token = k.token AND l.id = ANY(@ids::bigint[])

@@ -69,7 +69,7 @@ func (s *Store) completeOnce(ctx context.Context, results []store.TaskResult, co
 		// parameters, and plans again after every ANALYZE of a range that
 		// fills, and a completion's statements cost more to plan than to
 		// run (see docs/performance.md, "Completions keep their generic
-		// plan"). DeleteLeases, last, is planned at each execution
+		// plan"). DeleteLeases, last, runs a plan that takes the index
 		// (endLeases).
 		if err := s.keepGenericPlan(ctx, tx.Queue()); err != nil { // queued: it cannot fail here
 			return err

@@ -84,7 +84,8 @@ type Store struct {
 	// Postgres caches on the connection (pgx's QueryExecModeCacheStatement).
 	// Otherwise (behind a transaction pooler) each execution is planned
 	// anyway, and the statements that choose between a cached plan and a
-	// new one (KeepGenericPlan, PlanEachExecution) are left out.
+	// new one (KeepGenericPlan, PlanEachExecution, FindByIndex) are left
+	// out.
 	cachesPlans bool
 	searchPath  string            // the pool's schemas, for a caller's transaction (inCallerTx)
 	sweep       sweeper           // rate-limits sweepSlots
@@ -320,6 +321,16 @@ func (s *Store) keepGenericPlan(ctx context.Context, db dbsqlc.DBTX) error {
 		return nil
 	}
 	return s.q.KeepGenericPlan(ctx, db)
+}
+
+// findByIndex queues FindByIndex on db when the pool caches plans (see
+// cachesPlans): a statement planned at each execution is planned for the
+// table's size at that time.
+func (s *Store) findByIndex(ctx context.Context, db dbsqlc.DBTX) error {
+	if !s.cachesPlans {
+		return nil
+	}
+	return s.q.FindByIndex(ctx, db)
 }
 
 // planEachExecution queues PlanEachExecution on db when the pool caches

@@ -191,8 +191,10 @@ WHERE l.id = k.id AND l.token = k.token AND l.id = ANY($1::bigint[])
 // leader deletes it once it expired and no task holds it. dagen_leases
 // churns a row per claim and may hold many dead rows between two vacuums,
 // while its statistics may still say it is empty: a generic plan made then
-// scans the table. Callers run PlanEachExecution first, as the
-// transaction's last statements.
+// scans the table. Callers run FindByIndex first, as the transaction's
+// last statements: the plan finds each lease by key, and is kept (planned
+// at each execution instead, it cost a completion more than it ran; see
+// docs/performance.md, "Leases removed by key").
 func (q *Queries) DeleteLeases(ctx context.Context, db DBTX, ids []int64, tokens []int64) error {
 	_, err := db.Exec(ctx, deleteLeases, ids, tokens)
 	return err
@@ -211,6 +213,19 @@ WHERE l.id = k.id AND l.id = ANY(ARRAY(SELECT unnest($1::bigint[])))
 // Moves leases up to their worker's own deadline.
 func (q *Queries) ExtendLeases(ctx context.Context, db DBTX, ids []int64, leaseUntils []pgtype.Timestamptz) error {
 	_, err := db.Exec(ctx, extendLeases, ids, leaseUntils)
+	return err
+}
+
+const findByIndex = `-- name: FindByIndex :exec
+SELECT set_config('enable_seqscan', 'off', true)
+`
+
+// Makes the statements after it in this transaction take an index wherever
+// one serves, whatever the size of the table when their plan was made: a
+// generic plan made while a churning table was nearly empty would read it
+// whole once it holds thousands of dead rows (see DeleteLeases).
+func (q *Queries) FindByIndex(ctx context.Context, db DBTX) error {
+	_, err := db.Exec(ctx, findByIndex)
 	return err
 }
 
