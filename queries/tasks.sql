@@ -327,12 +327,20 @@ SELECT set_config('dagen.plan_cache_mode', current_setting('plan_cache_mode'), t
 -- See GenericPlanBegin.
 SELECT set_config('plan_cache_mode', current_setting('dagen.plan_cache_mode'), true);
 
--- name: FindByIndex :exec
--- Makes the statements after it in this transaction take an index wherever
--- one serves, whatever the size of the table when their plan was made: a
+-- name: FindByIndexBegin :exec
+-- Makes the statements up to FindByIndexEnd take an index wherever one
+-- serves, whatever the size of the table when their plan was made: a
 -- generic plan made while a churning table was nearly empty would read it
--- whole once it holds thousands of dead rows (see DeleteLeases).
-SELECT set_config('enable_seqscan', 'off', true);
+-- whole once it holds thousands of dead rows (see DeleteLeases). The
+-- setting the transaction had is kept meanwhile in a setting of dagen's
+-- own: a plan made under it is kept, so no other statement may be planned
+-- while it holds.
+SELECT set_config('dagen.enable_seqscan', current_setting('enable_seqscan'), true),
+       set_config('enable_seqscan', 'off', true);
+
+-- name: FindByIndexEnd :exec
+-- See FindByIndexBegin.
+SELECT set_config('enable_seqscan', current_setting('dagen.enable_seqscan'), true);
 
 -- name: DeleteLeases :exec
 -- Deletes leases by id and token (migration 014: an id alone may name
@@ -344,8 +352,8 @@ SELECT set_config('enable_seqscan', 'off', true);
 -- leader deletes it once it expired and no task holds it. dagen_leases
 -- churns a row per claim and may hold many dead rows between two vacuums,
 -- while its statistics may still say it is empty: a generic plan made then
--- scans the table. Callers run FindByIndex first, as the transaction's
--- last statements: the plan finds each lease by key, and is kept (planned
+-- scans the table. Callers run it between FindByIndexBegin and
+-- FindByIndexEnd: the plan finds each lease by key, and is kept (planned
 -- at each execution instead, it cost a completion more than it ran; see
 -- docs/performance.md, "Leases removed by key").
 DELETE FROM dagen_leases l

@@ -610,9 +610,8 @@ func (e enqueueItem) live() bool {
 }
 
 // endLeases deletes the leases in b.dropped and those whose every attempt
-// this store saw answered (leasebook.Book.TakeDone). It must come last: the
-// statements after FindByIndex take no sequential scan, and the others
-// keep the plans their statistics give them.
+// this store saw answered (leasebook.Book.TakeDone), by a plan that takes
+// the index (deleteLeases).
 //
 // A lease taken from the book here stays when the transaction fails: the
 // leader deletes it once it expires, as every lease no task holds.
@@ -628,10 +627,7 @@ func (b *batch) endLeases(ctx context.Context, db dbsqlc.DBTX) error {
 	for i, l := range leases {
 		ids[i], tokens[i] = l.ID, l.Token
 	}
-	if err := b.s.findByIndex(ctx, db); err != nil {
-		return fmt.Errorf("plan lease removal: %w", err)
-	}
-	if err := b.s.q.DeleteLeases(ctx, db, ids, tokens); err != nil {
+	if err := b.s.deleteLeases(ctx, db, ids, tokens); err != nil {
 		return fmt.Errorf("delete %d leases: %w", len(ids), err)
 	}
 	return nil

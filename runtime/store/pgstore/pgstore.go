@@ -84,8 +84,8 @@ type Store struct {
 	// Postgres caches on the connection (pgx's QueryExecModeCacheStatement).
 	// Otherwise (behind a transaction pooler) each execution is planned
 	// anyway, and the statements that choose between a cached plan and a
-	// new one (KeepGenericPlan, PlanEachExecution, FindByIndex) are left
-	// out.
+	// new one (KeepGenericPlan, PlanEachExecution, FindByIndexBegin) are
+	// left out.
 	cachesPlans bool
 	searchPath  string            // the pool's schemas, for a caller's transaction (inCallerTx)
 	sweep       sweeper           // rate-limits sweepSlots
@@ -323,14 +323,23 @@ func (s *Store) keepGenericPlan(ctx context.Context, db dbsqlc.DBTX) error {
 	return s.q.KeepGenericPlan(ctx, db)
 }
 
-// findByIndex queues FindByIndex on db when the pool caches plans (see
-// cachesPlans): a statement planned at each execution is planned for the
-// table's size at that time.
-func (s *Store) findByIndex(ctx context.Context, db dbsqlc.DBTX) error {
-	if !s.cachesPlans {
-		return nil
+// deleteLeases runs DeleteLeases on db, between FindByIndexBegin and
+// FindByIndexEnd when the pool caches plans (see cachesPlans): the plan
+// the connection keeps for it then finds leases by key, however small the
+// table was when it was made. Only where it costs no round trip: on a
+// pipeline (every transaction that ends leases is one). The setting holds
+// for DeleteLeases alone: a statement planned under it keeps that plan
+// (one planned with sequential scans costed out may read a table a row at
+// a time where a scan is cheaper), and statements follow it (a
+// completion's child runs are created after its leases end).
+func (s *Store) deleteLeases(ctx context.Context, db dbsqlc.DBTX, ids, tokens []int64) error {
+	if q, ok := db.(pipeline.Queuer); ok && s.cachesPlans {
+		_ = s.q.FindByIndexBegin(ctx, q)
+		err := s.q.DeleteLeases(ctx, q, ids, tokens)
+		_ = s.q.FindByIndexEnd(ctx, q)
+		return err
 	}
-	return s.q.FindByIndex(ctx, db)
+	return s.q.DeleteLeases(ctx, db, ids, tokens)
 }
 
 // planEachExecution queues PlanEachExecution on db when the pool caches

@@ -452,7 +452,7 @@ func rescans(t *testing.T, pool *pgxpool.Pool, log *statementLog, name string) [
 // churns a row per claim, so a generic plan cached while it was nearly
 // empty scans it whole once it has grown with dead rows, at every
 // completion (see docs/performance.md, "Leases removed by key"). The store
-// therefore sends DeleteLeases right after FindByIndex; under it, a plan
+// therefore sends DeleteLeases right after FindByIndexBegin; under it, a plan
 // made while the table is empty finds leases by their key. A
 // claim's lease is deleted by the next transaction that ends leases after
 // the claim's last completion: here, the second claim's completion deletes
@@ -501,8 +501,11 @@ func TestLeaseRemovalUsesTheIndex(t *testing.T) {
 	for i, st := range stmts {
 		if strings.HasPrefix(st.sql, "-- name: DeleteLeases ") {
 			require.Positive(t, i)
-			require.True(t, strings.HasPrefix(stmts[i-1].sql, "-- name: FindByIndex "),
-				"DeleteLeases follows %.40q, not FindByIndex", stmts[i-1].sql)
+			require.True(t, strings.HasPrefix(stmts[i-1].sql, "-- name: FindByIndexBegin "),
+				"DeleteLeases follows %.40q, not FindByIndexBegin", stmts[i-1].sql)
+			require.Less(t, i+1, len(stmts))
+			require.True(t, strings.HasPrefix(stmts[i+1].sql, "-- name: FindByIndexEnd "),
+				"DeleteLeases is followed by %.40q, not FindByIndexEnd", stmts[i+1].sql)
 			del, before = &stmts[i], &stmts[i-1]
 		}
 	}
@@ -510,7 +513,7 @@ func TestLeaseRemovalUsesTheIndex(t *testing.T) {
 
 	// Planned under the statement sent before it while the table is empty,
 	// as a connection may plan it and keep the plan, DeleteLeases finds the
-	// leases by key (without FindByIndex it scans the table).
+	// leases by key (without FindByIndexBegin it scans the table).
 	_, err = pool.Exec(ctx, "TRUNCATE dagen_leases")
 	require.NoError(t, err)
 	_, err = pool.Exec(ctx, "ANALYZE dagen_leases")
@@ -582,8 +585,9 @@ func TestReadRunRoundTrips(t *testing.T) {
 // their array arguments used to make each plan for a few rows cost less
 // than the generic plan, and planning took a good share of a trigger's
 // time (see docs/performance.md, "Statements keep one plan"). A
-// completion's Enqueue must also come before FindByIndex, which has the
-// statements after it plan for indexes alone.
+// completion's Enqueue must also not come between FindByIndexBegin and
+// FindByIndexEnd, which have the statements between them plan for indexes
+// alone.
 func TestTriggersKeepOnePlan(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.Pool(t, pgtest.Schema(t), 1) // one connection: one set of prepared statements
@@ -733,7 +737,7 @@ func TestClaimsKeepTheirGenericPlan(t *testing.T) {
 
 // TestCompletionsKeepTheirGenericPlan: a completion's statements run the
 // generic plan of their connection from the first execution on (see
-// completeOnce), DeleteLeases too (under FindByIndex).
+// completeOnce), DeleteLeases too (under FindByIndexBegin).
 func TestCompletionsKeepTheirGenericPlan(t *testing.T) {
 	ctx := context.Background()
 	pool, _ := tracedPoolOf(t, 1) // the connection that prepares the statements counts their plans

@@ -191,8 +191,8 @@ WHERE l.id = k.id AND l.token = k.token AND l.id = ANY($1::bigint[])
 // leader deletes it once it expired and no task holds it. dagen_leases
 // churns a row per claim and may hold many dead rows between two vacuums,
 // while its statistics may still say it is empty: a generic plan made then
-// scans the table. Callers run FindByIndex first, as the transaction's
-// last statements: the plan finds each lease by key, and is kept (planned
+// scans the table. Callers run it between FindByIndexBegin and
+// FindByIndexEnd: the plan finds each lease by key, and is kept (planned
 // at each execution instead, it cost a completion more than it ran; see
 // docs/performance.md, "Leases removed by key").
 func (q *Queries) DeleteLeases(ctx context.Context, db DBTX, ids []int64, tokens []int64) error {
@@ -216,16 +216,30 @@ func (q *Queries) ExtendLeases(ctx context.Context, db DBTX, ids []int64, leaseU
 	return err
 }
 
-const findByIndex = `-- name: FindByIndex :exec
-SELECT set_config('enable_seqscan', 'off', true)
+const findByIndexBegin = `-- name: FindByIndexBegin :exec
+SELECT set_config('dagen.enable_seqscan', current_setting('enable_seqscan'), true),
+       set_config('enable_seqscan', 'off', true)
 `
 
-// Makes the statements after it in this transaction take an index wherever
-// one serves, whatever the size of the table when their plan was made: a
+// Makes the statements up to FindByIndexEnd take an index wherever one
+// serves, whatever the size of the table when their plan was made: a
 // generic plan made while a churning table was nearly empty would read it
-// whole once it holds thousands of dead rows (see DeleteLeases).
-func (q *Queries) FindByIndex(ctx context.Context, db DBTX) error {
-	_, err := db.Exec(ctx, findByIndex)
+// whole once it holds thousands of dead rows (see DeleteLeases). The
+// setting the transaction had is kept meanwhile in a setting of dagen's
+// own: a plan made under it is kept, so no other statement may be planned
+// while it holds.
+func (q *Queries) FindByIndexBegin(ctx context.Context, db DBTX) error {
+	_, err := db.Exec(ctx, findByIndexBegin)
+	return err
+}
+
+const findByIndexEnd = `-- name: FindByIndexEnd :exec
+SELECT set_config('enable_seqscan', current_setting('dagen.enable_seqscan'), true)
+`
+
+// See FindByIndexBegin.
+func (q *Queries) FindByIndexEnd(ctx context.Context, db DBTX) error {
+	_, err := db.Exec(ctx, findByIndexEnd)
 	return err
 }
 
