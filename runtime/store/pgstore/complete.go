@@ -69,8 +69,8 @@ func (s *Store) completeOnce(ctx context.Context, results []store.TaskResult, co
 		// parameters, and plans again after every ANALYZE of a range that
 		// fills, and a completion's statements cost more to plan than to
 		// run (see docs/performance.md, "Completions keep their generic
-		// plan"). DeleteLeases, last, runs a plan that takes the index
-		// (endLeases).
+		// plan"). DeleteLeases runs a plan that takes the index
+		// (deleteLeases).
 		if err := s.keepGenericPlan(ctx, tx.Queue()); err != nil { // queued: it cannot fail here
 			return err
 		}

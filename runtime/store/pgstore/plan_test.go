@@ -452,11 +452,11 @@ func rescans(t *testing.T, pool *pgxpool.Pool, log *statementLog, name string) [
 // churns a row per claim, so a generic plan cached while it was nearly
 // empty scans it whole once it has grown with dead rows, at every
 // completion (see docs/performance.md, "Leases removed by key"). The store
-// therefore sends DeleteLeases right after FindByIndexBegin; under it, a plan
-// made while the table is empty finds leases by their key. A
-// claim's lease is deleted by the next transaction that ends leases after
-// the claim's last completion: here, the second claim's completion deletes
-// the first claim's lease.
+// therefore sends DeleteLeases between FindByIndexBegin and FindByIndexEnd;
+// under the first, a plan made while the table is empty finds leases by
+// their key. A claim's lease is deleted by the next transaction that ends
+// leases after the claim's last completion: here, the second claim's
+// completion deletes the first claim's lease.
 func TestLeaseRemovalUsesTheIndex(t *testing.T) {
 	ctx := context.Background()
 	pool, log := tracedPool(t)

@@ -124,7 +124,6 @@ func (s *Store) releaseTasks(ctx context.Context, worker string, keys []taskKey,
 		if !b.changed() {
 			return errNothingToDo
 		}
-		// Before flush, which ends the leases near its end.
 		if len(granted.Names) > 0 {
 			if err := s.q.GrantAttempts(ctx, tx.Queue(), granted.RunIds, granted.Names); err != nil {
 				return fmt.Errorf("grant back %d released attempts: %w", len(granted.Names), err)
