@@ -11,7 +11,6 @@ import (
 	"github.com/dagenhq/dagen/runtime/dag"
 	"github.com/dagenhq/dagen/runtime/store"
 	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/dbsqlc"
-	"github.com/dagenhq/dagen/runtime/store/pgstore/internal/pipeline"
 )
 
 var (
@@ -227,13 +226,9 @@ func (s *Store) enqueue(ctx context.Context, db dbsqlc.DBTX, ep dbsqlc.EnqueuePa
 	// plan again, the generic plan's estimate lost to the custom ones it
 	// had averaged), and planning this statement costs more than running
 	// it (see docs/performance.md, "Enqueues keep their generic plan").
-	// Only where it costs no round trip: on a pipeline. The transaction
-	// (a caller's, for CreateRunsTx) gets its own setting back after.
-	if q, ok := db.(pipeline.Queuer); ok && s.cachesPlans {
-		_ = s.q.GenericPlanBegin(ctx, q)
-		err := s.q.Enqueue(ctx, q, ep)
-		_ = s.q.GenericPlanEnd(ctx, q)
-		return err
-	}
-	return s.q.Enqueue(ctx, db, ep)
+	// The transaction (a caller's, for CreateRunsTx) gets its own setting
+	// back after.
+	return s.planned(ctx, db, s.q.GenericPlanBegin, s.q.GenericPlanEnd, func(db dbsqlc.DBTX) error {
+		return s.q.Enqueue(ctx, db, ep)
+	})
 }

@@ -323,23 +323,34 @@ func (s *Store) keepGenericPlan(ctx context.Context, db dbsqlc.DBTX) error {
 	return s.q.KeepGenericPlan(ctx, db)
 }
 
-// deleteLeases runs DeleteLeases on db, between FindByIndexBegin and
-// FindByIndexEnd when the pool caches plans (see cachesPlans): the plan
-// the connection keeps for it then finds leases by key, however small the
-// table was when it was made. Only where it costs no round trip: on a
-// pipeline (every transaction that ends leases is one). The setting holds
-// for DeleteLeases alone: a statement planned under it keeps that plan
-// (one planned with sequential scans costed out may read a table a row at
-// a time where a scan is cheaper), and statements follow it (a
+// deleteLeases runs DeleteLeases on db between FindByIndexBegin and
+// FindByIndexEnd (see planned): the plan the connection keeps for it then
+// finds leases by key, however small the table was when it was made. The
+// setting holds for DeleteLeases alone: a statement planned under it keeps
+// that plan (one planned with sequential scans costed out may read a table
+// a row at a time where a scan is cheaper), and statements follow it (a
 // completion's child runs are created after its leases end).
 func (s *Store) deleteLeases(ctx context.Context, db dbsqlc.DBTX, ids, tokens []int64) error {
-	if q, ok := db.(pipeline.Queuer); ok && s.cachesPlans {
-		_ = s.q.FindByIndexBegin(ctx, q)
-		err := s.q.DeleteLeases(ctx, q, ids, tokens)
-		_ = s.q.FindByIndexEnd(ctx, q)
-		return err
+	return s.planned(ctx, db, s.q.FindByIndexBegin, s.q.FindByIndexEnd, func(db dbsqlc.DBTX) error {
+		return s.q.DeleteLeases(ctx, db, ids, tokens)
+	})
+}
+
+// planned runs stmt on db between begin and end, statements that set how
+// Postgres plans and set it back (GenericPlanBegin/End,
+// FindByIndexBegin/End), when the pool caches plans (see cachesPlans) and
+// only where the two cost no round trip: on a pipeline (every transaction
+// of the store's own is one). Queued, begin and end cannot fail there: a
+// failure is stmt's, or the transaction's.
+func (s *Store) planned(ctx context.Context, db dbsqlc.DBTX, begin, end func(context.Context, dbsqlc.DBTX) error, stmt func(dbsqlc.DBTX) error) error {
+	q, ok := db.(pipeline.Queuer)
+	if !ok || !s.cachesPlans {
+		return stmt(db)
 	}
-	return s.q.DeleteLeases(ctx, db, ids, tokens)
+	_ = begin(ctx, q)
+	err := stmt(q)
+	_ = end(ctx, q)
+	return err
 }
 
 // planEachExecution queues PlanEachExecution on db when the pool caches

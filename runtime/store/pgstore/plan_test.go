@@ -600,17 +600,7 @@ func TestTriggersKeepOnePlan(t *testing.T) {
 		drain(t, s, 2, 1) // a, which enqueues b, then b
 	}
 	executions := map[string]int64{"InsertTasks": triggers, "EnsureTenants": triggers, "Enqueue": 2 * triggers, "DecrementChildren": triggers}
-	plans := map[string][2]int64{}
-	rows, err := pool.Query(ctx, `SELECT split_part(statement, ' ', 3), generic_plans, custom_plans
-		FROM pg_prepared_statements WHERE statement LIKE '-- name: %'`)
-	require.NoError(t, err)
-	for rows.Next() {
-		var name string
-		var generic, custom int64
-		require.NoError(t, rows.Scan(&name, &generic, &custom))
-		plans[name] = [2]int64{generic, custom}
-	}
-	require.NoError(t, rows.Err())
+	plans := preparedPlans(t, pool)
 	for _, name := range []string{"InsertTasks", "EnsureTenants", "Enqueue", "DecrementChildren"} {
 		p, ok := plans[name]
 		require.True(t, ok, "%s was not prepared: %v", name, plans)
@@ -760,27 +750,35 @@ func TestCompletionsKeepTheirGenericPlan(t *testing.T) {
 	}
 	require.Equal(t, 16, completions)
 
-	conn, err := pool.Acquire(ctx)
-	require.NoError(t, err)
-	defer conn.Release()
-	rows, err := conn.Query(ctx, `SELECT substring(statement FROM '^-- name: (\w+)'), generic_plans, custom_plans FROM pg_prepared_statements`)
-	require.NoError(t, err)
-	plans := make(map[string][2]int64)
-	for rows.Next() {
-		var name *string
-		var generic, custom int64
-		require.NoError(t, rows.Scan(&name, &generic, &custom))
-		if name != nil {
-			plans[*name] = [2]int64{generic, custom}
-		}
-	}
-	require.NoError(t, rows.Err())
+	plans := preparedPlans(t, pool)
 	for _, name := range []string{"LockRuns", "UpdateTasks", "UpdateRuns", "DecrementChildren", "Enqueue", "DeleteLeases"} {
 		p, ok := plans[name]
 		require.True(t, ok, "no completion ran %s", name)
 		require.Zero(t, p[1], "%s was planned for its parameters %d times", name, p[1])
 		require.Positive(t, p[0], name)
 	}
+}
+
+// preparedPlans returns, by sqlc name, how many times each statement
+// prepared on the connection q reaches ran a generic plan ([0]) and a plan
+// made for its arguments ([1]): q is a pool of one connection, or one of
+// its connections.
+func preparedPlans(t *testing.T, q interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}) map[string][2]int64 {
+	t.Helper()
+	rows, err := q.Query(context.Background(), `SELECT split_part(statement, ' ', 3), generic_plans, custom_plans
+		FROM pg_prepared_statements WHERE statement LIKE '-- name: %'`)
+	require.NoError(t, err)
+	plans := map[string][2]int64{}
+	for rows.Next() {
+		var name string
+		var generic, custom int64
+		require.NoError(t, rows.Scan(&name, &generic, &custom))
+		plans[name] = [2]int64{generic, custom}
+	}
+	require.NoError(t, rows.Err())
+	return plans
 }
 
 // indexScans returns the indexes a plan reads.
