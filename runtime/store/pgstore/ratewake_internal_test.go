@@ -67,3 +67,45 @@ func TestAdmissionTakesWakeRowsInKeyOrder(t *testing.T) {
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM dagen_rate_wakes WHERE wake_at = $1`, now.Add(time.Second)).Scan(&wakes))
 	require.Equal(t, 1, wakes, "b's next look")
 }
+
+// TestAdmissionKeepsATouchedLook: an admission that saw nothing waiting
+// drops its bucket's wake row only if no enqueue touched the row since
+// the admission took its look; a touched row is made due at once, since
+// the enqueue parked a task the admission may not have read. Without the
+// check the parked task waits until another task of its key comes.
+func TestAdmissionKeepsATouchedLook(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.NewPool(t, 2)
+	require.NoError(t, Migrate(ctx, pool))
+	s, err := New(ctx, pool, nil)
+	require.NoError(t, err)
+	now := time.Now().Truncate(time.Microsecond)
+	look := now.Add(rateWakeLease)
+	// The admission took both looks when each row had touched = 0; an
+	// enqueue touched a's row since.
+	_, err = pool.Exec(ctx, `INSERT INTO dagen_rate_wakes (rate_limit, rate_key, wake_at, touched) VALUES ('l', 'a', $1, 1), ('l', 'b', $1, 0)`, look)
+	require.NoError(t, err)
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		w := dbsqlc.SetRateWakesParams{
+			Limits: []string{"l", "l"}, Keys: []string{"a", "b"},
+			Wakes:   []pgtype.Timestamptz{{}, {}},
+			Touched: []int64{0, 0}, Now: tstz(now),
+		}
+		if err := s.q.LockRateWakes(ctx, tx, w.Limits, w.Keys); err != nil {
+			return err
+		}
+		return s.q.SetRateWakes(ctx, tx, w)
+	})
+	require.NoError(t, err)
+	rows, err := pool.Query(ctx, `SELECT rate_key, wake_at FROM dagen_rate_wakes ORDER BY rate_key`)
+	require.NoError(t, err)
+	type wake struct {
+		Key string
+		At  time.Time
+	}
+	wakes, err := pgx.CollectRows(rows, pgx.RowToStructByPos[wake])
+	require.NoError(t, err)
+	require.Len(t, wakes, 1, "b's row goes: nothing came since its look")
+	require.Equal(t, "a", wakes[0].Key, "a's row stays: an enqueue parked a task since its look")
+	require.True(t, wakes[0].At.Equal(now), "a is due again at once, not when the look ends: %s", wakes[0].At)
+}
