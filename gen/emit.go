@@ -849,6 +849,16 @@ func (g *emitter) callArgs(w *analysis.Workflow, s *analysis.Step, zero ...jen.C
 }
 
 func (g *emitter) runAdapter(w *analysis.Workflow, s *analysis.Step) jen.Code {
+	if s.Kind == analysis.KindStep && !readsParents(s) {
+		// The engine's adapter of the signature, not a closure: the
+		// compiler builds a closure per step, which made most of a large
+		// workflow's build (see docs/performance.md, "One adapter per
+		// step signature").
+		if s.Output == nil {
+			return jen.Qual(enginePath, "StepRun").Types(g.typ(w.Input)).Call(g.callee(s.Func))
+		}
+		return jen.Qual(enginePath, "StepRunOutput").Types(g.typ(w.Input), g.typ(s.Output)).Call(g.callee(s.Func))
+	}
 	body, args := g.callArgs(w, s, jen.Nil())
 	call := g.callee(s.Func).Call(args...)
 	if s.Output == nil && s.Kind != analysis.KindChild {
@@ -862,6 +872,16 @@ func (g *emitter) runAdapter(w *analysis.Workflow, s *analysis.Step) jen.Code {
 		)
 	}
 	return jen.Func().Params(g.ctxParam(), g.inParam()).Params(jen.Index().Byte(), jen.Error()).Block(body...)
+}
+
+// readsParents reports whether s's func takes a parent's output.
+func readsParents(s *analysis.Step) bool {
+	for _, e := range s.Parents {
+		if e.Param >= 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func (g *emitter) sleepAdapter(w *analysis.Workflow, s *analysis.Step) jen.Code {

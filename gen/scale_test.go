@@ -240,3 +240,67 @@ func BenchmarkBuild(b *testing.B) {
 		})
 	}
 }
+
+// TestPlainStepsShareTheEngineAdapter: a step that reads no parent's
+// output gets the engine's adapter of its signature (engine.StepRun,
+// engine.StepRunOutput) as its Run, not a closure of its own, and the
+// compiler keeps that adapter from being inlined into each step's func,
+// where it compiled the adapter's closure once a step again: a workflow
+// of thousands of steps built a third slower (docs/performance.md, "One
+// adapter per step signature").
+func TestPlainStepsShareTheEngineAdapter(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a throwaway module")
+	}
+	src := "package plain\n\nimport \"context\"\n\n//dag:workflow\ntype In struct{ N int }\n"
+	for i := range 3 {
+		src += fmt.Sprintf("\n//dag:step\nfunc A%d(ctx context.Context, in In) error { return nil }\n", i)
+		src += fmt.Sprintf("\n//dag:step after=A%d\nfunc B%d(ctx context.Context, in In) (int, error) { return in.N, nil }\n", i, i)
+	}
+	dir := gentest.TempModule(t, map[string]string{"plain/plain.go": src})
+	cfg := gen.Config{Dir: dir, Env: gentest.Env()}
+	prog, diags := analysis.Load(context.Background(), cfg, "./plain")
+	if len(diags) > 0 || prog == nil {
+		t.Fatalf("load: %v", diags)
+	}
+	pkgs, diags := analysis.Analyze(prog)
+	if len(diags) > 0 {
+		t.Fatalf("analyse: %v", diags)
+	}
+	files, diags := gen.Emit(pkgs)
+	if len(diags) > 0 || len(files) != 1 {
+		t.Fatalf("emit: %d files, %v", len(files), diags)
+	}
+	f, err := parser.ParseFile(token.NewFileSet(), "dag_gen.go", files[0].Content, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ast.Inspect(f, func(n ast.Node) bool {
+		if kv, ok := n.(*ast.KeyValueExpr); ok {
+			if id, ok := kv.Key.(*ast.Ident); ok && id.Name == "Run" {
+				if _, lit := kv.Value.(*ast.FuncLit); lit {
+					t.Errorf("a step's Run is a closure of its own at offset %d", kv.Pos())
+				}
+			}
+		}
+		return true
+	})
+	if _, err := gen.Write(files); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(t.Context(), "go", "build", "-gcflags=-m", "./plain")
+	cmd.Dir = dir
+	cmd.Env = cfg.Env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "can inline") {
+		t.Fatalf("the compiler reported no inlining decisions: -gcflags=-m gave\n%s", out)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line, "inlining call to engine.StepRun") {
+			t.Errorf("the engine's step adapter is inlined into a step's func: %s", line)
+		}
+	}
+}

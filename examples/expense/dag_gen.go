@@ -71,17 +71,7 @@ func _dagenExpense_Submit(fns *_dagenExpenseFuncs) engine.Step {
 	return engine.Step{
 		Name:       "Submit",
 		OutputType: "github.com/dagenhq/dagen/examples/expense.Submission",
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Expense](in)
-			if err != nil {
-				return nil, err
-			}
-			out, err := fns.SubmitFn(ctx, input)
-			if err != nil {
-				return nil, err
-			}
-			return engine.Encode(out)
-		},
+		Run:        engine.StepRunOutput[Expense, Submission](fns.SubmitFn),
 	}
 }
 
@@ -373,17 +363,7 @@ func _dagenReport_Summarize(fns *_dagenReportFuncs) engine.Step {
 	return engine.Step{
 		Name:       "Summarize",
 		OutputType: "github.com/dagenhq/dagen/examples/expense.Summary",
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Report](in)
-			if err != nil {
-				return nil, err
-			}
-			out, err := fns.SummarizeFn(ctx, input)
-			if err != nil {
-				return nil, err
-			}
-			return engine.Encode(out)
-		},
+		Run:        engine.StepRunOutput[Report, Summary](fns.SummarizeFn),
 	}
 }
 

@@ -113,17 +113,7 @@ func _dagenOrder_Validate(fns *_dagenOrderFuncs) engine.Step {
 	return engine.Step{
 		Name:       "Validate",
 		OutputType: "github.com/dagenhq/dagen/examples/order.Validation",
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Order](in)
-			if err != nil {
-				return nil, err
-			}
-			out, err := fns.ValidateFn(ctx, input)
-			if err != nil {
-				return nil, err
-			}
-			return engine.Encode(out)
-		},
+		Run:        engine.StepRunOutput[Order, Validation](fns.ValidateFn),
 	}
 }
 

@@ -60,17 +60,7 @@ func _dagenShipment_Pack(fns *_dagenShipmentFuncs) engine.Step {
 	return engine.Step{
 		Name:       "Pack",
 		OutputType: "github.com/dagenhq/dagen/examples/shipping.Parcel",
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Shipment](in)
-			if err != nil {
-				return nil, err
-			}
-			out, err := fns.PackFn(ctx, input)
-			if err != nil {
-				return nil, err
-			}
-			return engine.Encode(out)
-		},
+		Run:        engine.StepRunOutput[Shipment, Parcel](fns.PackFn),
 	}
 }
 

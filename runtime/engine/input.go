@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 
@@ -88,4 +89,41 @@ func ParentMaybe[T any](in StepInput, name string) (dag.Maybe[T], error) {
 		return dag.None[T](), err
 	}
 	return dag.Some(v), nil
+}
+
+// StepRun returns the Run of a step whose func takes the workflow's input
+// alone and returns only an error. The generated wiring of such a step
+// calls it rather than writing a closure of its own: a workflow of
+// thousands of steps then compiles one adapter per signature, not one
+// per step (see docs/performance.md, "One adapter per step signature").
+// It is kept from inlining: every inlined copy would compile the closure
+// again.
+//
+//go:noinline
+func StepRun[In any](fn func(context.Context, In) error) func(context.Context, StepInput) ([]byte, error) {
+	return func(ctx context.Context, in StepInput) ([]byte, error) {
+		input, err := Input[In](in)
+		if err != nil {
+			return nil, err
+		}
+		return nil, fn(ctx, input)
+	}
+}
+
+// StepRunOutput is [StepRun] for a step func that returns an output,
+// which the Run encodes.
+//
+//go:noinline
+func StepRunOutput[In, Out any](fn func(context.Context, In) (Out, error)) func(context.Context, StepInput) ([]byte, error) {
+	return func(ctx context.Context, in StepInput) ([]byte, error) {
+		input, err := Input[In](in)
+		if err != nil {
+			return nil, err
+		}
+		out, err := fn(ctx, input)
+		if err != nil {
+			return nil, err
+		}
+		return Encode(out)
+	}
 }

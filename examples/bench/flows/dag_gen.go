@@ -54,17 +54,7 @@ func _dagenSingle_Only(fns *_dagenSingleFuncs) engine.Step {
 	return engine.Step{
 		Name:       "Only",
 		OutputType: "int",
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Single](in)
-			if err != nil {
-				return nil, err
-			}
-			out, err := fns.OnlyFn(ctx, input)
-			if err != nil {
-				return nil, err
-			}
-			return engine.Encode(out)
-		},
+		Run:        engine.StepRunOutput[Single, int](fns.OnlyFn),
 	}
 }
 
@@ -234,17 +224,7 @@ func _dagenCapped_CappedOnly(fns *_dagenCappedFuncs) engine.Step {
 	return engine.Step{
 		Name:       "CappedOnly",
 		OutputType: "int",
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Capped](in)
-			if err != nil {
-				return nil, err
-			}
-			out, err := fns.CappedOnlyFn(ctx, input)
-			if err != nil {
-				return nil, err
-			}
-			return engine.Encode(out)
-		},
+		Run:        engine.StepRunOutput[Capped, int](fns.CappedOnlyFn),
 	}
 }
 
@@ -422,17 +402,7 @@ func _dagenLimited_LimitedOnly(fns *_dagenLimitedFuncs) engine.Step {
 				return input.Key, nil
 			},
 		},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Limited](in)
-			if err != nil {
-				return nil, err
-			}
-			out, err := fns.LimitedOnlyFn(ctx, input)
-			if err != nil {
-				return nil, err
-			}
-			return engine.Encode(out)
-		},
+		Run: engine.StepRunOutput[Limited, int](fns.LimitedOnlyFn),
 	}
 }
 
@@ -598,13 +568,7 @@ func PairDefinition() *engine.Definition {
 func _dagenPair_A(fns *_dagenPairFuncs) engine.Step {
 	return engine.Step{
 		Name: "A",
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Pair](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.AFn(ctx, input)
-		},
+		Run:  engine.StepRun[Pair](fns.AFn),
 	}
 }
 
@@ -614,17 +578,7 @@ func _dagenPair_B(fns *_dagenPairFuncs) engine.Step {
 		Name:       "B",
 		OutputType: "int",
 		Parents:    []engine.Parent{{Name: "A"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Pair](in)
-			if err != nil {
-				return nil, err
-			}
-			out, err := fns.BFn(ctx, input)
-			if err != nil {
-				return nil, err
-			}
-			return engine.Encode(out)
-		},
+		Run:        engine.StepRunOutput[Pair, int](fns.BFn),
 	}
 }
 
@@ -831,17 +785,7 @@ func _dagenChain_S1(fns *_dagenChainFuncs) engine.Step {
 	return engine.Step{
 		Name:       "S1",
 		OutputType: "int",
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Chain](in)
-			if err != nil {
-				return nil, err
-			}
-			out, err := fns.S1Fn(ctx, input)
-			if err != nil {
-				return nil, err
-			}
-			return engine.Encode(out)
-		},
+		Run:        engine.StepRunOutput[Chain, int](fns.S1Fn),
 	}
 }
 
@@ -1509,13 +1453,7 @@ func FanDefinition() *engine.Definition {
 func _dagenFan_Root(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name: "Root",
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.RootFn(ctx, input)
-		},
+		Run:  engine.StepRun[Fan](fns.RootFn),
 	}
 }
 
@@ -1524,13 +1462,7 @@ func _dagenFan_F01(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F01",
 		Parents: []engine.Parent{{Name: "Root"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.F01Fn(ctx, input)
-		},
+		Run:     engine.StepRun[Fan](fns.F01Fn),
 	}
 }
 
@@ -1539,13 +1471,7 @@ func _dagenFan_F02(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F02",
 		Parents: []engine.Parent{{Name: "Root"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.F02Fn(ctx, input)
-		},
+		Run:     engine.StepRun[Fan](fns.F02Fn),
 	}
 }
 
@@ -1554,13 +1480,7 @@ func _dagenFan_F03(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F03",
 		Parents: []engine.Parent{{Name: "Root"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.F03Fn(ctx, input)
-		},
+		Run:     engine.StepRun[Fan](fns.F03Fn),
 	}
 }
 
@@ -1569,13 +1489,7 @@ func _dagenFan_F04(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F04",
 		Parents: []engine.Parent{{Name: "Root"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.F04Fn(ctx, input)
-		},
+		Run:     engine.StepRun[Fan](fns.F04Fn),
 	}
 }
 
@@ -1584,13 +1498,7 @@ func _dagenFan_F05(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F05",
 		Parents: []engine.Parent{{Name: "Root"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.F05Fn(ctx, input)
-		},
+		Run:     engine.StepRun[Fan](fns.F05Fn),
 	}
 }
 
@@ -1599,13 +1507,7 @@ func _dagenFan_F06(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F06",
 		Parents: []engine.Parent{{Name: "Root"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.F06Fn(ctx, input)
-		},
+		Run:     engine.StepRun[Fan](fns.F06Fn),
 	}
 }
 
@@ -1614,13 +1516,7 @@ func _dagenFan_F07(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F07",
 		Parents: []engine.Parent{{Name: "Root"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.F07Fn(ctx, input)
-		},
+		Run:     engine.StepRun[Fan](fns.F07Fn),
 	}
 }
 
@@ -1629,13 +1525,7 @@ func _dagenFan_F08(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F08",
 		Parents: []engine.Parent{{Name: "Root"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.F08Fn(ctx, input)
-		},
+		Run:     engine.StepRun[Fan](fns.F08Fn),
 	}
 }
 
@@ -1644,13 +1534,7 @@ func _dagenFan_F09(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F09",
 		Parents: []engine.Parent{{Name: "Root"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.F09Fn(ctx, input)
-		},
+		Run:     engine.StepRun[Fan](fns.F09Fn),
 	}
 }
 
@@ -1659,13 +1543,7 @@ func _dagenFan_F10(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F10",
 		Parents: []engine.Parent{{Name: "Root"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.F10Fn(ctx, input)
-		},
+		Run:     engine.StepRun[Fan](fns.F10Fn),
 	}
 }
 
@@ -1674,13 +1552,7 @@ func _dagenFan_F11(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F11",
 		Parents: []engine.Parent{{Name: "Root"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.F11Fn(ctx, input)
-		},
+		Run:     engine.StepRun[Fan](fns.F11Fn),
 	}
 }
 
@@ -1689,13 +1561,7 @@ func _dagenFan_F12(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F12",
 		Parents: []engine.Parent{{Name: "Root"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.F12Fn(ctx, input)
-		},
+		Run:     engine.StepRun[Fan](fns.F12Fn),
 	}
 }
 
@@ -1704,13 +1570,7 @@ func _dagenFan_F13(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F13",
 		Parents: []engine.Parent{{Name: "Root"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.F13Fn(ctx, input)
-		},
+		Run:     engine.StepRun[Fan](fns.F13Fn),
 	}
 }
 
@@ -1719,13 +1579,7 @@ func _dagenFan_F14(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F14",
 		Parents: []engine.Parent{{Name: "Root"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.F14Fn(ctx, input)
-		},
+		Run:     engine.StepRun[Fan](fns.F14Fn),
 	}
 }
 
@@ -1734,13 +1588,7 @@ func _dagenFan_F15(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F15",
 		Parents: []engine.Parent{{Name: "Root"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.F15Fn(ctx, input)
-		},
+		Run:     engine.StepRun[Fan](fns.F15Fn),
 	}
 }
 
@@ -1749,13 +1597,7 @@ func _dagenFan_F16(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F16",
 		Parents: []engine.Parent{{Name: "Root"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.F16Fn(ctx, input)
-		},
+		Run:     engine.StepRun[Fan](fns.F16Fn),
 	}
 }
 
@@ -1764,13 +1606,7 @@ func _dagenFan_F17(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F17",
 		Parents: []engine.Parent{{Name: "Root"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.F17Fn(ctx, input)
-		},
+		Run:     engine.StepRun[Fan](fns.F17Fn),
 	}
 }
 
@@ -1779,13 +1615,7 @@ func _dagenFan_F18(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F18",
 		Parents: []engine.Parent{{Name: "Root"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.F18Fn(ctx, input)
-		},
+		Run:     engine.StepRun[Fan](fns.F18Fn),
 	}
 }
 
@@ -1794,13 +1624,7 @@ func _dagenFan_F19(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F19",
 		Parents: []engine.Parent{{Name: "Root"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.F19Fn(ctx, input)
-		},
+		Run:     engine.StepRun[Fan](fns.F19Fn),
 	}
 }
 
@@ -1809,13 +1633,7 @@ func _dagenFan_F20(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F20",
 		Parents: []engine.Parent{{Name: "Root"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.F20Fn(ctx, input)
-		},
+		Run:     engine.StepRun[Fan](fns.F20Fn),
 	}
 }
 
@@ -1824,13 +1642,7 @@ func _dagenFan_F21(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F21",
 		Parents: []engine.Parent{{Name: "Root"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.F21Fn(ctx, input)
-		},
+		Run:     engine.StepRun[Fan](fns.F21Fn),
 	}
 }
 
@@ -1839,13 +1651,7 @@ func _dagenFan_F22(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F22",
 		Parents: []engine.Parent{{Name: "Root"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.F22Fn(ctx, input)
-		},
+		Run:     engine.StepRun[Fan](fns.F22Fn),
 	}
 }
 
@@ -1854,13 +1660,7 @@ func _dagenFan_F23(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F23",
 		Parents: []engine.Parent{{Name: "Root"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.F23Fn(ctx, input)
-		},
+		Run:     engine.StepRun[Fan](fns.F23Fn),
 	}
 }
 
@@ -1869,13 +1669,7 @@ func _dagenFan_F24(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F24",
 		Parents: []engine.Parent{{Name: "Root"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.F24Fn(ctx, input)
-		},
+		Run:     engine.StepRun[Fan](fns.F24Fn),
 	}
 }
 
@@ -1884,13 +1678,7 @@ func _dagenFan_F25(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F25",
 		Parents: []engine.Parent{{Name: "Root"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.F25Fn(ctx, input)
-		},
+		Run:     engine.StepRun[Fan](fns.F25Fn),
 	}
 }
 
@@ -1899,13 +1687,7 @@ func _dagenFan_F26(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F26",
 		Parents: []engine.Parent{{Name: "Root"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.F26Fn(ctx, input)
-		},
+		Run:     engine.StepRun[Fan](fns.F26Fn),
 	}
 }
 
@@ -1914,13 +1696,7 @@ func _dagenFan_F27(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F27",
 		Parents: []engine.Parent{{Name: "Root"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.F27Fn(ctx, input)
-		},
+		Run:     engine.StepRun[Fan](fns.F27Fn),
 	}
 }
 
@@ -1929,13 +1705,7 @@ func _dagenFan_F28(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F28",
 		Parents: []engine.Parent{{Name: "Root"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.F28Fn(ctx, input)
-		},
+		Run:     engine.StepRun[Fan](fns.F28Fn),
 	}
 }
 
@@ -1944,13 +1714,7 @@ func _dagenFan_F29(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F29",
 		Parents: []engine.Parent{{Name: "Root"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.F29Fn(ctx, input)
-		},
+		Run:     engine.StepRun[Fan](fns.F29Fn),
 	}
 }
 
@@ -1959,13 +1723,7 @@ func _dagenFan_F30(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F30",
 		Parents: []engine.Parent{{Name: "Root"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.F30Fn(ctx, input)
-		},
+		Run:     engine.StepRun[Fan](fns.F30Fn),
 	}
 }
 
@@ -1974,13 +1732,7 @@ func _dagenFan_F31(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F31",
 		Parents: []engine.Parent{{Name: "Root"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.F31Fn(ctx, input)
-		},
+		Run:     engine.StepRun[Fan](fns.F31Fn),
 	}
 }
 
@@ -1989,13 +1741,7 @@ func _dagenFan_F32(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F32",
 		Parents: []engine.Parent{{Name: "Root"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.F32Fn(ctx, input)
-		},
+		Run:     engine.StepRun[Fan](fns.F32Fn),
 	}
 }
 
@@ -2004,13 +1750,7 @@ func _dagenFan_F33(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F33",
 		Parents: []engine.Parent{{Name: "Root"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.F33Fn(ctx, input)
-		},
+		Run:     engine.StepRun[Fan](fns.F33Fn),
 	}
 }
 
@@ -2019,13 +1759,7 @@ func _dagenFan_F34(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F34",
 		Parents: []engine.Parent{{Name: "Root"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.F34Fn(ctx, input)
-		},
+		Run:     engine.StepRun[Fan](fns.F34Fn),
 	}
 }
 
@@ -2034,13 +1768,7 @@ func _dagenFan_F35(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F35",
 		Parents: []engine.Parent{{Name: "Root"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.F35Fn(ctx, input)
-		},
+		Run:     engine.StepRun[Fan](fns.F35Fn),
 	}
 }
 
@@ -2049,13 +1777,7 @@ func _dagenFan_F36(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F36",
 		Parents: []engine.Parent{{Name: "Root"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.F36Fn(ctx, input)
-		},
+		Run:     engine.StepRun[Fan](fns.F36Fn),
 	}
 }
 
@@ -2064,13 +1786,7 @@ func _dagenFan_F37(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F37",
 		Parents: []engine.Parent{{Name: "Root"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.F37Fn(ctx, input)
-		},
+		Run:     engine.StepRun[Fan](fns.F37Fn),
 	}
 }
 
@@ -2079,13 +1795,7 @@ func _dagenFan_F38(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F38",
 		Parents: []engine.Parent{{Name: "Root"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.F38Fn(ctx, input)
-		},
+		Run:     engine.StepRun[Fan](fns.F38Fn),
 	}
 }
 
@@ -2094,13 +1804,7 @@ func _dagenFan_F39(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F39",
 		Parents: []engine.Parent{{Name: "Root"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.F39Fn(ctx, input)
-		},
+		Run:     engine.StepRun[Fan](fns.F39Fn),
 	}
 }
 
@@ -2109,13 +1813,7 @@ func _dagenFan_F40(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F40",
 		Parents: []engine.Parent{{Name: "Root"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.F40Fn(ctx, input)
-		},
+		Run:     engine.StepRun[Fan](fns.F40Fn),
 	}
 }
 
@@ -2124,13 +1822,7 @@ func _dagenFan_F41(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F41",
 		Parents: []engine.Parent{{Name: "Root"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.F41Fn(ctx, input)
-		},
+		Run:     engine.StepRun[Fan](fns.F41Fn),
 	}
 }
 
@@ -2139,13 +1831,7 @@ func _dagenFan_F42(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F42",
 		Parents: []engine.Parent{{Name: "Root"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.F42Fn(ctx, input)
-		},
+		Run:     engine.StepRun[Fan](fns.F42Fn),
 	}
 }
 
@@ -2154,13 +1840,7 @@ func _dagenFan_F43(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F43",
 		Parents: []engine.Parent{{Name: "Root"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.F43Fn(ctx, input)
-		},
+		Run:     engine.StepRun[Fan](fns.F43Fn),
 	}
 }
 
@@ -2169,13 +1849,7 @@ func _dagenFan_F44(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F44",
 		Parents: []engine.Parent{{Name: "Root"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.F44Fn(ctx, input)
-		},
+		Run:     engine.StepRun[Fan](fns.F44Fn),
 	}
 }
 
@@ -2184,13 +1858,7 @@ func _dagenFan_F45(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F45",
 		Parents: []engine.Parent{{Name: "Root"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.F45Fn(ctx, input)
-		},
+		Run:     engine.StepRun[Fan](fns.F45Fn),
 	}
 }
 
@@ -2199,13 +1867,7 @@ func _dagenFan_F46(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F46",
 		Parents: []engine.Parent{{Name: "Root"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.F46Fn(ctx, input)
-		},
+		Run:     engine.StepRun[Fan](fns.F46Fn),
 	}
 }
 
@@ -2214,13 +1876,7 @@ func _dagenFan_F47(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F47",
 		Parents: []engine.Parent{{Name: "Root"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.F47Fn(ctx, input)
-		},
+		Run:     engine.StepRun[Fan](fns.F47Fn),
 	}
 }
 
@@ -2229,13 +1885,7 @@ func _dagenFan_F48(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F48",
 		Parents: []engine.Parent{{Name: "Root"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.F48Fn(ctx, input)
-		},
+		Run:     engine.StepRun[Fan](fns.F48Fn),
 	}
 }
 
@@ -2244,13 +1894,7 @@ func _dagenFan_F49(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F49",
 		Parents: []engine.Parent{{Name: "Root"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.F49Fn(ctx, input)
-		},
+		Run:     engine.StepRun[Fan](fns.F49Fn),
 	}
 }
 
@@ -2259,13 +1903,7 @@ func _dagenFan_F50(fns *_dagenFanFuncs) engine.Step {
 	return engine.Step{
 		Name:    "F50",
 		Parents: []engine.Parent{{Name: "Root"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.F50Fn(ctx, input)
-		},
+		Run:     engine.StepRun[Fan](fns.F50Fn),
 	}
 }
 
@@ -2275,17 +1913,7 @@ func _dagenFan_Join(fns *_dagenFanFuncs) engine.Step {
 		Name:       "Join",
 		OutputType: "int",
 		Parents:    []engine.Parent{{Name: "F01"}, {Name: "F02"}, {Name: "F03"}, {Name: "F04"}, {Name: "F05"}, {Name: "F06"}, {Name: "F07"}, {Name: "F08"}, {Name: "F09"}, {Name: "F10"}, {Name: "F11"}, {Name: "F12"}, {Name: "F13"}, {Name: "F14"}, {Name: "F15"}, {Name: "F16"}, {Name: "F17"}, {Name: "F18"}, {Name: "F19"}, {Name: "F20"}, {Name: "F21"}, {Name: "F22"}, {Name: "F23"}, {Name: "F24"}, {Name: "F25"}, {Name: "F26"}, {Name: "F27"}, {Name: "F28"}, {Name: "F29"}, {Name: "F30"}, {Name: "F31"}, {Name: "F32"}, {Name: "F33"}, {Name: "F34"}, {Name: "F35"}, {Name: "F36"}, {Name: "F37"}, {Name: "F38"}, {Name: "F39"}, {Name: "F40"}, {Name: "F41"}, {Name: "F42"}, {Name: "F43"}, {Name: "F44"}, {Name: "F45"}, {Name: "F46"}, {Name: "F47"}, {Name: "F48"}, {Name: "F49"}, {Name: "F50"}},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Fan](in)
-			if err != nil {
-				return nil, err
-			}
-			out, err := fns.JoinFn(ctx, input)
-			if err != nil {
-				return nil, err
-			}
-			return engine.Encode(out)
-		},
+		Run:        engine.StepRunOutput[Fan, int](fns.JoinFn),
 	}
 }
 
@@ -2457,17 +2085,7 @@ func _dagenMap_Items(fns *_dagenMapFuncs) engine.Step {
 	return engine.Step{
 		Name:       "Items",
 		OutputType: "[]int",
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Map](in)
-			if err != nil {
-				return nil, err
-			}
-			out, err := fns.ItemsFn(ctx, input)
-			if err != nil {
-				return nil, err
-			}
-			return engine.Encode(out)
-		},
+		Run:        engine.StepRunOutput[Map, []int](fns.ItemsFn),
 	}
 }
 
@@ -2717,17 +2335,7 @@ func _dagenBlob_B1(fns *_dagenBlobFuncs) engine.Step {
 	return engine.Step{
 		Name:       "B1",
 		OutputType: "int",
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Blob](in)
-			if err != nil {
-				return nil, err
-			}
-			out, err := fns.B1Fn(ctx, input)
-			if err != nil {
-				return nil, err
-			}
-			return engine.Encode(out)
-		},
+		Run:        engine.StepRunOutput[Blob, int](fns.B1Fn),
 	}
 }
 
@@ -3152,17 +2760,7 @@ func _dagenChain20_T01(fns *_dagenChain20Funcs) engine.Step {
 	return engine.Step{
 		Name:       "T01",
 		OutputType: "int",
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Chain20](in)
-			if err != nil {
-				return nil, err
-			}
-			out, err := fns.T01Fn(ctx, input)
-			if err != nil {
-				return nil, err
-			}
-			return engine.Encode(out)
-		},
+		Run:        engine.StepRunOutput[Chain20, int](fns.T01Fn),
 	}
 }
 
@@ -3901,17 +3499,7 @@ func _dagenChildChain_C01(fns *_dagenChildChainFuncs) engine.Step {
 	return engine.Step{
 		Name:       "C01",
 		OutputType: "int",
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[ChildChain](in)
-			if err != nil {
-				return nil, err
-			}
-			out, err := fns.C01Fn(ctx, input)
-			if err != nil {
-				return nil, err
-			}
-			return engine.Encode(out)
-		},
+		Run:        engine.StepRunOutput[ChildChain, int](fns.C01Fn),
 	}
 }
 
@@ -4371,17 +3959,7 @@ func _dagenChainParent_P01(fns *_dagenChainParentFuncs) engine.Step {
 	return engine.Step{
 		Name:       "P01",
 		OutputType: "int",
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[ChainParent](in)
-			if err != nil {
-				return nil, err
-			}
-			out, err := fns.P01Fn(ctx, input)
-			if err != nil {
-				return nil, err
-			}
-			return engine.Encode(out)
-		},
+		Run:        engine.StepRunOutput[ChainParent, int](fns.P01Fn),
 	}
 }
 

@@ -94,17 +94,7 @@ func _dagenJob_Start(fns *_dagenJobFuncs) engine.Step {
 			Backoff:    10 * time.Millisecond,
 			MaxRetries: 10,
 		},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Job](in)
-			if err != nil {
-				return nil, err
-			}
-			out, err := fns.StartFn(ctx, input)
-			if err != nil {
-				return nil, err
-			}
-			return engine.Encode(out)
-		},
+		Run: engine.StepRunOutput[Job, int](fns.StartFn),
 	}
 }
 

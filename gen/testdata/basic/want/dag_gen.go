@@ -59,17 +59,7 @@ func _dagenGreeting_Upper(fns *_dagenGreetingFuncs) engine.Step {
 	return engine.Step{
 		Name:       "Upper",
 		OutputType: "string",
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Greeting](in)
-			if err != nil {
-				return nil, err
-			}
-			out, err := fns.UpperFn(ctx, input)
-			if err != nil {
-				return nil, err
-			}
-			return engine.Encode(out)
-		},
+		Run:        engine.StepRunOutput[Greeting, string](fns.UpperFn),
 	}
 }
 

@@ -103,17 +103,7 @@ func _dagenOrder_Validate(fns *_dagenOrderFuncs) engine.Step {
 	return engine.Step{
 		Name:       "Validate",
 		OutputType: "github.com/dagenhq/dagen/gen/testdata/child.Validation",
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Order](in)
-			if err != nil {
-				return nil, err
-			}
-			out, err := fns.ValidateFn(ctx, input)
-			if err != nil {
-				return nil, err
-			}
-			return engine.Encode(out)
-		},
+		Run:        engine.StepRunOutput[Order, Validation](fns.ValidateFn),
 	}
 }
 
@@ -167,17 +157,7 @@ func _dagenOrder_ListItems(fns *_dagenOrderFuncs) engine.Step {
 	return engine.Step{
 		Name:       "ListItems",
 		OutputType: "[]string",
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Order](in)
-			if err != nil {
-				return nil, err
-			}
-			out, err := fns.ListItemsFn(ctx, input)
-			if err != nil {
-				return nil, err
-			}
-			return engine.Encode(out)
-		},
+		Run:        engine.StepRunOutput[Order, []string](fns.ListItemsFn),
 	}
 }
 
@@ -539,17 +519,7 @@ func _dagenShipment_Pack(fns *_dagenShipmentFuncs) engine.Step {
 	return engine.Step{
 		Name:       "Pack",
 		OutputType: "github.com/dagenhq/dagen/gen/testdata/child.Parcel",
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Shipment](in)
-			if err != nil {
-				return nil, err
-			}
-			out, err := fns.PackFn(ctx, input)
-			if err != nil {
-				return nil, err
-			}
-			return engine.Encode(out)
-		},
+		Run:        engine.StepRunOutput[Shipment, Parcel](fns.PackFn),
 	}
 }
 
@@ -738,13 +708,7 @@ func AuditDefinition() *engine.Definition {
 func _dagenAudit_Record(fns *_dagenAuditFuncs) engine.Step {
 	return engine.Step{
 		Name: "Record",
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Audit](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.RecordFn(ctx, input)
-		},
+		Run:  engine.StepRun[Audit](fns.RecordFn),
 	}
 }
 
@@ -904,17 +868,7 @@ func _dagenBatch_Items(fns *_dagenBatchFuncs) engine.Step {
 	return engine.Step{
 		Name:       "Items",
 		OutputType: "[]string",
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Batch](in)
-			if err != nil {
-				return nil, err
-			}
-			out, err := fns.ItemsFn(ctx, input)
-			if err != nil {
-				return nil, err
-			}
-			return engine.Encode(out)
-		},
+		Run:        engine.StepRunOutput[Batch, []string](fns.ItemsFn),
 	}
 }
 

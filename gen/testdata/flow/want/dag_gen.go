@@ -58,17 +58,7 @@ func _dagenReport_Render(fns *_dagenReportFuncs) engine.Step {
 	return engine.Step{
 		Name:       "Render",
 		OutputType: "string",
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Report](in)
-			if err != nil {
-				return nil, err
-			}
-			out, err := fns.RenderFn(ctx, input)
-			if err != nil {
-				return nil, err
-			}
-			return engine.Encode(out)
-		},
+		Run:        engine.StepRunOutput[Report, string](fns.RenderFn),
 	}
 }
 
@@ -243,17 +233,7 @@ func _dagenOrder_Charge(fns *_dagenOrderFuncs) engine.Step {
 	return engine.Step{
 		Name:       "Charge",
 		OutputType: "int64",
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Order](in)
-			if err != nil {
-				return nil, err
-			}
-			out, err := fns.ChargeFn(ctx, input)
-			if err != nil {
-				return nil, err
-			}
-			return engine.Encode(out)
-		},
+		Run:        engine.StepRunOutput[Order, int64](fns.ChargeFn),
 	}
 }
 
@@ -436,17 +416,7 @@ func _dagenTransfer_Book(fns *_dagenTransferFuncs) engine.Step {
 	return engine.Step{
 		Name:       "Book",
 		OutputType: "string",
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Transfer](in)
-			if err != nil {
-				return nil, err
-			}
-			out, err := fns.BookFn(ctx, input)
-			if err != nil {
-				return nil, err
-			}
-			return engine.Encode(out)
-		},
+		Run:        engine.StepRunOutput[Transfer, string](fns.BookFn),
 	}
 }
 

@@ -62,17 +62,7 @@ func _dagenOrder_Charge(fns *_dagenOrderFuncs) engine.Step {
 	return engine.Step{
 		Name:       "Charge",
 		OutputType: "github.com/dagenhq/dagen/gen/testdata/keyed.Receipt",
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Order](in)
-			if err != nil {
-				return nil, err
-			}
-			out, err := fns.ChargeFn(ctx, input)
-			if err != nil {
-				return nil, err
-			}
-			return engine.Encode(out)
-		},
+		Run:        engine.StepRunOutput[Order, Receipt](fns.ChargeFn),
 	}
 }
 
@@ -245,17 +235,7 @@ func _dagenInvoice_Send(fns *_dagenInvoiceFuncs) engine.Step {
 	return engine.Step{
 		Name:       "Send",
 		OutputType: "string",
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Invoice](in)
-			if err != nil {
-				return nil, err
-			}
-			out, err := fns.SendFn(ctx, input)
-			if err != nil {
-				return nil, err
-			}
-			return engine.Encode(out)
-		},
+		Run:        engine.StepRunOutput[Invoice, string](fns.SendFn),
 	}
 }
 
@@ -428,17 +408,7 @@ func _dagenBatch_Count(fns *_dagenBatchFuncs) engine.Step {
 	return engine.Step{
 		Name:       "Count",
 		OutputType: "int",
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Batch](in)
-			if err != nil {
-				return nil, err
-			}
-			out, err := fns.CountFn(ctx, input)
-			if err != nil {
-				return nil, err
-			}
-			return engine.Encode(out)
-		},
+		Run:        engine.StepRunOutput[Batch, int](fns.CountFn),
 	}
 }
 
@@ -607,13 +577,7 @@ func UploadDefinition() *engine.Definition {
 func _dagenUpload_Put(fns *_dagenUploadFuncs) engine.Step {
 	return engine.Step{
 		Name: "Put",
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Upload](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.PutFn(ctx, input)
-		},
+		Run:  engine.StepRun[Upload](fns.PutFn),
 	}
 }
 

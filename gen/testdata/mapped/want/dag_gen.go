@@ -92,17 +92,7 @@ func _dagenAlbum_ListImages(fns *_dagenAlbumFuncs) engine.Step {
 	return engine.Step{
 		Name:       "ListImages",
 		OutputType: "[]github.com/dagenhq/dagen/gen/testdata/mapped.Image",
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Album](in)
-			if err != nil {
-				return nil, err
-			}
-			out, err := fns.ListImagesFn(ctx, input)
-			if err != nil {
-				return nil, err
-			}
-			return engine.Encode(out)
-		},
+		Run:        engine.StepRunOutput[Album, []Image](fns.ListImagesFn),
 	}
 }
 

@@ -84,17 +84,7 @@ func _dagenPing_Resolve(fns *_dagenPingFuncs) enginepkg.Step {
 	return enginepkg.Step{
 		Name:       "Resolve",
 		OutputType: "net/netip.Addr",
-		Run: func(ctx context.Context, in enginepkg.StepInput) ([]byte, error) {
-			input1, err1 := enginepkg.Input[Ping](in)
-			if err1 != nil {
-				return nil, err1
-			}
-			out, err1 := fns.ResolveFn1(ctx, input1)
-			if err1 != nil {
-				return nil, err1
-			}
-			return enginepkg.Encode(out)
-		},
+		Run:        enginepkg.StepRunOutput[Ping, netip.Addr](fns.ResolveFn1),
 	}
 }
 
@@ -322,17 +312,7 @@ func _dagenrefund_audit(fns *_dagenrefundFuncs) enginepkg.Step {
 	return enginepkg.Step{
 		Name:       "audit",
 		OutputType: "[]string",
-		Run: func(ctx context.Context, in enginepkg.StepInput) ([]byte, error) {
-			input1, err1 := enginepkg.Input[refund](in)
-			if err1 != nil {
-				return nil, err1
-			}
-			out, err1 := fns.auditFn(ctx, input1)
-			if err1 != nil {
-				return nil, err1
-			}
-			return enginepkg.Encode(out)
-		},
+		Run:        enginepkg.StepRunOutput[refund, []string](fns.auditFn),
 	}
 }
 

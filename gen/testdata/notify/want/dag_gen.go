@@ -78,13 +78,7 @@ func NoticeDefinition() *engine.Definition {
 func _dagenNotice_Send(fns *_dagenNoticeFuncs) engine.Step {
 	return engine.Step{
 		Name: "Send",
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Notice](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.SendFn(ctx, input)
-		},
+		Run:  engine.StepRun[Notice](fns.SendFn),
 	}
 }
 
@@ -117,13 +111,7 @@ func _dagenNotice_Remind(fns *_dagenNoticeFuncs) engine.Step {
 			Backoff:    time.Second,
 			MaxRetries: 2,
 		},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Notice](in)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fns.RemindFn(ctx, input)
-		},
+		Run: engine.StepRun[Notice](fns.RemindFn),
 	}
 }
 

@@ -68,17 +68,7 @@ func _dagenOrder_Charge(fns *_dagenOrderFuncs) engine.Step {
 	return engine.Step{
 		Name:       "Charge",
 		OutputType: "string",
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Order](in)
-			if err != nil {
-				return nil, err
-			}
-			out, err := fns.ChargeFn(ctx, input)
-			if err != nil {
-				return nil, err
-			}
-			return engine.Encode(out)
-		},
+		Run:        engine.StepRunOutput[Order, string](fns.ChargeFn),
 	}
 }
 

@@ -82,17 +82,7 @@ func _dagenOrder_Charge(fns *_dagenOrderFuncs) engine.Step {
 				return input.Customer.ID, nil
 			},
 		},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Order](in)
-			if err != nil {
-				return nil, err
-			}
-			out, err := fns.ChargeFn(ctx, input)
-			if err != nil {
-				return nil, err
-			}
-			return engine.Encode(out)
-		},
+		Run: engine.StepRunOutput[Order, int64](fns.ChargeFn),
 	}
 }
 
@@ -333,17 +323,7 @@ func _dagenAudit_Locate(fns *_dagenAuditFuncs) engine.Step {
 				return strconv.FormatUint(uint64(input.Region), 10), nil
 			},
 		},
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Audit](in)
-			if err != nil {
-				return nil, err
-			}
-			out, err := fns.LocateFn(ctx, input)
-			if err != nil {
-				return nil, err
-			}
-			return engine.Encode(out)
-		},
+		Run: engine.StepRunOutput[Audit, string](fns.LocateFn),
 	}
 }
 

@@ -89,17 +89,7 @@ func _dagenSignup_CreateAccount(fns *_dagenSignupFuncs) engine.Step {
 			MaxRetries: 2,
 		},
 		Timeout: 90 * time.Second,
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Signup](in)
-			if err != nil {
-				return nil, err
-			}
-			out, err := fns.CreateAccountFn(ctx, input)
-			if err != nil {
-				return nil, err
-			}
-			return engine.Encode(out)
-		},
+		Run:     engine.StepRunOutput[Signup, Account](fns.CreateAccountFn),
 	}
 }
 

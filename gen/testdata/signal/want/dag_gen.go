@@ -108,17 +108,7 @@ func _dagenExpense_Submit(fns *_dagenExpenseFuncs) engine.Step {
 	return engine.Step{
 		Name:       "Submit",
 		OutputType: "github.com/dagenhq/dagen/gen/testdata/signal.Submission",
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Expense](in)
-			if err != nil {
-				return nil, err
-			}
-			out, err := fns.SubmitFn(ctx, input)
-			if err != nil {
-				return nil, err
-			}
-			return engine.Encode(out)
-		},
+		Run:        engine.StepRunOutput[Expense, Submission](fns.SubmitFn),
 	}
 }
 

@@ -59,17 +59,7 @@ func _dagenOrder_Check(fns *_dagenOrderFuncs) engine.Step {
 	return engine.Step{
 		Name:       "Check",
 		OutputType: "bool",
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Order](in)
-			if err != nil {
-				return nil, err
-			}
-			out, err := fns.CheckFn(ctx, input)
-			if err != nil {
-				return nil, err
-			}
-			return engine.Encode(out)
-		},
+		Run:        engine.StepRunOutput[Order, bool](fns.CheckFn),
 	}
 }
 

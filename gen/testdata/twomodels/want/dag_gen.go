@@ -66,17 +66,7 @@ func _dagenPurchase_Hand(fns *_dagenPurchaseFuncs) engine.Step {
 	return engine.Step{
 		Name:       "Hand",
 		OutputType: "github.com/dagenhq/dagen/gen/testdata/twomodels/shop/model.Receipt",
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Purchase](in)
-			if err != nil {
-				return nil, err
-			}
-			out, err := fns.HandFn(ctx, input)
-			if err != nil {
-				return nil, err
-			}
-			return engine.Encode(out)
-		},
+		Run:        engine.StepRunOutput[Purchase, shopmodel.Receipt](fns.HandFn),
 	}
 }
 
@@ -85,17 +75,7 @@ func _dagenPurchase_Bill(fns *_dagenPurchaseFuncs) engine.Step {
 	return engine.Step{
 		Name:       "Bill",
 		OutputType: "github.com/dagenhq/dagen/gen/testdata/twomodels/billing/model.Receipt",
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Purchase](in)
-			if err != nil {
-				return nil, err
-			}
-			out, err := fns.BillFn(ctx, input)
-			if err != nil {
-				return nil, err
-			}
-			return engine.Encode(out)
-		},
+		Run:        engine.StepRunOutput[Purchase, billingmodel.Receipt](fns.BillFn),
 	}
 }
 

@@ -63,17 +63,7 @@ func _dagenorder_validate(fns *_dagenorderFuncs) engine.Step {
 	return engine.Step{
 		Name:       "validate",
 		OutputType: "bool",
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[order](in)
-			if err != nil {
-				return nil, err
-			}
-			out, err := fns.validateFn(ctx, input)
-			if err != nil {
-				return nil, err
-			}
-			return engine.Encode(out)
-		},
+		Run:        engine.StepRunOutput[order, bool](fns.validateFn),
 	}
 }
 

@@ -72,17 +72,7 @@ func _dagenOrder_Charge(fns *_dagenOrderFuncs) engine.Step {
 	return engine.Step{
 		Name:       "Charge",
 		OutputType: "github.com/dagenhq/dagen/gen/testdata/warn_lost_field.Receipt",
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Order](in)
-			if err != nil {
-				return nil, err
-			}
-			out, err := fns.ChargeFn(ctx, input)
-			if err != nil {
-				return nil, err
-			}
-			return engine.Encode(out)
-		},
+		Run:        engine.StepRunOutput[Order, Receipt](fns.ChargeFn),
 	}
 }
 
@@ -91,17 +81,7 @@ func _dagenOrder_Refund(fns *_dagenOrderFuncs) engine.Step {
 	return engine.Step{
 		Name:       "Refund",
 		OutputType: "github.com/dagenhq/dagen/gen/testdata/warn_lost_field.Receipt",
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Order](in)
-			if err != nil {
-				return nil, err
-			}
-			out, err := fns.RefundFn(ctx, input)
-			if err != nil {
-				return nil, err
-			}
-			return engine.Encode(out)
-		},
+		Run:        engine.StepRunOutput[Order, Receipt](fns.RefundFn),
 	}
 }
 
@@ -110,17 +90,7 @@ func _dagenOrder_Pack(fns *_dagenOrderFuncs) engine.Step {
 	return engine.Step{
 		Name:       "Pack",
 		OutputType: "github.com/dagenhq/dagen/gen/testdata/warn_lost_field.Batch",
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Order](in)
-			if err != nil {
-				return nil, err
-			}
-			out, err := fns.PackFn(ctx, input)
-			if err != nil {
-				return nil, err
-			}
-			return engine.Encode(out)
-		},
+		Run:        engine.StepRunOutput[Order, Batch](fns.PackFn),
 	}
 }
 
@@ -129,17 +99,10 @@ func _dagenOrder_Label(fns *_dagenOrderFuncs) engine.Step {
 	return engine.Step{
 		Name:       "Label",
 		OutputType: "struct{Text string; width int}",
-		Run: func(ctx context.Context, in engine.StepInput) ([]byte, error) {
-			input, err := engine.Input[Order](in)
-			if err != nil {
-				return nil, err
-			}
-			out, err := fns.LabelFn(ctx, input)
-			if err != nil {
-				return nil, err
-			}
-			return engine.Encode(out)
-		},
+		Run: engine.StepRunOutput[Order, struct {
+			Text  string
+			width int
+		}](fns.LabelFn),
 	}
 }
 
