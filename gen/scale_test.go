@@ -252,10 +252,13 @@ func TestPlainStepsShareTheEngineAdapter(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a throwaway module")
 	}
-	src := "package plain\n\nimport \"context\"\n\n//dag:workflow\ntype In struct{ N int }\n"
-	for i := range 3 {
+	src := "package plain\n\nimport (\n\t\"context\"\n\t\"time\"\n)\n\n//dag:workflow\ntype In struct{ N int }\n"
+	// Outputs the adapter's type arguments must spell out: a named type,
+	// a tagged anonymous struct, another package's type behind a pointer.
+	outputs := []string{"int", "struct {\n\tA int `json:\"a\"`\n}", "*time.Time"}
+	for i, out := range outputs {
 		src += fmt.Sprintf("\n//dag:step\nfunc A%d(ctx context.Context, in In) error { return nil }\n", i)
-		src += fmt.Sprintf("\n//dag:step after=A%d\nfunc B%d(ctx context.Context, in In) (int, error) { return in.N, nil }\n", i, i)
+		src += fmt.Sprintf("\n//dag:step after=A%d\nfunc B%d(ctx context.Context, in In) (%s, error) {\n\tvar out %s\n\treturn out, nil\n}\n", i, i, out, out)
 	}
 	dir := gentest.TempModule(t, map[string]string{"plain/plain.go": src})
 	cfg := gen.Config{Dir: dir, Env: gentest.Env()}
