@@ -160,7 +160,7 @@ func cappedVerdict(r Result, results []Result) string {
 	for _, s := range results {
 		if s.Workload == "single_step" && s.StepsPerSec > 0 && r.Seconds > 0 {
 			drain := r.StepsPerSec / s.StepsPerSec
-			whole := (float64(r.Runs) / (r.TriggerSeconds + r.Seconds)) / (float64(s.Runs) / (s.TriggerSeconds + s.Seconds))
+			whole := wholeRunsPerSec(r.Runs, r.TriggerSeconds, r.Seconds) / wholeRunsPerSec(s.Runs, s.TriggerSeconds, s.Seconds)
 			verdict := "meets"
 			if whole < cappedMinOfSingle {
 				verdict = "BELOW"
@@ -170,6 +170,12 @@ func cappedVerdict(r Result, results []Result) string {
 		}
 	}
 	return ""
+}
+
+// wholeRunsPerSec is a workload's runs a second from its first trigger to
+// its last completion.
+func wholeRunsPerSec(runs int, triggerSec, drainSec float64) float64 {
+	return float64(runs) / (triggerSec + drainSec)
 }
 
 // limitedMinOfSingle is the target of single_limited: steps/s against
