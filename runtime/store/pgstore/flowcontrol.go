@@ -286,13 +286,24 @@ func (s *Store) admitTx(ctx context.Context, limits, keys []string, touched map[
 				return fmt.Errorf("enqueue %d tasks with tokens: %w", len(ep.Tasks), err)
 			}
 		}
-		_ = s.q.LockRateWakes(ctx, db, wakes.Limits, wakes.Keys) // queued, as SetRateWakes: their errors come with the commit
-		if err := s.q.SetRateWakes(ctx, db, wakes); err != nil {
+		if err := s.setRateWakes(ctx, db, wakes); err != nil {
 			return fmt.Errorf("set the buckets' next looks: %w", err)
 		}
 		return nil
 	})
 	return admitted, err
+}
+
+// setRateWakes sets the buckets' next looks, an admission's last
+// statements: LockRateWakes takes their wake rows in key order, as an
+// enqueue that parks tasks at them does, and then SetRateWakes moves them
+// (its DELETE, UPDATE and INSERT take rows in no set order). On the
+// admission's pipeline both are queued: their errors come with the commit.
+func (s *Store) setRateWakes(ctx context.Context, db dbsqlc.DBTX, wakes dbsqlc.SetRateWakesParams) error {
+	if err := s.q.LockRateWakes(ctx, db, wakes.Limits, wakes.Keys); err != nil {
+		return err
+	}
+	return s.q.SetRateWakes(ctx, db, wakes)
 }
 
 // countSpends counts the spends taken from the locked buckets into their

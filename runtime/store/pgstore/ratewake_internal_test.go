@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/dagenhq/dagen/internal/pgtest"
@@ -23,12 +24,9 @@ import (
 // CTEs) and then waited for a's: the two deadlocked.
 func TestAdmissionTakesWakeRowsInKeyOrder(t *testing.T) {
 	ctx := context.Background()
-	pool := pgtest.NewPool(t, 4)
-	require.NoError(t, Migrate(ctx, pool))
-	s, err := New(ctx, pool, nil)
-	require.NoError(t, err)
+	s, pool := wakeStore(t, 4)
 	now := time.Now()
-	_, err = pool.Exec(ctx, `INSERT INTO dagen_rate_wakes (rate_limit, rate_key, wake_at) VALUES ('l', 'a', $1), ('l', 'b', $1)`, now)
+	_, err := pool.Exec(ctx, `INSERT INTO dagen_rate_wakes (rate_limit, rate_key, wake_at) VALUES ('l', 'a', $1), ('l', 'b', $1)`, now)
 	require.NoError(t, err)
 
 	enqueue, err := pool.Begin(ctx)
@@ -45,10 +43,7 @@ func TestAdmissionTakesWakeRowsInKeyOrder(t *testing.T) {
 				Wakes:   []pgtype.Timestamptz{{}, tstz(now.Add(time.Second))},
 				Touched: []int64{0, 0}, Now: tstz(now),
 			}
-			if err := s.q.LockRateWakes(ctx, tx, w.Limits, w.Keys); err != nil {
-				return err
-			}
-			return s.q.SetRateWakes(ctx, tx, w)
+			return s.setRateWakes(ctx, tx, w)
 		})
 	}()
 	require.Eventually(t, func() bool {
@@ -75,26 +70,19 @@ func TestAdmissionTakesWakeRowsInKeyOrder(t *testing.T) {
 // check the parked task waits until another task of its key comes.
 func TestAdmissionKeepsATouchedLook(t *testing.T) {
 	ctx := context.Background()
-	pool := pgtest.NewPool(t, 2)
-	require.NoError(t, Migrate(ctx, pool))
-	s, err := New(ctx, pool, nil)
-	require.NoError(t, err)
+	s, pool := wakeStore(t, 2)
 	now := time.Now().Truncate(time.Microsecond)
 	look := now.Add(rateWakeLease)
 	// The admission took both looks when each row had touched = 0; an
 	// enqueue touched a's row since.
-	_, err = pool.Exec(ctx, `INSERT INTO dagen_rate_wakes (rate_limit, rate_key, wake_at, touched) VALUES ('l', 'a', $1, 1), ('l', 'b', $1, 0)`, look)
+	_, err := pool.Exec(ctx, `INSERT INTO dagen_rate_wakes (rate_limit, rate_key, wake_at, touched) VALUES ('l', 'a', $1, 1), ('l', 'b', $1, 0)`, look)
 	require.NoError(t, err)
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		w := dbsqlc.SetRateWakesParams{
+		return s.setRateWakes(ctx, tx, dbsqlc.SetRateWakesParams{
 			Limits: []string{"l", "l"}, Keys: []string{"a", "b"},
 			Wakes:   []pgtype.Timestamptz{{}, {}},
 			Touched: []int64{0, 0}, Now: tstz(now),
-		}
-		if err := s.q.LockRateWakes(ctx, tx, w.Limits, w.Keys); err != nil {
-			return err
-		}
-		return s.q.SetRateWakes(ctx, tx, w)
+		})
 	})
 	require.NoError(t, err)
 	rows, err := pool.Query(ctx, `SELECT rate_key, wake_at FROM dagen_rate_wakes ORDER BY rate_key`)
@@ -108,4 +96,15 @@ func TestAdmissionKeepsATouchedLook(t *testing.T) {
 	require.Len(t, wakes, 1, "b's row goes: nothing came since its look")
 	require.Equal(t, "a", wakes[0].Key, "a's row stays: an enqueue parked a task since its look")
 	require.True(t, wakes[0].At.Equal(now), "a is due again at once, not when the look ends: %s", wakes[0].At)
+}
+
+// wakeStore returns a store on a migrated schema of its own, with a pool
+// of conns connections.
+func wakeStore(t *testing.T, conns int32) (*Store, *pgxpool.Pool) {
+	t.Helper()
+	pool := pgtest.NewPool(t, conns)
+	require.NoError(t, Migrate(context.Background(), pool))
+	s, err := New(context.Background(), pool, nil)
+	require.NoError(t, err)
+	return s, pool
 }
