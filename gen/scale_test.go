@@ -262,17 +262,9 @@ func TestPlainStepsShareTheEngineAdapter(t *testing.T) {
 	}
 	dir := gentest.TempModule(t, map[string]string{"plain/plain.go": src})
 	cfg := gen.Config{Dir: dir, Env: gentest.Env()}
-	prog, diags := analysis.Load(context.Background(), cfg, "./plain")
-	if len(diags) > 0 || prog == nil {
-		t.Fatalf("load: %v", diags)
-	}
-	pkgs, diags := analysis.Analyze(prog)
-	if len(diags) > 0 {
-		t.Fatalf("analyse: %v", diags)
-	}
-	files, diags := gen.Emit(pkgs)
+	files, diags := gen.Generate(context.Background(), cfg, "./plain")
 	if len(diags) > 0 || len(files) != 1 {
-		t.Fatalf("emit: %d files, %v", len(files), diags)
+		t.Fatalf("generate: %d files, %v", len(files), diags)
 	}
 	f, err := parser.ParseFile(token.NewFileSet(), "dag_gen.go", files[0].Content, 0)
 	if err != nil {
