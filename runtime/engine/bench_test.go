@@ -108,3 +108,77 @@ func benchChain(b *testing.B, st store.Store, chain, concurrency int) {
 func quietLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
+
+// BenchmarkFanOutPostgres measures one fan-out run at a time (a root, 50
+// children, a join) on an idle engine on Postgres: trigger, then wait for
+// its result. It reports ms/run, and children/run, how many of a run's
+// children its root's completion started on the worker (the rest waited
+// in the queue for a claim).
+//
+//	go test -run '^$' -bench FanOutPostgres -benchtime 200x ./runtime/engine
+func BenchmarkFanOutPostgres(b *testing.B) {
+	ctx := context.Background()
+	pool := pgtest.NewPool(b, 16)
+	if err := pgstore.Migrate(ctx, pool); err != nil {
+		b.Fatal(err)
+	}
+	st, err := pgstore.New(ctx, pool, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const width = 50
+	noop := func(context.Context, engine.StepInput) ([]byte, error) { return nil, nil }
+	def := &engine.Definition{Name: "fan", Steps: []engine.Step{{Name: "root", Run: noop}}}
+	var children []string
+	for i := range width {
+		name := fmt.Sprintf("c%02d", i)
+		children = append(children, name)
+		def.Steps = append(def.Steps, engine.Step{Name: name, Run: noop, Parents: req("root")})
+	}
+	def.Steps = append(def.Steps, engine.Step{Name: "join", Run: noop, Parents: req(children...)})
+	e, err := engine.New(st, &engine.Config{Concurrency: 256, BatchSize: 64, Logger: quietLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := e.Register(def); err != nil {
+		b.Fatal(err)
+	}
+	if err := e.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		stopCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if err := e.Stop(stopCtx); err != nil {
+			b.Fatal(err)
+		}
+	}()
+	started := 0
+	b.ResetTimer()
+	for i := range b.N {
+		id, err := e.Trigger(ctx, "fan", "t", i)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := e.Wait(ctx, id); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		events, err := e.Events(ctx, id)
+		if err != nil {
+			b.Fatal(err)
+		}
+		queued := map[string]time.Time{}
+		for _, ev := range events {
+			switch {
+			case ev.Type == store.EventQueued:
+				queued[ev.Step] = ev.At
+			case ev.Type == store.EventStarted && ev.Step != "root" && ev.Step != "join" && queued[ev.Step].Equal(ev.At):
+				started++
+			}
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/run")
+	b.ReportMetric(float64(started)/float64(b.N), "children/run")
+}

@@ -327,8 +327,11 @@ type registered struct {
 	infos  []store.SignatureInfo
 	// mappedBy lists, by parent, the steps that map its output (each=).
 	mappedBy map[string][]string
-	// children counts, by step, the steps that list it as a parent.
-	children map[string]int
+	// children counts, by step, the steps that list it as a parent;
+	// sole counts those of them it alone makes ready, which the
+	// completion that stores its result may start here: those with no
+	// other parent, not mapped, taking no rate limit's tokens.
+	children, sole map[string]int
 	// recorded is set once the signatures' descriptions are in the store
 	// (store.Deploys).
 	recorded atomic.Bool
@@ -396,7 +399,7 @@ func (e *Engine) Register(def *Definition) error {
 		return err
 	}
 	reg := &registered{def: def, steps: make(map[string]*Step, len(def.Steps)), fp: def.Fingerprint(), infos: def.SignatureInfos(),
-		children: make(map[string]int)}
+		children: make(map[string]int), sole: make(map[string]int)}
 	reg.sigs = make(map[string]string, len(reg.infos))
 	for _, si := range reg.infos {
 		reg.sigs[si.Step] = si.Signature
@@ -408,6 +411,9 @@ func (e *Engine) Register(def *Definition) error {
 		reg.steps[s.Name] = s
 		for _, p := range s.Parents {
 			reg.children[p.Name]++
+		}
+		if len(s.Parents) == 1 && s.Each == "" && s.RateLimit == nil {
+			reg.sole[s.Parents[0].Name]++
 		}
 		if s.Each != "" {
 			if reg.mappedBy == nil {

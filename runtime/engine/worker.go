@@ -102,8 +102,10 @@ func (h host) Execute(ctx context.Context, ct *store.ClaimedTask) (store.TaskRes
 func (h host) Goexited(ctx context.Context, ct *store.ClaimedTask) (store.TaskResult, bool) {
 	return h.e.goexited(ctx, ct)
 }
-func (h host) Rows(ct *store.ClaimedTask, res *store.TaskResult) int { return h.e.rowsOf(ct, res) }
-func (h host) AskReturns(batch []store.TaskResult)                   { h.e.askReturns(batch) }
+func (h host) Rows(ct *store.ClaimedTask, res *store.TaskResult) (rows, more int) {
+	return h.e.rowsOf(ct, res)
+}
+func (h host) AskReturns(batch []store.TaskResult) { h.e.askReturns(batch) }
 func (h host) Stored(batch []store.TaskResult, outs []store.CompletionOutcome) {
 	h.e.afterComplete(batch, outs)
 }
@@ -111,22 +113,28 @@ func (h host) Publish(ctx context.Context)       { h.e.serve(ctx) }
 func (h host) CancelRuns(ids []dag.RunID)        { h.e.cancelRuns(ids) }
 func (h host) FireSchedules(ctx context.Context) { h.e.fireSchedulesLogged(ctx) }
 
-// rowsOf counts the tasks res may make ready or create, and its own: see
-// finished.
-func (e *Engine) rowsOf(ct *store.ClaimedTask, res *store.TaskResult) int {
+// rowsOf counts the tasks res may make ready or create, and its own (see
+// finished), and how many more steps than one it surely makes ready: its
+// step's children that have no other parent (see worker.Host).
+func (e *Engine) rowsOf(ct *store.ClaimedTask, res *store.TaskResult) (rows, more int) {
 	switch res.Outcome {
 	case store.OutcomeMapped:
-		return 1 + len(res.Elements)
+		return 1 + len(res.Elements), 0
 	case store.OutcomeChild:
 		if res.Child != nil {
-			return 1 + len(res.Child.Tasks)
+			return 1 + len(res.Child.Tasks), 0
 		}
 	case store.OutcomeCompleted, store.OutcomeSkipped:
 		if reg := e.lookup(ct.Workflow); reg != nil {
-			return 1 + reg.children[stepOf(ct)]
+			step := stepOf(ct)
+			if ct.Kind == store.KindElement {
+				// One element of many: it seldom ends its mapped step.
+				return 1 + reg.children[step], 0
+			}
+			return 1 + reg.children[step], max(reg.sole[step]-1, 0)
 		}
 	}
-	return 1
+	return 1, 0
 }
 
 // completeAndContinue stores results and has the store claim for this

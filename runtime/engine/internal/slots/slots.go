@@ -9,6 +9,13 @@
 // almost nothing here, so that a tenant running a run now and then beside
 // another's backlog does not wait behind it for a slot (see
 // docs/performance.md, "The light lane").
+//
+// A completion may start the steps its results make ready in the slots
+// those results free (store.Continuer), and a fan-out's first step makes
+// more ready than the one slot it frees: the completion also takes free
+// slots for them (TakeFree), so that the children start at once instead
+// of waiting in the queue for the next claim (see docs/performance.md,
+// "Fan-outs start their children in free slots").
 package slots
 
 import (
@@ -54,8 +61,8 @@ func New(concurrency int) *Slots {
 // in 64, none below 64.
 func (s *Slots) lightReserve() int { return s.concurrency / 64 }
 
-// ClaimCapacity is how many slots claims may fill: all but the light
-// tenants' reserve.
+// ClaimCapacity is how many slots claims, and completions that start the
+// steps they made ready, may fill: all but the light tenants' reserve.
 func (s *Slots) ClaimCapacity() int { return s.concurrency - s.lightReserve() }
 
 // StartCapacity is how many slots a trigger of runs of these tenants may
@@ -93,6 +100,17 @@ func (s *Slots) Take(capacity int, want func(free, held int) int) int {
 // Unused gives back n slots Take reserved that no task filled.
 func (s *Slots) Unused(n int) { s.executing.Add(-int64(n)) }
 
+// TakeFree is Take for a completion whose results surely make n more steps
+// ready than the slots they free: it takes up to n of the free slots the
+// claims may fill, at once, counting them as executing. The caller passes
+// what it took to Stored.
+func (s *Slots) TakeFree(n int) int {
+	if n <= 0 {
+		return 0
+	}
+	return s.Take(s.ClaimCapacity(), func(free, _ int) int { return min(free, n) })
+}
+
 // Finished records that a step finished: its result now waits for the
 // store, in its slot, or, when it was dropped (keep is false), its slot
 // and task are given up at once.
@@ -107,11 +125,12 @@ func (s *Slots) Finished(a store.HeldAttempt, tenant string, keep bool) {
 }
 
 // Stored records that a batch of stored results (or one given up) gives
-// its stored slots back, and that the store claimed next of the steps they
-// made ready, which take slots first: nobody sees more slots free than
-// there are.
-func (s *Slots) Stored(stored, next int) {
-	s.executing.Add(int64(next))
+// its stored slots back, with the free slots its completion took
+// (TakeFree), and that the store claimed next of the steps they made
+// ready, which take slots first: nobody sees more slots free than there
+// are.
+func (s *Slots) Stored(stored, taken, next int) {
+	s.executing.Add(int64(next - taken))
 	s.pending.Add(-int64(stored))
 }
 

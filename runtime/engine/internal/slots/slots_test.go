@@ -31,7 +31,7 @@ func TestTakeCountsResultsWaitingForTheStore(t *testing.T) {
 	require.EqualValues(t, 60, s.Pending())
 	require.Equal(t, 66, s.Take(s.ClaimCapacity(), all), "results waiting for the store hold their slots")
 	s.Unused(66)
-	s.Stored(60, 10) // stored, and the store claimed 10 steps they made ready
+	s.Stored(60, 0, 10) // stored, and the store claimed 10 steps they made ready
 	require.EqualValues(t, 10, s.Executing())
 	require.Zero(t, s.Pending())
 }
@@ -80,4 +80,22 @@ func TestTakeNeverOverfills(t *testing.T) {
 	wg.Wait()
 	require.LessOrEqual(t, most.Load(), int64(capacity))
 	require.Zero(t, s.Executing())
+}
+
+// TestTakeFreeTakesOnlyFreeSlots: a completion takes free slots for the
+// steps its results surely make ready, no more than are free, and gives
+// back with Stored those the store did not fill.
+func TestTakeFreeTakesOnlyFreeSlots(t *testing.T) {
+	s := slots.New(128) // 126 for claims and completions
+	require.Equal(t, 100, s.Take(s.ClaimCapacity(), func(int, int) int { return 100 }))
+	for range 10 {
+		s.Finished(store.HeldAttempt{RunID: dag.RunID{1}}, "t", true) // 90 executing, 10 waiting for the store
+	}
+	require.Zero(t, s.TakeFree(0))
+	require.Equal(t, 26, s.TakeFree(49), "only the free slots")
+	require.Zero(t, s.TakeFree(1), "none left")
+	s.Stored(10, 26, 30) // the store started 30 steps: the results' 10 slots and 20 of the 26
+	require.EqualValues(t, 90+30, s.Executing())
+	require.Zero(t, s.Pending())
+	require.Equal(t, 6, s.Take(s.ClaimCapacity(), all), "the 6 the store did not fill are free again")
 }

@@ -30,6 +30,7 @@ const MaxBatchRows = 4096
 type finished struct {
 	res      store.TaskResult
 	rows     int
+	more     int    // the steps it surely makes ready beyond the one its slot takes: see completeBatch
 	tenant   string // the run's: see laneOf
 	queued   bool   // the claim's store.ClaimedTask.TenantQueued: see laneOf
 	workflow string // the run's, for metrics
@@ -45,7 +46,7 @@ func (w *Worker) completer(results <-chan finished) {
 	workflows := make([]string, 0, w.cfg.BatchSize)
 	for f := range results {
 		batch, tenants, workflows = append(batch[:0], f.res), append(tenants[:0], f.tenant), append(workflows[:0], f.workflow)
-		rows := f.rows
+		rows, more := f.rows, f.more
 	fill:
 		for len(batch) < w.cfg.BatchSize && rows < MaxBatchRows {
 			select {
@@ -53,24 +54,32 @@ func (w *Worker) completer(results <-chan finished) {
 				if !ok {
 					break fill
 				}
-				batch, tenants, workflows, rows = append(batch, f.res), append(tenants, f.tenant), append(workflows, f.workflow), rows+f.rows
+				batch, tenants, workflows = append(batch, f.res), append(tenants, f.tenant), append(workflows, f.workflow)
+				rows, more = rows+f.rows, more+f.more
 			default:
 				break fill
 			}
 		}
-		w.completeBatch(batch, tenants, workflows)
+		w.completeBatch(batch, tenants, workflows, more)
 	}
 }
 
 // completeBatch stores a batch of results, retrying while the store is
 // unreachable, and gives their slots back: to the steps the store claimed
-// for them (see continueWith), the rest to the poller. Results that cannot
-// be stored before Stop gives up on them (its deadline passed) are left
-// to lease expiry: another worker re-runs those attempts.
-func (w *Worker) completeBatch(batch []store.TaskResult, tenants, workflows []string) {
+// for them (see continueWith), the rest to the poller. The store may claim
+// as many steps as the results free slots, and, when they surely make
+// more ready (more: a fan-out's first step), as many of those as there
+// are free slots, which it takes first (slots.Slots.TakeFree): a fan-out's
+// children then start here at once, as a chain's next step does, rather
+// than wait in the queue for the next claim. Results that cannot be stored
+// before Stop gives up on them (its deadline passed) are left to lease
+// expiry: another worker re-runs those attempts.
+func (w *Worker) completeBatch(batch []store.TaskResult, tenants, workflows []string, more int) {
 	cont := w.continueWith()
+	taken := 0
 	if cont {
 		defer w.starts.Done()
+		taken = w.slots.TakeFree(more)
 	}
 	w.host.AskReturns(batch)
 	var next []store.ClaimedTask
@@ -80,7 +89,7 @@ func (w *Worker) completeBatch(batch []store.TaskResult, tenants, workflows []st
 		var err error
 		began := time.Now()
 		if cont {
-			outs, next, err = w.host.CompleteAndContinue(w.abandon, batch, len(batch))
+			outs, next, err = w.host.CompleteAndContinue(w.abandon, batch, len(batch)+taken)
 		} else {
 			outs, err = w.cfg.Store.CompleteTasks(w.abandon, batch)
 		}
@@ -127,7 +136,7 @@ func (w *Worker) completeBatch(batch []store.TaskResult, tenants, workflows []st
 	}
 	// The claimed steps take their slots before the results give theirs
 	// back, so the poller never sees more free than there are.
-	w.slots.Stored(len(batch), len(next))
+	w.slots.Stored(len(batch), taken, len(next))
 	w.dispatch(next)
 	w.Signal()
 	// Waiters are woken last: their runs' tasks are unheld (a Wait that

@@ -85,13 +85,14 @@ func (w *Worker) run(ct *store.ClaimedTask) {
 			return
 		}
 		res, keep := w.host.Goexited(w.ctx, ct)
-		w.handOn(finished{res, 1, ct.Tenant, ct.TenantQueued, ct.Workflow, ct.TraceParent}, keep)
+		w.handOn(finished{res: res, rows: 1, tenant: ct.Tenant, queued: ct.TenantQueued, workflow: ct.Workflow, trace: ct.TraceParent}, keep)
 		w.execWG.Add(1)
 		go w.executor() // counted in w.executors already: this one's place
 	}()
 	res, keep := w.host.Execute(w.ctx, ct)
 	returned = true
-	w.handOn(finished{res, w.host.Rows(ct, &res), ct.Tenant, ct.TenantQueued, ct.Workflow, ct.TraceParent}, keep)
+	rows, more := w.host.Rows(ct, &res)
+	w.handOn(finished{res: res, rows: rows, more: more, tenant: ct.Tenant, queued: ct.TenantQueued, workflow: ct.Workflow, trace: ct.TraceParent}, keep)
 }
 
 // handOn passes a finished attempt's result to its completer, or, when

@@ -34,9 +34,11 @@ type Host interface {
 	// Goexited is the result of a step that ended its goroutine
 	// (runtime.Goexit) instead of returning.
 	Goexited(ctx context.Context, ct *store.ClaimedTask) (res store.TaskResult, keep bool)
-	// Rows counts the tasks res may make ready or create, and its own:
-	// see finished.
-	Rows(ct *store.ClaimedTask, res *store.TaskResult) int
+	// Rows counts the tasks res may make ready or create, and its own
+	// (see finished), and how many more steps than one it surely makes
+	// ready: its step's children that have no other parent (see
+	// completeBatch).
+	Rows(ct *store.ClaimedTask, res *store.TaskResult) (rows, more int)
 	// AskReturns marks the results of runs someone waits for, so that the
 	// completion that finishes one reads it back.
 	AskReturns(batch []store.TaskResult)
