@@ -286,27 +286,49 @@ deleted AS (
     -- every claim; see docs/performance.md, "Claims take queue rows by
     -- ctid"). The rows are locked and the queue never updates a row, so
     -- each ctid is the row taken.
+    --
+    --
+    -- A task whose signature is in @extra_signatures takes as many slots
+    -- more (@extra_slots: the children its completion will start on the
+    -- worker, store.ClaimParams.Extra): the claim takes the rows, in
+    -- order, whose slots fit in @max, and at least one. The rows locked
+    -- past those stay locked only until the claim commits. Without extra
+    -- signatures every row takes one slot, and every row fits.
     DELETE FROM dagen_ready q
     WHERE q.ctid = ANY(ARRAY(
-        SELECT p.ctid
-        FROM dagen_ready p
-        -- IN (SELECT …) under OR stays a hashed subplan: one hash lookup a
-        -- row, where = ANY compares the row with the signatures one by one
-        -- (a worker serves dozens, so the comparisons add up; see
-        -- docs/performance.md, "The claim's signature filter is hashed").
-        WHERE (cardinality(@signatures::text[]) = 0
-               OR p.signature IN (SELECT unnest(@signatures::text[])))
-          -- Once the schema has priorities or rate limits, ClaimTasksFlow
-          -- claims: a store that did not know it yet claims nothing here,
-          -- and learns it from ReadFlowFlags.
-          AND NOT (SELECT f.rate_limits OR f.priorities FROM dagen_flow_flags f)
-          -- Where the store's last full claim began (claimFloor): the
-          -- index entries of the rows claims deleted before it, dead until
-          -- a vacuum, are not read again.
-          AND p.id >= @floor::bigint
-        ORDER BY p.id
-        LIMIT @max
-        FOR UPDATE SKIP LOCKED
+        SELECT w.ctid
+        FROM (
+            SELECT l.ctid,
+                   sum(1 + coalesce(x.slots, 0)) OVER (ORDER BY l.id) AS used,
+                   row_number() OVER (ORDER BY l.id) AS n
+            FROM (
+                SELECT p.ctid, p.id, p.signature
+                FROM dagen_ready p
+                -- IN (SELECT …) under OR stays a hashed subplan: one hash
+                -- lookup a row, where = ANY compares the row with the
+                -- signatures one by one (a worker serves dozens, so the
+                -- comparisons add up; see docs/performance.md, "The
+                -- claim's signature filter is hashed").
+                WHERE (cardinality(@signatures::text[]) = 0
+                       OR p.signature IN (SELECT unnest(@signatures::text[])))
+                  -- Once the schema has priorities or rate limits,
+                  -- ClaimTasksFlow claims: a store that did not know it
+                  -- yet claims nothing here, and learns it from
+                  -- ReadFlowFlags.
+                  AND NOT (SELECT f.rate_limits OR f.priorities FROM dagen_flow_flags f)
+                  -- Where the store's last full claim began (claimFloor):
+                  -- the index entries of the rows claims deleted before
+                  -- it, dead until a vacuum, are not read again.
+                  AND p.id >= @floor::bigint
+                ORDER BY p.id
+                LIMIT @max
+                FOR UPDATE SKIP LOCKED
+            ) AS l
+            LEFT JOIN (SELECT unnest(@extra_signatures::text[]) AS signature,
+                              unnest(@extra_slots::integer[]) AS slots) AS x
+              ON x.signature = l.signature
+        ) AS w
+        WHERE w.used <= @max OR w.n = 1
     ))
     RETURNING q.id, q.run_id, q.task
 ),

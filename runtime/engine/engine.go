@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"reflect"
 	"slices"
@@ -287,6 +288,11 @@ type Engine struct {
 	mu         sync.RWMutex
 	defs       map[string]*registered
 	signatures []string // the task signatures of the registered workflows, sorted, for claims
+	// extra is, by signature, the slots a task of that signature takes
+	// beyond its own in a claim (store.ClaimParams.Extra): its step's
+	// children that have no other parent, less the one its own slot
+	// takes. Replaced, never changed: claims use it unlocked.
+	extra map[string]int
 
 	waitMu  sync.Mutex
 	waiters map[dag.RunID][]*waiter
@@ -442,6 +448,18 @@ func (e *Engine) Register(def *Definition) error {
 	sigs := append(slices.Clone(e.signatures), reg.served...)
 	slices.Sort(sigs)
 	e.signatures = slices.Compact(sigs)
+	extra := maps.Clone(e.extra)
+	for step, n := range reg.sole {
+		// A mapped step's elements share its signature, and one element
+		// seldom ends it: no slots are kept for its children.
+		if sig, ok := reg.sigs[step]; ok && n > 1 && reg.steps[step].Each == "" {
+			if extra == nil {
+				extra = make(map[string]int)
+			}
+			extra[sig] = max(extra[sig], n-1)
+		}
+	}
+	e.extra = extra
 	return nil
 }
 

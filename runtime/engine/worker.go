@@ -90,6 +90,11 @@ func (e *Engine) startRuns(ctx context.Context, runs []store.NewRun) (tried, all
 type host struct{ e *Engine }
 
 func (h host) Signatures() []string { return h.e.servedSignatures() }
+func (h host) Extra() map[string]int {
+	h.e.mu.RLock()
+	defer h.e.mu.RUnlock()
+	return h.e.extra
+}
 func (h host) Claim(ctx context.Context, p store.ClaimParams) ([]store.ClaimedTask, error) {
 	return h.e.claimTasks(ctx, p)
 }

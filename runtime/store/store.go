@@ -345,10 +345,44 @@ type ClaimParams struct {
 	Signatures []string
 	Limit      int           // at most this many tasks
 	Lease      time.Duration // how long the claim holds without renewal
+	// Extra are, by signature, the slots a task of that signature takes
+	// beyond its own: the steps the completion that stores its result
+	// will start on the worker (a fan-out's children). A claim then takes,
+	// in queue order, the tasks whose slots fit in Limit, and always at
+	// least one. Where a store cannot weigh them (pgstore's claim once the
+	// schema has priorities or rate limits) it claims up to Limit tasks:
+	// the worker keeps for their steps only the slots left.
+	Extra map[string]int
 	// Known are runs whose input the worker holds already. A store may
 	// claim their tasks without the input (ClaimedTask.InputOmitted), so
 	// a large input crosses the wire once to a worker, not once a step.
 	Known []dag.RunID
+}
+
+// Filled reports whether a claim with p that took tasks took all it could:
+// Limit tasks, or as many slots (Extra) as another task of the most extra
+// slots would not have fit with. A claim not filled found no more tasks.
+func (p ClaimParams) Filled(tasks []ClaimedTask) bool {
+	if len(tasks) >= p.Limit {
+		return true
+	}
+	if len(p.Extra) == 0 || len(tasks) == 0 {
+		return false
+	}
+	most := 0
+	for _, n := range p.Extra {
+		most = max(most, n)
+	}
+	return p.Slots(tasks)+1+most > p.Limit
+}
+
+// Slots counts the slots claimed tasks take: one each, and their Extra.
+func (p ClaimParams) Slots(tasks []ClaimedTask) int {
+	n := len(tasks)
+	for i := range tasks {
+		n += p.Extra[tasks[i].Signature]
+	}
+	return n
 }
 
 // Serves reports whether a claim with p takes tasks of signature sig: one

@@ -537,6 +537,7 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.Cl
 	now := s.now()
 	var claimed []store.ClaimedTask
 	var places []int64 // the queue id each claimed task had: see tenantQueued
+	used := 0          // slots, with the Extra of the tasks claimed
 	for len(claimed) < p.Limit {
 		var best *readyQueue
 		var head queueEntry
@@ -546,6 +547,11 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.Cl
 			}
 		}
 		if best == nil {
+			break
+		}
+		// As pgstore's claim: the place's own task is weighed, at least
+		// one is taken.
+		if used += 1 + p.Extra[head.run.spec(head.task).Signature]; used > p.Limit && len(claimed) > 0 {
 			break
 		}
 		heap.Pop(best)

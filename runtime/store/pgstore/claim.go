@@ -24,7 +24,7 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.Cl
 	if p.Limit <= 0 {
 		return nil, nil
 	}
-	rows, err := s.claimRows(ctx, p)
+	rows, priorities, err := s.claimRows(ctx, p)
 	if err != nil {
 		return nil, fmt.Errorf("claim tasks for worker %s: %w", p.Worker, err)
 	}
@@ -65,6 +65,7 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.Cl
 	if len(rows) > 0 {
 		s.leases.Claimed(leasebook.LeaseOf(rows[0].Lease, claimed), claimed, views)
 	}
+	s.floor.claimed(p.Signatures, rows, p.Filled(claimed), priorities)
 	return claimed, nil
 }
 
@@ -73,7 +74,7 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.Cl
 const flowReadEvery = 5 * time.Second
 
 // claimRows runs the claim: ClaimTasks while the schema has neither run
-// priorities nor rate limits, ClaimTasksFlow once it has. The flow's
+// priorities nor rate limits, ClaimTasksFlow once it has (flow). The flow's
 // statement costs every claim more (see docs/performance.md, "Flow
 // control: rate limits, priorities, weights"), so a store takes it only
 // once the schema's flags say so. The fair claim claims nothing once they
@@ -81,30 +82,32 @@ const flowReadEvery = 5 * time.Second
 // a priority), another reads them when its claims find nothing, every
 // flowReadEvery at most, and then claims with the flow's. The flags are
 // never cleared.
-func (s *Store) claimRows(ctx context.Context, p store.ClaimParams) (rows []dbsqlc.ClaimTasksRow, err error) {
+func (s *Store) claimRows(ctx context.Context, p store.ClaimParams) (rows []dbsqlc.ClaimTasksRow, flow bool, err error) {
 	params := dbsqlc.ClaimTasksParams{
-		Now:          s.clock(),
-		Signatures:   nonNil(p.Signatures),
-		Floor:        s.floor.next(p.Signatures),
-		Max:          int32(min(p.Limit, 1<<30)),
-		Worker:       p.Worker,
-		LeaseSeconds: p.Lease.Seconds(),
-		Known:        uuidsOf(p.Known),
+		Now:             s.clock(),
+		Signatures:      nonNil(p.Signatures),
+		Floor:           s.floor.next(p.Signatures),
+		Max:             int32(min(p.Limit, 1<<30)),
+		ExtraSignatures: []string{},
+		ExtraSlots:      []int32{},
+		Worker:          p.Worker,
+		LeaseSeconds:    p.Lease.Seconds(),
+		Known:           uuidsOf(p.Known),
 	}
-	flowClaim := false
-	defer func() {
-		if err == nil {
-			s.floor.claimed(p.Signatures, rows, int(params.Max), flowClaim)
+	for sig, n := range p.Extra {
+		if n > 0 {
+			params.ExtraSignatures = append(params.ExtraSignatures, sig)
+			params.ExtraSlots = append(params.ExtraSlots, int32(min(n, 1<<30)))
 		}
-	}()
+	}
 	if !s.flow.Load() {
 		pl := pipeline.New(s.pool).Queue()
 		if err := s.keepGenericPlan(ctx, pl); err != nil { // queued: it cannot fail here
-			return nil, err
+			return nil, false, err
 		}
 		rows, err = s.q.ClaimTasks(ctx, pl, params)
 		if err != nil || len(rows) > 0 {
-			return rows, err // rows: the flags were not set
+			return rows, false, err // rows: the flags were not set
 		}
 		// Nothing claimed: an empty queue, or flags set by another
 		// process. An idle worker finds nothing at every poll, so it reads
@@ -112,30 +115,35 @@ func (s *Store) claimRows(ctx context.Context, p store.ClaimParams) (rows []dbsq
 		now := time.Now().UnixNano()
 		last := s.flowRead.Load()
 		if now-last < int64(flowReadEvery) || !s.flowRead.CompareAndSwap(last, now) {
-			return nil, nil
+			return nil, false, nil
 		}
 		flow, err := s.q.ReadFlowFlags(ctx, s.pool)
 		if err != nil || !flow {
-			return nil, err
+			return nil, false, err
 		}
 		s.flow.Store(true)
 	}
 	pl := pipeline.New(s.pool).Queue()
 	if err := s.keepGenericPlan(ctx, pl); err != nil {
-		return nil, err
+		return nil, true, err
 	}
 	// Not past a floor: the rows a priority claim returns are not its
 	// places, which may stay behind (see claimFloor).
-	params.Floor, flowClaim = 0, true
-	flowRows, err := s.q.ClaimTasksFlow(ctx, pl, dbsqlc.ClaimTasksFlowParams(params))
+	params.Floor = 0
+	// Extra is not weighed here: the worker gives back what it reserved
+	// for tasks that did not fit.
+	flowRows, err := s.q.ClaimTasksFlow(ctx, pl, dbsqlc.ClaimTasksFlowParams{
+		Now: params.Now, Signatures: params.Signatures, Floor: params.Floor, Max: params.Max,
+		Worker: params.Worker, LeaseSeconds: params.LeaseSeconds, Known: params.Known,
+	})
 	if err != nil {
-		return nil, err
+		return nil, true, err
 	}
 	rows = make([]dbsqlc.ClaimTasksRow, len(flowRows))
 	for i, r := range flowRows {
 		rows[i] = dbsqlc.ClaimTasksRow(r)
 	}
-	return rows, nil
+	return rows, true, nil
 }
 
 // runFields are what a claimed task takes from its run's row.
@@ -309,19 +317,19 @@ func (f *claimFloor) next(signatures []string) int64 {
 	return f.at
 }
 
-// claimed moves the floor after a claim of up to limit rows of the given
-// signatures: to the start of the block of its first row when it took all
-// it asked for, back to the queue's start when it did not (the queue past
-// the floor may be drained, and stragglers may wait below it) or when it
-// was ClaimTasksFlow's (priorities): the rows that claim returns may be
+// claimed moves the floor after a claim of the given signatures: to the
+// start of the block of its first row when it took all it asked for
+// (full), back to the queue's start when it did not (the queue past the
+// floor may be drained, and stragglers may wait below it) or when it was
+// ClaimTasksFlow's (priorities): the rows that claim returns may be
 // entries it preferred to its places, further back, whose places stay.
-func (f *claimFloor) claimed(signatures []string, rows []dbsqlc.ClaimTasksRow, limit int, priorities bool) {
+func (f *claimFloor) claimed(signatures []string, rows []dbsqlc.ClaimTasksRow, full, priorities bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !slices.Equal(signatures, f.of) {
 		f.of = slices.Clone(signatures) // the caller's slice may change
 	}
-	if len(rows) < limit || len(rows) == 0 || priorities {
+	if !full || priorities {
 		f.at = 0
 		return
 	}

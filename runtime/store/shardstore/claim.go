@@ -56,7 +56,7 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]store.Cl
 	if err != nil {
 		return nil, err
 	}
-	if left := p.Limit - count(got); left > 0 {
+	if left := p.Limit - slots(p, got); left > 0 {
 		// The places left go to the shards that filled theirs and to
 		// those passed over as idle: they may have work no notification
 		// told of (a rescue, a timer, a capped run admitted, another
@@ -246,7 +246,7 @@ func (s *Store) claimRound(ctx context.Context, p store.ClaimParams, shares map[
 			mu.Unlock()
 			return
 		}
-		s.claims.idle[i].Store(len(got) < q.Limit)
+		s.claims.idle[i].Store(!q.Filled(got))
 		for _, ct := range got {
 			s.remember(ct.RunID, i)
 		}
@@ -261,7 +261,7 @@ func (s *Store) claimRound(ctx context.Context, p store.ClaimParams, shares map[
 		if batches[i] != nil {
 			out = append(out, batches[i])
 		}
-		if len(batches[i]) == shares[i] {
+		if q := (store.ClaimParams{Limit: shares[i], Extra: p.Extra}); q.Filled(batches[i]) {
 			full = append(full, i)
 		}
 	}
@@ -272,6 +272,15 @@ func count(batches [][]store.ClaimedTask) int {
 	n := 0
 	for _, b := range batches {
 		n += len(b)
+	}
+	return n
+}
+
+// slots counts the slots the claimed batches take (store.ClaimParams.Slots).
+func slots(p store.ClaimParams, batches [][]store.ClaimedTask) int {
+	n := 0
+	for _, b := range batches {
+		n += p.Slots(b)
 	}
 	return n
 }

@@ -70,6 +70,7 @@ func RunExcept(t *testing.T, newStore NewStore, except map[string]string) {
 		{"ClaimCarriesInputAndParents", testClaimCarriesInputAndParents},
 		{"ClaimMayLeaveOutKnownInputs", testClaimMayLeaveOutKnownInputs},
 		{"ClaimLimitAndWorkflowFilter", testClaimLimitAndWorkflowFilter},
+		{"ClaimWeighsExtraSlots", testClaimWeighsExtraSlots},
 		{"FanInEnqueuesOnce", testFanInEnqueuesOnce},
 		{"SkipResolvesChildren", testSkipResolvesChildren},
 		{"Fencing", testFencing},
@@ -407,6 +408,42 @@ func testClaimLimitAndWorkflowFilter(f *fixture) {
 	require.Len(t, f.claim(100, "left", "nothing"), 2)
 	require.Len(t, f.claim(100, "unknown"), 0)
 	require.Len(t, f.claim(100), 5, "no workflow filter claims any workflow")
+}
+
+// testClaimWeighsExtraSlots checks ClaimParams.Extra: a task of a signature
+// with extra slots takes them beyond its own, and a claim takes, in queue
+// order, the tasks whose slots fit in Limit, always at least one; tasks of
+// other signatures take one slot each.
+func testClaimWeighsExtraSlots(f *fixture) {
+	t := f.t
+	var ids []dag.RunID // in queue order
+	for i := range 8 {
+		// Even runs are fan-outs (a root and three children), odd ones a
+		// single step of another signature.
+		r := newRun("single", "t", task("a"))
+		if i%2 == 0 {
+			r = newRun("fan", "t", task("a"), task("b1", "a"), task("b2", "a"), task("b3", "a"))
+		}
+		f.create(r)
+		ids = append(ids, r.ID)
+	}
+	extra := map[string]int{"fan": 2} // the root's three children, less the one its own slot takes
+	claim := func(limit int) []dag.RunID {
+		t.Helper()
+		claimed, err := f.st.ClaimTasks(f.ctx, store.ClaimParams{Worker: "w1", Limit: limit, Lease: time.Minute, Extra: extra})
+		require.NoError(t, err)
+		var got []dag.RunID
+		for _, c := range claimed {
+			require.Equal(t, "a", c.Step)
+			got = append(got, c.RunID)
+		}
+		return got
+	}
+	require.Equal(t, ids[0:2], claim(6), "a root (3 slots) and a single (1): the next root would make 7 of 6")
+	require.Equal(t, ids[2:3], claim(2), "a root alone takes more than the limit, and is claimed: at least one")
+	require.Equal(t, ids[3:6], claim(5), "a single, a root and a single: 5 of 5")
+	require.Equal(t, ids[6:8], claim(10), "a root and a single")
+	require.Empty(t, claim(10))
 }
 
 func testFanInEnqueuesOnce(f *fixture) {

@@ -31,6 +31,7 @@ type finished struct {
 	res      store.TaskResult
 	rows     int
 	more     int    // the steps it surely makes ready beyond the one its slot takes: see completeBatch
+	reserved int    // the slots its claim kept for those steps (see reserve), counted as executing
 	tenant   string // the run's: see laneOf
 	queued   bool   // the claim's store.ClaimedTask.TenantQueued: see laneOf
 	workflow string // the run's, for metrics
@@ -46,7 +47,7 @@ func (w *Worker) completer(results <-chan finished) {
 	workflows := make([]string, 0, w.cfg.BatchSize)
 	for f := range results {
 		batch, tenants, workflows = append(batch[:0], f.res), append(tenants[:0], f.tenant), append(workflows[:0], f.workflow)
-		rows, more := f.rows, f.more
+		rows, more, reserved := f.rows, f.more, f.reserved
 	fill:
 		for len(batch) < w.cfg.BatchSize && rows < MaxBatchRows {
 			select {
@@ -55,12 +56,12 @@ func (w *Worker) completer(results <-chan finished) {
 					break fill
 				}
 				batch, tenants, workflows = append(batch, f.res), append(tenants, f.tenant), append(workflows, f.workflow)
-				rows, more = rows+f.rows, more+f.more
+				rows, more, reserved = rows+f.rows, more+f.more, reserved+f.reserved
 			default:
 				break fill
 			}
 		}
-		w.completeBatch(batch, tenants, workflows, more)
+		w.completeBatch(batch, tenants, workflows, more, reserved)
 	}
 }
 
@@ -68,18 +69,19 @@ func (w *Worker) completer(results <-chan finished) {
 // unreachable, and gives their slots back: to the steps the store claimed
 // for them (see continueWith), the rest to the poller. The store may claim
 // as many steps as the results free slots, and, when they surely make
-// more ready (more: a fan-out's first step), as many of those as there
-// are free slots, which it takes first (slots.Slots.TakeFree): a fan-out's
-// children then start here at once, as a chain's next step does, rather
-// than wait in the queue for the next claim. Results that cannot be stored
+// more ready (more: a fan-out's first step), as many of those as their
+// claims kept slots for (reserved: see reserve) and as there are free
+// slots for the rest, which it takes first (slots.Slots.TakeFree): a
+// fan-out's children then start here at once, as a chain's next step
+// does, rather than wait in the queue for the next claim. Results that cannot be stored
 // before Stop gives up on them (its deadline passed) are left to lease
 // expiry: another worker re-runs those attempts.
-func (w *Worker) completeBatch(batch []store.TaskResult, tenants, workflows []string, more int) {
+func (w *Worker) completeBatch(batch []store.TaskResult, tenants, workflows []string, more, reserved int) {
 	cont := w.continueWith()
-	taken := 0
+	taken := reserved
 	if cont {
 		defer w.starts.Done()
-		taken = w.slots.TakeFree(more)
+		taken += w.slots.TakeFree(more - reserved)
 	}
 	w.host.AskReturns(batch)
 	var next []store.ClaimedTask
@@ -137,7 +139,7 @@ func (w *Worker) completeBatch(batch []store.TaskResult, tenants, workflows []st
 	// The claimed steps take their slots before the results give theirs
 	// back, so the poller never sees more free than there are.
 	w.slots.Stored(len(batch), taken, len(next))
-	w.dispatch(next)
+	w.dispatch(next, nil)
 	w.Signal()
 	// Waiters are woken last: their runs' tasks are unheld (a Wait that
 	// finds a task of its run held here after it registered is woken: see

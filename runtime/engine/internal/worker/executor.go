@@ -13,14 +13,21 @@ import (
 // goroutines costs CPU for nothing: the garbage collector scans their
 // stacks and shrinks them, and each step grows its executor's stack back
 // (see docs/performance.md, "Executors are not kept idle").
-func (w *Worker) dispatch(tasks []store.ClaimedTask) {
+//
+// reserved, when set, are by task the slots a claim kept for the steps
+// its completion will start (see reserve).
+func (w *Worker) dispatch(tasks []store.ClaimedTask, reserved []int) {
 	w.slots.Hold(tasks)
 	var at time.Time
 	if w.cfg.Meters != nil {
 		at = time.Now()
 	}
 	for i := range tasks {
-		w.work <- held{&tasks[i], at} // never blocks: work holds Concurrency
+		h := held{ct: &tasks[i], at: at}
+		if reserved != nil {
+			h.reserved = reserved[i]
+		}
+		w.work <- h // never blocks: work holds Concurrency
 	}
 	// Read after the sends: an executor that ends looks at work once more
 	// after it stopped counting itself, so every task is picked up.
@@ -62,14 +69,15 @@ func (w *Worker) executor() {
 			// In the store's ready queue (its clock), then here.
 			w.cfg.Meters.QueueWait(h.ct.Workflow, h.ct.Queued+time.Since(h.at))
 		}
-		w.run(h.ct)
+		w.run(h.ct, h.reserved)
 	}
 }
 
 // held is a task handed to the executors, and when.
 type held struct {
-	ct *store.ClaimedTask
-	at time.Time // zero without metrics
+	ct       *store.ClaimedTask
+	at       time.Time // zero without metrics
+	reserved int       // slots kept for the steps its completion starts: see reserve
 }
 
 // run executes a claimed task and hands its result to a completer. A step
@@ -78,21 +86,21 @@ type held struct {
 // run's deferred call then hands on a failed attempt, as for a panic, and
 // starts an executor in this one's place, so neither the task nor the slot
 // is lost.
-func (w *Worker) run(ct *store.ClaimedTask) {
+func (w *Worker) run(ct *store.ClaimedTask, reserved int) {
 	returned := false
 	defer func() {
 		if returned {
 			return
 		}
 		res, keep := w.host.Goexited(w.ctx, ct)
-		w.handOn(finished{res: res, rows: 1, tenant: ct.Tenant, queued: ct.TenantQueued, workflow: ct.Workflow, trace: ct.TraceParent}, keep)
+		w.handOn(finished{res: res, rows: 1, reserved: reserved, tenant: ct.Tenant, queued: ct.TenantQueued, workflow: ct.Workflow, trace: ct.TraceParent}, keep)
 		w.execWG.Add(1)
 		go w.executor() // counted in w.executors already: this one's place
 	}()
 	res, keep := w.host.Execute(w.ctx, ct)
 	returned = true
 	rows, more := w.host.Rows(ct, &res)
-	w.handOn(finished{res: res, rows: rows, more: more, tenant: ct.Tenant, queued: ct.TenantQueued, workflow: ct.Workflow, trace: ct.TraceParent}, keep)
+	w.handOn(finished{res: res, rows: rows, more: more, reserved: reserved, tenant: ct.Tenant, queued: ct.TenantQueued, workflow: ct.Workflow, trace: ct.TraceParent}, keep)
 }
 
 // handOn passes a finished attempt's result to its completer, or, when
@@ -102,6 +110,7 @@ func (w *Worker) handOn(f finished, keep bool) {
 	res := f.res
 	w.slots.Finished(store.HeldBy(&res), f.tenant, keep)
 	if !keep {
+		w.slots.Unused(f.reserved)
 		ct := store.ClaimedTask{RunID: res.RunID, Workflow: f.workflow, Step: res.Step, Tenant: f.tenant, TraceParent: f.trace}
 		w.cfg.Log.Info("dagen: step cut short by Stop; its task goes to another worker",
 			tracing.LogArgs(&ct, "worker", w.cfg.WorkerID, "attempt", res.Attempt)...)

@@ -124,8 +124,11 @@ func (w *Worker) poller() {
 // result would queue behind as many others as the executors can produce
 // while one completion is written, and a light tenant's result would wait
 // longer for its transaction (see docs/performance.md, "Results waiting
-// for the store count as held"). It reports whether the batch was full,
-// so more may be ready, and how many tasks it claimed.
+// for the store count as held"). A fan-out's first step takes, beside its
+// own slot, slots for the children its completion will start here
+// (reserve), so that a claim takes no more roots than their children
+// have room for. It reports whether the batch was full, so more may be
+// ready, and how many tasks it claimed.
 func (w *Worker) claim() (claimed int, full bool, err error) {
 	// An empty signature list would claim every task: a worker that
 	// knows none claims nothing.
@@ -145,19 +148,44 @@ func (w *Worker) claim() (claimed int, full bool, err error) {
 		return 0, false, nil
 	}
 	began := time.Now()
-	tasks, err := w.host.Claim(w.ctx, store.ClaimParams{
-		Worker: w.cfg.WorkerID, Signatures: sigs, Limit: limit, Lease: w.cfg.Lease,
-	})
+	p := store.ClaimParams{Worker: w.cfg.WorkerID, Signatures: sigs, Limit: limit, Lease: w.cfg.Lease, Extra: w.host.Extra()}
+	tasks, err := w.host.Claim(w.ctx, p)
 	if err == nil {
 		w.cfg.Meters.Claimed(len(tasks), time.Since(began))
 	}
-	w.slots.Unused(limit - len(tasks))
+	reserved := reserve(tasks, p.Extra, limit)
+	kept := len(tasks)
+	for _, r := range reserved {
+		kept += r
+	}
+	w.slots.Unused(limit - kept)
 	if err != nil {
 		return 0, false, err
 	}
 	w.cfg.Health.Succeeded()
-	w.dispatch(tasks)
-	return len(tasks), len(tasks) == limit, nil
+	w.dispatch(tasks, reserved)
+	return len(tasks), p.Filled(tasks), nil
+}
+
+// reserve keeps, of the limit slots a claim took, those its tasks will
+// want for the steps their completions start here (extra, by signature:
+// a fan-out's children), in claim order, as many as the claim left: by
+// task, the slots kept for it (nil when none).
+func reserve(tasks []store.ClaimedTask, extra map[string]int, limit int) []int {
+	if len(extra) == 0 {
+		return nil
+	}
+	var reserved []int
+	left := limit - len(tasks)
+	for i := range tasks {
+		if r := min(extra[tasks[i].Signature], left); r > 0 {
+			if reserved == nil {
+				reserved = make([]int, len(tasks))
+			}
+			reserved[i], left = r, left-r
+		}
+	}
+	return reserved
 }
 
 // fireTimers fires due timers, learns when the next one is due, and

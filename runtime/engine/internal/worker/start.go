@@ -45,7 +45,7 @@ func (w *Worker) StartRuns(ctx context.Context, runs []store.NewRun) (tried, all
 		tasks = w.recoverStarted(ctx, runs, n)
 	}
 	w.slots.Unused(n - len(tasks))
-	w.dispatch(tasks)
+	w.dispatch(tasks, nil)
 	return true, err == nil && len(tasks) == roots, err
 }
 

@@ -22,6 +22,10 @@ import (
 type Host interface {
 	// Signatures returns the task signatures the worker serves.
 	Signatures() []string
+	// Extra returns, by signature, the slots a claimed task takes beyond
+	// its own, for the steps the completion that stores its result will
+	// start here (store.ClaimParams.Extra). The map is never changed.
+	Extra() map[string]int
 	// Claim claims ready tasks (Store.ClaimTasks), with their inputs.
 	Claim(ctx context.Context, p store.ClaimParams) ([]store.ClaimedTask, error)
 	// CompleteAndContinue stores results and claims for this worker up to

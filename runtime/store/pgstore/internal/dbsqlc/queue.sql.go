@@ -22,27 +22,49 @@ deleted AS (
     -- every claim; see docs/performance.md, "Claims take queue rows by
     -- ctid"). The rows are locked and the queue never updates a row, so
     -- each ctid is the row taken.
+    --
+    --
+    -- A task whose signature is in @extra_signatures takes as many slots
+    -- more (@extra_slots: the children its completion will start on the
+    -- worker, store.ClaimParams.Extra): the claim takes the rows, in
+    -- order, whose slots fit in @max, and at least one. The rows locked
+    -- past those stay locked only until the claim commits. Without extra
+    -- signatures every row takes one slot, and every row fits.
     DELETE FROM dagen_ready q
     WHERE q.ctid = ANY(ARRAY(
-        SELECT p.ctid
-        FROM dagen_ready p
-        -- IN (SELECT …) under OR stays a hashed subplan: one hash lookup a
-        -- row, where = ANY compares the row with the signatures one by one
-        -- (a worker serves dozens, so the comparisons add up; see
-        -- docs/performance.md, "The claim's signature filter is hashed").
-        WHERE (cardinality($2::text[]) = 0
-               OR p.signature IN (SELECT unnest($2::text[])))
-          -- Once the schema has priorities or rate limits, ClaimTasksFlow
-          -- claims: a store that did not know it yet claims nothing here,
-          -- and learns it from ReadFlowFlags.
-          AND NOT (SELECT f.rate_limits OR f.priorities FROM dagen_flow_flags f)
-          -- Where the store's last full claim began (claimFloor): the
-          -- index entries of the rows claims deleted before it, dead until
-          -- a vacuum, are not read again.
-          AND p.id >= $3::bigint
-        ORDER BY p.id
-        LIMIT $4
-        FOR UPDATE SKIP LOCKED
+        SELECT w.ctid
+        FROM (
+            SELECT l.ctid,
+                   sum(1 + coalesce(x.slots, 0)) OVER (ORDER BY l.id) AS used,
+                   row_number() OVER (ORDER BY l.id) AS n
+            FROM (
+                SELECT p.ctid, p.id, p.signature
+                FROM dagen_ready p
+                -- IN (SELECT …) under OR stays a hashed subplan: one hash
+                -- lookup a row, where = ANY compares the row with the
+                -- signatures one by one (a worker serves dozens, so the
+                -- comparisons add up; see docs/performance.md, "The
+                -- claim's signature filter is hashed").
+                WHERE (cardinality($2::text[]) = 0
+                       OR p.signature IN (SELECT unnest($2::text[])))
+                  -- Once the schema has priorities or rate limits,
+                  -- ClaimTasksFlow claims: a store that did not know it
+                  -- yet claims nothing here, and learns it from
+                  -- ReadFlowFlags.
+                  AND NOT (SELECT f.rate_limits OR f.priorities FROM dagen_flow_flags f)
+                  -- Where the store's last full claim began (claimFloor):
+                  -- the index entries of the rows claims deleted before
+                  -- it, dead until a vacuum, are not read again.
+                  AND p.id >= $3::bigint
+                ORDER BY p.id
+                LIMIT $4
+                FOR UPDATE SKIP LOCKED
+            ) AS l
+            LEFT JOIN (SELECT unnest($5::text[]) AS signature,
+                              unnest($6::integer[]) AS slots) AS x
+              ON x.signature = l.signature
+        ) AS w
+        WHERE w.used <= $4 OR w.n = 1
     ))
     RETURNING q.id, q.run_id, q.task
 ),
@@ -51,7 +73,7 @@ claimed AS (
     UPDATE dagen_tasks t
     SET status = 'RUNNING',
         attempt = t.attempt + 1,
-        worker = $5::text,
+        worker = $7::text,
         -- The claim's fence token (migration 014).
         claim = dagen_new_claim(),
         started_event = nextval('dagen_event_seq'),
@@ -67,8 +89,8 @@ leased AS (
     -- One lease for the claim (migration 012), its id the least STARTED
     -- event id in it.
     INSERT INTO dagen_leases (id, token, worker, lease_until, run_ids, tasks, events)
-    SELECT min(claimed.started_event), min(claimed.claim), $5::text,
-           min(clock.now) + make_interval(secs => $6::float8),
+    SELECT min(claimed.started_event), min(claimed.claim), $7::text,
+           min(clock.now) + make_interval(secs => $8::float8),
            array_agg(claimed.run_id), array_agg(claimed.name), array_agg(claimed.started_event)
     FROM claimed, clock
     HAVING count(*) > 0
@@ -90,7 +112,7 @@ shared AS (
     SELECT claimed.queue_id, claimed.run_id, claimed.name, claimed.kind, claimed.attempt, claimed.claim, claimed.parents,
            claimed.signature, claimed.each, claimed.item, claimed.element, claimed.started_event,
            claimed.children, claimed.row_ctid, claimed.queued_seconds,
-           claimed.run_id = ANY($7::uuid[]) AS known,
+           claimed.run_id = ANY($9::uuid[]) AS known,
            row_number() OVER (PARTITION BY claimed.run_id ORDER BY claimed.queue_id) AS run_rank,
            -- The tenant's last task of the claim is the one whose place is
            -- compared with the tenant's next (tenant_queued).
@@ -159,13 +181,15 @@ ORDER BY c.queue_id
 `
 
 type ClaimTasksParams struct {
-	Now          pgtype.Timestamptz
-	Signatures   []string
-	Floor        int64
-	Max          int32
-	Worker       string
-	LeaseSeconds float64
-	Known        []pgtype.UUID
+	Now             pgtype.Timestamptz
+	Signatures      []string
+	Floor           int64
+	Max             int32
+	ExtraSignatures []string
+	ExtraSlots      []int32
+	Worker          string
+	LeaseSeconds    float64
+	Known           []pgtype.UUID
 }
 
 type ClaimTasksRow struct {
@@ -221,6 +245,8 @@ func (q *Queries) ClaimTasks(ctx context.Context, db DBTX, arg ClaimTasksParams)
 		arg.Signatures,
 		arg.Floor,
 		arg.Max,
+		arg.ExtraSignatures,
+		arg.ExtraSlots,
 		arg.Worker,
 		arg.LeaseSeconds,
 		arg.Known,
