@@ -12,10 +12,11 @@
 //
 // A completion may start the steps its results make ready in the slots
 // those results free (store.Continuer), and a fan-out's first step makes
-// more ready than the one slot it frees: the completion also takes free
-// slots for them (TakeFree), so that the children start at once instead
-// of waiting in the queue for the next claim (see docs/performance.md,
-// "Fan-outs start their children in free slots").
+// more ready than the one slot it frees: the claim that took it kept slots
+// for them, and the completion also takes free slots (TakeFree), so that
+// the children start at once instead of waiting in the queue for the next
+// claim (see docs/performance.md, "Fan-outs start their children on the
+// worker").
 package slots
 
 import (
