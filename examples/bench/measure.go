@@ -4,17 +4,39 @@ import (
 	"context"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/dagenhq/dagen/bench/figures"
 	"github.com/dagenhq/dagen/bench/procstat"
 )
 
 // window measures the resources a timed window used (package procstat:
 // this process's CPU, that of every process named postgres, and that of
-// the backends serving this benchmark's pool), and how often backends
-// waited for NOTIFY's lock.
+// the backends serving this benchmark's pool), the work the server did
+// (pgWork), and how often backends waited for NOTIFY's lock.
 type window struct {
 	win   *procstat.Window
 	waits *waitSampler
+	pool  *pgxpool.Pool
+	work  pgWork // at the start; ok false when it could not be read
+}
+
+// pgWork is what the server's statistics count of its work: the shared
+// buffers its backends read or found (pg_stat_database, every database)
+// and the WAL it wrote (pg_stat_wal). Unlike CPU time, they do not move
+// with what else the host runs, so a change's cost shows in them on a
+// noisy host; like the Postgres CPU, they count every user of the server.
+type pgWork struct {
+	ok                           bool
+	buffers, walRecords, walByte int64
+}
+
+func readWork(ctx context.Context, pool *pgxpool.Pool) pgWork {
+	var w pgWork
+	err := pool.QueryRow(ctx, `SELECT (SELECT sum(blks_hit + blks_read) FROM pg_stat_database)::bigint,
+		wal_records, wal_bytes::bigint FROM pg_stat_wal`).Scan(&w.buffers, &w.walRecords, &w.walByte)
+	w.ok = err == nil
+	return w
 }
 
 func (b *bench) startWindow(ctx context.Context) *window {
@@ -29,7 +51,7 @@ func (b *bench) startWindow(ctx context.Context) *window {
 		}
 		return pids
 	}
-	return &window{win: procstat.Start(ctx, own), waits: b.startWaits(ctx)}
+	return &window{win: procstat.Start(ctx, own), waits: b.startWaits(ctx), pool: b.pool, work: readWork(ctx, b.pool)}
 }
 
 // stop ends the window and writes its figures to res; wall is the timed
@@ -46,6 +68,11 @@ func (w *window) stop(ctx context.Context, res *Result, wall time.Duration) {
 	res.WorkerGCCPUSec = figures.Round(u.WorkerGCCPU, 2)
 	res.PGCPUSec = figures.Round(u.PGCPU, 2)
 	res.PGOwnCPUSec = figures.Round(u.PGOwnCPU, 2)
+	if end := readWork(ctx, w.pool); w.work.ok && end.ok {
+		res.PGBuffers = end.buffers - w.work.buffers
+		res.PGWALRecords = end.walRecords - w.work.walRecords
+		res.PGWALBytes = end.walByte - w.work.walByte
+	}
 	if sec > 0 {
 		res.WorkerCPUPct = figures.Round(100*u.WorkerCPU/sec, 0)
 		res.PGCPUPct = figures.Round(100*u.PGCPU/sec, 0)

@@ -12,11 +12,12 @@ import (
 // printTable writes the results as a table a person reads.
 func printTable(out io.Writer, results []Result) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\truns\tsteps\tseconds\tsteps/s\tp50 ms\tp99 ms\tRSS MB peak/now\tworker CPU s (%)\tof it GC s\tpostgres CPU s (%)\tof it our backends\tCPU µs/step\tsteal %\t")
+	fmt.Fprintln(tw, "workload\truns\tsteps\tseconds\tsteps/s\tp50 ms\tp99 ms\tRSS MB peak/now\tworker CPU s (%)\tof it GC s\tpostgres CPU s (%)\tof it our backends\tCPU µs/step\tsteal %\tpg buffers/step\tWAL records/step\t")
 	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.3f\t%s\t%s\t%s\t%.1f/%.1f\t%.2f (%.0f%%)\t%.2f\t%.2f (%.0f%%)\t%.2f (%.0f%%)\t%s\t%.1f\t\n",
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.3f\t%s\t%s\t%s\t%.1f/%.1f\t%.2f (%.0f%%)\t%.2f\t%.2f (%.0f%%)\t%.2f (%.0f%%)\t%s\t%.1f\t%s\t%s\t\n",
 			r.Workload, r.Runs, r.Steps, r.Seconds, opt(r.StepsPerSec, "%.0f"), opt(r.P50Ms, "%.2f"), opt(r.P99Ms, "%.2f"),
-			r.RSSMB, r.RSSNowMB, r.WorkerCPUSec, r.WorkerCPUPct, r.WorkerGCCPUSec, r.PGCPUSec, r.PGCPUPct, r.PGOwnCPUSec, r.PGOwnCPUPct, opt(r.CPUUsPerStep, "%.1f"), r.StealPct)
+			r.RSSMB, r.RSSNowMB, r.WorkerCPUSec, r.WorkerCPUPct, r.WorkerGCCPUSec, r.PGCPUSec, r.PGCPUPct, r.PGOwnCPUSec, r.PGOwnCPUPct, opt(r.CPUUsPerStep, "%.1f"), r.StealPct,
+			opt(r.PGBuffersPerStep, "%.1f"), opt(r.PGWALRecordsPerStep, "%.2f"))
 	}
 	_ = tw.Flush()
 	var fan *Result
@@ -75,7 +76,7 @@ func printTable(out io.Writer, results []Result) {
 				r.P50Ms, r.P99Ms, r.PollP50Ms, r.PollP99Ms, r.PollMs, r.MissedTicks)
 		}
 	}
-	fmt.Fprintf(out, "engine: Concurrency %d, BatchSize %d, PollInterval %.0fms, pool %d conns; postgres CPU counts every postgres process on this machine (other users included), \"our backends\" the connections of this benchmark; steal is CPU time the host gave to other machines\n",
+	fmt.Fprintf(out, "engine: Concurrency %d, BatchSize %d, PollInterval %.0fms, pool %d conns; postgres CPU counts every postgres process on this machine (other users included), \"our backends\" the connections of this benchmark; steal is CPU time the host gave to other machines; pg buffers and WAL records are the server's counts (every database), a step's work where CPU time is noisy\n",
 		results[0].Concurrency, results[0].BatchSize, results[0].PollMs, results[0].MaxConns)
 	if r := results[0]; r.Shards > 0 {
 		fmt.Fprintf(out, "sharded: %d shard databases (a pool of %d conns each), runs spread over %d tenants\n", r.Shards, r.MaxConns, max(1, r.Tenants))

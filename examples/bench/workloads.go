@@ -219,6 +219,15 @@ type Result struct {
 	// benchmark's own connections (found by application_name).
 	PGOwnCPUSec float64 `json:"pg_own_cpu_s"`
 	PGOwnCPUPct float64 `json:"pg_own_cpu_pct"`
+	// PGBuffers, PGWALRecords and PGWALBytes are the server's work over
+	// the window (see pgWork): shared buffers read or found, WAL records
+	// and bytes written; with PGBuffersPerStep and PGWALRecordsPerStep,
+	// the figures to compare two versions by where CPU time is noisy.
+	PGBuffers           int64   `json:"pg_buffers,omitempty"`
+	PGWALRecords        int64   `json:"pg_wal_records,omitempty"`
+	PGWALBytes          int64   `json:"pg_wal_bytes,omitempty"`
+	PGBuffersPerStep    float64 `json:"pg_buffers_per_step,omitempty"`
+	PGWALRecordsPerStep float64 `json:"pg_wal_records_per_step,omitempty"`
 	// StealPct is the share of the machine's CPU time its host gave to
 	// others over the window (steal in /proc/stat). Past a few %, the
 	// figures say more about the host than about dagen.
@@ -449,6 +458,8 @@ func (b *bench) workload(ctx context.Context, name string) (Result, error) {
 	}
 	if res.Steps > 0 {
 		res.CPUUsPerStep = figures.Round(1e6*(res.WorkerCPUSec+res.PGCPUSec)/float64(res.Steps), 1)
+		res.PGBuffersPerStep = figures.Round(float64(res.PGBuffers)/float64(res.Steps), 1)
+		res.PGWALRecordsPerStep = figures.Round(float64(res.PGWALRecords)/float64(res.Steps), 2)
 	}
 	return res, nil
 }
