@@ -117,8 +117,8 @@ func (s *Store) claimRows(ctx context.Context, p store.ClaimParams) (rows []dbsq
 		if now-last < int64(flowReadEvery) || !s.flowRead.CompareAndSwap(last, now) {
 			return nil, false, nil
 		}
-		flow, err := s.q.ReadFlowFlags(ctx, s.pool)
-		if err != nil || !flow {
+		set, err := s.q.ReadFlowFlags(ctx, s.pool)
+		if err != nil || !set {
 			return nil, false, err
 		}
 		s.flow.Store(true)

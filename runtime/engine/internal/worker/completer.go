@@ -73,9 +73,9 @@ func (w *Worker) completer(results <-chan finished) {
 // claims kept slots for (reserved: see reserve) and as there are free
 // slots for the rest, which it takes first (slots.Slots.TakeFree): a
 // fan-out's children then start here at once, as a chain's next step
-// does, rather than wait in the queue for the next claim. Results that cannot be stored
-// before Stop gives up on them (its deadline passed) are left to lease
-// expiry: another worker re-runs those attempts.
+// does, rather than wait in the queue for the next claim. Results that
+// cannot be stored before Stop gives up on them (its deadline passed) are
+// left to lease expiry: another worker re-runs those attempts.
 func (w *Worker) completeBatch(batch []store.TaskResult, tenants, workflows []string, more, reserved int) {
 	cont := w.continueWith()
 	taken := reserved
