@@ -793,7 +793,10 @@ func (wt *waiting) step(ctx context.Context, state waitState) (waitState, *RunRe
 		defer t.Stop()
 		select {
 		case <-wt.w.ch: // finished removed it
-			if run := wt.w.run; run != nil { // read back by the completion that finished it
+			// Read back by the completion that finished it, after its
+			// commit: a retry may have made the run RUNNING again in
+			// between, and then it is read again, and waited for.
+			if run := wt.w.run; run != nil && run.Run.Status.Terminal() {
 				res, err := resultOf(run.Run, run.Tasks)
 				return waitDone, res, err
 			}

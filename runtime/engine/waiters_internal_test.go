@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -81,4 +82,63 @@ func TestWaitDescheduledAfterRegisteringReadsNothing(t *testing.T) {
 	require.Equal(t, reads, st.Reads.Load(), "Wait took the run its completion read back, and read nothing")
 	require.Equal(t, statuses, st.Statuses.Load(), "nor the status: a task of the run was held as Wait registered")
 	require.Zero(t, e.Waiters(id), "no waiter is left registered")
+}
+
+// TestWaitTakesNoReadBackOfARunningRun: a completion that ended a run
+// reads it back after its commit, and a retry may have made the run
+// RUNNING again in between (TestChildRuns' "retry from the step" saw it
+// once, under load: Wait after Retry returned the retried run, RUNNING,
+// with no error). A waiter handed such a read back keeps waiting, and
+// returns the run's end.
+func TestWaitTakesNoReadBackOfARunningRun(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	st := memstore.New(nil)
+	release := make(chan struct{})
+	e, err := New(st, &Config{WorkerID: "w1", Concurrency: 4, PollInterval: 10 * time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, e.Register(&Definition{Name: "wf", Steps: []Step{{
+		Name: "a",
+		Run: func(context.Context, StepInput) ([]byte, error) {
+			<-release
+			return []byte(`"a"`), nil
+		},
+	}}}))
+	registered := make(chan struct{})
+	var once sync.Once
+	e.waitRegistered = func(dag.RunID) { once.Do(func() { close(registered) }) } // it registers again after the read back
+	require.NoError(t, e.Start(ctx))
+	released := false
+	defer func() {
+		if !released {
+			close(release) // a failure below must not leave Stop waiting for the step
+		}
+		_ = e.Stop(context.Background())
+	}()
+	id, err := e.Trigger(ctx, "wf", "t", 1)
+	require.NoError(t, err)
+	type waited struct {
+		res *RunResult
+		err error
+	}
+	done := make(chan waited, 1)
+	go func() {
+		res, err := e.Wait(ctx, id)
+		done <- waited{res, err}
+	}()
+	<-registered
+	run, tasks, err := st.ReadRun(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, store.RunRunning, run.Status)
+	e.finished(id, &store.FinishedRun{Run: run, Tasks: tasks}) // a read back taken after a retry
+	select {
+	case w := <-done:
+		t.Fatalf("Wait returned a run that is %s (err %v)", w.res.Status, w.err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	released = true
+	w := <-done
+	require.NoError(t, w.err)
+	require.Equal(t, store.RunCompleted, w.res.Status)
 }
