@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/dagenhq/dagen/internal/pgtest"
 	"github.com/dagenhq/dagen/runtime/engine"
 	"github.com/dagenhq/dagen/runtime/store"
@@ -36,17 +38,25 @@ func BenchmarkEngineMemstore(b *testing.B) {
 func BenchmarkEnginePostgres(b *testing.B) {
 	for _, chain := range []int{1, 10} {
 		b.Run(fmt.Sprintf("chain=%d", chain), func(b *testing.B) {
-			pool := pgtest.NewPool(b, 16)
-			if err := pgstore.Migrate(context.Background(), pool); err != nil {
-				b.Fatal(err)
-			}
-			st, err := pgstore.New(context.Background(), pool, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
+			_, st := benchStore(b, 16)
 			benchChain(b, st, chain, 64)
 		})
 	}
+}
+
+// benchStore returns a Postgres store in a migrated schema of its own, on
+// a pool of conns connections, and the pool.
+func benchStore(b *testing.B, conns int32) (*pgxpool.Pool, *pgstore.Store) {
+	b.Helper()
+	pool := pgtest.NewPool(b, conns)
+	if err := pgstore.Migrate(context.Background(), pool); err != nil {
+		b.Fatal(err)
+	}
+	st, err := pgstore.New(context.Background(), pool, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return pool, st
 }
 
 func benchChain(b *testing.B, st store.Store, chain, concurrency int) {
@@ -118,14 +128,7 @@ func quietLogger() *slog.Logger {
 //	go test -run '^$' -bench FanOutPostgres -benchtime 200x ./runtime/engine
 func BenchmarkFanOutPostgres(b *testing.B) {
 	ctx := context.Background()
-	pool := pgtest.NewPool(b, 16)
-	if err := pgstore.Migrate(ctx, pool); err != nil {
-		b.Fatal(err)
-	}
-	st, err := pgstore.New(ctx, pool, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, st := benchStore(b, 16)
 	const width = 50
 	noop := func(context.Context, engine.StepInput) ([]byte, error) { return nil, nil }
 	def := &engine.Definition{Name: "fan", Steps: []engine.Step{{Name: "root", Run: noop}}}
@@ -164,19 +167,7 @@ func BenchmarkFanOutPostgres(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StopTimer()
-		events, err := e.Events(ctx, id)
-		if err != nil {
-			b.Fatal(err)
-		}
-		queued := map[string]time.Time{}
-		for _, ev := range events {
-			switch {
-			case ev.Type == store.EventQueued:
-				queued[ev.Step] = ev.At
-			case ev.Type == store.EventStarted && ev.Step != "root" && ev.Step != "join" && queued[ev.Step].Equal(ev.At):
-				started++
-			}
-		}
+		started += countTrue(startedWith(b, ctx, e, id), children)
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/run")

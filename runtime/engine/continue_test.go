@@ -75,22 +75,14 @@ func testChainsContinueOnTheWorker(t *testing.T, open func() store.Store) {
 	require.Greater(t, continued, runs*(length-1)/2, "most steps after the first continue on their worker")
 }
 
-// continuedSteps counts the steps of run id started by the unit that
-// made them ready: STARTED at the time of QUEUED, in the same round.
+// continuedSteps counts the steps of run id after the first started by
+// the unit that made them ready (see startedWith).
 func continuedSteps(t *testing.T, ctx context.Context, e *engine.Engine, id dag.RunID) int {
 	t.Helper()
-	events, err := e.Events(ctx, id)
-	require.NoError(t, err)
-	queued := map[string]time.Time{}
 	n := 0
-	for _, ev := range events {
-		switch ev.Type {
-		case store.EventQueued:
-			queued[ev.Step] = ev.At
-		case store.EventStarted:
-			if at, ok := queued[ev.Step]; ok && at.Equal(ev.At) && ev.Step != "s0" {
-				n++
-			}
+	for step, with := range startedWith(t, ctx, e, id) {
+		if with && step != "s0" {
+			n++
 		}
 	}
 	return n
@@ -235,8 +227,9 @@ func testFanOutsStartInFreeSlots(t *testing.T, open func() store.Store) {
 }
 
 // startedWith reports, by step, whether run id's step was started by the
-// unit that made it ready: STARTED at the time of its QUEUED.
-func startedWith(t *testing.T, ctx context.Context, e *engine.Engine, id dag.RunID) map[string]bool {
+// unit that made it ready: STARTED at the time of its QUEUED, in the same
+// round.
+func startedWith(t testing.TB, ctx context.Context, e *engine.Engine, id dag.RunID) map[string]bool {
 	t.Helper()
 	events, err := e.Events(ctx, id)
 	require.NoError(t, err)
@@ -254,6 +247,7 @@ func startedWith(t *testing.T, ctx context.Context, e *engine.Engine, id dag.Run
 	return started
 }
 
+// countTrue counts the keys m maps to true.
 func countTrue(m map[string]bool, keys []string) int {
 	n := 0
 	for _, k := range keys {

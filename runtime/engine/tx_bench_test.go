@@ -8,9 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dagenhq/dagen/internal/pgtest"
 	"github.com/dagenhq/dagen/runtime/engine"
-	"github.com/dagenhq/dagen/runtime/store/pgstore"
 )
 
 // BenchmarkTriggerTx compares starting runs with Trigger (the store's own
@@ -37,14 +35,7 @@ func BenchmarkTriggerTx(b *testing.B) {
 			}
 			b.Run(name, func(b *testing.B) {
 				ctx := context.Background()
-				pool := pgtest.NewPool(b, 32)
-				if err := pgstore.Migrate(ctx, pool); err != nil {
-					b.Fatal(err)
-				}
-				st, err := pgstore.New(ctx, pool, nil)
-				if err != nil {
-					b.Fatal(err)
-				}
+				pool, st := benchStore(b, 32)
 				e, err := engine.New(st, nil)
 				if err != nil {
 					b.Fatal(err)

@@ -36,6 +36,18 @@ func (s *ReadCounter) RunStatus(ctx context.Context, id dag.RunID) (store.RunSta
 	return s.Store.RunStatus(ctx, id)
 }
 
+// heldStep is workflow wf of one step, a, that returns once release is
+// closed.
+func heldStep(release <-chan struct{}) *Definition {
+	return &Definition{Name: "wf", Steps: []Step{{
+		Name: "a",
+		Run: func(context.Context, StepInput) ([]byte, error) {
+			<-release
+			return []byte(`"a"`), nil
+		},
+	}}}
+}
+
 // TestWaitDescheduledAfterRegisteringReadsNothing is a Wait descheduled
 // right after it registered its waiter, while its run's step, held here,
 // finishes the run. Wait learns whether a task of the run was held as it
@@ -50,13 +62,7 @@ func TestWaitDescheduledAfterRegisteringReadsNothing(t *testing.T) {
 	release := make(chan struct{})
 	e, err := New(st, &Config{WorkerID: "w1", Concurrency: 4, PollInterval: time.Minute})
 	require.NoError(t, err)
-	require.NoError(t, e.Register(&Definition{Name: "wf", Steps: []Step{{
-		Name: "a",
-		Run: func(context.Context, StepInput) ([]byte, error) {
-			<-release
-			return []byte(`"a"`), nil
-		},
-	}}}))
+	require.NoError(t, e.Register(heldStep(release)))
 	e.waitRegistered = func(id dag.RunID) {
 		// While Wait is away, the held step finishes the run.
 		close(release)
@@ -97,13 +103,7 @@ func TestWaitTakesNoReadBackOfARunningRun(t *testing.T) {
 	release := make(chan struct{})
 	e, err := New(st, &Config{WorkerID: "w1", Concurrency: 4, PollInterval: 10 * time.Millisecond})
 	require.NoError(t, err)
-	require.NoError(t, e.Register(&Definition{Name: "wf", Steps: []Step{{
-		Name: "a",
-		Run: func(context.Context, StepInput) ([]byte, error) {
-			<-release
-			return []byte(`"a"`), nil
-		},
-	}}}))
+	require.NoError(t, e.Register(heldStep(release)))
 	registered := make(chan struct{})
 	var once sync.Once
 	e.waitRegistered = func(dag.RunID) { once.Do(func() { close(registered) }) } // it registers again after the read back
