@@ -333,11 +333,13 @@ type registered struct {
 	infos  []store.SignatureInfo
 	// mappedBy lists, by parent, the steps that map its output (each=).
 	mappedBy map[string][]string
-	// children counts, by step, the steps that list it as a parent;
-	// sole counts those of them it alone makes ready, which the
-	// completion that stores its result may start here: those with no
-	// other parent, not mapped, taking no rate limit's tokens.
-	children, sole map[string]int
+	// children counts, by step, the steps that list it as a parent.
+	children map[string]int
+	// more counts, by step, the steps its result surely makes ready
+	// beyond the one its own slot takes, which the completion that
+	// stores it may start here: its children with no other parent, not
+	// mapped, taking no rate limit's tokens, less one.
+	more map[string]int
 	// recorded is set once the signatures' descriptions are in the store
 	// (store.Deploys).
 	recorded atomic.Bool
@@ -405,13 +407,14 @@ func (e *Engine) Register(def *Definition) error {
 		return err
 	}
 	reg := &registered{def: def, steps: make(map[string]*Step, len(def.Steps)), fp: def.Fingerprint(), infos: def.SignatureInfos(),
-		children: make(map[string]int), sole: make(map[string]int)}
+		children: make(map[string]int), more: make(map[string]int)}
 	reg.sigs = make(map[string]string, len(reg.infos))
 	for _, si := range reg.infos {
 		reg.sigs[si.Step] = si.Signature
 	}
 	reg.served = def.ServedSignatures()
 	reg.tasks = def.newTasks(reg.sigs)
+	sole := make(map[string]int) // by step: its children with no other parent
 	for i := range def.Steps {
 		s := &def.Steps[i]
 		reg.steps[s.Name] = s
@@ -419,13 +422,18 @@ func (e *Engine) Register(def *Definition) error {
 			reg.children[p.Name]++
 		}
 		if len(s.Parents) == 1 && s.Each == "" && s.RateLimit == nil {
-			reg.sole[s.Parents[0].Name]++
+			sole[s.Parents[0].Name]++
 		}
 		if s.Each != "" {
 			if reg.mappedBy == nil {
 				reg.mappedBy = make(map[string][]string)
 			}
 			reg.mappedBy[s.Each] = append(reg.mappedBy[s.Each], s.Name)
+		}
+	}
+	for step, n := range sole {
+		if n > 1 {
+			reg.more[step] = n - 1
 		}
 	}
 	e.mu.Lock()
@@ -449,14 +457,14 @@ func (e *Engine) Register(def *Definition) error {
 	slices.Sort(sigs)
 	e.signatures = slices.Compact(sigs)
 	extra := maps.Clone(e.extra)
-	for step, n := range reg.sole {
+	for step, n := range reg.more {
 		// A mapped step's elements share its signature, and one element
-		// seldom ends it: no slots are kept for its children.
-		if sig, ok := reg.sigs[step]; ok && n > 1 && reg.steps[step].Each == "" {
+		// seldom ends it: claims keep no slots for its children.
+		if sig, ok := reg.sigs[step]; ok && reg.steps[step].Each == "" {
 			if extra == nil {
 				extra = make(map[string]int)
 			}
-			extra[sig] = max(extra[sig], n-1)
+			extra[sig] = max(extra[sig], n)
 		}
 	}
 	e.extra = extra

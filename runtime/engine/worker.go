@@ -136,7 +136,7 @@ func (e *Engine) rowsOf(ct *store.ClaimedTask, res *store.TaskResult) (rows, mor
 				// One element of many: it seldom ends its mapped step.
 				return 1 + reg.children[step], 0
 			}
-			return 1 + reg.children[step], max(reg.sole[step]-1, 0)
+			return 1 + reg.children[step], reg.more[step]
 		}
 	}
 	return 1, 0
