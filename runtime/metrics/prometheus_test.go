@@ -77,11 +77,16 @@ func TestPrometheus(t *testing.T) {
 		if prom.value(t, `max(dagen_backlog_oldest_queued_age_seconds)`) > 0 {
 			sawAge = true
 		}
-		return prom.value(t, `sum(dagen_step_attempts_total{workflow="single",step="a",outcome="completed"})`) == runs
-	}, 60*time.Second, 250*time.Millisecond, "steps never all counted")
+		// An attempt is counted when its step returns, its run's end once
+		// the result is stored: a scrape can fall between the two.
+		return prom.value(t, `sum(dagen_step_attempts_total{workflow="single",step="a",outcome="completed"})`) == runs &&
+			prom.value(t, `sum(dagen_runs_finished_total{workflow="single",status="COMPLETED"})`) == runs
+	}, 60*time.Second, 250*time.Millisecond, "steps and runs never all counted")
 	require.True(t, sawBacklog, "the backlog gauge never showed the queued runs")
 	require.True(t, sawAge, "the oldest queued age never showed the queued runs waiting")
-	require.Equal(t, float64(runs), prom.value(t, `sum(dagen_runs_finished_total{workflow="single",status="COMPLETED"})`))
+	// Nothing counted twice: the counters stay at the runs.
+	require.Equal(t, float64(runs), prom.value(t, `sum(dagen_step_attempts_total{workflow="single",step="a"})`))
+	require.Equal(t, float64(runs), prom.value(t, `sum(dagen_runs_finished_total{workflow="single"})`))
 	// The oldest queued task's age comes from the same reading: zero too
 	// once the queue is empty.
 	require.Eventually(t, func() bool {
