@@ -437,11 +437,51 @@ func waitFleetLoad(ctx context.Context, t *testing.T, pool *pgxpool.Pool, within
 			require.NoError(t, err)
 			states, err := pgx.CollectRows(rows, pgx.RowTo[string])
 			require.NoError(t, err)
-			t.Fatalf("%d runs unfinished after %s; their tasks:\n%s", left, within, strings.Join(states, "\n"))
+			t.Fatalf("%d runs unfinished after %s; their tasks:\n%s\n%s", left, within, strings.Join(states, "\n"), fleetQueue(ctx, t, pool))
 		} else if now.After(logAt) {
 			t.Logf("%d runs unfinished", left)
 			logAt = now.Add(30 * time.Second)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// fleetQueue says, for a fleet that left runs unfinished, where their
+// QUEUED tasks are: their rows in the ready queue, whether a claim could
+// lock them now (a row another transaction holds is skipped by every
+// claim), the queue's frontier, and the sessions in a transaction.
+func fleetQueue(ctx context.Context, t *testing.T, pool *pgxpool.Pool) string {
+	t.Helper()
+	var b strings.Builder
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	rows, err := tx.Query(ctx, `
+		SELECT 'task ' || t.run_id || '/' || t.name || ' queued at ' || coalesce(t.queued_at::text, '-') ||
+		       coalesce(': ready row ' || q.id || ' (block ' || q.id / 1048576 || ', group ' || q.id % 1048576 || ', signature ' || q.signature || ')', ': no ready row') ||
+		       CASE WHEN q.id IS NULL THEN ''
+		            WHEN EXISTS (SELECT 1 FROM dagen_ready l WHERE l.id = q.id FOR UPDATE SKIP LOCKED) THEN ', lockable'
+		            ELSE ', locked by another transaction' END
+		FROM dagen_tasks t
+		JOIN dagen_runs r ON r.id = t.run_id
+		LEFT JOIN dagen_ready q ON q.run_id = t.run_id AND q.task = t.name
+		WHERE r.status NOT IN ('COMPLETED', 'FAILED', 'CANCELLED') AND t.status = 'QUEUED'
+		ORDER BY 1`)
+	require.NoError(t, err)
+	tasks, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	b.WriteString(strings.Join(tasks, "\n"))
+	var frontier, ready int64
+	require.NoError(t, tx.QueryRow(ctx, `SELECT (SELECT block FROM dagen_queue_frontier), (SELECT count(*) FROM dagen_ready)`).Scan(&frontier, &ready))
+	fmt.Fprintf(&b, "\nfrontier block %d; %d rows in the ready queue", frontier, ready)
+	rows, err = tx.Query(ctx, `
+		SELECT pid || ' ' || state || ' since ' || coalesce((now() - xact_start)::text, '-') || ': ' || left(query, 120)
+		FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid() AND xact_start IS NOT NULL
+		ORDER BY xact_start`)
+	require.NoError(t, err)
+	open, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	fmt.Fprintf(&b, "\nsessions in a transaction: %d\n%s", len(open), strings.Join(open, "\n"))
+	return b.String()
 }
