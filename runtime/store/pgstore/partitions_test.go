@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -605,4 +606,82 @@ func TestPruneDoesNotCountARangeThatARecentRunKeeps(t *testing.T) {
 	f.prune(t0.Add(90*time.Second), 0)
 	require.NotEqual(t, first, f.ranges()[0], "every run finished before the cutoff: dropped")
 	require.Greater(t, counts(), before, "counted before its drop")
+}
+
+// TestCompletionsLockRunsAcrossRanges: completions whose runs lie in two
+// ranges, each batch holding a child of every run, are stored at once
+// from as many goroutines, so that each waits for the locks of runs the
+// one before it wrote. Every result is applied: a batch never takes a run
+// it waited for for gone. (Locked through a LIMIT 1 subquery per run,
+// Postgres 15 returned no row for a run whose range differed from the
+// run's before it once its lock had waited: the result was taken for
+// stale, its task stayed RUNNING with nobody to run it, and its run
+// never finished.)
+func TestCompletionsLockRunsAcrossRanges(t *testing.T) {
+	t.Parallel()
+	const perRange, width, reps = 4, 8, 5
+	f := newPartitionFixtureOn(t, newStore(t, nil, width).Pool())
+	ctx := f.ctx
+	f.prune(f.t0.Add(-time.Hour), 0) // ranges of a minute, ahead of the clock
+	tasks := []store.NewTask{step("root")}
+	for i := range width {
+		tasks = append(tasks, step(fmt.Sprintf("c%d", i), "root"))
+	}
+	for rep := range reps {
+		var runs []store.NewRun
+		for i := range 2 * perRange {
+			r := newRun("fan", fmt.Sprintf("tenant-%d", i), tasks...)
+			r.ID = runIDAt(f.t0.Add(time.Duration(i/perRange)*time.Minute + time.Duration(rep)*time.Second))
+			runs = append(runs, r)
+		}
+		require.NoError(t, f.s.CreateRuns(ctx, runs))
+		require.NotEqual(t, f.partitionOf(runs[0].ID), f.partitionOf(runs[len(runs)-1].ID), "the runs lie in two ranges")
+		roots, err := f.s.ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: 100, Lease: time.Hour})
+		require.NoError(t, err)
+		require.Len(t, roots, len(runs))
+		results := make([]store.TaskResult, len(roots))
+		for i, ct := range roots {
+			results[i] = completed(ct)
+		}
+		_, err = f.s.CompleteTasks(ctx, results)
+		require.NoError(t, err)
+		children, err := f.s.ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: 1000, Lease: time.Hour})
+		require.NoError(t, err)
+		require.Len(t, children, len(runs)*width)
+
+		// Batch j holds child j of every run.
+		batches := make([][]store.TaskResult, width)
+		for _, ct := range children {
+			j := int(ct.Step[1] - '0')
+			batches[j] = append(batches[j], completed(ct))
+		}
+		var wg sync.WaitGroup
+		errs := make(chan error, width)
+		for _, batch := range batches {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				outs, err := f.s.CompleteTasks(ctx, batch)
+				if err != nil {
+					errs <- err
+					return
+				}
+				for i, o := range outs {
+					if o.Outcome != store.OutcomeCompleted {
+						errs <- fmt.Errorf("%s/%s: outcome %s, not completed", batch[i].RunID, batch[i].Step, o.Outcome)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			require.NoError(t, err, "repetition %d", rep)
+		}
+		for _, r := range runs {
+			got, err := f.s.GetRun(ctx, r.ID)
+			require.NoError(t, err)
+			require.Equal(t, store.RunCompleted, got.Status, "repetition %d: run %s", rep, r.ID)
+		}
+	}
 }

@@ -312,7 +312,7 @@ SELECT r.id, r.workflow, r.tenant, r.status, r.pending, r.slot, coalesce(r.timeo
 FROM unnest((SELECT $3::uuid[])) WITH ORDINALITY AS k(id, ord)
 CROSS JOIN LATERAL (
     SELECT d.id, d.workflow, d.tenant, d.status, d.pending, d.slot, d.timeout_ms, d.deadline_at, d.input, d.trace_parent, d.parent_run
-    FROM dagen_runs d WHERE d.id = k.id LIMIT 1
+    FROM dagen_runs d WHERE d.id = k.id
     FOR NO KEY UPDATE
 ) AS r
 ORDER BY k.ord
@@ -342,12 +342,17 @@ type LockRunsRow struct {
 // Locks runs in id order (the first lock every writing transaction takes,
 // so writers cannot deadlock) and reads the transaction's clock. The ids
 // come sorted, without repeats; each is one lookup of the primary key, in
-// their order (LIMIT 1 keeps each a lookup whatever the estimates). Joined
-// by key, each lookup reads only the range (partition) that can hold the
-// id: = ANY(…) probed the index of every range, the ranges made ahead
-// included, for every id. A run's input is returned when it has
-// @max_input bytes or fewer (in the row: no more pages read), for the
-// steps a continuation starts.
+// their order (a subquery with a locking clause stays a lookup a row of
+// the ids). Joined by key, each lookup reads only the range (partition)
+// that can hold the id: = ANY(…) probed the index of every range, the
+// ranges made ahead included, for every id. A run's input is returned when
+// it has @max_input bytes or fewer (in the row: no more pages read), for
+// the steps a continuation starts.
+//
+// No LIMIT in the lookup: with one, Postgres 15 returned no row for a run
+// in another range than the run before it once the lock had waited for a
+// writer of the run (the recheck of the row it then locked found nothing),
+// and the batch took the run for gone (TestCompletionsLockRunsAcrossRanges).
 func (q *Queries) LockRuns(ctx context.Context, db DBTX, arg LockRunsParams) ([]LockRunsRow, error) {
 	rows, err := db.Query(ctx, lockRuns, arg.MaxInput, arg.Now, arg.Ids)
 	if err != nil {
@@ -391,7 +396,7 @@ SELECT r.id, r.workflow, r.tenant, r.status, r.pending, r.slot, coalesce(r.timeo
 FROM unnest((SELECT $3::uuid[])) WITH ORDINALITY AS k(id, ord)
 CROSS JOIN LATERAL (
     SELECT d.id, d.workflow, d.tenant, d.status, d.pending, d.slot, d.timeout_ms, d.deadline_at, d.input, d.trace_parent, d.parent_run
-    FROM dagen_runs d WHERE d.id = k.id LIMIT 1
+    FROM dagen_runs d WHERE d.id = k.id
     FOR NO KEY UPDATE SKIP LOCKED
 ) AS r
 ORDER BY k.ord
@@ -418,7 +423,8 @@ type LockRunsSkipLockedRow struct {
 	Now         pgtype.Timestamptz
 }
 
-// Like LockRuns, but skips runs another transaction holds.
+// Like LockRuns (no LIMIT either: see there), but skips runs another
+// transaction holds.
 func (q *Queries) LockRunsSkipLocked(ctx context.Context, db DBTX, arg LockRunsSkipLockedParams) ([]LockRunsSkipLockedRow, error) {
 	rows, err := db.Query(ctx, lockRunsSkipLocked, arg.MaxInput, arg.Now, arg.Ids)
 	if err != nil {
