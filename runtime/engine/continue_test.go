@@ -92,7 +92,9 @@ func continuedSteps(t *testing.T, ctx context.Context, e *engine.Engine, id dag.
 // that have only the root for parent, a join) on one worker with free
 // slots: the completion that stores the root's result starts every child
 // on the worker, where it used to start one (the slot the root frees) and
-// enqueue the rest for the next claim. Then many fan-outs at once on a
+// enqueue the rest for the next claim. Then fan-outs queued before the
+// worker starts: the claims that take their roots keep slots for their
+// children, which their completions start. Then many fan-outs at once on a
 // worker of few slots: every step runs once with its parents' outputs,
 // and no more steps execute at once than the worker's Concurrency.
 func TestFanOutsStartInFreeSlots(t *testing.T) {
@@ -169,6 +171,34 @@ func testFanOutsStartInFreeSlots(t *testing.T, open func() store.Store) {
 	}
 	require.NoError(t, free.Stop(ctx))
 
+	// Runs queued before a worker starts: its claims keep slots for the
+	// children of the roots they take (store.ClaimParams.Extra), so the
+	// roots' completions start the children here.
+	queuer, err := engine.New(open(), &engine.Config{WorkerID: "queuer", Logger: quietLogger()})
+	require.NoError(t, err)
+	require.NoError(t, queuer.Register(def))
+	const queued = 30
+	var reqs []engine.TriggerRequest
+	for i := range queued {
+		reqs = append(reqs, engine.TriggerRequest{Workflow: "fan", Tenant: "t", Input: alone + i})
+	}
+	ids, err := queuer.TriggerMany(ctx, reqs)
+	require.NoError(t, err)
+	drainer := workerWith(t, open(), engine.Config{
+		WorkerID: "drainer", Concurrency: 64, PollInterval: 5 * time.Millisecond, IdlePollInterval: 5 * time.Millisecond,
+		Lease: 2 * time.Second, HeartbeatInterval: 20 * time.Millisecond,
+	}, def)
+	withRoot := 0
+	for i, id := range ids {
+		res, err := drainer.Wait(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, store.RunCompleted, res.Status, "run %d: %+v", i, res.Failure)
+		withRoot += countTrue(startedWith(t, ctx, drainer, id), children)
+	}
+	t.Logf("%d of %d children of queued runs started by their root's completion", withRoot, queued*width)
+	require.GreaterOrEqual(t, withRoot, queued*width*9/10, "children of queued runs started by their root's completion")
+	require.NoError(t, drainer.Stop(ctx))
+
 	// Many at once, on a worker of 8 slots.
 	most.Store(0)
 	const runs, slots = 40, 8
@@ -176,11 +206,11 @@ func testFanOutsStartInFreeSlots(t *testing.T, open func() store.Store) {
 		WorkerID: "busy", Concurrency: slots, PollInterval: 5 * time.Millisecond, IdlePollInterval: 5 * time.Millisecond,
 		Lease: 2 * time.Second, HeartbeatInterval: 20 * time.Millisecond,
 	}, def)
-	var reqs []engine.TriggerRequest
+	reqs = reqs[:0]
 	for i := range runs {
-		reqs = append(reqs, engine.TriggerRequest{Workflow: "fan", Tenant: "t", Input: alone + i})
+		reqs = append(reqs, engine.TriggerRequest{Workflow: "fan", Tenant: "t", Input: alone + queued + i})
 	}
-	ids, err := busy.TriggerMany(ctx, reqs)
+	ids, err = busy.TriggerMany(ctx, reqs)
 	require.NoError(t, err)
 	for _, id := range ids {
 		res, err := busy.Wait(ctx, id)
@@ -190,7 +220,7 @@ func testFanOutsStartInFreeSlots(t *testing.T, open func() store.Store) {
 	require.LessOrEqual(t, most.Load(), int64(slots), "steps executing at once on a worker of %d slots", slots)
 	mu.Lock()
 	defer mu.Unlock()
-	require.Len(t, ran, (alone+runs)*(width+2))
+	require.Len(t, ran, (alone+queued+runs)*(width+2))
 	for k, n := range ran {
 		require.Equal(t, 1, n, "%s ran %d times", k, n)
 	}
