@@ -35,13 +35,27 @@ const execTable = `CREATE TABLE crash_exec (
 	output  bigint -- an end's output, when the worker records it
 )`
 
-// buildWorker compiles the worker command once per test binary.
-var buildWorker = sync.OnceValues(func() (string, error) {
+// workerDir holds the worker command buildWorker compiles; TestMain
+// removes it once the tests are done.
+var workerDir string
+
+// TestMain runs the tests, then removes the compiled worker command: a
+// test binary of its own, some 17 MB, left behind by every run before.
+func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "dagen-crashtest-")
 	if err != nil {
-		return "", err
+		fmt.Fprintln(os.Stderr, "crashtest:", err)
+		os.Exit(1)
 	}
-	bin := filepath.Join(dir, "worker")
+	workerDir = dir
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// buildWorker compiles the worker command once per test binary.
+var buildWorker = sync.OnceValues(func() (string, error) {
+	bin := filepath.Join(workerDir, "worker")
 	out, err := exec.Command("go", "build", "-o", bin, "github.com/dagenhq/dagen/internal/crashtest/worker").CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("build worker: %v\n%s", err, out)
