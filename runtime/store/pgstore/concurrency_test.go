@@ -51,6 +51,17 @@ func claimAndComplete(t testing.TB, s store.Store, n int) {
 	require.NoError(t, err)
 }
 
+// allCompleted returns an error naming the first of results whose
+// outcome (outs, by result) is not completed.
+func allCompleted(results []store.TaskResult, outs []store.CompletionOutcome) error {
+	for i, o := range outs {
+		if o.Outcome != store.OutcomeCompleted {
+			return fmt.Errorf("%s/%s: outcome %s, not completed", results[i].RunID, results[i].Step, o.Outcome)
+		}
+	}
+	return nil
+}
+
 // createInBatches creates runs 1,000 at a time.
 func createInBatches(t testing.TB, s store.Store, runs []store.NewRun) {
 	t.Helper()
@@ -120,15 +131,14 @@ func TestWorkersDrainWithoutLossOrDuplicates(t *testing.T) {
 				}
 				mu.Unlock()
 				outs, err := s.CompleteTasks(ctx, results)
+				if err == nil {
+					err = allCompleted(results, outs)
+				}
 				if err != nil {
 					errs <- err
 					return
 				}
-				for i, o := range outs {
-					if o.Outcome != store.OutcomeCompleted {
-						errs <- fmt.Errorf("%s/%s: outcome %s", results[i].RunID, results[i].Step, o.Outcome)
-						return
-					}
+				for _, o := range outs {
 					if o.RunStatus == store.RunCompleted {
 						finished.Add(1)
 					}
@@ -187,13 +197,14 @@ func TestFanInUnderConcurrentCompletion(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				outs, err := s.CompleteTasks(ctx, []store.TaskResult{completed(ct)})
+				results := []store.TaskResult{completed(ct)}
+				outs, err := s.CompleteTasks(ctx, results)
 				if err != nil {
 					errs <- err
 					return
 				}
-				if outs[0].Outcome != store.OutcomeCompleted {
-					errs <- fmt.Errorf("outcome %s", outs[0].Outcome)
+				if err := allCompleted(results, outs); err != nil {
+					errs <- err
 				}
 				enqueued.Add(int64(outs[0].Enqueued))
 			}()

@@ -636,15 +636,7 @@ func TestCompletionsLockRunsAcrossRanges(t *testing.T) {
 		}
 		require.NoError(t, f.s.CreateRuns(ctx, runs))
 		require.NotEqual(t, f.partitionOf(runs[0].ID), f.partitionOf(runs[len(runs)-1].ID), "the runs lie in two ranges")
-		roots, err := f.s.ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: 100, Lease: time.Hour})
-		require.NoError(t, err)
-		require.Len(t, roots, len(runs))
-		results := make([]store.TaskResult, len(roots))
-		for i, ct := range roots {
-			results[i] = completed(ct)
-		}
-		_, err = f.s.CompleteTasks(ctx, results)
-		require.NoError(t, err)
+		claimAndComplete(t, f.s, len(runs)) // the roots
 		children, err := f.s.ClaimTasks(ctx, store.ClaimParams{Worker: "w", Limit: 1000, Lease: time.Hour})
 		require.NoError(t, err)
 		require.Len(t, children, len(runs)*width)
@@ -662,14 +654,11 @@ func TestCompletionsLockRunsAcrossRanges(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				outs, err := f.s.CompleteTasks(ctx, batch)
+				if err == nil {
+					err = allCompleted(batch, outs)
+				}
 				if err != nil {
 					errs <- err
-					return
-				}
-				for i, o := range outs {
-					if o.Outcome != store.OutcomeCompleted {
-						errs <- fmt.Errorf("%s/%s: outcome %s, not completed", batch[i].RunID, batch[i].Step, o.Outcome)
-					}
 				}
 			}()
 		}
