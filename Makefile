@@ -67,7 +67,7 @@ bench-shards:
 ## bench: the benchmark on Postgres (DATABASE_URL), alone on the machine. ROUNDS rounds (3), each: River's single_step,
 ## DBOS's single_step, chain10 and fan50 (skipped when DBOS_DIR, bench/dbos, is absent), dagen's throughput workloads
 ## and single_capped (judged against that round's single_step).
-## Then once: dagen's latency workloads, River's and DBOS's fairness, dagen's mapped and trigger workloads, a
+## Then once: dagen's latency workloads (fairness five times: its ratio is judged on the median), River's and DBOS's fairness, dagen's mapped and trigger workloads, a
 ## million queued runs drained (backlog1m, beside a single_step of its own), a 10,000-step workflow generated, built
 ## and drained (wide10k, beside a fan50 of its own), the fairness workload behind backlog1m's backlog (fairness1m),
 ## the soak (10 minutes). Last, the comparison: every figure's median [min-max] over the rounds, ratios paired by round, verdicts.
@@ -102,7 +102,7 @@ bench:
 		"$$bin/dagen-bench" -workloads single_step,single_capped,chain10,fan50 $(BENCH_TUNED) $(BENCH_FLAGS) -json-out "$$out/round-$$r/dagen.jsonl"; \
 	done; \
 	echo "bench: once: latency workloads, fairness of the peers, mapped and trigger workloads, backlog1m, wide10k, fairness1m, the soak"; \
-	"$$bin/dagen-bench" -workloads fairness,low_load $(BENCH_FLAGS) -json-out "$$out/latency.jsonl"; \
+	"$$bin/dagen-bench" -workloads fairness,fairness,fairness,fairness,fairness,low_load $(BENCH_FLAGS) -json-out "$$out/latency.jsonl"; \
 	"$$bin/river-bench" -settings tuned -workload fairness $(RIVER_FLAGS) > "$$out/river-fairness.txt"; cat "$$out/river-fairness.txt"; \
 	if [ -x "$$bin/dbos-bench" ]; then \
 		(cd '$(DBOS_DIR)' && "$$bin/dbos-bench" -workloads fairness $(DBOS_FLAGS)) > "$$out/dbos-fairness.txt"; cat "$$out/dbos-fairness.txt"; \

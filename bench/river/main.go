@@ -116,6 +116,12 @@ type result struct {
 	// StealPct is the share of the machine's CPU its host gave to others
 	// while the jobs drained (steal in /proc/stat).
 	StealPct float64 `json:"steal_pct"`
+	// The server's work over the drain, per job, as dagen's benchmark
+	// counts it a step: shared buffers read or found (pg_stat_database,
+	// every database) and WAL records written (pg_stat_wal). Unlike CPU
+	// time they do not move with what else the host runs.
+	PGBuffersPerStep    float64 `json:"pg_buffers_per_step,omitempty"`
+	PGWALRecordsPerStep float64 `json:"pg_wal_records_per_step,omitempty"`
 
 	// fairness: A's jobs a phase (Runs: all of A's and B's), B's backlog,
 	// A's latency (insert to completion event) in ms idle and behind B's
@@ -386,6 +392,7 @@ func (b *bench) drain(ctx context.Context) (result, error) {
 		return result{}, err
 	}
 
+	workBefore, workErr := readWork(ctx, b.pool)
 	win := procstat.Start(ctx, procstat.Backends(b.pool, appName))
 	start := time.Now()
 	if err := client.Start(ctx); err != nil {
@@ -416,6 +423,8 @@ func (b *bench) drain(ctx context.Context) (result, error) {
 		}
 	}
 	u := win.Stop(ctx)
+	workAfter, err := readWork(ctx, b.pool)
+	workErr = errors.Join(workErr, err)
 	stopProfile()
 
 	if err := stopClient(client); err != nil && waitErr == nil {
@@ -438,8 +447,14 @@ func (b *bench) drain(ctx context.Context) (result, error) {
 	}
 	res.StepsPerSec = res.JobsPerSec
 	b.fill(&res, u, maxWorkers)
-	fmt.Printf("river %s: %d no-op jobs drained in %.3fs = %.0f jobs/s (insert %.3fs, MaxWorkers %d, pool %d conns, peak RSS %.1f MB, CPU steal %.1f%%); CPU worker %.2fs (GC %.2fs) + postgres %.2fs = %.1f µs a job\n",
-		o.settings, o.jobs, seconds, res.JobsPerSec, insertSeconds, maxWorkers, res.PoolMaxConns, res.RSSMB, res.StealPct, res.WorkerCPUSec, res.WorkerGCCPUSec, res.PGCPUSec, res.CPUUsPerStep)
+	work := "pg buffers and WAL records a job not read: " + fmt.Sprint(workErr)
+	if workErr == nil {
+		res.PGBuffersPerStep = figures.Round(float64(workAfter.buffers-workBefore.buffers)/float64(o.jobs), 1)
+		res.PGWALRecordsPerStep = figures.Round(float64(workAfter.walRecords-workBefore.walRecords)/float64(o.jobs), 2)
+		work = fmt.Sprintf("pg buffers %.1f and WAL records %.2f a job", res.PGBuffersPerStep, res.PGWALRecordsPerStep)
+	}
+	fmt.Printf("river %s: %d no-op jobs drained in %.3fs = %.0f jobs/s (insert %.3fs, MaxWorkers %d, pool %d conns, peak RSS %.1f MB, CPU steal %.1f%%); CPU worker %.2fs (GC %.2fs) + postgres %.2fs = %.1f µs a job; %s\n",
+		o.settings, o.jobs, seconds, res.JobsPerSec, insertSeconds, maxWorkers, res.PoolMaxConns, res.RSSMB, res.StealPct, res.WorkerCPUSec, res.WorkerGCCPUSec, res.PGCPUSec, res.CPUUsPerStep, work)
 	return res, nil
 }
 
@@ -502,4 +517,20 @@ func startCPUProfile(path string) (stop func(), err error) {
 			fmt.Fprintln(os.Stderr, "river bench: cpu profile:", err)
 		}
 	}, nil
+}
+
+// serverWork is the server's cumulative work: shared buffers read or
+// found over every database, and WAL records written.
+type serverWork struct{ buffers, walRecords int64 }
+
+// readWork reads the server's counters, as dagen's benchmark does around
+// each workload.
+func readWork(ctx context.Context, pool *pgxpool.Pool) (serverWork, error) {
+	var w serverWork
+	err := pool.QueryRow(ctx, `SELECT (SELECT sum(blks_hit + blks_read) FROM pg_stat_database)::bigint,
+		wal_records FROM pg_stat_wal`).Scan(&w.buffers, &w.walRecords)
+	if err != nil {
+		return w, fmt.Errorf("read pg_stat_database and pg_stat_wal: %w", err)
+	}
+	return w, nil
 }

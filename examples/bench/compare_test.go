@@ -98,7 +98,10 @@ func benchDir(t *testing.T, withDBOS bool) string {
 		}
 	}
 	writeFile(t, filepath.Join(dir, "latency.jsonl"),
-		`{"peer":"dagen","workload":"fairness","runs":20210,"b_runs":20000,"p99_ms":12,"idle_p99_ms":3,"commit_p99_ms":5,"b_steps_before_a_max":40,"b_steps_before_a_p99":30,"batch_size":64,"concurrency":64}`+"\n")
+		// Three fairness runs: A ÷ the probe 4.00, 2.40 and 1.00.
+		`{"peer":"dagen","workload":"fairness","runs":20210,"b_runs":20000,"p99_ms":20,"idle_p99_ms":3,"commit_p99_ms":5,"b_steps_before_a_max":10,"b_steps_before_a_p99":8,"batch_size":64,"concurrency":64}`+"\n"+
+			`{"peer":"dagen","workload":"fairness","runs":20210,"b_runs":20000,"p99_ms":12,"idle_p99_ms":3,"commit_p99_ms":5,"b_steps_before_a_max":40,"b_steps_before_a_p99":30,"batch_size":64,"concurrency":64}`+"\n"+
+			`{"peer":"dagen","workload":"fairness","runs":20210,"b_runs":20000,"p99_ms":5,"idle_p99_ms":3,"commit_p99_ms":5,"b_steps_before_a_max":2,"b_steps_before_a_p99":1,"batch_size":64,"concurrency":64}`+"\n")
 	writeFile(t, filepath.Join(dir, "river-fairness.txt"), "river tuned fairness: ...\n"+
 		`{"peer":"river","workload":"fairness","b_runs":20000,"idle_p99_ms":250,"p99_ms":1200}`+"\n")
 	if withDBOS {
@@ -128,8 +131,11 @@ func TestCompareDirWithoutDBOS(t *testing.T) {
 		"single_step ÷ DBOS single_step - target >= 10: not judged",
 		// (2 + 8) s over 200,000 steps: 50 µs, against River's 80.
 		"single_step 50.0 [50.0–50.0] 80.0 [80.0–80.0] - meets (0.62x River's)",
-		"A's loaded p99 12.00 ms ÷ the commit probe's loaded p99 5.00 ms = 2.40 (target <= 3: meets)",
-		"max 40, p99 30 (target <= one claim batch, BatchSize 64: meets)",
+		"run 2: A's loaded p99 12.00 ms ÷ the commit probe's loaded p99 5.00 ms = 2.40",
+		// The median of 4.00, 2.40 and 1.00, though the first run alone is above 3.
+		"A's loaded p99 ÷ the commit probe's, median of 3: 2.40 [1.00–4.00] (target <= 3: meets)",
+		"max 40, p99 30 over the runs (target <= one claim batch, BatchSize 64: meets)",
+		// The peers against the runs' median loaded p99, 12 ms.
 		"River (20000 B jobs) idle 250.00 ms, loaded 1200.00 ms: dagen/River 0.010; DBOS: not run",
 	} {
 		if !strings.Contains(flat, want) {
