@@ -435,7 +435,14 @@ func (c *creation) write(ctx context.Context, s *Store, pl *pipeline.Pipeline) (
 	_ = s.q.InsertTasks(ctx, db, c.tp)
 	_ = s.q.EnsureTenants(ctx, db, c.tenants) // later enqueues need the tenants' rows, even when nothing is enqueued now
 	if len(c.ep.Tasks) > 0 {
-		_ = s.enqueue(ctx, db, c.ep)
+		if c.rated {
+			_ = s.enqueue(ctx, db, c.ep)
+		} else {
+			// The runs' steps say every rate limit of the tasks enqueued:
+			// none, so the statement without the limits' buckets does
+			// what Enqueue would (see EnqueuePlain).
+			_ = s.enqueuePlain(ctx, db, c.ep)
+		}
 	}
 	var started []dbsqlc.StartedTasksRow
 	var err error

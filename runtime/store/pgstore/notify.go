@@ -232,3 +232,15 @@ func (s *Store) enqueue(ctx context.Context, db dbsqlc.DBTX, ep dbsqlc.EnqueuePa
 		return s.q.Enqueue(ctx, db, ep)
 	})
 }
+
+// enqueuePlain is enqueue by EnqueuePlain, for tasks none of which has a
+// rate limit.
+func (s *Store) enqueuePlain(ctx context.Context, db dbsqlc.DBTX, ep dbsqlc.EnqueueParams) error {
+	pp := dbsqlc.EnqueuePlainParams{
+		ForceNotify: s.notifyDue(),
+		RunIds:      ep.RunIds, Tasks: ep.Tasks, Signatures: ep.Signatures, Tenants: ep.Tenants, IfQueued: ep.IfQueued,
+	}
+	return s.planned(ctx, db, s.q.GenericPlanBegin, s.q.GenericPlanEnd, func(db dbsqlc.DBTX) error {
+		return s.q.EnqueuePlain(ctx, db, pp)
+	})
+}

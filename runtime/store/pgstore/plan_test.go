@@ -371,10 +371,19 @@ func TestBatchesFindRowsByKey(t *testing.T) {
 	_, err = s.CompleteTasks(ctx, results)
 	require.NoError(t, err)
 	drainContinuing(t, s, 5000+100*4, 500)
+	// Fan-outs completed without continuation: their roots' completions
+	// enqueue the children (Enqueue; the creations enqueued by
+	// EnqueuePlain, none of their steps having a rate limit).
+	var fans []store.NewRun
+	for i := range 100 {
+		fans = append(fans, newRun("fan", fmt.Sprintf("t%d", i), step("root"), step("x", "root"), step("y", "root"), step("join", "x", "y")))
+	}
+	require.NoError(t, s.CreateRuns(ctx, fans))
+	drain(t, s, 100*4, 100)
 
 	scans, seen := readsWhole(t, pool, log, nil, "dagen_tasks", "dagen_runs", "dagen_tenant_groups")
 	require.Empty(t, scans)
-	for _, name := range []string{"EnsureTenants", "InsertTasks", "Enqueue", "StartedTasks", "ClaimTasks", "LockRuns", "GetTasks", "UpdateTasks", "UpdateRuns", "DecrementChildren", "NotHeldTasks", "TenantsAhead", "ContinueTasks", "ReportUnserved"} {
+	for _, name := range []string{"EnsureTenants", "InsertTasks", "EnqueuePlain", "Enqueue", "StartedTasks", "ClaimTasks", "LockRuns", "GetTasks", "UpdateTasks", "UpdateRuns", "DecrementChildren", "NotHeldTasks", "TenantsAhead", "ContinueTasks", "ReportUnserved"} {
 		require.True(t, seen[name], "no %s statement ran", name)
 	}
 }
@@ -599,9 +608,11 @@ func TestTriggersKeepOnePlan(t *testing.T) {
 		require.NoError(t, s.CreateRuns(ctx, []store.NewRun{newRun("w", fmt.Sprintf("t%d", i%3), step("a"), step("b", "a"))}))
 		drain(t, s, 2, 1) // a, which enqueues b, then b
 	}
-	executions := map[string]int64{"InsertTasks": triggers, "EnsureTenants": triggers, "Enqueue": 2 * triggers, "DecrementChildren": triggers}
+	// The triggers enqueue a by EnqueuePlain (no step has a rate limit),
+	// the completions b by Enqueue.
+	executions := map[string]int64{"InsertTasks": triggers, "EnsureTenants": triggers, "EnqueuePlain": triggers, "Enqueue": triggers, "DecrementChildren": triggers}
 	plans := preparedPlans(t, pool)
-	for _, name := range []string{"InsertTasks", "EnsureTenants", "Enqueue", "DecrementChildren"} {
+	for _, name := range []string{"InsertTasks", "EnsureTenants", "EnqueuePlain", "Enqueue", "DecrementChildren"} {
 		p, ok := plans[name]
 		require.True(t, ok, "%s was not prepared: %v", name, plans)
 		// Postgres plans the first five runs for their arguments, then

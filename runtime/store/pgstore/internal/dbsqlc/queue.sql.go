@@ -903,6 +903,110 @@ func (q *Queries) Enqueue(ctx context.Context, db DBTX, arg EnqueueParams) error
 	return err
 }
 
+const enqueuePlain = `-- name: EnqueuePlain :exec
+WITH given AS (
+    SELECT unnest((SELECT $2::uuid[])) AS run_id,
+           unnest((SELECT $3::text[])) AS task,
+           unnest((SELECT $4::text[])) AS signature,
+           unnest((SELECT $5::text[])) AS tenant,
+           unnest((SELECT $6::boolean[])) AS if_queued,
+           generate_series(1, cardinality((SELECT $2::uuid[]))) AS ord
+),
+input AS (
+    SELECT x.run_id, x.task, x.signature, x.tenant, x.ord,
+           coalesce(t.priority, 0)::smallint AS priority
+    FROM given AS x
+    -- As in Enqueue: one lookup a task, only for a flagged task or once
+    -- the schema has priorities.
+    LEFT JOIN LATERAL (
+        SELECT t.status, t.priority
+        FROM dagen_tasks t
+        WHERE (x.if_queued OR (SELECT f.priorities FROM dagen_flow_flags f))
+          AND t.run_id = x.run_id AND t.name = x.task
+        LIMIT 1
+    ) AS t ON true
+    WHERE NOT x.if_queued OR t.status = 'QUEUED'
+),
+counts AS (
+    SELECT input.tenant, count(*) AS k FROM input GROUP BY input.tenant
+),
+locked AS MATERIALIZED (
+    SELECT g.tenant, g.block_ptr, g.block_fill, g.weight
+    FROM dagen_tenant_groups g
+    WHERE g.tenant = ANY(ARRAY(SELECT counts.tenant FROM counts))
+    ORDER BY g.tenant
+    FOR UPDATE
+),
+placed AS (
+    -- The frontier is a scalar subquery, as in Enqueue.
+    SELECT l.tenant, l.weight, c.k,
+           greatest(l.block_ptr, s.frontier) AS first_block,
+           CASE WHEN l.block_ptr >= s.frontier THEN least(l.block_fill, l.weight - 1) ELSE 0 END AS first_fill
+    FROM locked l
+    JOIN counts c ON c.tenant = l.tenant
+    CROSS JOIN (SELECT (SELECT f.block FROM dagen_queue_frontier f) AS frontier) AS s
+),
+bumped AS (
+    UPDATE dagen_tenant_groups g
+    SET block_ptr = p.first_block + (p.first_fill + p.k) / p.weight,
+        block_fill = (p.first_fill + p.k) % p.weight
+    FROM placed p
+    WHERE g.tenant = p.tenant
+      AND g.tenant = ANY(ARRAY(SELECT locked.tenant FROM locked))
+    RETURNING g.tenant, g.group_id, p.first_block, p.first_fill, p.weight
+),
+inserted AS (
+    INSERT INTO dagen_ready (id, run_id, task, signature, priority)
+    SELECT b.group_id + 1048576 * (b.first_block + (b.first_fill + row_number() OVER (PARTITION BY i.tenant ORDER BY i.ord) - 1) / b.weight),
+           i.run_id, i.task, i.signature, i.priority
+    FROM input i
+    JOIN bumped b ON b.tenant = i.tenant
+    ON CONFLICT (run_id, task) DO NOTHING
+    RETURNING 1
+),
+counted AS (
+    SELECT (SELECT count(*) FROM inserted) AS n
+)
+SELECT counted.n::bigint AS n,
+       -- As in Enqueue.
+       CASE WHEN counted.n > 0 AND ($1::boolean OR NOT EXISTS (
+                SELECT 1 FROM dagen_ready q
+                WHERE q.id >= (SELECT f.block FROM dagen_queue_frontier f) * 1048576
+            ))
+            THEN pg_notify('dagen_ready.' || current_schema(), '') END::text AS notified
+FROM counted
+`
+
+type EnqueuePlainParams struct {
+	ForceNotify bool
+	RunIds      []pgtype.UUID
+	Tasks       []string
+	Signatures  []string
+	Tenants     []string
+	IfQueued    []bool
+}
+
+// Enqueue for tasks none of which has a rate limit: the same fair places,
+// priorities and notifications, none of the rate limits' buckets, which
+// Enqueue passes such tasks by (it puts a task with no rate limit straight
+// in the fair queue) but which took most of its planning. Every connection
+// plans a statement again after an ANALYZE or a vacuum of a table it
+// reads, and a trigger's transaction enqueues: at a trigger after the hot
+// tables' ANALYZE, the planning was the trigger's largest part (see
+// docs/performance.md, "Triggers plan a small enqueue"). A creation sends
+// it when none of its runs' steps has a rate limit.
+func (q *Queries) EnqueuePlain(ctx context.Context, db DBTX, arg EnqueuePlainParams) error {
+	_, err := db.Exec(ctx, enqueuePlain,
+		arg.ForceNotify,
+		arg.RunIds,
+		arg.Tasks,
+		arg.Signatures,
+		arg.Tenants,
+		arg.IfQueued,
+	)
+	return err
+}
+
 const ensureTenants = `-- name: EnsureTenants :exec
 INSERT INTO dagen_tenant_groups (tenant, group_id)
 SELECT t.tenant, nextval('dagen_tenant_group_seq')
