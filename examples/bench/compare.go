@@ -602,8 +602,14 @@ func (s benchSet) printMapped(out io.Writer, fan []roundFigure) {
 // five): one run's second-worst of 100 moves more between runs than
 // between versions.
 func (s benchSet) printFairness(out io.Writer) {
+	lines := find(s.once, "dagen", "fairness")
+	if len(lines) == 0 { // outputs compared as files, not make bench's directory
+		for _, round := range s.rounds {
+			lines = append(lines, find(round, "dagen", "fairness")...)
+		}
+	}
 	var runs []*Result
-	for _, l := range find(s.once, "dagen", "fairness") {
+	for _, l := range lines {
 		if l.dagen != nil {
 			runs = append(runs, l.dagen)
 		}
