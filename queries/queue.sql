@@ -266,8 +266,8 @@ FROM counted;
 -- plans a statement again after an ANALYZE or a vacuum of a table it
 -- reads, and a trigger's transaction enqueues: at a trigger after the hot
 -- tables' ANALYZE, the planning was the trigger's largest part (see
--- docs/performance.md, "Triggers plan a small enqueue"). A creation sends
--- it when none of its runs' steps has a rate limit.
+-- docs/performance.md, "Triggers plan a small enqueue"). A trigger's
+-- creation sends it when none of its runs' steps has a rate limit.
 WITH given AS (
     SELECT unnest((SELECT @run_ids::uuid[])) AS run_id,
            unnest((SELECT @tasks::text[])) AS task,

@@ -33,10 +33,17 @@ func (h *logCount) WithGroup(string) slog.Handler            { return h }
 func (h *logCount) Handle(_ context.Context, r slog.Record) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	msg := r.Level.String() + " " + r.Message
 	if r.Level >= slog.LevelError {
 		h.errors++
+		// An error's attributes (the store call, its error) say what to
+		// look for when a test that wants none fails.
+		r.Attrs(func(a slog.Attr) bool {
+			msg += " " + a.String()
+			return true
+		})
 	}
-	h.messages = append(h.messages, r.Level.String()+" "+r.Message)
+	h.messages = append(h.messages, msg)
 	return nil
 }
 

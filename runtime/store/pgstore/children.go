@@ -113,7 +113,7 @@ func (nc *newChildren) create(ctx context.Context, b *batch, tx *pipeline.Tx) er
 	}
 	rp := nc.rp
 	rp.Now = tstz(b.now)
-	_, _, _, err := b.s.createWithin(ctx, tx, nc.runs, nc.graphs, rp, store.ClaimParams{})
+	_, _, _, err := b.s.createWithin(ctx, tx, nc.runs, nc.graphs, rp, store.ClaimParams{}, false)
 	if err != nil {
 		return fmt.Errorf("create %d child runs: %w", len(nc.runs), err)
 	}

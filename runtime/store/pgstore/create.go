@@ -129,6 +129,7 @@ func (s *Store) createRunsOnce(ctx context.Context, runs []store.NewRun, p store
 		return s.createInTx(ctx, runs, graphs, rp, p)
 	}
 	c := s.newCreation(runs, graphs, nil, rp.Now, p)
+	c.trigger = true
 	// One round trip: the statements go in one pipeline, which runs them
 	// in one implicit transaction. A queued statement returns no error: its
 	// error comes from the send, which StartedTasks makes when there are
@@ -160,7 +161,7 @@ func (s *Store) createInTx(ctx context.Context, runs []store.NewRun, graphs []*g
 	err := s.inTx(ctx, func(tx *pipeline.Tx) error {
 		var wrote bool
 		var err error
-		claimed, queued, wrote, err = s.createWithin(ctx, tx, runs, graphs, rp, p)
+		claimed, queued, wrote, err = s.createWithin(ctx, tx, runs, graphs, rp, p, true)
 		if err == nil && !wrote {
 			return errNothingToDo // every run was a duplicate
 		}
@@ -177,8 +178,9 @@ func (s *Store) createInTx(ctx context.Context, runs []store.NewRun, graphs []*g
 // createInTx's own, or, for CreateRunsTx, one that the store's caller
 // began and ends (with p zero: nothing starts before it commits). It
 // returns the tasks it started, how many it queued, and whether it wrote
-// anything (false when every run was a duplicate).
-func (s *Store) createWithin(ctx context.Context, tx *pipeline.Tx, runs []store.NewRun, graphs []*graph, rp dbsqlc.InsertRunsParams, p store.ClaimParams) (claimed []store.ClaimedTask, queued int, wrote bool, err error) {
+// anything (false when every run was a duplicate). trigger says that a
+// caller waits for it (see creation.trigger).
+func (s *Store) createWithin(ctx context.Context, tx *pipeline.Tx, runs []store.NewRun, graphs []*graph, rp dbsqlc.InsertRunsParams, p store.ClaimParams, trigger bool) (claimed []store.ClaimedTask, queued int, wrote bool, err error) {
 	keyed := false
 	for i := range runs {
 		keyed = keyed || runs[i].Key != ""
@@ -229,6 +231,7 @@ func (s *Store) createWithin(ctx context.Context, tx *pipeline.Tx, runs []store.
 			_ = s.q.InsertDeadlines(ctx, tx.Queue(), timed)
 		}
 		c := s.newCreation(created, createdGraphs, createdHeld, rp.Now, p)
+		c.trigger = trigger
 		started, err := c.write(ctx, s, &tx.Pipeline)
 		if err != nil {
 			return nil, 0, false, err
@@ -358,6 +361,11 @@ type creation struct {
 	// a rate limit: the schema is marked as having them (MarkFlow) before
 	// the enqueue.
 	priorities, rated bool
+	// trigger is set for a caller's creation (a trigger, in its own
+	// transaction or the caller's), which enqueues by EnqueuePlain when no
+	// step has a rate limit: its planning is on the caller's path. The
+	// engine's own (a completion's child runs, a schedule's) keep Enqueue.
+	trigger bool
 }
 
 // newCreation writes the tasks of runs; the roots of held runs (QUEUED for
@@ -435,7 +443,7 @@ func (c *creation) write(ctx context.Context, s *Store, pl *pipeline.Pipeline) (
 	_ = s.q.InsertTasks(ctx, db, c.tp)
 	_ = s.q.EnsureTenants(ctx, db, c.tenants) // later enqueues need the tenants' rows, even when nothing is enqueued now
 	if len(c.ep.Tasks) > 0 {
-		if c.rated {
+		if c.rated || !c.trigger {
 			_ = s.enqueue(ctx, db, c.ep)
 		} else {
 			// The runs' steps say every rate limit of the tasks enqueued:

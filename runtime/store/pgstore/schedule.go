@@ -166,7 +166,7 @@ func (s *Store) FireSchedule(ctx context.Context, f store.ScheduleFiring) (bool,
 		}
 		ap := dbsqlc.AdvanceScheduleParams{NextAt: tstz(f.Next), Now: s.clock(), Workflow: f.Workflow, Tenant: f.Tenant, Name: f.Name}
 		if n := len(f.Runs); n > 0 {
-			if _, queued, _, err = s.createWithin(ctx, tx, f.Runs, graphs, rp, store.ClaimParams{}); err != nil {
+			if _, queued, _, err = s.createWithin(ctx, tx, f.Runs, graphs, rp, store.ClaimParams{}, false); err != nil {
 				return err
 			}
 			last := f.Runs[n-1].ID

@@ -49,7 +49,7 @@ func (s *Store) CreateRunsTx(ctx context.Context, tx pgx.Tx, runs []store.NewRun
 		}
 		return s.inCallerTx(ctx, tx, func(ptx *pipeline.Tx) error {
 			var err error
-			_, queued, _, err = s.createWithin(ctx, ptx, runs, graphs, rp, store.ClaimParams{})
+			_, queued, _, err = s.createWithin(ctx, ptx, runs, graphs, rp, store.ClaimParams{}, true)
 			return err
 		})
 	})

@@ -993,8 +993,8 @@ type EnqueuePlainParams struct {
 // plans a statement again after an ANALYZE or a vacuum of a table it
 // reads, and a trigger's transaction enqueues: at a trigger after the hot
 // tables' ANALYZE, the planning was the trigger's largest part (see
-// docs/performance.md, "Triggers plan a small enqueue"). A creation sends
-// it when none of its runs' steps has a rate limit.
+// docs/performance.md, "Triggers plan a small enqueue"). A trigger's
+// creation sends it when none of its runs' steps has a rate limit.
 func (q *Queries) EnqueuePlain(ctx context.Context, db DBTX, arg EnqueuePlainParams) error {
 	_, err := db.Exec(ctx, enqueuePlain,
 		arg.ForceNotify,
