@@ -63,6 +63,9 @@ ON CONFLICT (tenant) DO NOTHING;
 -- and the lists are read through subqueries so that Postgres keeps one
 -- plan rather than planning each run (see docs/performance.md,
 -- "Statements keep one plan").
+--
+-- EnqueuePlain repeats the fair places (input to inserted) without the
+-- buckets, for triggers: a change of them goes into both.
 WITH clock AS (
     SELECT coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now
 ),

@@ -135,7 +135,7 @@ func TestCompareDirWithoutDBOS(t *testing.T) {
 		// The median of 4.00, 2.40 and 1.00, though the first run alone is above 3.
 		"A's loaded p99 ÷ the commit probe's, median of 3: 2.40 [1.00–4.00] (target <= 3: meets)",
 		"max 40, p99 30 over the runs (target <= one claim batch, BatchSize 64: meets)",
-		// The peers against the runs' median loaded p99, 12 ms.
+		// The peers against the median of the three runs' loaded p99s.
 		"River (20000 B jobs) idle 250.00 ms, loaded 1200.00 ms: dagen/River 0.010; DBOS: not run",
 	} {
 		if !strings.Contains(flat, want) {

@@ -889,6 +889,9 @@ type EnqueueParams struct {
 // and the lists are read through subqueries so that Postgres keeps one
 // plan rather than planning each run (see docs/performance.md,
 // "Statements keep one plan").
+//
+// EnqueuePlain repeats the fair places (input to inserted) without the
+// buckets, for triggers: a change of them goes into both.
 func (q *Queries) Enqueue(ctx context.Context, db DBTX, arg EnqueueParams) error {
 	_, err := db.Exec(ctx, enqueue,
 		arg.ForceNotify,
